@@ -1,0 +1,66 @@
+# atlastrace build. Fragments under mk/ add their own targets to the lists
+# below, so each part of the tree owns its own rules.
+#
+#   make            build/libatlastrace.so, libatlaslaunch, the tools
+#   make check      every test that needs no GPU (installs Check if missing)
+#   make demo       a sample program under the preload (real GPU if present,
+#                   else the fake driver)
+#   make gpu-check  the real-GPU suite (run on a machine with a GPU)
+#   make bench      overhead figures, as ratios against the native program
+
+BUILD   ?= build
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CC      ?= cc
+
+# CUDA headers: CUDA_HOME, else the toolkit nvcc on PATH belongs to, else
+# /usr/local/cuda. Only the headers are needed to build; no GPU, no libcuda.
+ifeq ($(CUDA_HOME),)
+  NVCC_PATH := $(shell command -v nvcc 2>/dev/null)
+  ifneq ($(NVCC_PATH),)
+    CUDA_HOME := $(patsubst %/bin/nvcc,%,$(realpath $(NVCC_PATH)))
+  else
+    CUDA_HOME := /usr/local/cuda
+  endif
+endif
+CUDA_INC := $(CUDA_HOME)/include
+ifeq ($(wildcard $(CUDA_INC)/cuda.h),)
+  $(error no CUDA headers found: looked for cuda.h in $(CUDA_INC) (set CUDA_HOME to a CUDA toolkit, put its nvcc on PATH, or install one in /usr/local/cuda))
+endif
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CFLAGS   ?= -O2 -g
+ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -fPIC -I include -I src -I $(CUDA_INC) $(EXTRA_CFLAGS)
+LDLIBS_CORE := -ldl -lpthread
+
+ALL_TARGETS   :=
+CHECK_TARGETS :=
+GPU_TARGETS   :=
+BENCH_TARGETS :=
+INSTALL_TARGETS :=
+UNINSTALL_TARGETS :=
+
+.PHONY: all check demo gpu-check bench install uninstall clean format
+# The first rule is the default goal; fragments add prerequisites to it.
+all:
+
+include $(sort $(wildcard mk/*.mk))
+
+all: $(ALL_TARGETS)
+check: $(CHECK_TARGETS)
+gpu-check: $(GPU_TARGETS)
+bench: $(BENCH_TARGETS)
+install: $(INSTALL_TARGETS)
+uninstall: $(UNINSTALL_TARGETS)
+
+clean:
+	rm -rf $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
