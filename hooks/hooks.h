@@ -1,0 +1,23 @@
+/* Shared between the generated wrappers and symbol resolution. */
+#ifndef ATL_HOOKS_H
+#define ATL_HOOKS_H
+
+#include <cuda.h>
+
+#include "engine.h"
+
+/* The real driver function of each hook (NULL until bound, or when the
+ * driver lacks that symbol). */
+extern void *atl_real_ptr[ATL_ID_COUNT];
+
+/* Our three entry points of each hook, by path. */
+extern void *const atl_wrappers[ATL_PATH_COUNT][ATL_ID_COUNT];
+
+/* Opens the driver and fills atl_real_ptr, once. Returns 1 when bound. */
+int atl_bind_driver(void);
+
+/* After a successful cuGetProcAddress: replaces the returned real function
+ * by our wrapper of exactly that variant, when we hook it. */
+void atl_gpa_swap(CUresult r, void **pfn);
+
+#endif

@@ -1,0 +1,604 @@
+/*
+ * Signature classes of the hooked entry points (see hooks.def).
+ *
+ * For each KIND:
+ *   ATL_K_KIND_P     the parameter list, with the names the other parts use
+ *   ATL_K_KIND_A     the same names as an argument list
+ *   ATL_K_KIND_BIT   the atl_on bit that sends the call to the engine
+ *   ATL_K_KIND_PRE   statements run before the real call: build the event
+ *                    `ev_`, tell the engine; may rewrite parameters (red
+ *                    zones pad the size)
+ *   ATL_K_KIND_POST  statements run after it, with the real result in `r_`
+ * In PRE and POST, `id_` is the hook's ATL_ID_*.
+ */
+#ifndef ATL_KINDS_H
+#define ATL_KINDS_H
+
+/* ---- resolvers (bodies are special, see hooks.c) ---- */
+#define ATL_K_GPA1_P const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags
+#define ATL_K_GPA1_A symbol, pfn, cudaVersion, flags
+#define ATL_K_GPA1_BIT ATL_ON_RESOLVE
+#define ATL_K_GPA1_PRE
+#define ATL_K_GPA1_POST atl_gpa_swap(r_, pfn);
+
+#define ATL_K_GPA2_P                                                                               \
+    const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,                            \
+        CUdriverProcAddressQueryResult *symbolStatus
+#define ATL_K_GPA2_A symbol, pfn, cudaVersion, flags, symbolStatus
+#define ATL_K_GPA2_BIT ATL_ON_RESOLVE
+#define ATL_K_GPA2_PRE
+#define ATL_K_GPA2_POST atl_gpa_swap(r_, pfn);
+
+/* ---- launches ---- */
+#define ATL_K_LAUNCH_P                                                                             \
+    CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,             \
+        unsigned int by, unsigned int bz, unsigned int shmem, CUstream hStream, void **kp,         \
+        void **extra
+#define ATL_K_LAUNCH_A f, gx, gy, gz, bx, by, bz, shmem, hStream, kp, extra
+#define ATL_K_LAUNCH_BIT ATL_ON_LAUNCH
+#define ATL_K_LAUNCH_PRE                                                                           \
+    struct atl_launch ev_ = {.hook = id_, .func = f, .grid = {gx, gy, gz},                         \
+                             .block = {bx, by, bz}, .shmem = shmem, .stream = hStream,             \
+                             .params = kp, .extra = extra};                                        \
+    atl_launch_pre(&ev_);
+#define ATL_K_LAUNCH_POST r_ = atl_launch_post(&ev_, r_);
+
+#define ATL_K_LAUNCH_COOP_P                                                                        \
+    CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,             \
+        unsigned int by, unsigned int bz, unsigned int shmem, CUstream hStream, void **kp
+#define ATL_K_LAUNCH_COOP_A f, gx, gy, gz, bx, by, bz, shmem, hStream, kp
+#define ATL_K_LAUNCH_COOP_BIT ATL_ON_LAUNCH
+#define ATL_K_LAUNCH_COOP_PRE                                                                      \
+    struct atl_launch ev_ = {.hook = id_, .func = f, .grid = {gx, gy, gz},                         \
+                             .block = {bx, by, bz}, .shmem = shmem, .stream = hStream,             \
+                             .params = kp};                                                        \
+    atl_launch_pre(&ev_);
+#define ATL_K_LAUNCH_COOP_POST r_ = atl_launch_post(&ev_, r_);
+
+#define ATL_K_LAUNCH_EX_P const CUlaunchConfig *config, CUfunction f, void **kp, void **extra
+#define ATL_K_LAUNCH_EX_A config, f, kp, extra
+#define ATL_K_LAUNCH_EX_BIT ATL_ON_LAUNCH
+#define ATL_K_LAUNCH_EX_PRE                                                                        \
+    struct atl_launch ev_ = {.hook = id_, .func = f, .params = kp, .extra = extra,                 \
+                             .config = config};                                                    \
+    atl_launch_from_config(&ev_);                                                                  \
+    atl_launch_pre(&ev_);
+#define ATL_K_LAUNCH_EX_POST r_ = atl_launch_post(&ev_, r_);
+
+#define ATL_K_GRAPH_LAUNCH_P CUgraphExec hExec, CUstream hStream
+#define ATL_K_GRAPH_LAUNCH_A hExec, hStream
+#define ATL_K_GRAPH_LAUNCH_BIT ATL_ON_LAUNCH
+#define ATL_K_GRAPH_LAUNCH_PRE                                                                     \
+    struct atl_graph_launch ev_ = {.hook = id_, .exec = hExec, .stream = hStream};                 \
+    atl_graph_launch_pre(&ev_);
+#define ATL_K_GRAPH_LAUNCH_POST r_ = atl_graph_launch_post(&ev_, r_);
+
+/* ---- capture ---- */
+#define ATL_K_CAPTURE_BEGIN1_P CUstream hStream
+#define ATL_K_CAPTURE_BEGIN1_A hStream
+#define ATL_K_CAPTURE_BEGIN1_BIT ATL_ON_CAPTURE
+#define ATL_K_CAPTURE_BEGIN1_PRE                                                                   \
+    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = -1, .begin = 1};            \
+    atl_capture_pre(&ev_);
+#define ATL_K_CAPTURE_BEGIN1_POST atl_capture_post(&ev_, r_);
+
+#define ATL_K_CAPTURE_BEGIN2_P CUstream hStream, CUstreamCaptureMode mode
+#define ATL_K_CAPTURE_BEGIN2_A hStream, mode
+#define ATL_K_CAPTURE_BEGIN2_BIT ATL_ON_CAPTURE
+#define ATL_K_CAPTURE_BEGIN2_PRE                                                                   \
+    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = (int)mode, .begin = 1};     \
+    atl_capture_pre(&ev_);
+#define ATL_K_CAPTURE_BEGIN2_POST atl_capture_post(&ev_, r_);
+
+#define ATL_K_CAPTURE_TOGRAPH_P                                                                    \
+    CUstream hStream, CUgraph hGraph, const CUgraphNode *deps, const CUgraphEdgeData *depData,    \
+        size_t numDeps, CUstreamCaptureMode mode
+#define ATL_K_CAPTURE_TOGRAPH_A hStream, hGraph, deps, depData, numDeps, mode
+#define ATL_K_CAPTURE_TOGRAPH_BIT ATL_ON_CAPTURE
+#define ATL_K_CAPTURE_TOGRAPH_PRE                                                                  \
+    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = (int)mode,                  \
+                              .graph = hGraph, .begin = 1};                                        \
+    atl_capture_pre(&ev_);
+#define ATL_K_CAPTURE_TOGRAPH_POST atl_capture_post(&ev_, r_);
+
+#define ATL_K_CAPTURE_END_P CUstream hStream, CUgraph *phGraph
+#define ATL_K_CAPTURE_END_A hStream, phGraph
+#define ATL_K_CAPTURE_END_BIT ATL_ON_CAPTURE
+#define ATL_K_CAPTURE_END_PRE                                                                      \
+    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = -1};                        \
+    atl_capture_pre(&ev_);
+#define ATL_K_CAPTURE_END_POST                                                                     \
+    ev_.graph = (r_ == CUDA_SUCCESS && phGraph) ? *phGraph : NULL;                                 \
+    atl_capture_post(&ev_, r_);
+
+/* ---- allocation ---- */
+#define ATL_K_ALLOC_P CUdeviceptr *dptr, size_t bytesize
+#define ATL_K_ALLOC_A dptr, bytesize
+#define ATL_K_ALLOC_BIT ATL_ON_ALLOC
+#define ATL_K_ALLOC_PRE                                                                            \
+    struct atl_alloc ev_ = {.hook = id_, .kind = ATL_ALLOC_DEVICE, .dptr = dptr,                   \
+                            .bytes = bytesize};                                                    \
+    atl_alloc_pre(&ev_);                                                                           \
+    bytesize = ev_.padded;
+#define ATL_K_ALLOC_POST atl_alloc_post(&ev_, r_);
+
+#define ATL_K_ALLOC_PITCH_P                                                                        \
+    CUdeviceptr *dptr, size_t *pPitch, size_t width, size_t height, unsigned int elemSize
+#define ATL_K_ALLOC_PITCH_A dptr, pPitch, width, height, elemSize
+#define ATL_K_ALLOC_PITCH_BIT ATL_ON_ALLOC
+#define ATL_K_ALLOC_PITCH_PRE                                                                      \
+    struct atl_alloc ev_ = {.hook = id_, .kind = ATL_ALLOC_PITCH, .dptr = dptr,                    \
+                            .pitch = pPitch, .width = width, .height = height,                     \
+                            .elem = elemSize, .bytes = width * height};                            \
+    atl_alloc_pre(&ev_);                                                                           \
+    height = ev_.height;
+#define ATL_K_ALLOC_PITCH_POST atl_alloc_post(&ev_, r_);
+
+#define ATL_K_ALLOC_MANAGED_P CUdeviceptr *dptr, size_t bytesize, unsigned int mflags
+#define ATL_K_ALLOC_MANAGED_A dptr, bytesize, mflags
+#define ATL_K_ALLOC_MANAGED_BIT ATL_ON_ALLOC
+#define ATL_K_ALLOC_MANAGED_PRE                                                                    \
+    struct atl_alloc ev_ = {.hook = id_, .kind = ATL_ALLOC_MANAGED, .dptr = dptr,                  \
+                            .bytes = bytesize};                                                    \
+    atl_alloc_pre(&ev_);                                                                           \
+    bytesize = ev_.padded;
+#define ATL_K_ALLOC_MANAGED_POST atl_alloc_post(&ev_, r_);
+
+#define ATL_K_ALLOC_ASYNC_P CUdeviceptr *dptr, size_t bytesize, CUstream hStream
+#define ATL_K_ALLOC_ASYNC_A dptr, bytesize, hStream
+#define ATL_K_ALLOC_ASYNC_BIT ATL_ON_ALLOC
+#define ATL_K_ALLOC_ASYNC_PRE                                                                      \
+    struct atl_alloc ev_ = {.hook = id_, .kind = ATL_ALLOC_ASYNC, .dptr = dptr,                    \
+                            .bytes = bytesize, .stream = hStream};                                 \
+    atl_alloc_pre(&ev_);                                                                           \
+    bytesize = ev_.padded;
+#define ATL_K_ALLOC_ASYNC_POST atl_alloc_post(&ev_, r_);
+
+#define ATL_K_ALLOC_POOL_P                                                                         \
+    CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream
+#define ATL_K_ALLOC_POOL_A dptr, bytesize, pool, hStream
+#define ATL_K_ALLOC_POOL_BIT ATL_ON_ALLOC
+#define ATL_K_ALLOC_POOL_PRE                                                                       \
+    struct atl_alloc ev_ = {.hook = id_, .kind = ATL_ALLOC_ASYNC, .dptr = dptr,                    \
+                            .bytes = bytesize, .stream = hStream, .pool = pool};                   \
+    atl_alloc_pre(&ev_);                                                                           \
+    bytesize = ev_.padded;
+#define ATL_K_ALLOC_POOL_POST atl_alloc_post(&ev_, r_);
+
+#define ATL_K_FREE_P CUdeviceptr dptr
+#define ATL_K_FREE_A dptr
+#define ATL_K_FREE_BIT ATL_ON_ALLOC
+#define ATL_K_FREE_PRE                                                                             \
+    struct atl_free ev_ = {.hook = id_, .ptr = dptr};                                              \
+    atl_free_pre(&ev_);
+#define ATL_K_FREE_POST atl_free_post(&ev_, r_);
+
+#define ATL_K_FREE_ASYNC_P CUdeviceptr dptr, CUstream hStream
+#define ATL_K_FREE_ASYNC_A dptr, hStream
+#define ATL_K_FREE_ASYNC_BIT ATL_ON_ALLOC
+#define ATL_K_FREE_ASYNC_PRE                                                                       \
+    struct atl_free ev_ = {.hook = id_, .ptr = dptr, .stream = hStream, .async = 1};               \
+    atl_free_pre(&ev_);
+#define ATL_K_FREE_ASYNC_POST atl_free_post(&ev_, r_);
+
+/* ---- copies ---- */
+#define ATL_COPY_EVENT(...)                                                                        \
+    struct atl_copy ev_ = {.hook = id_, __VA_ARGS__};                                              \
+    atl_copy_pre(&ev_);
+#define ATL_COPY_POST r_ = atl_copy_post(&ev_, r_);
+
+#define ATL_K_CPY_GEN_P CUdeviceptr dst, CUdeviceptr src, size_t n
+#define ATL_K_CPY_GEN_A dst, src, n
+#define ATL_K_CPY_GEN_BIT ATL_ON_COPY
+#define ATL_K_CPY_GEN_PRE ATL_COPY_EVENT(.kind = ATL_CPY_GENERIC, .dst = dst, .src = src, .bytes = n)
+#define ATL_K_CPY_GEN_POST ATL_COPY_POST
+
+#define ATL_K_CPY_GEN_A_P CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream
+#define ATL_K_CPY_GEN_A_A dst, src, n, hStream
+#define ATL_K_CPY_GEN_A_BIT ATL_ON_COPY
+#define ATL_K_CPY_GEN_A_PRE                                                                        \
+    ATL_COPY_EVENT(.kind = ATL_CPY_GENERIC, .async = 1, .dst = dst, .src = src, .bytes = n,         \
+                   .stream = hStream)
+#define ATL_K_CPY_GEN_A_POST ATL_COPY_POST
+
+#define ATL_K_CPY_PEER_P                                                                           \
+    CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n
+#define ATL_K_CPY_PEER_A dst, dctx, src, sctx, n
+#define ATL_K_CPY_PEER_BIT ATL_ON_COPY
+#define ATL_K_CPY_PEER_PRE ATL_COPY_EVENT(.kind = ATL_CPY_PEER, .dst = dst, .src = src, .bytes = n)
+#define ATL_K_CPY_PEER_POST ATL_COPY_POST
+
+#define ATL_K_CPY_PEER_A_P                                                                         \
+    CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream hStream
+#define ATL_K_CPY_PEER_A_A dst, dctx, src, sctx, n, hStream
+#define ATL_K_CPY_PEER_A_BIT ATL_ON_COPY
+#define ATL_K_CPY_PEER_A_PRE                                                                       \
+    ATL_COPY_EVENT(.kind = ATL_CPY_PEER, .async = 1, .dst = dst, .src = src, .bytes = n,            \
+                   .stream = hStream)
+#define ATL_K_CPY_PEER_A_POST ATL_COPY_POST
+
+#define ATL_K_CPY_HTOD_P CUdeviceptr dst, const void *src, size_t n
+#define ATL_K_CPY_HTOD_A dst, src, n
+#define ATL_K_CPY_HTOD_BIT ATL_ON_COPY
+#define ATL_K_CPY_HTOD_PRE                                                                         \
+    ATL_COPY_EVENT(.kind = ATL_CPY_HTOD, .dst = dst, .host_src = src, .bytes = n)
+#define ATL_K_CPY_HTOD_POST ATL_COPY_POST
+
+#define ATL_K_CPY_HTOD_A_P CUdeviceptr dst, const void *src, size_t n, CUstream hStream
+#define ATL_K_CPY_HTOD_A_A dst, src, n, hStream
+#define ATL_K_CPY_HTOD_A_BIT ATL_ON_COPY
+#define ATL_K_CPY_HTOD_A_PRE                                                                       \
+    ATL_COPY_EVENT(.kind = ATL_CPY_HTOD, .async = 1, .dst = dst, .host_src = src, .bytes = n,       \
+                   .stream = hStream)
+#define ATL_K_CPY_HTOD_A_POST ATL_COPY_POST
+
+#define ATL_K_CPY_DTOH_P void *dst, CUdeviceptr src, size_t n
+#define ATL_K_CPY_DTOH_A dst, src, n
+#define ATL_K_CPY_DTOH_BIT ATL_ON_COPY
+#define ATL_K_CPY_DTOH_PRE                                                                         \
+    ATL_COPY_EVENT(.kind = ATL_CPY_DTOH, .host_dst = dst, .src = src, .bytes = n)
+#define ATL_K_CPY_DTOH_POST ATL_COPY_POST
+
+#define ATL_K_CPY_DTOH_A_P void *dst, CUdeviceptr src, size_t n, CUstream hStream
+#define ATL_K_CPY_DTOH_A_A dst, src, n, hStream
+#define ATL_K_CPY_DTOH_A_BIT ATL_ON_COPY
+#define ATL_K_CPY_DTOH_A_PRE                                                                       \
+    ATL_COPY_EVENT(.kind = ATL_CPY_DTOH, .async = 1, .host_dst = dst, .src = src, .bytes = n,       \
+                   .stream = hStream)
+#define ATL_K_CPY_DTOH_A_POST ATL_COPY_POST
+
+#define ATL_K_CPY_DTOD_P CUdeviceptr dst, CUdeviceptr src, size_t n
+#define ATL_K_CPY_DTOD_A dst, src, n
+#define ATL_K_CPY_DTOD_BIT ATL_ON_COPY
+#define ATL_K_CPY_DTOD_PRE ATL_COPY_EVENT(.kind = ATL_CPY_DTOD, .dst = dst, .src = src, .bytes = n)
+#define ATL_K_CPY_DTOD_POST ATL_COPY_POST
+
+#define ATL_K_CPY_DTOD_A_P CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream
+#define ATL_K_CPY_DTOD_A_A dst, src, n, hStream
+#define ATL_K_CPY_DTOD_A_BIT ATL_ON_COPY
+#define ATL_K_CPY_DTOD_A_PRE                                                                       \
+    ATL_COPY_EVENT(.kind = ATL_CPY_DTOD, .async = 1, .dst = dst, .src = src, .bytes = n,            \
+                   .stream = hStream)
+#define ATL_K_CPY_DTOD_A_POST ATL_COPY_POST
+
+#define ATL_K_CPY_DTOA_P CUarray dstA, size_t dstOff, CUdeviceptr src, size_t n
+#define ATL_K_CPY_DTOA_A dstA, dstOff, src, n
+#define ATL_K_CPY_DTOA_BIT ATL_ON_COPY
+#define ATL_K_CPY_DTOA_PRE                                                                         \
+    ATL_COPY_EVENT(.kind = ATL_CPY_DTOA, .adst = dstA, .dst_off = dstOff, .src = src, .bytes = n)
+#define ATL_K_CPY_DTOA_POST ATL_COPY_POST
+
+#define ATL_K_CPY_ATOD_P CUdeviceptr dst, CUarray srcA, size_t srcOff, size_t n
+#define ATL_K_CPY_ATOD_A dst, srcA, srcOff, n
+#define ATL_K_CPY_ATOD_BIT ATL_ON_COPY
+#define ATL_K_CPY_ATOD_PRE                                                                         \
+    ATL_COPY_EVENT(.kind = ATL_CPY_ATOD, .dst = dst, .asrc = srcA, .src_off = srcOff, .bytes = n)
+#define ATL_K_CPY_ATOD_POST ATL_COPY_POST
+
+#define ATL_K_CPY_HTOA_P CUarray dstA, size_t dstOff, const void *src, size_t n
+#define ATL_K_CPY_HTOA_A dstA, dstOff, src, n
+#define ATL_K_CPY_HTOA_BIT ATL_ON_COPY
+#define ATL_K_CPY_HTOA_PRE                                                                         \
+    ATL_COPY_EVENT(.kind = ATL_CPY_HTOA, .adst = dstA, .dst_off = dstOff, .host_src = src,         \
+                   .bytes = n)
+#define ATL_K_CPY_HTOA_POST ATL_COPY_POST
+
+#define ATL_K_CPY_HTOA_A_P CUarray dstA, size_t dstOff, const void *src, size_t n, CUstream hStream
+#define ATL_K_CPY_HTOA_A_A dstA, dstOff, src, n, hStream
+#define ATL_K_CPY_HTOA_A_BIT ATL_ON_COPY
+#define ATL_K_CPY_HTOA_A_PRE                                                                       \
+    ATL_COPY_EVENT(.kind = ATL_CPY_HTOA, .async = 1, .adst = dstA, .dst_off = dstOff,              \
+                   .host_src = src, .bytes = n, .stream = hStream)
+#define ATL_K_CPY_HTOA_A_POST ATL_COPY_POST
+
+#define ATL_K_CPY_ATOH_P void *dst, CUarray srcA, size_t srcOff, size_t n
+#define ATL_K_CPY_ATOH_A dst, srcA, srcOff, n
+#define ATL_K_CPY_ATOH_BIT ATL_ON_COPY
+#define ATL_K_CPY_ATOH_PRE                                                                         \
+    ATL_COPY_EVENT(.kind = ATL_CPY_ATOH, .host_dst = dst, .asrc = srcA, .src_off = srcOff,         \
+                   .bytes = n)
+#define ATL_K_CPY_ATOH_POST ATL_COPY_POST
+
+#define ATL_K_CPY_ATOH_A_P void *dst, CUarray srcA, size_t srcOff, size_t n, CUstream hStream
+#define ATL_K_CPY_ATOH_A_A dst, srcA, srcOff, n, hStream
+#define ATL_K_CPY_ATOH_A_BIT ATL_ON_COPY
+#define ATL_K_CPY_ATOH_A_PRE                                                                       \
+    ATL_COPY_EVENT(.kind = ATL_CPY_ATOH, .async = 1, .host_dst = dst, .asrc = srcA,                \
+                   .src_off = srcOff, .bytes = n, .stream = hStream)
+#define ATL_K_CPY_ATOH_A_POST ATL_COPY_POST
+
+#define ATL_K_CPY_ATOA_P CUarray dstA, size_t dstOff, CUarray srcA, size_t srcOff, size_t n
+#define ATL_K_CPY_ATOA_A dstA, dstOff, srcA, srcOff, n
+#define ATL_K_CPY_ATOA_BIT ATL_ON_COPY
+#define ATL_K_CPY_ATOA_PRE                                                                         \
+    ATL_COPY_EVENT(.kind = ATL_CPY_ATOA, .adst = dstA, .dst_off = dstOff, .asrc = srcA,            \
+                   .src_off = srcOff, .bytes = n)
+#define ATL_K_CPY_ATOA_POST ATL_COPY_POST
+
+#define ATL_K_CPY_2D_P const CUDA_MEMCPY2D *pCopy
+#define ATL_K_CPY_2D_A pCopy
+#define ATL_K_CPY_2D_BIT ATL_ON_COPY
+#define ATL_K_CPY_2D_PRE ATL_COPY_EVENT(.kind = ATL_CPY_2D, .p2d = pCopy)
+#define ATL_K_CPY_2D_POST ATL_COPY_POST
+
+#define ATL_K_CPY_2D_A_P const CUDA_MEMCPY2D *pCopy, CUstream hStream
+#define ATL_K_CPY_2D_A_A pCopy, hStream
+#define ATL_K_CPY_2D_A_BIT ATL_ON_COPY
+#define ATL_K_CPY_2D_A_PRE                                                                         \
+    ATL_COPY_EVENT(.kind = ATL_CPY_2D, .async = 1, .p2d = pCopy, .stream = hStream)
+#define ATL_K_CPY_2D_A_POST ATL_COPY_POST
+
+#define ATL_K_CPY_3D_P const CUDA_MEMCPY3D *pCopy
+#define ATL_K_CPY_3D_A pCopy
+#define ATL_K_CPY_3D_BIT ATL_ON_COPY
+#define ATL_K_CPY_3D_PRE ATL_COPY_EVENT(.kind = ATL_CPY_3D, .p3d = pCopy)
+#define ATL_K_CPY_3D_POST ATL_COPY_POST
+
+#define ATL_K_CPY_3D_A_P const CUDA_MEMCPY3D *pCopy, CUstream hStream
+#define ATL_K_CPY_3D_A_A pCopy, hStream
+#define ATL_K_CPY_3D_A_BIT ATL_ON_COPY
+#define ATL_K_CPY_3D_A_PRE                                                                         \
+    ATL_COPY_EVENT(.kind = ATL_CPY_3D, .async = 1, .p3d = pCopy, .stream = hStream)
+#define ATL_K_CPY_3D_A_POST ATL_COPY_POST
+
+#define ATL_K_CPY_3DP_P const CUDA_MEMCPY3D_PEER *pCopy
+#define ATL_K_CPY_3DP_A pCopy
+#define ATL_K_CPY_3DP_BIT ATL_ON_COPY
+#define ATL_K_CPY_3DP_PRE ATL_COPY_EVENT(.kind = ATL_CPY_3D_PEER, .p3dp = pCopy)
+#define ATL_K_CPY_3DP_POST ATL_COPY_POST
+
+#define ATL_K_CPY_3DP_A_P const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream
+#define ATL_K_CPY_3DP_A_A pCopy, hStream
+#define ATL_K_CPY_3DP_A_BIT ATL_ON_COPY
+#define ATL_K_CPY_3DP_A_PRE                                                                        \
+    ATL_COPY_EVENT(.kind = ATL_CPY_3D_PEER, .async = 1, .p3dp = pCopy, .stream = hStream)
+#define ATL_K_CPY_3DP_A_POST ATL_COPY_POST
+
+#define ATL_K_CPY_BATCH_P                                                                          \
+    CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,  \
+        size_t *attrsIdxs, size_t numAttrs, CUstream hStream
+#define ATL_K_CPY_BATCH_A dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream
+#define ATL_K_CPY_BATCH_BIT ATL_ON_COPY
+#define ATL_K_CPY_BATCH_PRE                                                                        \
+    ATL_COPY_EVENT(.kind = ATL_CPY_BATCH, .async = 1, .count = count, .batch_dst = dsts,           \
+                   .batch_src = srcs, .batch_sizes = sizes, .stream = hStream)
+#define ATL_K_CPY_BATCH_POST ATL_COPY_POST
+
+#define ATL_K_CPY_3DBATCH_P                                                                        \
+    size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long bflags, CUstream hStream
+#define ATL_K_CPY_3DBATCH_A numOps, opList, bflags, hStream
+#define ATL_K_CPY_3DBATCH_BIT ATL_ON_COPY
+#define ATL_K_CPY_3DBATCH_PRE                                                                      \
+    ATL_COPY_EVENT(.kind = ATL_CPY_3D_BATCH, .async = 1, .count = numOps, .batch3d = opList,       \
+                   .stream = hStream)
+#define ATL_K_CPY_3DBATCH_POST ATL_COPY_POST
+
+/* ---- memsets ---- */
+#define ATL_SET_EVENT(...)                                                                         \
+    struct atl_memset ev_ = {.hook = id_, __VA_ARGS__};                                           \
+    atl_memset_pre(&ev_);
+#define ATL_SET_POST r_ = atl_memset_post(&ev_, r_);
+
+#define ATL_K_SET_D8_P CUdeviceptr dst, unsigned char v, size_t n
+#define ATL_K_SET_D8_A dst, v, n
+#define ATL_K_SET_D8_BIT ATL_ON_MEMSET
+#define ATL_K_SET_D8_PRE ATL_SET_EVENT(.dst = dst, .value = v, .elem = 1, .count = n)
+#define ATL_K_SET_D8_POST ATL_SET_POST
+#define ATL_K_SET_D16_P CUdeviceptr dst, unsigned short v, size_t n
+#define ATL_K_SET_D16_A dst, v, n
+#define ATL_K_SET_D16_BIT ATL_ON_MEMSET
+#define ATL_K_SET_D16_PRE ATL_SET_EVENT(.dst = dst, .value = v, .elem = 2, .count = n)
+#define ATL_K_SET_D16_POST ATL_SET_POST
+#define ATL_K_SET_D32_P CUdeviceptr dst, unsigned int v, size_t n
+#define ATL_K_SET_D32_A dst, v, n
+#define ATL_K_SET_D32_BIT ATL_ON_MEMSET
+#define ATL_K_SET_D32_PRE ATL_SET_EVENT(.dst = dst, .value = v, .elem = 4, .count = n)
+#define ATL_K_SET_D32_POST ATL_SET_POST
+
+#define ATL_K_SET_D8_A_P CUdeviceptr dst, unsigned char v, size_t n, CUstream hStream
+#define ATL_K_SET_D8_A_A dst, v, n, hStream
+#define ATL_K_SET_D8_A_BIT ATL_ON_MEMSET
+#define ATL_K_SET_D8_A_PRE                                                                         \
+    ATL_SET_EVENT(.async = 1, .dst = dst, .value = v, .elem = 1, .count = n, .stream = hStream)
+#define ATL_K_SET_D8_A_POST ATL_SET_POST
+#define ATL_K_SET_D16_A_P CUdeviceptr dst, unsigned short v, size_t n, CUstream hStream
+#define ATL_K_SET_D16_A_A dst, v, n, hStream
+#define ATL_K_SET_D16_A_BIT ATL_ON_MEMSET
+#define ATL_K_SET_D16_A_PRE                                                                        \
+    ATL_SET_EVENT(.async = 1, .dst = dst, .value = v, .elem = 2, .count = n, .stream = hStream)
+#define ATL_K_SET_D16_A_POST ATL_SET_POST
+#define ATL_K_SET_D32_A_P CUdeviceptr dst, unsigned int v, size_t n, CUstream hStream
+#define ATL_K_SET_D32_A_A dst, v, n, hStream
+#define ATL_K_SET_D32_A_BIT ATL_ON_MEMSET
+#define ATL_K_SET_D32_A_PRE                                                                        \
+    ATL_SET_EVENT(.async = 1, .dst = dst, .value = v, .elem = 4, .count = n, .stream = hStream)
+#define ATL_K_SET_D32_A_POST ATL_SET_POST
+
+#define ATL_K_SET_2D8_P CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h
+#define ATL_K_SET_2D8_A dst, pitch, v, w, h
+#define ATL_K_SET_2D8_BIT ATL_ON_MEMSET
+#define ATL_K_SET_2D8_PRE                                                                          \
+    ATL_SET_EVENT(.dst = dst, .value = v, .elem = 1, .count = w, .pitch = pitch, .height = h)
+#define ATL_K_SET_2D8_POST ATL_SET_POST
+#define ATL_K_SET_2D16_P CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h
+#define ATL_K_SET_2D16_A dst, pitch, v, w, h
+#define ATL_K_SET_2D16_BIT ATL_ON_MEMSET
+#define ATL_K_SET_2D16_PRE                                                                         \
+    ATL_SET_EVENT(.dst = dst, .value = v, .elem = 2, .count = w, .pitch = pitch, .height = h)
+#define ATL_K_SET_2D16_POST ATL_SET_POST
+#define ATL_K_SET_2D32_P CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h
+#define ATL_K_SET_2D32_A dst, pitch, v, w, h
+#define ATL_K_SET_2D32_BIT ATL_ON_MEMSET
+#define ATL_K_SET_2D32_PRE                                                                         \
+    ATL_SET_EVENT(.dst = dst, .value = v, .elem = 4, .count = w, .pitch = pitch, .height = h)
+#define ATL_K_SET_2D32_POST ATL_SET_POST
+
+#define ATL_K_SET_2D8_A_P                                                                          \
+    CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h, CUstream hStream
+#define ATL_K_SET_2D8_A_A dst, pitch, v, w, h, hStream
+#define ATL_K_SET_2D8_A_BIT ATL_ON_MEMSET
+#define ATL_K_SET_2D8_A_PRE                                                                        \
+    ATL_SET_EVENT(.async = 1, .dst = dst, .value = v, .elem = 1, .count = w, .pitch = pitch,       \
+                  .height = h, .stream = hStream)
+#define ATL_K_SET_2D8_A_POST ATL_SET_POST
+#define ATL_K_SET_2D16_A_P                                                                         \
+    CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h, CUstream hStream
+#define ATL_K_SET_2D16_A_A dst, pitch, v, w, h, hStream
+#define ATL_K_SET_2D16_A_BIT ATL_ON_MEMSET
+#define ATL_K_SET_2D16_A_PRE                                                                       \
+    ATL_SET_EVENT(.async = 1, .dst = dst, .value = v, .elem = 2, .count = w, .pitch = pitch,       \
+                  .height = h, .stream = hStream)
+#define ATL_K_SET_2D16_A_POST ATL_SET_POST
+#define ATL_K_SET_2D32_A_P                                                                         \
+    CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream hStream
+#define ATL_K_SET_2D32_A_A dst, pitch, v, w, h, hStream
+#define ATL_K_SET_2D32_A_BIT ATL_ON_MEMSET
+#define ATL_K_SET_2D32_A_PRE                                                                       \
+    ATL_SET_EVENT(.async = 1, .dst = dst, .value = v, .elem = 4, .count = w, .pitch = pitch,       \
+                  .height = h, .stream = hStream)
+#define ATL_K_SET_2D32_A_POST ATL_SET_POST
+
+/* ---- host synchronisation ---- */
+#define ATL_K_SYNC_CTX_P void
+#define ATL_K_SYNC_CTX_A
+#define ATL_K_SYNC_CTX_BIT ATL_ON_SYNC
+#define ATL_K_SYNC_CTX_PRE                                                                         \
+    struct atl_sync ev_ = {.hook = id_, .kind = ATL_SYNC_CTX};                                     \
+    atl_sync_pre(&ev_);
+#define ATL_K_SYNC_CTX_POST r_ = atl_sync_post(&ev_, r_);
+
+#define ATL_K_SYNC_CTX2_P CUcontext ctx
+#define ATL_K_SYNC_CTX2_A ctx
+#define ATL_K_SYNC_CTX2_BIT ATL_ON_SYNC
+#define ATL_K_SYNC_CTX2_PRE                                                                        \
+    struct atl_sync ev_ = {.hook = id_, .kind = ATL_SYNC_CTX, .ctx = ctx};                         \
+    atl_sync_pre(&ev_);
+#define ATL_K_SYNC_CTX2_POST r_ = atl_sync_post(&ev_, r_);
+
+#define ATL_K_SYNC_STREAM_P CUstream hStream
+#define ATL_K_SYNC_STREAM_A hStream
+#define ATL_K_SYNC_STREAM_BIT ATL_ON_SYNC
+#define ATL_K_SYNC_STREAM_PRE                                                                      \
+    struct atl_sync ev_ = {.hook = id_, .kind = ATL_SYNC_STREAM, .stream = hStream};               \
+    atl_sync_pre(&ev_);
+#define ATL_K_SYNC_STREAM_POST r_ = atl_sync_post(&ev_, r_);
+
+#define ATL_K_SYNC_EVENT_P CUevent hEvent
+#define ATL_K_SYNC_EVENT_A hEvent
+#define ATL_K_SYNC_EVENT_BIT ATL_ON_SYNC
+#define ATL_K_SYNC_EVENT_PRE                                                                       \
+    struct atl_sync ev_ = {.hook = id_, .kind = ATL_SYNC_EVENT, .event = hEvent};                  \
+    atl_sync_pre(&ev_);
+#define ATL_K_SYNC_EVENT_POST r_ = atl_sync_post(&ev_, r_);
+
+/* ---- lookups ---- */
+#define ATL_K_GET_FUNCTION_P CUfunction *hfunc, CUmodule hmod, const char *name
+#define ATL_K_GET_FUNCTION_A hfunc, hmod, name
+#define ATL_K_GET_FUNCTION_BIT ATL_ON_LOOKUP
+#define ATL_K_GET_FUNCTION_PRE
+#define ATL_K_GET_FUNCTION_POST                                                                    \
+    struct atl_lookup ev_ = {.hook = id_, .kind = ATL_LOOKUP_MODULE_FUNCTION, .owner = hmod,       \
+                             .name = name,                                                         \
+                             .result = (r_ == CUDA_SUCCESS && hfunc) ? (void *)*hfunc : NULL};     \
+    atl_lookup_post(&ev_, r_);
+
+#define ATL_K_GET_KERNEL_P CUkernel *pKernel, CUlibrary library, const char *name
+#define ATL_K_GET_KERNEL_A pKernel, library, name
+#define ATL_K_GET_KERNEL_BIT ATL_ON_LOOKUP
+#define ATL_K_GET_KERNEL_PRE
+#define ATL_K_GET_KERNEL_POST                                                                      \
+    struct atl_lookup ev_ = {.hook = id_, .kind = ATL_LOOKUP_LIBRARY_KERNEL, .owner = library,     \
+                             .name = name,                                                         \
+                             .result = (r_ == CUDA_SUCCESS && pKernel) ? (void *)*pKernel : NULL}; \
+    atl_lookup_post(&ev_, r_);
+
+#define ATL_K_KERNEL_FUNC_P CUfunction *pFunc, CUkernel kernel
+#define ATL_K_KERNEL_FUNC_A pFunc, kernel
+#define ATL_K_KERNEL_FUNC_BIT ATL_ON_LOOKUP
+#define ATL_K_KERNEL_FUNC_PRE
+#define ATL_K_KERNEL_FUNC_POST                                                                     \
+    struct atl_lookup ev_ = {.hook = id_, .kind = ATL_LOOKUP_KERNEL_FUNCTION, .owner = kernel,     \
+                             .result = (r_ == CUDA_SUCCESS && pFunc) ? (void *)*pFunc : NULL};     \
+    atl_lookup_post(&ev_, r_);
+
+/* ---- modules and libraries ---- */
+#define ATL_MOD_EVENT(...)                                                                         \
+    struct atl_module ev_ = {.hook = id_, __VA_ARGS__};                                            \
+    atl_module_pre(&ev_);
+
+#define ATL_K_MOD_LOAD_P CUmodule *module, const char *fname
+#define ATL_K_MOD_LOAD_A module, fname
+#define ATL_K_MOD_LOAD_BIT ATL_ON_MODULE
+#define ATL_K_MOD_LOAD_PRE ATL_MOD_EVENT(.file = fname)
+#define ATL_K_MOD_LOAD_POST                                                                        \
+    ev_.handle = (r_ == CUDA_SUCCESS && module) ? (void *)*module : NULL;                          \
+    atl_module_post(&ev_, r_);
+
+#define ATL_K_MOD_LOAD_DATA_P CUmodule *module, const void *image
+#define ATL_K_MOD_LOAD_DATA_A module, image
+#define ATL_K_MOD_LOAD_DATA_BIT ATL_ON_MODULE
+#define ATL_K_MOD_LOAD_DATA_PRE ATL_MOD_EVENT(.file = NULL)
+#define ATL_K_MOD_LOAD_DATA_POST ATL_K_MOD_LOAD_POST
+
+#define ATL_K_MOD_LOAD_EX_P                                                                        \
+    CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options,           \
+        void **optionValues
+#define ATL_K_MOD_LOAD_EX_A module, image, numOptions, options, optionValues
+#define ATL_K_MOD_LOAD_EX_BIT ATL_ON_MODULE
+#define ATL_K_MOD_LOAD_EX_PRE ATL_MOD_EVENT(.file = NULL)
+#define ATL_K_MOD_LOAD_EX_POST ATL_K_MOD_LOAD_POST
+
+#define ATL_K_MOD_UNLOAD_P CUmodule hmod
+#define ATL_K_MOD_UNLOAD_A hmod
+#define ATL_K_MOD_UNLOAD_BIT ATL_ON_MODULE
+#define ATL_K_MOD_UNLOAD_PRE ATL_MOD_EVENT(.unload = 1, .handle = hmod)
+#define ATL_K_MOD_UNLOAD_POST atl_module_post(&ev_, r_);
+
+#define ATL_K_LIB_LOAD_DATA_P                                                                      \
+    CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues,       \
+        unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,   \
+        unsigned int numLibraryOptions
+#define ATL_K_LIB_LOAD_DATA_A                                                                      \
+    library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,                    \
+        libraryOptionValues, numLibraryOptions
+#define ATL_K_LIB_LOAD_DATA_BIT ATL_ON_MODULE
+#define ATL_K_LIB_LOAD_DATA_PRE ATL_MOD_EVENT(.library = 1)
+#define ATL_K_LIB_LOAD_DATA_POST                                                                   \
+    ev_.handle = (r_ == CUDA_SUCCESS && library) ? (void *)*library : NULL;                        \
+    atl_module_post(&ev_, r_);
+
+#define ATL_K_LIB_LOAD_FILE_P                                                                      \
+    CUlibrary *library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues,   \
+        unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,   \
+        unsigned int numLibraryOptions
+#define ATL_K_LIB_LOAD_FILE_A                                                                      \
+    library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,                \
+        libraryOptionValues, numLibraryOptions
+#define ATL_K_LIB_LOAD_FILE_BIT ATL_ON_MODULE
+#define ATL_K_LIB_LOAD_FILE_PRE ATL_MOD_EVENT(.library = 1, .file = fileName)
+#define ATL_K_LIB_LOAD_FILE_POST ATL_K_LIB_LOAD_DATA_POST
+
+#define ATL_K_LIB_UNLOAD_P CUlibrary library
+#define ATL_K_LIB_UNLOAD_A library
+#define ATL_K_LIB_UNLOAD_BIT ATL_ON_MODULE
+#define ATL_K_LIB_UNLOAD_PRE ATL_MOD_EVENT(.library = 1, .unload = 1, .handle = library)
+#define ATL_K_LIB_UNLOAD_POST atl_module_post(&ev_, r_);
+
+/* ---- context teardown ---- */
+#define ATL_K_CTX_DESTROY_P CUcontext ctx
+#define ATL_K_CTX_DESTROY_A ctx
+#define ATL_K_CTX_DESTROY_BIT ATL_ON_CTX
+#define ATL_K_CTX_DESTROY_PRE                                                                      \
+    struct atl_ctx_teardown ev_ = {.hook = id_, .ctx = ctx};                                       \
+    atl_ctx_teardown_pre(&ev_);
+#define ATL_K_CTX_DESTROY_POST
+
+#define ATL_K_PCTX_RELEASE_P CUdevice dev
+#define ATL_K_PCTX_RELEASE_A dev
+#define ATL_K_PCTX_RELEASE_BIT ATL_ON_CTX
+#define ATL_K_PCTX_RELEASE_PRE                                                                     \
+    struct atl_ctx_teardown ev_ = {.hook = id_, .dev = dev};                                       \
+    atl_ctx_teardown_pre(&ev_);
+#define ATL_K_PCTX_RELEASE_POST
+
+#endif

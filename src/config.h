@@ -1,0 +1,52 @@
+/* Settings: parsed once from the environment, strictly, against config.def. */
+#ifndef ATL_CONFIG_H
+#define ATL_CONFIG_H
+
+#include <stddef.h>
+
+enum atl_cfg_type { ATL_CFG_BOOL, ATL_CFG_UINT, ATL_CFG_ENUM, ATL_CFG_STRING };
+
+extern const char *const atl_log_level_names[];
+
+struct atl_config {
+#define ATL_CFG_FIELD_BOOL(f) unsigned long long f;
+#define ATL_CFG_FIELD_UINT(f) unsigned long long f;
+#define ATL_CFG_FIELD_ENUM(f) unsigned long long f;
+#define ATL_CFG_FIELD_STRING(f) const char *f;
+#define ATL_CFG(name, field, type, min, max, def, choices, help) ATL_CFG_FIELD_##type(field)
+#include "config.def"
+#undef ATL_CFG
+    /* which settings were given (valid) in the environment */
+    unsigned char set[64];
+};
+
+struct atl_cfg_var {
+    const char *name;
+    enum atl_cfg_type type;
+    unsigned long long min, max, def;
+    const char *const *choices;
+    const char *help;
+    size_t offset;
+};
+
+extern const struct atl_cfg_var atl_cfg_vars[];
+extern const size_t atl_cfg_nvars;
+
+/* The settings in force. Written once by atl_config_load(), read-only after. */
+extern struct atl_config atl_cfg;
+
+/* Parses the settings from `envp` (a NULL-terminated environ-style array)
+ * into `out`. Each problem is handed to `warn` as one finished line
+ * (without the "atlas[PID]: " prefix or newline). Returns the number of
+ * problems. Never fails: invalid or absent values take their defaults. */
+int atl_config_parse(struct atl_config *out, char *const *envp,
+                     void (*warn)(void *ctx, const char *line), void *ctx);
+
+/* Index of a setting by name, or -1. */
+int atl_config_find(const char *name);
+
+/* Expands %p (PID) and %r (rank from RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK or
+ * SLURM_PROCID, "0" when none) in a file name pattern. */
+void atl_config_expand_path(const char *pattern, char *out, size_t outsz);
+
+#endif

@@ -1,0 +1,308 @@
+/*
+ * Engine core: lifecycle (lazy init, exit reports, fork), the re-entrancy
+ * guard, call statistics, and the event entry points the hooks call.
+ */
+#include "engine.h"
+
+#include "config.h"
+#include "log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+extern char **environ;
+
+unsigned atl_on = ATL_ON_ALL;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int initialised;   /* init finished */
+static int finished;      /* exit report done: hooks pass through */
+static int in_child;      /* forked child: never report */
+static int exit_started;  /* atl_engine_exit entered */
+static int late_atexit;   /* second atexit registration done */
+
+static __thread int depth __attribute__((tls_model("initial-exec")));
+
+static uint64_t calls[ATL_ID_COUNT][ATL_PATH_COUNT];
+static uint64_t resolved[ATL_ID_COUNT][ATL_PATH_COUNT];
+
+static void warn_line(void *ctx, const char *line)
+{
+    (void)ctx;
+    atl_log_line(line);
+}
+
+/* Which event classes the enabled features need. */
+static unsigned wanted_events(void)
+{
+    unsigned on = ATL_ON_RESOLVE;
+    if (atl_cfg.stats)
+        on = ATL_ON_ALL;
+    return on;
+}
+
+static void init_body(void)
+{
+    depth++;
+    /* secure_getenv semantics for the whole table: a set-uid program reads
+     * no settings at all. */
+    char *empty[] = {NULL};
+    char *const *envp = getauxval(AT_SECURE) ? empty : environ;
+
+    /* ATLAS_LOG first, so problems with the other settings land there. */
+    const char *logp = NULL;
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, "ATLAS_LOG=", 10) == 0 && (*e)[10])
+            logp = *e + 10;
+    atl_log_open(logp);
+
+    atl_config_parse(&atl_cfg, envp, warn_line, NULL);
+    atl_log_set_level((int)atl_cfg.log_level);
+
+    pthread_atfork(NULL, NULL, atl_engine_atfork_child);
+    atexit(atl_engine_exit);
+
+    __atomic_store_n(&initialised, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&atl_on, wanted_events(), __ATOMIC_RELEASE);
+    depth--;
+}
+
+void atl_engine_init(void)
+{
+    pthread_once(&init_once, init_body);
+}
+
+int atl_enter(int hook, int path)
+{
+    atl_engine_init();
+    if (depth || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
+        return 0;
+    depth++;
+    __atomic_fetch_add(&calls[hook][path], 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+void atl_leave(void)
+{
+    depth--;
+}
+
+void atl_note_resolved(int hook, int path)
+{
+    __atomic_fetch_add(&resolved[hook][path], 1, __ATOMIC_RELAXED);
+}
+
+uint64_t atl_stat_calls(int hook, int path)
+{
+    return __atomic_load_n(&calls[hook][path], __ATOMIC_RELAXED);
+}
+
+uint64_t atl_stat_resolved(int hook, int path)
+{
+    return __atomic_load_n(&resolved[hook][path], __ATOMIC_RELAXED);
+}
+
+/* cudart registers its own exit handler (which tears the context down) when
+ * it initialises, after our first hook ran. atexit handlers run in reverse
+ * order, so registering again at the first real work puts our report ahead
+ * of that teardown, while the driver still answers. The report runs once. */
+static void register_late_atexit(void)
+{
+    if (!__atomic_load_n(&late_atexit, __ATOMIC_RELAXED) &&
+        !__atomic_exchange_n(&late_atexit, 1, __ATOMIC_ACQ_REL))
+        atexit(atl_engine_exit);
+}
+
+/* ---- events: the core only keeps the books; features plug in here -------- */
+
+static uint64_t launch_seq;
+
+void atl_launch_from_config(struct atl_launch *l)
+{
+    const CUlaunchConfig *c = l->config;
+    if (!c)
+        return;
+    l->grid[0] = c->gridDimX, l->grid[1] = c->gridDimY, l->grid[2] = c->gridDimZ;
+    l->block[0] = c->blockDimX, l->block[1] = c->blockDimY, l->block[2] = c->blockDimZ;
+    l->shmem = c->sharedMemBytes;
+    l->stream = c->hStream;
+    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++) {
+        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+            l->cluster[0] = c->attrs[i].value.clusterDim.x;
+            l->cluster[1] = c->attrs[i].value.clusterDim.y;
+            l->cluster[2] = c->attrs[i].value.clusterDim.z;
+        }
+    }
+}
+
+void atl_launch_pre(struct atl_launch *l)
+{
+    register_late_atexit();
+    l->seq = __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED);
+}
+
+CUresult atl_launch_post(struct atl_launch *l, CUresult r)
+{
+    (void)l;
+    return r;
+}
+
+void atl_graph_launch_pre(struct atl_graph_launch *g)
+{
+    (void)g;
+}
+
+CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
+{
+    (void)g;
+    return r;
+}
+
+void atl_alloc_pre(struct atl_alloc *a)
+{
+    register_late_atexit();
+    a->padded = a->bytes;
+}
+
+void atl_alloc_post(struct atl_alloc *a, CUresult r)
+{
+    (void)a;
+    (void)r;
+}
+
+void atl_free_pre(struct atl_free *f)
+{
+    (void)f;
+}
+
+void atl_free_post(struct atl_free *f, CUresult r)
+{
+    (void)f;
+    (void)r;
+}
+
+void atl_copy_pre(struct atl_copy *c)
+{
+    (void)c;
+}
+
+CUresult atl_copy_post(struct atl_copy *c, CUresult r)
+{
+    (void)c;
+    return r;
+}
+
+void atl_memset_pre(struct atl_memset *m)
+{
+    (void)m;
+}
+
+CUresult atl_memset_post(struct atl_memset *m, CUresult r)
+{
+    (void)m;
+    return r;
+}
+
+void atl_sync_pre(struct atl_sync *s)
+{
+    (void)s;
+}
+
+CUresult atl_sync_post(struct atl_sync *s, CUresult r)
+{
+    (void)s;
+    return r;
+}
+
+void atl_capture_pre(struct atl_capture *c)
+{
+    (void)c;
+}
+
+void atl_capture_post(struct atl_capture *c, CUresult r)
+{
+    (void)c;
+    (void)r;
+}
+
+void atl_lookup_post(struct atl_lookup *l, CUresult r)
+{
+    (void)l;
+    (void)r;
+}
+
+void atl_module_pre(struct atl_module *m)
+{
+    (void)m;
+}
+
+void atl_module_post(struct atl_module *m, CUresult r)
+{
+    (void)m;
+    (void)r;
+}
+
+void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
+{
+    (void)t;
+}
+
+/* ---- reports --------------------------------------------------------------- */
+
+void atl_stats_report(int fd)
+{
+    (void)fd;
+    char line[256];
+    uint64_t total = 0;
+    atl_log_line("stats: function                              calls     linked      dlsym        gpa  got:dlsym  got:gpa");
+    for (int h = 0; h < ATL_ID_COUNT; h++) {
+        uint64_t c[ATL_PATH_COUNT], sum = 0;
+        for (int p = 0; p < ATL_PATH_COUNT; p++)
+            sum += c[p] = atl_stat_calls(h, p);
+        uint64_t rd = atl_stat_resolved(h, ATL_PATH_DLSYM), rg = atl_stat_resolved(h, ATL_PATH_GPA);
+        if (sum == 0 && rd == 0 && rg == 0)
+            continue;
+        total += sum;
+        snprintf(line, sizeof line, "stats: %-36s %10llu %10llu %10llu %10llu %10llu %8llu",
+                 atl_hook_names[h], (unsigned long long)sum, (unsigned long long)c[0],
+                 (unsigned long long)c[1], (unsigned long long)c[2], (unsigned long long)rd,
+                 (unsigned long long)rg);
+        atl_log_line(line);
+    }
+    snprintf(line, sizeof line, "stats: total intercepted calls=%llu", (unsigned long long)total);
+    atl_log_line(line);
+}
+
+void atl_engine_exit(void)
+{
+    if (!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) || in_child)
+        return;
+    if (__atomic_exchange_n(&exit_started, 1, __ATOMIC_ACQ_REL))
+        return;
+    depth++;
+    if (atl_cfg.stats)
+        atl_stats_report(atl_log_fd());
+    __atomic_store_n(&atl_on, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
+    depth--;
+}
+
+__attribute__((destructor)) static void engine_fini(void)
+{
+    atl_engine_exit();
+}
+
+/* A forked child inherits our counters and any lock another thread held at
+ * the fork. CUDA does not work in a forked child anyway, so the child's
+ * hooks simply pass through and it never reports the parent's figures. */
+void atl_engine_atfork_child(void)
+{
+    in_child = 1;
+    finished = 1;
+    atl_on = 0;
+    depth = 0;
+}

@@ -1,0 +1,217 @@
+/*
+ * The engine: what atlastrace does with the driver calls the hooks report.
+ *
+ * The hooks (hooks/) are thin: they call the real function and report one
+ * event per call through the functions below. Everything here is callable
+ * without a preload or a GPU, which is how tests/unit exercises it.
+ */
+#ifndef ATL_ENGINE_H
+#define ATL_ENGINE_H
+
+#include <cuda.h>
+#include <stdint.h>
+
+#include "hookid.h"
+
+/* Bits of atl_on: which event classes the engine wants to see. A hook whose
+ * class bit is clear forwards straight to the driver (one load, one branch). */
+enum {
+    ATL_ON_LAUNCH = 1u << 0,
+    ATL_ON_ALLOC = 1u << 1,
+    ATL_ON_COPY = 1u << 2,
+    ATL_ON_MEMSET = 1u << 3,
+    ATL_ON_SYNC = 1u << 4,
+    ATL_ON_CAPTURE = 1u << 5,
+    ATL_ON_LOOKUP = 1u << 6,
+    ATL_ON_MODULE = 1u << 7,
+    ATL_ON_CTX = 1u << 8,
+    ATL_ON_RESOLVE = 1u << 9, /* cuGetProcAddress: always slow, it rewrites answers */
+    ATL_ON_ALL = 0xffffffffu,
+};
+
+/* All bits set until initialisation decides, so the first call of any hook
+ * takes the slow path and initialises. Zero after the exit report, in a
+ * forked child, and when nothing is enabled. */
+extern unsigned atl_on;
+
+/* Lazy, once-only initialisation (settings, log, what is enabled). Safe to
+ * call from every entry point; cheap after the first call. */
+void atl_engine_init(void);
+
+/* Per-thread re-entrancy guard: while the library itself is working (or
+ * calling the driver or libc on its own behalf) hooks on this thread pass
+ * straight through. atl_enter() returns 0 when the hook must pass through
+ * (re-entered, after the exit report, or in a forked child). */
+int atl_enter(int hook, int path);
+void atl_leave(void);
+
+/* Counts one hand-out of a wrapper by dlsym or cuGetProcAddress. */
+void atl_note_resolved(int hook, int path);
+
+/* ---- events ---------------------------------------------------------- */
+
+struct atl_launch {
+    int hook;
+    CUfunction func; /* a CUfunction, or a CUkernel passed where one is accepted */
+    unsigned grid[3], block[3], cluster[3];
+    unsigned shmem;
+    CUstream stream;
+    void **params;
+    void **extra;
+    const CUlaunchConfig *config; /* cuLaunchKernelEx only */
+    uint64_t seq;                 /* launch number, set by the engine */
+};
+/* Fills grid, block, shared memory, stream and cluster from l->config. */
+void atl_launch_from_config(struct atl_launch *l);
+void atl_launch_pre(struct atl_launch *l);
+CUresult atl_launch_post(struct atl_launch *l, CUresult r);
+
+struct atl_graph_launch {
+    int hook;
+    CUgraphExec exec;
+    CUstream stream;
+};
+void atl_graph_launch_pre(struct atl_graph_launch *g);
+CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r);
+
+enum atl_alloc_kind { ATL_ALLOC_DEVICE, ATL_ALLOC_PITCH, ATL_ALLOC_MANAGED, ATL_ALLOC_ASYNC };
+struct atl_alloc {
+    int hook;
+    enum atl_alloc_kind kind;
+    CUdeviceptr *dptr;
+    size_t bytes;           /* asked for; pre may raise `padded` above it */
+    size_t padded;          /* what is passed to the driver */
+    size_t *pitch;          /* cuMemAllocPitch_v2 */
+    size_t width, height;   /* cuMemAllocPitch_v2: bytes per row, rows */
+    unsigned elem;          /* cuMemAllocPitch_v2 element size */
+    CUstream stream;        /* stream-ordered */
+    CUmemoryPool pool;      /* cuMemAllocFromPoolAsync */
+};
+void atl_alloc_pre(struct atl_alloc *a);
+void atl_alloc_post(struct atl_alloc *a, CUresult r);
+
+struct atl_free {
+    int hook;
+    CUdeviceptr ptr;
+    CUstream stream; /* cuMemFreeAsync */
+    int async;
+};
+void atl_free_pre(struct atl_free *f);
+void atl_free_post(struct atl_free *f, CUresult r);
+
+enum atl_copy_kind {
+    ATL_CPY_GENERIC, /* cuMemcpy*: direction found through unified addressing */
+    ATL_CPY_PEER,
+    ATL_CPY_HTOD,
+    ATL_CPY_DTOH,
+    ATL_CPY_DTOD,
+    ATL_CPY_DTOA,
+    ATL_CPY_ATOD,
+    ATL_CPY_HTOA,
+    ATL_CPY_ATOH,
+    ATL_CPY_ATOA,
+    ATL_CPY_2D,
+    ATL_CPY_3D,
+    ATL_CPY_3D_PEER,
+    ATL_CPY_BATCH,
+    ATL_CPY_3D_BATCH,
+};
+struct atl_copy {
+    int hook;
+    enum atl_copy_kind kind;
+    int async;
+    CUdeviceptr dst, src;  /* device side(s), or UVA pointers for GENERIC */
+    void *host_dst;        /* DTOH, ATOH */
+    const void *host_src;  /* HTOD, HTOA */
+    CUarray adst, asrc;
+    size_t dst_off, src_off;
+    size_t bytes;
+    const CUDA_MEMCPY2D *p2d;
+    const CUDA_MEMCPY3D *p3d;
+    const CUDA_MEMCPY3D_PEER *p3dp;
+    size_t count; /* batch: number of copies */
+    const CUdeviceptr *batch_dst, *batch_src;
+    const size_t *batch_sizes;
+    const CUDA_MEMCPY3D_BATCH_OP *batch3d;
+    CUstream stream;
+};
+void atl_copy_pre(struct atl_copy *c);
+CUresult atl_copy_post(struct atl_copy *c, CUresult r);
+
+struct atl_memset {
+    int hook;
+    int async;
+    CUdeviceptr dst;
+    unsigned value;
+    unsigned elem; /* 1, 2 or 4 bytes */
+    size_t count;  /* elements (1D), or width in elements (2D) */
+    size_t pitch;  /* 2D only; 0 for 1D */
+    size_t height; /* 2D only; 0 for 1D */
+    CUstream stream;
+};
+void atl_memset_pre(struct atl_memset *m);
+CUresult atl_memset_post(struct atl_memset *m, CUresult r);
+
+enum atl_sync_kind { ATL_SYNC_CTX, ATL_SYNC_STREAM, ATL_SYNC_EVENT };
+struct atl_sync {
+    int hook;
+    enum atl_sync_kind kind;
+    CUcontext ctx; /* cuCtxSynchronize_v2 */
+    CUstream stream;
+    CUevent event;
+};
+void atl_sync_pre(struct atl_sync *s);
+CUresult atl_sync_post(struct atl_sync *s, CUresult r);
+
+struct atl_capture {
+    int hook;
+    CUstream stream;
+    int mode;      /* CUstreamCaptureMode; -1 for the legacy one-argument form */
+    CUgraph graph; /* end: the captured graph; to-graph: the target */
+    int begin;
+};
+void atl_capture_pre(struct atl_capture *c);
+void atl_capture_post(struct atl_capture *c, CUresult r);
+
+enum atl_lookup_kind { ATL_LOOKUP_MODULE_FUNCTION, ATL_LOOKUP_LIBRARY_KERNEL, ATL_LOOKUP_KERNEL_FUNCTION };
+struct atl_lookup {
+    int hook;
+    enum atl_lookup_kind kind;
+    void *owner;      /* CUmodule, CUlibrary or CUkernel */
+    const char *name; /* NULL for cuKernelGetFunction */
+    void *result;     /* the handle returned, when r == CUDA_SUCCESS */
+};
+void atl_lookup_post(struct atl_lookup *l, CUresult r);
+
+struct atl_module {
+    int hook;
+    int library; /* CUlibrary rather than CUmodule */
+    int unload;
+    void *handle;
+    const char *file; /* cuModuleLoad, cuLibraryLoadFromFile */
+};
+void atl_module_pre(struct atl_module *m);
+void atl_module_post(struct atl_module *m, CUresult r);
+
+struct atl_ctx_teardown {
+    int hook;
+    CUcontext ctx; /* cuCtxDestroy_v2 */
+    CUdevice dev;  /* primary context release/reset */
+};
+void atl_ctx_teardown_pre(struct atl_ctx_teardown *t);
+
+/* ---- reports ------------------------------------------------------------ */
+
+/* Runs the exit reports once (the first caller wins); afterwards every hook
+ * passes through. Registered with atexit, also called from the destructor. */
+void atl_engine_exit(void);
+
+/* Statistics, readable by tests. */
+uint64_t atl_stat_calls(int hook, int path);
+uint64_t atl_stat_resolved(int hook, int path);
+void atl_stats_report(int fd);
+
+/* Fork support: prepare/parent/child handlers for pthread_atfork. */
+void atl_engine_atfork_child(void);
+
+#endif
