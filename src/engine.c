@@ -253,12 +253,12 @@ void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
 
 /* ---- reports --------------------------------------------------------------- */
 
-void atl_stats_report(int fd)
+static void stats_table(const char *tag)
 {
-    (void)fd;
-    char line[256];
+    char line[320];
     uint64_t total = 0;
-    atl_log_line("stats: function                              calls     linked      dlsym        gpa  got:dlsym  got:gpa");
+    snprintf(line, sizeof line, "%s: function                              calls     linked      dlsym        gpa  got:dlsym  got:gpa", tag);
+    atl_log_line(line);
     for (int h = 0; h < ATL_ID_COUNT; h++) {
         uint64_t c[ATL_PATH_COUNT], sum = 0;
         for (int p = 0; p < ATL_PATH_COUNT; p++)
@@ -267,14 +267,41 @@ void atl_stats_report(int fd)
         if (sum == 0 && rd == 0 && rg == 0)
             continue;
         total += sum;
-        snprintf(line, sizeof line, "stats: %-36s %10llu %10llu %10llu %10llu %10llu %8llu",
+        snprintf(line, sizeof line, "%s: %-36s %10llu %10llu %10llu %10llu %10llu %8llu", tag,
                  atl_hook_names[h], (unsigned long long)sum, (unsigned long long)c[0],
                  (unsigned long long)c[1], (unsigned long long)c[2], (unsigned long long)rd,
                  (unsigned long long)rg);
         atl_log_line(line);
     }
-    snprintf(line, sizeof line, "stats: total intercepted calls=%llu", (unsigned long long)total);
+    snprintf(line, sizeof line, "%s: total intercepted calls=%llu", tag, (unsigned long long)total);
     atl_log_line(line);
+}
+
+void atl_stats_report(int fd)
+{
+    (void)fd;
+    stats_table("stats");
+}
+
+void atl_stats_snapshot(const char *label)
+{
+    char tag[80];
+    atl_engine_init();
+    /* only printable, space-free label text reaches the log */
+    size_t n = 0;
+    n += (size_t)snprintf(tag, sizeof tag, "snapshot[");
+    for (const char *p = label ? label : ""; *p && n < 60; p++)
+        tag[n++] = (*p > ' ' && *p < 127 && *p != ']') ? *p : '_';
+    tag[n++] = ']';
+    tag[n] = '\0';
+    depth++;
+    stats_table(tag);
+    depth--;
+}
+
+__attribute__((visibility("default"))) void atlas_stats_snapshot(const char *label)
+{
+    atl_stats_snapshot(label);
 }
 
 void atl_engine_exit(void)

@@ -211,6 +211,11 @@ uint64_t atl_stat_calls(int hook, int path);
 uint64_t atl_stat_resolved(int hook, int path);
 void atl_stats_report(int fd);
 
+/* Exported as atlas_stats_snapshot(label): prints the statistics table now,
+ * each row tagged with `label`, so a program (or a Python script through
+ * ctypes) can bracket a region and compare it with another tool's counts. */
+void atl_stats_snapshot(const char *label);
+
 /* Fork support: prepare/parent/child handlers for pthread_atfork. */
 void atl_engine_atfork_child(void);
 
