@@ -41,6 +41,8 @@ const char *launch_error_name(CUresult r, char *buf, size_t len)
  * per-launch getenv would cost more than the rest of the launch path together. */
 static pthread_once_t debug_sync_once = PTHREAD_ONCE_INIT;
 static int debug_sync_on;
+/* 0 until the setting is read, then 1 + debug_sync_on: the launch path is one relaxed load */
+static _Atomic int debug_sync_state;
 
 static void debug_sync_read_env(void)
 {
@@ -57,8 +59,13 @@ static void debug_sync_read_env(void)
 
 int launch_debug_sync_enabled(void)
 {
-    pthread_once(&debug_sync_once, debug_sync_read_env);
-    return debug_sync_on;
+    int state = atomic_load_explicit(&debug_sync_state, memory_order_acquire);
+    if (__builtin_expect(state == 0, 0)) {
+        pthread_once(&debug_sync_once, debug_sync_read_env);
+        state = 1 + debug_sync_on;
+        atomic_store_explicit(&debug_sync_state, state, memory_order_release);
+    }
+    return state - 1;
 }
 
 static _Atomic int capture_said;
@@ -105,6 +112,7 @@ void launch_reset_for_tests(void)
     launch_layout_reset_for_tests();
     pthread_once(&debug_sync_once, debug_sync_already_read);
     debug_sync_read_env();
+    atomic_store(&debug_sync_state, 1 + debug_sync_on);
     atomic_store(&capture_said, 0);
     atomic_store(&launch_unavailable_said, 0);
 }
