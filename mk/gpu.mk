@@ -1,0 +1,31 @@
+# The real-GPU suite of the interposer (run on a machine with a GPU and nvcc;
+# on the H200 through the device tool): make core-gpu-check.
+
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+GPU_ARCH ?= -arch=sm_90
+GPU_DIR := $(BUILD)/gpu
+
+$(GPU_DIR)/kern.cubin: tests/gpu/core/kern.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -cubin -o $@ $<
+
+$(GPU_DIR)/gpu_driver: tests/gpu/core/gpu_driver.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
+
+$(GPU_DIR)/gpu_cudart_static: tests/gpu/core/gpu_cudart.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -cudart static -o $@ $<
+
+$(GPU_DIR)/gpu_cudart_shared: tests/gpu/core/gpu_cudart.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -cudart shared -o $@ $<
+
+CORE_GPU_BINS := $(GPU_DIR)/kern.cubin $(GPU_DIR)/gpu_driver $(GPU_DIR)/gpu_cudart_static \
+                 $(GPU_DIR)/gpu_cudart_shared
+
+.PHONY: core-gpu-check
+core-gpu-check: $(BUILD)/libatlastrace.so $(CORE_GPU_BINS)
+	sh tests/gpu/core/run_core.sh $(BUILD)
+
+GPU_TARGETS += core-gpu-check

@@ -1,0 +1,54 @@
+# Tests that need no GPU: unit tests of the engine, and target programs run
+# under the preload against the fake driver (build/fake/libcuda.so.1).
+
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
+TEST_DEFS    := -DBUILD_DIR='"$(BUILD)"'
+
+# Check (the test framework) is installed when missing; CI runs as root.
+.PHONY: check-deps
+check-deps:
+	@pkg-config --exists check 2>/dev/null || { \
+	  echo "make check: installing the Check test framework (Debian package 'check')"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq check pkg-config >/dev/null; \
+	  pkg-config --exists check || { echo "make check: could not install Check; install the 'check' package"; exit 1; }; }
+
+TARGET_COMMON := tests/targets/workload.c
+TARGET_BINS := $(BUILD)/tests/tp_linked $(BUILD)/tests/tp_linked_ptds $(BUILD)/tests/tp_dlsym \
+               $(BUILD)/tests/tp_gpa $(BUILD)/tests/tp_threads
+
+$(BUILD)/tests/tp_linked: tests/targets/tp_linked.c $(TARGET_COMMON) $(FAKE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/targets/tp_linked.c $(TARGET_COMMON) -L$(BUILD)/fake -lcuda -ldl
+
+$(BUILD)/tests/tp_linked_ptds: tests/targets/tp_linked.c $(TARGET_COMMON) $(FAKE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DCUDA_API_PER_THREAD_DEFAULT_STREAM -o $@ tests/targets/tp_linked.c $(TARGET_COMMON) -L$(BUILD)/fake -lcuda -ldl
+
+$(BUILD)/tests/tp_dlsym: tests/targets/tp_dlsym.c $(TARGET_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl
+
+$(BUILD)/tests/tp_gpa: tests/targets/tp_gpa.c tests/targets/gpa_resolve.c $(TARGET_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl
+
+$(BUILD)/tests/tp_threads: tests/targets/tp_threads.c tests/targets/gpa_resolve.c $(TARGET_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lpthread
+
+$(BUILD)/tests/test_config: tests/unit/test_config.c $(BUILD)/libatlas_engine.a | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
+
+$(BUILD)/tests/test_preload: tests/integration/test_preload.c tests/integration/run.c | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
+
+.PHONY: core-check
+core-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(TARGET_BINS) $(BUILD)/tests/test_config $(BUILD)/tests/test_preload
+	$(BUILD)/tests/test_config
+	$(BUILD)/tests/test_preload
+
+CHECK_TARGETS += core-check

@@ -1,0 +1,74 @@
+#!/bin/sh
+# Real-GPU suite of the interposer core (make core-gpu-check).
+#   tests/gpu/core/run_core.sh BUILD_DIR
+# Each target runs without and with the preload (ATLAS_STATS=1): its stdout
+# must be byte-identical, and every launch, copy and sync it is known to make
+# must be counted.
+build=${1:-build}
+here=tests/gpu/core
+lib=$(realpath "$build/libatlastrace.so")
+out=$build/gpu-core
+mkdir -p "$out"
+status=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; status=1; }
+
+# run NAME CMD...: native and preloaded runs; outputs in $out/NAME.*
+run() {
+    name=$1
+    shift
+    "$@" >"$out/$name.native" 2>"$out/$name.native.err"
+    rn=$?
+    ATLAS_STATS=1 ATLAS_LOG="$out/$name.log" LD_PRELOAD="$lib" "$@" >"$out/$name.pre" 2>"$out/$name.pre.err"
+    rp=$?
+    if [ $rn -ne 0 ] || [ $rp -ne 0 ]; then
+        fail "$name: exit status native=$rn preloaded=$rp"
+        tail -5 "$out/$name.native.err" "$out/$name.pre.err"
+        return 1
+    fi
+    if cmp -s "$out/$name.native" "$out/$name.pre"; then
+        pass "$name: output byte-identical with and without the preload ($(wc -l <"$out/$name.pre") lines)"
+    else
+        fail "$name: output differs under the preload"
+        diff "$out/$name.native" "$out/$name.pre" | head -10
+    fi
+}
+
+check() {
+    name=$1
+    shift
+    if python3 $here/check_stats.py hooks/hooks.def "$out/$name.log" "$@"; then
+        pass "$name: counts"
+    else
+        fail "$name: counts"
+    fi
+}
+
+echo "== driver API program (linked -lcuda)"
+if run driver "$build/gpu/gpu_driver" "$build/gpu/kern.cubin"; then
+    check driver exact cuLaunchKernel=1000 cuMemAlloc_v2=2 cuMemFree_v2=2 cuMemcpyHtoD_v2=1 \
+        cuMemcpyDtoH_v2=2 cuMemcpyDtoHAsync_v2=1 cuMemsetD32_v2=1 cuStreamSynchronize=1 \
+        cuCtxSynchronize=2 cuModuleLoad=1 cuModuleGetFunction=1 cuModuleUnload=1
+fi
+
+for kind in static shared; do
+    echo "== nvcc program, $kind cudart"
+    if run cudart_$kind "$build/gpu/gpu_cudart_$kind"; then
+        check cudart_$kind class launch=500 copy=">=2" memset=">=1" sync=">=2"
+    fi
+done
+
+echo "== PyTorch: eager steps and a CUDA graph"
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    if run torch python3 $here/gpu_torch.py "$out/torch.truth.json"; then
+        # the truth file of the preloaded run is the one to compare with
+        ATLAS_STATS=1 ATLAS_LOG="$out/torch2.log" LD_PRELOAD="$lib" \
+            python3 $here/gpu_torch.py "$out/torch.truth.json" >/dev/null 2>&1
+        check torch2 torch "$out/torch.truth.json"
+    fi
+else
+    fail "torch: PyTorch with CUDA is not available here"
+fi
+
+[ $status -eq 0 ] && echo "core-gpu-check: PASS" || echo "core-gpu-check: FAIL"
+exit $status
