@@ -83,11 +83,14 @@ CUresult launch_debug_sync(struct atlas_launch *b, CUstream stream)
                        "stream (said once)");
         return CUDA_SUCCESS;
     }
+    /* Name the kernel before synchronising: once a fault has destroyed the
+     * context, the driver no longer answers cuFuncGetName (seen on the H200). */
+    char name[64], e[48];
+    const char *kname = launch_kernel_name(b->fn, (int)b->is_kernel, name, sizeof(name));
     CUresult r = cuCtxSynchronize();
     if (r == CUDA_SUCCESS)
         return CUDA_SUCCESS;
 
-    char name[64], e[48];
     const char *desc = NULL;
     if (cuGetErrorString(r, &desc) != CUDA_SUCCESS || !desc)
         desc = "";
@@ -95,7 +98,7 @@ CUresult launch_debug_sync(struct atlas_launch *b, CUstream stream)
                 "asynchronous fault right after launch: kernel=%s grid=(%u,%u,%u) "
                 "block=(%u,%u,%u) shared=%u error=%s: %s (ATLAS_DEBUG_SYNC_KERNELS=1; host "
                 "backtrace on stderr)",
-                launch_kernel_name(b->fn, (int)b->is_kernel, name, sizeof(name)), b->grid[0],
+                kname, b->grid[0],
                 b->grid[1], b->grid[2], b->block[0], b->block[1], b->block[2], b->shared_bytes,
                 launch_error_name(r, e, sizeof(e)), desc);
     void *frames[64];

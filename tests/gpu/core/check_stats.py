@@ -57,7 +57,7 @@ def main():
     bad = 0
     if mode == "exact":
         for a in args:
-            sym, want = a.split("=")
+            sym, want = a.split("=", 1)
             got = final.get(sym, (0,))[0]
             ok = got == int(want)
             bad += not ok
@@ -65,7 +65,7 @@ def main():
     elif mode == "class":
         tot = by_class(final, kmap)
         for a in args:
-            c, want = a.split("=")
+            c, want = a.split("=", 1)
             got = tot.get(c, 0)
             ok = got >= int(want[2:]) if want.startswith(">=") else got == int(want)
             bad += not ok
