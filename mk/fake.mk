@@ -22,7 +22,7 @@ $(FAKE_OBJS): ALL_CFLAGS += -D__CUDA_API_VERSION_INTERNAL
 # when a preloaded interposer exports the same names.
 $(FAKE_LIB): $(FAKE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $^ $(LDLIBS_CORE)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $^ $(LDLIBS_CORE)
 	ln -sf libcuda.so.1 $(FAKE_DIR)/libcuda.so
 
 $(FAKE_DIR)/libcuda.so: $(FAKE_LIB)
@@ -32,11 +32,11 @@ CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 $(FAKE_TESTMOD): tests/fake/fake_testmod.c tests/fake/fakecuda.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -o $@ $<
 
 $(FAKE_SELFTEST): tests/fake/fake_selftest.c tests/fake/fakecuda.h $(FAKE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda $(CHECK_LIBS) $(LDLIBS_CORE)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda $(CHECK_LIBS) $(LDLIBS_CORE)
 
 .PHONY: fake fake-check
 fake: $(FAKE_LIB)

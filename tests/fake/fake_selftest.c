@@ -81,10 +81,8 @@ static const size_t fill_sizes[] = {8, 4, 8};
 static const size_t overrun_sizes[] = {8, 8};
 static const size_t mixed_sizes[] = {1, 8, 4, 16};
 static const struct fake_kernel_def test_kernels[] = {
-    {"fill", k_fill, 3, fill_sizes, NULL},
-    {"fault", k_fault, 0, NULL, NULL},
-    {"soft", k_soft, 0, NULL, NULL},
-    {"overrun", k_overrun, 2, overrun_sizes, NULL},
+    {"fill", k_fill, 3, fill_sizes, NULL},    {"fault", k_fault, 0, NULL, NULL},
+    {"soft", k_soft, 0, NULL, NULL},          {"overrun", k_overrun, 2, overrun_sizes, NULL},
     {"mixed", k_mixed, 4, mixed_sizes, NULL},
 };
 static const struct fake_image test_image = {FAKE_IMAGE_MAGIC, 5, test_kernels};
@@ -195,8 +193,12 @@ START_TEST(library_kernel_is_accepted_as_function)
     CU_OK(cuMemcpyDtoH(h, d, sizeof h));
     ck_assert_uint_eq(h[15], 20);
 
-    CUlaunchConfig cfg = {.gridDimX = 3, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 128,
-                          .blockDimY = 1, .blockDimZ = 1};
+    CUlaunchConfig cfg = {.gridDimX = 3,
+                          .gridDimY = 1,
+                          .gridDimZ = 1,
+                          .blockDimX = 128,
+                          .blockDimY = 1,
+                          .blockDimZ = 1};
     uint32_t start = 1000;
     uint64_t n = 16;
     void *args[] = {&d, &start, &n};
@@ -304,7 +306,7 @@ START_TEST(get_proc_address_matches_dlsym)
                       (unsigned long long)c->flags, c->symbol);
         /* the legacy 4-argument resolver gives the same answer */
         CUresult (*gpa1)(const char *, void **, int, cuuint64_t) =
-            (CUresult (*)(const char *, void **, int, cuuint64_t))dlsym(lib, "cuGetProcAddress");
+            (CUresult(*)(const char *, void **, int, cuuint64_t))dlsym(lib, "cuGetProcAddress");
         got = NULL;
         CU_OK(gpa1(c->base, &got, c->version, c->flags));
         ck_assert_ptr_eq(got, want);
@@ -416,7 +418,7 @@ START_TEST(capture_freezes_arguments_and_replays)
     CU_OK(cuMemsetD32Async(d2, 0xdeadbeef, 16, s));
     CU_OK(cuLaunchKernel(fill, 1, 1, 1, 16, 1, 1, 0, s, args, NULL));
     CU_OK(cuMemcpyDtoDAsync(d2, d, 8, s)); /* first two words */
-    start = 2;                              /* too late: frozen at capture */
+    start = 2;                             /* too late: frozen at capture */
     CUgraph g;
     CU_OK(cuStreamEndCapture(s, &g));
     ck_assert_uint_eq(fake_graph_num_ops(g), 3);
@@ -467,7 +469,7 @@ START_TEST(sync_during_capture_invalidates)
     ck_assert_int_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
     /* the legacy one-argument entry point */
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    CUresult (*begin1)(CUstream) = (CUresult (*)(CUstream))dlsym(lib, "cuStreamBeginCapture");
+    CUresult (*begin1)(CUstream) = (CUresult(*)(CUstream))dlsym(lib, "cuStreamBeginCapture");
     CU_OK(begin1(s));
     CU_OK(cuStreamEndCapture(s, &g));
     ck_assert_uint_eq(fake_graph_num_ops(g), 0);
@@ -512,8 +514,8 @@ START_TEST(pointer_attributes)
     ck_assert_uint_eq(mt, 0);
 
     CU_OK(cuMemHostRegister(pageable, 4096, 0));
-    CU_OK(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                (CUdeviceptr)(pageable + 10)));
+    CU_OK(
+        cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(pageable + 10)));
     ck_assert_uint_eq(mt, CU_MEMORYTYPE_HOST);
     ck_assert_int_eq(cuMemHostRegister(pageable, 4096, 0),
                      CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
@@ -611,10 +613,16 @@ START_TEST(copies_2d_3d_arrays_memsets)
     unsigned char host[15];
     for (int i = 0; i < 15; i++)
         host[i] = (unsigned char)(i + 1);
-    CUDA_MEMCPY2D c2 = {.srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = host, .srcPitch = 5,
-                        .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = d,
-                        .dstPitch = pitch, .dstXInBytes = 2, .dstY = 1,
-                        .WidthInBytes = 5, .Height = 3};
+    CUDA_MEMCPY2D c2 = {.srcMemoryType = CU_MEMORYTYPE_HOST,
+                        .srcHost = host,
+                        .srcPitch = 5,
+                        .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                        .dstDevice = d,
+                        .dstPitch = pitch,
+                        .dstXInBytes = 2,
+                        .dstY = 1,
+                        .WidthInBytes = 5,
+                        .Height = 3};
     CU_OK(cuMemcpy2D(&c2));
     unsigned char back[4 * 512];
     CU_OK(cuMemcpyDtoH(back, d, sizeof back));
@@ -636,18 +644,28 @@ START_TEST(copies_2d_3d_arrays_memsets)
         vals[i] = (unsigned char)i;
     CU_OK(cuMemcpyHtoD(cube, vals, 64));
     unsigned char out[8] = {0};
-    CUDA_MEMCPY3D c3 = {.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = cube,
-                        .srcPitch = 4, .srcHeight = 4, .srcXInBytes = 1, .srcY = 1, .srcZ = 1,
-                        .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = out, .dstPitch = 2,
-                        .dstHeight = 2, .WidthInBytes = 2, .Height = 2, .Depth = 2};
+    CUDA_MEMCPY3D c3 = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                        .srcDevice = cube,
+                        .srcPitch = 4,
+                        .srcHeight = 4,
+                        .srcXInBytes = 1,
+                        .srcY = 1,
+                        .srcZ = 1,
+                        .dstMemoryType = CU_MEMORYTYPE_HOST,
+                        .dstHost = out,
+                        .dstPitch = 2,
+                        .dstHeight = 2,
+                        .WidthInBytes = 2,
+                        .Height = 2,
+                        .Depth = 2};
     CU_OK(cuMemcpy3D(&c3));
     const unsigned char want[8] = {21, 22, 25, 26, 37, 38, 41, 42};
     ck_assert_int_eq(memcmp(out, want, 8), 0);
 
     /* arrays */
     CUarray arr;
-    CUDA_ARRAY_DESCRIPTOR ad = {.Width = 16, .Height = 0, .Format = CU_AD_FORMAT_UNSIGNED_INT8,
-                                .NumChannels = 1};
+    CUDA_ARRAY_DESCRIPTOR ad = {
+        .Width = 16, .Height = 0, .Format = CU_AD_FORMAT_UNSIGNED_INT8, .NumChannels = 1};
     CU_OK(cuArrayCreate(&arr, &ad));
     CU_OK(cuMemcpyHtoA(arr, 4, vals, 8));
     unsigned char ab[16] = {0};
@@ -816,6 +834,124 @@ START_TEST(events_and_streams)
 }
 END_TEST
 
+START_TEST(multi_stream_capture_and_to_graph)
+{
+    CUfunction fill = get_fn("fill");
+    CUstream a, b;
+    CU_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    CUevent fork, join;
+    CU_OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, 64));
+
+    CU_OK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CU_OK(cuEventRecord(fork, a));
+    ck_assert_int_eq(cuEventSynchronize(fork), CUDA_ERROR_CAPTURED_EVENT);
+    CU_OK(cuStreamWaitEvent(b, fork, 0)); /* b joins a's capture */
+    CUstreamCaptureStatus cs;
+    cuuint64_t ida = 0, idb = 1;
+    CUgraph ga = NULL, gb = NULL;
+    CU_OK(cuStreamGetCaptureInfo(a, &cs, &ida, &ga, NULL, NULL, NULL));
+    CU_OK(cuStreamGetCaptureInfo(b, &cs, &idb, &gb, NULL, NULL, NULL));
+    ck_assert_int_eq(cs, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    ck_assert_uint_eq(ida, idb);
+    ck_assert_ptr_eq(ga, gb);
+    launch_fill(fill, b, d, 9, 4);
+    CU_OK(cuEventRecord(join, b));
+    CU_OK(cuStreamWaitEvent(a, join, 0));
+    ck_assert_int_eq(cuStreamEndCapture(b, &gb), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+    CU_OK(cuStreamEndCapture(a, &ga));
+    CU_OK(cuStreamIsCapturing(b, &cs));
+    ck_assert_int_eq(cs, CU_STREAM_CAPTURE_STATUS_NONE);
+    ck_assert_uint_eq(fake_graph_num_ops(ga), 1);
+
+    /* capture into an existing graph; a graph launched inside a capture
+     * becomes part of it */
+    CUgraphExec xa;
+    CU_OK(cuGraphInstantiate(&xa, ga, 0));
+    CUgraph g2, got;
+    CU_OK(cuGraphCreate(&g2, 0));
+    CU_OK(cuStreamBeginCaptureToGraph(a, g2, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuMemsetD8Async(d, 0, 64, a));
+    CU_OK(cuGraphLaunch(xa, a));
+    CU_OK(cuStreamEndCapture(a, &got));
+    ck_assert_ptr_eq(got, g2);
+    ck_assert_uint_eq(fake_graph_num_ops(g2), 2);
+    size_t nn = 0;
+    CU_OK(cuGraphGetNodes(g2, NULL, &nn));
+    ck_assert_uint_eq(nn, 2);
+
+    CU_OK(cuMemsetD8(d, 0xff, 64));
+    CUgraphExec x2;
+    CU_OK(cuGraphInstantiate(&x2, g2, 0));
+    CU_OK(cuGraphLaunch(x2, b));
+    uint32_t h[16];
+    CU_OK(cuMemcpyDtoH(h, d, sizeof h));
+    ck_assert_uint_eq(h[0], 9);
+    ck_assert_uint_eq(h[3], 12);
+    ck_assert_uint_eq(h[4], 0);
+    CU_OK(cuGraphExecDestroy(x2));
+    CU_OK(cuGraphExecDestroy(xa));
+    CU_OK(cuGraphDestroy(g2));
+    CU_OK(cuGraphDestroy(ga));
+    CU_OK(cuStreamDestroy(a));
+    CU_OK(cuStreamDestroy(b));
+}
+END_TEST
+
+START_TEST(ctx_sync_during_capture_and_replay_fault)
+{
+    CUfunction fault = get_fn("fault");
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    ck_assert_int_eq(cuCtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUgraph g;
+    ck_assert_int_eq(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+
+    /* a faulting kernel recorded in a graph faults when the graph runs */
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuLaunchKernel(fault, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+    CU_OK(cuStreamEndCapture(s, &g));
+    CU_OK(cuCtxSynchronize()); /* capture ran nothing */
+    CUgraphExec x;
+    CU_OK(cuGraphInstantiate(&x, g, 0));
+    CU_OK(cuGraphLaunch(x, s));
+    ck_assert_int_eq(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+    ck_assert_int_eq(cuGraphLaunch(x, s), CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+END_TEST
+
+START_TEST(batch_3d_copy)
+{
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, 64));
+    unsigned char src[16];
+    for (int i = 0; i < 16; i++)
+        src[i] = (unsigned char)(i + 1);
+    CUDA_MEMCPY3D_BATCH_OP op = {0};
+    op.src.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op.src.op.ptr.ptr = (CUdeviceptr)src;
+    op.src.op.ptr.rowLength = 4;
+    op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op.dst.op.ptr.ptr = d;
+    op.dst.op.ptr.rowLength = 8;
+    op.extent = (CUextent3D){2, 2, 1};
+    op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CU_OK(cuMemcpy3DBatchAsync(1, &op, 0, NULL));
+    unsigned char out[16];
+    CU_OK(cuMemcpyDtoH(out, d, 16));
+    ck_assert_uint_eq(out[0], 1);
+    ck_assert_uint_eq(out[1], 2);
+    ck_assert_uint_eq(out[2], 0);
+    ck_assert_uint_eq(out[8], 5);
+    ck_assert_uint_eq(out[9], 6);
+    CU_OK(cuMemFree(d));
+}
+END_TEST
+
 struct worker {
     CUcontext ctx;
     CUfunction fill;
@@ -902,6 +1038,9 @@ static Suite *fake_suite(void)
     tcase_add_test(tc, module_load_by_path_and_name);
     tcase_add_test(tc, init_context_and_errors);
     tcase_add_test(tc, events_and_streams);
+    tcase_add_test(tc, multi_stream_capture_and_to_graph);
+    tcase_add_test(tc, ctx_sync_during_capture_and_replay_fault);
+    tcase_add_test(tc, batch_3d_copy);
     tcase_add_test(tc, threads_launch_alloc_copy);
     suite_add_tcase(s, tc);
     return s;

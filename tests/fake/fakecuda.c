@@ -31,85 +31,205 @@
 /* ------------------------------------------------------------------------ */
 
 /* Every exported cu* function, once. Drives the call counters and
- * fake_fail_next; fake_selftest checks each one is dlsym-able. */
-#define FAKE_SYMBOLS(X)                                                       \
-    X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount)        \
-    X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem_v2)         \
-    X(cuDeviceGetUuid_v2) X(cuDevicePrimaryCtxRetain)                          \
-    X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)             \
-    X(cuDevicePrimaryCtxGetState) X(cuDeviceGetDefaultMemPool)                \
-    X(cuCtxCreate_v4) X(cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxGetCurrent) \
-    X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuCtxGetDevice)            \
-    X(cuCtxGetDevice_v2) X(cuCtxSynchronize) X(cuCtxSynchronize_v2)           \
-    X(cuGetErrorName) X(cuGetErrorString) X(cuGetProcAddress)                 \
-    X(cuGetProcAddress_v2)                                                    \
-    X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged)               \
-    X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)     \
-    X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(cuMemFreeAsync)         \
-    X(cuMemFreeAsync_ptsz) X(cuMemGetInfo_v2) X(cuMemGetAddressRange_v2)      \
-    X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemFreeHost)                   \
-    X(cuMemHostRegister_v2) X(cuMemHostUnregister)                            \
-    X(cuMemHostGetDevicePointer_v2) X(cuPointerGetAttribute)                  \
-    X(cuPointerGetAttributes) X(cuArrayCreate_v2) X(cuArray3DCreate_v2)       \
-    X(cuArrayDestroy) X(cuArrayGetDescriptor_v2)                              \
-    X(cuMemcpy) X(cuMemcpy_ptds) X(cuMemcpyAsync) X(cuMemcpyAsync_ptsz)       \
-    X(cuMemcpyPeer) X(cuMemcpyPeer_ptds) X(cuMemcpyPeerAsync)                 \
-    X(cuMemcpyPeerAsync_ptsz) X(cuMemcpyHtoD_v2) X(cuMemcpyHtoD_v2_ptds)      \
-    X(cuMemcpyDtoH_v2) X(cuMemcpyDtoH_v2_ptds) X(cuMemcpyDtoD_v2)             \
-    X(cuMemcpyDtoD_v2_ptds) X(cuMemcpyHtoDAsync_v2)                           \
-    X(cuMemcpyHtoDAsync_v2_ptsz) X(cuMemcpyDtoHAsync_v2)                      \
-    X(cuMemcpyDtoHAsync_v2_ptsz) X(cuMemcpyDtoDAsync_v2)                      \
-    X(cuMemcpyDtoDAsync_v2_ptsz) X(cuMemcpyDtoA_v2) X(cuMemcpyDtoA_v2_ptds)   \
-    X(cuMemcpyAtoD_v2) X(cuMemcpyAtoD_v2_ptds) X(cuMemcpyHtoA_v2)             \
-    X(cuMemcpyHtoA_v2_ptds) X(cuMemcpyAtoH_v2) X(cuMemcpyAtoH_v2_ptds)        \
-    X(cuMemcpyAtoA_v2) X(cuMemcpyAtoA_v2_ptds) X(cuMemcpyHtoAAsync_v2)        \
-    X(cuMemcpyHtoAAsync_v2_ptsz) X(cuMemcpyAtoHAsync_v2)                      \
-    X(cuMemcpyAtoHAsync_v2_ptsz) X(cuMemcpy2D_v2) X(cuMemcpy2D_v2_ptds)       \
-    X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DUnaligned_v2_ptds)                  \
-    X(cuMemcpy2DAsync_v2) X(cuMemcpy2DAsync_v2_ptsz) X(cuMemcpy3D_v2)         \
-    X(cuMemcpy3D_v2_ptds) X(cuMemcpy3DAsync_v2) X(cuMemcpy3DAsync_v2_ptsz)    \
-    X(cuMemcpy3DPeer) X(cuMemcpy3DPeer_ptds) X(cuMemcpy3DPeerAsync)           \
-    X(cuMemcpy3DPeerAsync_ptsz) X(cuMemcpyBatchAsync)                         \
-    X(cuMemcpyBatchAsync_ptsz) X(cuMemcpyBatchAsync_v2)                       \
-    X(cuMemcpyBatchAsync_v2_ptsz) X(cuMemcpy3DBatchAsync)                     \
-    X(cuMemcpy3DBatchAsync_ptsz) X(cuMemcpy3DBatchAsync_v2)                   \
-    X(cuMemcpy3DBatchAsync_v2_ptsz)                                           \
-    X(cuMemsetD8_v2) X(cuMemsetD8_v2_ptds) X(cuMemsetD16_v2)                  \
-    X(cuMemsetD16_v2_ptds) X(cuMemsetD32_v2) X(cuMemsetD32_v2_ptds)           \
-    X(cuMemsetD2D8_v2) X(cuMemsetD2D8_v2_ptds) X(cuMemsetD2D16_v2)            \
-    X(cuMemsetD2D16_v2_ptds) X(cuMemsetD2D32_v2) X(cuMemsetD2D32_v2_ptds)     \
-    X(cuMemsetD8Async) X(cuMemsetD8Async_ptsz) X(cuMemsetD16Async)            \
-    X(cuMemsetD16Async_ptsz) X(cuMemsetD32Async) X(cuMemsetD32Async_ptsz)     \
-    X(cuMemsetD2D8Async) X(cuMemsetD2D8Async_ptsz) X(cuMemsetD2D16Async)      \
-    X(cuMemsetD2D16Async_ptsz) X(cuMemsetD2D32Async)                          \
-    X(cuMemsetD2D32Async_ptsz)                                                \
-    X(cuStreamCreate) X(cuStreamCreateWithPriority) X(cuStreamDestroy_v2)     \
-    X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuStreamQuery)       \
-    X(cuStreamQuery_ptsz) X(cuStreamWaitEvent) X(cuStreamWaitEvent_ptsz)      \
-    X(cuStreamGetCtx)                                                         \
-    X(cuEventCreate) X(cuEventRecord) X(cuEventRecord_ptsz)                   \
-    X(cuEventSynchronize) X(cuEventQuery) X(cuEventDestroy_v2)                \
-    X(cuEventElapsedTime) X(cuEventElapsedTime_v2)                            \
-    X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz)                      \
-    X(cuStreamBeginCapture_v2) X(cuStreamBeginCapture_v2_ptsz)                \
-    X(cuStreamBeginCaptureToGraph) X(cuStreamBeginCaptureToGraph_ptsz)        \
-    X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz) X(cuStreamIsCapturing)   \
-    X(cuStreamIsCapturing_ptsz) X(cuStreamGetCaptureInfo_v3)                  \
-    X(cuStreamGetCaptureInfo_v3_ptsz)                                         \
-    X(cuGraphCreate) X(cuGraphInstantiate) X(cuGraphInstantiate_v2)           \
-    X(cuGraphInstantiateWithFlags) X(cuGraphInstantiateWithParams)            \
-    X(cuGraphInstantiateWithParams_ptsz) X(cuGraphLaunch)                     \
-    X(cuGraphLaunch_ptsz) X(cuGraphDestroy) X(cuGraphExecDestroy)             \
-    X(cuGraphGetNodes)                                                        \
-    X(cuModuleLoad) X(cuModuleLoadData) X(cuModuleLoadDataEx)                 \
-    X(cuModuleLoadFatBinary) X(cuModuleUnload) X(cuModuleGetFunction)         \
-    X(cuLibraryLoadData) X(cuLibraryLoadFromFile) X(cuLibraryUnload)          \
-    X(cuLibraryGetKernel) X(cuLibraryGetModule) X(cuKernelGetFunction)        \
-    X(cuFuncGetName) X(cuKernelGetName) X(cuFuncGetParamInfo)                 \
-    X(cuKernelGetParamInfo) X(cuFuncGetModule)                                \
-    X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx)              \
-    X(cuLaunchKernelEx_ptsz) X(cuLaunchCooperativeKernel)                     \
+ * fake_fail_next; ENTER() checks each name against __func__. */
+/* clang-format off */
+#define FAKE_SYMBOLS(X) \
+    X(cuInit) \
+    X(cuDriverGetVersion) \
+    X(cuDeviceGet) \
+    X(cuDeviceGetCount) \
+    X(cuDeviceGetName) \
+    X(cuDeviceGetAttribute) \
+    X(cuDeviceTotalMem_v2) \
+    X(cuDeviceGetUuid_v2) \
+    X(cuDevicePrimaryCtxRetain) \
+    X(cuDevicePrimaryCtxRelease_v2) \
+    X(cuDevicePrimaryCtxReset_v2) \
+    X(cuDevicePrimaryCtxGetState) \
+    X(cuDeviceGetDefaultMemPool) \
+    X(cuCtxCreate_v4) \
+    X(cuCtxDestroy_v2) \
+    X(cuCtxSetCurrent) \
+    X(cuCtxGetCurrent) \
+    X(cuCtxPushCurrent_v2) \
+    X(cuCtxPopCurrent_v2) \
+    X(cuCtxGetDevice) \
+    X(cuCtxGetDevice_v2) \
+    X(cuCtxSynchronize) \
+    X(cuCtxSynchronize_v2) \
+    X(cuGetErrorName) \
+    X(cuGetErrorString) \
+    X(cuGetProcAddress) \
+    X(cuGetProcAddress_v2) \
+    X(cuMemAlloc_v2) \
+    X(cuMemAllocPitch_v2) \
+    X(cuMemAllocManaged) \
+    X(cuMemAllocAsync) \
+    X(cuMemAllocAsync_ptsz) \
+    X(cuMemAllocFromPoolAsync) \
+    X(cuMemAllocFromPoolAsync_ptsz) \
+    X(cuMemFree_v2) \
+    X(cuMemFreeAsync) \
+    X(cuMemFreeAsync_ptsz) \
+    X(cuMemGetInfo_v2) \
+    X(cuMemGetAddressRange_v2) \
+    X(cuMemAllocHost_v2) \
+    X(cuMemHostAlloc) \
+    X(cuMemFreeHost) \
+    X(cuMemHostRegister_v2) \
+    X(cuMemHostUnregister) \
+    X(cuMemHostGetDevicePointer_v2) \
+    X(cuPointerGetAttribute) \
+    X(cuPointerGetAttributes) \
+    X(cuArrayCreate_v2) \
+    X(cuArray3DCreate_v2) \
+    X(cuArrayDestroy) \
+    X(cuArrayGetDescriptor_v2) \
+    X(cuMemcpy) \
+    X(cuMemcpy_ptds) \
+    X(cuMemcpyAsync) \
+    X(cuMemcpyAsync_ptsz) \
+    X(cuMemcpyPeer) \
+    X(cuMemcpyPeer_ptds) \
+    X(cuMemcpyPeerAsync) \
+    X(cuMemcpyPeerAsync_ptsz) \
+    X(cuMemcpyHtoD_v2) \
+    X(cuMemcpyHtoD_v2_ptds) \
+    X(cuMemcpyDtoH_v2) \
+    X(cuMemcpyDtoH_v2_ptds) \
+    X(cuMemcpyDtoD_v2) \
+    X(cuMemcpyDtoD_v2_ptds) \
+    X(cuMemcpyHtoDAsync_v2) \
+    X(cuMemcpyHtoDAsync_v2_ptsz) \
+    X(cuMemcpyDtoHAsync_v2) \
+    X(cuMemcpyDtoHAsync_v2_ptsz) \
+    X(cuMemcpyDtoDAsync_v2) \
+    X(cuMemcpyDtoDAsync_v2_ptsz) \
+    X(cuMemcpyDtoA_v2) \
+    X(cuMemcpyDtoA_v2_ptds) \
+    X(cuMemcpyAtoD_v2) \
+    X(cuMemcpyAtoD_v2_ptds) \
+    X(cuMemcpyHtoA_v2) \
+    X(cuMemcpyHtoA_v2_ptds) \
+    X(cuMemcpyAtoH_v2) \
+    X(cuMemcpyAtoH_v2_ptds) \
+    X(cuMemcpyAtoA_v2) \
+    X(cuMemcpyAtoA_v2_ptds) \
+    X(cuMemcpyHtoAAsync_v2) \
+    X(cuMemcpyHtoAAsync_v2_ptsz) \
+    X(cuMemcpyAtoHAsync_v2) \
+    X(cuMemcpyAtoHAsync_v2_ptsz) \
+    X(cuMemcpy2D_v2) \
+    X(cuMemcpy2D_v2_ptds) \
+    X(cuMemcpy2DUnaligned_v2) \
+    X(cuMemcpy2DUnaligned_v2_ptds) \
+    X(cuMemcpy2DAsync_v2) \
+    X(cuMemcpy2DAsync_v2_ptsz) \
+    X(cuMemcpy3D_v2) \
+    X(cuMemcpy3D_v2_ptds) \
+    X(cuMemcpy3DAsync_v2) \
+    X(cuMemcpy3DAsync_v2_ptsz) \
+    X(cuMemcpy3DPeer) \
+    X(cuMemcpy3DPeer_ptds) \
+    X(cuMemcpy3DPeerAsync) \
+    X(cuMemcpy3DPeerAsync_ptsz) \
+    X(cuMemcpyBatchAsync) \
+    X(cuMemcpyBatchAsync_ptsz) \
+    X(cuMemcpyBatchAsync_v2) \
+    X(cuMemcpyBatchAsync_v2_ptsz) \
+    X(cuMemcpy3DBatchAsync) \
+    X(cuMemcpy3DBatchAsync_ptsz) \
+    X(cuMemcpy3DBatchAsync_v2) \
+    X(cuMemcpy3DBatchAsync_v2_ptsz) \
+    X(cuMemsetD8_v2) \
+    X(cuMemsetD8_v2_ptds) \
+    X(cuMemsetD16_v2) \
+    X(cuMemsetD16_v2_ptds) \
+    X(cuMemsetD32_v2) \
+    X(cuMemsetD32_v2_ptds) \
+    X(cuMemsetD2D8_v2) \
+    X(cuMemsetD2D8_v2_ptds) \
+    X(cuMemsetD2D16_v2) \
+    X(cuMemsetD2D16_v2_ptds) \
+    X(cuMemsetD2D32_v2) \
+    X(cuMemsetD2D32_v2_ptds) \
+    X(cuMemsetD8Async) \
+    X(cuMemsetD8Async_ptsz) \
+    X(cuMemsetD16Async) \
+    X(cuMemsetD16Async_ptsz) \
+    X(cuMemsetD32Async) \
+    X(cuMemsetD32Async_ptsz) \
+    X(cuMemsetD2D8Async) \
+    X(cuMemsetD2D8Async_ptsz) \
+    X(cuMemsetD2D16Async) \
+    X(cuMemsetD2D16Async_ptsz) \
+    X(cuMemsetD2D32Async) \
+    X(cuMemsetD2D32Async_ptsz) \
+    X(cuStreamCreate) \
+    X(cuStreamCreateWithPriority) \
+    X(cuStreamDestroy_v2) \
+    X(cuStreamSynchronize) \
+    X(cuStreamSynchronize_ptsz) \
+    X(cuStreamQuery) \
+    X(cuStreamQuery_ptsz) \
+    X(cuStreamWaitEvent) \
+    X(cuStreamWaitEvent_ptsz) \
+    X(cuStreamGetCtx) \
+    X(cuEventCreate) \
+    X(cuEventRecord) \
+    X(cuEventRecord_ptsz) \
+    X(cuEventSynchronize) \
+    X(cuEventQuery) \
+    X(cuEventDestroy_v2) \
+    X(cuEventElapsedTime) \
+    X(cuEventElapsedTime_v2) \
+    X(cuStreamBeginCapture) \
+    X(cuStreamBeginCapture_ptsz) \
+    X(cuStreamBeginCapture_v2) \
+    X(cuStreamBeginCapture_v2_ptsz) \
+    X(cuStreamBeginCaptureToGraph) \
+    X(cuStreamBeginCaptureToGraph_ptsz) \
+    X(cuStreamEndCapture) \
+    X(cuStreamEndCapture_ptsz) \
+    X(cuStreamIsCapturing) \
+    X(cuStreamIsCapturing_ptsz) \
+    X(cuStreamGetCaptureInfo_v3) \
+    X(cuStreamGetCaptureInfo_v3_ptsz) \
+    X(cuGraphCreate) \
+    X(cuGraphInstantiate) \
+    X(cuGraphInstantiate_v2) \
+    X(cuGraphInstantiateWithFlags) \
+    X(cuGraphInstantiateWithParams) \
+    X(cuGraphInstantiateWithParams_ptsz) \
+    X(cuGraphLaunch) \
+    X(cuGraphLaunch_ptsz) \
+    X(cuGraphDestroy) \
+    X(cuGraphExecDestroy) \
+    X(cuGraphGetNodes) \
+    X(cuModuleLoad) \
+    X(cuModuleLoadData) \
+    X(cuModuleLoadDataEx) \
+    X(cuModuleLoadFatBinary) \
+    X(cuModuleUnload) \
+    X(cuModuleGetFunction) \
+    X(cuLibraryLoadData) \
+    X(cuLibraryLoadFromFile) \
+    X(cuLibraryUnload) \
+    X(cuLibraryGetKernel) \
+    X(cuLibraryGetModule) \
+    X(cuKernelGetFunction) \
+    X(cuFuncGetName) \
+    X(cuKernelGetName) \
+    X(cuFuncGetParamInfo) \
+    X(cuKernelGetParamInfo) \
+    X(cuFuncGetModule) \
+    X(cuLaunchKernel) \
+    X(cuLaunchKernel_ptsz) \
+    X(cuLaunchKernelEx) \
+    X(cuLaunchKernelEx_ptsz) \
+    X(cuLaunchCooperativeKernel) \
     X(cuLaunchCooperativeKernel_ptsz)
+/* clang-format on */
 
 enum fake_sym {
 #define X(s) SYM_##s,
@@ -165,18 +285,18 @@ static CUresult sym_enter(int idx, const char *func)
     return CUDA_SUCCESS;
 }
 
-#define ENTER(sym)                                                   \
-    do {                                                             \
-        CUresult enter_rc_ = sym_enter(SYM_##sym, __func__);         \
-        if (enter_rc_ != CUDA_SUCCESS)                               \
-            return enter_rc_;                                        \
+#define ENTER(sym)                                                                                 \
+    do {                                                                                           \
+        CUresult enter_rc_ = sym_enter(SYM_##sym, __func__);                                       \
+        if (enter_rc_ != CUDA_SUCCESS)                                                             \
+            return enter_rc_;                                                                      \
     } while (0)
 
-#define TRY(expr)                                                    \
-    do {                                                             \
-        CUresult try_rc_ = (expr);                                   \
-        if (try_rc_ != CUDA_SUCCESS)                                 \
-            return try_rc_;                                          \
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        CUresult try_rc_ = (expr);                                                                 \
+        if (try_rc_ != CUDA_SUCCESS)                                                               \
+            return try_rc_;                                                                        \
     } while (0)
 
 int fake_fail_next(const char *symbol, CUresult err)
@@ -289,8 +409,8 @@ static void *handle_get(const void *p, uint32_t magic)
 struct fake_ctx {
     struct hdr h;
     int primary;
-    int alive;     /* primary: refcount > 0; created: not destroyed */
-    int refcount;  /* primary only */
+    int alive;        /* primary: refcount > 0; created: not destroyed */
+    int refcount;     /* primary only */
     CUresult pending; /* a kernel fault not yet reported */
     CUresult sticky;  /* reported context-destroying fault */
     int ncapturing;   /* streams of this context now capturing */
@@ -386,8 +506,8 @@ enum alloc_kind { AK_DEVICE, AK_MANAGED, AK_HOST, AK_REGISTERED };
 
 struct alloc {
     uintptr_t base;
-    size_t size;     /* as requested */
-    size_t charged;  /* counted against g_total_mem */
+    size_t size;    /* as requested */
+    size_t charged; /* counted against g_total_mem */
     enum alloc_kind kind;
     struct fake_ctx *ctx;
 };
@@ -951,6 +1071,7 @@ struct fake_event {
     int recorded;
     double ms;
     struct capture *cap; /* recorded in a capture: waiting on it joins */
+    uint64_t cap_id;     /* cap may be gone and its address reused: check */
 };
 
 static uint64_t g_capture_ids;
@@ -1198,41 +1319,111 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     int v = 0;
     switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: v = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: v = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: v = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: v = 64; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: v = 2147483647; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: v = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: v = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: v = 49152; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: v = 232448; break;
-    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: v = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: v = 32; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: v = 2147483647; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: v = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: v = 1980000; break;
-    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: v = 512; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: v = 132; break;
-    case CU_DEVICE_ATTRIBUTE_INTEGRATED: v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: v = 0x19; break;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: v = 3; break;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: v = 2619000; break;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: v = 6144; break;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: v = 52428800; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: v = 2048; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: v = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: v = 32; break;
-    default: v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+        v = 1024;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+        v = 1024;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+        v = 1024;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+        v = 64;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+        v = 2147483647;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+        v = 65535;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+        v = 65535;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+        v = 49152;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+        v = 232448;
+        break;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
+        v = 65536;
+        break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+        v = 32;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
+        v = 2147483647;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+        v = 65536;
+        break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+        v = 1980000;
+        break;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
+        v = 512;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        v = 132;
+        break;
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED:
+        v = 0;
+        break;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+        v = 0x19;
+        break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+        v = 3;
+        break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+        v = 2619000;
+        break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+        v = 6144;
+        break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+        v = 52428800;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+        v = 2048;
+        break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        v = 9;
+        break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        v = 0;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+        v = 32;
+        break;
+    default:
+        v = 0;
+        break;
     }
     *pi = v;
     return CUDA_SUCCESS;
@@ -1532,8 +1723,7 @@ static const struct {
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
     {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
-    {CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY",
-     "CUDA driver is a stub library"},
+    {CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY", "CUDA driver is a stub library"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
@@ -1552,15 +1742,13 @@ static const struct {
      "too many resources requested for launch"},
     {CUDA_ERROR_LAUNCH_TIMEOUT, "CUDA_ERROR_LAUNCH_TIMEOUT",
      "the launch timed out and was terminated"},
-    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-     "context is destroyed"},
+    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
     {CUDA_ERROR_ASSERT, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
     {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
      "part or all of the requested memory range is already mapped"},
     {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
      "pointer does not correspond to a registered memory region"},
-    {CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR",
-     "hardware stack error"},
+    {CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware stack error"},
     {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
      "an illegal instruction was encountered"},
     {CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
@@ -2060,24 +2248,26 @@ static struct xfer xfer_1d(struct xfer_side src, struct xfer_side dst, size_t n)
 static struct xfer xfer_2d(const CUDA_MEMCPY2D *p)
 {
     struct xfer x = {.w = p->WidthInBytes, .h = p->Height, .d = 1};
-    x.src = (struct xfer_side){p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray,
-                               p->srcXInBytes, p->srcY, 0, p->srcPitch, 0, 0};
-    x.dst = (struct xfer_side){p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray,
-                               p->dstXInBytes, p->dstY, 0, p->dstPitch, 0, 0};
+    x.src =
+        (struct xfer_side){p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes,
+                           p->srcY,          0,          p->srcPitch,  0,           0};
+    x.dst =
+        (struct xfer_side){p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstXInBytes,
+                           p->dstY,          0,          p->dstPitch,  0,           0};
     return x;
 }
 
-#define XFER_3D(x, p)                                                                      \
-    do {                                                                                   \
-        (x).w = (p)->WidthInBytes;                                                         \
-        (x).h = (p)->Height;                                                               \
-        (x).d = (p)->Depth;                                                                \
-        (x).src = (struct xfer_side){(p)->srcMemoryType, (p)->srcHost, (p)->srcDevice,     \
-                                     (p)->srcArray,      (p)->srcXInBytes, (p)->srcY,      \
-                                     (p)->srcZ,          (p)->srcPitch,  (p)->srcHeight, 0}; \
-        (x).dst = (struct xfer_side){(p)->dstMemoryType, (p)->dstHost, (p)->dstDevice,     \
-                                     (p)->dstArray,      (p)->dstXInBytes, (p)->dstY,      \
-                                     (p)->dstZ,          (p)->dstPitch,  (p)->dstHeight, 0}; \
+#define XFER_3D(x, p)                                                                              \
+    do {                                                                                           \
+        (x).w = (p)->WidthInBytes;                                                                 \
+        (x).h = (p)->Height;                                                                       \
+        (x).d = (p)->Depth;                                                                        \
+        (x).src = (struct xfer_side){                                                              \
+            (p)->srcMemoryType, (p)->srcHost, (p)->srcDevice, (p)->srcArray,  (p)->srcXInBytes,    \
+            (p)->srcY,          (p)->srcZ,    (p)->srcPitch,  (p)->srcHeight, 0};                  \
+        (x).dst = (struct xfer_side){                                                              \
+            (p)->dstMemoryType, (p)->dstHost, (p)->dstDevice, (p)->dstArray,  (p)->dstXInBytes,    \
+            (p)->dstY,          (p)->dstZ,    (p)->dstPitch,  (p)->dstHeight, 0};                  \
     } while (0)
 
 /* A synchronous copy waits for all earlier work, so a pending kernel fault
@@ -2113,9 +2303,9 @@ static CUresult set_async(CUdeviceptr p, size_t pitch, unsigned value, unsigned 
                           size_t h, CUstream s)
 {
     TRY(stream_usable(s));
-    struct op o = {.kind = OP_SET,
-                   .s = {.p = p, .pitch = h > 1 ? pitch : 0, .value = value, .esize = esize,
-                         .w = w, .h = h}};
+    struct op o = {
+        .kind = OP_SET,
+        .s = {.p = p, .pitch = h > 1 ? pitch : 0, .value = value, .esize = esize, .w = w, .h = h}};
     TRY(setop_check(&o.s));
     return stream_submit(s, &o, NULL);
 }
@@ -2245,7 +2435,8 @@ CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, 
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
+CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                      CUcontext srcContext, size_t ByteCount)
 {
     ENTER(cuMemcpyPeer);
     TRY(need_init());
@@ -2254,7 +2445,8 @@ CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr s
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
+CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                           CUcontext srcContext, size_t ByteCount)
 {
     ENTER(cuMemcpyPeer_ptds);
     TRY(need_init());
@@ -2263,7 +2455,8 @@ CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdevice
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                           CUcontext srcContext, size_t ByteCount, CUstream hStream)
 {
     ENTER(cuMemcpyPeerAsync);
     TRY(need_init());
@@ -2272,7 +2465,8 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdevice
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                CUcontext srcContext, size_t ByteCount, CUstream hStream)
 {
     ENTER(cuMemcpyPeerAsync_ptsz);
     TRY(need_init());
@@ -2323,70 +2517,80 @@ CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+                              CUstream hStream)
 {
     ENTER(cuMemcpyHtoDAsync_v2);
     struct xfer x = xfer_1d(side_host(srcHost), side_dev(dstDevice), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+                                   CUstream hStream)
 {
     ENTER(cuMemcpyHtoDAsync_v2_ptsz);
     struct xfer x = xfer_1d(side_host(srcHost), side_dev(dstDevice), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream)
 {
     ENTER(cuMemcpyDtoHAsync_v2);
     struct xfer x = xfer_1d(side_dev(srcDevice), side_host(dstHost), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                   CUstream hStream)
 {
     ENTER(cuMemcpyDtoHAsync_v2_ptsz);
     struct xfer x = xfer_1d(side_dev(srcDevice), side_host(dstHost), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream)
 {
     ENTER(cuMemcpyDtoDAsync_v2);
     struct xfer x = xfer_1d(side_dev(srcDevice), side_dev(dstDevice), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                                   CUstream hStream)
 {
     ENTER(cuMemcpyDtoDAsync_v2_ptsz);
     struct xfer x = xfer_1d(side_dev(srcDevice), side_dev(dstDevice), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount)
+CUresult cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice,
+                         size_t ByteCount)
 {
     ENTER(cuMemcpyDtoA_v2);
     struct xfer x = xfer_1d(side_dev(srcDevice), side_arr(dstArray, dstOffset), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount)
+CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice,
+                              size_t ByteCount)
 {
     ENTER(cuMemcpyDtoA_v2_ptds);
     struct xfer x = xfer_1d(side_dev(srcDevice), side_arr(dstArray, dstOffset), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyAtoD_v2(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+CUresult cuMemcpyAtoD_v2(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset,
+                         size_t ByteCount)
 {
     ENTER(cuMemcpyAtoD_v2);
     struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_dev(dstDevice), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset,
+                              size_t ByteCount)
 {
     ENTER(cuMemcpyAtoD_v2_ptds);
     struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_dev(dstDevice), ByteCount);
@@ -2400,7 +2604,8 @@ CUresult cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset, const void *srcHost
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
+CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost,
+                              size_t ByteCount)
 {
     ENTER(cuMemcpyHtoA_v2_ptds);
     struct xfer x = xfer_1d(side_host(srcHost), side_arr(dstArray, dstOffset), ByteCount);
@@ -2421,42 +2626,50 @@ CUresult cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset,
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+CUresult cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
+                         size_t ByteCount)
 {
     ENTER(cuMemcpyAtoA_v2);
-    struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_arr(dstArray, dstOffset), ByteCount);
+    struct xfer x =
+        xfer_1d(side_arr(srcArray, srcOffset), side_arr(dstArray, dstOffset), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray,
+                              size_t srcOffset, size_t ByteCount)
 {
     ENTER(cuMemcpyAtoA_v2_ptds);
-    struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_arr(dstArray, dstOffset), ByteCount);
+    struct xfer x =
+        xfer_1d(side_arr(srcArray, srcOffset), side_arr(dstArray, dstOffset), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstOffset, const void *srcHost,
+                              size_t ByteCount, CUstream hStream)
 {
     ENTER(cuMemcpyHtoAAsync_v2);
     struct xfer x = xfer_1d(side_host(srcHost), side_arr(dstArray, dstOffset), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost,
+                                   size_t ByteCount, CUstream hStream)
 {
     ENTER(cuMemcpyHtoAAsync_v2_ptsz);
     struct xfer x = xfer_1d(side_host(srcHost), side_arr(dstArray, dstOffset), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
+                              CUstream hStream)
 {
     ENTER(cuMemcpyAtoHAsync_v2);
     struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_host(dstHost), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream)
+CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset,
+                                   size_t ByteCount, CUstream hStream)
 {
     ENTER(cuMemcpyAtoHAsync_v2_ptsz);
     struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_host(dstHost), ByteCount);
@@ -2605,49 +2818,61 @@ CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStr
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream)
+CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                            CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                            size_t *failIdx, CUstream hStream)
 {
     ENTER(cuMemcpyBatchAsync);
     return batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream);
 }
 
-CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream)
+CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                 CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                 size_t *failIdx, CUstream hStream)
 {
     ENTER(cuMemcpyBatchAsync_ptsz);
     return batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream);
 }
 
-CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream)
+CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                               CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                               CUstream hStream)
 {
     ENTER(cuMemcpyBatchAsync_v2);
     return batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream);
 }
 
-CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream)
+CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                    size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+                                    size_t numAttrs, CUstream hStream)
 {
     ENTER(cuMemcpyBatchAsync_v2_ptsz);
     return batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream);
 }
 
-CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx, unsigned long long flags, CUstream hStream)
+CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
+                              unsigned long long flags, CUstream hStream)
 {
     ENTER(cuMemcpy3DBatchAsync);
     return batch3d_copy(numOps, opList, failIdx, flags, hStream);
 }
 
-CUresult cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx, unsigned long long flags, CUstream hStream)
+CUresult cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
+                                   unsigned long long flags, CUstream hStream)
 {
     ENTER(cuMemcpy3DBatchAsync_ptsz);
     return batch3d_copy(numOps, opList, failIdx, flags, hStream);
 }
 
-CUresult cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream)
+CUresult cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                 unsigned long long flags, CUstream hStream)
 {
     ENTER(cuMemcpy3DBatchAsync_v2);
     return batch3d_copy(numOps, opList, NULL, flags, hStream);
 }
 
-CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags, CUstream hStream)
+CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                      unsigned long long flags, CUstream hStream)
 {
     ENTER(cuMemcpy3DBatchAsync_v2_ptsz);
     return batch3d_copy(numOps, opList, NULL, flags, hStream);
@@ -2665,13 +2890,15 @@ CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N)
     return set_async(dstDevice, 0, uc, 1, N, 1, NULL);
 }
 
-CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height)
+CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                         size_t Height)
 {
     ENTER(cuMemsetD2D8_v2);
     return set_async(dstDevice, dstPitch, uc, 1, Width, Height, NULL);
 }
 
-CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height)
+CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+                              size_t Width, size_t Height)
 {
     ENTER(cuMemsetD2D8_v2_ptds);
     return set_async(dstDevice, dstPitch, uc, 1, Width, Height, NULL);
@@ -2689,13 +2916,15 @@ CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N,
     return set_async(dstDevice, 0, uc, 1, N, 1, hStream);
 }
 
-CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, CUstream hStream)
+CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                           size_t Height, CUstream hStream)
 {
     ENTER(cuMemsetD2D8Async);
     return set_async(dstDevice, dstPitch, uc, 1, Width, Height, hStream);
 }
 
-CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, CUstream hStream)
+CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+                                size_t Width, size_t Height, CUstream hStream)
 {
     ENTER(cuMemsetD2D8Async_ptsz);
     return set_async(dstDevice, dstPitch, uc, 1, Width, Height, hStream);
@@ -2713,13 +2942,15 @@ CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N)
     return set_async(dstDevice, 0, us, 2, N, 1, NULL);
 }
 
-CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height)
+CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                          size_t Height)
 {
     ENTER(cuMemsetD2D16_v2);
     return set_async(dstDevice, dstPitch, us, 2, Width, Height, NULL);
 }
 
-CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height)
+CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+                               size_t Width, size_t Height)
 {
     ENTER(cuMemsetD2D16_v2_ptds);
     return set_async(dstDevice, dstPitch, us, 2, Width, Height, NULL);
@@ -2737,13 +2968,15 @@ CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t 
     return set_async(dstDevice, 0, us, 2, N, 1, hStream);
 }
 
-CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, CUstream hStream)
+CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                            size_t Height, CUstream hStream)
 {
     ENTER(cuMemsetD2D16Async);
     return set_async(dstDevice, dstPitch, us, 2, Width, Height, hStream);
 }
 
-CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, CUstream hStream)
+CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+                                 size_t Width, size_t Height, CUstream hStream)
 {
     ENTER(cuMemsetD2D16Async_ptsz);
     return set_async(dstDevice, dstPitch, us, 2, Width, Height, hStream);
@@ -2761,13 +2994,15 @@ CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N)
     return set_async(dstDevice, 0, ui, 4, N, 1, NULL);
 }
 
-CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height)
+CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                          size_t Height)
 {
     ENTER(cuMemsetD2D32_v2);
     return set_async(dstDevice, dstPitch, ui, 4, Width, Height, NULL);
 }
 
-CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height)
+CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
+                               size_t Width, size_t Height)
 {
     ENTER(cuMemsetD2D32_v2_ptds);
     return set_async(dstDevice, dstPitch, ui, 4, Width, Height, NULL);
@@ -2785,13 +3020,15 @@ CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
     return set_async(dstDevice, 0, ui, 4, N, 1, hStream);
 }
 
-CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream)
+CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                            size_t Height, CUstream hStream)
 {
     ENTER(cuMemsetD2D32Async);
     return set_async(dstDevice, dstPitch, ui, 4, Width, Height, hStream);
 }
 
-CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream)
+CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
+                                 size_t Width, size_t Height, CUstream hStream)
 {
     ENTER(cuMemsetD2D32Async_ptsz);
     return set_async(dstDevice, dstPitch, ui, 4, Width, Height, hStream);
@@ -2973,7 +3210,7 @@ static struct capture *event_capture_locked(struct fake_event *e)
     for (size_t i = 0; i < g_nhandles; i++)
         if (g_handles[i]->magic == MAGIC_STREAM) {
             struct fake_stream *s = g_handles[i]->owner;
-            if (s->cap == e->cap)
+            if (s->cap == e->cap && s->cap->id == e->cap_id)
                 return e->cap;
         }
     e->cap = NULL;
@@ -3019,6 +3256,7 @@ static CUresult event_record(CUevent hEvent, CUstream hStream)
     if (r == CUDA_SUCCESS) {
         if (st && st->cap) {
             e->cap = st->cap; /* a capture-time record: a fork/join point */
+            e->cap_id = st->cap->id;
         } else {
             e->cap = NULL;
             e->recorded = 1;
@@ -3323,7 +3561,7 @@ static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cu
     CUresult r = stream_resolve_locked(hStream, &c, &st);
     if (r == CUDA_SUCCESS) {
         struct capture *cap = st ? st->cap : NULL;
-        *status = !cap ? CU_STREAM_CAPTURE_STATUS_NONE
+        *status = !cap               ? CU_STREAM_CAPTURE_STATUS_NONE
                   : cap->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
                                      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
         if (cap && id)
@@ -3500,7 +3738,8 @@ static CUresult graph_instantiate_params(CUgraphExec *phGraphExec, CUgraph hGrap
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = graph_instantiate(phGraphExec, hGraph);
     p->hErrNode_out = NULL;
-    p->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+    p->result_out =
+        r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
     return r;
 }
 
@@ -3899,8 +4138,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         void **kernelParams, void **extra)
 {
     ENTER(cuLaunchKernel);
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                  sharedMemBytes, hStream, kernelParams, extra);
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                  hStream, kernelParams, extra);
 }
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -3909,8 +4148,8 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
                              void **kernelParams, void **extra)
 {
     ENTER(cuLaunchKernel_ptsz);
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                  sharedMemBytes, hStream, kernelParams, extra);
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                  hStream, kernelParams, extra);
 }
 
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
@@ -3944,8 +4183,8 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned
                                    void **kernelParams)
 {
     ENTER(cuLaunchCooperativeKernel);
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                  sharedMemBytes, hStream, kernelParams, NULL);
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                  hStream, kernelParams, NULL);
 }
 
 CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -3955,8 +4194,8 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
                                         void **kernelParams)
 {
     ENTER(cuLaunchCooperativeKernel_ptsz);
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                  sharedMemBytes, hStream, kernelParams, NULL);
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                  hStream, kernelParams, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -3971,202 +4210,202 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
  * listed, so e.g. cuMemAlloc below 3020 (the 32-bit v1) is "version not
  * sufficient". */
 #define PT 1
-#define GPA_TABLE(GPA)                                                                   \
-    GPA(cuInit, 2000, 0, cuInit)                                                         \
-    GPA(cuDriverGetVersion, 2020, 0, cuDriverGetVersion)                                 \
-    GPA(cuDeviceGet, 2000, 0, cuDeviceGet)                                               \
-    GPA(cuDeviceGetCount, 2000, 0, cuDeviceGetCount)                                     \
-    GPA(cuDeviceGetName, 2000, 0, cuDeviceGetName)                                       \
-    GPA(cuDeviceGetAttribute, 2000, 0, cuDeviceGetAttribute)                             \
-    GPA(cuDeviceTotalMem, 3020, 0, cuDeviceTotalMem_v2)                                  \
-    GPA(cuDeviceGetUuid, 11040, 0, cuDeviceGetUuid_v2)                                   \
-    GPA(cuDevicePrimaryCtxRetain, 7000, 0, cuDevicePrimaryCtxRetain)                     \
-    GPA(cuDevicePrimaryCtxRelease, 11000, 0, cuDevicePrimaryCtxRelease_v2)               \
-    GPA(cuDevicePrimaryCtxReset, 11000, 0, cuDevicePrimaryCtxReset_v2)                   \
-    GPA(cuDevicePrimaryCtxGetState, 7000, 0, cuDevicePrimaryCtxGetState)                 \
-    GPA(cuDeviceGetDefaultMemPool, 11020, 0, cuDeviceGetDefaultMemPool)                  \
-    GPA(cuCtxCreate, 12050, 0, cuCtxCreate_v4)                                           \
-    GPA(cuCtxDestroy, 4000, 0, cuCtxDestroy_v2)                                          \
-    GPA(cuCtxSetCurrent, 4000, 0, cuCtxSetCurrent)                                       \
-    GPA(cuCtxGetCurrent, 4000, 0, cuCtxGetCurrent)                                       \
-    GPA(cuCtxPushCurrent, 4000, 0, cuCtxPushCurrent_v2)                                  \
-    GPA(cuCtxPopCurrent, 4000, 0, cuCtxPopCurrent_v2)                                    \
-    GPA(cuCtxGetDevice, 2000, 0, cuCtxGetDevice)                                         \
-    GPA(cuCtxGetDevice, 13000, 0, cuCtxGetDevice_v2)                                     \
-    GPA(cuCtxSynchronize, 2000, 0, cuCtxSynchronize)                                     \
-    GPA(cuCtxSynchronize, 13000, 0, cuCtxSynchronize_v2)                                 \
-    GPA(cuGetErrorName, 6000, 0, cuGetErrorName)                                         \
-    GPA(cuGetErrorString, 6000, 0, cuGetErrorString)                                     \
-    GPA(cuGetProcAddress, 11030, 0, cuGetProcAddress)                                    \
-    GPA(cuGetProcAddress, 12000, 0, cuGetProcAddress_v2)                                 \
-    GPA(cuMemAlloc, 3020, 0, cuMemAlloc_v2)                                              \
-    GPA(cuMemAllocPitch, 3020, 0, cuMemAllocPitch_v2)                                    \
-    GPA(cuMemAllocManaged, 6000, 0, cuMemAllocManaged)                                   \
-    GPA(cuMemAllocAsync, 11020, 0, cuMemAllocAsync)                                      \
-    GPA(cuMemAllocAsync, 11020, PT, cuMemAllocAsync_ptsz)                                \
-    GPA(cuMemAllocFromPoolAsync, 11020, 0, cuMemAllocFromPoolAsync)                      \
-    GPA(cuMemAllocFromPoolAsync, 11020, PT, cuMemAllocFromPoolAsync_ptsz)                \
-    GPA(cuMemFree, 3020, 0, cuMemFree_v2)                                                \
-    GPA(cuMemFreeAsync, 11020, 0, cuMemFreeAsync)                                        \
-    GPA(cuMemFreeAsync, 11020, PT, cuMemFreeAsync_ptsz)                                  \
-    GPA(cuMemGetInfo, 3020, 0, cuMemGetInfo_v2)                                          \
-    GPA(cuMemGetAddressRange, 3020, 0, cuMemGetAddressRange_v2)                          \
-    GPA(cuMemAllocHost, 3020, 0, cuMemAllocHost_v2)                                      \
-    GPA(cuMemHostAlloc, 2020, 0, cuMemHostAlloc)                                         \
-    GPA(cuMemFreeHost, 2000, 0, cuMemFreeHost)                                           \
-    GPA(cuMemHostRegister, 6050, 0, cuMemHostRegister_v2)                                \
-    GPA(cuMemHostUnregister, 4000, 0, cuMemHostUnregister)                               \
-    GPA(cuMemHostGetDevicePointer, 3020, 0, cuMemHostGetDevicePointer_v2)                \
-    GPA(cuPointerGetAttribute, 4000, 0, cuPointerGetAttribute)                           \
-    GPA(cuPointerGetAttributes, 7000, 0, cuPointerGetAttributes)                         \
-    GPA(cuArrayCreate, 3020, 0, cuArrayCreate_v2)                                        \
-    GPA(cuArray3DCreate, 3020, 0, cuArray3DCreate_v2)                                    \
-    GPA(cuArrayDestroy, 2000, 0, cuArrayDestroy)                                         \
-    GPA(cuArrayGetDescriptor, 3020, 0, cuArrayGetDescriptor_v2)                          \
-    GPA(cuMemcpy, 4000, 0, cuMemcpy)                                                     \
-    GPA(cuMemcpy, 7000, PT, cuMemcpy_ptds)                                               \
-    GPA(cuMemcpyAsync, 4000, 0, cuMemcpyAsync)                                           \
-    GPA(cuMemcpyAsync, 7000, PT, cuMemcpyAsync_ptsz)                                     \
-    GPA(cuMemcpyPeer, 4000, 0, cuMemcpyPeer)                                             \
-    GPA(cuMemcpyPeer, 7000, PT, cuMemcpyPeer_ptds)                                       \
-    GPA(cuMemcpyPeerAsync, 4000, 0, cuMemcpyPeerAsync)                                   \
-    GPA(cuMemcpyPeerAsync, 7000, PT, cuMemcpyPeerAsync_ptsz)                             \
-    GPA(cuMemcpyHtoD, 3020, 0, cuMemcpyHtoD_v2)                                          \
-    GPA(cuMemcpyHtoD, 7000, PT, cuMemcpyHtoD_v2_ptds)                                    \
-    GPA(cuMemcpyDtoH, 3020, 0, cuMemcpyDtoH_v2)                                          \
-    GPA(cuMemcpyDtoH, 7000, PT, cuMemcpyDtoH_v2_ptds)                                    \
-    GPA(cuMemcpyDtoD, 3020, 0, cuMemcpyDtoD_v2)                                          \
-    GPA(cuMemcpyDtoD, 7000, PT, cuMemcpyDtoD_v2_ptds)                                    \
-    GPA(cuMemcpyHtoDAsync, 3020, 0, cuMemcpyHtoDAsync_v2)                                \
-    GPA(cuMemcpyHtoDAsync, 7000, PT, cuMemcpyHtoDAsync_v2_ptsz)                          \
-    GPA(cuMemcpyDtoHAsync, 3020, 0, cuMemcpyDtoHAsync_v2)                                \
-    GPA(cuMemcpyDtoHAsync, 7000, PT, cuMemcpyDtoHAsync_v2_ptsz)                          \
-    GPA(cuMemcpyDtoDAsync, 3020, 0, cuMemcpyDtoDAsync_v2)                                \
-    GPA(cuMemcpyDtoDAsync, 7000, PT, cuMemcpyDtoDAsync_v2_ptsz)                          \
-    GPA(cuMemcpyDtoA, 3020, 0, cuMemcpyDtoA_v2)                                          \
-    GPA(cuMemcpyDtoA, 7000, PT, cuMemcpyDtoA_v2_ptds)                                    \
-    GPA(cuMemcpyAtoD, 3020, 0, cuMemcpyAtoD_v2)                                          \
-    GPA(cuMemcpyAtoD, 7000, PT, cuMemcpyAtoD_v2_ptds)                                    \
-    GPA(cuMemcpyHtoA, 3020, 0, cuMemcpyHtoA_v2)                                          \
-    GPA(cuMemcpyHtoA, 7000, PT, cuMemcpyHtoA_v2_ptds)                                    \
-    GPA(cuMemcpyAtoH, 3020, 0, cuMemcpyAtoH_v2)                                          \
-    GPA(cuMemcpyAtoH, 7000, PT, cuMemcpyAtoH_v2_ptds)                                    \
-    GPA(cuMemcpyAtoA, 3020, 0, cuMemcpyAtoA_v2)                                          \
-    GPA(cuMemcpyAtoA, 7000, PT, cuMemcpyAtoA_v2_ptds)                                    \
-    GPA(cuMemcpyHtoAAsync, 3020, 0, cuMemcpyHtoAAsync_v2)                                \
-    GPA(cuMemcpyHtoAAsync, 7000, PT, cuMemcpyHtoAAsync_v2_ptsz)                          \
-    GPA(cuMemcpyAtoHAsync, 3020, 0, cuMemcpyAtoHAsync_v2)                                \
-    GPA(cuMemcpyAtoHAsync, 7000, PT, cuMemcpyAtoHAsync_v2_ptsz)                          \
-    GPA(cuMemcpy2D, 3020, 0, cuMemcpy2D_v2)                                              \
-    GPA(cuMemcpy2D, 7000, PT, cuMemcpy2D_v2_ptds)                                        \
-    GPA(cuMemcpy2DUnaligned, 3020, 0, cuMemcpy2DUnaligned_v2)                            \
-    GPA(cuMemcpy2DUnaligned, 7000, PT, cuMemcpy2DUnaligned_v2_ptds)                      \
-    GPA(cuMemcpy2DAsync, 3020, 0, cuMemcpy2DAsync_v2)                                    \
-    GPA(cuMemcpy2DAsync, 7000, PT, cuMemcpy2DAsync_v2_ptsz)                              \
-    GPA(cuMemcpy3D, 3020, 0, cuMemcpy3D_v2)                                              \
-    GPA(cuMemcpy3D, 7000, PT, cuMemcpy3D_v2_ptds)                                        \
-    GPA(cuMemcpy3DAsync, 3020, 0, cuMemcpy3DAsync_v2)                                    \
-    GPA(cuMemcpy3DAsync, 7000, PT, cuMemcpy3DAsync_v2_ptsz)                              \
-    GPA(cuMemcpy3DPeer, 4000, 0, cuMemcpy3DPeer)                                         \
-    GPA(cuMemcpy3DPeer, 7000, PT, cuMemcpy3DPeer_ptds)                                   \
-    GPA(cuMemcpy3DPeerAsync, 4000, 0, cuMemcpy3DPeerAsync)                               \
-    GPA(cuMemcpy3DPeerAsync, 7000, PT, cuMemcpy3DPeerAsync_ptsz)                         \
-    GPA(cuMemcpyBatchAsync, 12080, 0, cuMemcpyBatchAsync)                                \
-    GPA(cuMemcpyBatchAsync, 12080, PT, cuMemcpyBatchAsync_ptsz)                          \
-    GPA(cuMemcpyBatchAsync, 13000, 0, cuMemcpyBatchAsync_v2)                             \
-    GPA(cuMemcpyBatchAsync, 13000, PT, cuMemcpyBatchAsync_v2_ptsz)                       \
-    GPA(cuMemcpy3DBatchAsync, 12080, 0, cuMemcpy3DBatchAsync)                            \
-    GPA(cuMemcpy3DBatchAsync, 12080, PT, cuMemcpy3DBatchAsync_ptsz)                      \
-    GPA(cuMemcpy3DBatchAsync, 13000, 0, cuMemcpy3DBatchAsync_v2)                         \
-    GPA(cuMemcpy3DBatchAsync, 13000, PT, cuMemcpy3DBatchAsync_v2_ptsz)                   \
-    GPA(cuMemsetD8, 3020, 0, cuMemsetD8_v2)                                              \
-    GPA(cuMemsetD8, 7000, PT, cuMemsetD8_v2_ptds)                                        \
-    GPA(cuMemsetD16, 3020, 0, cuMemsetD16_v2)                                            \
-    GPA(cuMemsetD16, 7000, PT, cuMemsetD16_v2_ptds)                                      \
-    GPA(cuMemsetD32, 3020, 0, cuMemsetD32_v2)                                            \
-    GPA(cuMemsetD32, 7000, PT, cuMemsetD32_v2_ptds)                                      \
-    GPA(cuMemsetD2D8, 3020, 0, cuMemsetD2D8_v2)                                          \
-    GPA(cuMemsetD2D8, 7000, PT, cuMemsetD2D8_v2_ptds)                                    \
-    GPA(cuMemsetD2D16, 3020, 0, cuMemsetD2D16_v2)                                        \
-    GPA(cuMemsetD2D16, 7000, PT, cuMemsetD2D16_v2_ptds)                                  \
-    GPA(cuMemsetD2D32, 3020, 0, cuMemsetD2D32_v2)                                        \
-    GPA(cuMemsetD2D32, 7000, PT, cuMemsetD2D32_v2_ptds)                                  \
-    GPA(cuMemsetD8Async, 3020, 0, cuMemsetD8Async)                                       \
-    GPA(cuMemsetD8Async, 7000, PT, cuMemsetD8Async_ptsz)                                 \
-    GPA(cuMemsetD16Async, 3020, 0, cuMemsetD16Async)                                     \
-    GPA(cuMemsetD16Async, 7000, PT, cuMemsetD16Async_ptsz)                               \
-    GPA(cuMemsetD32Async, 3020, 0, cuMemsetD32Async)                                     \
-    GPA(cuMemsetD32Async, 7000, PT, cuMemsetD32Async_ptsz)                               \
-    GPA(cuMemsetD2D8Async, 3020, 0, cuMemsetD2D8Async)                                   \
-    GPA(cuMemsetD2D8Async, 7000, PT, cuMemsetD2D8Async_ptsz)                             \
-    GPA(cuMemsetD2D16Async, 3020, 0, cuMemsetD2D16Async)                                 \
-    GPA(cuMemsetD2D16Async, 7000, PT, cuMemsetD2D16Async_ptsz)                           \
-    GPA(cuMemsetD2D32Async, 3020, 0, cuMemsetD2D32Async)                                 \
-    GPA(cuMemsetD2D32Async, 7000, PT, cuMemsetD2D32Async_ptsz)                           \
-    GPA(cuStreamCreate, 2000, 0, cuStreamCreate)                                         \
-    GPA(cuStreamCreateWithPriority, 5050, 0, cuStreamCreateWithPriority)                 \
-    GPA(cuStreamDestroy, 4000, 0, cuStreamDestroy_v2)                                    \
-    GPA(cuStreamSynchronize, 2000, 0, cuStreamSynchronize)                               \
-    GPA(cuStreamSynchronize, 7000, PT, cuStreamSynchronize_ptsz)                         \
-    GPA(cuStreamQuery, 2000, 0, cuStreamQuery)                                           \
-    GPA(cuStreamQuery, 7000, PT, cuStreamQuery_ptsz)                                     \
-    GPA(cuStreamWaitEvent, 3020, 0, cuStreamWaitEvent)                                   \
-    GPA(cuStreamWaitEvent, 7000, PT, cuStreamWaitEvent_ptsz)                             \
-    GPA(cuStreamGetCtx, 9020, 0, cuStreamGetCtx)                                         \
-    GPA(cuEventCreate, 2000, 0, cuEventCreate)                                           \
-    GPA(cuEventRecord, 2000, 0, cuEventRecord)                                           \
-    GPA(cuEventRecord, 7000, PT, cuEventRecord_ptsz)                                     \
-    GPA(cuEventSynchronize, 2000, 0, cuEventSynchronize)                                 \
-    GPA(cuEventQuery, 2000, 0, cuEventQuery)                                             \
-    GPA(cuEventDestroy, 4000, 0, cuEventDestroy_v2)                                      \
-    GPA(cuEventElapsedTime, 2000, 0, cuEventElapsedTime)                                 \
-    GPA(cuEventElapsedTime, 12080, 0, cuEventElapsedTime_v2)                             \
-    GPA(cuStreamBeginCapture, 10000, 0, cuStreamBeginCapture)                            \
-    GPA(cuStreamBeginCapture, 10000, PT, cuStreamBeginCapture_ptsz)                      \
-    GPA(cuStreamBeginCapture, 10010, 0, cuStreamBeginCapture_v2)                         \
-    GPA(cuStreamBeginCapture, 10010, PT, cuStreamBeginCapture_v2_ptsz)                   \
-    GPA(cuStreamBeginCaptureToGraph, 12030, 0, cuStreamBeginCaptureToGraph)              \
-    GPA(cuStreamBeginCaptureToGraph, 12030, PT, cuStreamBeginCaptureToGraph_ptsz)        \
-    GPA(cuStreamEndCapture, 10000, 0, cuStreamEndCapture)                                \
-    GPA(cuStreamEndCapture, 10000, PT, cuStreamEndCapture_ptsz)                          \
-    GPA(cuStreamIsCapturing, 10000, 0, cuStreamIsCapturing)                              \
-    GPA(cuStreamIsCapturing, 10000, PT, cuStreamIsCapturing_ptsz)                        \
-    GPA(cuStreamGetCaptureInfo, 12030, 0, cuStreamGetCaptureInfo_v3)                     \
-    GPA(cuStreamGetCaptureInfo, 12030, PT, cuStreamGetCaptureInfo_v3_ptsz)               \
-    GPA(cuGraphCreate, 10000, 0, cuGraphCreate)                                          \
-    GPA(cuGraphInstantiate, 10000, 0, cuGraphInstantiate)                                \
-    GPA(cuGraphInstantiate, 11000, 0, cuGraphInstantiate_v2)                             \
-    GPA(cuGraphInstantiate, 12000, 0, cuGraphInstantiateWithFlags)                       \
-    GPA(cuGraphInstantiateWithFlags, 11040, 0, cuGraphInstantiateWithFlags)              \
-    GPA(cuGraphInstantiateWithParams, 12000, 0, cuGraphInstantiateWithParams)            \
-    GPA(cuGraphInstantiateWithParams, 12000, PT, cuGraphInstantiateWithParams_ptsz)      \
-    GPA(cuGraphLaunch, 10000, 0, cuGraphLaunch)                                          \
-    GPA(cuGraphLaunch, 10000, PT, cuGraphLaunch_ptsz)                                    \
-    GPA(cuGraphDestroy, 10000, 0, cuGraphDestroy)                                        \
-    GPA(cuGraphExecDestroy, 10000, 0, cuGraphExecDestroy)                                \
-    GPA(cuGraphGetNodes, 10000, 0, cuGraphGetNodes)                                      \
-    GPA(cuModuleLoad, 2000, 0, cuModuleLoad)                                             \
-    GPA(cuModuleLoadData, 2000, 0, cuModuleLoadData)                                     \
-    GPA(cuModuleLoadDataEx, 2010, 0, cuModuleLoadDataEx)                                 \
-    GPA(cuModuleLoadFatBinary, 2000, 0, cuModuleLoadFatBinary)                           \
-    GPA(cuModuleUnload, 2000, 0, cuModuleUnload)                                         \
-    GPA(cuModuleGetFunction, 2000, 0, cuModuleGetFunction)                               \
-    GPA(cuLibraryLoadData, 12000, 0, cuLibraryLoadData)                                  \
-    GPA(cuLibraryLoadFromFile, 12000, 0, cuLibraryLoadFromFile)                          \
-    GPA(cuLibraryUnload, 12000, 0, cuLibraryUnload)                                      \
-    GPA(cuLibraryGetKernel, 12000, 0, cuLibraryGetKernel)                                \
-    GPA(cuLibraryGetModule, 12000, 0, cuLibraryGetModule)                                \
-    GPA(cuKernelGetFunction, 12000, 0, cuKernelGetFunction)                              \
-    GPA(cuFuncGetModule, 11000, 0, cuFuncGetModule)                                      \
-    GPA(cuFuncGetName, 12030, 0, cuFuncGetName)                                          \
-    GPA(cuKernelGetName, 12030, 0, cuKernelGetName)                                      \
-    GPA(cuFuncGetParamInfo, 12040, 0, cuFuncGetParamInfo)                                \
-    GPA(cuKernelGetParamInfo, 12040, 0, cuKernelGetParamInfo)                            \
-    GPA(cuLaunchKernel, 4000, 0, cuLaunchKernel)                                         \
-    GPA(cuLaunchKernel, 7000, PT, cuLaunchKernel_ptsz)                                   \
-    GPA(cuLaunchKernelEx, 11060, 0, cuLaunchKernelEx)                                    \
-    GPA(cuLaunchKernelEx, 11060, PT, cuLaunchKernelEx_ptsz)                              \
-    GPA(cuLaunchCooperativeKernel, 9000, 0, cuLaunchCooperativeKernel)                   \
+#define GPA_TABLE(GPA)                                                                             \
+    GPA(cuInit, 2000, 0, cuInit)                                                                   \
+    GPA(cuDriverGetVersion, 2020, 0, cuDriverGetVersion)                                           \
+    GPA(cuDeviceGet, 2000, 0, cuDeviceGet)                                                         \
+    GPA(cuDeviceGetCount, 2000, 0, cuDeviceGetCount)                                               \
+    GPA(cuDeviceGetName, 2000, 0, cuDeviceGetName)                                                 \
+    GPA(cuDeviceGetAttribute, 2000, 0, cuDeviceGetAttribute)                                       \
+    GPA(cuDeviceTotalMem, 3020, 0, cuDeviceTotalMem_v2)                                            \
+    GPA(cuDeviceGetUuid, 11040, 0, cuDeviceGetUuid_v2)                                             \
+    GPA(cuDevicePrimaryCtxRetain, 7000, 0, cuDevicePrimaryCtxRetain)                               \
+    GPA(cuDevicePrimaryCtxRelease, 11000, 0, cuDevicePrimaryCtxRelease_v2)                         \
+    GPA(cuDevicePrimaryCtxReset, 11000, 0, cuDevicePrimaryCtxReset_v2)                             \
+    GPA(cuDevicePrimaryCtxGetState, 7000, 0, cuDevicePrimaryCtxGetState)                           \
+    GPA(cuDeviceGetDefaultMemPool, 11020, 0, cuDeviceGetDefaultMemPool)                            \
+    GPA(cuCtxCreate, 12050, 0, cuCtxCreate_v4)                                                     \
+    GPA(cuCtxDestroy, 4000, 0, cuCtxDestroy_v2)                                                    \
+    GPA(cuCtxSetCurrent, 4000, 0, cuCtxSetCurrent)                                                 \
+    GPA(cuCtxGetCurrent, 4000, 0, cuCtxGetCurrent)                                                 \
+    GPA(cuCtxPushCurrent, 4000, 0, cuCtxPushCurrent_v2)                                            \
+    GPA(cuCtxPopCurrent, 4000, 0, cuCtxPopCurrent_v2)                                              \
+    GPA(cuCtxGetDevice, 2000, 0, cuCtxGetDevice)                                                   \
+    GPA(cuCtxGetDevice, 13000, 0, cuCtxGetDevice_v2)                                               \
+    GPA(cuCtxSynchronize, 2000, 0, cuCtxSynchronize)                                               \
+    GPA(cuCtxSynchronize, 13000, 0, cuCtxSynchronize_v2)                                           \
+    GPA(cuGetErrorName, 6000, 0, cuGetErrorName)                                                   \
+    GPA(cuGetErrorString, 6000, 0, cuGetErrorString)                                               \
+    GPA(cuGetProcAddress, 11030, 0, cuGetProcAddress)                                              \
+    GPA(cuGetProcAddress, 12000, 0, cuGetProcAddress_v2)                                           \
+    GPA(cuMemAlloc, 3020, 0, cuMemAlloc_v2)                                                        \
+    GPA(cuMemAllocPitch, 3020, 0, cuMemAllocPitch_v2)                                              \
+    GPA(cuMemAllocManaged, 6000, 0, cuMemAllocManaged)                                             \
+    GPA(cuMemAllocAsync, 11020, 0, cuMemAllocAsync)                                                \
+    GPA(cuMemAllocAsync, 11020, PT, cuMemAllocAsync_ptsz)                                          \
+    GPA(cuMemAllocFromPoolAsync, 11020, 0, cuMemAllocFromPoolAsync)                                \
+    GPA(cuMemAllocFromPoolAsync, 11020, PT, cuMemAllocFromPoolAsync_ptsz)                          \
+    GPA(cuMemFree, 3020, 0, cuMemFree_v2)                                                          \
+    GPA(cuMemFreeAsync, 11020, 0, cuMemFreeAsync)                                                  \
+    GPA(cuMemFreeAsync, 11020, PT, cuMemFreeAsync_ptsz)                                            \
+    GPA(cuMemGetInfo, 3020, 0, cuMemGetInfo_v2)                                                    \
+    GPA(cuMemGetAddressRange, 3020, 0, cuMemGetAddressRange_v2)                                    \
+    GPA(cuMemAllocHost, 3020, 0, cuMemAllocHost_v2)                                                \
+    GPA(cuMemHostAlloc, 2020, 0, cuMemHostAlloc)                                                   \
+    GPA(cuMemFreeHost, 2000, 0, cuMemFreeHost)                                                     \
+    GPA(cuMemHostRegister, 6050, 0, cuMemHostRegister_v2)                                          \
+    GPA(cuMemHostUnregister, 4000, 0, cuMemHostUnregister)                                         \
+    GPA(cuMemHostGetDevicePointer, 3020, 0, cuMemHostGetDevicePointer_v2)                          \
+    GPA(cuPointerGetAttribute, 4000, 0, cuPointerGetAttribute)                                     \
+    GPA(cuPointerGetAttributes, 7000, 0, cuPointerGetAttributes)                                   \
+    GPA(cuArrayCreate, 3020, 0, cuArrayCreate_v2)                                                  \
+    GPA(cuArray3DCreate, 3020, 0, cuArray3DCreate_v2)                                              \
+    GPA(cuArrayDestroy, 2000, 0, cuArrayDestroy)                                                   \
+    GPA(cuArrayGetDescriptor, 3020, 0, cuArrayGetDescriptor_v2)                                    \
+    GPA(cuMemcpy, 4000, 0, cuMemcpy)                                                               \
+    GPA(cuMemcpy, 7000, PT, cuMemcpy_ptds)                                                         \
+    GPA(cuMemcpyAsync, 4000, 0, cuMemcpyAsync)                                                     \
+    GPA(cuMemcpyAsync, 7000, PT, cuMemcpyAsync_ptsz)                                               \
+    GPA(cuMemcpyPeer, 4000, 0, cuMemcpyPeer)                                                       \
+    GPA(cuMemcpyPeer, 7000, PT, cuMemcpyPeer_ptds)                                                 \
+    GPA(cuMemcpyPeerAsync, 4000, 0, cuMemcpyPeerAsync)                                             \
+    GPA(cuMemcpyPeerAsync, 7000, PT, cuMemcpyPeerAsync_ptsz)                                       \
+    GPA(cuMemcpyHtoD, 3020, 0, cuMemcpyHtoD_v2)                                                    \
+    GPA(cuMemcpyHtoD, 7000, PT, cuMemcpyHtoD_v2_ptds)                                              \
+    GPA(cuMemcpyDtoH, 3020, 0, cuMemcpyDtoH_v2)                                                    \
+    GPA(cuMemcpyDtoH, 7000, PT, cuMemcpyDtoH_v2_ptds)                                              \
+    GPA(cuMemcpyDtoD, 3020, 0, cuMemcpyDtoD_v2)                                                    \
+    GPA(cuMemcpyDtoD, 7000, PT, cuMemcpyDtoD_v2_ptds)                                              \
+    GPA(cuMemcpyHtoDAsync, 3020, 0, cuMemcpyHtoDAsync_v2)                                          \
+    GPA(cuMemcpyHtoDAsync, 7000, PT, cuMemcpyHtoDAsync_v2_ptsz)                                    \
+    GPA(cuMemcpyDtoHAsync, 3020, 0, cuMemcpyDtoHAsync_v2)                                          \
+    GPA(cuMemcpyDtoHAsync, 7000, PT, cuMemcpyDtoHAsync_v2_ptsz)                                    \
+    GPA(cuMemcpyDtoDAsync, 3020, 0, cuMemcpyDtoDAsync_v2)                                          \
+    GPA(cuMemcpyDtoDAsync, 7000, PT, cuMemcpyDtoDAsync_v2_ptsz)                                    \
+    GPA(cuMemcpyDtoA, 3020, 0, cuMemcpyDtoA_v2)                                                    \
+    GPA(cuMemcpyDtoA, 7000, PT, cuMemcpyDtoA_v2_ptds)                                              \
+    GPA(cuMemcpyAtoD, 3020, 0, cuMemcpyAtoD_v2)                                                    \
+    GPA(cuMemcpyAtoD, 7000, PT, cuMemcpyAtoD_v2_ptds)                                              \
+    GPA(cuMemcpyHtoA, 3020, 0, cuMemcpyHtoA_v2)                                                    \
+    GPA(cuMemcpyHtoA, 7000, PT, cuMemcpyHtoA_v2_ptds)                                              \
+    GPA(cuMemcpyAtoH, 3020, 0, cuMemcpyAtoH_v2)                                                    \
+    GPA(cuMemcpyAtoH, 7000, PT, cuMemcpyAtoH_v2_ptds)                                              \
+    GPA(cuMemcpyAtoA, 3020, 0, cuMemcpyAtoA_v2)                                                    \
+    GPA(cuMemcpyAtoA, 7000, PT, cuMemcpyAtoA_v2_ptds)                                              \
+    GPA(cuMemcpyHtoAAsync, 3020, 0, cuMemcpyHtoAAsync_v2)                                          \
+    GPA(cuMemcpyHtoAAsync, 7000, PT, cuMemcpyHtoAAsync_v2_ptsz)                                    \
+    GPA(cuMemcpyAtoHAsync, 3020, 0, cuMemcpyAtoHAsync_v2)                                          \
+    GPA(cuMemcpyAtoHAsync, 7000, PT, cuMemcpyAtoHAsync_v2_ptsz)                                    \
+    GPA(cuMemcpy2D, 3020, 0, cuMemcpy2D_v2)                                                        \
+    GPA(cuMemcpy2D, 7000, PT, cuMemcpy2D_v2_ptds)                                                  \
+    GPA(cuMemcpy2DUnaligned, 3020, 0, cuMemcpy2DUnaligned_v2)                                      \
+    GPA(cuMemcpy2DUnaligned, 7000, PT, cuMemcpy2DUnaligned_v2_ptds)                                \
+    GPA(cuMemcpy2DAsync, 3020, 0, cuMemcpy2DAsync_v2)                                              \
+    GPA(cuMemcpy2DAsync, 7000, PT, cuMemcpy2DAsync_v2_ptsz)                                        \
+    GPA(cuMemcpy3D, 3020, 0, cuMemcpy3D_v2)                                                        \
+    GPA(cuMemcpy3D, 7000, PT, cuMemcpy3D_v2_ptds)                                                  \
+    GPA(cuMemcpy3DAsync, 3020, 0, cuMemcpy3DAsync_v2)                                              \
+    GPA(cuMemcpy3DAsync, 7000, PT, cuMemcpy3DAsync_v2_ptsz)                                        \
+    GPA(cuMemcpy3DPeer, 4000, 0, cuMemcpy3DPeer)                                                   \
+    GPA(cuMemcpy3DPeer, 7000, PT, cuMemcpy3DPeer_ptds)                                             \
+    GPA(cuMemcpy3DPeerAsync, 4000, 0, cuMemcpy3DPeerAsync)                                         \
+    GPA(cuMemcpy3DPeerAsync, 7000, PT, cuMemcpy3DPeerAsync_ptsz)                                   \
+    GPA(cuMemcpyBatchAsync, 12080, 0, cuMemcpyBatchAsync)                                          \
+    GPA(cuMemcpyBatchAsync, 12080, PT, cuMemcpyBatchAsync_ptsz)                                    \
+    GPA(cuMemcpyBatchAsync, 13000, 0, cuMemcpyBatchAsync_v2)                                       \
+    GPA(cuMemcpyBatchAsync, 13000, PT, cuMemcpyBatchAsync_v2_ptsz)                                 \
+    GPA(cuMemcpy3DBatchAsync, 12080, 0, cuMemcpy3DBatchAsync)                                      \
+    GPA(cuMemcpy3DBatchAsync, 12080, PT, cuMemcpy3DBatchAsync_ptsz)                                \
+    GPA(cuMemcpy3DBatchAsync, 13000, 0, cuMemcpy3DBatchAsync_v2)                                   \
+    GPA(cuMemcpy3DBatchAsync, 13000, PT, cuMemcpy3DBatchAsync_v2_ptsz)                             \
+    GPA(cuMemsetD8, 3020, 0, cuMemsetD8_v2)                                                        \
+    GPA(cuMemsetD8, 7000, PT, cuMemsetD8_v2_ptds)                                                  \
+    GPA(cuMemsetD16, 3020, 0, cuMemsetD16_v2)                                                      \
+    GPA(cuMemsetD16, 7000, PT, cuMemsetD16_v2_ptds)                                                \
+    GPA(cuMemsetD32, 3020, 0, cuMemsetD32_v2)                                                      \
+    GPA(cuMemsetD32, 7000, PT, cuMemsetD32_v2_ptds)                                                \
+    GPA(cuMemsetD2D8, 3020, 0, cuMemsetD2D8_v2)                                                    \
+    GPA(cuMemsetD2D8, 7000, PT, cuMemsetD2D8_v2_ptds)                                              \
+    GPA(cuMemsetD2D16, 3020, 0, cuMemsetD2D16_v2)                                                  \
+    GPA(cuMemsetD2D16, 7000, PT, cuMemsetD2D16_v2_ptds)                                            \
+    GPA(cuMemsetD2D32, 3020, 0, cuMemsetD2D32_v2)                                                  \
+    GPA(cuMemsetD2D32, 7000, PT, cuMemsetD2D32_v2_ptds)                                            \
+    GPA(cuMemsetD8Async, 3020, 0, cuMemsetD8Async)                                                 \
+    GPA(cuMemsetD8Async, 7000, PT, cuMemsetD8Async_ptsz)                                           \
+    GPA(cuMemsetD16Async, 3020, 0, cuMemsetD16Async)                                               \
+    GPA(cuMemsetD16Async, 7000, PT, cuMemsetD16Async_ptsz)                                         \
+    GPA(cuMemsetD32Async, 3020, 0, cuMemsetD32Async)                                               \
+    GPA(cuMemsetD32Async, 7000, PT, cuMemsetD32Async_ptsz)                                         \
+    GPA(cuMemsetD2D8Async, 3020, 0, cuMemsetD2D8Async)                                             \
+    GPA(cuMemsetD2D8Async, 7000, PT, cuMemsetD2D8Async_ptsz)                                       \
+    GPA(cuMemsetD2D16Async, 3020, 0, cuMemsetD2D16Async)                                           \
+    GPA(cuMemsetD2D16Async, 7000, PT, cuMemsetD2D16Async_ptsz)                                     \
+    GPA(cuMemsetD2D32Async, 3020, 0, cuMemsetD2D32Async)                                           \
+    GPA(cuMemsetD2D32Async, 7000, PT, cuMemsetD2D32Async_ptsz)                                     \
+    GPA(cuStreamCreate, 2000, 0, cuStreamCreate)                                                   \
+    GPA(cuStreamCreateWithPriority, 5050, 0, cuStreamCreateWithPriority)                           \
+    GPA(cuStreamDestroy, 4000, 0, cuStreamDestroy_v2)                                              \
+    GPA(cuStreamSynchronize, 2000, 0, cuStreamSynchronize)                                         \
+    GPA(cuStreamSynchronize, 7000, PT, cuStreamSynchronize_ptsz)                                   \
+    GPA(cuStreamQuery, 2000, 0, cuStreamQuery)                                                     \
+    GPA(cuStreamQuery, 7000, PT, cuStreamQuery_ptsz)                                               \
+    GPA(cuStreamWaitEvent, 3020, 0, cuStreamWaitEvent)                                             \
+    GPA(cuStreamWaitEvent, 7000, PT, cuStreamWaitEvent_ptsz)                                       \
+    GPA(cuStreamGetCtx, 9020, 0, cuStreamGetCtx)                                                   \
+    GPA(cuEventCreate, 2000, 0, cuEventCreate)                                                     \
+    GPA(cuEventRecord, 2000, 0, cuEventRecord)                                                     \
+    GPA(cuEventRecord, 7000, PT, cuEventRecord_ptsz)                                               \
+    GPA(cuEventSynchronize, 2000, 0, cuEventSynchronize)                                           \
+    GPA(cuEventQuery, 2000, 0, cuEventQuery)                                                       \
+    GPA(cuEventDestroy, 4000, 0, cuEventDestroy_v2)                                                \
+    GPA(cuEventElapsedTime, 2000, 0, cuEventElapsedTime)                                           \
+    GPA(cuEventElapsedTime, 12080, 0, cuEventElapsedTime_v2)                                       \
+    GPA(cuStreamBeginCapture, 10000, 0, cuStreamBeginCapture)                                      \
+    GPA(cuStreamBeginCapture, 10000, PT, cuStreamBeginCapture_ptsz)                                \
+    GPA(cuStreamBeginCapture, 10010, 0, cuStreamBeginCapture_v2)                                   \
+    GPA(cuStreamBeginCapture, 10010, PT, cuStreamBeginCapture_v2_ptsz)                             \
+    GPA(cuStreamBeginCaptureToGraph, 12030, 0, cuStreamBeginCaptureToGraph)                        \
+    GPA(cuStreamBeginCaptureToGraph, 12030, PT, cuStreamBeginCaptureToGraph_ptsz)                  \
+    GPA(cuStreamEndCapture, 10000, 0, cuStreamEndCapture)                                          \
+    GPA(cuStreamEndCapture, 10000, PT, cuStreamEndCapture_ptsz)                                    \
+    GPA(cuStreamIsCapturing, 10000, 0, cuStreamIsCapturing)                                        \
+    GPA(cuStreamIsCapturing, 10000, PT, cuStreamIsCapturing_ptsz)                                  \
+    GPA(cuStreamGetCaptureInfo, 12030, 0, cuStreamGetCaptureInfo_v3)                               \
+    GPA(cuStreamGetCaptureInfo, 12030, PT, cuStreamGetCaptureInfo_v3_ptsz)                         \
+    GPA(cuGraphCreate, 10000, 0, cuGraphCreate)                                                    \
+    GPA(cuGraphInstantiate, 10000, 0, cuGraphInstantiate)                                          \
+    GPA(cuGraphInstantiate, 11000, 0, cuGraphInstantiate_v2)                                       \
+    GPA(cuGraphInstantiate, 12000, 0, cuGraphInstantiateWithFlags)                                 \
+    GPA(cuGraphInstantiateWithFlags, 11040, 0, cuGraphInstantiateWithFlags)                        \
+    GPA(cuGraphInstantiateWithParams, 12000, 0, cuGraphInstantiateWithParams)                      \
+    GPA(cuGraphInstantiateWithParams, 12000, PT, cuGraphInstantiateWithParams_ptsz)                \
+    GPA(cuGraphLaunch, 10000, 0, cuGraphLaunch)                                                    \
+    GPA(cuGraphLaunch, 10000, PT, cuGraphLaunch_ptsz)                                              \
+    GPA(cuGraphDestroy, 10000, 0, cuGraphDestroy)                                                  \
+    GPA(cuGraphExecDestroy, 10000, 0, cuGraphExecDestroy)                                          \
+    GPA(cuGraphGetNodes, 10000, 0, cuGraphGetNodes)                                                \
+    GPA(cuModuleLoad, 2000, 0, cuModuleLoad)                                                       \
+    GPA(cuModuleLoadData, 2000, 0, cuModuleLoadData)                                               \
+    GPA(cuModuleLoadDataEx, 2010, 0, cuModuleLoadDataEx)                                           \
+    GPA(cuModuleLoadFatBinary, 2000, 0, cuModuleLoadFatBinary)                                     \
+    GPA(cuModuleUnload, 2000, 0, cuModuleUnload)                                                   \
+    GPA(cuModuleGetFunction, 2000, 0, cuModuleGetFunction)                                         \
+    GPA(cuLibraryLoadData, 12000, 0, cuLibraryLoadData)                                            \
+    GPA(cuLibraryLoadFromFile, 12000, 0, cuLibraryLoadFromFile)                                    \
+    GPA(cuLibraryUnload, 12000, 0, cuLibraryUnload)                                                \
+    GPA(cuLibraryGetKernel, 12000, 0, cuLibraryGetKernel)                                          \
+    GPA(cuLibraryGetModule, 12000, 0, cuLibraryGetModule)                                          \
+    GPA(cuKernelGetFunction, 12000, 0, cuKernelGetFunction)                                        \
+    GPA(cuFuncGetModule, 11000, 0, cuFuncGetModule)                                                \
+    GPA(cuFuncGetName, 12030, 0, cuFuncGetName)                                                    \
+    GPA(cuKernelGetName, 12030, 0, cuKernelGetName)                                                \
+    GPA(cuFuncGetParamInfo, 12040, 0, cuFuncGetParamInfo)                                          \
+    GPA(cuKernelGetParamInfo, 12040, 0, cuKernelGetParamInfo)                                      \
+    GPA(cuLaunchKernel, 4000, 0, cuLaunchKernel)                                                   \
+    GPA(cuLaunchKernel, 7000, PT, cuLaunchKernel_ptsz)                                             \
+    GPA(cuLaunchKernelEx, 11060, 0, cuLaunchKernelEx)                                              \
+    GPA(cuLaunchKernelEx, 11060, PT, cuLaunchKernelEx_ptsz)                                        \
+    GPA(cuLaunchCooperativeKernel, 9000, 0, cuLaunchCooperativeKernel)                             \
     GPA(cuLaunchCooperativeKernel, 9000, PT, cuLaunchCooperativeKernel_ptsz)
 
 static const struct gpa_entry {
