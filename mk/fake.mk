@@ -1,0 +1,48 @@
+# The fake CUDA driver: build/fake/libcuda.so.1 (+ libcuda.so), a host-only
+# libcuda that every GPU-less test runs against (LD_LIBRARY_PATH=build/fake).
+# See tests/fake/fakecuda.h.
+#
+#   make fake         the library
+#   make fake-check   the library's own self-test (Check)
+
+FAKE_DIR     := $(BUILD)/fake
+FAKE_LIB     := $(FAKE_DIR)/libcuda.so.1
+FAKE_SRCS    := tests/fake/fakecuda.c
+FAKE_OBJS    := $(FAKE_SRCS:%.c=$(BUILD)/%.o)
+FAKE_TESTMOD := $(FAKE_DIR)/fake_testmod.so
+FAKE_SELFTEST := $(FAKE_DIR)/fake_selftest
+
+# -D__CUDA_API_VERSION_INTERNAL: cuda.h declares every ABI variant (_v2,
+# _ptds, _ptsz, the legacy ones) under its own name with its exact prototype,
+# so each definition is type-checked against the real one.
+$(FAKE_OBJS): ALL_CFLAGS += -D__CUDA_API_VERSION_INTERNAL
+
+# -Bsymbolic: the fake's own references (the pointers cuGetProcAddress hands
+# out, internal calls) bind inside the library, as in the real libcuda, even
+# when a preloaded interposer exports the same names.
+$(FAKE_LIB): $(FAKE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $^ $(LDLIBS_CORE)
+	ln -sf libcuda.so.1 $(FAKE_DIR)/libcuda.so
+
+$(FAKE_DIR)/libcuda.so: $(FAKE_LIB)
+
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
+
+$(FAKE_TESTMOD): tests/fake/fake_testmod.c tests/fake/fakecuda.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -o $@ $<
+
+$(FAKE_SELFTEST): tests/fake/fake_selftest.c tests/fake/fakecuda.h $(FAKE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda $(CHECK_LIBS) $(LDLIBS_CORE)
+
+.PHONY: fake fake-check
+fake: $(FAKE_LIB)
+
+fake-check: $(FAKE_SELFTEST) $(FAKE_TESTMOD)
+	LD_LIBRARY_PATH=$(FAKE_DIR) FAKE_TESTMOD=$(FAKE_TESTMOD) $(FAKE_SELFTEST)
+
+ALL_TARGETS   += $(FAKE_LIB)
+CHECK_TARGETS += fake-check
