@@ -18,11 +18,11 @@ TARGET_COMMON := tests/targets/workload.c
 TARGET_BINS := $(BUILD)/tests/tp_linked $(BUILD)/tests/tp_linked_ptds $(BUILD)/tests/tp_dlsym \
                $(BUILD)/tests/tp_gpa $(BUILD)/tests/tp_threads
 
-$(BUILD)/tests/tp_linked: tests/targets/tp_linked.c $(TARGET_COMMON) $(FAKE_LIB)
+$(BUILD)/tests/tp_linked: tests/targets/tp_linked.c $(TARGET_COMMON) $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/targets/tp_linked.c $(TARGET_COMMON) -L$(BUILD)/fake -lcuda -ldl
 
-$(BUILD)/tests/tp_linked_ptds: tests/targets/tp_linked.c $(TARGET_COMMON) $(FAKE_LIB)
+$(BUILD)/tests/tp_linked_ptds: tests/targets/tp_linked.c $(TARGET_COMMON) $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DCUDA_API_PER_THREAD_DEFAULT_STREAM -o $@ tests/targets/tp_linked.c $(TARGET_COMMON) -L$(BUILD)/fake -lcuda -ldl
 

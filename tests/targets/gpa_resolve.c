@@ -1,6 +1,7 @@
 #include "gpa_resolve.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 
 int gpa_resolve(struct wl_api *api, cuuint64_t flags, int self)
