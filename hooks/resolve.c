@@ -11,6 +11,8 @@
 #define _GNU_SOURCE
 #include "hooks.h"
 
+#include "driver.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -109,6 +111,7 @@ static void bind_body(void)
     for (int id = 0; id < ATL_ID_COUNT; id++)
         for (int p = 0; p < ATL_PATH_COUNT; p++)
             map_put(atl_wrappers[p][id], id);
+    atl_driver_bind(h, rd);
     for (int id = 0; id < ATL_ID_COUNT; id++)
         __atomic_store_n(&atl_real_ptr[id], real[id], __ATOMIC_RELEASE);
     __atomic_store_n(&bound, 1, __ATOMIC_RELEASE);

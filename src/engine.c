@@ -5,6 +5,7 @@
 #include "engine.h"
 
 #include "config.h"
+#include "kernels.h"
 #include "log.h"
 
 #include <pthread.h>
@@ -231,8 +232,7 @@ void atl_capture_post(struct atl_capture *c, CUresult r)
 
 void atl_lookup_post(struct atl_lookup *l, CUresult r)
 {
-    (void)l;
-    (void)r;
+    atl_kernels_note_lookup(l, r);
 }
 
 void atl_module_pre(struct atl_module *m)

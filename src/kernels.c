@@ -1,0 +1,159 @@
+#include "kernels.h"
+
+#include "driver.h"
+#include "stack.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An open-addressing table that grows; handles are never removed (a module
+ * unload leaves stale entries, which only matters if the driver reuses the
+ * address, and then the name is re-read on the next lookup). */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct atl_kernel *table;
+static size_t cap, used;
+
+static size_t slot_of(void *h)
+{
+    uint64_t x = (uint64_t)(uintptr_t)h;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 32;
+    return (size_t)x;
+}
+
+/* Under lock. Returns the entry for h, inserting it when `create`. */
+static struct atl_kernel *find(void *h, int create)
+{
+    if (cap == 0 || (create && (used + 1) * 2 > cap)) {
+        if (!create)
+            return NULL;
+        size_t ncap = cap ? cap * 2 : 256;
+        struct atl_kernel *nt = calloc(ncap, sizeof *nt);
+        if (!nt)
+            return NULL;
+        for (size_t i = 0; i < cap; i++) {
+            if (!table[i].handle)
+                continue;
+            size_t j = slot_of(table[i].handle) & (ncap - 1);
+            while (nt[j].handle)
+                j = (j + 1) & (ncap - 1);
+            nt[j] = table[i];
+        }
+        free(table);
+        table = nt;
+        cap = ncap;
+    }
+    for (size_t j = slot_of(h) & (cap - 1);; j = (j + 1) & (cap - 1)) {
+        if (table[j].handle == h)
+            return &table[j];
+        if (!table[j].handle) {
+            if (!create)
+                return NULL;
+            table[j].handle = h;
+            used++;
+            return &table[j];
+        }
+    }
+}
+
+static const char *intern(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+void atl_kernels_note_lookup(const struct atl_lookup *l, CUresult r)
+{
+    if (r != CUDA_SUCCESS || !l->result)
+        return;
+    pthread_mutex_lock(&lock);
+    struct atl_kernel *k = find(l->result, 1);
+    if (k) {
+        k->is_kernel = l->kind == ATL_LOOKUP_LIBRARY_KERNEL;
+        if (l->kind == ATL_LOOKUP_KERNEL_FUNCTION) {
+            /* the CUfunction of a CUkernel: same name, same library */
+            struct atl_kernel *src = find(l->owner, 0);
+            if (src) {
+                k = find(l->result, 1); /* the table may have moved */
+                if (!k->name && src->name)
+                    k->name = intern(src->name);
+                k->owner = src->owner;
+            }
+        } else {
+            if (k->name && l->name && strcmp(k->name, l->name) != 0) {
+                free((void *)k->name);
+                k->name = NULL;
+            }
+            if (!k->name)
+                k->name = intern(l->name);
+            k->owner = l->owner;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+const char *atl_kernel_mangled(void *handle)
+{
+    if (!handle)
+        return NULL;
+    pthread_mutex_lock(&lock);
+    struct atl_kernel *k = find(handle, 0);
+    const char *name = k ? k->name : NULL;
+    pthread_mutex_unlock(&lock);
+    if (name)
+        return name;
+    /* Not looked up through us (fetched before we were loaded, or by the
+     * driver itself): ask. A CUkernel passed where a CUfunction is expected
+     * answers to cuKernelGetName. */
+    const char *drv = NULL;
+    int is_kernel = 0;
+    if (atl_drv.cuFuncGetName && atl_drv.cuFuncGetName(&drv, (CUfunction)handle) == CUDA_SUCCESS &&
+        drv)
+        ;
+    else if (atl_drv.cuKernelGetName &&
+             atl_drv.cuKernelGetName(&drv, (CUkernel)handle) == CUDA_SUCCESS && drv)
+        is_kernel = 1;
+    if (!drv)
+        return NULL;
+    pthread_mutex_lock(&lock);
+    k = find(handle, 1);
+    if (k && !k->name) {
+        k->name = intern(drv);
+        k->is_kernel = is_kernel;
+    }
+    name = k ? k->name : NULL;
+    pthread_mutex_unlock(&lock);
+    return name;
+}
+
+const char *atl_kernel_name(void *handle, char *buf, unsigned len)
+{
+    const char *m = atl_kernel_mangled(handle);
+    if (m)
+        snprintf(buf, len, "%s", atl_demangle(m));
+    else
+        snprintf(buf, len, "kernel@%p", handle);
+    return buf;
+}
+
+void atl_kernels_each(void (*fn)(const struct atl_kernel *k, void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < cap; i++)
+        if (table[i].handle)
+            fn(&table[i], ctx);
+    pthread_mutex_unlock(&lock);
+}
+
+void atl_kernels_count_launch(void *handle, uint64_t blocks)
+{
+    pthread_mutex_lock(&lock);
+    struct atl_kernel *k = find(handle, 1);
+    if (k) {
+        k->launches++;
+        k->blocks += blocks;
+    }
+    pthread_mutex_unlock(&lock);
+}

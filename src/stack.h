@@ -1,0 +1,33 @@
+/* Host call stacks: captured cheaply, symbolised only when reported. */
+#ifndef ATL_STACK_H
+#define ATL_STACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ATL_STACK_MAX 24
+
+struct atl_stack {
+    int n;
+    void *pc[ATL_STACK_MAX];
+};
+
+/* Captures the caller's stack, without the frames inside libatlastrace. */
+void atl_stack_capture(struct atl_stack *s);
+
+/* A hash of the frames, for grouping reports by stack. */
+uint64_t atl_stack_hash(const struct atl_stack *s);
+
+/* One frame as "symbol+0xoff (libfoo.so)", demangled where possible. */
+void atl_frame_format(void *pc, char *buf, size_t len);
+
+/* The site a person looks for: the first frame outside the CUDA libraries
+ * (libcuda, libcudart, libcublas, ...), formatted as above. */
+void atl_stack_site(const struct atl_stack *s, char *buf, size_t len);
+
+/* Demangles a C++ (or CUDA kernel) name through the C++ runtime's
+ * __cxa_demangle when the process has one; returns `name` itself otherwise.
+ * The result is valid until the next call on this thread. */
+const char *atl_demangle(const char *name);
+
+#endif
