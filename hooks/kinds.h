@@ -131,7 +131,8 @@
                             .pitch = pPitch, .width = width, .height = height,                     \
                             .elem = elemSize, .bytes = width * height};                            \
     atl_alloc_pre(&ev_);                                                                           \
-    height = ev_.height;
+    if (ev_.padded_height)                                                                         \
+        height = ev_.padded_height;
 #define ATL_K_ALLOC_PITCH_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_MANAGED_P CUdeviceptr *dptr, size_t bytesize, unsigned int mflags

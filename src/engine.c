@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "kernels.h"
+#include "ledger.h"
 #include "log.h"
 
 #include <pthread.h>
@@ -37,12 +38,17 @@ static void warn_line(void *ctx, const char *line)
     atl_log_line(line);
 }
 
-/* Which event classes the enabled features need. */
+int atl_ledger_on;
+
+/* Which event classes the enabled features need, and whether they need the
+ * allocation ledger. Each feature adds its own lines here. */
 static unsigned wanted_events(void)
 {
     unsigned on = ATL_ON_RESOLVE;
     if (atl_cfg.stats)
         on = ATL_ON_ALL;
+    if (atl_ledger_on)
+        on |= ATL_ON_ALLOC;
     return on;
 }
 
@@ -63,6 +69,9 @@ static void init_body(void)
 
     atl_config_parse(&atl_cfg, envp, warn_line, NULL);
     atl_log_set_level((int)atl_cfg.log_level);
+
+    /* Features read their settings here (and set atl_ledger_on if they need
+     * the ledger), before wanted_events() decides what the hooks report. */
 
     pthread_atfork(NULL, NULL, atl_engine_atfork_child);
     atexit(atl_engine_exit);
@@ -166,18 +175,42 @@ CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 void atl_alloc_pre(struct atl_alloc *a)
 {
     register_late_atexit();
+    a->seq = atl_ledger_next_seq();
     a->padded = a->bytes;
+}
+
+static void ledger_note_alloc(const struct atl_alloc *a, CUresult r)
+{
+    if (r != CUDA_SUCCESS || !a->dptr)
+        return;
+    struct atl_alloc_rec rec = {
+        .seq = a->seq,
+        .ptr = *a->dptr,
+        .bytes = a->bytes,
+        .padded = a->padded,
+        .kind = (int)a->kind,
+        .hook = a->hook,
+        .stream = a->stream,
+    };
+    if (a->kind == ATL_ALLOC_PITCH && a->pitch) {
+        rec.bytes = *a->pitch * a->height;
+        rec.padded = *a->pitch * (a->padded_height ? a->padded_height : a->height);
+    }
+    atl_stack_capture(&rec.site);
+    if (atl_ledger_add(&rec) != 0)
+        atl_log_once_oom("the allocation ledger");
 }
 
 void atl_alloc_post(struct atl_alloc *a, CUresult r)
 {
-    (void)a;
-    (void)r;
+    if (atl_ledger_on)
+        ledger_note_alloc(a, r);
 }
 
 void atl_free_pre(struct atl_free *f)
 {
-    (void)f;
+    if (atl_ledger_on)
+        f->known = atl_ledger_remove(f->ptr, &f->rec);
 }
 
 void atl_free_post(struct atl_free *f, CUresult r)
@@ -249,6 +282,14 @@ void atl_module_post(struct atl_module *m, CUresult r)
 void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
 {
     (void)t;
+}
+
+void atl_log_once_oom(const char *what)
+{
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        atl_log(ATL_ERROR, "out of memory in %s: atlastrace's reports are incomplete from here on "
+                           "(the program is not affected)", what);
 }
 
 /* ---- reports --------------------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "hookid.h"
+#include "ledger.h"
 
 /* Bits of atl_on: which event classes the engine wants to see. A hook whose
  * class bit is clear forwards straight to the driver (one load, one branch). */
@@ -33,6 +34,13 @@ enum {
  * takes the slow path and initialises. Zero after the exit report, in a
  * forked child, and when nothing is enabled. */
 extern unsigned atl_on;
+
+/* Set by features that need the allocation ledger (step diffs, red zones,
+ * leak lists), before initialisation ends. */
+extern int atl_ledger_on;
+
+/* Says once that the tool ran out of memory (the program is unaffected). */
+void atl_log_once_oom(const char *what);
 
 /* Lazy, once-only initialisation (settings, log, what is enabled). Safe to
  * call from every entry point; cheap after the first call. */
@@ -86,6 +94,8 @@ struct atl_alloc {
     unsigned elem;          /* cuMemAllocPitch_v2 element size */
     CUstream stream;        /* stream-ordered */
     CUmemoryPool pool;      /* cuMemAllocFromPoolAsync */
+    size_t padded_height;   /* cuMemAllocPitch_v2: rows passed to the driver (0: height) */
+    uint64_t seq;           /* creation number (the ledger's), set by the engine */
 };
 void atl_alloc_pre(struct atl_alloc *a);
 void atl_alloc_post(struct atl_alloc *a, CUresult r);
@@ -95,6 +105,8 @@ struct atl_free {
     CUdeviceptr ptr;
     CUstream stream; /* cuMemFreeAsync */
     int async;
+    int known;                /* the ledger knew ptr (rec filled) */
+    struct atl_alloc_rec rec; /* what the ledger had, removed before the real free */
 };
 void atl_free_pre(struct atl_free *f);
 void atl_free_post(struct atl_free *f, CUresult r);
