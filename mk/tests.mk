@@ -42,13 +42,18 @@ $(BUILD)/tests/test_config: tests/unit/test_config.c $(BUILD)/libatlas_engine.a 
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
 
+$(BUILD)/tests/test_engine: tests/unit/test_engine.c $(BUILD)/libatlas_engine.a | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
+
 $(BUILD)/tests/test_preload: tests/integration/test_preload.c tests/integration/run.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
 
 .PHONY: core-check
-core-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(TARGET_BINS) $(BUILD)/tests/test_config $(BUILD)/tests/test_preload
+core-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(TARGET_BINS) $(BUILD)/tests/test_config $(BUILD)/tests/test_engine $(BUILD)/tests/test_preload
 	$(BUILD)/tests/test_config
+	$(BUILD)/tests/test_engine
 	$(BUILD)/tests/test_preload
 
 CHECK_TARGETS += core-check

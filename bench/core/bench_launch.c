@@ -1,8 +1,16 @@
 /* One benchmark loop per process, so a preload's cost is measured against
  * the same loop run natively (bench/core/run_bench.sh interleaves them).
  *   bench_launch CUBIN empty|args8|d2h ITERS
- * Prints "ns_per_op N". */
+ * Prints "ns_per_op N".
+ *
+ *   bench_launch CUBIN ab-empty|ab-args8 ITERS LIB
+ * The idle path measured inside one process: LIB (libatlastrace.so) is
+ * dlopen'ed, not preloaded, and blocks of launches alternate between the
+ * driver's cuLaunchKernel and the library's exported wrapper of it. Process
+ * to process variation (clocks, placement) cancels out; prints the median
+ * ns per launch of each and their ratio. */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +30,48 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Alternating blocks through `real` and `wrap`; per-block ns/launch medians. */
+static void ab(CUfunction f, void **params, long iters, const char *lib)
+{
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h || !cu) {
+        fprintf(stderr, "ab: %s\n", dlerror());
+        exit(1);
+    }
+    launch_fn real = (launch_fn)dlsym(cu, "cuLaunchKernel");
+    launch_fn wrap = (launch_fn)dlsym(h, "cuLaunchKernel");
+    if (!real || !wrap || real == wrap) {
+        fprintf(stderr, "ab: could not find both functions\n");
+        exit(1);
+    }
+    enum { BLOCK = 256 };
+    long blocks = iters / BLOCK;
+    double *tr = calloc(blocks, sizeof *tr), *tw = calloc(blocks, sizeof *tw);
+    for (long b = 0; b < 2 * blocks; b++) {
+        launch_fn fn = (b & 1) ? wrap : real;
+        double t0 = now();
+        for (int i = 0; i < BLOCK; i++)
+            CHECK(fn(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+        double t1 = now();
+        CHECK(cuCtxSynchronize());
+        ((b & 1) ? tw : tr)[b / 2] = (t1 - t0) / BLOCK;
+    }
+    qsort(tr, blocks, sizeof *tr, cmp_double);
+    qsort(tw, blocks, sizeof *tw, cmp_double);
+    printf("ab native %.1f preload-idle %.1f ratio %.4f\n", tr[blocks / 2], tw[blocks / 2],
+           tw[blocks / 2] / tr[blocks / 2]);
 }
 
 int main(int argc, char **argv)
@@ -55,6 +105,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < 2000; i++)
         CHECK(cuLaunchKernel(fe, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
     CHECK(cuCtxSynchronize());
+
+    if (strncmp(mode, "ab-", 3) == 0) {
+        if (argc < 5)
+            return 2;
+        ab(strcmp(mode, "ab-args8") == 0 ? f8 : fe, strcmp(mode, "ab-args8") == 0 ? p8 : NULL,
+           iters, argv[4]);
+        return 0;
+    }
 
     double t0 = now();
     if (strcmp(mode, "empty") == 0) {

@@ -42,4 +42,10 @@ for mode in empty args8 d2h; do
             printf "%-8s %-24s %12.1f %10.1f..%-10.1f %7.3fx\n", m, n, med, a[1], a[NR], med/b}'
     done
 done
+echo
+echo "idle path inside one process (library dlopen'ed, blocks of 256 launches alternating):"
+for mode in ab-empty ab-args8; do
+    printf '%-9s ' "$mode"
+    "$bin" "$cubin" "$mode" 400000 "$lib"
+done
 rm -rf "$tmp"

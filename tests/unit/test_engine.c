@@ -1,0 +1,127 @@
+/* The engine's shared modules, called directly (no preload, no driver). */
+#include "engine.h"
+#include "kernels.h"
+#include "ledger.h"
+#include "stack.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+static struct atl_alloc_rec rec(uint64_t seq, CUdeviceptr p, size_t bytes, size_t padded)
+{
+    struct atl_alloc_rec r = {.seq = seq, .ptr = p, .bytes = bytes, .padded = padded};
+    return r;
+}
+
+START_TEST(ledger_finds_interior_pointers)
+{
+    atl_ledger_reset();
+    struct atl_alloc_rec a = rec(1, 0x10000, 4096, 4096 + 256), b = rec(2, 0x20000, 100, 100),
+                         c = rec(3, 0x8000, 16, 16), out;
+    ck_assert_int_eq(atl_ledger_add(&a), 0);
+    ck_assert_int_eq(atl_ledger_add(&b), 0);
+    ck_assert_int_eq(atl_ledger_add(&c), 0);
+    ck_assert(atl_ledger_find(0x10000, &out) && out.seq == 1);
+    ck_assert(atl_ledger_find(0x10fff, &out) && out.seq == 1);
+    ck_assert(atl_ledger_find(0x10000 + 4096 + 255, &out) && out.seq == 1); /* in the red zone */
+    ck_assert(!atl_ledger_find(0x10000 + 4096 + 256, &out));
+    ck_assert(atl_ledger_find(0x20063, &out) && out.seq == 2);
+    ck_assert(!atl_ledger_find(0x20064, &out));
+    ck_assert(!atl_ledger_find(0x7fff, &out));
+    ck_assert(atl_ledger_find(0x8000, &out) && out.seq == 3);
+    size_t bytes;
+    ck_assert_uint_eq(atl_ledger_count(&bytes), 3);
+    ck_assert_uint_eq(bytes, 4096 + 100 + 16);
+    struct atl_alloc_rec snap[8];
+    ck_assert_uint_eq(atl_ledger_snapshot(snap, 8), 3);
+    ck_assert(snap[0].ptr < snap[1].ptr && snap[1].ptr < snap[2].ptr);
+    ck_assert(atl_ledger_remove(0x10000, &out) && out.bytes == 4096);
+    ck_assert(!atl_ledger_remove(0x10000, &out)); /* double free: unknown now */
+    ck_assert(!atl_ledger_remove(0x20001, &out)); /* interior pointer is not a base */
+    ck_assert(!atl_ledger_find(0x10010, &out));
+    ck_assert_uint_eq(atl_ledger_count(&bytes), 2);
+    ck_assert_uint_eq(bytes, 116);
+}
+END_TEST
+
+START_TEST(ledger_numbers_in_order)
+{
+    atl_ledger_reset();
+    ck_assert_uint_eq(atl_ledger_next_seq(), 1);
+    ck_assert_uint_eq(atl_ledger_next_seq(), 2);
+    ck_assert_uint_eq(atl_ledger_next_seq(), 3);
+}
+END_TEST
+
+START_TEST(ledger_many)
+{
+    atl_ledger_reset();
+    for (int i = 0; i < 10000; i++) {
+        /* inserted out of address order */
+        CUdeviceptr p = 0x100000 + (CUdeviceptr)((i * 7919) % 10000) * 0x1000;
+        struct atl_alloc_rec r = rec((uint64_t)i + 1, p, 0x800, 0x800);
+        ck_assert_int_eq(atl_ledger_add(&r), 0);
+    }
+    struct atl_alloc_rec out;
+    for (int k = 0; k < 10000; k += 37) {
+        CUdeviceptr p = 0x100000 + (CUdeviceptr)k * 0x1000;
+        ck_assert(atl_ledger_find(p + 0x7ff, &out) && out.ptr == p);
+        ck_assert(!atl_ledger_find(p + 0x800, &out));
+    }
+}
+END_TEST
+
+START_TEST(kernel_names_from_lookups)
+{
+    char buf[128];
+    int mod, lib;
+    void *fn = (void *)0x1234, *kern = (void *)0x5678, *kfn = (void *)0x9abc;
+    struct atl_lookup l1 = {.kind = ATL_LOOKUP_MODULE_FUNCTION, .owner = &mod,
+                            .name = "_Z5scalePffj", .result = fn};
+    atl_kernels_note_lookup(&l1, CUDA_SUCCESS);
+    ck_assert_str_eq(atl_kernel_mangled(fn), "_Z5scalePffj");
+    /* demangled through __cxa_demangle: this test links no C++ runtime, so
+     * the engine must have found libstdc++.so.6 by itself (gcc's machines
+     * all have it) */
+    ck_assert_str_eq(atl_kernel_name(fn, buf, sizeof buf), "scale(float*, float, unsigned int)");
+    struct atl_lookup l2 = {.kind = ATL_LOOKUP_LIBRARY_KERNEL, .owner = &lib, .name = "axpy",
+                            .result = kern};
+    atl_kernels_note_lookup(&l2, CUDA_SUCCESS);
+    struct atl_lookup l3 = {.kind = ATL_LOOKUP_KERNEL_FUNCTION, .owner = kern, .result = kfn};
+    atl_kernels_note_lookup(&l3, CUDA_SUCCESS);
+    ck_assert_str_eq(atl_kernel_mangled(kfn), "axpy");
+    /* a failed lookup records nothing */
+    struct atl_lookup l4 = {.kind = ATL_LOOKUP_MODULE_FUNCTION, .owner = &mod, .name = "nope",
+                            .result = (void *)0x4444};
+    atl_kernels_note_lookup(&l4, CUDA_ERROR_NOT_FOUND);
+    ck_assert_ptr_null(atl_kernel_mangled((void *)0x4444));
+    ck_assert_str_eq(atl_kernel_name((void *)0x4444, buf, sizeof buf), "kernel@0x4444");
+}
+END_TEST
+
+START_TEST(demangles)
+{
+    ck_assert_str_eq(atl_demangle("_ZN2at6native13reduce_kernelILi512ELi1EEEvv"),
+                     "void at::native::reduce_kernel<512, 1>()");
+    ck_assert_str_eq(atl_demangle("plain_c_kernel"), "plain_c_kernel");
+    ck_assert_str_eq(atl_demangle("_Znot valid"), "_Znot valid");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("engine");
+    TCase *tc = tcase_create("shared");
+    tcase_add_test(tc, ledger_finds_interior_pointers);
+    tcase_add_test(tc, ledger_numbers_in_order);
+    tcase_add_test(tc, ledger_many);
+    tcase_add_test(tc, kernel_names_from_lookups);
+    tcase_add_test(tc, demangles);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
