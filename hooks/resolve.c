@@ -33,6 +33,16 @@ static dlsym_fn real_dlsym(void)
     f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!f)
         f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    if (!f) {
+        /* Loaded with dlopen rather than preloaded, libc comes before us and
+         * RTLD_NEXT cannot see it: ask libc itself. */
+        void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+        if (libc) {
+            f = (dlsym_fn)dlvsym(libc, "dlsym", "GLIBC_2.34");
+            if (!f)
+                f = (dlsym_fn)dlvsym(libc, "dlsym", "GLIBC_2.2.5");
+        }
+    }
     __atomic_store_n(&real_dlsym_ptr, f, __ATOMIC_RELEASE);
     return f;
 }
