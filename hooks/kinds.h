@@ -374,6 +374,23 @@
                    .stream = hStream)
 #define ATL_K_CPY_3DBATCH_POST ATL_COPY_POST
 
+/* CUDA 12.8's batch copies, with failIdx (kept for programs built then) */
+#define ATL_K_CPY_BATCH1_P                                                                         \
+    CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,  \
+        size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream
+#define ATL_K_CPY_BATCH1_A dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream
+#define ATL_K_CPY_BATCH1_BIT ATL_ON_COPY
+#define ATL_K_CPY_BATCH1_PRE ATL_K_CPY_BATCH_PRE
+#define ATL_K_CPY_BATCH1_POST ATL_COPY_POST
+
+#define ATL_K_CPY_3DBATCH1_P                                                                       \
+    size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx, unsigned long long bflags,     \
+        CUstream hStream
+#define ATL_K_CPY_3DBATCH1_A numOps, opList, failIdx, bflags, hStream
+#define ATL_K_CPY_3DBATCH1_BIT ATL_ON_COPY
+#define ATL_K_CPY_3DBATCH1_PRE ATL_K_CPY_3DBATCH_PRE
+#define ATL_K_CPY_3DBATCH1_POST ATL_COPY_POST
+
 /* ---- memsets ---- */
 #define ATL_SET_EVENT(...)                                                                         \
     struct atl_memset ev_ = {.hook = id_, __VA_ARGS__};                                           \

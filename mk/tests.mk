@@ -16,7 +16,7 @@ check-deps:
 
 TARGET_COMMON := tests/targets/workload.c
 TARGET_BINS := $(BUILD)/tests/tp_linked $(BUILD)/tests/tp_linked_ptds $(BUILD)/tests/tp_dlsym \
-               $(BUILD)/tests/tp_gpa $(BUILD)/tests/tp_threads
+               $(BUILD)/tests/tp_gpa $(BUILD)/tests/tp_threads $(BUILD)/tests/tp_every
 
 $(BUILD)/tests/tp_linked: tests/targets/tp_linked.c $(TARGET_COMMON) $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
@@ -27,6 +27,10 @@ $(BUILD)/tests/tp_linked_ptds: tests/targets/tp_linked.c $(TARGET_COMMON) $(FAKE
 	$(CC) $(ALL_CFLAGS) -DCUDA_API_PER_THREAD_DEFAULT_STREAM -o $@ tests/targets/tp_linked.c $(TARGET_COMMON) -L$(BUILD)/fake -lcuda -ldl
 
 $(BUILD)/tests/tp_dlsym: tests/targets/tp_dlsym.c $(TARGET_COMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl
+
+$(BUILD)/tests/tp_every: tests/targets/tp_every.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl
 

@@ -43,11 +43,14 @@
     X(cuDeviceTotalMem_v2) \
     X(cuDeviceGetUuid_v2) \
     X(cuDevicePrimaryCtxRetain) \
+    X(cuDevicePrimaryCtxRelease) \
     X(cuDevicePrimaryCtxRelease_v2) \
+    X(cuDevicePrimaryCtxReset) \
     X(cuDevicePrimaryCtxReset_v2) \
     X(cuDevicePrimaryCtxGetState) \
     X(cuDeviceGetDefaultMemPool) \
     X(cuCtxCreate_v4) \
+    X(cuCtxDestroy) \
     X(cuCtxDestroy_v2) \
     X(cuCtxSetCurrent) \
     X(cuCtxGetCurrent) \
@@ -1476,9 +1479,8 @@ static void ctx_teardown_locked(struct fake_ctx *ctx)
     ctx->sticky = CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+static CUresult primary_release_impl(CUdevice dev)
 {
-    ENTER(cuDevicePrimaryCtxRelease_v2);
     TRY(dev_check(dev));
     LOCK();
     if (g_primary.refcount == 0) {
@@ -1494,14 +1496,41 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+/* The v1 and v2 entry points are the same function under two ABI names; the
+ * interposer wraps each, so the fake exports both. */
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
-    ENTER(cuDevicePrimaryCtxReset_v2);
+    ENTER(cuDevicePrimaryCtxRelease);
+    return primary_release_impl(dev);
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    ENTER(cuDevicePrimaryCtxRelease_v2);
+    return primary_release_impl(dev);
+}
+
+static CUresult primary_reset_impl(CUdevice dev)
+{
     TRY(dev_check(dev));
     LOCK();
     ctx_teardown_locked(&g_primary);
     UNLOCK();
     return CUDA_SUCCESS;
+}
+
+/* The v1 and v2 entry points are the same function under two ABI names; the
+ * interposer wraps each, so the fake exports both. */
+CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    ENTER(cuDevicePrimaryCtxReset);
+    return primary_reset_impl(dev);
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    ENTER(cuDevicePrimaryCtxReset_v2);
+    return primary_reset_impl(dev);
 }
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
@@ -1556,9 +1585,8 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, uns
     return CUDA_SUCCESS;
 }
 
-CUresult cuCtxDestroy_v2(CUcontext ctx)
+static CUresult ctx_destroy_impl(CUcontext ctx)
 {
-    ENTER(cuCtxDestroy_v2);
     TRY(need_init());
     LOCK();
     struct fake_ctx *c = handle_get(ctx, MAGIC_CTX);
@@ -1578,6 +1606,20 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
             tls_depth--;
         }
     return CUDA_SUCCESS;
+}
+
+/* The v1 and v2 entry points are the same function under two ABI names; the
+ * interposer wraps each, so the fake exports both. */
+CUresult cuCtxDestroy(CUcontext ctx)
+{
+    ENTER(cuCtxDestroy);
+    return ctx_destroy_impl(ctx);
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    ENTER(cuCtxDestroy_v2);
+    return ctx_destroy_impl(ctx);
 }
 
 static CUresult ctx_arg(CUcontext ctx, struct fake_ctx **out)

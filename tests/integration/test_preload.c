@@ -191,6 +191,34 @@ START_TEST(eight_threads)
 }
 END_TEST
 
+/* Every hooked symbol, called once through dlsym: each wrapper reached the
+ * driver's function of its own exact variant (the driver counts each symbol
+ * separately), was counted once, and returned the driver's own answer (the
+ * output, which prints every return code, is the same without us). */
+START_TEST(every_hook_forwards_to_its_own_variant)
+{
+    char *argv[] = {T("tp_every"), NULL};
+    struct run_result with, without;
+    run_target(&with, argv, stats_env, 1);
+    run_target(&without, argv, NULL, 0);
+    ck_assert_int_eq(with.status, 0);
+    ck_assert_int_eq(without.status, 0);
+    ck_assert_str_eq(with.out, without.out);
+    for (size_t i = 0; i < NHOOKS; i++) {
+        const char *fn = hook_names[i];
+        struct stat_row row;
+        stats_row(with.log, fn, &row);
+        unsigned long long driver = fake_count(with.out, fn);
+        /* the setup calls cuCtxSetCurrent and friends, which are not hooked */
+        ck_assert_msg(driver == 1, "%s: the driver saw %llu calls, want 1", fn, driver);
+        ck_assert_msg(row.calls == 1 && row.dlsym == 1, "%s: counted %llu (dlsym %llu), want 1",
+                      fn, row.calls, row.dlsym);
+    }
+    run_free(&with);
+    run_free(&without);
+}
+END_TEST
+
 /* The program's own output is byte-identical with and without the preload. */
 START_TEST(output_unchanged)
 {
@@ -334,6 +362,7 @@ int main(void)
     tcase_add_test(tc, gpa_per_thread);
     tcase_add_test(tc, gpa_self);
     tcase_add_test(tc, eight_threads);
+    tcase_add_test(tc, every_hook_forwards_to_its_own_variant);
     tcase_add_test(tc, output_unchanged);
     tcase_add_test(tc, silent_by_default);
     tcase_add_test(tc, non_cuda_program);
