@@ -68,3 +68,12 @@ front-check: check-deps $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(FRONT_TARGET) 
 	sh tests/integration/front_install.sh $(MAKE) $(BUILD)
 
 CHECK_TARGETS += front-check
+
+# ---- real GPU (make front-gpu-check) -------------------------------------------------------
+# build/gpu/gpu_cudart_static is built by mk/gpu.mk (included after this file, so spelled out).
+
+.PHONY: front-gpu-check
+front-gpu-check: $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(BUILD)/gpu/gpu_cudart_static
+	sh tests/gpu/front/run_front.sh $(BUILD)
+
+GPU_TARGETS += front-gpu-check

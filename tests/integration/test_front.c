@@ -464,6 +464,33 @@ START_TEST(no_children)
 }
 END_TEST
 
+/* Python copies the environment into os.environ before any script line runs, so only a removal
+ * at load time reaches subprocess: this is why --no-children is a constructor. */
+START_TEST(no_children_python_subprocess)
+{
+    const char *script = "import subprocess\n"
+                         "r = subprocess.run(['sh', '-c', 'echo \"$LD_PRELOAD\"'],\n"
+                         "                   capture_output=True, text=True)\n"
+                         "print('child LD_PRELOAD=' + r.stdout.strip())\n";
+    const char *with[] = {"python3", "-c", script, NULL};
+    const char *without[] = {"--no-children", "python3", "-c", script, NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, with, NULL);
+    if (r.status == 127) {
+        fprintf(stderr, "test_front: no python3 on PATH: the Python subprocess case did not run\n");
+        run_free(&r);
+        return;
+    }
+    ck_assert_msg(r.status == 0, "python3 exited %d:\n%s", r.status, r.err);
+    ck_line(r.out, "child LD_PRELOAD=%s", lib);
+    run_free(&r);
+    run_tool(&r, TOOL, without, NULL);
+    ck_assert_msg(r.status == 0, "python3 exited %d:\n%s", r.status, r.err);
+    ck_line(r.out, "child LD_PRELOAD=");
+    run_free(&r);
+}
+END_TEST
+
 /* Without the tool: a relative LD_PRELOAD path and the variable set by hand. */
 START_TEST(no_children_without_the_tool)
 {
@@ -520,6 +547,7 @@ int main(void)
     tcase_add_test(tc, children_traced_by_default);
     tcase_add_test(tc, no_children);
     tcase_add_test(tc, no_children_without_the_tool);
+    tcase_add_test(tc, no_children_python_subprocess);
     suite_add_tcase(s, tc);
 
     SRunner *sr = srunner_create(s);
