@@ -79,8 +79,10 @@ static _Noreturn void bad_usage(const char *fmt, const char *arg)
 {
     fprintf(stderr, "%s: ", prog);
     fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    usage(stderr);
+    /* the synopsis, not the whole help: the message stays on the screen */
+    fprintf(stderr,
+            "\nUsage: %s [options] [--] program [args...]\nRun '%s --help' for the options.\n",
+            prog, prog);
     exit(EXIT_USAGE);
 }
 
