@@ -62,8 +62,23 @@ $(FRONT_TEST): tests/integration/test_front.c tests/integration/run.c tests/inte
 	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ tests/integration/test_front.c \
 		tests/integration/run.c $(CHECK_LIBS)
 
+# The demo program (examples/demo_steps.c) and its kernels for the fake driver. It is linked
+# against the fake's libcuda.so only to resolve the names (soname libcuda.so.1): at run time the
+# real driver answers on a machine with a GPU, the fake with LD_LIBRARY_PATH=$(FAKE_DIR).
+FRONT_DEMO := $(BUILD)/examples/demo_steps
+FRONT_DEMO_KERNELS := $(BUILD)/tests/front_demo_kernels.so
+
+$(FRONT_DEMO): examples/demo_steps.c $(FAKE_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda
+
+$(FRONT_DEMO_KERNELS): tests/targets/front_demo_kernels.c tests/fake/fakecuda.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -o $@ $<
+
 .PHONY: front-check
-front-check: check-deps $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(FRONT_TARGET) $(FRONT_TEST) $(FAKE_LIB)
+front-check: check-deps $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(FRONT_TARGET) $(FRONT_TEST) $(FAKE_LIB) \
+             $(FRONT_DEMO) $(FRONT_DEMO_KERNELS)
 	$(FRONT_TEST)
 	sh tests/integration/front_install.sh $(MAKE) $(BUILD)
 
@@ -73,7 +88,7 @@ CHECK_TARGETS += front-check
 # build/gpu/gpu_cudart_static is built by mk/gpu.mk (included after this file, so spelled out).
 
 .PHONY: front-gpu-check
-front-gpu-check: $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(BUILD)/gpu/gpu_cudart_static
+front-gpu-check: $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(BUILD)/gpu/gpu_cudart_static $(FRONT_DEMO)
 	sh tests/gpu/front/run_front.sh $(BUILD)
 
 GPU_TARGETS += front-gpu-check

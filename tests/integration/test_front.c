@@ -507,6 +507,26 @@ START_TEST(no_children_without_the_tool)
 }
 END_TEST
 
+/* The demo program on the fake driver, through the tool: right answers, and every launch and
+ * blocking copy it makes counted by the library the tool preloaded. */
+START_TEST(demo_runs_on_the_fake_driver)
+{
+    const char *args[] = {"--stats", BUILD_DIR "/examples/demo_steps",
+                          BUILD_DIR "/tests/front_demo_kernels.so", NULL};
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    ck_line(r.out, "demo: step 3: y[0] = 5");
+    ck_line(r.out, "demo: ok");
+    struct stat_row row;
+    ck_assert_msg(stats_row(r.err, "cuLaunchKernel", &row), "no stats:\n%s", r.err);
+    ck_assert_uint_eq(row.calls, 4 * 2 + 1);
+    ck_assert_uint_eq(row.linked, 4 * 2 + 1);
+    stats_row(r.err, "cuMemcpyDtoH_v2", &row);
+    ck_assert_uint_eq(row.calls, 4);
+    run_free(&r);
+}
+END_TEST
+
 int main(void)
 {
     /* what the tests' own environment holds must not leak into what they assert */
@@ -548,6 +568,7 @@ int main(void)
     tcase_add_test(tc, no_children);
     tcase_add_test(tc, no_children_without_the_tool);
     tcase_add_test(tc, no_children_python_subprocess);
+    tcase_add_test(tc, demo_runs_on_the_fake_driver);
     suite_add_tcase(s, tc);
 
     SRunner *sr = srunner_create(s);

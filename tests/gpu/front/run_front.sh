@@ -4,7 +4,8 @@
 # 1. an nvcc program (static cudart) under `atlas-trace --stats`: same output as native, exit 0,
 #    and its 500 launches counted (the preload really reached the driver through the tool);
 # 2. PyTorch: the exit status a script chooses after CUDA work comes back through the tool;
-# 3. PyTorch + subprocess: the child has the library without --no-children, not with it, while
+# 3. examples/demo_steps (the program make demo runs) on the real driver: right results, counted;
+# 4. PyTorch + subprocess: the child has the library without --no-children, not with it, while
 #    the parent's launches are still counted.
 build=${1:-build}
 tool=$build/atlas-trace
@@ -31,6 +32,15 @@ else
     fail "--stats: launches not counted (log: ${log:-none})"
 fi
 rm -f "$out"/cudart-*.log
+
+echo "== examples/demo_steps (its PTX, compiled by the driver) under atlas-trace --stats"
+"$tool" --stats --log="$out/demo.log" "$build/examples/demo_steps" >"$out/demo.out" 2>"$out/demo.err"
+rc=$?
+if [ $rc -eq 0 ] && grep -qx "demo: ok" "$out/demo.out"; then pass "demo_steps: right results on the GPU"
+else fail "demo_steps: exit $rc"; cat "$out/demo.out"; tail -5 "$out/demo.err"; fi
+if python3 tests/gpu/core/check_stats.py hooks/hooks.def "$out/demo.log" exact cuLaunchKernel=9 \
+    cuMemcpyDtoH_v2=4; then pass "demo_steps: 9 launches and 4 blocking copies counted"
+else fail "demo_steps: counts"; fi
 
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     echo "== atlas-trace on PyTorch"
