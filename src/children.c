@@ -1,0 +1,90 @@
+/*
+ * ATLAS_NO_CHILDREN=1 (atlas-trace --no-children): trace this process, not the processes it
+ * starts. LD_PRELOAD is inherited through exec, so a training script that runs nvidia-smi, a
+ * compiler or a data-loader helper would otherwise load the interposer into each of them, and each
+ * would write its own reports into the same log.
+ *
+ * This runs as a load-time constructor, not in the engine's lazy init: the engine starts at the
+ * first CUDA call, and a program may exec children before that (Python's os.environ is even copied
+ * before main, so a later unsetenv would not reach subprocess). Here our library is already mapped
+ * (ld.so read LD_PRELOAD before any constructor), so removing it from the environment changes only
+ * what exec'd children inherit. Cost in every process: one getenv; the rest only when asked.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+
+/* Is the LD_PRELOAD entry `name` (n bytes) this library? By identity of the file, since the entry
+ * may be a different spelling of the same path; a bare name is searched for by ld.so, so it is
+ * compared by name. */
+static int is_self(const char *name, size_t n, const struct stat *self, const char *self_base)
+{
+    char path[4096];
+    if (n == 0 || n >= sizeof path)
+        return 0;
+    memcpy(path, name, n);
+    path[n] = '\0';
+    if (!strchr(path, '/'))
+        return strcmp(path, self_base) == 0;
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino;
+}
+
+static int truthy(const char *v)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    for (int i = 0; i < 4; i++)
+        if (strcasecmp(v, yes[i]) == 0)
+            return 1;
+    return 0;
+}
+
+__attribute__((constructor)) static void children_strip_preload(void)
+{
+    const char *v = getenv("ATLAS_NO_CHILDREN");
+    /* A set-uid program reads no settings (as init_body), and its ld.so ignored us anyway. */
+    if (!v || !truthy(v) || getauxval(AT_SECURE))
+        return;
+
+    Dl_info info;
+    struct stat self;
+    if (!dladdr((void *)children_strip_preload, &info) || !info.dli_fname ||
+        stat(info.dli_fname, &self) != 0)
+        return;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre) {
+        /* The other entries, in order, ':'-joined (ld.so splits on spaces and colons alike). */
+        char *kept = malloc(strlen(pre) + 1);
+        if (kept) {
+            size_t k = 0;
+            for (const char *p = pre; *p;) {
+                p += strspn(p, " :");
+                size_t n = strcspn(p, " :");
+                if (n && !is_self(p, n, &self, base)) {
+                    if (k)
+                        kept[k++] = ':';
+                    memcpy(kept + k, p, n);
+                    k += n;
+                }
+                p += n;
+            }
+            kept[k] = '\0';
+            if (k)
+                setenv("LD_PRELOAD", kept, 1);
+            else
+                unsetenv("LD_PRELOAD");
+            free(kept);
+        }
+    }
+
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (nvtx && is_self(nvtx, strlen(nvtx), &self, base))
+        unsetenv("NVTX_INJECTION64_PATH");
+}

@@ -1,0 +1,47 @@
+#!/bin/sh
+# make install into a temporary DESTDIR, build the example against the installed pkg-config
+# file, check what atlas-trace finds there, then make uninstall must leave no file behind.
+#   sh tests/integration/front_install.sh MAKE BUILD
+set -eu
+MAKE=${1:-make}
+BUILD=${2:-build}
+tmp=$(mktemp -d /tmp/atlas-install-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "front-install: FAIL: $*"; exit 1; }
+
+$MAKE --no-print-directory -s install DESTDIR="$tmp" PREFIX=/usr BUILD="$BUILD" >/dev/null
+for f in usr/bin/atlas-trace usr/lib/libatlastrace.so usr/lib/libatlaslaunch.so \
+         usr/lib/libatlaslaunch.a usr/include/atlas/launch.h usr/lib/pkgconfig/atlaslaunch.pc \
+         usr/share/man/man1/atlas-trace.1 usr/share/man/man1/atlas-diff.1; do
+    [ -f "$tmp/$f" ] || fail "make install did not install /$f"
+done
+[ -x "$tmp/usr/bin/atlas-trace" ] || fail "/usr/bin/atlas-trace is not executable"
+echo "front-install: PASS: make install DESTDIR=... PREFIX=/usr put every file in place"
+
+# The .pc file says prefix=/usr; the staged tree is that prefix moved under $tmp.
+cflags=$(PKG_CONFIG_PATH="$tmp/usr/lib/pkgconfig" pkg-config --define-variable=prefix="$tmp/usr" \
+         --cflags atlaslaunch)
+libs=$(PKG_CONFIG_PATH="$tmp/usr/lib/pkgconfig" pkg-config --define-variable=prefix="$tmp/usr" \
+       --libs atlaslaunch)
+case "$cflags" in *"-I$tmp/usr/include"*) ;; *) fail "pkg-config --cflags: $cflags" ;; esac
+# Only the installed headers and library: the source tree's include/ is not on the line.
+${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -o "$tmp/launch_saxpy" examples/launch_saxpy.c \
+    $cflags -L"$BUILD/fake" $libs \
+    || fail "examples/launch_saxpy.c does not build against the installed atlaslaunch.pc"
+nm -D "$tmp/launch_saxpy" | grep -q ' U atlas_launch' \
+    || fail "launch_saxpy does not use libatlaslaunch.so"
+echo "front-install: PASS: examples/launch_saxpy.c builds with pkg-config --cflags --libs atlaslaunch"
+
+# The installed tool finds the installed library (bin/../lib).
+out=$("$tmp/usr/bin/atlas-trace" "$BUILD/tests/front_env" env)
+echo "$out" | grep -qx "LD_PRELOAD=$tmp/usr/lib/libatlastrace.so" \
+    || fail "installed atlas-trace preloads: $(echo "$out" | grep LD_PRELOAD)"
+man -l "$tmp/usr/share/man/man1/atlas-trace.1" >/dev/null 2>&1 || [ ! -x "$(command -v man)" ] \
+    || fail "man cannot read the installed atlas-trace.1"
+echo "front-install: PASS: the installed atlas-trace preloads the installed library"
+
+$MAKE --no-print-directory -s uninstall DESTDIR="$tmp" PREFIX=/usr BUILD="$BUILD" >/dev/null
+rm -f "$tmp/launch_saxpy"
+left=$(find "$tmp" ! -type d)
+[ -z "$left" ] || fail "make uninstall left: $left"
+echo "front-install: PASS: make uninstall removed every installed file"

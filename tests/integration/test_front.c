@@ -1,0 +1,579 @@
+/*
+ * atlas-trace, as a user drives it: each option reaches the program as the ATLAS_* variable the
+ * library reads, the program's arguments and exit status come through untouched, bad options
+ * stop before anything runs, the library is found wherever the tool is installed, and
+ * --no-children keeps the library out of the processes the program starts.
+ */
+#define _GNU_SOURCE
+#include "run.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TOOL BUILD_DIR "/atlas-trace"
+#define TARGET BUILD_DIR "/tests/front_env"
+
+static char lib[PATH_MAX];    /* the build tree's library, absolute */
+static char target[PATH_MAX]; /* front_env, absolute */
+
+/* Runs atlas-trace with `args` (NULL-terminated) and the extra environment `env`. */
+static void run_tool(struct run_result *r, const char *tool, const char *const *args,
+                     const char *const *env)
+{
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)tool;
+    for (; *args && n < 63; args++)
+        argv[n++] = (char *)*args;
+    argv[n] = NULL;
+    run_target(r, argv, env, 0);
+}
+
+/* Does `text` hold `line` as a whole line? */
+static int has_line(const char *text, const char *line)
+{
+    size_t n = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)); p++)
+        if ((p == text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+#define ck_line(text, ...)                                                                         \
+    do {                                                                                           \
+        char want_[PATH_MAX * 2];                                                                  \
+        snprintf(want_, sizeof want_, __VA_ARGS__);                                                \
+        ck_assert_msg(has_line(text, want_), "no line '%s' in:\n%s", want_, text);                 \
+    } while (0)
+
+static void run_ok(struct run_result *r, const char *const *args, const char *const *env)
+{
+    run_tool(r, TOOL, args, env);
+    ck_assert_msg(r->status == 0, "atlas-trace exited %d; stderr:\n%s", r->status, r->err);
+}
+
+START_TEST(each_option_sets_its_variable)
+{
+    const char *args[] = {"--trace=capture",
+                          "--redzone=256",
+                          "--redzone-check=launch",
+                          "--d2h=5",
+                          "--debug-sync",
+                          "--leaks",
+                          "--audit",
+                          "--stats",
+                          "--log=/tmp/atlas-%p-%r.log",
+                          target,
+                          "env",
+                          NULL};
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    ck_line(r.out, "ATLAS_TRACE=1");
+    ck_line(r.out, "ATLAS_STEP=capture");
+    ck_line(r.out, "ATLAS_REDZONE=256");
+    ck_line(r.out, "ATLAS_REDZONE_CHECK=launch");
+    ck_line(r.out, "ATLAS_D2H_TRACE=5");
+    ck_line(r.out, "ATLAS_DEBUG_SYNC_KERNELS=1");
+    ck_line(r.out, "ATLAS_LEAKS=1");
+    ck_line(r.out, "ATLAS_KERNEL_AUDIT=1");
+    ck_line(r.out, "ATLAS_STATS=1");
+    ck_line(r.out, "ATLAS_LOG=/tmp/atlas-%%p-%%r.log"); /* the library expands %p, %r */
+    ck_line(r.out, "LD_PRELOAD=%s", lib);
+    ck_line(r.out, "NVTX_INJECTION64_PATH=%s", lib);
+    ck_assert_int_eq(count_lines(r.out, "ATLAS_"), 10);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(no_options_set_only_the_preload)
+{
+    const char *args[] = {target, "env", NULL};
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    ck_assert_int_eq(count_lines(r.out, "ATLAS_"), 0);
+    ck_line(r.out, "LD_PRELOAD=%s", lib);
+    ck_line(r.out, "NVTX_INJECTION64_PATH=%s", lib);
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(outputs_imply_trace_and_become_absolute)
+{
+    char cwd[PATH_MAX];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    const char *args[] = {
+        "--json=out/t-%r.jsonl", "--chrome=/tmp/c.json", "--log=x.log", target, "env", NULL};
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    ck_line(r.out, "ATLAS_TRACE=1");
+    ck_line(r.out, "ATLAS_TRACE_FILE=%s/out/t-%%r.jsonl", cwd);
+    ck_line(r.out, "ATLAS_CHROME_TRACE=/tmp/c.json");
+    ck_line(r.out, "ATLAS_LOG=%s/x.log", cwd);
+    ck_assert_int_eq(count_lines(r.out, "ATLAS_STEP"), 0);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(value_defaults_and_modes)
+{
+    const char *args[] = {"--trace", "--d2h", target, "env", NULL};
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    ck_line(r.out, "ATLAS_TRACE=1");
+    ck_line(r.out, "ATLAS_D2H_TRACE=1");
+    ck_assert_int_eq(count_lines(r.out, "ATLAS_STEP"), 0);
+    run_free(&r);
+
+    static const char *const modes[] = {"sync", "capture", "api", "nvtx:train step"};
+    for (int i = 0; i < 4; i++) {
+        char opt[64];
+        snprintf(opt, sizeof opt, "--trace=%s", modes[i]);
+        const char *a2[] = {opt, "--redzone=0x100", target, "env", NULL};
+        run_ok(&r, a2, NULL);
+        ck_line(r.out, "ATLAS_STEP=%s", modes[i]);
+        ck_line(r.out, "ATLAS_REDZONE=0x100");
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* The program's arguments arrive byte for byte, its own options included. */
+START_TEST(arguments_pass_through)
+{
+    const char *args[] = {"--stats",   "--", target,  "env", "a b", "",
+                          "--trace=x", "*",  "$HOME", "'\"", NULL};
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    ck_line(r.out, "arg[0]=<a b>");
+    ck_line(r.out, "arg[1]=<>");
+    ck_line(r.out, "arg[2]=<--trace=x>");
+    ck_line(r.out, "arg[3]=<*>");
+    ck_line(r.out, "arg[4]=<$HOME>");
+    ck_line(r.out, "arg[5]=<'\">");
+    ck_line(r.out, "ATLAS_STATS=1");
+    ck_assert_int_eq(count_lines(r.out, "ATLAS_TRACE"), 0);
+    run_free(&r);
+}
+END_TEST
+
+static const struct {
+    const char *opt, *says;
+} bad[] = {
+    {"--redzone=abc", "--redzone=abc"},
+    {"--redzone=-1", "--redzone=-1"},
+    {"--redzone=12k", "--redzone=12k"},
+    {"--redzone-check=never", "free, sync or launch"},
+    {"--trace=bogus", "sync, capture, api or nvtx:NAME"},
+    {"--trace=nvtx:", "nvtx:NAME"},
+    {"--d2h=0", "--d2h=0"},
+    {"--d2h=x", "--d2h=x"},
+    {"--log=", "--log needs a file name"},
+    {"--bogus", "option --bogus"},
+    {"-x", "unknown option -x"},
+    {"--stats=1", "--stats=1: this option takes no value"},
+    {"--red", "ambiguous option --red"}, /* ambiguous: --redzone or --redzone-check */
+};
+
+START_TEST(bad_option_is_usage_error)
+{
+    const char *args[] = {bad[_i].opt, target, "env", NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, args, NULL);
+    ck_assert_msg(r.status == 2, "%s: exit %d", bad[_i].opt, r.status);
+    ck_assert_msg(strstr(r.err, bad[_i].says), "%s: stderr lacks '%s':\n%s", bad[_i].opt,
+                  bad[_i].says, r.err);
+    ck_assert_msg(strstr(r.err, "Usage: atlas-trace"), "%s: no usage:\n%s", bad[_i].opt, r.err);
+    ck_assert_msg(strcmp(r.out, "") == 0, "%s: the program ran:\n%s", bad[_i].opt, r.out);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(missing_value_or_program_is_usage_error)
+{
+    const char *no_prog[] = {"--stats", NULL};
+    const char *no_value[] = {"--json", NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, no_prog, NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "no program to run"));
+    ck_assert_ptr_nonnull(strstr(r.err, "Usage: atlas-trace"));
+    run_free(&r);
+    run_tool(&r, TOOL, no_value, NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--json needs a value"));
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(help_and_version)
+{
+    const char *help[] = {"--help", target, "exit", "7", NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, help, NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "Usage: atlas-trace [options] [--] program [args...]"));
+    ck_assert_ptr_nonnull(strstr(r.out, "--redzone-check=WHEN"));
+    ck_assert_ptr_nonnull(strstr(r.out, "--no-children"));
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+
+    char version[64] = "", want[128];
+    FILE *f = fopen("VERSION", "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(version, sizeof version, f));
+    fclose(f);
+    version[strcspn(version, "\n")] = '\0';
+    snprintf(want, sizeof want, "atlas-trace (atlastrace) %s\n", version);
+    const char *ver[] = {"-V", NULL};
+    run_tool(&r, TOOL, ver, NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.out, want);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(exit_status_is_the_programs)
+{
+    static const char *const codes[] = {"0", "3", "42", "255"};
+    for (int i = 0; i < 4; i++) {
+        const char *args[] = {"--stats", target, "exit", codes[i], NULL};
+        struct run_result r;
+        run_tool(&r, TOOL, args, NULL);
+        ck_assert_int_eq(r.status, atoi(codes[i]));
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* atlas-trace execs rather than forks: the process the caller waits for dies of the program's
+ * signal itself, so a shell reports 143 and a scheduler sees the real cause. */
+START_TEST(signal_reaches_the_caller)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", 1);
+        dup2(devnull, 1);
+        execl(TOOL, TOOL, "--trace", target, "signal", "15", (char *)NULL);
+        _exit(99);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFSIGNALED(st), "not killed by a signal: status 0x%x", st);
+    ck_assert_int_eq(WTERMSIG(st), SIGTERM);
+
+    /* and through a shell, the number a user sees */
+    char cmd[PATH_MAX * 3];
+    snprintf(cmd, sizeof cmd, "exec 2>/dev/null; %s %s signal 15; exit $?", TOOL, target);
+    st = system(cmd);
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 143);
+}
+END_TEST
+
+START_TEST(program_not_found_or_not_runnable)
+{
+    struct run_result r;
+    const char *missing[] = {"/nonexistent/prog", NULL};
+    run_tool(&r, TOOL, missing, NULL);
+    ck_assert_int_eq(r.status, 127);
+    ck_assert_ptr_nonnull(strstr(r.err, "cannot run /nonexistent/prog"));
+    run_free(&r);
+
+    const char *unknown[] = {"atlas-no-such-command-xyz", NULL};
+    run_tool(&r, TOOL, unknown, NULL);
+    ck_assert_int_eq(r.status, 127);
+    run_free(&r);
+
+    char path[] = "/tmp/atlas-front-noexec-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    chmod(path, 0644);
+    const char *noexec[] = {path, NULL};
+    run_tool(&r, TOOL, noexec, NULL);
+    ck_assert_int_eq(r.status, 126);
+    run_free(&r);
+    unlink(path);
+}
+END_TEST
+
+static void copy_file(const char *from, const char *to, int mode)
+{
+    char cmd[PATH_MAX * 3];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && chmod %o '%s'", from, to, mode, to);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The installed layout (bin/atlas-trace, lib/libatlastrace.so), a library next to the tool,
+ * and ATLAS_LIB over both. */
+START_TEST(library_search)
+{
+    char dir[] = "/tmp/atlas-front-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char bin[PATH_MAX], libdir[PATH_MAX], tool[PATH_MAX], inlib[PATH_MAX], nextto[PATH_MAX];
+    snprintf(bin, sizeof bin, "%s/bin", dir);
+    snprintf(libdir, sizeof libdir, "%s/lib", dir);
+    snprintf(tool, sizeof tool, "%s/atlas-trace", bin);
+    snprintf(inlib, sizeof inlib, "%s/libatlastrace.so", libdir);
+    snprintf(nextto, sizeof nextto, "%s/libatlastrace.so", bin);
+    mkdir(bin, 0755);
+    mkdir(libdir, 0755);
+    copy_file(TOOL, tool, 0755);
+
+    const char *args[] = {target, "env", NULL};
+    struct run_result r;
+
+    /* nowhere: a clear message, the paths tried, and 125 */
+    run_tool(&r, tool, args, NULL);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_ptr_nonnull(strstr(r.err, "cannot find libatlastrace.so"));
+    ck_assert_ptr_nonnull(strstr(r.err, inlib));
+    ck_assert_str_eq(r.out, "");
+    run_free(&r);
+
+    /* PREFIX/bin + PREFIX/lib */
+    copy_file(lib, inlib, 0755);
+    run_tool(&r, tool, args, NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_line(r.out, "LD_PRELOAD=%s", inlib);
+    ck_line(r.out, "NVTX_INJECTION64_PATH=%s", inlib);
+    run_free(&r);
+
+    /* next to the tool wins */
+    copy_file(lib, nextto, 0755);
+    run_tool(&r, tool, args, NULL);
+    ck_line(r.out, "LD_PRELOAD=%s", nextto);
+    run_free(&r);
+
+    /* ATLAS_LIB wins, made absolute */
+    const char *env[] = {"ATLAS_LIB=" BUILD_DIR "/libatlastrace.so", NULL};
+    run_tool(&r, tool, args, env);
+    ck_assert_int_eq(r.status, 0);
+    ck_line(r.out, "LD_PRELOAD=%s", lib);
+    run_free(&r);
+
+    const char *badenv[] = {"ATLAS_LIB=/nonexistent/libatlastrace.so", NULL};
+    run_tool(&r, tool, args, badenv);
+    ck_assert_int_eq(r.status, 125);
+    ck_assert_ptr_nonnull(strstr(r.err, "ATLAS_LIB=/nonexistent/libatlastrace.so"));
+    run_free(&r);
+
+    /* a symlink to the build tree's tool (~/bin/atlas-trace -> build/atlas-trace) finds the
+     * build tree's library */
+    char link[PATH_MAX], real_tool[PATH_MAX];
+    snprintf(link, sizeof link, "%s/link", dir);
+    mkdir(link, 0755);
+    snprintf(link, sizeof link, "%s/link/atlas-trace", dir);
+    ck_assert_ptr_nonnull(realpath(TOOL, real_tool));
+    ck_assert_int_eq(symlink(real_tool, link), 0);
+    run_tool(&r, link, args, NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_line(r.out, "LD_PRELOAD=%s", lib);
+    run_free(&r);
+
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(existing_preload_and_nvtx_are_kept)
+{
+    char other[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/fake/libcuda.so.1", other));
+    char pre[PATH_MAX + 32], want[PATH_MAX * 3];
+    const char *args[] = {target, "env", NULL};
+    struct run_result r;
+
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", other);
+    const char *env1[] = {pre, NULL};
+    run_ok(&r, args, env1);
+    ck_line(r.out, "LD_PRELOAD=%s:%s", lib, other);
+    run_free(&r);
+
+    /* ld.so's space-separated form is kept as it was */
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s %s", other, other);
+    run_ok(&r, args, env1);
+    ck_line(r.out, "LD_PRELOAD=%s:%s %s", lib, other, other);
+    run_free(&r);
+
+    /* already ours: not added twice */
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s:%s", other, lib);
+    run_ok(&r, args, env1);
+    snprintf(want, sizeof want, "LD_PRELOAD=%s:%s", other, lib);
+    ck_line(r.out, "%s", want);
+    run_free(&r);
+
+    /* the user's NVTX injection library stays; asking for NVTX steps says what that means */
+    const char *env2[] = {"NVTX_INJECTION64_PATH=/opt/other/libnvtx-tool.so", NULL};
+    run_ok(&r, args, env2);
+    ck_line(r.out, "NVTX_INJECTION64_PATH=/opt/other/libnvtx-tool.so");
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+    const char *nvtx_args[] = {"--trace=nvtx:step", target, "env", NULL};
+    run_ok(&r, nvtx_args, env2);
+    ck_line(r.out, "NVTX_INJECTION64_PATH=/opt/other/libnvtx-tool.so");
+    ck_assert_ptr_nonnull(
+        strstr(r.err, "NVTX_INJECTION64_PATH=/opt/other/libnvtx-tool.so is kept"));
+    run_free(&r);
+}
+END_TEST
+
+/* front_env parent execs itself as a child: where is the library loaded? */
+START_TEST(children_traced_by_default)
+{
+    const char *args[] = {target, "parent", NULL};
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    ck_line(r.out, "parent loaded=1");
+    ck_line(r.out, "child loaded=1");
+    ck_line(r.out, "LD_PRELOAD=%s", lib);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(no_children)
+{
+    const char *args[] = {"--no-children", target, "parent", NULL};
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    ck_line(r.out, "parent loaded=1");
+    ck_line(r.out, "child loaded=0");
+    ck_line(r.out, "LD_PRELOAD unset");
+    ck_line(r.out, "NVTX_INJECTION64_PATH unset");
+    run_free(&r);
+
+    /* the user's own preload still reaches the child */
+    char other[PATH_MAX], pre[PATH_MAX + 32];
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/fake/libcuda.so.1", other));
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s", other);
+    const char *env[] = {pre, NULL};
+    run_ok(&r, args, env);
+    ck_line(r.out, "child loaded=0");
+    ck_line(r.out, "LD_PRELOAD=%s", other);
+    run_free(&r);
+}
+END_TEST
+
+/* Python copies the environment into os.environ before any script line runs, so only a removal
+ * at load time reaches subprocess: this is why --no-children is a constructor. */
+START_TEST(no_children_python_subprocess)
+{
+    const char *script = "import subprocess\n"
+                         "r = subprocess.run(['sh', '-c', 'echo \"$LD_PRELOAD\"'],\n"
+                         "                   capture_output=True, text=True)\n"
+                         "print('child LD_PRELOAD=' + r.stdout.strip())\n";
+    const char *with[] = {"python3", "-c", script, NULL};
+    const char *without[] = {"--no-children", "python3", "-c", script, NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, with, NULL);
+    if (r.status == 127) {
+        fprintf(stderr, "test_front: no python3 on PATH: the Python subprocess case did not run\n");
+        run_free(&r);
+        return;
+    }
+    ck_assert_msg(r.status == 0, "python3 exited %d:\n%s", r.status, r.err);
+    ck_line(r.out, "child LD_PRELOAD=%s", lib);
+    run_free(&r);
+    run_tool(&r, TOOL, without, NULL);
+    ck_assert_msg(r.status == 0, "python3 exited %d:\n%s", r.status, r.err);
+    ck_line(r.out, "child LD_PRELOAD=");
+    run_free(&r);
+}
+END_TEST
+
+/* Without the tool: a relative LD_PRELOAD path and the variable set by hand. */
+START_TEST(no_children_without_the_tool)
+{
+    char *argv[] = {target, "parent", NULL};
+    const char *env[] = {"LD_PRELOAD=" BUILD_DIR "/libatlastrace.so", "ATLAS_NO_CHILDREN=yes",
+                         NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 0);
+    ck_assert_int_eq(r.status, 0);
+    ck_line(r.out, "parent loaded=1");
+    ck_line(r.out, "child loaded=0");
+    ck_line(r.out, "LD_PRELOAD unset");
+    run_free(&r);
+}
+END_TEST
+
+/* The demo program on the fake driver, through the tool: right answers, and every launch and
+ * blocking copy it makes counted by the library the tool preloaded. */
+START_TEST(demo_runs_on_the_fake_driver)
+{
+    const char *args[] = {"--stats", BUILD_DIR "/examples/demo_steps",
+                          BUILD_DIR "/tests/front_demo_kernels.so", NULL};
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    ck_line(r.out, "demo: step 3: y[0] = 5");
+    ck_line(r.out, "demo: ok");
+    struct stat_row row;
+    ck_assert_msg(stats_row(r.err, "cuLaunchKernel", &row), "no stats:\n%s", r.err);
+    ck_assert_uint_eq(row.calls, 4 * 2 + 1);
+    ck_assert_uint_eq(row.linked, 4 * 2 + 1);
+    stats_row(r.err, "cuMemcpyDtoH_v2", &row);
+    ck_assert_uint_eq(row.calls, 4);
+    run_free(&r);
+}
+END_TEST
+
+int main(void)
+{
+    /* what the tests' own environment holds must not leak into what they assert */
+    unsetenv("ATLAS_LIB");
+    unsetenv("NVTX_INJECTION64_PATH");
+    unsetenv("LD_PRELOAD");
+    for (char **e = environ; *e;) {
+        if (strncmp(*e, "ATLAS_", 6) == 0) {
+            char name[256];
+            size_t n = strcspn(*e, "=");
+            snprintf(name, sizeof name, "%.*s", (int)n, *e);
+            unsetenv(name);
+        } else {
+            e++;
+        }
+    }
+    if (!realpath(BUILD_DIR "/libatlastrace.so", lib) || !realpath(TARGET, target)) {
+        fprintf(stderr, "test_front: build " BUILD_DIR "/libatlastrace.so and " TARGET " first\n");
+        return 1;
+    }
+
+    Suite *s = suite_create("atlas-trace");
+    TCase *tc = tcase_create("front");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, each_option_sets_its_variable);
+    tcase_add_test(tc, no_options_set_only_the_preload);
+    tcase_add_test(tc, outputs_imply_trace_and_become_absolute);
+    tcase_add_test(tc, value_defaults_and_modes);
+    tcase_add_test(tc, arguments_pass_through);
+    tcase_add_loop_test(tc, bad_option_is_usage_error, 0, (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(tc, missing_value_or_program_is_usage_error);
+    tcase_add_test(tc, help_and_version);
+    tcase_add_test(tc, exit_status_is_the_programs);
+    tcase_add_test(tc, signal_reaches_the_caller);
+    tcase_add_test(tc, program_not_found_or_not_runnable);
+    tcase_add_test(tc, library_search);
+    tcase_add_test(tc, existing_preload_and_nvtx_are_kept);
+    tcase_add_test(tc, children_traced_by_default);
+    tcase_add_test(tc, no_children);
+    tcase_add_test(tc, no_children_without_the_tool);
+    tcase_add_test(tc, no_children_python_subprocess);
+    tcase_add_test(tc, demo_runs_on_the_fake_driver);
+    suite_add_tcase(s, tc);
+
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

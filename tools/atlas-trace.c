@@ -1,0 +1,401 @@
+/*
+ * atlas-trace: run a program under atlastrace.
+ *
+ *   atlas-trace [options] [--] program [args...]
+ *
+ * Each option becomes the ATLAS_* variable the library reads, the tool finds libatlastrace.so,
+ * puts it in front of LD_PRELOAD and execs the program. It does not fork: the process the shell
+ * waits for IS the program, so its exit status, or the signal that killed it, reaches the shell,
+ * a job scheduler or torchrun unchanged, and signals sent to "atlas-trace" reach the program.
+ *
+ * Everything is checked before anything is set: a bad option changes nothing and runs nothing.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef ATLAS_VERSION
+#define ATLAS_VERSION "unknown"
+#endif
+
+#define LIB_NAME "libatlastrace.so"
+
+/* The tool's own failures, numbered as env(1), timeout(1) and the shells number them, so they
+ * cannot be mistaken for a status the program chose. */
+enum {
+    EXIT_USAGE = 2,        /* a bad option or no program */
+    EXIT_NO_LIBRARY = 125, /* libatlastrace.so not found */
+    EXIT_CANNOT_RUN = 126, /* the program exists but cannot be executed */
+    EXIT_NOT_FOUND = 127,  /* no such program */
+};
+
+/* Without --d2h=N: the backtrace of the first blocking copy, which names the code that started
+ * the stalls; the running count is reported whatever N is. */
+#define D2H_DEFAULT "1"
+
+static const char *prog = "atlas-trace";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: %s [options] [--] program [args...]\n"
+            "Run a CUDA program with the atlastrace interposer (libatlastrace.so) preloaded.\n"
+            "\n"
+            "  --trace[=MODE]        record each step's GPU work and diff consecutive steps;\n"
+            "                        MODE says where a step ends: sync, capture, api, nvtx:NAME\n"
+            "  --json=FILE           write the step trace as JSON lines to FILE (implies --trace)\n"
+            "  --chrome=FILE         write a Chrome/Perfetto trace to FILE (implies --trace)\n"
+            "  --redzone=BYTES       pad each allocation with a BYTES guard band, report overruns\n"
+            "  --redzone-check=WHEN  when guard bands are checked: free, sync or launch\n"
+            "  --d2h[=N]             count blocking device-to-host copies; backtrace of the Nth\n"
+            "                        (default %s)\n"
+            "  --debug-sync          synchronize after every launch, to name a faulting kernel\n"
+            "  --leaks               report device allocations still live at exit\n"
+            "  --audit               report every kernel looked up, found or missing\n"
+            "  --stats               print each intercepted function's call count at exit\n"
+            "  --log=FILE            write atlastrace's reports to FILE instead of stderr\n"
+            "  --no-children         leave child processes of the program untraced\n"
+            "  -h, --help            print this help and exit\n"
+            "  -V, --version         print the version and exit\n"
+            "\n"
+            "In FILE, %%p is the process ID and %%r the rank (RANK, LOCAL_RANK,\n"
+            "OMPI_COMM_WORLD_RANK or SLURM_PROCID): each process of a job writes its own file.\n"
+            "ATLAS_LIB=PATH names the library to preload instead of searching for it.\n"
+            "\n"
+            "Exit status: the program's (128+N when signal N ended it); 2 for a bad option,\n"
+            "125 when libatlastrace.so is not found, 126 when the program cannot be run,\n"
+            "127 when it is not found.\n",
+            prog, D2H_DEFAULT);
+}
+
+static _Noreturn void bad_usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "%s: ", prog);
+    fprintf(stderr, fmt, arg);
+    /* the synopsis, not the whole help: the message stays on the screen */
+    fprintf(stderr,
+            "\nUsage: %s [options] [--] program [args...]\nRun '%s --help' for the options.\n",
+            prog, prog);
+    exit(EXIT_USAGE);
+}
+
+/* A number as the library's UINT settings take it: decimal or 0x hex, all of it, no sign. */
+static int valid_uint(const char *s)
+{
+    if (!isdigit((unsigned char)*s))
+        return 0;
+    char *end;
+    errno = 0;
+    strtoull(s, &end, 0);
+    return errno == 0 && *end == '\0';
+}
+
+static int one_of(const char *s, const char *const *choices)
+{
+    for (; *choices; choices++)
+        if (strcmp(s, *choices) == 0)
+            return 1;
+    return 0;
+}
+
+static int valid_step_mode(const char *m)
+{
+    static const char *const modes[] = {"sync", "capture", "api", NULL};
+    if (one_of(m, modes))
+        return 1;
+    return strncmp(m, "nvtx:", 5) == 0 && m[5] != '\0';
+}
+
+/* An output file, made absolute now: the program may change directory before it writes. */
+static char *output_path(const char *opt, const char *path)
+{
+    if (*path == '\0')
+        bad_usage("%s needs a file name", opt);
+    if (path[0] == '/')
+        return strdup(path);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return strdup(path);
+    char *abs;
+    if (asprintf(&abs, "%s/%s", cwd, path) < 0)
+        return strdup(path);
+    return abs;
+}
+
+static int is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Where the library is, as an absolute path (a relative LD_PRELOAD entry would be looked up again
+ * from whatever directory each child process starts in). In order: $ATLAS_LIB; next to this
+ * executable (the build tree: build/atlas-trace beside build/libatlastrace.so); ../lib/ from it
+ * (an installed prefix: bin/atlas-trace and lib/libatlastrace.so). */
+static char *find_library(void)
+{
+    char buf[PATH_MAX], *abs;
+
+    const char *env = getenv("ATLAS_LIB");
+    if (env && *env) {
+        abs = realpath(env, NULL);
+        if (!abs || !is_file(abs)) {
+            fprintf(stderr, "%s: ATLAS_LIB=%s: %s\n", prog, env,
+                    abs ? "not a regular file" : strerror(errno));
+            exit(EXIT_NO_LIBRARY);
+        }
+        return abs;
+    }
+
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) {
+        fprintf(stderr, "%s: cannot find my own executable (/proc/self/exe): %s\n", prog,
+                strerror(errno));
+        exit(EXIT_NO_LIBRARY);
+    }
+    buf[n] = '\0';
+    /* /proc/self/exe is canonical (links resolved), so cutting components is exact */
+    char *slash = strrchr(buf, '/');
+    *slash = '\0';
+    char tried[2][PATH_MAX + 32];
+    snprintf(tried[0], sizeof tried[0], "%s/" LIB_NAME, buf);
+    slash = strrchr(buf, '/');
+    if (slash) /* else the tool was /atlas-trace and the prefix is / */
+        *slash = '\0';
+    snprintf(tried[1], sizeof tried[1], "%s/lib/" LIB_NAME, buf);
+    for (int i = 0; i < 2; i++)
+        if (is_file(tried[i]) && (abs = realpath(tried[i], NULL)))
+            return abs;
+    fprintf(stderr, "%s: cannot find " LIB_NAME ": looked for %s and %s (set ATLAS_LIB=PATH)\n",
+            prog, tried[0], tried[1]);
+    exit(EXIT_NO_LIBRARY);
+}
+
+/* Does the LD_PRELOAD list `list` (entries separated by spaces or colons, as ld.so reads it)
+ * already name `lib`? */
+static int preload_has(const char *list, const char *lib)
+{
+    size_t len = strlen(lib);
+    for (const char *p = list; *p;) {
+        p += strspn(p, " :");
+        size_t n = strcspn(p, " :");
+        if (n == len && strncmp(p, lib, n) == 0)
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+static void set(const char *name, const char *value)
+{
+    if (setenv(name, value, 1) != 0) {
+        fprintf(stderr, "%s: cannot set %s: %s\n", prog, name, strerror(errno));
+        exit(EXIT_NO_LIBRARY);
+    }
+}
+
+enum {
+    OPT_TRACE = 256,
+    OPT_JSON,
+    OPT_CHROME,
+    OPT_REDZONE,
+    OPT_REDZONE_CHECK,
+    OPT_D2H,
+    OPT_DEBUG_SYNC,
+    OPT_LEAKS,
+    OPT_AUDIT,
+    OPT_STATS,
+    OPT_LOG,
+    OPT_NO_CHILDREN,
+};
+
+static const struct option long_opts[] = {
+    {"trace", optional_argument, NULL, OPT_TRACE},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"chrome", required_argument, NULL, OPT_CHROME},
+    {"redzone", required_argument, NULL, OPT_REDZONE},
+    {"redzone-check", required_argument, NULL, OPT_REDZONE_CHECK},
+    {"d2h", optional_argument, NULL, OPT_D2H},
+    {"debug-sync", no_argument, NULL, OPT_DEBUG_SYNC},
+    {"leaks", no_argument, NULL, OPT_LEAKS},
+    {"audit", no_argument, NULL, OPT_AUDIT},
+    {"stats", no_argument, NULL, OPT_STATS},
+    {"log", required_argument, NULL, OPT_LOG},
+    {"no-children", no_argument, NULL, OPT_NO_CHILDREN},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The settings the options ask for, applied only once every option has been checked. */
+struct settings {
+    int trace, debug_sync, leaks, audit, stats, no_children;
+    const char *step, *redzone, *redzone_check, *d2h;
+    char *json, *chrome, *log;
+};
+
+static void parse_options(int argc, char **argv, struct settings *s)
+{
+    static const char *const checks[] = {"free", "sync", "launch", NULL};
+    int c;
+
+    opterr = 0; /* our own messages, each followed by the usage */
+    /* "+": stop at the first argument that is not an option, which is the program; its own
+     * options are left alone. */
+    while ((c = getopt_long(argc, argv, "+:hV", long_opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_TRACE:
+            s->trace = 1;
+            if (optarg) {
+                if (!valid_step_mode(optarg))
+                    bad_usage("--trace=%s: the step mode is one of sync, capture, api or nvtx:NAME",
+                              optarg);
+                s->step = optarg;
+            }
+            break;
+        case OPT_JSON:
+            s->trace = 1;
+            free(s->json);
+            s->json = output_path("--json", optarg);
+            break;
+        case OPT_CHROME:
+            s->trace = 1;
+            free(s->chrome);
+            s->chrome = output_path("--chrome", optarg);
+            break;
+        case OPT_LOG:
+            free(s->log);
+            s->log = output_path("--log", optarg);
+            break;
+        case OPT_REDZONE:
+            if (!valid_uint(optarg))
+                bad_usage("--redzone=%s: BYTES is a number of bytes (decimal or 0x hex)", optarg);
+            s->redzone = optarg;
+            break;
+        case OPT_REDZONE_CHECK:
+            if (!one_of(optarg, checks))
+                bad_usage("--redzone-check=%s: WHEN is one of free, sync or launch", optarg);
+            s->redzone_check = optarg;
+            break;
+        case OPT_D2H:
+            if (optarg && (!valid_uint(optarg) || strtoull(optarg, NULL, 0) == 0))
+                bad_usage("--d2h=%s: N is the number (1 or more) of the copy to backtrace", optarg);
+            s->d2h = optarg ? optarg : D2H_DEFAULT;
+            break;
+        case OPT_DEBUG_SYNC:
+            s->debug_sync = 1;
+            break;
+        case OPT_LEAKS:
+            s->leaks = 1;
+            break;
+        case OPT_AUDIT:
+            s->audit = 1;
+            break;
+        case OPT_STATS:
+            s->stats = 1;
+            break;
+        case OPT_NO_CHILDREN:
+            s->no_children = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        case 'V':
+            printf("atlas-trace (atlastrace) %s\n", ATLAS_VERSION);
+            exit(0);
+        case ':':
+            bad_usage("%s needs a value", argv[optind - 1]);
+        default:
+            /* getopt sets optopt to 0 for an unknown or ambiguous long option, to the option's
+             * value for a long option given a value it does not take, to the letter for an
+             * unknown short one */
+            if (optopt >= OPT_TRACE || (optopt && strncmp(argv[optind - 1], "--", 2) == 0 &&
+                                        strchr(argv[optind - 1], '=')))
+                bad_usage("%s: this option takes no value", argv[optind - 1]);
+            if (optopt) {
+                char letter[2] = {(char)optopt, '\0'};
+                bad_usage("unknown option -%s", letter);
+            }
+            bad_usage("unknown or ambiguous option %s", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        bad_usage("%s", "no program to run");
+}
+
+static void apply(const struct settings *s, const char *lib)
+{
+    if (s->trace)
+        set("ATLAS_TRACE", "1");
+    if (s->step)
+        set("ATLAS_STEP", s->step);
+    if (s->json)
+        set("ATLAS_TRACE_FILE", s->json);
+    if (s->chrome)
+        set("ATLAS_CHROME_TRACE", s->chrome);
+    if (s->redzone)
+        set("ATLAS_REDZONE", s->redzone);
+    if (s->redzone_check)
+        set("ATLAS_REDZONE_CHECK", s->redzone_check);
+    if (s->d2h)
+        set("ATLAS_D2H_TRACE", s->d2h);
+    if (s->debug_sync)
+        set("ATLAS_DEBUG_SYNC_KERNELS", "1");
+    if (s->leaks)
+        set("ATLAS_LEAKS", "1");
+    if (s->audit)
+        set("ATLAS_KERNEL_AUDIT", "1");
+    if (s->stats)
+        set("ATLAS_STATS", "1");
+    if (s->log)
+        set("ATLAS_LOG", s->log);
+    if (s->no_children)
+        set("ATLAS_NO_CHILDREN", "1");
+
+    /* Ours first, so our dlsym and driver symbols win; whatever the user preloaded stays. */
+    const char *old = getenv("LD_PRELOAD");
+    if (old && *old && !preload_has(old, lib)) {
+        char *both;
+        if (asprintf(&both, "%s:%s", lib, old) < 0) {
+            fprintf(stderr, "%s: out of memory\n", prog);
+            exit(EXIT_NO_LIBRARY);
+        }
+        set("LD_PRELOAD", both);
+        free(both);
+    } else if (!old || !*old) {
+        set("LD_PRELOAD", lib);
+    }
+
+    /* NVTX names one injection library; one the user chose is kept (then nvtx step marks cannot
+     * reach us, which is worth a word when they were asked for). */
+    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (!nvtx || !*nvtx)
+        set("NVTX_INJECTION64_PATH", lib);
+    else if (strcmp(nvtx, lib) != 0 && s->step && strncmp(s->step, "nvtx:", 5) == 0)
+        fprintf(stderr,
+                "%s: NVTX_INJECTION64_PATH=%s is kept, so NVTX ranges go there, not to "
+                "atlastrace; --trace=%s will see no steps\n",
+                prog, nvtx, s->step);
+}
+
+int main(int argc, char **argv)
+{
+    struct settings s = {0};
+
+    parse_options(argc, argv, &s);
+    char *lib = find_library();
+    apply(&s, lib);
+
+    char **cmd = argv + optind;
+    execvp(cmd[0], cmd);
+    int err = errno;
+    fprintf(stderr, "%s: cannot run %s: %s\n", prog, cmd[0], strerror(err));
+    return err == ENOENT || err == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+}
