@@ -28,6 +28,9 @@ ifeq ($(wildcard $(CUDA_INC)/cuda.h),)
   $(error no CUDA headers found: looked for cuda.h in $(CUDA_INC) (set CUDA_HOME to a CUDA toolkit, put its nvcc on PATH, or install one in /usr/local/cuda))
 endif
 
+NVCC     ?= $(CUDA_HOME)/bin/nvcc
+GPU_DIR  := $(BUILD)/gpu
+
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -fPIC -I include -I src -I $(CUDA_INC) $(EXTRA_CFLAGS)

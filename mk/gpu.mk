@@ -1,9 +1,7 @@
 # The real-GPU suite of the interposer (run on a machine with a GPU and nvcc;
 # on the H200 through the device tool): make core-gpu-check.
 
-NVCC ?= $(CUDA_HOME)/bin/nvcc
 GPU_ARCH ?= -arch=sm_90
-GPU_DIR := $(BUILD)/gpu
 
 $(GPU_DIR)/kern.cubin: tests/gpu/core/kern.cu
 	@mkdir -p $(dir $@)
