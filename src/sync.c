@@ -22,7 +22,7 @@
 #include <string.h>
 
 static const char *const counter_names[ATL_SC_COUNT] = {
-    "dtoh", "memcpy", "peer", "2d", "3d", "async-d2h-pageable", "async-h2d-pageable",
+    "dtoh",        "memcpy",   "peer",       "2d", "3d", "async-d2h-pageable", "async-h2d-pageable",
     "stream-sync", "ctx-sync", "event-sync",
 };
 
@@ -30,9 +30,9 @@ static uint64_t counts[ATL_SC_COUNT];
 static uint64_t bytes[ATL_SC_COUNT];
 static uint64_t blocking_n; /* blocking device-to-host copies, numbered */
 
-static int trace_on;        /* ATLAS_D2H_TRACE given */
-static uint64_t trace_at;   /* its value: backtrace at this blocking copy */
-static int debug_sync;      /* ATLAS_DEBUG_SYNC_KERNELS */
+static int trace_on;      /* ATLAS_D2H_TRACE given */
+static uint64_t trace_at; /* its value: backtrace at this blocking copy */
+static int debug_sync;    /* ATLAS_DEBUG_SYNC_KERNELS */
 
 void atl_sync_init(void)
 {
@@ -131,8 +131,10 @@ static void count(enum atl_sync_counter k, size_t nbytes)
         if (n == trace_at) {
             struct atl_stack st;
             atl_stack_capture(&st);
-            atl_log(ATL_ERROR, "d2h-trace: blocking device-to-host copy #%llu kind=%s bytes=%zu "
-                               "backtrace:", (unsigned long long)n, counter_names[k], nbytes);
+            atl_log(ATL_ERROR,
+                    "d2h-trace: blocking device-to-host copy #%llu kind=%s bytes=%zu "
+                    "backtrace:",
+                    (unsigned long long)n, counter_names[k], nbytes);
             print_frames("d2h-trace", &st, 0, ATL_STACK_MAX);
         }
         if (n % 10000 == 0)
@@ -318,8 +320,10 @@ static void ring_report(const char *tag)
         return;
     }
     uint64_t first = last >= RING_SHOWN ? last - RING_SHOWN + 1 : 1;
-    atl_log(ATL_ERROR, "%s: the last %llu launches (all contexts, oldest first; the culprit is "
-                       "usually among them):", tag, (unsigned long long)(last - first + 1));
+    atl_log(ATL_ERROR,
+            "%s: the last %llu launches (all contexts, oldest first; the culprit is "
+            "usually among them):",
+            tag, (unsigned long long)(last - first + 1));
     for (uint64_t s = first; s <= last; s++) {
         struct ring_ent e = ring[s & (RING - 1)];
         if (__atomic_load_n(&ring[s & (RING - 1)].seq, __ATOMIC_ACQUIRE) != s || e.seq != s)
@@ -473,8 +477,8 @@ static CUresult debug_sync_after(const struct atl_launch *l)
             "debug-sync: launch failed: kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u "
             "stream=%p launch=%llu via=%s error=%s code=%d: %s",
             name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-            l->shmem, (void *)l->stream, (unsigned long long)l->seq, atl_hook_names[l->hook],
-            ename, (int)r, text);
+            l->shmem, (void *)l->stream, (unsigned long long)l->seq, atl_hook_names[l->hook], ename,
+            (int)r, text);
     struct atl_stack stk;
     atl_stack_capture(&stk);
     print_frames("debug-sync", &stk, 0, 12);

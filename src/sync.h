@@ -17,11 +17,11 @@
 
 /* Counters, by kind. The first six are blocking device-to-host copies. */
 enum atl_sync_counter {
-    ATL_SC_DTOH,          /* cuMemcpyDtoH / cuMemcpyAtoH */
-    ATL_SC_MEMCPY,        /* cuMemcpy whose direction is device to host */
-    ATL_SC_PEER,          /* cuMemcpyPeer / cuMemcpy3DPeer, device to host */
-    ATL_SC_2D,            /* cuMemcpy2D, device to host */
-    ATL_SC_3D,            /* cuMemcpy3D, device to host */
+    ATL_SC_DTOH,               /* cuMemcpyDtoH / cuMemcpyAtoH */
+    ATL_SC_MEMCPY,             /* cuMemcpy whose direction is device to host */
+    ATL_SC_PEER,               /* cuMemcpyPeer / cuMemcpy3DPeer, device to host */
+    ATL_SC_2D,                 /* cuMemcpy2D, device to host */
+    ATL_SC_3D,                 /* cuMemcpy3D, device to host */
     ATL_SC_ASYNC_D2H_PAGEABLE, /* async copy into pageable memory: synchronous in fact */
     ATL_SC_ASYNC_H2D_PAGEABLE, /* async copy from pageable memory: a hidden sync too */
     ATL_SC_SYNC_STREAM,
