@@ -280,8 +280,27 @@ struct ring_ent {
 };
 static struct ring_ent ring[RING];
 
+/* Kernels this thread has already made sure the registry can name. After a
+ * fault the driver stops answering cuFuncGetName (seen on the H200), so the
+ * first launch of each handle names it while the driver still answers. A
+ * direct-mapped per-thread cache: a hit is a hash, a load and a compare. */
+#define NAMED 256
+static __thread void *named[NAMED] __attribute__((tls_model("initial-exec")));
+
+static void ensure_named(void *func)
+{
+    uintptr_t x = (uintptr_t)func;
+    unsigned slot = (unsigned)((x >> 4) ^ (x >> 12)) & (NAMED - 1);
+    if (__builtin_expect(named[slot] == func, 1))
+        return;
+    atl_kernel_mangled(func);
+    named[slot] = func;
+}
+
 void atl_sync_launch_pre(const struct atl_launch *l)
 {
+    if (l->func)
+        ensure_named(l->func);
     struct ring_ent *e = &ring[l->seq & (RING - 1)];
     __atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
     e->func = l->func;
