@@ -210,8 +210,6 @@ void atl_sync_copy_post(const struct atl_copy *c, CUresult r)
     case ATL_CPY_PEER:
         sync_kind = c->kind == ATL_CPY_PEER ? ATL_SC_PEER : ATL_SC_MEMCPY;
         src = mem_type(c->src);
-        if (src == MT_DEVICE && !c->async && c->kind == ATL_CPY_PEER)
-            return; /* a synchronous peer copy ends on a device */
         dst = mem_type(c->dst);
         break;
     case ATL_CPY_2D:
