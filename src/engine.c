@@ -5,9 +5,11 @@
 #include "engine.h"
 
 #include "config.h"
+#include "kaudit.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
+#include "sync.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -49,6 +51,7 @@ static unsigned wanted_events(void)
         on = ATL_ON_ALL;
     if (atl_ledger_on)
         on |= ATL_ON_ALLOC;
+    on |= atl_sync_wanted() | atl_kaudit_wanted();
     return on;
 }
 
@@ -72,6 +75,8 @@ static void init_body(void)
 
     /* Features read their settings here (and set atl_ledger_on if they need
      * the ledger), before wanted_events() decides what the hooks report. */
+    atl_sync_init();
+    atl_kaudit_init();
 
     pthread_atfork(NULL, NULL, atl_engine_atfork_child);
     atexit(atl_engine_exit);
@@ -153,22 +158,24 @@ void atl_launch_pre(struct atl_launch *l)
 {
     register_late_atexit();
     l->seq = __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED);
+    atl_sync_launch_pre(l);
 }
 
 CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 {
-    (void)l;
-    return r;
+    if (__builtin_expect(atl_kaudit_on(), 0))
+        atl_kaudit_launch(l);
+    return atl_sync_launch_post(l, r);
 }
 
 void atl_graph_launch_pre(struct atl_graph_launch *g)
 {
-    (void)g;
+    atl_sync_graph_launch_pre(g, __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED));
 }
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
-    (void)g;
+    atl_fault_check(g->hook, r);
     return r;
 }
 
@@ -203,6 +210,7 @@ static void ledger_note_alloc(const struct atl_alloc *a, CUresult r)
 
 void atl_alloc_post(struct atl_alloc *a, CUresult r)
 {
+    atl_fault_check(a->hook, r);
     if (atl_ledger_on)
         ledger_note_alloc(a, r);
 }
@@ -226,7 +234,7 @@ void atl_copy_pre(struct atl_copy *c)
 
 CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 {
-    (void)c;
+    atl_sync_copy_post(c, r);
     return r;
 }
 
@@ -237,7 +245,7 @@ void atl_memset_pre(struct atl_memset *m)
 
 CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 {
-    (void)m;
+    atl_fault_check(m->hook, r);
     return r;
 }
 
@@ -248,7 +256,7 @@ void atl_sync_pre(struct atl_sync *s)
 
 CUresult atl_sync_post(struct atl_sync *s, CUresult r)
 {
-    (void)s;
+    atl_sync_host_sync_post(s, r);
     return r;
 }
 
@@ -259,13 +267,13 @@ void atl_capture_pre(struct atl_capture *c)
 
 void atl_capture_post(struct atl_capture *c, CUresult r)
 {
-    (void)c;
-    (void)r;
+    atl_sync_capture_post(c, r);
 }
 
 void atl_lookup_post(struct atl_lookup *l, CUresult r)
 {
     atl_kernels_note_lookup(l, r);
+    atl_kaudit_lookup(l, r);
 }
 
 void atl_module_pre(struct atl_module *m)
@@ -275,8 +283,7 @@ void atl_module_pre(struct atl_module *m)
 
 void atl_module_post(struct atl_module *m, CUresult r)
 {
-    (void)m;
-    (void)r;
+    atl_kaudit_module(m, r);
 }
 
 void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
@@ -354,6 +361,8 @@ void atl_engine_exit(void)
     depth++;
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
+    atl_sync_report();
+    atl_kaudit_report();
     __atomic_store_n(&atl_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
     depth--;

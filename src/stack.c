@@ -121,3 +121,11 @@ void atl_stack_site(const struct atl_stack *s, char *buf, size_t len)
     else
         snprintf(buf, len, "?");
 }
+
+int atl_stack_site_index(const struct atl_stack *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!plumbing(s->pc[i]))
+            return i;
+    return 0;
+}

@@ -25,6 +25,9 @@ void atl_frame_format(void *pc, char *buf, size_t len);
  * (libcuda, libcudart, libcublas, ...), formatted as above. */
 void atl_stack_site(const struct atl_stack *s, char *buf, size_t len);
 
+/* Index of that frame in s (0 when every frame is plumbing). */
+int atl_stack_site_index(const struct atl_stack *s);
+
 /* Demangles a C++ (or CUDA kernel) name through the C++ runtime's
  * __cxa_demangle when the process has one; returns `name` itself otherwise.
  * The result is valid until the next call on this thread. */

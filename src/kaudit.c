@@ -1,0 +1,202 @@
+/*
+ * The kernel audit. Look-ups are rare (start-up, lazy loading), so rows are
+ * kept in a malloc'd array under a mutex, with the look-up site captured
+ * each time. Launch counts live in the kernel registry (src/kernels.c),
+ * whose mutex every launch takes while the audit is on: acceptable for an
+ * audit run, and nothing is paid when it is off.
+ */
+#include "kaudit.h"
+
+#include "config.h"
+#include "driver.h"
+#include "kernels.h"
+#include "log.h"
+#include "stack.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct row {
+    void *owner;
+    char *name; /* mangled */
+    void *handle;
+    CUresult rc;
+    unsigned lookups;
+    char site[200];
+};
+
+struct owner {
+    void *handle;
+    int library;
+    char *file;
+};
+
+static int on;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct row *rows;
+static size_t nrows, caprows;
+static struct owner *owners;
+static size_t nowners, capowners;
+
+void atl_kaudit_init(void)
+{
+    on = (int)atl_cfg.kernel_audit;
+}
+
+int atl_kaudit_on(void)
+{
+    return on;
+}
+
+unsigned atl_kaudit_wanted(void)
+{
+    return on ? (ATL_ON_LOOKUP | ATL_ON_MODULE | ATL_ON_LAUNCH) : 0;
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 64;
+    void *p = realloc(*arr, nc * elem);
+    if (!p) {
+        atl_log_once_oom("the kernel audit");
+        return -1;
+    }
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
+void atl_kaudit_module(const struct atl_module *m, CUresult r)
+{
+    if (!on || m->unload || r != CUDA_SUCCESS || !m->handle)
+        return;
+    pthread_mutex_lock(&lock);
+    if (grow((void **)&owners, &capowners, nowners, sizeof *owners) == 0) {
+        owners[nowners].handle = m->handle;
+        owners[nowners].library = m->library;
+        owners[nowners].file = m->file ? strdup(m->file) : NULL;
+        nowners++;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void atl_kaudit_lookup(const struct atl_lookup *l, CUresult r)
+{
+    if (!on)
+        return;
+    const char *name = l->name;
+    void *owner = l->owner;
+    if (l->kind == ATL_LOOKUP_KERNEL_FUNCTION) {
+        if (r == CUDA_SUCCESS)
+            return; /* the kernel's own row counts the launches of its functions */
+        name = atl_kernel_mangled(l->owner);
+    }
+    struct atl_stack st;
+    atl_stack_capture(&st);
+    char site[200];
+    atl_stack_site(&st, site, sizeof site);
+    pthread_mutex_lock(&lock);
+    struct row *w = NULL;
+    for (size_t i = 0; i < nrows; i++)
+        if (rows[i].owner == owner && (rows[i].rc == CUDA_SUCCESS) == (r == CUDA_SUCCESS) &&
+            rows[i].name && name && strcmp(rows[i].name, name) == 0) {
+            w = &rows[i];
+            break;
+        }
+    if (!w && grow((void **)&rows, &caprows, nrows, sizeof *rows) == 0) {
+        w = &rows[nrows++];
+        memset(w, 0, sizeof *w);
+        w->owner = owner;
+        w->name = strdup(name ? name : "?");
+        snprintf(w->site, sizeof w->site, "%s", site);
+    }
+    if (w) {
+        w->lookups++;
+        w->rc = r;
+        if (r == CUDA_SUCCESS)
+            w->handle = l->result;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void atl_kaudit_launch(const struct atl_launch *l)
+{
+    if (!on || !l->func)
+        return;
+    uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+    atl_kernels_count_launch(l->func, blocks);
+}
+
+/* ---- report ------------------------------------------------------------------ */
+
+struct kentry {
+    void *handle, *owner;
+    const char *name;
+    uint64_t launches, blocks;
+};
+struct kcollect {
+    struct kentry *e;
+    size_t n, cap;
+};
+
+static void collect(const struct atl_kernel *k, void *ctx)
+{
+    struct kcollect *c = ctx;
+    if (grow((void **)&c->e, &c->cap, c->n, sizeof *c->e) != 0)
+        return;
+    c->e[c->n++] = (struct kentry){k->handle, k->owner, k->name, k->launches, k->blocks};
+}
+
+static void owner_label(void *h, char *buf, size_t len)
+{
+    for (size_t i = 0; i < nowners; i++)
+        if (owners[i].handle == h) {
+            const char *f = owners[i].file;
+            const char *b = f ? strrchr(f, '/') : NULL;
+            snprintf(buf, len, "%s@%p%s%s", owners[i].library ? "library" : "module", h,
+                     f ? ":" : "", f ? (b ? b + 1 : f) : "");
+            return;
+        }
+    snprintf(buf, len, "%p", h);
+}
+
+void atl_kaudit_report(void)
+{
+    if (!on)
+        return;
+    struct kcollect c = {0};
+    atl_kernels_each(collect, &c);
+    pthread_mutex_lock(&lock);
+    size_t failed = 0;
+    for (size_t i = 0; i < nrows; i++)
+        failed += rows[i].rc != CUDA_SUCCESS;
+    atl_log(ATL_ERROR, "kernel-audit: %zu kernels looked up, %zu look-ups failed", nrows, failed);
+    for (size_t i = 0; i < nrows; i++) {
+        const struct row *w = &rows[i];
+        uint64_t launches = 0, blocks = 0;
+        if (w->rc == CUDA_SUCCESS)
+            for (size_t j = 0; j < c.n; j++) {
+                const struct kentry *k = &c.e[j];
+                if (k->handle == w->handle ||
+                    (k->owner == w->owner && k->name && strcmp(k->name, w->name) == 0))
+                    launches += k->launches, blocks += k->blocks;
+            }
+        char own[300], ebuf[48], resolved[80];
+        owner_label(w->owner, own, sizeof own);
+        if (w->rc == CUDA_SUCCESS)
+            snprintf(resolved, sizeof resolved, "yes");
+        else
+            snprintf(resolved, sizeof resolved, "NO(%s)", atl_error_name(w->rc, ebuf, sizeof ebuf));
+        atl_log(ATL_ERROR,
+                "kernel-audit: resolved=%s launches=%llu blocks=%llu lookups=%u owner=%s "
+                "looked_up_at=%s kernel=%s",
+                resolved, (unsigned long long)launches, (unsigned long long)blocks, w->lookups, own,
+                w->site, atl_demangle(w->name));
+    }
+    pthread_mutex_unlock(&lock);
+    free(c.e);
+}

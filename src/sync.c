@@ -1,0 +1,604 @@
+/*
+ * Blocking copies, host syncs, the fault latch and debug sync.
+ *
+ * Why: a GPU sits idle while the host waits on device-to-host copies (one
+ * prefill trace counted 32,343 of them and 58% idle), and an asynchronous
+ * fault surfaces at a later, unrelated sync. Counting is always on; it costs
+ * relaxed atomic adds, plus one cuPointerGetAttribute per asynchronous copy
+ * with a host side (pageable or pinned decides whether it blocks) and two per
+ * generic cuMemcpy (its direction is only known through unified addressing).
+ */
+#include "sync.h"
+
+#include "config.h"
+#include "driver.h"
+#include "kernels.h"
+#include "log.h"
+#include "stack.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const counter_names[ATL_SC_COUNT] = {
+    "dtoh",        "memcpy",   "peer",       "2d", "3d", "async-d2h-pageable", "async-h2d-pageable",
+    "stream-sync", "ctx-sync", "event-sync",
+};
+
+static uint64_t counts[ATL_SC_COUNT];
+static uint64_t bytes[ATL_SC_COUNT];
+static uint64_t blocking_n; /* blocking device-to-host copies, numbered */
+
+static int trace_on;      /* ATLAS_D2H_TRACE given */
+static uint64_t trace_at; /* its value: backtrace at this blocking copy */
+static int debug_sync;    /* ATLAS_DEBUG_SYNC_KERNELS */
+
+void atl_sync_init(void)
+{
+    int i = atl_config_find("ATLAS_D2H_TRACE");
+    trace_on = i >= 0 && atl_cfg.set[i];
+    trace_at = atl_cfg.d2h_trace;
+    debug_sync = (int)atl_cfg.debug_sync_kernels;
+}
+
+/* Copies and syncs always, for the counts and the latch; launches always, for
+ * the latch's ring of recent launches (measured: see docs/sync.md); lookups
+ * always, so the ring can name kernels after a fault, when the driver no
+ * longer answers cuFuncGetName (seen on the H200); captures, so debug sync
+ * never synchronises inside one. */
+unsigned atl_sync_wanted(void)
+{
+    return ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LAUNCH | ATL_ON_LOOKUP | ATL_ON_CAPTURE;
+}
+
+uint64_t atl_sync_counter(enum atl_sync_counter k)
+{
+    return (unsigned)k < ATL_SC_COUNT ? __atomic_load_n(&counts[k], __ATOMIC_RELAXED) : 0;
+}
+
+uint64_t atl_sync_blocking_d2h(void)
+{
+    uint64_t n = 0;
+    for (int k = 0; k <= ATL_SC_BLOCKING_D2H_LAST; k++)
+        n += atl_sync_counter((enum atl_sync_counter)k);
+    return n;
+}
+
+/* ---- call sites (only with ATLAS_D2H_TRACE) --------------------------------- */
+
+/* A fixed table: no malloc on the copy path. Grouped by the whole stack, so
+ * two callers of one helper stay apart. */
+#define SITES 1024
+struct site {
+    uint64_t hash;
+    uint64_t n[ATL_SC_COUNT];
+    uint64_t bytes;
+    struct atl_stack stack;
+};
+static struct site sites[SITES];
+static unsigned nsites;
+static uint64_t sites_dropped;
+static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void print_frames(const char *tag, const struct atl_stack *s, int from, int max)
+{
+    char fr[400];
+    for (int i = from; i < s->n && i < from + max; i++) {
+        atl_frame_format(s->pc[i], fr, sizeof fr);
+        atl_log(ATL_ERROR, "%s:   #%d %s", tag, i - from, fr);
+    }
+}
+
+static void site_note(enum atl_sync_counter k, size_t nbytes)
+{
+    struct atl_stack st;
+    atl_stack_capture(&st);
+    uint64_t h = atl_stack_hash(&st);
+    pthread_mutex_lock(&sites_lock);
+    for (unsigned j = (unsigned)h & (SITES - 1), probes = 0; probes < SITES;
+         j = (j + 1) & (SITES - 1), probes++) {
+        struct site *s = &sites[j];
+        if (s->hash == h && s->stack.n == st.n) {
+            s->n[k]++;
+            s->bytes += nbytes;
+            goto out;
+        }
+        if (s->hash == 0 && s->stack.n == 0) {
+            if (nsites * 4 >= SITES * 3)
+                break; /* keep probes short: count the rest as dropped */
+            s->hash = h;
+            s->stack = st;
+            s->n[k] = 1;
+            s->bytes = nbytes;
+            nsites++;
+            goto out;
+        }
+    }
+    sites_dropped++;
+out:
+    pthread_mutex_unlock(&sites_lock);
+}
+
+static void count(enum atl_sync_counter k, size_t nbytes)
+{
+    __atomic_fetch_add(&counts[k], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&bytes[k], nbytes, __ATOMIC_RELAXED);
+    if (k <= ATL_SC_BLOCKING_D2H_LAST) {
+        uint64_t n = __atomic_add_fetch(&blocking_n, 1, __ATOMIC_RELAXED);
+        if (!trace_on)
+            return;
+        if (n == trace_at) {
+            struct atl_stack st;
+            atl_stack_capture(&st);
+            atl_log(ATL_ERROR,
+                    "d2h-trace: blocking device-to-host copy #%llu kind=%s bytes=%zu "
+                    "backtrace:",
+                    (unsigned long long)n, counter_names[k], nbytes);
+            print_frames("d2h-trace", &st, 0, ATL_STACK_MAX);
+        }
+        if (n % 10000 == 0)
+            atl_log(ATL_ERROR, "d2h-trace: %llu blocking device-to-host copies so far",
+                    (unsigned long long)n);
+    }
+    if (trace_on)
+        site_note(k, nbytes);
+}
+
+/* ---- copies --------------------------------------------------------------------- */
+
+enum mt { MT_UNKNOWN, MT_DEVICE, MT_PINNED, MT_PAGEABLE };
+
+/* What a unified address is. The driver answers an error for memory it does
+ * not know, which on the host means pageable (the fake driver agrees). */
+static enum mt mem_type(CUdeviceptr p)
+{
+    if (!atl_drv.cuPointerGetAttribute)
+        return MT_UNKNOWN;
+    unsigned t = 0;
+    if (atl_drv.cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
+        return MT_PAGEABLE;
+    if (t == CU_MEMORYTYPE_HOST)
+        return MT_PINNED;
+    return MT_DEVICE; /* device, array, or managed */
+}
+
+static enum mt side_type(CUmemorytype t, const void *host, CUdeviceptr dev)
+{
+    switch (t) {
+    case CU_MEMORYTYPE_HOST:
+        return mem_type((CUdeviceptr)(uintptr_t)host);
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_ARRAY:
+        return MT_DEVICE;
+    case CU_MEMORYTYPE_UNIFIED:
+        return mem_type(dev);
+    default:
+        return MT_UNKNOWN;
+    }
+}
+
+static int hostlike(enum mt t)
+{
+    return t == MT_PINNED || t == MT_PAGEABLE;
+}
+
+void atl_sync_copy_post(const struct atl_copy *c, CUresult r)
+{
+    if (r != CUDA_SUCCESS) {
+        atl_fault_check(c->hook, r);
+        return;
+    }
+    enum mt src = MT_UNKNOWN, dst = MT_UNKNOWN;
+    size_t n = c->bytes;
+    enum atl_sync_counter sync_kind = ATL_SC_DTOH;
+    switch (c->kind) {
+    case ATL_CPY_DTOH:
+    case ATL_CPY_ATOH:
+        src = MT_DEVICE;
+        /* a synchronous copy blocks whatever the host memory is */
+        dst = c->async ? mem_type((CUdeviceptr)(uintptr_t)c->host_dst) : MT_PINNED;
+        break;
+    case ATL_CPY_HTOD:
+    case ATL_CPY_HTOA:
+        if (!c->async)
+            return; /* blocks too, but it is not what starves the GPU */
+        src = mem_type((CUdeviceptr)(uintptr_t)c->host_src);
+        dst = MT_DEVICE;
+        break;
+    case ATL_CPY_GENERIC:
+    case ATL_CPY_PEER:
+        sync_kind = c->kind == ATL_CPY_PEER ? ATL_SC_PEER : ATL_SC_MEMCPY;
+        src = mem_type(c->src);
+        dst = mem_type(c->dst);
+        break;
+    case ATL_CPY_2D:
+        if (!c->p2d)
+            return;
+        sync_kind = ATL_SC_2D;
+        n = c->p2d->WidthInBytes * c->p2d->Height;
+        src = side_type(c->p2d->srcMemoryType, c->p2d->srcHost, c->p2d->srcDevice);
+        dst = side_type(c->p2d->dstMemoryType, c->p2d->dstHost, c->p2d->dstDevice);
+        break;
+    case ATL_CPY_3D:
+        if (!c->p3d)
+            return;
+        sync_kind = ATL_SC_3D;
+        n = c->p3d->WidthInBytes * c->p3d->Height * c->p3d->Depth;
+        src = side_type(c->p3d->srcMemoryType, c->p3d->srcHost, c->p3d->srcDevice);
+        dst = side_type(c->p3d->dstMemoryType, c->p3d->dstHost, c->p3d->dstDevice);
+        break;
+    case ATL_CPY_3D_PEER:
+        if (!c->p3dp)
+            return;
+        sync_kind = ATL_SC_PEER;
+        n = c->p3dp->WidthInBytes * c->p3dp->Height * c->p3dp->Depth;
+        src = side_type(c->p3dp->srcMemoryType, c->p3dp->srcHost, c->p3dp->srcDevice);
+        dst = side_type(c->p3dp->dstMemoryType, c->p3dp->dstHost, c->p3dp->dstDevice);
+        break;
+    default:
+        return; /* device to device, arrays, batches: never block the host */
+    }
+    if (src == MT_DEVICE && hostlike(dst)) {
+        if (!c->async)
+            count(sync_kind, n);
+        else if (dst == MT_PAGEABLE)
+            count(ATL_SC_ASYNC_D2H_PAGEABLE, n);
+    } else if (c->async && src == MT_PAGEABLE && dst == MT_DEVICE) {
+        count(ATL_SC_ASYNC_H2D_PAGEABLE, n);
+    }
+}
+
+void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r)
+{
+    static const enum atl_sync_counter k[] = {
+        [ATL_SYNC_CTX] = ATL_SC_SYNC_CTX,
+        [ATL_SYNC_STREAM] = ATL_SC_SYNC_STREAM,
+        [ATL_SYNC_EVENT] = ATL_SC_SYNC_EVENT,
+    };
+    count(k[s->kind], 0);
+    if (r != CUDA_SUCCESS)
+        atl_fault_check(s->hook, r);
+}
+
+/* ---- the ring of recent launches -------------------------------------------- */
+
+/* Written on every launch (about ten stores; the slot comes from the launch
+ * number the engine already draws, so no extra atomic). Process-wide rather
+ * than per context: one context per process is the common case, and the
+ * report says so. */
+#define RING 64
+struct ring_ent {
+    uint64_t seq; /* written last; 0 while empty */
+    void *func;   /* NULL: a graph launch */
+    void *exec;
+    CUstream stream;
+    unsigned grid[3], block[3], shmem;
+    int hook;
+};
+static struct ring_ent ring[RING];
+
+/* Kernels this thread has already made sure the registry can name. After a
+ * fault the driver stops answering cuFuncGetName (seen on the H200), so the
+ * first launch of each handle names it while the driver still answers. A
+ * direct-mapped per-thread cache: a hit is a hash, a load and a compare. */
+#define NAMED 256
+static __thread void *named[NAMED] __attribute__((tls_model("initial-exec")));
+
+static void ensure_named(void *func)
+{
+    uintptr_t x = (uintptr_t)func;
+    unsigned slot = (unsigned)((x >> 4) ^ (x >> 12)) & (NAMED - 1);
+    if (__builtin_expect(named[slot] == func, 1))
+        return;
+    atl_kernel_mangled(func);
+    named[slot] = func;
+}
+
+void atl_sync_launch_pre(const struct atl_launch *l)
+{
+    if (l->func)
+        ensure_named(l->func);
+    struct ring_ent *e = &ring[l->seq & (RING - 1)];
+    __atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
+    e->func = l->func;
+    e->exec = NULL;
+    e->stream = l->stream;
+    memcpy(e->grid, l->grid, sizeof e->grid);
+    memcpy(e->block, l->block, sizeof e->block);
+    e->shmem = l->shmem;
+    e->hook = l->hook;
+    __atomic_store_n(&e->seq, l->seq, __ATOMIC_RELEASE);
+}
+
+void atl_sync_graph_launch_pre(const struct atl_graph_launch *g, uint64_t seq)
+{
+    struct ring_ent *e = &ring[seq & (RING - 1)];
+    __atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
+    e->func = NULL;
+    e->exec = g->exec;
+    e->stream = g->stream;
+    e->hook = g->hook;
+    __atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
+}
+
+#define RING_SHOWN 16
+
+static void ring_report(const char *tag)
+{
+    uint64_t last = 0;
+    for (int i = 0; i < RING; i++) {
+        uint64_t s = __atomic_load_n(&ring[i].seq, __ATOMIC_ACQUIRE);
+        if (s > last)
+            last = s;
+    }
+    if (!last) {
+        atl_log(ATL_ERROR, "%s: no kernel launch was seen before it", tag);
+        return;
+    }
+    uint64_t first = last >= RING_SHOWN ? last - RING_SHOWN + 1 : 1;
+    atl_log(ATL_ERROR,
+            "%s: the last %llu launches (all contexts, oldest first; the culprit is "
+            "usually among them):",
+            tag, (unsigned long long)(last - first + 1));
+    for (uint64_t s = first; s <= last; s++) {
+        struct ring_ent e = ring[s & (RING - 1)];
+        if (__atomic_load_n(&ring[s & (RING - 1)].seq, __ATOMIC_ACQUIRE) != s || e.seq != s)
+            continue;
+        if (!e.func) {
+            atl_log(ATL_ERROR, "%s:   launch=%llu graph=%p stream=%p via=%s", tag,
+                    (unsigned long long)s, e.exec, (void *)e.stream, atl_hook_names[e.hook]);
+            continue;
+        }
+        char name[256];
+        atl_kernel_name(e.func, name, sizeof name);
+        atl_log(ATL_ERROR,
+                "%s:   launch=%llu kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u stream=%p "
+                "via=%s",
+                tag, (unsigned long long)s, name, e.grid[0], e.grid[1], e.grid[2], e.block[0],
+                e.block[1], e.block[2], e.shmem, (void *)e.stream, atl_hook_names[e.hook]);
+    }
+}
+
+/* ---- the fault latch ---------------------------------------------------------------- */
+
+int atl_fault_is_sticky(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int latched;
+
+static void error_text(CUresult r, const char **name, const char **text, char *buf, unsigned len)
+{
+    *name = atl_error_name(r, buf, len);
+    *text = NULL;
+    if (!atl_drv.cuGetErrorString || atl_drv.cuGetErrorString(r, text) != CUDA_SUCCESS || !*text)
+        *text = "(no description)";
+}
+
+void atl_fault_check(int hook, CUresult r)
+{
+    if (__builtin_expect(!atl_fault_is_sticky(r), 1))
+        return;
+    if (__atomic_exchange_n(&latched, 1, __ATOMIC_ACQ_REL))
+        return; /* reported once: later calls fail for the same reason */
+    char buf[48];
+    const char *name, *text;
+    error_text(r, &name, &text, buf, sizeof buf);
+    struct atl_stack st;
+    atl_stack_capture(&st);
+    char site[400];
+    atl_stack_site(&st, site, sizeof site);
+    atl_log(ATL_ERROR,
+            "fault: error=%s code=%d first_seen_by=%s site=%s: %s. The context is lost; the "
+            "fault happened in an earlier launch (ATLAS_DEBUG_SYNC_KERNELS=1 names it); later "
+            "failures are not repeated",
+            name, (int)r, atl_hook_names[hook], site, text);
+    print_frames("fault", &st, 0, 8);
+    ring_report("fault");
+}
+
+/* ---- debug sync --------------------------------------------------------------------- */
+
+/* Captures that forbid a synchronisation elsewhere: global-mode ones on any
+ * thread, and thread-local ones on this thread. */
+#define CAPS 64
+static CUstream global_caps[CAPS];
+static int nglobal;
+static pthread_mutex_t caps_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int local_caps;
+static int debug_reported;
+
+void atl_sync_capture_post(const struct atl_capture *c, CUresult r)
+{
+    if (c->begin) {
+        if (r != CUDA_SUCCESS)
+            return;
+        if (c->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) {
+            local_caps++;
+            return;
+        }
+        if (c->mode != -1 && c->mode != CU_STREAM_CAPTURE_MODE_GLOBAL)
+            return;
+        pthread_mutex_lock(&caps_lock);
+        for (int i = 0; i < CAPS; i++)
+            if (!global_caps[i]) {
+                global_caps[i] = c->stream ? c->stream : (CUstream)1;
+                __atomic_add_fetch(&nglobal, 1, __ATOMIC_RELEASE);
+                break;
+            }
+        pthread_mutex_unlock(&caps_lock);
+        return;
+    }
+    /* the end of a capture ends it, whatever the result */
+    CUstream key = c->stream ? c->stream : (CUstream)1;
+    int found = 0;
+    pthread_mutex_lock(&caps_lock);
+    for (int i = 0; i < CAPS && !found; i++)
+        if (global_caps[i] == key) {
+            global_caps[i] = NULL;
+            __atomic_sub_fetch(&nglobal, 1, __ATOMIC_RELEASE);
+            found = 1;
+        }
+    pthread_mutex_unlock(&caps_lock);
+    if (!found && local_caps > 0)
+        local_caps--;
+}
+
+/* Costs one cuStreamIsCapturing, a name look-up and a cuStreamSynchronize per
+ * launch: the GPU runs one kernel at a time, which is the point. */
+static CUresult debug_sync_after(const struct atl_launch *l)
+{
+    if (__atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || local_caps > 0)
+        return CUDA_SUCCESS;
+    int pt = atl_hook_flags[l->hook] & ATL_F_PT;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult (*is_cap)(CUstream, CUstreamCaptureStatus *) =
+        pt ? atl_drv.cuStreamIsCapturing_ptsz : atl_drv.cuStreamIsCapturing;
+    if (!is_cap || !atl_drv.cuStreamSynchronize)
+        return CUDA_SUCCESS;
+    CUresult cr = is_cap(l->stream, &st);
+    if (cr == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE)
+        return CUDA_SUCCESS;
+    if (cr != CUDA_SUCCESS && !atl_fault_is_sticky(cr))
+        return CUDA_SUCCESS;
+    /* name it now: after a fault the driver stops answering cuFuncGetName */
+    char name[256];
+    atl_kernel_name(l->func, name, sizeof name);
+    CUstream s = (pt && !l->stream) ? CU_STREAM_PER_THREAD : l->stream;
+    CUresult r = atl_drv.cuStreamSynchronize(s);
+    if (r == CUDA_SUCCESS)
+        return r;
+    if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
+        return r;
+    if (atl_fault_is_sticky(r))
+        __atomic_store_n(&latched, 1, __ATOMIC_RELEASE); /* this report says it all */
+    char buf[48];
+    const char *ename, *text;
+    error_text(r, &ename, &text, buf, sizeof buf);
+    atl_log(ATL_ERROR,
+            "debug-sync: launch failed: kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u "
+            "stream=%p launch=%llu via=%s error=%s code=%d: %s",
+            name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+            l->shmem, (void *)l->stream, (unsigned long long)l->seq, atl_hook_names[l->hook], ename,
+            (int)r, text);
+    struct atl_stack stk;
+    atl_stack_capture(&stk);
+    print_frames("debug-sync", &stk, 0, 12);
+    return r;
+}
+
+CUresult atl_sync_launch_post(const struct atl_launch *l, CUresult r)
+{
+    if (r != CUDA_SUCCESS) {
+        atl_fault_check(l->hook, r);
+        return r;
+    }
+    if (debug_sync)
+        return debug_sync_after(l);
+    return r;
+}
+
+/* ---- exit summary --------------------------------------------------------------------- */
+
+static int by_count(const void *a, const void *b)
+{
+    const struct site *x = *(const struct site *const *)a, *y = *(const struct site *const *)b;
+    uint64_t nx = 0, ny = 0;
+    for (int k = 0; k < ATL_SC_COUNT; k++)
+        nx += x->n[k], ny += y->n[k];
+    return nx < ny ? 1 : nx > ny ? -1 : 0;
+}
+
+#define TOP_SITES 10
+#define SITE_FRAMES 6
+
+void atl_sync_report(void)
+{
+    if (!trace_on)
+        return;
+    uint64_t c[ATL_SC_COUNT], b[ATL_SC_COUNT], blk = 0, blk_bytes = 0;
+    for (int k = 0; k < ATL_SC_COUNT; k++) {
+        c[k] = __atomic_load_n(&counts[k], __ATOMIC_RELAXED);
+        b[k] = __atomic_load_n(&bytes[k], __ATOMIC_RELAXED);
+        if (k <= ATL_SC_BLOCKING_D2H_LAST)
+            blk += c[k], blk_bytes += b[k];
+    }
+    atl_log(ATL_ERROR,
+            "d2h-summary: blocking_d2h=%llu bytes=%llu dtoh=%llu memcpy=%llu peer=%llu 2d=%llu "
+            "3d=%llu async_d2h_pageable=%llu",
+            (unsigned long long)blk, (unsigned long long)blk_bytes, (unsigned long long)c[0],
+            (unsigned long long)c[1], (unsigned long long)c[2], (unsigned long long)c[3],
+            (unsigned long long)c[4], (unsigned long long)c[5]);
+    atl_log(ATL_ERROR,
+            "d2h-summary: hidden_syncs=%llu (async copies with pageable host memory, performed "
+            "synchronously) d2h_pageable=%llu h2d_pageable=%llu h2d_pageable_bytes=%llu",
+            (unsigned long long)(c[5] + c[6]), (unsigned long long)c[5], (unsigned long long)c[6],
+            (unsigned long long)b[6]);
+    atl_log(ATL_ERROR, "d2h-summary: host_syncs=%llu stream=%llu ctx=%llu event=%llu",
+            (unsigned long long)(c[7] + c[8] + c[9]), (unsigned long long)c[7],
+            (unsigned long long)c[8], (unsigned long long)c[9]);
+
+    static struct site *order[SITES];
+    unsigned n = 0;
+    pthread_mutex_lock(&sites_lock);
+    for (unsigned i = 0; i < SITES; i++)
+        if (sites[i].stack.n || sites[i].hash)
+            order[n++] = &sites[i];
+    qsort(order, n, sizeof order[0], by_count);
+    atl_log(ATL_ERROR, "d2h-summary: %u call sites (grouped by stack)%s; top %u by count:", n,
+            sites_dropped ? ", table full: some not shown" : "", n < TOP_SITES ? n : TOP_SITES);
+    for (unsigned i = 0; i < n && i < TOP_SITES; i++) {
+        const struct site *s = order[i];
+        char kinds[300] = "", site[400];
+        size_t used = 0;
+        uint64_t total = 0;
+        for (int k = 0; k < ATL_SC_COUNT; k++) {
+            if (!s->n[k])
+                continue;
+            total += s->n[k];
+            used += (size_t)snprintf(kinds + used, used < sizeof kinds ? sizeof kinds - used : 0,
+                                     "%s%s=%llu", used ? "," : "", counter_names[k],
+                                     (unsigned long long)s->n[k]);
+            if (used >= sizeof kinds)
+                used = sizeof kinds - 1;
+        }
+        atl_stack_site(&s->stack, site, sizeof site);
+        atl_log(ATL_ERROR, "d2h-summary: site=%u count=%llu bytes=%llu kinds=%s%s at %s", i + 1,
+                (unsigned long long)total, (unsigned long long)s->bytes, kinds,
+                (s->n[ATL_SC_ASYNC_D2H_PAGEABLE] || s->n[ATL_SC_ASYNC_H2D_PAGEABLE])
+                    ? " (pageable: hidden sync)"
+                    : "",
+                site);
+        print_frames("d2h-summary", &s->stack, atl_stack_site_index(&s->stack), SITE_FRAMES);
+    }
+    pthread_mutex_unlock(&sites_lock);
+}
+
+/* For scripts (ctypes) and tests: one counter by name, or the blocking
+ * total for "blocking_d2h"; -1 for an unknown name. */
+__attribute__((visibility("default"))) long long atlas_sync_count(const char *name)
+{
+    if (!name)
+        return -1;
+    if (strcmp(name, "blocking_d2h") == 0)
+        return (long long)atl_sync_blocking_d2h();
+    for (int k = 0; k < ATL_SC_COUNT; k++)
+        if (strcmp(name, counter_names[k]) == 0)
+            return (long long)atl_sync_counter((enum atl_sync_counter)k);
+    return -1;
+}

@@ -1,0 +1,57 @@
+/*
+ * Who blocks the host, and which launch broke the context.
+ *
+ * - Blocking device-to-host copies and host syncs are counted always (a few
+ *   relaxed atomic adds per copy or sync; the pageable check costs one
+ *   cuPointerGetAttribute per asynchronous host copy). ATLAS_D2H_TRACE adds
+ *   backtraces, call sites and an exit summary.
+ * - The fault latch is always armed: the first sticky error (700, 719, ...)
+ *   any hooked call returns is reported once, with the last launches.
+ * - ATLAS_DEBUG_SYNC_KERNELS=1 synchronises after every launch and names the
+ *   first launch that fails.
+ */
+#ifndef ATL_SYNC_H
+#define ATL_SYNC_H
+
+#include "engine.h"
+
+/* Counters, by kind. The first six are blocking device-to-host copies. */
+enum atl_sync_counter {
+    ATL_SC_DTOH,               /* cuMemcpyDtoH / cuMemcpyAtoH */
+    ATL_SC_MEMCPY,             /* cuMemcpy whose direction is device to host */
+    ATL_SC_PEER,               /* cuMemcpyPeer / cuMemcpy3DPeer, device to host */
+    ATL_SC_2D,                 /* cuMemcpy2D, device to host */
+    ATL_SC_3D,                 /* cuMemcpy3D, device to host */
+    ATL_SC_ASYNC_D2H_PAGEABLE, /* async copy into pageable memory: synchronous in fact */
+    ATL_SC_ASYNC_H2D_PAGEABLE, /* async copy from pageable memory: a hidden sync too */
+    ATL_SC_SYNC_STREAM,
+    ATL_SC_SYNC_CTX,
+    ATL_SC_SYNC_EVENT,
+    ATL_SC_COUNT
+};
+#define ATL_SC_BLOCKING_D2H_LAST ATL_SC_ASYNC_D2H_PAGEABLE
+
+/* Reads the settings (init_body) and says which event classes it needs. */
+void atl_sync_init(void);
+unsigned atl_sync_wanted(void);
+
+/* Event entry points, called from the engine's. */
+void atl_sync_launch_pre(const struct atl_launch *l);
+CUresult atl_sync_launch_post(const struct atl_launch *l, CUresult r);
+void atl_sync_graph_launch_pre(const struct atl_graph_launch *g, uint64_t seq);
+void atl_sync_copy_post(const struct atl_copy *c, CUresult r);
+void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r);
+void atl_sync_capture_post(const struct atl_capture *c, CUresult r);
+
+/* The fault latch: any hooked call's result goes through here. Reports the
+ * first context-destroying error once. */
+void atl_fault_check(int hook, CUresult r);
+int atl_fault_is_sticky(CUresult r);
+
+/* Exit summary (when ATLAS_D2H_TRACE is set). */
+void atl_sync_report(void);
+
+uint64_t atl_sync_counter(enum atl_sync_counter k);
+uint64_t atl_sync_blocking_d2h(void);
+
+#endif

@@ -1,0 +1,71 @@
+#!/bin/sh
+# Real-GPU suite of syncs, copies and faults (make sync-gpu-check).
+#   tests/gpu/sync/run_sync.sh BUILD_DIR
+build=${1:-build}
+here=tests/gpu/sync
+lib=$(realpath "$build/libatlastrace.so")
+out=$build/gpu-sync
+mkdir -p "$out"
+status=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; status=1; }
+has() { grep -q -- "$2" "$1"; }
+
+# 1. debug sync names the out-of-bounds kernel, and the launch returns the error
+ATLAS_DEBUG_SYNC_KERNELS=1 ATLAS_LOG="$out/oob-debug.log" LD_PRELOAD="$lib" \
+    "$build/gpu/sync_oob" >"$out/oob-debug.out" 2>&1
+cat "$out/oob-debug.out"
+grep -E "debug-sync|fault" "$out/oob-debug.log" | head -8
+if has "$out/oob-debug.log" "debug-sync: launch failed: kernel=oob_kernel(" &&
+   has "$out/oob-debug.log" "code=700" &&
+   [ "$(grep -c 'debug-sync: launch failed' "$out/oob-debug.log")" = 1 ]; then
+    pass "ATLAS_DEBUG_SYNC_KERNELS=1 names oob_kernel, once, with error 700"
+else
+    fail "debug sync did not name oob_kernel (log: $out/oob-debug.log)"
+fi
+if has "$out/oob-debug.out" "first failing launch: 500 (cudaErrorIllegalAddress)"; then
+    pass "the faulting launch itself (500) returned the error to the program"
+else
+    fail "the program did not see the error at launch 500"
+fi
+
+# 2. without debug sync: the latch, once, with the recent launches
+ATLAS_LOG="$out/oob-latch.log" LD_PRELOAD="$lib" "$build/gpu/sync_oob" >"$out/oob-latch.out" 2>&1
+cat "$out/oob-latch.out"
+grep -E "fault" "$out/oob-latch.log" | head -24
+if [ "$(grep -c 'fault: error=' "$out/oob-latch.log")" = 1 ] &&
+   has "$out/oob-latch.log" "fault: error=CUDA_ERROR_ILLEGAL_ADDRESS code=700" &&
+   has "$out/oob-latch.log" "fault:   launch=.* kernel=oob_kernel(float\*, long) grid=(1,1,1) block=(32,1,1)"; then
+    pass "fault latch reported once, oob_kernel among the recent launches"
+else
+    fail "fault latch (log: $out/oob-latch.log)"
+fi
+# (a launch after the faulting one may already see the error: the GPU runs ahead)
+if has "$out/oob-latch.out" "sync returned: cudaErrorIllegalAddress" &&
+   has "$out/oob-latch.out" "memcpy returned: cudaErrorIllegalAddress"; then
+    pass "without debug sync the program sees the driver's own errors"
+else
+    fail "results changed without debug sync"
+fi
+# native run, for the cost of debug sync per launch
+"$build/gpu/sync_oob" >"$out/oob-native.out" 2>&1
+echo "debug-sync cost: native $(grep 'good launches' "$out/oob-native.out"), preloaded $(grep 'good launches' "$out/oob-latch.out"), debug sync $(grep 'good launches' "$out/oob-debug.out")"
+
+# 3. PyTorch: counts match the script's structure, sites name libtorch
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    ATLAS_D2H_TRACE=1000000000 ATLAS_LOG="$out/torch.log" LD_PRELOAD="$lib" \
+        python3 $here/torch_d2h.py >"$out/torch.out" 2>&1
+    rc=$?
+    cat "$out/torch.out"
+    [ $rc -eq 0 ] || fail "torch_d2h.py exited $rc"
+    grep "d2h-summary" "$out/torch.log" | head -40
+    if grep -q "d2h-summary: site=1 .*libtorch" "$out/torch.log" &&
+       grep -q "d2h-summary: site=.*(pageable: hidden sync) at .*libtorch" "$out/torch.log"; then
+        pass "summary sites name PyTorch's library frames (libtorch), pageable ones marked"
+    else
+        fail "summary sites do not name libtorch frames (log: $out/torch.log)"
+    fi
+else
+    fail "no PyTorch with CUDA here"
+fi
+exit $status

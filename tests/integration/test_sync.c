@@ -1,0 +1,213 @@
+/*
+ * Syncs, copies and faults, against the fake driver: the program
+ * (tests/targets/sync_target.c) knows exactly how many copies of each kind it
+ * made, which kernel faulted, and which look-up failed; the report must say
+ * the same.
+ */
+#include "run.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TARGET BUILD_DIR "/tests/sync_target"
+
+static void run_mode(struct run_result *r, const char *mode, const char *const env[])
+{
+    char *argv[] = {TARGET, (char *)mode, NULL};
+    run_target(r, argv, env, 1);
+    ck_assert_msg(r->status == 0, "%s %s exited %d; out:\n%s\nlog:\n%s", TARGET, mode, r->status,
+                  r->out, r->log);
+    ck_assert_msg(strstr(r->out, "ok\n") != NULL, "no ok; out:\n%s", r->out);
+}
+
+#define HAS(text, needle)                                                                          \
+    ck_assert_msg(strstr(text, needle), "missing \"%s\" in:\n%s", needle, text)
+
+/* The line after the line that contains `needle`. */
+static const char *next_line(const char *text, const char *needle)
+{
+    const char *p = strstr(text, needle);
+    if (!p)
+        return "";
+    p = strchr(p, '\n');
+    return p ? p + 1 : "";
+}
+
+START_TEST(each_kind_counted_exactly)
+{
+    static const char *const env[] = {"ATLAS_D2H_TRACE=4", NULL};
+    struct run_result r;
+    run_mode(&r, "copies", env);
+    /* 3 cuMemcpyDtoH, 2 cuMemcpy device->pageable, one 2D, one 3D (unified
+     * addressing), 6 async into pageable memory; the async ones into pinned
+     * memory, the host-to-device and device-to-device copies not at all */
+    HAS(r.log, "d2h-summary: blocking_d2h=13 bytes=440 dtoh=3 memcpy=2 peer=0 2d=1 3d=1 "
+               "async_d2h_pageable=6\n");
+    HAS(r.log, "hidden_syncs=8 ");
+    HAS(r.log, "d2h_pageable=6 h2d_pageable=2 h2d_pageable_bytes=256\n");
+    HAS(r.log, "d2h-summary: host_syncs=4 stream=2 ctx=1 event=1\n");
+    /* the program reads the same counts through the API */
+    HAS(r.out, "api blocking_d2h=13 hidden_h2d=2 stream_syncs=2\n");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(nth_backtrace_and_sites)
+{
+    static const char *const env[] = {"ATLAS_D2H_TRACE=4", NULL};
+    struct run_result r;
+    run_mode(&r, "copies", env);
+    /* the 4th blocking copy is the first generic cuMemcpy: its caller named */
+    HAS(r.log, "d2h-trace: blocking device-to-host copy #4 kind=memcpy bytes=32 backtrace:\n");
+    const char *frame = next_line(r.log, "copy #4 kind=memcpy");
+    ck_assert_msg(
+        strncmp(strstr(frame, "#0") ? strstr(frame, "#0") : "", "#0 copy_generic_d2h+", 20) == 0,
+        "first frame of the backtrace is not the caller: %s", frame);
+    ck_assert_int_eq(count_lines(r.log, "backtrace:"), 1);
+    /* sites, most frequent first; pageable ones say so */
+    HAS(r.log, "d2h-summary: site=1 count=5 bytes=80 kinds=async-d2h-pageable=5 (pageable: "
+               "hidden sync) at copy_async_pageable+");
+    HAS(r.log, "d2h-summary: site=2 count=3 bytes=192 kinds=dtoh=3 at copy_dtoh+");
+    HAS(r.log, "kinds=memcpy=2 at copy_generic_d2h+");
+    HAS(r.log, "kinds=async-h2d-pageable=1 (pageable: hidden sync) at upload_async+");
+    HAS(r.log, "kinds=ctx-sync=1 at mode_copies+");
+    /* async copies into pinned memory do not block: never a site */
+    ck_assert_msg(!strstr(r.log, "copy_async_pinned"), "pinned copies reported:\n%s", r.log);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(counting_without_trace_is_silent)
+{
+    static const char *const env[] = {"ATLAS_D2H_TRACE", NULL};
+    struct run_result r;
+    run_mode(&r, "copies", env);
+    HAS(r.out, "api blocking_d2h=13 hidden_h2d=2 stream_syncs=2\n");
+    ck_assert_msg(!strstr(r.log, "d2h-"), "report without ATLAS_D2H_TRACE:\n%s", r.log);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(running_count)
+{
+    static const char *const env[] = {"ATLAS_D2H_TRACE=0", NULL};
+    struct run_result r;
+    run_mode(&r, "many", env);
+    HAS(r.log, "d2h-trace: 10000 blocking device-to-host copies so far\n");
+    HAS(r.log, "d2h-trace: 20000 blocking device-to-host copies so far\n");
+    ck_assert_int_eq(count_lines(r.log, "so far"), 2);
+    ck_assert_int_eq(count_lines(r.log, "backtrace:"), 0); /* 0: no backtrace */
+    HAS(r.log, "d2h-summary: blocking_d2h=25000 bytes=1600000 dtoh=25000 ");
+    HAS(r.log, "d2h-summary: site=1 count=25000 bytes=1600000 kinds=dtoh=25000 at copy_dtoh+");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(latch_once_with_recent_launches)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS", NULL};
+    struct run_result r;
+    run_mode(&r, "fault", env);
+    /* the program sees the driver's errors unchanged */
+    HAS(r.out, "sync returned 700\ndtoh returned 700\nstream sync returned 700\n");
+    ck_assert_msg(!strstr(r.out, "launch "), "a launch failed without debug sync:\n%s", r.out);
+    /* reported once, by the first call that saw it */
+    ck_assert_int_eq(count_lines(r.log, "fault: error="), 1);
+    HAS(r.log, "fault: error=CUDA_ERROR_ILLEGAL_ADDRESS code=700 first_seen_by=cuCtxSynchronize "
+               "site=mode_fault+");
+    /* the culprit is among the recent launches, with its shape */
+    HAS(r.log, "fault:   launch=301 kernel=oob_write(float*) grid=(4,2,1) block=(128,1,1) "
+               "shmem=512 stream=(nil) via=cuLaunchKernel\n");
+    HAS(r.log, "fault:   launch=306 kernel=axpy_good(float*) ");
+    ck_assert_int_eq(count_lines(r.log, "fault:   launch="), 16);
+    ck_assert_int_eq(count_lines(r.log, "debug-sync"), 0);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(debug_sync_names_the_culprit)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS=1", NULL};
+    struct run_result r;
+    run_mode(&r, "fault", env);
+    /* the launch itself returns the fault: the 300 before it were good */
+    HAS(r.out, "launch 300 returned 700\n");
+    ck_assert_int_eq(count_lines(r.log, "debug-sync: launch failed"), 1);
+    HAS(r.log, "debug-sync: launch failed: kernel=oob_write(float*) grid=(4,2,1) block=(128,1,1) "
+               "shmem=512 stream=(nil) launch=301 via=cuLaunchKernel "
+               "error=CUDA_ERROR_ILLEGAL_ADDRESS code=700: ");
+    HAS(next_line(r.log, "debug-sync: launch failed"), "debug-sync:   #0 mode_fault+");
+    /* the later failing calls are not reported again */
+    ck_assert_int_eq(count_lines(r.log, "fault: error="), 0);
+    HAS(r.out, "sync returned 700\n");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(debug_sync_never_inside_a_capture)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS=1", NULL};
+    struct run_result r;
+    run_mode(&r, "capture", env);
+    /* the capture survives (a sync would have invalidated it), and only the
+     * launch after it was synchronised */
+    HAS(r.out, "graph ops=3\n");
+    HAS(r.out, "stream syncs seen by the driver=1\n");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(kernel_audit_table)
+{
+    static const char *const env[] = {"ATLAS_KERNEL_AUDIT=1", NULL};
+    struct run_result r;
+    run_mode(&r, "audit", env);
+    HAS(r.out, "optional lookup returned 500\n");
+    HAS(r.log, "kernel-audit: 3 kernels looked up, 1 look-ups failed\n");
+    HAS(r.log, "kernel-audit: resolved=yes launches=7 blocks=42 lookups=2 owner=module@");
+    HAS(r.log, "kernel-audit: resolved=yes launches=0 blocks=0 lookups=1 owner=module@");
+    HAS(r.log, "kernel-audit: resolved=NO(CUDA_ERROR_NOT_FOUND) launches=0 blocks=0 lookups=1 "
+               "owner=module@");
+    /* where each look-up was made: the optional one from mode_audit */
+    HAS(r.log, "lookups=1 owner=module@");
+    ck_assert_int_eq(count_lines(r.log, "looked_up_at=setup+"), 2);
+    HAS(next_line(r.log, "kernel=oob_write(float*)"), "looked_up_at=mode_audit+");
+    HAS(r.log, " kernel=optional_fast_path(float*)\n");
+    HAS(r.log, " kernel=axpy_good(float*)\n");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(no_audit_without_setting)
+{
+    static const char *const env[] = {"ATLAS_KERNEL_AUDIT", NULL};
+    struct run_result r;
+    run_mode(&r, "audit", env);
+    ck_assert_msg(!strstr(r.log, "kernel-audit"), "audit without the setting:\n%s", r.log);
+    run_free(&r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sync");
+    TCase *tc = tcase_create("sync");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, each_kind_counted_exactly);
+    tcase_add_test(tc, nth_backtrace_and_sites);
+    tcase_add_test(tc, counting_without_trace_is_silent);
+    tcase_add_test(tc, running_count);
+    tcase_add_test(tc, latch_once_with_recent_launches);
+    tcase_add_test(tc, debug_sync_names_the_culprit);
+    tcase_add_test(tc, debug_sync_never_inside_a_capture);
+    tcase_add_test(tc, kernel_audit_table);
+    tcase_add_test(tc, no_audit_without_setting);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

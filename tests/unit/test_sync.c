@@ -1,0 +1,142 @@
+/* Copy classification, directly through the engine API (no preload), with a
+ * mock cuPointerGetAttribute: which copies block the host, which are hidden
+ * syncs, and which are neither. Covers what the fake-driver tests do not
+ * reach (peer copies, 2D/3D async, failed copies). */
+#include "driver.h"
+#include "engine.h"
+#include "sync.h"
+
+#include <check.h>
+#include <stdint.h>
+
+/* device memory, pinned host memory, and everything else pageable */
+#define DEV 0x10000000u
+#define PINNED 0x30000000u
+#define PAGEABLE 0x50000000u
+
+static CUresult mock_attr(void *data, CUpointer_attribute a, CUdeviceptr p)
+{
+    if (a != CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p >= DEV && p < DEV + 0x1000000u) {
+        *(unsigned *)data = CU_MEMORYTYPE_DEVICE;
+        return CUDA_SUCCESS;
+    }
+    if (p >= PINNED && p < PINNED + 0x1000000u) {
+        *(unsigned *)data = CU_MEMORYTYPE_HOST;
+        return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_VALUE; /* what the driver says of pageable memory */
+}
+
+static uint64_t c(enum atl_sync_counter k)
+{
+    return atl_sync_counter(k);
+}
+
+static void copy(struct atl_copy *cp, CUresult r)
+{
+    atl_copy_post(cp, r);
+}
+
+START_TEST(peer_and_generic)
+{
+    atl_drv.cuPointerGetAttribute = mock_attr;
+    uint64_t peer = c(ATL_SC_PEER), pg = c(ATL_SC_ASYNC_D2H_PAGEABLE), mc = c(ATL_SC_MEMCPY),
+             h2d = c(ATL_SC_ASYNC_H2D_PAGEABLE);
+    struct atl_copy p1 = {.kind = ATL_CPY_PEER, .dst = DEV + 64, .src = DEV, .bytes = 8};
+    copy(&p1, CUDA_SUCCESS); /* device to device: nothing */
+    struct atl_copy p2 = {.kind = ATL_CPY_PEER, .dst = PAGEABLE, .src = DEV, .bytes = 8};
+    copy(&p2, CUDA_SUCCESS); /* synchronous, device to host: blocking */
+    struct atl_copy p3 = {
+        .kind = ATL_CPY_PEER, .async = 1, .dst = PAGEABLE, .src = DEV, .bytes = 8};
+    copy(&p3, CUDA_SUCCESS); /* async into pageable: blocking and hidden */
+    struct atl_copy g1 = {
+        .kind = ATL_CPY_GENERIC, .async = 1, .dst = DEV, .src = PINNED, .bytes = 8};
+    copy(&g1, CUDA_SUCCESS); /* pinned upload: nothing */
+    struct atl_copy g2 = {
+        .kind = ATL_CPY_GENERIC, .async = 1, .dst = DEV, .src = PAGEABLE, .bytes = 8};
+    copy(&g2, CUDA_SUCCESS); /* pageable upload: hidden */
+    struct atl_copy g3 = {.kind = ATL_CPY_GENERIC, .dst = PINNED, .src = DEV, .bytes = 8};
+    copy(&g3, CUDA_ERROR_INVALID_VALUE);
+    ck_assert_uint_eq(c(ATL_SC_PEER) - peer, 1);
+    ck_assert_uint_eq(c(ATL_SC_ASYNC_D2H_PAGEABLE) - pg, 1);
+    ck_assert_uint_eq(c(ATL_SC_ASYNC_H2D_PAGEABLE) - h2d, 1);
+    ck_assert_uint_eq(c(ATL_SC_MEMCPY) - mc, 0); /* the failed copy is not counted */
+}
+END_TEST
+
+START_TEST(two_and_three_d)
+{
+    atl_drv.cuPointerGetAttribute = mock_attr;
+    uint64_t pg = c(ATL_SC_ASYNC_D2H_PAGEABLE), h2d = c(ATL_SC_ASYNC_H2D_PAGEABLE),
+             d3 = c(ATL_SC_3D), peer = c(ATL_SC_PEER);
+    CUDA_MEMCPY2D a = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                       .srcDevice = DEV,
+                       .dstMemoryType = CU_MEMORYTYPE_HOST,
+                       .dstHost = (void *)(uintptr_t)PINNED,
+                       .WidthInBytes = 16,
+                       .Height = 4};
+    struct atl_copy c1 = {.kind = ATL_CPY_2D, .async = 1, .p2d = &a};
+    copy(&c1, CUDA_SUCCESS); /* async into pinned: nothing */
+    a.dstHost = (void *)(uintptr_t)PAGEABLE;
+    copy(&c1, CUDA_SUCCESS); /* async into pageable: counted */
+    CUDA_MEMCPY2D b = {.srcMemoryType = CU_MEMORYTYPE_HOST,
+                       .srcHost = (void *)(uintptr_t)PAGEABLE,
+                       .dstMemoryType = CU_MEMORYTYPE_ARRAY,
+                       .WidthInBytes = 16,
+                       .Height = 4};
+    struct atl_copy c2 = {.kind = ATL_CPY_2D, .async = 1, .p2d = &b};
+    copy(&c2, CUDA_SUCCESS); /* pageable upload into an array: hidden */
+    CUDA_MEMCPY3D d = {.srcMemoryType = CU_MEMORYTYPE_ARRAY,
+                       .dstMemoryType = CU_MEMORYTYPE_UNIFIED,
+                       .dstDevice = PINNED,
+                       .WidthInBytes = 4,
+                       .Height = 2,
+                       .Depth = 2};
+    struct atl_copy c3 = {.kind = ATL_CPY_3D, .p3d = &d};
+    copy(&c3, CUDA_SUCCESS); /* synchronous array to host: blocking */
+    CUDA_MEMCPY3D_PEER e = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                            .srcDevice = DEV,
+                            .dstMemoryType = CU_MEMORYTYPE_HOST,
+                            .dstHost = (void *)(uintptr_t)PINNED,
+                            .WidthInBytes = 4,
+                            .Height = 1,
+                            .Depth = 1};
+    struct atl_copy c4 = {.kind = ATL_CPY_3D_PEER, .p3dp = &e};
+    copy(&c4, CUDA_SUCCESS);
+    ck_assert_uint_eq(c(ATL_SC_ASYNC_D2H_PAGEABLE) - pg, 1);
+    ck_assert_uint_eq(c(ATL_SC_ASYNC_H2D_PAGEABLE) - h2d, 1);
+    ck_assert_uint_eq(c(ATL_SC_3D) - d3, 1);
+    ck_assert_uint_eq(c(ATL_SC_PEER) - peer, 1);
+}
+END_TEST
+
+START_TEST(device_to_device_never_queries)
+{
+    atl_drv.cuPointerGetAttribute = NULL; /* would make every copy unknown anyway */
+    uint64_t before = atl_sync_blocking_d2h();
+    struct atl_copy d = {.kind = ATL_CPY_DTOD, .dst = DEV, .src = DEV + 8, .bytes = 8};
+    copy(&d, CUDA_SUCCESS);
+    struct atl_copy s = {
+        .kind = ATL_CPY_DTOH, .host_dst = (void *)(uintptr_t)PAGEABLE, .src = DEV, .bytes = 8};
+    copy(&s, CUDA_SUCCESS); /* synchronous: blocking without asking */
+    ck_assert_uint_eq(atl_sync_blocking_d2h() - before, 1);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sync-unit");
+    TCase *tc = tcase_create("classify");
+    tcase_add_test(tc, peer_and_generic);
+    tcase_add_test(tc, two_and_three_d);
+    tcase_add_test(tc, device_to_device_never_queries);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
