@@ -22,7 +22,8 @@ redzone-free|ATLAS_REDZONE=256|
 redzone-sync|ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=sync|
 redzone-launch|ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch|
 d2h-trace|ATLAS_D2H_TRACE=100000000|
-debug-sync|ATLAS_DEBUG_SYNC_KERNELS=1|"
+debug-sync|ATLAS_DEBUG_SYNC_KERNELS=1|
+kernel-audit|ATLAS_KERNEL_AUDIT=1|"
 if command -v compute-sanitizer >/dev/null 2>&1; then
     configs="$configs
 memcheck|-|compute-sanitizer --tool memcheck --print-limit 1"
