@@ -10,6 +10,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "sync.h"
+#include "redzone.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -52,6 +53,7 @@ static unsigned wanted_events(void)
     if (atl_ledger_on)
         on |= ATL_ON_ALLOC;
     on |= atl_sync_wanted() | atl_kaudit_wanted();
+    on |= atl_redzone_events();
     return on;
 }
 
@@ -77,6 +79,7 @@ static void init_body(void)
      * the ledger), before wanted_events() decides what the hooks report. */
     atl_sync_init();
     atl_kaudit_init();
+    atl_redzone_init();
 
     pthread_atfork(NULL, NULL, atl_engine_atfork_child);
     atexit(atl_engine_exit);
@@ -89,6 +92,15 @@ static void init_body(void)
 void atl_engine_init(void)
 {
     pthread_once(&init_once, init_body);
+}
+
+int atl_self_enter(void)
+{
+    atl_engine_init();
+    if (depth || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
+        return 0;
+    depth++;
+    return 1;
 }
 
 int atl_enter(int hook, int path)
@@ -170,7 +182,9 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 {
     if (__builtin_expect(atl_kaudit_on(), 0))
         atl_kaudit_launch(l);
-    return atl_sync_launch_post(l, r);
+    CUresult out = atl_sync_launch_post(l, r);
+    atl_redzone_launch_post(l, r);
+    return out;
 }
 
 void atl_graph_launch_pre(struct atl_graph_launch *g)
@@ -189,9 +203,10 @@ void atl_alloc_pre(struct atl_alloc *a)
     register_late_atexit();
     a->seq = atl_ledger_next_seq();
     a->padded = a->bytes;
+    atl_redzone_alloc_pre(a);
 }
 
-static void ledger_note_alloc(const struct atl_alloc *a, CUresult r)
+static void ledger_note_alloc(const struct atl_alloc *a, CUresult r, int guarded)
 {
     if (r != CUDA_SUCCESS || !a->dptr)
         return;
@@ -203,6 +218,7 @@ static void ledger_note_alloc(const struct atl_alloc *a, CUresult r)
         .kind = (int)a->kind,
         .hook = a->hook,
         .stream = a->stream,
+        .guarded = guarded,
     };
     if (a->kind == ATL_ALLOC_PITCH && a->pitch) {
         rec.bytes = *a->pitch * a->height;
@@ -216,20 +232,21 @@ static void ledger_note_alloc(const struct atl_alloc *a, CUresult r)
 void atl_alloc_post(struct atl_alloc *a, CUresult r)
 {
     atl_fault_check(a->hook, r);
+    int guarded = atl_redzone_alloc_post(a, r);
     if (atl_ledger_on)
-        ledger_note_alloc(a, r);
+        ledger_note_alloc(a, r, guarded);
 }
 
 void atl_free_pre(struct atl_free *f)
 {
     if (atl_ledger_on)
         f->known = atl_ledger_remove(f->ptr, &f->rec);
+    atl_redzone_free_pre(f);
 }
 
 void atl_free_post(struct atl_free *f, CUresult r)
 {
-    (void)f;
-    (void)r;
+    atl_redzone_free_post(f, r);
 }
 
 void atl_copy_pre(struct atl_copy *c)
@@ -262,6 +279,7 @@ void atl_sync_pre(struct atl_sync *s)
 CUresult atl_sync_post(struct atl_sync *s, CUresult r)
 {
     atl_sync_host_sync_post(s, r);
+    atl_redzone_sync_post(s, r);
     return r;
 }
 
@@ -273,6 +291,7 @@ void atl_capture_pre(struct atl_capture *c)
 void atl_capture_post(struct atl_capture *c, CUresult r)
 {
     atl_sync_capture_post(c, r);
+    atl_redzone_capture_post(c, r);
 }
 
 void atl_lookup_post(struct atl_lookup *l, CUresult r)
@@ -293,7 +312,7 @@ void atl_module_post(struct atl_module *m, CUresult r)
 
 void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
 {
-    (void)t;
+    atl_redzone_teardown(atl_hook_names[t->hook]);
 }
 
 void atl_log_once_oom(const char *what)
@@ -364,6 +383,7 @@ void atl_engine_exit(void)
     if (__atomic_exchange_n(&exit_started, 1, __ATOMIC_ACQ_REL))
         return;
     depth++;
+    atl_redzone_exit();
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
     atl_sync_report();

@@ -53,6 +53,10 @@ void atl_engine_init(void);
 int atl_enter(int hook, int path);
 void atl_leave(void);
 
+/* atl_enter for the library's own API entry points (atlas_* functions):
+ * marks the thread re-entrant without counting a hook call. */
+int atl_self_enter(void);
+
 /* Counts one hand-out of a wrapper by dlsym or cuGetProcAddress. */
 void atl_note_resolved(int hook, int path);
 

@@ -1,0 +1,46 @@
+/*
+ * Red zones and the allocation ledger's reports (ATLAS_REDZONE, ATLAS_LEAKS).
+ *
+ * Every guarded driver allocation is over-allocated by a poisoned tail; the
+ * program keeps the base pointer the driver returned. The tails are checked
+ * on the GPU in one pass (a small kernel embedded as PTX), at free, at host
+ * syncs or after every launch, and at exit; an overrun is reported once,
+ * with the allocation's site and the launch (or launches) that could have
+ * written it. The engine calls the functions below from its event entry
+ * points; each returns at once when the feature is off.
+ */
+#ifndef ATL_REDZONE_H
+#define ATL_REDZONE_H
+
+#include "engine.h"
+
+/* Reads the settings (called from the engine's init); sets atl_ledger_on
+ * when red zones or the leak list are on. */
+void atl_redzone_init(void);
+
+/* The event classes the feature needs (ATL_ON_* bits), 0 when off. */
+unsigned atl_redzone_events(void);
+
+void atl_redzone_alloc_pre(struct atl_alloc *a);
+/* Poisons the tail of a guarded allocation; reports a failed one. Returns 1
+ * when the allocation is guarded (its tail poisoned), else 0. */
+int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r);
+void atl_redzone_free_pre(struct atl_free *f);
+void atl_redzone_free_post(struct atl_free *f, CUresult r);
+void atl_redzone_launch_post(const struct atl_launch *l, CUresult r);
+void atl_redzone_sync_post(const struct atl_sync *s, CUresult r);
+void atl_redzone_capture_post(const struct atl_capture *c, CUresult r);
+void atl_redzone_teardown(const char *where);
+void atl_redzone_exit(void);
+
+/* Scans every live zone now; returns the number of newly corrupted zones. */
+int atl_redzone_scan_all(const char *where);
+
+/* Re-poisons the zones of allocations numbered lo..hi (inclusive) and
+ * watches them again; returns how many were re-poisoned. */
+int atl_redzone_poison(uint64_t lo, uint64_t hi);
+
+/* Test hook: the PTX of the scan kernel ("" when built without nvcc). */
+extern const char atl_redzone_ptx[];
+
+#endif
