@@ -33,3 +33,19 @@ $(REDZONE_GEN_OBJ): $(REDZONE_GEN)
 
 $(BUILD)/libatlastrace.so: $(REDZONE_GEN_OBJ)
 $(BUILD)/libatlas_engine.a: $(REDZONE_GEN_OBJ)
+
+# ---- tests against the fake driver -------------------------------------------
+# -rdynamic: the reports symbolise the target's own functions (rz_alloc).
+$(BUILD)/tests/redzone_prog: tests/targets/redzone_prog.c include/atlas/trace.h $(FAKE_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(FAKE_DIR) -lcuda -ldl
+
+$(BUILD)/tests/test_redzone: tests/integration/test_redzone.c tests/integration/run.c | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
+
+.PHONY: redzone-check
+redzone-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/redzone_prog $(BUILD)/tests/test_redzone
+	$(BUILD)/tests/test_redzone
+
+CHECK_TARGETS += redzone-check

@@ -177,10 +177,12 @@ static void suspects(uint64_t seq, const char *where)
 
 /* ---- reports ------------------------------------------------------------------ */
 
-static void site_of(CUdeviceptr base, char *buf, size_t len)
+static void site_of(CUdeviceptr base, const struct atl_stack *known, char *buf, size_t len)
 {
     struct atl_alloc_rec rec;
-    if (atl_ledger_find(base, &rec))
+    if (known)
+        atl_stack_site(known, buf, len);
+    else if (atl_ledger_find(base, &rec))
         atl_stack_site(&rec.site, buf, len);
     else
         snprintf(buf, len, "?");
@@ -188,11 +190,11 @@ static void site_of(CUdeviceptr base, char *buf, size_t len)
 
 /* One report per corrupted zone; afterwards the zone is no longer watched
  * (atlas_redzone_poison() re-arms it). */
-static void report(const struct zone *z, unsigned bad, size_t first, size_t last, const char *where,
-                   const struct atl_launch *culprit)
+static void report(const struct zone *z, const struct atl_stack *known_site, unsigned bad,
+                   size_t first, size_t last, const char *where, const struct atl_launch *culprit)
 {
     char site[512];
-    site_of(z->base, site, sizeof site);
+    site_of(z->base, known_site, site, sizeof site);
     size_t lo = z->bytes + first, hi = z->bytes + last;
     atl_log(ATL_ERROR,
             "redzone overrun: alloc#%llu %zu bytes at 0x%llx, allocated at %s: %u bytes corrupted "
@@ -438,7 +440,7 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
         for (size_t i = 0; i < nsnap; i++) {
             volatile struct gpu_result *g = &res[i];
             if (g->bad) {
-                report(&snap[i], g->bad, g->first, g->last, where, culprit);
+                report(&snap[i], NULL, g->bad, g->first, g->last, where, culprit);
                 found++;
             }
         }
@@ -449,7 +451,7 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
             unsigned bad;
             size_t first = 0, last = 0;
             if (zone_read(&snap[i], &bad, &first, &last) == 0 && bad) {
-                report(&snap[i], bad, first, last, where, culprit);
+                report(&snap[i], NULL, bad, first, last, where, culprit);
                 found++;
             }
         }
@@ -667,7 +669,7 @@ void atl_redzone_free_pre(struct atl_free *f)
         size_t first = 0, last = 0;
         __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
         if (zone_read(&z, &bad, &first, &last) == 0 && bad)
-            report(&z, bad, first, last, atl_hook_names[f->hook], NULL);
+            report(&z, &f->rec.site, bad, first, last, atl_hook_names[f->hook], NULL);
     }
     pthread_mutex_unlock(&scan_lock);
 }

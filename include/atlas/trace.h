@@ -1,0 +1,57 @@
+/*
+ * atlastrace's optional program API. Every function here is a no-op (or
+ * returns 0) when the program runs without the preload: each resolves its
+ * implementation in libatlastrace.so at the first call, through dlsym.
+ * Link with -ldl on older glibc.
+ */
+#ifndef ATLAS_TRACE_H
+#define ATLAS_TRACE_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- red zones (ATLAS_REDZONE) ------------------------------------------
+ * atlas_redzone_scan(): checks every live red zone now (synchronises the
+ * device first) and reports each newly corrupted one; returns how many.
+ * atlas_redzone_poison(lo, hi): re-poisons the red zones of allocations
+ * numbered lo..hi (the numbers in the reports) and watches them again, to
+ * bisect which step corrupts a zone. Returns how many were re-poisoned. */
+
+typedef int (*atlas_redzone_scan_fn)(void);
+typedef int (*atlas_redzone_poison_fn)(unsigned long long, unsigned long long);
+
+static inline int atlas_redzone_scan(void)
+{
+    static atlas_redzone_scan_fn fn;
+    static int looked;
+    if (!looked) {
+        fn = (atlas_redzone_scan_fn)dlsym(RTLD_DEFAULT, "atlas_redzone_scan_impl");
+        looked = 1;
+    }
+    return fn ? fn() : 0;
+}
+
+static inline int atlas_redzone_poison(unsigned long long lo, unsigned long long hi)
+{
+    static atlas_redzone_poison_fn fn;
+    static int looked;
+    if (!looked) {
+        fn = (atlas_redzone_poison_fn)dlsym(RTLD_DEFAULT, "atlas_redzone_poison_impl");
+        looked = 1;
+    }
+    return fn ? fn(lo, hi) : 0;
+}
+
+/* ---- end of red zones ---- */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

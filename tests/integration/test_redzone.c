@@ -1,0 +1,370 @@
+/*
+ * Red zones and the allocation ledger, against the fake driver: the target
+ * tests/targets/redzone_prog.c overruns its buffers on purpose, and each
+ * test checks what a user reads in the report: which allocation, how many
+ * bytes at which offsets, where it was allocated, which launch wrote it.
+ * The fake cannot run the PTX scan kernel, so these tests cover the copy
+ * fallback; tests/gpu/redzone covers the kernel on a real GPU.
+ */
+#include "run.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG BUILD_DIR "/tests/redzone_prog"
+
+/* Runs a scenario under the preload with ATLAS_REDZONE=256 plus `extra`. */
+static void rz_run(struct run_result *r, const char *scenario, const char *arg,
+                   const char *const extra[])
+{
+    const char *env[16] = {"ATLAS_REDZONE=256"};
+    int n = 1;
+    for (int i = 0; extra && extra[i] && n < 15; i++)
+        env[n++] = extra[i];
+    env[n] = NULL;
+    char *argv[] = {PROG, (char *)scenario, (char *)arg, NULL};
+    run_target(r, argv, env, 1);
+    ck_assert_msg(r->status == 0, "%s exited %d; stderr:\n%s\nlog:\n%s", scenario, r->status,
+                  r->err, r->log);
+    ck_assert_msg(strstr(r->out, "ok\n") != NULL, "no ok from %s", scenario);
+}
+
+#define HAS(log, s) ck_assert_msg(strstr((log), (s)) != NULL, "missing '%s' in log:\n%s", (s), (log))
+#define HASNT(log, s) ck_assert_msg(strstr((log), (s)) == NULL, "unexpected '%s' in log:\n%s", (s), (log))
+
+/* The suspects listed in free/sync mode for the two_buffers() scenario. */
+static void six_suspects(const char *log, const char *where)
+{
+    char want[160];
+    snprintf(want, sizeof want,
+             "redzone: alloc#2 found at %s: written by one of the 6 launches since the last clean "
+             "check:",
+             where);
+    HAS(log, want);
+    HAS(log, "redzone:   launch#4 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
+    ck_assert_int_eq(count_lines(log, "redzone:   launch#"), 6);
+}
+
+START_TEST(overrun_one_byte)
+{
+    struct run_result r;
+    rz_run(&r, "over", "1", NULL);
+    HAS(r.log, "redzone overrun: alloc#2 4096 bytes at 0x");
+    HAS(r.log, ", allocated at rz_alloc+0x");
+    HAS(r.log, ": 1 bytes corrupted at +4096..+4096\n");
+    six_suspects(r.log, "cuMemFree_v2");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    HAS(r.log, "redzone: 1 overruns found in 2 guarded allocations");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(overrun_exactly_the_pad)
+{
+    struct run_result r;
+    rz_run(&r, "over", "256", NULL);
+    HAS(r.log, "alloc#2 4096 bytes at 0x");
+    HAS(r.log, ": 256 bytes corrupted at +4096..+4351 (up to the end of the red zone");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* Past the pad: the whole zone is wrong, and the report says the write may
+ * reach further than it can see. */
+START_TEST(overrun_beyond_the_pad)
+{
+    struct run_result r;
+    rz_run(&r, "over", "300", NULL);
+    HAS(r.log, ": 256 bytes corrupted at +4096..+4351 (up to the end of the red zone: the write "
+               "may reach further)");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* A documented limit: a write before the start of a buffer is not seen. */
+START_TEST(underrun_not_caught)
+{
+    struct run_result r;
+    rz_run(&r, "before", NULL, NULL);
+    HASNT(r.log, "redzone overrun");
+    HAS(r.log, "redzone: 0 overruns found in 1 guarded allocations");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(clean_program_no_report)
+{
+    struct run_result r, plain;
+    rz_run(&r, "over", "0", NULL);
+    HASNT(r.log, "redzone overrun");
+    HAS(r.log, "redzone: 0 overruns found in 2 guarded allocations");
+    /* the program sees exactly what it sees without us */
+    char *argv[] = {PROG, "over", "0", NULL};
+    run_target(&plain, argv, NULL, 0);
+    ck_assert_str_eq(r.out, plain.out);
+    ck_assert_str_eq(r.err, plain.err);
+    run_free(&r);
+    run_free(&plain);
+}
+END_TEST
+
+START_TEST(bisect_min_idx)
+{
+    static const char *const all[] = {"ATLAS_LOG_LEVEL=info", NULL};
+    static const char *const from3[] = {"ATLAS_LOG_LEVEL=info", "ATLAS_REDZONE_MIN_IDX=3", NULL};
+    struct run_result r;
+    rz_run(&r, "three", NULL, all);
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 2);
+    HAS(r.log, "redzone overrun: alloc#1 4096 bytes");
+    HAS(r.log, "redzone overrun: alloc#3 4096 bytes");
+    ck_assert_int_eq(count_lines(r.log, "redzone: alloc#"), 3 + 2 /* suspects headers */);
+    run_free(&r);
+    rz_run(&r, "three", NULL, from3);
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    HAS(r.log, "redzone overrun: alloc#3 4096 bytes");
+    HAS(r.log, "redzone: alloc#3 bytes=4096 ptr=0x");
+    HASNT(r.log, "redzone: alloc#1 bytes=");
+    HASNT(r.log, "redzone: alloc#2 bytes=");
+    HAS(r.log, "redzone: 1 overruns found in 1 guarded allocations");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(trace_idx_backtrace)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_TRACE_IDX=2", NULL};
+    struct run_result r;
+    rz_run(&r, "three", NULL, env);
+    HAS(r.log, "redzone: alloc#2 bytes=4096 ptr=0x");
+    HAS(r.log, " backtrace (ATLAS_REDZONE_TRACE_IDX):\n");
+    HAS(r.log, "redzone:   #0 rz_alloc+0x");
+    HAS(r.log, "redzone:   #1 main+0x");
+    ck_assert_int_eq(count_lines(r.log, "backtrace"), 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(check_at_sync)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=sync", "ATLAS_LOG_LEVEL=info", NULL};
+    struct run_result r;
+    rz_run(&r, "over", "1", env);
+    HAS(r.log, "redzone overrun: alloc#2 4096 bytes");
+    six_suspects(r.log, "cuCtxSynchronize");
+    /* found once, not again at the free */
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    /* the fake cannot run the scan kernel: said once */
+    ck_assert_int_eq(count_lines(r.log, "redzone: scan kernel unavailable (the driver refused its "
+                                        "PTX: CUDA_ERROR_INVALID_IMAGE): checking each zone with "
+                                        "a copy"),
+                     1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(check_at_launch_names_culprit)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    struct run_result r;
+    rz_run(&r, "over", "1", env);
+    HAS(r.log, "redzone overrun: alloc#2 4096 bytes");
+    HAS(r.log, "1 bytes corrupted at +4096..+4096\natlas[");
+    HAS(r.log, "redzone: culprit: launch#4 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
+    ck_assert_int_eq(count_lines(r.log, "culprit:"), 1);
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    HASNT(r.log, "since the last clean check");
+    run_free(&r);
+}
+END_TEST
+
+/* Launch mode never checks into a capturing stream; the overrun the graph
+ * replays is found at the free. */
+START_TEST(check_at_launch_with_capture)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    struct run_result r;
+    rz_run(&r, "capture", NULL, env);
+    HAS(r.out, "captured ops: 1\n");
+    HAS(r.log, "5 bytes corrupted at +4096..+4100");
+    HAS(r.log, "redzone: alloc#1 found at cuMemFree_v2:");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(leaks_and_exit_scan)
+{
+    static const char *const env[] = {"ATLAS_LEAKS=1", NULL};
+    struct run_result r;
+    rz_run(&r, "leak", NULL, env);
+    HAS(r.log, "redzone overrun: alloc#3 300 bytes");
+    HAS(r.log, "4 bytes corrupted at +300..+303");
+    HAS(r.log, "redzone: alloc#3 found at exit:");
+    HAS(r.log, "leaks: 2 allocations never freed, 8492 bytes in total (largest first):\n");
+    const char *a = strstr(r.log, "leaks:   alloc#2 8192 bytes at 0x");
+    const char *b = strstr(r.log, "leaks:   alloc#3 300 bytes at 0x");
+    ck_assert(a && b && a < b);
+    HAS(r.log, "8192 bytes at 0x");
+    ck_assert_int_eq(count_lines(r.log, "leaks:   alloc#"), 2);
+    ck_assert_int_eq(count_lines(r.log, "allocated at rz_alloc+0x"), 2 + 1);
+    run_free(&r);
+}
+END_TEST
+
+/* Leaks alone (no red zones): the ledger still runs. */
+START_TEST(leaks_without_redzone)
+{
+    static const char *const env[] = {"ATLAS_REDZONE=0", "ATLAS_LEAKS=1", NULL};
+    struct run_result r;
+    rz_run(&r, "leak", NULL, env);
+    HASNT(r.log, "redzone:");
+    HASNT(r.log, "redzone overrun");
+    HAS(r.log, "leaks: 2 allocations never freed, 8492 bytes in total");
+    run_free(&r);
+}
+END_TEST
+
+/* Status 4 at teardown is normal: no warning, no failed free, and the
+ * allocation the program did free is not a leak. */
+START_TEST(teardown_no_false_alarm)
+{
+    static const char *const env[] = {"ATLAS_LEAKS=1", NULL};
+    struct run_result r;
+    rz_run(&r, "teardown", NULL, env);
+    HAS(r.out, "free after teardown: 4\n");
+    HASNT(r.log, "free failed");
+    HASNT(r.log, "unknown pointer");
+    HASNT(r.log, "cannot check");
+    HASNT(r.log, "redzone overrun");
+    HAS(r.log, "leaks: 1 allocations never freed, 512 bytes in total");
+    ck_assert_int_eq(count_lines(r.log, "atlas["), 3);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(failed_alloc_report)
+{
+    struct run_result r, plain;
+    rz_run(&r, "oom", NULL, NULL);
+    char *argv[] = {PROG, "oom", NULL};
+    run_target(&plain, argv, NULL, 0);
+    /* the driver's error reaches the program unchanged */
+    HAS(r.out, "big alloc: 2\n");
+    ck_assert_str_eq(r.out, plain.out);
+    HAS(r.log, "alloc failed: alloc#3 cuMemAlloc_v2 bytes=2097152 "
+               "status=CUDA_ERROR_OUT_OF_MEMORY device free=");
+    HAS(r.log, " total=1048576 live=2 ");
+    const char *a = strstr(r.log, "largest live: alloc#2 65536 bytes at 0x");
+    const char *b = strstr(r.log, "largest live: alloc#1 4096 bytes at 0x");
+    ck_assert(a && b && a < b);
+    run_free(&r);
+    run_free(&plain);
+}
+END_TEST
+
+START_TEST(unknown_and_double_free)
+{
+    struct run_result r, plain;
+    rz_run(&r, "badfree", NULL, NULL);
+    char *argv[] = {PROG, "badfree", NULL};
+    run_target(&plain, argv, NULL, 0);
+    ck_assert_str_eq(r.out, plain.out);
+    HAS(r.out, "double free: 1\nstray free: 1\n");
+    HAS(r.log, "(alloc#1, already freed: a double free) status=CUDA_ERROR_INVALID_VALUE (passed "
+               "through)");
+    HAS(r.log, "free of unknown pointer: 0x12345600 (never allocated through a hooked call) "
+               "status=CUDA_ERROR_INVALID_VALUE");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(stream_ordered)
+{
+    struct run_result r;
+    rz_run(&r, "async", NULL, NULL);
+    /* both poisoned on their stream, none through the legacy stream */
+    HAS(r.out, "poisoned on the stream: 2, synchronously: 0\n");
+    HAS(r.log, "redzone overrun: alloc#1 4096 bytes");
+    HAS(r.log, "2 bytes corrupted at +4096..+4097");
+    HAS(r.log, "redzone overrun: alloc#2 1000 bytes");
+    HAS(r.log, "2 bytes corrupted at +1000..+1001");
+    HAS(r.log, "redzone: alloc#2 found at cuMemFreeAsync:");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(pitch_allocation)
+{
+    struct run_result r;
+    rz_run(&r, "pitch", NULL, NULL);
+    HAS(r.out, "pitch: 512\n");
+    HAS(r.log, "redzone overrun: alloc#1 5120 bytes at 0x");
+    HAS(r.log, "1 bytes corrupted at +5120..+5120");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(program_api)
+{
+    struct run_result r, plain;
+    rz_run(&r, "api", NULL, NULL);
+    HAS(r.out, "scan: 1\nscan again: 0\npoisoned: 1\nscan after poison: 0\n"
+               "scan after second overrun: 1\n");
+    HAS(r.log, "3 bytes corrupted at +4096..+4098");
+    HAS(r.log, "1 bytes corrupted at +4100..+4100");
+    HAS(r.log, "found at atlas_redzone_scan:");
+    /* without the preload the calls are no-ops */
+    char *argv[] = {PROG, "api", NULL};
+    run_target(&plain, argv, NULL, 0);
+    HAS(plain.out, "scan: 0\nscan again: 0\npoisoned: 0\n");
+    run_free(&r);
+    run_free(&plain);
+}
+END_TEST
+
+/* Off by default: nothing printed, no extra driver calls. */
+START_TEST(off_by_default)
+{
+    static const char *const env[] = {"ATLAS_REDZONE=0", NULL};
+    struct run_result r;
+    rz_run(&r, "async", NULL, env);
+    HAS(r.out, "poisoned on the stream: 0, synchronously: 0\n");
+    ck_assert_str_eq(r.log, "");
+    run_free(&r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("redzone");
+    TCase *tc = tcase_create("fake");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, overrun_one_byte);
+    tcase_add_test(tc, overrun_exactly_the_pad);
+    tcase_add_test(tc, overrun_beyond_the_pad);
+    tcase_add_test(tc, underrun_not_caught);
+    tcase_add_test(tc, clean_program_no_report);
+    tcase_add_test(tc, bisect_min_idx);
+    tcase_add_test(tc, trace_idx_backtrace);
+    tcase_add_test(tc, check_at_sync);
+    tcase_add_test(tc, check_at_launch_names_culprit);
+    tcase_add_test(tc, check_at_launch_with_capture);
+    tcase_add_test(tc, leaks_and_exit_scan);
+    tcase_add_test(tc, leaks_without_redzone);
+    tcase_add_test(tc, teardown_no_false_alarm);
+    tcase_add_test(tc, failed_alloc_report);
+    tcase_add_test(tc, unknown_and_double_free);
+    tcase_add_test(tc, stream_ordered);
+    tcase_add_test(tc, pitch_allocation);
+    tcase_add_test(tc, program_api);
+    tcase_add_test(tc, off_by_default);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

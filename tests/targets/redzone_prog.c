@@ -1,0 +1,210 @@
+/*
+ * Red-zone target: a driver-API program, linked against (fake) libcuda, that
+ * overruns its buffers on purpose. argv[1] picks the scenario; the harness
+ * (tests/integration/test_redzone.c) runs it under the preload and checks
+ * the reports. Every scenario prints the driver's answers it relies on, so
+ * runs with and without the preload can be compared.
+ */
+#include "../fake/fakecuda.h"
+
+#include <atlas/trace.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* poke(unsigned char *p, long off, unsigned n, unsigned v): p[off..off+n) = v */
+static CUresult k_poke(const struct fake_launch *l, void **params)
+{
+    unsigned char *p = *(unsigned char **)params[0];
+    long off = *(long *)params[1];
+    unsigned n = *(unsigned *)params[2];
+    unsigned v = *(unsigned *)params[3];
+    (void)l;
+    memset(p + off, (int)v, n);
+    return CUDA_SUCCESS;
+}
+
+/* fill(unsigned char *p, unsigned n): a well-behaved kernel */
+static CUresult k_fill(const struct fake_launch *l, void **params)
+{
+    unsigned char *p = *(unsigned char **)params[0];
+    unsigned n = *(unsigned *)params[1];
+    (void)l;
+    memset(p, 7, n);
+    return CUDA_SUCCESS;
+}
+
+static const size_t poke_sizes[] = {8, 8, 4, 4};
+static const size_t fill_sizes[] = {8, 4};
+static const struct fake_kernel_def kernels[] = {
+    {"poke", k_poke, 4, poke_sizes, NULL},
+    {"fill", k_fill, 2, fill_sizes, NULL},
+};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 2, kernels};
+
+static CUfunction f_poke, f_fill;
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            fprintf(stderr, "redzone_prog: %s failed: %d\n", #call, (int)r_);                      \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* Every allocation is made here, so reports name this function as the site. */
+__attribute__((noinline)) CUdeviceptr rz_alloc(size_t n)
+{
+    CUdeviceptr p;
+    CHECK(cuMemAlloc(&p, n));
+    return p;
+}
+
+static void poke(CUdeviceptr p, long off, unsigned n, CUstream s)
+{
+    unsigned v = 0x11;
+    void *args[] = {&p, &off, &n, &v};
+    CHECK(cuLaunchKernel(f_poke, 2, 1, 1, 32, 1, 1, 0, s, args, NULL));
+}
+
+static void fill(CUdeviceptr p, unsigned n)
+{
+    void *args[] = {&p, &n};
+    CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
+}
+
+/* Two 4096-byte buffers; alloc#2 is overrun by `n` bytes by launch#4 of 6. */
+static void two_buffers(unsigned n)
+{
+    CUdeviceptr a = rz_alloc(4096), b = rz_alloc(4096);
+    fill(a, 4096);
+    fill(a, 4096);
+    fill(b, 4096);
+    if (n)
+        poke(b, 4096, n, NULL);
+    else
+        fill(b, 4096);
+    fill(a, 4096);
+    fill(b, 4096);
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree(a));
+    CHECK(cuMemFree(b));
+}
+
+int main(int argc, char **argv)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    const char *what = argc > 1 ? argv[1] : "";
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&mod, &image));
+    CHECK(cuModuleGetFunction(&f_poke, mod, "poke"));
+    CHECK(cuModuleGetFunction(&f_fill, mod, "fill"));
+
+    if (strcmp(what, "over") == 0) {
+        two_buffers(argc > 2 ? (unsigned)atoi(argv[2]) : 1);
+    } else if (strcmp(what, "before") == 0) {
+        /* a buffer carved from the second half of one allocation, written
+         * 8 bytes before its start: inside the allocation, not caught */
+        CUdeviceptr a = rz_alloc(8192);
+        poke(a + 4096, -8, 8, NULL);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemFree(a));
+    } else if (strcmp(what, "three") == 0) {
+        /* alloc#1 and alloc#3 overrun by one byte; alloc#2 clean */
+        CUdeviceptr p[3] = {rz_alloc(4096), rz_alloc(4096), rz_alloc(4096)};
+        poke(p[0], 4096, 1, NULL);
+        fill(p[1], 4096);
+        poke(p[2], 4096, 1, NULL);
+        CHECK(cuCtxSynchronize());
+        for (int i = 0; i < 3; i++)
+            CHECK(cuMemFree(p[i]));
+    } else if (strcmp(what, "leak") == 0) {
+        /* alloc#1 freed; #2 (8192) and #3 (300, overrun by 4 bytes) never */
+        CUdeviceptr a = rz_alloc(1000);
+        rz_alloc(8192);
+        CUdeviceptr c = rz_alloc(300);
+        poke(c, 300, 4, NULL);
+        CHECK(cuMemFree(a));
+    } else if (strcmp(what, "teardown") == 0) {
+        /* the driver is torn down (as at exit) before the program frees */
+        CUdeviceptr a = rz_alloc(4096);
+        rz_alloc(512);
+        fake_set_deinitialized(1);
+        printf("free after teardown: %d\n", (int)cuMemFree(a));
+    } else if (strcmp(what, "oom") == 0) {
+        fake_set_total_mem((size_t)1 << 20);
+        rz_alloc(4096);
+        rz_alloc(65536);
+        CUdeviceptr p;
+        printf("big alloc: %d\n", (int)cuMemAlloc(&p, (size_t)2 << 20));
+    } else if (strcmp(what, "badfree") == 0) {
+        CUdeviceptr a = rz_alloc(4096);
+        printf("free: %d\n", (int)cuMemFree(a));
+        printf("double free: %d\n", (int)cuMemFree(a));
+        printf("stray free: %d\n", (int)cuMemFree((CUdeviceptr)0x12345600));
+    } else if (strcmp(what, "async") == 0) {
+        /* stream-ordered allocations, overrun by 2 bytes each */
+        CUstream s;
+        CUmemoryPool pool;
+        CUdeviceptr p, q;
+        CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        CHECK(cuDeviceGetDefaultMemPool(&pool, dev));
+        fake_reset_counts();
+        CHECK(cuMemAllocAsync(&p, 4096, s));
+        CHECK(cuMemAllocFromPoolAsync(&q, 1000, pool, s));
+        poke(p, 4096, 2, s);
+        poke(q, 1000, 2, s);
+        CHECK(cuMemFreeAsync(p, s));
+        CHECK(cuMemFreeAsync(q, s));
+        CHECK(cuStreamSynchronize(s));
+        printf("poisoned on the stream: %lu, synchronously: %lu\n", fake_calls("cuMemsetD8Async"),
+               fake_calls("cuMemsetD8_v2"));
+    } else if (strcmp(what, "pitch") == 0) {
+        /* 10 rows of 100 bytes; one byte written just past the last row */
+        CUdeviceptr p;
+        size_t pitch;
+        CHECK(cuMemAllocPitch(&p, &pitch, 100, 10, 4));
+        printf("pitch: %zu\n", pitch);
+        poke(p, (long)(pitch * 10), 1, NULL);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemFree(p));
+    } else if (strcmp(what, "api") == 0) {
+        /* the program checks and re-arms the zones itself */
+        CUdeviceptr a = rz_alloc(4096);
+        poke(a, 4096, 3, NULL);
+        printf("scan: %d\n", atlas_redzone_scan());
+        printf("scan again: %d\n", atlas_redzone_scan());
+        printf("poisoned: %d\n", atlas_redzone_poison(1, 1));
+        printf("scan after poison: %d\n", atlas_redzone_scan());
+        poke(a, 4100, 1, NULL);
+        printf("scan after second overrun: %d\n", atlas_redzone_scan());
+        CHECK(cuMemFree(a));
+    } else if (strcmp(what, "capture") == 0) {
+        /* launch mode with a capture: no check may touch the capturing
+         * stream; the overrun replayed by the graph is found at free */
+        CUstream s;
+        CUgraph g;
+        CUgraphExec ge;
+        CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        CUdeviceptr a = rz_alloc(4096);
+        CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        poke(a, 4096, 5, s);
+        CHECK(cuStreamEndCapture(s, &g));
+        printf("captured ops: %zu\n", fake_graph_num_ops(g));
+        CHECK(cuGraphInstantiate(&ge, g, 0));
+        CHECK(cuGraphLaunch(ge, s));
+        CHECK(cuStreamSynchronize(s));
+        CHECK(cuMemFree(a));
+    } else {
+        fprintf(stderr, "redzone_prog: unknown scenario '%s'\n", what);
+        return 2;
+    }
+    printf("ok\n");
+    return 0;
+}
