@@ -44,8 +44,25 @@ $(BUILD)/tests/test_redzone: tests/integration/test_redzone.c tests/integration/
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
 
+$(BUILD)/tests/test_redzone_unit: tests/unit/test_redzone.c $(BUILD)/libatlas_engine.a | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
+
 .PHONY: redzone-check
-redzone-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/redzone_prog $(BUILD)/tests/test_redzone
+redzone-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/redzone_prog $(BUILD)/tests/test_redzone $(BUILD)/tests/test_redzone_unit
+	$(BUILD)/tests/test_redzone_unit
 	$(BUILD)/tests/test_redzone
 
 CHECK_TARGETS += redzone-check
+
+# ---- the real-GPU suite (run on a machine with a GPU, nvcc, python3 with
+# torch and triton) ----------------------------------------------------------------
+$(GPU_DIR)/rz_overrun: tests/gpu/redzone/rz_overrun.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
+
+.PHONY: redzone-gpu-check
+redzone-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/rz_overrun
+	sh tests/gpu/redzone/run_redzone.sh $(BUILD)
+
+GPU_TARGETS += redzone-gpu-check

@@ -235,8 +235,7 @@ static int kernel_state; /* 0 untried, 1 loaded, -1 unavailable */
 static CUfunction scan_fn;
 static struct gpu_zone *tab;    /* mapped host memory */
 static struct gpu_result *res;  /* mapped host memory */
-static unsigned *tab_total;     /* mapped host memory: corrupted zones in this scan */
-static CUdeviceptr dtab, dres, dtotal;
+static CUdeviceptr dtab, dres;
 static size_t captab;
 static struct zone *snap;       /* host copy of the zones scanned */
 static size_t nsnap, capsnap;
@@ -275,7 +274,7 @@ static int tables_reserve(size_t n)
     while (cap < n)
         cap *= 2;
     void *t = NULL, *r = NULL;
-    if (atl_drv.cuMemAllocHost_v2((void **)&t, cap * sizeof *tab + 64) != CUDA_SUCCESS)
+    if (atl_drv.cuMemAllocHost_v2((void **)&t, cap * sizeof *tab) != CUDA_SUCCESS)
         return -1;
     if (atl_drv.cuMemAllocHost_v2((void **)&r, cap * sizeof *res) != CUDA_SUCCESS) {
         atl_drv.cuMemFreeHost(t);
@@ -296,11 +295,8 @@ static int tables_reserve(size_t n)
     tab = t;
     res = r;
     captab = cap;
-    /* the counter sits after the table, in the same mapping */
-    tab_total = (unsigned *)((char *)t + cap * sizeof *tab);
     dtab = dt;
     dres = dr;
-    dtotal = dt + cap * sizeof *tab;
     snap_version = (uint64_t)-1;
     return 0;
 }
@@ -405,7 +401,14 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
         kernel_load();
     int gpu = kernel_state == 1;
     CUstream stream = culprit ? culprit->stream : NULL;
-    if (!culprit || !gpu) {
+    /* A zone poisoned (or re-poisoned) since the last scan was poisoned on
+     * the legacy or its own stream, which the culprit's stream need not wait
+     * for: the first scan that sees it synchronises the whole context, or a
+     * memset still in flight would read as an overrun. */
+    pthread_mutex_lock(&zones_lock);
+    int changed = version != snap_version;
+    pthread_mutex_unlock(&zones_lock);
+    if (!culprit || !gpu || changed) {
         if (sync_for_scan() != 0)
             return 0;
     } else if (capture_active()) {
@@ -426,17 +429,14 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
     if (nsnap == 0)
         goto clean;
     if (gpu) {
-        *(volatile unsigned *)tab_total = 0;
         unsigned n = (unsigned)nsnap;
-        void *args[] = {&dtab, &n, &dres, &dtotal};
+        void *args[] = {&dtab, &n, &dres};
         unsigned blocks = n < 1024 ? n : 1024;
         CUresult r = atl_drv.cuLaunchKernel(scan_fn, blocks, 1, 1, 128, 1, 1, 0, stream, args, NULL);
         if (r == CUDA_SUCCESS)
             r = atl_drv.cuStreamSynchronize(stream);
         if (r != CUDA_SUCCESS)
             return 0; /* a fault of the program's own surfaces here: its next call reports it */
-        if (*(volatile unsigned *)tab_total == 0)
-            goto clean;
         for (size_t i = 0; i < nsnap; i++) {
             volatile struct gpu_result *g = &res[i];
             if (g->bad) {

@@ -1,0 +1,98 @@
+#!/bin/sh
+# Real-GPU suite of red zones (make redzone-gpu-check).
+#   tests/gpu/redzone/run_redzone.sh BUILD_DIR
+# Prints one PASS/FAIL line per check; exits non-zero if any failed. Logs
+# are kept in BUILD_DIR/gpu-redzone/ for reading afterwards.
+build=${1:-build}
+here=tests/gpu/redzone
+lib=$(realpath "$build/libatlastrace.so")
+prog=$build/gpu/rz_overrun
+out=$build/gpu-redzone
+mkdir -p "$out"
+rm -f "$out"/*.log
+status=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; status=1; }
+
+# has NAME PATTERN WHAT: the log NAME contains a line matching PATTERN (grep -E)
+has() {
+    if grep -Eq -- "$2" "$out/$1.log"; then pass "$1: $3"; else fail "$1: $3 (no line matching '$2')"; fi
+}
+hasnt() {
+    if grep -Eq -- "$2" "$out/$1.log"; then
+        fail "$1: $3"
+        grep -E -- "$2" "$out/$1.log" | head -5
+    else
+        pass "$1: $3"
+    fi
+}
+atleast() {
+    n=$(grep -Ec -- "$2" "$out/$1.log")
+    if [ "$n" -ge "$3" ]; then pass "$1: $4 ($n)"; else fail "$1: $4 (found $n, want at least $3)"; fi
+}
+count() {
+    n=$(grep -Ec -- "$2" "$out/$1.log")
+    if [ "$n" -eq "$3" ]; then pass "$1: $4 ($n)"; else fail "$1: $4 (found $n, want $3)"; fi
+}
+# under NAME ENV... -- CMD...: runs CMD under the preload with ENV; stdout in $out/NAME.out
+under() {
+    name=$1
+    shift
+    envs=""
+    while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+    shift
+    env $envs ATLAS_LOG="$out/$name.log" LD_PRELOAD="$lib" "$@" >"$out/$name.out" 2>"$out/$name.err"
+    rc=$?
+    touch "$out/$name.log"
+    if [ $rc -ne 0 ]; then
+        fail "$name: exit status $rc"
+        tail -5 "$out/$name.err"
+    else
+        pass "$name: exit status 0"
+    fi
+}
+
+# 1. 1000-byte buffer overrun by 8 bytes among 301 launches
+"$prog" >"$out/native.out" 2>&1 || fail "rz_overrun without the preload failed"
+bad=$(sed -n 's/^bad launch: //p' "$out/native.out")
+
+under launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_LOG_LEVEL=info -- "$prog"
+count launch "redzone overrun: alloc#[0-9]+ 1000 bytes at 0x[0-9a-f]+, allocated at .*: 8 bytes corrupted at \+1000\.\.\+1007$" 1 "one report: 1000 bytes, 8 bytes at +1000..+1007"
+has launch "redzone: culprit: launch#$bad kernel=overrun_kernel\(unsigned char\*, int\) grid=\(4,1,1\) block=\(256,1,1\)" "culprit named exactly: launch#$bad overrun_kernel"
+hasnt launch "scan kernel unavailable" "the GPU scan kernel was used (no copy fallback)"
+atleast launch "redzone: alloc#[0-9]+ bytes=" 17 "each guarded allocation logged at info"
+if cmp -s "$out/native.out" "$out/launch.out"; then pass "launch: program output unchanged"; else fail "launch: program output changed"; fi
+
+under free ATLAS_REDZONE=256 -- "$prog"
+count free "redzone overrun: alloc#[0-9]+ 1000 bytes .*: 8 bytes corrupted at \+1000\.\.\+1007" 1 "default mode: reported once"
+has free "redzone: alloc#[0-9]+ found at cuMemFree_v2: written by one of the [0-9]+ launches since the last clean check" "default mode: found at the free, suspects counted"
+has free "redzone: 1 overruns found in [0-9]+ guarded allocations" "final count"
+
+under sync ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=sync -- "$prog"
+has sync "found at cuCtxSynchronize|found at cuStreamSynchronize|found at cuCtxSynchronize_v2" "sync mode: found at the host sync"
+count sync "redzone overrun:" 1 "sync mode: reported once"
+
+under clean ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch -- "$prog" clean
+hasnt clean "redzone overrun" "clean program, launch mode: no report"
+has clean "redzone: 0 overruns found in [0-9]+ guarded allocations" "clean program: final count 0"
+
+# 2. PyTorch: a Triton kernel writes one element too many
+under torch_overrun ATLAS_REDZONE=256 PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- python3 $here/rz_torch_overrun.py
+count torch_overrun "redzone overrun: alloc#[0-9]+ 4096 bytes .*: 4 bytes corrupted at \+4096\.\.\+4099" 1 "Triton off-by-one reported: 4 bytes at +4096..+4099"
+
+under torch_overrun_launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- python3 $here/rz_torch_overrun.py
+has torch_overrun_launch "redzone: culprit: launch#[0-9]+ kernel=off_by_one_kernel" "launch mode names the Triton kernel"
+
+# 3. PyTorch training steps with red zones on: no report at all
+under torch_train ATLAS_REDZONE=256 -- python3 $here/rz_torch_train.py
+hasnt torch_train "redzone overrun|alloc failed|free failed|unknown pointer" "training, caching allocator: no report"
+has torch_train "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "training, caching allocator: zones were checked"
+
+under torch_train_nocache ATLAS_REDZONE=256 PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- python3 $here/rz_torch_train.py
+hasnt torch_train_nocache "redzone overrun|alloc failed|free failed|unknown pointer" "training, no caching: no report"
+has torch_train_nocache "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "training, no caching: zones were checked"
+
+under torch_train_launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_torch_train.py
+hasnt torch_train_launch "redzone overrun|alloc failed|free failed|unknown pointer|cannot check" "training, launch mode: no report"
+
+exit $status

@@ -1,0 +1,220 @@
+/*
+ * The red-zone engine's GPU-scan path, driven through the engine's event
+ * API with a stub driver (no preload, no GPU). The stub runs the scan
+ * kernel's contract on the host (src/redzone_scan.cu: per zone, the count of
+ * bytes that differ from the fill and the first and last such offset), so
+ * this covers everything around the kernel: padding, poisoning, the mapped
+ * zone table, reading results, reports and culprits. The kernel itself is
+ * covered on a real GPU by tests/gpu/redzone.
+ */
+#include "config.h"
+#include "driver.h"
+#include "engine.h"
+#include "log.h"
+#include "redzone.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- the stub driver ---- */
+static int launches, syncs, loads;
+
+static CUresult s_load(CUmodule *m, const void *image)
+{
+    loads++;
+    ck_assert(strstr((const char *)image, ".entry atl_redzone_scan") != NULL);
+    *m = (CUmodule)0x1;
+    return CUDA_SUCCESS;
+}
+static CUresult s_getfn(CUfunction *f, CUmodule m, const char *name)
+{
+    ck_assert_str_eq(name, "atl_redzone_scan");
+    *f = (CUfunction)0x2;
+    return CUDA_SUCCESS;
+}
+static CUresult s_hostalloc(void **p, size_t n)
+{
+    *p = malloc(n);
+    return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult s_hostfree(void *p)
+{
+    free(p);
+    return CUDA_SUCCESS;
+}
+static CUresult s_devptr(CUdeviceptr *d, void *p, unsigned flags)
+{
+    *d = (CUdeviceptr)p;
+    return CUDA_SUCCESS;
+}
+
+/* The kernel's contract, on the host. */
+struct zone_in {
+    unsigned long long ptr, len;
+    unsigned fill, pad_;
+};
+struct zone_out {
+    unsigned bad, first, last, pad_;
+};
+static CUresult s_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                         unsigned by, unsigned bz, unsigned sh, CUstream s, void **kp, void **extra)
+{
+    ck_assert_ptr_eq(f, (CUfunction)0x2);
+    const struct zone_in *z = (const struct zone_in *)*(CUdeviceptr *)kp[0];
+    unsigned n = *(unsigned *)kp[1];
+    struct zone_out *out = (struct zone_out *)*(CUdeviceptr *)kp[2];
+    ck_assert_uint_ge(gx, 1);
+    launches++;
+    for (unsigned i = 0; i < n; i++) {
+        const unsigned char *p = (const unsigned char *)z[i].ptr;
+        out[i] = (struct zone_out){0, 0xffffffffu, 0, 0};
+        for (unsigned long long b = 0; b < z[i].len; b++)
+            if (p[b] != (unsigned char)z[i].fill) {
+                out[i].bad++;
+                if (b < out[i].first)
+                    out[i].first = (unsigned)b;
+                out[i].last = (unsigned)b;
+            }
+    }
+    return CUDA_SUCCESS;
+}
+static CUresult s_sync(void)
+{
+    syncs++;
+    return CUDA_SUCCESS;
+}
+static CUresult s_ssync(CUstream s)
+{
+    syncs++;
+    return CUDA_SUCCESS;
+}
+static CUresult s_memset(CUdeviceptr p, unsigned char v, size_t n)
+{
+    memset((void *)p, v, n);
+    return CUDA_SUCCESS;
+}
+static CUresult s_name(const char **name, CUfunction f)
+{
+    *name = "_Z8bad_kernPci";
+    return CUDA_SUCCESS;
+}
+
+static char logpath[64];
+
+static void setup(int mode)
+{
+    memset(&atl_drv, 0, sizeof atl_drv);
+    atl_drv.cuModuleLoadData = s_load;
+    atl_drv.cuModuleGetFunction = s_getfn;
+    atl_drv.cuMemAllocHost_v2 = s_hostalloc;
+    atl_drv.cuMemFreeHost = s_hostfree;
+    atl_drv.cuMemHostGetDevicePointer_v2 = s_devptr;
+    atl_drv.cuLaunchKernel = s_launch;
+    atl_drv.cuCtxSynchronize = s_sync;
+    atl_drv.cuStreamSynchronize = s_ssync;
+    atl_drv.cuMemsetD8_v2 = s_memset;
+    atl_drv.cuFuncGetName = s_name;
+    atl_cfg.redzone = 256;
+    atl_cfg.redzone_fill = 0xA5;
+    atl_cfg.redzone_check = mode;
+    atl_redzone_init();
+    snprintf(logpath, sizeof logpath, "/tmp/atlas-rzunit-%d.log", (int)getpid());
+    unlink(logpath);
+    atl_log_open(logpath);
+    launches = syncs = loads = 0;
+}
+
+static char *read_log(void)
+{
+    static char buf[16384];
+    FILE *f = fopen(logpath, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* One cuMemAlloc_v2 through the engine; the "driver" is malloc. */
+static CUdeviceptr alloc(size_t bytes)
+{
+    CUdeviceptr p = 0;
+    struct atl_alloc a = {.hook = ATL_ID_cuMemAlloc_v2, .kind = ATL_ALLOC_DEVICE, .dptr = &p,
+                          .bytes = bytes};
+    atl_alloc_pre(&a);
+    ck_assert_uint_eq(a.padded, bytes + 256);
+    p = (CUdeviceptr)calloc(1, a.padded);
+    atl_alloc_post(&a, CUDA_SUCCESS);
+    const unsigned char *tail = (const unsigned char *)p + bytes;
+    for (int i = 0; i < 256; i++)
+        ck_assert_uint_eq(tail[i], 0xA5);
+    ck_assert_uint_eq(((unsigned char *)p)[bytes - 1], 0);
+    return p;
+}
+
+START_TEST(gpu_scan_finds_overrun)
+{
+    setup(0);
+    CUdeviceptr a = alloc(1000), b = alloc(4096), c = alloc(64);
+    memset((char *)b + 4096, 0, 12); /* 12 bytes past the end of b */
+    ck_assert_int_eq(atl_redzone_scan_all("test"), 1);
+    ck_assert_int_eq(loads, 1);
+    ck_assert_int_eq(launches, 1);
+    const char *log = read_log();
+    ck_assert_msg(strstr(log, " bytes at 0x") && strstr(log, "4096 bytes at 0x"), "%s", log);
+    ck_assert_msg(strstr(log, ": 12 bytes corrupted at +4096..+4107\n"), "%s", log);
+    ck_assert_msg(!strstr(log, "scan kernel unavailable"), "%s", log);
+    /* reported once: the next scan is clean, and costs one launch */
+    ck_assert_int_eq(atl_redzone_scan_all("test"), 0);
+    ck_assert_int_eq(launches, 2);
+    /* re-armed, found again */
+    ck_assert_int_eq(atl_redzone_poison(1, 1000), 3);
+    memset((char *)a + 1000, 1, 1);
+    memset((char *)c + 64 + 255, 1, 1);
+    ck_assert_int_eq(atl_redzone_scan_all("test"), 2);
+    log = read_log();
+    ck_assert_msg(strstr(log, "1000 bytes at 0x") && strstr(log, "1 bytes corrupted at +1000..+1000"),
+                  "%s", log);
+    ck_assert_msg(strstr(log, "1 bytes corrupted at +319..+319"), "%s", log);
+}
+END_TEST
+
+START_TEST(launch_mode_names_culprit)
+{
+    setup(2);
+    CUdeviceptr a = alloc(2048);
+    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel, .func = (CUfunction)0x77,
+                           .grid = {3, 1, 1}, .block = {128, 1, 1}, .seq = 41};
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    int before = launches;
+    memset((char *)a + 2048, 0, 5);
+    l.seq = 42;
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    ck_assert_int_eq(launches, before + 1);
+    const char *log = read_log();
+    ck_assert_msg(strstr(log, "5 bytes corrupted at +2048..+2052\n"), "%s", log);
+    ck_assert_msg(strstr(log, "redzone: culprit: launch#42 kernel=bad_kern(char*, int) grid=(3,1,1) "
+                              "block=(128,1,1)\n"),
+                  "%s", log);
+    ck_assert_msg(!strstr(log, "launch#41"), "%s", log);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("redzone-unit");
+    TCase *tc = tcase_create("gpu-path");
+    tcase_add_test(tc, gpu_scan_finds_overrun);
+    tcase_add_test(tc, launch_mode_names_culprit);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_FORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    unlink(logpath);
+    return failed ? 1 : 0;
+}
