@@ -32,14 +32,14 @@
 const char *const atl_redzone_check_names[] = {"free", "sync", "launch", NULL};
 enum { CHECK_FREE, CHECK_SYNC, CHECK_LAUNCH };
 
-static size_t pad;        /* ATLAS_REDZONE; 0: no red zones */
+static size_t pad; /* ATLAS_REDZONE; 0: no red zones */
 static unsigned char fill;
 static int mode;
 static int leaks_on;
-static int active;        /* red zones or leak list on */
+static int active; /* red zones or leak list on */
 static uint64_t min_idx, trace_idx;
 
-static int captures;      /* stream captures in progress (begun, not ended) */
+static int captures; /* stream captures in progress (begun, not ended) */
 static uint64_t overruns, guarded_total, checks, skipped_capture;
 
 /* ---- the zone set -----------------------------------------------------------
@@ -52,7 +52,7 @@ struct zone {
     CUdeviceptr base, start; /* allocation base; first byte of the tail */
     size_t bytes, len;       /* what the program asked for; tail length */
     uint64_t seq;
-    int watched;             /* poisoned and not yet reported */
+    int watched; /* poisoned and not yet reported */
 };
 static pthread_mutex_t zones_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct zone *zones;
@@ -157,8 +157,9 @@ static void suspects(uint64_t seq, const char *where)
     pthread_mutex_unlock(&ring_lock);
     uint64_t n = last > from ? last - from : 0;
     if (n == 0) {
-        atl_log(ATL_ERROR, "redzone: alloc#%llu found at %s: no kernel launch since the last clean "
-                           "check (a copy, a memset or a host write through managed memory?)",
+        atl_log(ATL_ERROR,
+                "redzone: alloc#%llu found at %s: no kernel launch since the last clean "
+                "check (a copy, a memset or a host write through managed memory?)",
                 (unsigned long long)seq, where);
         return;
     }
@@ -233,11 +234,11 @@ struct gpu_result {
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
 static int kernel_state; /* 0 untried, 1 loaded, -1 unavailable */
 static CUfunction scan_fn;
-static struct gpu_zone *tab;    /* mapped host memory */
-static struct gpu_result *res;  /* mapped host memory */
+static struct gpu_zone *tab;   /* mapped host memory */
+static struct gpu_result *res; /* mapped host memory */
 static CUdeviceptr dtab, dres;
 static size_t captab;
-static struct zone *snap;       /* host copy of the zones scanned */
+static struct zone *snap; /* host copy of the zones scanned */
 static size_t nsnap, capsnap;
 static uint64_t snap_version = (uint64_t)-1;
 static unsigned char *readback; /* fallback: one zone's bytes */
@@ -261,8 +262,7 @@ static void kernel_load(void)
         snprintf(why, sizeof why, "the driver refused its PTX: %s",
                  atl_error_name(r, nm, sizeof nm));
     }
-    atl_log(ATL_INFO, "redzone: scan kernel unavailable (%s): checking each zone with a copy",
-            why);
+    atl_log(ATL_INFO, "redzone: scan kernel unavailable (%s): checking each zone with a copy", why);
 }
 
 /* Makes the mapped buffers hold n zones. */
@@ -432,10 +432,15 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
         unsigned n = (unsigned)nsnap;
         void *args[] = {&dtab, &n, &dres};
         unsigned blocks = n < 1024 ? n : 1024;
-        CUresult r = atl_drv.cuLaunchKernel(scan_fn, blocks, 1, 1, 128, 1, 1, 0, stream, args, NULL);
-        if (r == CUDA_SUCCESS)
-            r = atl_drv.cuStreamSynchronize(stream);
-        if (r != CUDA_SUCCESS)
+        CUresult r =
+            atl_drv.cuLaunchKernel(scan_fn, blocks, 1, 1, 128, 1, 1, 0, stream, args, NULL);
+        if (r != CUDA_SUCCESS) {
+            /* e.g. another context is current than the one the kernel was
+             * loaded into: check this time with copies */
+            gpu = 0;
+            goto copies;
+        }
+        if (atl_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
             return 0; /* a fault of the program's own surfaces here: its next call reports it */
         for (size_t i = 0; i < nsnap; i++) {
             volatile struct gpu_result *g = &res[i];
@@ -445,6 +450,7 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
             }
         }
     } else {
+    copies:
         if (culprit && atl_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
             return 0;
         for (size_t i = 0; i < nsnap; i++) {
@@ -554,7 +560,8 @@ static void alloc_failed(const struct atl_alloc *a, CUresult r)
     for (size_t i = 0; i < ntop; i++) {
         char site[512];
         atl_stack_site(&top[i].site, site, sizeof site);
-        atl_log(ATL_WARN, "alloc failed:   largest live: alloc#%llu %zu bytes at 0x%llx, allocated at %s",
+        atl_log(ATL_WARN,
+                "alloc failed:   largest live: alloc#%llu %zu bytes at 0x%llx, allocated at %s",
                 (unsigned long long)top[i].seq, top[i].bytes, (unsigned long long)top[i].ptr, site);
     }
 }
@@ -563,7 +570,8 @@ static void trace_alloc(const struct atl_alloc *a)
 {
     struct atl_stack st;
     atl_stack_capture(&st);
-    atl_log(ATL_WARN, "redzone: alloc#%llu bytes=%zu ptr=0x%llx backtrace (ATLAS_REDZONE_TRACE_IDX):",
+    atl_log(ATL_WARN,
+            "redzone: alloc#%llu bytes=%zu ptr=0x%llx backtrace (ATLAS_REDZONE_TRACE_IDX):",
             (unsigned long long)a->seq, a->bytes, a->dptr ? (unsigned long long)*a->dptr : 0ULL);
     for (int i = 0; i < st.n; i++) {
         char fr[512];
@@ -596,8 +604,11 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
         trace_alloc(a);
     if (a->padded <= a->bytes && !a->padded_height)
         return 0;
-    struct zone z = {.base = *a->dptr, .bytes = a->bytes, .len = a->padded - a->bytes,
-                     .seq = a->seq, .watched = 1};
+    struct zone z = {.base = *a->dptr,
+                     .bytes = a->bytes,
+                     .len = a->padded - a->bytes,
+                     .seq = a->seq,
+                     .watched = 1};
     if (a->kind == ATL_ALLOC_PITCH) {
         if (!a->pitch)
             return 0;
@@ -611,8 +622,9 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
             /* a memset now would be recorded into the program's graph */
             static int said;
             if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-                atl_log(ATL_INFO, "redzone: alloc#%llu made on a capturing stream is not guarded "
-                                  "(poisoning it would add a node to the program's graph)",
+                atl_log(ATL_INFO,
+                        "redzone: alloc#%llu made on a capturing stream is not guarded "
+                        "(poisoning it would add a node to the program's graph)",
                         (unsigned long long)a->seq);
             return 0;
         }
@@ -626,8 +638,9 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
         static int said;
         char nm[64];
         if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-            atl_log(ATL_WARN, "redzone: poisoning the red zone of alloc#%llu failed (%s): it is "
-                              "not checked",
+            atl_log(ATL_WARN,
+                    "redzone: poisoning the red zone of alloc#%llu failed (%s): it is "
+                    "not checked",
                     (unsigned long long)a->seq, atl_error_name(pr, nm, sizeof nm));
         return 0;
     }
@@ -698,8 +711,9 @@ void atl_redzone_free_post(struct atl_free *f, CUresult r)
             was = freed[i].seq;
     pthread_mutex_unlock(&freed_lock);
     if (was)
-        atl_log(ATL_WARN, "free of unknown pointer: 0x%llx (alloc#%llu, already freed: a double "
-                          "free) status=%s (passed through)",
+        atl_log(ATL_WARN,
+                "free of unknown pointer: 0x%llx (alloc#%llu, already freed: a double "
+                "free) status=%s (passed through)",
                 (unsigned long long)f->ptr, (unsigned long long)was,
                 atl_error_name(r, nm, sizeof nm));
     else
@@ -769,7 +783,9 @@ void atl_redzone_teardown(const char *where)
 static int by_size_desc(const void *a, const void *b)
 {
     const struct atl_alloc_rec *x = a, *y = b;
-    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : (x->seq > y->seq) - (x->seq < y->seq);
+    return x->bytes < y->bytes   ? 1
+           : x->bytes > y->bytes ? -1
+                                 : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 static void leak_report(void)

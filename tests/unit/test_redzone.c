@@ -142,8 +142,8 @@ static char *read_log(void)
 static CUdeviceptr alloc(size_t bytes)
 {
     CUdeviceptr p = 0;
-    struct atl_alloc a = {.hook = ATL_ID_cuMemAlloc_v2, .kind = ATL_ALLOC_DEVICE, .dptr = &p,
-                          .bytes = bytes};
+    struct atl_alloc a = {
+        .hook = ATL_ID_cuMemAlloc_v2, .kind = ATL_ALLOC_DEVICE, .dptr = &p, .bytes = bytes};
     atl_alloc_pre(&a);
     ck_assert_uint_eq(a.padded, bytes + 256);
     p = (CUdeviceptr)calloc(1, a.padded);
@@ -176,7 +176,8 @@ START_TEST(gpu_scan_finds_overrun)
     memset((char *)c + 64 + 255, 1, 1);
     ck_assert_int_eq(atl_redzone_scan_all("test"), 2);
     log = read_log();
-    ck_assert_msg(strstr(log, "1000 bytes at 0x") && strstr(log, "1 bytes corrupted at +1000..+1000"),
+    ck_assert_msg(strstr(log, "1000 bytes at 0x") &&
+                      strstr(log, "1 bytes corrupted at +1000..+1000"),
                   "%s", log);
     ck_assert_msg(strstr(log, "1 bytes corrupted at +319..+319"), "%s", log);
 }
@@ -186,8 +187,11 @@ START_TEST(launch_mode_names_culprit)
 {
     setup(2);
     CUdeviceptr a = alloc(2048);
-    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel, .func = (CUfunction)0x77,
-                           .grid = {3, 1, 1}, .block = {128, 1, 1}, .seq = 41};
+    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
+                           .func = (CUfunction)0x77,
+                           .grid = {3, 1, 1},
+                           .block = {128, 1, 1},
+                           .seq = 41};
     atl_redzone_launch_post(&l, CUDA_SUCCESS);
     int before = launches;
     memset((char *)a + 2048, 0, 5);
@@ -196,8 +200,9 @@ START_TEST(launch_mode_names_culprit)
     ck_assert_int_eq(launches, before + 1);
     const char *log = read_log();
     ck_assert_msg(strstr(log, "5 bytes corrupted at +2048..+2052\n"), "%s", log);
-    ck_assert_msg(strstr(log, "redzone: culprit: launch#42 kernel=bad_kern(char*, int) grid=(3,1,1) "
-                              "block=(128,1,1)\n"),
+    ck_assert_msg(strstr(log,
+                         "redzone: culprit: launch#42 kernel=bad_kern(char*, int) grid=(3,1,1) "
+                         "block=(128,1,1)\n"),
                   "%s", log);
     ck_assert_msg(!strstr(log, "launch#41"), "%s", log);
 }
