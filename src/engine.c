@@ -176,6 +176,7 @@ void atl_launch_pre(struct atl_launch *l)
     register_late_atexit();
     l->seq = __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED);
     atl_sync_launch_pre(l);
+    atl_redzone_launch_pre(l);
 }
 
 CUresult atl_launch_post(struct atl_launch *l, CUresult r)

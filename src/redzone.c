@@ -234,6 +234,7 @@ struct gpu_result {
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
 static int kernel_state; /* 0 untried, 1 loaded, -1 unavailable */
 static CUfunction scan_fn;
+static CUfunction check_fn;    /* launch mode, asynchronous; NULL: synchronous scans */
 static struct gpu_zone *tab;   /* mapped host memory */
 static struct gpu_result *res; /* mapped host memory */
 static CUdeviceptr dtab, dres;
@@ -256,6 +257,9 @@ static void kernel_load(void)
             r = atl_drv.cuModuleGetFunction(&scan_fn, m, "atl_redzone_scan");
         if (r == CUDA_SUCCESS) {
             kernel_state = 1;
+            if (atl_drv.cuModuleGetFunction(&check_fn, m, "atl_redzone_check_launch") !=
+                CUDA_SUCCESS)
+                check_fn = NULL;
             return;
         }
         char nm[64];
@@ -389,6 +393,141 @@ static int sync_for_scan(void)
     return -1;
 }
 
+/* ---- launch mode without waiting ----------------------------------------------
+ * Waiting for every launch and its check costs a round trip per launch
+ * (about 3x a bare launch). Instead the check kernel is queued on the
+ * launch's stream right after it and leaves its verdict in a ring of slots
+ * in mapped host memory; the host reads finished slots at the next launches
+ * and at every synchronisation. Stream order makes the culprit exact as long
+ * as one stream runs at a time: before a launch on another stream than the
+ * previous one, the host waits for the checks in flight (launch_pre). A slot
+ * refers to zones by index in `snap`, which is only rebuilt after a context
+ * sync and a drain. */
+#define SLOTS 256
+#define SLOT_RECS 4
+struct gpu_slot {
+    unsigned long long done; /* the launch number, written last by the kernel */
+    unsigned nbad, pad_;
+    struct gpu_result rec[SLOT_RECS]; /* .pad_: zone index */
+};
+struct pending {
+    struct atl_launch l; /* the launch checked (seq, func, grid, block, stream) */
+};
+static struct gpu_slot *slots; /* mapped host memory */
+static CUdeviceptr dslots;
+static struct pending pend[SLOTS];
+static uint64_t pend_head, pend_tail; /* checks queued [tail, head) */
+static CUstream last_stream;
+
+static void slot_process(uint64_t k)
+{
+    volatile struct gpu_slot *sl = &slots[k % SLOTS];
+    const struct atl_launch *l = &pend[k % SLOTS].l;
+    __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    unsigned nbad = sl->nbad;
+    if (nbad == 0) {
+        pthread_mutex_lock(&ring_lock);
+        if (l->seq > clean_upto)
+            clean_upto = l->seq;
+        pthread_mutex_unlock(&ring_lock);
+        return;
+    }
+    for (unsigned i = 0; i < nbad && i < SLOT_RECS; i++) {
+        unsigned z = sl->rec[i].pad_;
+        /* a later check in flight sees the same zone: report it once */
+        if (z >= nsnap || !snap[z].watched)
+            continue;
+        report(&snap[z], NULL, sl->rec[i].bad, sl->rec[i].first, sl->rec[i].last, "launch", l);
+        snap[z].watched = 0;
+    }
+    if (nbad > SLOT_RECS)
+        atl_log(ATL_ERROR, "redzone: launch#%llu corrupted %u more zones, not listed",
+                (unsigned long long)l->seq, nbad - SLOT_RECS);
+}
+
+/* Reads the finished slots, in order; with `all` (after a context sync),
+ * every queued one (a slot still unfinished then never ran: dropped). */
+static void slots_poll(int all)
+{
+    while (pend_tail < pend_head) {
+        uint64_t k = pend_tail;
+        unsigned long long done = ((volatile struct gpu_slot *)&slots[k % SLOTS])->done;
+        if (done == pend[k % SLOTS].l.seq)
+            slot_process(k);
+        else if (!all)
+            break;
+        __atomic_store_n(&pend_tail, k + 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void slots_drain(void)
+{
+    if (slots)
+        slots_poll(1);
+}
+
+static int slots_ready(void)
+{
+    if (slots)
+        return 0;
+    void *p = NULL;
+    CUdeviceptr d;
+    if (atl_drv.cuMemAllocHost_v2(&p, SLOTS * sizeof *slots) != CUDA_SUCCESS)
+        return -1;
+    if (atl_drv.cuMemHostGetDevicePointer_v2(&d, p, 0) != CUDA_SUCCESS) {
+        atl_drv.cuMemFreeHost(p);
+        return -1;
+    }
+    memset(p, 0, SLOTS * sizeof *slots);
+    slots = p;
+    dslots = d;
+    return 0;
+}
+
+static int sync_for_scan(void);
+static int snapshot_zones(int to_gpu);
+
+/* Queues the check of launch l. 0 when queued (or nothing to check), -1
+ * when the caller must check synchronously instead. */
+static int check_queue_locked(const struct atl_launch *l)
+{
+    pthread_mutex_lock(&zones_lock);
+    int changed = version != snap_version;
+    pthread_mutex_unlock(&zones_lock);
+    if (changed || pend_head - pend_tail == SLOTS) {
+        /* new zones may still be being poisoned on another stream; a full
+         * ring means the host is far ahead of the GPU */
+        if (sync_for_scan() != 0)
+            return 0;
+        slots_drain();
+        if (snapshot_zones(1) != 0)
+            return -1;
+    } else if (capture_active()) {
+        __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    if (nsnap == 0)
+        return 0;
+    if (slots_ready() != 0)
+        return -1;
+    uint64_t k = pend_head;
+    slots[k % SLOTS].done = 0;
+    slots[k % SLOTS].nbad = 0;
+    pend[k % SLOTS].l = *l;
+    unsigned n = (unsigned)nsnap;
+    unsigned long long seq = l->seq;
+    CUdeviceptr ds = dslots + (k % SLOTS) * sizeof *slots;
+    void *args[] = {&dtab, &n, &ds, &seq};
+    if (atl_drv.cuLaunchKernel(check_fn, 1, 1, 1, 256, 1, 1, 0, l->stream, args, NULL) !=
+        CUDA_SUCCESS)
+        return -1;
+    __atomic_store_n(&pend_head, k + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&last_stream, l->stream, __ATOMIC_RELAXED);
+    slots_poll(0);
+    return 0;
+}
+
 /* The scan proper. `culprit` (launch mode): run on its stream, right after
  * it, and name it; otherwise synchronise the context first. Called with
  * scan_lock held (it guards the mapped tables; the driver calls made under
@@ -411,6 +550,7 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
     if (!culprit || !gpu || changed) {
         if (sync_for_scan() != 0)
             return 0;
+        slots_drain();
     } else if (capture_active()) {
         __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
         return 0;
@@ -678,6 +818,7 @@ void atl_redzone_free_pre(struct atl_free *f)
      * (cuMemFree synchronises anyway). */
     pthread_mutex_lock(&scan_lock);
     if (z.watched && sync_for_scan() == 0) {
+        slots_drain();
         unsigned bad;
         size_t first = 0, last = 0;
         __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
@@ -730,10 +871,30 @@ void atl_redzone_launch_post(const struct atl_launch *l, CUresult r)
     ring_note(l);
     if (mode != CHECK_LAUNCH || stream_capturing(l->stream))
         return;
-    /* a check after every launch: one scan-kernel launch on the same stream
-     * and one stream sync (about 2x a bare launch on the H200) */
     pthread_mutex_lock(&scan_lock);
-    scan_locked("launch", l);
+    if (kernel_state == 0)
+        kernel_load();
+    /* queued and read later when the check kernel runs; else one scan and
+     * one stream sync per launch */
+    if (!(kernel_state == 1 && check_fn && check_queue_locked(l) == 0))
+        scan_locked("launch", l);
+    pthread_mutex_unlock(&scan_lock);
+}
+
+void atl_redzone_launch_pre(const struct atl_launch *l)
+{
+    if (!pad || mode != CHECK_LAUNCH)
+        return;
+    /* About to launch on another stream while checks are queued: wait for
+     * them, so that the two streams' kernels never run at the same time and
+     * each check still names exactly one launch. */
+    if (__atomic_load_n(&pend_head, __ATOMIC_RELAXED) ==
+            __atomic_load_n(&pend_tail, __ATOMIC_RELAXED) ||
+        l->stream == __atomic_load_n(&last_stream, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&scan_lock);
+    if (pend_head != pend_tail && sync_for_scan() == 0)
+        slots_drain();
     pthread_mutex_unlock(&scan_lock);
 }
 

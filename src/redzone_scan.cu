@@ -56,3 +56,67 @@ extern "C" __global__ void atl_redzone_scan(const atl_zone *zones, unsigned int 
         __syncthreads();
     }
 }
+
+/*
+ * The launch-mode check: one block, queued on the launch's own stream right
+ * after it, never waited for. It writes a compact verdict into its slot of
+ * a ring in mapped host memory: how many zones are corrupted and the first
+ * four of them; `done` is written last (after a system-wide fence), so the
+ * host reads a slot only once it is complete. A warp takes a zone at a time,
+ * its lanes stride over the bytes and the counts are combined with shuffles:
+ * no block-wide barrier per zone.
+ */
+#define ATL_SLOT_RECS 4
+struct atl_slot {
+    unsigned long long done; /* the launch number, written last */
+    unsigned int nbad;
+    unsigned int pad_;
+    atl_zone_result rec[ATL_SLOT_RECS]; /* .pad_ holds the zone index */
+};
+
+extern "C" __global__ void atl_redzone_check_launch(const atl_zone *zones, unsigned int n,
+                                                    atl_slot *slot, unsigned long long seq)
+{
+    __shared__ unsigned int nbad;
+    __shared__ atl_zone_result rec[ATL_SLOT_RECS];
+    if (threadIdx.x == 0)
+        nbad = 0;
+    __syncthreads();
+    unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    for (unsigned int z = warp; z < n; z += nwarps) {
+        const unsigned char *p = (const unsigned char *)zones[z].ptr;
+        unsigned long long len = zones[z].len;
+        unsigned char fill = (unsigned char)zones[z].fill;
+        unsigned int bad = 0, first = 0xffffffffu, last = 0;
+        for (unsigned long long i = lane; i < len; i += 32) {
+            if (p[i] != fill) {
+                bad++;
+                if ((unsigned int)i < first)
+                    first = (unsigned int)i;
+                last = (unsigned int)i;
+            }
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            bad += __shfl_down_sync(0xffffffffu, bad, off);
+            first = min(first, __shfl_down_sync(0xffffffffu, first, off));
+            last = max(last, __shfl_down_sync(0xffffffffu, last, off));
+        }
+        if (lane == 0 && bad) {
+            unsigned int k = atomicAdd(&nbad, 1u);
+            if (k < ATL_SLOT_RECS) {
+                rec[k].bad = bad;
+                rec[k].first = first;
+                rec[k].last = last;
+                rec[k].pad_ = z;
+            }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        slot->nbad = nbad;
+        for (unsigned int k = 0; k < ATL_SLOT_RECS && k < nbad; k++)
+            slot->rec[k] = rec[k];
+        __threadfence_system();
+        *(volatile unsigned long long *)&slot->done = seq;
+    }
+}

@@ -29,10 +29,15 @@ static CUresult s_load(CUmodule *m, const void *image)
     *m = (CUmodule)0x1;
     return CUDA_SUCCESS;
 }
+static int async_on = 1; /* the module has the launch-mode kernel */
 static CUresult s_getfn(CUfunction *f, CUmodule m, const char *name)
 {
-    ck_assert_str_eq(name, "atl_redzone_scan");
-    *f = (CUfunction)0x2;
+    if (strcmp(name, "atl_redzone_scan") == 0)
+        *f = (CUfunction)0x2;
+    else if (strcmp(name, "atl_redzone_check_launch") == 0 && async_on)
+        *f = (CUfunction)0x3;
+    else
+        return CUDA_ERROR_NOT_FOUND;
     return CUDA_SUCCESS;
 }
 static CUresult s_hostalloc(void **p, size_t n)
@@ -59,12 +64,69 @@ struct zone_in {
 struct zone_out {
     unsigned bad, first, last, pad_;
 };
+struct slot_out {
+    unsigned long long done;
+    unsigned nbad, pad_;
+    struct zone_out rec[4];
+};
+static int checks_queued, checks_run_late;
+static CUstream stream_of_check;
+/* A queued check sees the zones as they are when it is queued (on a GPU
+ * it runs right after the launch before it), but its verdict becomes
+ * visible only at the next sync (it is never waited for). */
+static struct {
+    struct slot_out verdict;
+    struct slot_out *slot;
+} queued[64];
+static int nqueued;
+
+static void run_check(const struct zone_in *z, unsigned n, struct slot_out *slot,
+                      unsigned long long seq)
+{
+    unsigned nbad = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const unsigned char *p = (const unsigned char *)z[i].ptr;
+        struct zone_out o = {0, 0xffffffffu, 0, i};
+        for (unsigned long long b = 0; b < z[i].len; b++)
+            if (p[b] != (unsigned char)z[i].fill) {
+                o.bad++;
+                if (b < o.first)
+                    o.first = (unsigned)b;
+                o.last = (unsigned)b;
+            }
+        if (o.bad && nbad < 4)
+            slot->rec[nbad] = o;
+        nbad += o.bad != 0;
+    }
+    slot->nbad = nbad;
+    slot->done = seq;
+}
+
+static void run_queued(void)
+{
+    for (int i = 0; i < nqueued; i++)
+        *queued[i].slot = queued[i].verdict;
+    checks_run_late += nqueued;
+    nqueued = 0;
+}
+
 static CUresult s_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          unsigned by, unsigned bz, unsigned sh, CUstream s, void **kp, void **extra)
 {
-    ck_assert_ptr_eq(f, (CUfunction)0x2);
     const struct zone_in *z = (const struct zone_in *)*(CUdeviceptr *)kp[0];
     unsigned n = *(unsigned *)kp[1];
+    if (f == (CUfunction)0x3) {
+        ck_assert_uint_eq(gx, 1);
+        ck_assert_int_lt(nqueued, 64);
+        checks_queued++;
+        stream_of_check = s;
+        memset(&queued[nqueued].verdict, 0, sizeof queued[nqueued].verdict);
+        run_check(z, n, &queued[nqueued].verdict, *(unsigned long long *)kp[3]);
+        queued[nqueued].slot = (struct slot_out *)*(CUdeviceptr *)kp[2];
+        nqueued++;
+        return CUDA_SUCCESS;
+    }
+    ck_assert_ptr_eq(f, (CUfunction)0x2);
     struct zone_out *out = (struct zone_out *)*(CUdeviceptr *)kp[2];
     ck_assert_uint_ge(gx, 1);
     launches++;
@@ -84,11 +146,13 @@ static CUresult s_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
 static CUresult s_sync(void)
 {
     syncs++;
+    run_queued();
     return CUDA_SUCCESS;
 }
 static CUresult s_ssync(CUstream s)
 {
     syncs++;
+    run_queued();
     return CUDA_SUCCESS;
 }
 static CUresult s_memset(CUdeviceptr p, unsigned char v, size_t n)
@@ -103,6 +167,14 @@ static CUresult s_name(const char **name, CUfunction f)
 }
 
 static char logpath[64];
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
 
 static void setup(int mode)
 {
@@ -125,6 +197,7 @@ static void setup(int mode)
     unlink(logpath);
     atl_log_open(logpath);
     launches = syncs = loads = 0;
+    checks_queued = checks_run_late = nqueued = 0;
 }
 
 static char *read_log(void)
@@ -185,6 +258,7 @@ END_TEST
 
 START_TEST(launch_mode_names_culprit)
 {
+    async_on = 0; /* a module without the launch-mode kernel: scan and wait */
     setup(2);
     CUdeviceptr a = alloc(2048);
     struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
@@ -208,12 +282,73 @@ START_TEST(launch_mode_names_culprit)
 }
 END_TEST
 
+/* Launch mode, queued checks: the launch is never waited for, the verdict
+ * is read later and still names exactly the launch that wrote the zone. */
+START_TEST(launch_mode_queued)
+{
+    async_on = 1;
+    setup(2);
+    CUdeviceptr a = alloc(512), b = alloc(512);
+    CUstream s1 = (CUstream)0x51, s2 = (CUstream)0x52;
+    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
+                           .func = (CUfunction)0x77,
+                           .grid = {8, 1, 1},
+                           .block = {64, 1, 1},
+                           .stream = s1};
+    /* launch 1: the zone set is new, so the context is synchronised once */
+    l.seq = 1;
+    atl_redzone_launch_pre(&l);
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    ck_assert_int_eq(checks_queued, 1);
+    ck_assert_ptr_eq(stream_of_check, s1);
+    int syncs_after_first = syncs;
+    /* launches 2 and 3 on the same stream: queued, no waiting */
+    l.seq = 2;
+    atl_redzone_launch_pre(&l);
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    memset((char *)b + 512, 0, 7); /* launch 3 writes 7 bytes past b */
+    l.seq = 3;
+    l.grid[0] = 9;
+    atl_redzone_launch_pre(&l);
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    ck_assert_int_eq(checks_queued, 3);
+    ck_assert_int_eq(syncs, syncs_after_first);
+    ck_assert_int_eq(launches, 0); /* no full scan either */
+    ck_assert_msg(!strstr(read_log(), "redzone overrun"), "%s", read_log());
+    /* launch 4 on another stream: the queued checks are waited for first,
+     * and the verdict names launch 3 */
+    l.seq = 4;
+    l.stream = s2;
+    l.grid[0] = 10;
+    atl_redzone_launch_pre(&l);
+    ck_assert_int_eq(syncs, syncs_after_first + 1);
+    const char *log = read_log();
+    ck_assert_msg(strstr(log, "7 bytes corrupted at +512..+518\n"), "%s", log);
+    ck_assert_msg(strstr(log, "redzone: culprit: launch#3 kernel=bad_kern(char*, int) grid=(9,1,1) "
+                              "block=(64,1,1)\n"),
+                  "%s", log);
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    /* reported once, though later checks still see the zone */
+    memset((char *)a + 512, 0, 1);
+    l.seq = 5;
+    atl_redzone_launch_pre(&l);
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    atl_redzone_scan_all("test");
+    log = read_log();
+    ck_assert_int_eq(count_of(log, "redzone overrun"), 2);
+    ck_assert_msg(strstr(log, "1 bytes corrupted at +512..+512\n"), "%s", log);
+    ck_assert_msg(strstr(log, "redzone: culprit: launch#5 kernel="), "%s", log);
+    ck_assert_int_eq(count_of(log, "culprit:"), 2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("redzone-unit");
     TCase *tc = tcase_create("gpu-path");
     tcase_add_test(tc, gpu_scan_finds_overrun);
     tcase_add_test(tc, launch_mode_names_culprit);
+    tcase_add_test(tc, launch_mode_queued);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_FORK);
