@@ -196,6 +196,7 @@ void atl_graph_launch_pre(struct atl_graph_launch *g)
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
     atl_fault_check(g->hook, r);
+    atl_redzone_graph_launch_post(g, r);
     return r;
 }
 

@@ -159,7 +159,7 @@ static void suspects(uint64_t seq, const char *where)
     if (n == 0) {
         atl_log(ATL_ERROR,
                 "redzone: alloc#%llu found at %s: no kernel launch since the last clean "
-                "check (a copy, a memset or a host write through managed memory?)",
+                "check (a graph launch, a copy, a memset or a host write through managed memory?)",
                 (unsigned long long)seq, where);
         return;
     }
@@ -812,19 +812,24 @@ void atl_redzone_free_pre(struct atl_free *f)
     struct zone z;
     if (!pad || !zone_remove(f->ptr, &z))
         return;
-    /* Taking scan_lock also waits for a scan in flight that may still read
-     * this zone, before the real free. The last moment the zone is
-     * readable: check it alone, after the work queued before the free
-     * (cuMemFree synchronises anyway). */
+    /* Taking scan_lock waits for a scan in progress that may still read this
+     * zone; queued launch-mode checks may read it too, so they are waited
+     * for before the real free. The last moment the zone is readable: check
+     * it alone, after the work queued before the free (cuMemFree
+     * synchronises anyway). */
     pthread_mutex_lock(&scan_lock);
-    if (z.watched && sync_for_scan() == 0) {
+    int queued = pend_head != pend_tail;
+    if ((z.watched || queued) && sync_for_scan() == 0) {
         slots_drain();
+        if (!z.watched)
+            goto out;
         unsigned bad;
         size_t first = 0, last = 0;
         __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
         if (zone_read(&z, &bad, &first, &last) == 0 && bad)
             report(&z, &f->rec.site, bad, first, last, atl_hook_names[f->hook], NULL);
     }
+out:
     pthread_mutex_unlock(&scan_lock);
 }
 
@@ -848,8 +853,8 @@ void atl_redzone_free_post(struct atl_free *f, CUresult r)
     uint64_t was = 0;
     pthread_mutex_lock(&freed_lock);
     for (unsigned i = 0; i < FREED; i++)
-        if (freed[i].ptr == f->ptr)
-            was = freed[i].seq;
+        if (freed[i].ptr == f->ptr && freed[i].seq > was)
+            was = freed[i].seq; /* the latest allocation at that address */
     pthread_mutex_unlock(&freed_lock);
     if (was)
         atl_log(ATL_WARN,
@@ -878,6 +883,17 @@ void atl_redzone_launch_post(const struct atl_launch *l, CUresult r)
      * one stream sync per launch */
     if (!(kernel_state == 1 && check_fn && check_queue_locked(l) == 0))
         scan_locked("launch", l);
+    pthread_mutex_unlock(&scan_lock);
+}
+
+/* Launch mode: a graph's kernels are not seen one by one; check right after
+ * the graph, so its overrun is not blamed on the next launch. */
+void atl_redzone_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
+{
+    if (!pad || mode != CHECK_LAUNCH || r != CUDA_SUCCESS || stream_capturing(g->stream))
+        return;
+    pthread_mutex_lock(&scan_lock);
+    scan_locked(atl_hook_names[g->hook], NULL);
     pthread_mutex_unlock(&scan_lock);
 }
 
