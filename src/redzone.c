@@ -643,7 +643,7 @@ unsigned atl_redzone_events(void)
         return 0;
     unsigned on = ATL_ON_ALLOC | ATL_ON_CTX;
     if (pad)
-        on |= ATL_ON_LAUNCH | ATL_ON_CAPTURE | (mode == CHECK_SYNC ? ATL_ON_SYNC : 0);
+        on |= ATL_ON_LAUNCH | ATL_ON_CAPTURE | (mode != CHECK_FREE ? ATL_ON_SYNC : 0);
     return on;
 }
 
@@ -916,9 +916,17 @@ void atl_redzone_launch_pre(const struct atl_launch *l)
 
 void atl_redzone_sync_post(const struct atl_sync *s, CUresult r)
 {
-    if (!pad || mode != CHECK_SYNC || r != CUDA_SUCCESS)
+    if (!pad || r != CUDA_SUCCESS)
         return;
-    atl_redzone_scan_all(atl_hook_names[s->hook]);
+    if (mode == CHECK_SYNC) {
+        atl_redzone_scan_all(atl_hook_names[s->hook]);
+    } else if (mode == CHECK_LAUNCH && __atomic_load_n(&pend_head, __ATOMIC_RELAXED) !=
+                                           __atomic_load_n(&pend_tail, __ATOMIC_RELAXED)) {
+        /* the program waited: the queued checks are likely done; read them */
+        pthread_mutex_lock(&scan_lock);
+        slots_poll(0);
+        pthread_mutex_unlock(&scan_lock);
+    }
 }
 
 void atl_redzone_capture_post(const struct atl_capture *c, CUresult r)
