@@ -55,12 +55,15 @@ rel-build: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(REL_BINS) $(BUILD)/tests/tp_l
            $(BUILD)/tests/tp_linked_ptds $(BUILD)/tests/tp_dlsym $(BUILD)/tests/tp_gpa $(BUILD)/tests/tp_threads \
            $(BUILD)/tests/test_config $(BUILD)/tests/test_preload
 
-# The sanitized trees are separate builds of the same sources.
+# The sanitized trees are separate builds of the same sources (the library's
+# link line takes no CFLAGS, so the runtime comes in through LDLIBS_CORE).
 .PHONY: rel-asan-build rel-tsan-build
 rel-asan-build: check-deps
-	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) CFLAGS="$(ASAN_CFLAGS)" rel-build
+	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) CFLAGS="$(ASAN_CFLAGS)" \
+	  LDLIBS_CORE="-fsanitize=address,undefined $(LDLIBS_CORE)" rel-build
 rel-tsan-build: check-deps
 	@$(MAKE) --no-print-directory BUILD=$(TSAN_BUILD) CFLAGS="$(TSAN_CFLAGS)" \
+	  LDLIBS_CORE="-fsanitize=thread $(LDLIBS_CORE)" \
 	  $(TSAN_BUILD)/libatlastrace.so $(TSAN_BUILD)/fake/libcuda.so.1 $(TSAN_BUILD)/tests/rel_stress \
 	  $(TSAN_BUILD)/tests/test_reliability
 
