@@ -7,16 +7,16 @@
 #
 # Sizes, so CI runs a bounded version and a long soak is one variable away:
 #   STRESS_THREADS=16 STRESS_ITERS=100000   plain build
-#   ASAN_STRESS_ITERS=20000                 under ASan+UBSan (leak check on)
-#   TSAN_STRESS_ITERS=5000                  under TSan
+#   ASAN_STRESS_ITERS=100000                under ASan+UBSan (leak check on)
+#   TSAN_STRESS_ITERS=100000                under TSan (about 45 s on 2 cores)
 #   STRESS_ENV="ATLAS_TRACE=1 ATLAS_REDZONE=256"  extra settings for every
 #                                           stress run (features as they land)
 # Each step prints how long it took.
 
 STRESS_THREADS    ?= 16
 STRESS_ITERS      ?= 100000
-ASAN_STRESS_ITERS ?= 20000
-TSAN_STRESS_ITERS ?= 5000
+ASAN_STRESS_ITERS ?= 100000
+TSAN_STRESS_ITERS ?= 100000
 STRESS_ENV        ?=
 
 ASAN_BUILD  := $(BUILD)/asan
@@ -67,7 +67,7 @@ rel-tsan-build: check-deps
 	  $(TSAN_BUILD)/libatlastrace.so $(TSAN_BUILD)/fake/libcuda.so.1 $(TSAN_BUILD)/tests/rel_stress \
 	  $(TSAN_BUILD)/tests/test_reliability
 
-TIMED = sh -c 't0=$$(date +%s); "$$@"; rc=$$?; echo "reliability: $$0: $$(( $$(date +%s) - t0 )) s"; exit $$rc'
+TIMED = sh -c 't0=$$(date +%s); "$$@"; rc=$$?; echo "reliability: $$0: $$(( $$(date +%s) - t0 )) s" >&2; exit $$rc'
 
 .PHONY: rel-plain rel-asan rel-tsan rel-valgrind reliability-check
 rel-plain: rel-build
@@ -99,7 +99,7 @@ rel-valgrind: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/tp_gpa
 	LD_LIBRARY_PATH=$(FAKE_DIR) ATLAS_STATS=1 \
 	  $(TIMED) "valgrind: tp_gpa under the preload" \
 	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
-	    --trace-children=no --soname-synonyms=somalloc=NONE \
+	    --trace-children=yes \
 	    env LD_PRELOAD=$(abspath $(BUILD)/libatlastrace.so) $(BUILD)/tests/tp_gpa >/dev/null
 
 reliability-check: rel-plain rel-asan rel-tsan rel-valgrind
