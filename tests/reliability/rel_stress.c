@@ -59,8 +59,8 @@ static void *worker(void *arg)
         CK(cuMemcpyDtoH(&back, p, sizeof back));
         CK(cuMemFree(p));
         if (back != v + 1) {
-            fprintf(stderr, "rel_stress: thread %u iteration %ld read %u, want %u\n", seed, i,
-                    back, v + 1);
+            fprintf(stderr, "rel_stress: thread %u iteration %ld read %u, want %u\n", seed, i, back,
+                    v + 1);
             return (void *)1;
         }
     }

@@ -159,8 +159,8 @@ START_TEST(exit_from_thread)
         ck_assert_msg(r.status == 5, "run %d exited %d; stderr:\n%s", rep, r.status, r.err);
         ck_assert_str_eq(r.out, "ok\n");
         /* the report is whole (header, rows, total) or not there at all */
-        int head = count_lines(r.log, "stats: function "), total =
-                                                               count_lines(r.log, "stats: total intercepted calls=");
+        int head = count_lines(r.log, "stats: function "),
+            total = count_lines(r.log, "stats: total intercepted calls=");
         ck_assert_msg(head == total && total <= 1, "partial report:\n%s", r.log);
         ck_assert_msg(error_lines(&r) == 0, "error lines:\n%s\n%s", r.err, r.log);
         run_free(&r);
@@ -180,8 +180,8 @@ static int read_vars(struct var *v, int cap)
     FILE *p = popen(T("rel_cfgvars"), "r");
     ck_assert_ptr_nonnull(p);
     int n = 0;
-    while (n < cap && fscanf(p, "%63s %15s %llu %llu", v[n].name, v[n].type, &v[n].min,
-                             &v[n].max) == 4)
+    while (n < cap &&
+           fscanf(p, "%63s %15s %llu %llu", v[n].name, v[n].type, &v[n].min, &v[n].max) == 4)
         n++;
     ck_assert_int_eq(pclose(p), 0);
     return n;
