@@ -28,16 +28,19 @@ FUZZ_BINS := $(FUZZERS:%=$(FUZZ_DIR)/fuzz_%)
 # installed when missing, as check-deps does for Check.
 .PHONY: fuzz-deps
 fuzz-deps:
-	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (install clang)"; exit 1; }
-	@echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' > /tmp/atlas-fuzz-probe.c; \
-	if ! $(FUZZ_CC) -fsanitize=fuzzer /tmp/atlas-fuzz-probe.c -o /tmp/atlas-fuzz-probe 2>/dev/null; then \
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	mkdir -p $(FUZZ_DIR); command -v $(FUZZ_CC) >/dev/null || { \
+	  echo "fuzz: installing clang"; \
+	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null; \
+	  command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (install clang)"; exit 1; }; }; \
+	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' > $(FUZZ_DIR)/probe.c; \
+	if ! $(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe 2>/dev/null; then \
 	  v=$$($(FUZZ_CC) -dumpversion | cut -d. -f1); \
 	  echo "fuzz: libFuzzer missing: installing libclang-rt-$$v-dev"; \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-rt-$$v-dev >/dev/null; \
-	  $(FUZZ_CC) -fsanitize=fuzzer /tmp/atlas-fuzz-probe.c -o /tmp/atlas-fuzz-probe || \
+	  $(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe || \
 	    { echo "fuzz: clang cannot link libFuzzer; install libclang-rt-$$v-dev"; exit 1; }; \
-	fi; rm -f /tmp/atlas-fuzz-probe /tmp/atlas-fuzz-probe.c
+	fi; rm -f $(FUZZ_DIR)/probe $(FUZZ_DIR)/probe.c
 
 define fuzz_rule
 $(FUZZ_DIR)/fuzz_$(1): fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) | fuzz-deps
