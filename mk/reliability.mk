@@ -11,6 +11,10 @@
 #   TSAN_STRESS_ITERS=100000                under TSan (about 45 s on 2 cores)
 #   STRESS_ENV="ATLAS_TRACE=1 ATLAS_REDZONE=256"  extra settings for every
 #                                           stress run (features as they land)
+#   REL_FILE_VARS="ATLAS_LOG ATLAS_TRACE_FILE:ATLAS_TRACE=1"  settings that
+#                                           name an output file, each with what
+#                                           must be set for it to be written:
+#                                           symlink refused, created 0600
 # Each step prints how long it took.
 
 STRESS_THREADS    ?= 16
@@ -18,6 +22,7 @@ STRESS_ITERS      ?= 100000
 ASAN_STRESS_ITERS ?= 100000
 TSAN_STRESS_ITERS ?= 100000
 STRESS_ENV        ?=
+REL_FILE_VARS     ?= ATLAS_LOG
 
 ASAN_BUILD  := $(BUILD)/asan
 TSAN_BUILD  := $(BUILD)/tsan
@@ -70,6 +75,8 @@ rel-tsan-build: check-deps
 TIMED = sh -c 't0=$$(date +%s); "$$@"; rc=$$?; echo "reliability: $$0: $$(( $$(date +%s) - t0 )) s" >&2; exit $$rc'
 
 .PHONY: rel-plain rel-asan rel-tsan rel-valgrind reliability-check
+export ATL_FILE_VARS = $(REL_FILE_VARS)
+
 rel-plain: rel-build
 	ATL_STRESS_THREADS=$(STRESS_THREADS) ATL_STRESS_ITERS=$(STRESS_ITERS) ATL_STRESS_ENV="$(STRESS_ENV)" \
 	  $(TIMED) "plain: stress, fork, exit paths, bad settings, log safety" $(BUILD)/tests/test_reliability

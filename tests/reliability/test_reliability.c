@@ -11,6 +11,7 @@
  *   ATL_STRESS_ITERS    iterations per thread (100000)
  *   ATL_STRESS_ENV      extra settings for the stress run, space-separated
  *                       ("ATLAS_TRACE=1 ATLAS_REDZONE=256")
+ *   ATL_FILE_VARS       settings that name an output file (see file_vars)
  */
 #define _GNU_SOURCE
 #include "../integration/run.h"
@@ -246,63 +247,126 @@ START_TEST(bad_settings)
 }
 END_TEST
 
-/* ---- ATLAS_LOG safety ------------------------------------------------------ */
+/* ---- files named by settings ------------------------------------------------ */
 
-START_TEST(log_symlink_refused)
+/* The settings that name an output file, with what else must be set for the
+ * file to be written: ATL_FILE_VARS, space-separated "VAR" or
+ * "VAR:OTHER=1,OTHER2=x" (default "ATLAS_LOG"; the make target lists the
+ * others as their features land). Each is checked the same way: a symlink is
+ * refused, a created file is 0600. */
+struct file_var {
+    char name[64];
+    char extra[8][128];
+    int nextra;
+};
+
+static int file_vars(struct file_var *fv, int cap)
 {
-    char dir[] = "/tmp/atlas-rel-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char victim[128], link[128], kv[160];
-    snprintf(victim, sizeof victim, "%s/victim", dir);
-    snprintf(link, sizeof link, "%s/log", dir);
-    FILE *f = fopen(victim, "w");
-    fputs("precious\n", f);
-    fclose(f);
-    ck_assert_int_eq(symlink(victim, link), 0);
-    snprintf(kv, sizeof kv, "ATLAS_LOG=%s", link);
+    const char *spec = getenv("ATL_FILE_VARS");
+    char *copy = strdup(spec && *spec ? spec : "ATLAS_LOG"), *save = NULL;
+    int n = 0;
+    for (char *tok = strtok_r(copy, " ", &save); tok && n < cap; tok = strtok_r(NULL, " ", &save)) {
+        struct file_var *v = &fv[n++];
+        memset(v, 0, sizeof *v);
+        char *colon = strchr(tok, ':');
+        if (colon)
+            *colon = '\0';
+        snprintf(v->name, sizeof v->name, "%s", tok);
+        char *save2 = NULL;
+        for (char *e = colon ? strtok_r(colon + 1, ",", &save2) : NULL; e && v->nextra < 8;
+             e = strtok_r(NULL, ",", &save2))
+            snprintf(v->extra[v->nextra++], sizeof v->extra[0], "%s", e);
+    }
+    free(copy);
+    return n;
+}
 
+/* Runs tp_linked with `var`=path plus the variable's companions and
+ * ATLAS_STATS=1. */
+static void run_with_file(struct run_result *r, const struct file_var *v, const char *path)
+{
+    char kv[256];
+    const char *env[12];
+    int n = 0;
+    snprintf(kv, sizeof kv, "%s=%s", v->name, path);
+    env[n++] = kv;
+    env[n++] = "ATLAS_STATS=1";
+    for (int i = 0; i < v->nextra; i++)
+        env[n++] = v->extra[i];
+    env[n] = NULL;
     char *argv[] = {T("tp_linked"), NULL};
-    const char *const env[] = {kv, "ATLAS_STATS=1", NULL};
-    struct run_result r;
-    run_target(&r, argv, env, 1);
-    ck_assert_int_eq(r.status, 0);
-    ck_assert_int_eq(count_lines(r.err, "cannot open ATLAS_LOG"), 1);
-    /* the report went to stderr instead */
-    ck_assert_int_eq(count_lines(r.err, "stats: total intercepted calls="), 1);
-    char buf[64] = "";
-    f = fopen(victim, "r");
-    ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
-    ck_assert(fgets(buf + strlen(buf), (int)(sizeof buf - strlen(buf)), f) == NULL);
-    fclose(f);
-    ck_assert_str_eq(buf, "precious\n");
-    unlink(link);
-    unlink(victim);
-    rmdir(dir);
-    run_free(&r);
+    run_target(r, argv, env, 1);
+}
+
+START_TEST(file_symlink_refused)
+{
+    struct file_var fv[8];
+    int nv = file_vars(fv, 8);
+    char *argv[] = {T("tp_linked"), NULL};
+    struct run_result native;
+    run_target(&native, argv, NULL, 0);
+    for (int i = 0; i < nv; i++) {
+        char dir[] = "/tmp/atlas-rel-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char victim[128], link[128];
+        snprintf(victim, sizeof victim, "%s/victim", dir);
+        snprintf(link, sizeof link, "%s/link", dir);
+        FILE *f = fopen(victim, "w");
+        fputs("precious\n", f);
+        fclose(f);
+        ck_assert_int_eq(symlink(victim, link), 0);
+
+        struct run_result r;
+        run_with_file(&r, &fv[i], link);
+        char buf[64] = "";
+        f = fopen(victim, "r");
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        buf[got] = '\0';
+        fclose(f);
+        unlink(link);
+        unlink(victim);
+        rmdir(dir);
+
+        ck_assert_msg(r.status == 0, "%s: exit %d", fv[i].name, r.status);
+        ck_assert_msg(strcmp(r.out, native.out) == 0, "%s: output changed", fv[i].name);
+        ck_assert_msg(strcmp(buf, "precious\n") == 0, "%s: wrote through the symlink: %s",
+                      fv[i].name, buf);
+        ck_assert_msg(count_lines(r.err, fv[i].name) == 1, "%s: want one line naming it:\n%s",
+                      fv[i].name, r.err);
+        if (strcmp(fv[i].name, "ATLAS_LOG") == 0) {
+            ck_assert_int_eq(count_lines(r.err, "cannot open ATLAS_LOG"), 1);
+            /* the report went to stderr instead */
+            ck_assert_int_eq(count_lines(r.err, "stats: total intercepted calls="), 1);
+        }
+        run_free(&r);
+    }
+    run_free(&native);
 }
 END_TEST
 
-START_TEST(log_created_0600)
+START_TEST(file_created_0600)
 {
-    char dir[] = "/tmp/atlas-rel-XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char path[128], kv[160];
-    snprintf(path, sizeof path, "%s/new.log", dir);
-    snprintf(kv, sizeof kv, "ATLAS_LOG=%s", path);
-    char *argv[] = {T("tp_linked"), NULL};
-    const char *const env[] = {kv, "ATLAS_STATS=1", NULL};
-    mode_t old = umask(0);
-    struct run_result r;
-    run_target(&r, argv, env, 1);
-    umask(old);
-    ck_assert_int_eq(r.status, 0);
-    struct stat st;
-    ck_assert_int_eq(stat(path, &st), 0);
-    ck_assert_msg((st.st_mode & 07777) == 0600, "mode %o", st.st_mode & 07777);
-    ck_assert_int_eq(count_lines(r.err, "atlas["), 0);
-    unlink(path);
-    rmdir(dir);
-    run_free(&r);
+    struct file_var fv[8];
+    int nv = file_vars(fv, 8);
+    for (int i = 0; i < nv; i++) {
+        char dir[] = "/tmp/atlas-rel-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char path[128];
+        snprintf(path, sizeof path, "%s/new", dir);
+        mode_t old = umask(0);
+        struct run_result r;
+        run_with_file(&r, &fv[i], path);
+        umask(old);
+        struct stat st;
+        int there = stat(path, &st);
+        unlink(path);
+        rmdir(dir);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_msg(there == 0, "%s: no file was created", fv[i].name);
+        ck_assert_msg((st.st_mode & 07777) == 0600, "%s: mode %o", fv[i].name, st.st_mode & 07777);
+        ck_assert_msg(error_lines(&r) == 0, "%s: error lines:\n%s", fv[i].name, r.err);
+        run_free(&r);
+    }
 }
 END_TEST
 
@@ -320,8 +384,8 @@ int main(void)
     tcase_add_test(tc, exit_underscore);
     tcase_add_test(tc, exit_from_thread);
     tcase_add_test(tc, bad_settings);
-    tcase_add_test(tc, log_symlink_refused);
-    tcase_add_test(tc, log_created_0600);
+    tcase_add_test(tc, file_symlink_refused);
+    tcase_add_test(tc, file_created_0600);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
