@@ -164,8 +164,7 @@ static int from_driver(void *p)
     return strncmp(base, "libcuda.so", 10) == 0;
 }
 
-ATL_NO_SANITIZE __attribute__((visibility("default"))) void *dlsym(void *handle,
-                                                                   const char *name)
+ATL_NO_SANITIZE __attribute__((visibility("default"))) void *dlsym(void *handle, const char *name)
 {
     dlsym_fn rd = real_dlsym();
     if (!rd)
