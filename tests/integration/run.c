@@ -66,7 +66,13 @@ void run_target(struct run_result *r, char *const argv[], const char *const env[
         unsetenv("LD_PRELOAD");
         unsetenv("ATLAS_LOG");
         if (preload) {
-            setenv("LD_PRELOAD", lib, 1);
+            /* A sanitized build of the library needs its sanitizer runtime
+             * loaded ahead of it: ATL_TEST_PRELOAD_EXTRA names it. */
+            const char *extra = getenv("ATL_TEST_PRELOAD_EXTRA");
+            char pre[8192];
+            snprintf(pre, sizeof pre, "%s%s%s", extra && *extra ? extra : "",
+                     extra && *extra ? " " : "", lib);
+            setenv("LD_PRELOAD", pre, 1);
             setenv("ATLAS_LOG", logp, 1);
         }
         for (const char *const *e = env; e && *e; e++)
@@ -75,6 +81,10 @@ void run_target(struct run_result *r, char *const argv[], const char *const env[
         int er = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(o, 1);
         dup2(er, 2);
+        /* A hung target (a deadlock) fails the test instead of hanging it:
+         * the alarm survives execve. ATL_TEST_TIMEOUT seconds, default 600. */
+        const char *to = getenv("ATL_TEST_TIMEOUT");
+        alarm(to && atoi(to) > 0 ? (unsigned)atoi(to) : 600);
         execve(argv[0], argv, environ);
         _exit(127);
     }

@@ -1,0 +1,94 @@
+#!/bin/sh
+# CPU-only overhead table: ns and instructions per intercepted call against
+# the fake driver, native vs the preload idle vs each feature configuration.
+#   run_cpu_bench.sh BUILD REPS N "name:ENV=V ENV=V;name2:..."
+# Configurations run interleaved (native, idle, stats, ... then again), REPS
+# times; the table shows the median, the spread (min..max) and the ratio of
+# medians against native. Instructions come from callgrind as
+# (Ir at N2 - Ir at N1) / (N2 - N1), so start-up and exit cancel out.
+set -eu
+BUILD=$1
+REPS=${2:-7}
+N=${3:-1000000}
+EXTRA=${4:-}
+BIN=$BUILD/bench/cpu_bench
+LIB=$(realpath "$BUILD/libatlastrace.so")
+FAKE=$(realpath "$BUILD/fake")
+TMP=$(mktemp -d /tmp/atlas-cpubench-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+# name:env list; "native" runs without the preload.
+CONFIGS="native:;idle:;stats:ATLAS_STATS=1"
+[ -n "$EXTRA" ] && CONFIGS="$CONFIGS;$EXTRA"
+
+each_config() { # calls "$1 NAME ENV" for each configuration
+    echo "$CONFIGS" | tr ';' '\n' | while IFS= read -r c; do
+        [ -n "$c" ] && "$1" "${c%%:*}" "${c#*:}"
+    done
+}
+
+run_one() { # NAME ENV -> appends launch/dtoh ns to $TMP/NAME.{launch,dtoh}
+    if [ "$1" = native ]; then
+        out=$(env LD_LIBRARY_PATH="$FAKE" "$BIN" "$N")
+    else
+        # shellcheck disable=SC2086
+        out=$(env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" $2 "$BIN" "$N" 2>/dev/null)
+    fi
+    echo "$out" | awk -v d="$TMP" -v c="$1" '{ print $2 >> (d "/" c "." $1) }'
+}
+
+r=0
+while [ $r -lt "$REPS" ]; do
+    each_config run_one
+    r=$((r + 1))
+done
+
+N1=20000
+N2=120000
+ir() { # NAME ENV LOOP COUNT -> total instructions
+    f=$TMP/cg.$1.$3.$4
+    if [ "$1" = native ]; then
+        env LD_LIBRARY_PATH="$FAKE" valgrind --tool=callgrind --callgrind-out-file="$f" \
+            "$BIN" "$4" "$3" >/dev/null 2>&1
+    else
+        # shellcheck disable=SC2086
+        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" $2 valgrind --tool=callgrind \
+            --callgrind-out-file="$f" "$BIN" "$4" "$3" >/dev/null 2>&1
+    fi
+    awk '/^summary:/ { print $2 }' "$f"
+}
+have_cg=0
+command -v valgrind >/dev/null 2>&1 && have_cg=1
+
+stats() { # FILE -> "median min max"
+    sort -n "$1" | awk '{ v[NR] = $1 } END {
+        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf "%.2f %.2f %.2f\n", m, v[1], v[NR] }'
+}
+
+echo "atlastrace CPU overhead per intercepted call (fake driver, no GPU): $REPS interleaved reps x $N calls"
+printf '%-10s %-7s %10s %17s %8s %10s %10s %10s\n' config call "ns median" "ns min..max" ratio "+ns" "instr" "+instr"
+row() {
+    name=$1
+    for loop in launch dtoh; do
+        set -- $(stats "$TMP/$name.$loop")
+        med=$1 lo=$2 hi=$3
+        set -- $(stats "$TMP/native.$loop")
+        nmed=$1
+        ins=- dins=-
+        if [ $have_cg = 1 ]; then
+            a=$(ir "$name" "$envs" $loop $N1)
+            b=$(ir "$name" "$envs" $loop $N2)
+            ins=$(awk -v a="$a" -v b="$b" -v d=$((N2 - N1)) 'BEGIN { printf "%.1f", (b - a) / d }')
+            echo "$ins" > "$TMP/$name.$loop.ir"
+            nins=$(cat "$TMP/native.$loop.ir" 2>/dev/null || echo "$ins")
+            dins=$(awk -v a="$ins" -v b="$nins" 'BEGIN { printf "%+.1f", a - b }')
+        fi
+        printf '%-10s %-7s %10s %17s %7.2fx %+10.2f %10s %10s\n' "$name" $loop "$med" "$lo..$hi" \
+            "$(awk -v a="$med" -v b="$nmed" 'BEGIN { print a / b }')" \
+            "$(awk -v a="$med" -v b="$nmed" 'BEGIN { print a - b }')" "$ins" "$dins"
+    done
+}
+each_row() { envs=$2; row "$1"; }
+each_config each_row
+[ $have_cg = 1 ] || echo "(valgrind not installed: no instruction counts)"

@@ -1,0 +1,22 @@
+# (fake.mk is read after this file: its paths are spelled out here.)
+# CPU-only overhead benchmark (no GPU): ns and instructions per intercepted
+# call against the fake driver. Part of make bench.
+#
+#   make cpu-bench [CPU_BENCH_REPS=7] [CPU_BENCH_N=1000000]
+#                  [CPU_BENCH_CONFIGS="trace:ATLAS_TRACE=1;redzone:ATLAS_REDZONE=256"]
+# CPU_BENCH_CONFIGS adds rows ("name:SETTINGS" separated by ';') to the fixed
+# native, idle and stats rows, as features land.
+
+CPU_BENCH_REPS    ?= 7
+CPU_BENCH_N       ?= 1000000
+CPU_BENCH_CONFIGS ?=
+
+$(BUILD)/bench/cpu_bench: bench/cpu/cpu_bench.c $(BUILD)/fake/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(BUILD)/fake -lcuda
+
+.PHONY: cpu-bench
+cpu-bench: $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 $(BUILD)/bench/cpu_bench
+	sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) "$(CPU_BENCH_CONFIGS)"
+
+BENCH_TARGETS += cpu-bench

@@ -1,0 +1,82 @@
+# libFuzzer harnesses (fuzz/fuzz_<name>.c), built with clang and run with
+# ASan + UBSan.
+#
+#   make fuzz         each harness for FUZZ_SECONDS (default 300) apiece
+#   make fuzz-check   each for FUZZ_CHECK_SECONDS (default 20): part of make check
+#
+# To add a harness: write fuzz/fuzz_<name>.c (LLVMFuzzerTestOneInput), seed
+# fuzz/corpus/<name>/, add <name> to FUZZERS and the sources it tests to
+# FUZZ_SRCS_<name>. Findings are written to $(BUILD)/fuzz/ (crash-*, leak-*).
+#
+# TODO(trace-reader): a harness for the trace-file (JSON-lines) reader once
+# tools/atlas-diff and its reader land: FUZZERS += trace, FUZZ_SRCS_trace =
+# the reader's sources, seed fuzz/corpus/trace/ with real trace files.
+
+FUZZ_CC            ?= clang
+FUZZ_SECONDS       ?= 300
+FUZZ_CHECK_SECONDS ?= 20
+FUZZ_FLAGS         := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
+                      -fno-sanitize-recover=undefined -I include -I src -I $(CUDA_INC)
+
+FUZZERS        := config
+FUZZ_SRCS_config := src/config.c
+
+FUZZ_DIR  := $(BUILD)/fuzz
+FUZZ_BINS := $(FUZZERS:%=$(FUZZ_DIR)/fuzz_%)
+
+# libFuzzer's runtime ships apart from clang on Debian (libclang-rt-N-dev);
+# installed when missing, as check-deps does for Check.
+.PHONY: fuzz-deps
+fuzz-deps:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	mkdir -p $(FUZZ_DIR); command -v $(FUZZ_CC) >/dev/null || { \
+	  echo "fuzz: installing clang"; \
+	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null; \
+	  command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (install clang)"; exit 1; }; }; \
+	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' > $(FUZZ_DIR)/probe.c; \
+	if ! $(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe 2>/dev/null; then \
+	  v=$$($(FUZZ_CC) -dumpversion | cut -d. -f1); \
+	  echo "fuzz: libFuzzer missing: installing libclang-rt-$$v-dev"; \
+	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-rt-$$v-dev >/dev/null; \
+	  $(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe || \
+	    { echo "fuzz: clang cannot link libFuzzer; install libclang-rt-$$v-dev"; exit 1; }; \
+	fi; rm -f $(FUZZ_DIR)/probe $(FUZZ_DIR)/probe.c
+
+define fuzz_rule
+$(FUZZ_DIR)/fuzz_$(1): fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) | fuzz-deps
+	@mkdir -p $$(dir $$@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $$@ $$< $(FUZZ_SRCS_$(1))
+endef
+$(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
+
+# Dictionaries: $(FUZZ_DIR)/<name>.dict is used when it exists. The config
+# one is generic tokens plus every setting's name from config.def.
+$(FUZZ_DIR)/config.dict: fuzz/config.dict src/config.def
+	@mkdir -p $(dir $@)
+	{ cat fuzz/config.dict; grep -o 'ATL_CFG(ATLAS_[A-Z0-9_]*' src/config.def | \
+	  sed 's/ATL_CFG(\(.*\)/"\1="/'; } > $@
+
+FUZZ_DICTS := $(FUZZ_DIR)/config.dict
+
+# $(1): seconds per harness. New inputs go to $(FUZZ_DIR)/corpus/<name>;
+# the seeds in fuzz/corpus/<name> are only read.
+define fuzz_run
+	@for f in $(FUZZERS); do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$f; \
+	  dict=; [ -f $(FUZZ_DIR)/$$f.dict ] && dict=-dict=$(CURDIR)/$(FUZZ_DIR)/$$f.dict; \
+	  echo "fuzz: $$f for $(1) s"; \
+	  t0=$$(date +%s); \
+	  ( cd $(FUZZ_DIR) && ./fuzz_$$f -max_total_time=$(1) -print_final_stats=1 $$dict \
+	      corpus/$$f $(CURDIR)/fuzz/corpus/$$f ) > $(FUZZ_DIR)/fuzz_$$f.log 2>&1 \
+	    || { tail -40 $(FUZZ_DIR)/fuzz_$$f.log; echo "fuzz: $$f FAILED (inputs in $(FUZZ_DIR))"; exit 1; }; \
+	  echo "fuzz: $$f: $$(grep -o 'stat::number_of_executed_units: *[0-9]*' $(FUZZ_DIR)/fuzz_$$f.log | grep -o '[0-9]*$$') runs, no finding, $$(( $$(date +%s) - t0 )) s"; \
+	done
+endef
+
+.PHONY: fuzz fuzz-check
+fuzz: $(FUZZ_BINS) $(FUZZ_DICTS)
+	$(call fuzz_run,$(FUZZ_SECONDS))
+fuzz-check: $(FUZZ_BINS) $(FUZZ_DICTS)
+	$(call fuzz_run,$(FUZZ_CHECK_SECONDS))
+
+CHECK_TARGETS += fuzz-check

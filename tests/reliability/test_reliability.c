@@ -1,0 +1,395 @@
+/*
+ * Reliability of the preload against the fake driver: many threads at once,
+ * fork with a thread inside a hook, the odd ways programs exit, garbage in
+ * every setting, and the log file's safety. Each test runs a target program
+ * under the preload and asserts what a user would check: the program's own
+ * output and status are unchanged, the counts are exact, nothing is printed
+ * twice, and no line says "error" unless something was wrong.
+ *
+ * Environment (so the make targets and later features can widen the runs):
+ *   ATL_STRESS_THREADS  threads of the stress test (16)
+ *   ATL_STRESS_ITERS    iterations per thread (100000)
+ *   ATL_STRESS_ENV      extra settings for the stress run, space-separated
+ *                       ("ATLAS_TRACE=1 ATLAS_REDZONE=256")
+ *   ATL_FILE_VARS       settings that name an output file (see file_vars)
+ */
+#define _GNU_SOURCE
+#include "../integration/run.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define T(name) BUILD_DIR "/tests/" name
+
+static long env_long(const char *name, long def)
+{
+    const char *v = getenv(name);
+    return v && *v ? atol(v) : def;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static unsigned long long calls_of(const char *log, const char *fn)
+{
+    struct stat_row row;
+    stats_row(log, fn, &row);
+    return row.calls;
+}
+
+/* Lines of the combined report (stderr + log) that mention an error. */
+static int error_lines(const struct run_result *r)
+{
+    return count_lines(r->err, "error") + count_lines(r->log, "error");
+}
+
+/* ---- stress ---------------------------------------------------------------- */
+
+static const char *const stress_fns[] = {"cuMemAlloc_v2", "cuMemcpyHtoD_v2", "cuLaunchKernel",
+                                         "cuMemcpyDtoH_v2", "cuMemFree_v2"};
+
+START_TEST(stress)
+{
+    long threads = env_long("ATL_STRESS_THREADS", 16), iters = env_long("ATL_STRESS_ITERS", 100000);
+    char targ[32], iarg[32];
+    snprintf(targ, sizeof targ, "%ld", threads);
+    snprintf(iarg, sizeof iarg, "%ld", iters);
+    char *argv[] = {T("rel_stress"), targ, iarg, NULL};
+
+    const char *env[34] = {"ATLAS_STATS=1"};
+    int n = 1;
+    char *extra = strdup(getenv("ATL_STRESS_ENV") ? getenv("ATL_STRESS_ENV") : "");
+    char *save = NULL;
+    for (char *tok = strtok_r(extra, " ", &save); tok && n < 33; tok = strtok_r(NULL, " ", &save))
+        env[n++] = tok;
+    env[n] = NULL;
+
+    struct run_result r;
+    double t0 = now();
+    run_target(&r, argv, env, 1);
+    double dt = now() - t0;
+    fprintf(stderr, "stress: %ld threads x %ld iterations%s%s: %.2f s\n", threads, iters,
+            n > 1 ? " with " : "", getenv("ATL_STRESS_ENV") ? getenv("ATL_STRESS_ENV") : "", dt);
+    ck_assert_msg(r.status == 0, "rel_stress exited %d; stderr:\n%.4000s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "ok\n"), "no ok; stdout:\n%s", r.out);
+    unsigned long long want = (unsigned long long)threads * (unsigned long long)iters;
+    for (size_t i = 0; i < sizeof stress_fns / sizeof stress_fns[0]; i++) {
+        const char *fn = stress_fns[i];
+        ck_assert_msg(fake_count(r.out, fn) == want, "%s: the driver saw %llu, want %llu", fn,
+                      fake_count(r.out, fn), want);
+        ck_assert_msg(calls_of(r.log, fn) == want, "%s: atlastrace counted %llu, want %llu", fn,
+                      calls_of(r.log, fn), want);
+    }
+    ck_assert_int_eq(count_lines(r.log, "stats: total intercepted calls="), 1);
+    ck_assert_msg(error_lines(&r) == 0, "error lines:\n%s\n%s", r.err, r.log);
+    run_free(&r);
+    free(extra);
+}
+END_TEST
+
+/* ---- fork ------------------------------------------------------------------ */
+
+START_TEST(fork_in_hook)
+{
+    char *argv[] = {T("rel_fork"), NULL};
+    const char *const env[] = {"ATLAS_STATS=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "rel_fork exited %d; stderr:\n%s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "ok\n"), "no ok; stdout:\n%s", r.out);
+    /* the children share the log file: only the parent's table is there */
+    ck_assert_int_eq(count_lines(r.log, "stats: total intercepted calls="), 1);
+    ck_assert_int_eq(count_lines(r.log, "stats: cuLaunchKernel "), 1);
+    /* and it counts the parent's launches exactly, none of the children's */
+    ck_assert_uint_eq(calls_of(r.log, "cuLaunchKernel"), fake_count(r.out, "cuLaunchKernel"));
+    ck_assert_uint_gt(calls_of(r.log, "cuLaunchKernel"), 0);
+    ck_assert_int_eq(error_lines(&r), 0);
+    run_free(&r);
+}
+END_TEST
+
+/* ---- exit paths ------------------------------------------------------------ */
+
+START_TEST(exit_leak)
+{
+    char *argv[] = {T("rel_exit"), "leak", NULL};
+    const char *const env[] = {"ATLAS_STATS=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exited %d; stderr:\n%s", r.status, r.err);
+    ck_assert_str_eq(r.out, "ok\n");
+    ck_assert_int_eq(count_lines(r.log, "stats: total intercepted calls="), 1);
+    ck_assert_uint_eq(calls_of(r.log, "cuMemAlloc_v2"), 1);
+    ck_assert_uint_eq(calls_of(r.log, "cuLaunchKernel"), 1);
+    ck_assert_int_eq(error_lines(&r), 0);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(exit_underscore)
+{
+    char *argv[] = {T("rel_exit"), "_exit", NULL};
+    const char *const env[] = {"ATLAS_STATS=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 3, "exited %d; stderr:\n%s", r.status, r.err);
+    /* _exit runs no handlers: no report, and nothing else either */
+    ck_assert_str_eq(r.log, "");
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(exit_from_thread)
+{
+    char *argv[] = {T("rel_exit"), "thread", NULL};
+    const char *const env[] = {"ATLAS_STATS=1", NULL};
+    for (int rep = 0; rep < 10; rep++) {
+        struct run_result r;
+        run_target(&r, argv, env, 1);
+        ck_assert_msg(r.status == 5, "run %d exited %d; stderr:\n%s", rep, r.status, r.err);
+        ck_assert_str_eq(r.out, "ok\n");
+        /* the report is whole (header, rows, total) or not there at all */
+        int head = count_lines(r.log, "stats: function "),
+            total = count_lines(r.log, "stats: total intercepted calls=");
+        ck_assert_msg(head == total && total <= 1, "partial report:\n%s", r.log);
+        ck_assert_msg(error_lines(&r) == 0, "error lines:\n%s\n%s", r.err, r.log);
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* ---- bad settings ---------------------------------------------------------- */
+
+struct var {
+    char name[64], type[16];
+    unsigned long long min, max;
+};
+
+static int read_vars(struct var *v, int cap)
+{
+    FILE *p = popen(T("rel_cfgvars"), "r");
+    ck_assert_ptr_nonnull(p);
+    int n = 0;
+    while (n < cap &&
+           fscanf(p, "%63s %15s %llu %llu", v[n].name, v[n].type, &v[n].min, &v[n].max) == 4)
+        n++;
+    ck_assert_int_eq(pclose(p), 0);
+    return n;
+}
+
+START_TEST(bad_settings)
+{
+    struct var vars[64];
+    int nv = read_vars(vars, 64);
+    ck_assert_int_ge(nv, 3);
+
+    char *argv[] = {T("tp_linked"), NULL};
+    struct run_result native;
+    run_target(&native, argv, NULL, 0);
+    ck_assert_int_eq(native.status, 0);
+
+    int runs = 0;
+    for (int i = 0; i < nv; i++) {
+        const struct var *v = &vars[i];
+        char vals[8][64];
+        int nvals = 0;
+        snprintf(vals[nvals++], 64, "%s", "");
+        if (strcmp(v->type, "string") != 0) {
+            snprintf(vals[nvals++], 64, "%s", "zz%s%n%x");
+            snprintf(vals[nvals++], 64, "%s", "-1");
+            snprintf(vals[nvals++], 64, "%s", "99999999999999999999999999");
+            snprintf(vals[nvals++], 64, "%s", "1 trailing");
+            if (strcmp(v->type, "uint") == 0 && v->max < ~0ULL)
+                snprintf(vals[nvals++], 64, "%llu", v->max + 1);
+            if (strcmp(v->type, "bool") == 0)
+                snprintf(vals[nvals++], 64, "%s", "2");
+            if (strcmp(v->type, "enum") == 0)
+                snprintf(vals[nvals++], 64, "%s", "nosuchchoice");
+        }
+        for (int k = 0; k < nvals; k++) {
+            char kv[160];
+            snprintf(kv, sizeof kv, "%.63s=%.63s", v->name, vals[k]);
+            /* ATLAS_LOG is the harness's own log file: setting it empty sends
+             * the report to stderr, which is where we look for the line */
+            const char *env[] = {kv, NULL};
+            struct run_result r;
+            run_target(&r, argv, env, 1);
+            char want[256];
+            snprintf(want, sizeof want, "ignoring %.63s='", v->name);
+            int lines = count_lines(r.err, want) + count_lines(r.log, want);
+            ck_assert_msg(r.status == 0, "%s: exit %d; stderr:\n%s", kv, r.status, r.err);
+            ck_assert_msg(strcmp(r.out, native.out) == 0, "%s: the program's output changed:\n%s",
+                          kv, r.out);
+            ck_assert_msg(lines == 1, "%s: %d 'ignoring' lines; stderr:\n%s\nlog:\n%s", kv, lines,
+                          r.err, r.log);
+            ck_assert_msg(count_lines(r.err, "; using ") + count_lines(r.log, "; using ") == 1,
+                          "%s: no '; using <default>'", kv);
+            /* nothing but atlastrace's own lines on stderr */
+            ck_assert_msg(count_lines(r.err, "") == count_lines(r.err, "atlas["),
+                          "%s: stray stderr:\n%s", kv, r.err);
+            run_free(&r);
+            runs++;
+        }
+    }
+    fprintf(stderr, "bad settings: %d variables, %d runs\n", nv, runs);
+    run_free(&native);
+}
+END_TEST
+
+/* ---- files named by settings ------------------------------------------------ */
+
+/* The settings that name an output file, with what else must be set for the
+ * file to be written: ATL_FILE_VARS, space-separated "VAR" or
+ * "VAR:OTHER=1,OTHER2=x" (default "ATLAS_LOG"; the make target lists the
+ * others as their features land). Each is checked the same way: a symlink is
+ * refused, a created file is 0600. */
+struct file_var {
+    char name[64];
+    char extra[8][128];
+    int nextra;
+};
+
+static int file_vars(struct file_var *fv, int cap)
+{
+    const char *spec = getenv("ATL_FILE_VARS");
+    char *copy = strdup(spec && *spec ? spec : "ATLAS_LOG"), *save = NULL;
+    int n = 0;
+    for (char *tok = strtok_r(copy, " ", &save); tok && n < cap; tok = strtok_r(NULL, " ", &save)) {
+        struct file_var *v = &fv[n++];
+        memset(v, 0, sizeof *v);
+        char *colon = strchr(tok, ':');
+        if (colon)
+            *colon = '\0';
+        snprintf(v->name, sizeof v->name, "%s", tok);
+        char *save2 = NULL;
+        for (char *e = colon ? strtok_r(colon + 1, ",", &save2) : NULL; e && v->nextra < 8;
+             e = strtok_r(NULL, ",", &save2))
+            snprintf(v->extra[v->nextra++], sizeof v->extra[0], "%s", e);
+    }
+    free(copy);
+    return n;
+}
+
+/* Runs tp_linked with `var`=path plus the variable's companions and
+ * ATLAS_STATS=1. */
+static void run_with_file(struct run_result *r, const struct file_var *v, const char *path)
+{
+    char kv[256];
+    const char *env[12];
+    int n = 0;
+    snprintf(kv, sizeof kv, "%s=%s", v->name, path);
+    env[n++] = kv;
+    env[n++] = "ATLAS_STATS=1";
+    for (int i = 0; i < v->nextra; i++)
+        env[n++] = v->extra[i];
+    env[n] = NULL;
+    char *argv[] = {T("tp_linked"), NULL};
+    run_target(r, argv, env, 1);
+}
+
+START_TEST(file_symlink_refused)
+{
+    struct file_var fv[8];
+    int nv = file_vars(fv, 8);
+    char *argv[] = {T("tp_linked"), NULL};
+    struct run_result native;
+    run_target(&native, argv, NULL, 0);
+    for (int i = 0; i < nv; i++) {
+        char dir[] = "/tmp/atlas-rel-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char victim[128], link[128];
+        snprintf(victim, sizeof victim, "%s/victim", dir);
+        snprintf(link, sizeof link, "%s/link", dir);
+        FILE *f = fopen(victim, "w");
+        fputs("precious\n", f);
+        fclose(f);
+        ck_assert_int_eq(symlink(victim, link), 0);
+
+        struct run_result r;
+        run_with_file(&r, &fv[i], link);
+        char buf[64] = "";
+        f = fopen(victim, "r");
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        buf[got] = '\0';
+        fclose(f);
+        unlink(link);
+        unlink(victim);
+        rmdir(dir);
+
+        ck_assert_msg(r.status == 0, "%s: exit %d", fv[i].name, r.status);
+        ck_assert_msg(strcmp(r.out, native.out) == 0, "%s: output changed", fv[i].name);
+        ck_assert_msg(strcmp(buf, "precious\n") == 0, "%s: wrote through the symlink: %s",
+                      fv[i].name, buf);
+        ck_assert_msg(count_lines(r.err, fv[i].name) == 1, "%s: want one line naming it:\n%s",
+                      fv[i].name, r.err);
+        if (strcmp(fv[i].name, "ATLAS_LOG") == 0) {
+            ck_assert_int_eq(count_lines(r.err, "cannot open ATLAS_LOG"), 1);
+            /* the report went to stderr instead */
+            ck_assert_int_eq(count_lines(r.err, "stats: total intercepted calls="), 1);
+        }
+        run_free(&r);
+    }
+    run_free(&native);
+}
+END_TEST
+
+START_TEST(file_created_0600)
+{
+    struct file_var fv[8];
+    int nv = file_vars(fv, 8);
+    for (int i = 0; i < nv; i++) {
+        char dir[] = "/tmp/atlas-rel-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char path[128];
+        snprintf(path, sizeof path, "%s/new", dir);
+        mode_t old = umask(0);
+        struct run_result r;
+        run_with_file(&r, &fv[i], path);
+        umask(old);
+        struct stat st;
+        int there = stat(path, &st);
+        unlink(path);
+        rmdir(dir);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_msg(there == 0, "%s: no file was created", fv[i].name);
+        ck_assert_msg((st.st_mode & 07777) == 0600, "%s: mode %o", fv[i].name, st.st_mode & 07777);
+        ck_assert_msg(error_lines(&r) == 0, "%s: error lines:\n%s", fv[i].name, r.err);
+        run_free(&r);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("reliability");
+    TCase *tc = tcase_create("stress");
+    tcase_set_timeout(tc, 1800);
+    tcase_add_test(tc, stress);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("process");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, fork_in_hook);
+    tcase_add_test(tc, exit_leak);
+    tcase_add_test(tc, exit_underscore);
+    tcase_add_test(tc, exit_from_thread);
+    tcase_add_test(tc, bad_settings);
+    tcase_add_test(tc, file_symlink_refused);
+    tcase_add_test(tc, file_created_0600);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
