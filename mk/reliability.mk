@@ -58,6 +58,7 @@ $(BUILD)/tests/test_reliability: tests/reliability/test_reliability.c tests/inte
 # (tests.mk is read after this file: name its targets, not its variables.)
 rel-build: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(REL_BINS) $(BUILD)/tests/tp_linked \
            $(BUILD)/tests/tp_linked_ptds $(BUILD)/tests/tp_dlsym $(BUILD)/tests/tp_gpa $(BUILD)/tests/tp_threads \
+           $(BUILD)/tests/tp_every \
            $(BUILD)/tests/test_config $(BUILD)/tests/test_preload
 
 # The sanitized trees are separate builds of the same sources (the library's

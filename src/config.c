@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The choices of every ENUM setting live here, with the table, so the
+ * parser (and its fuzzer) links without the features. */
 const char *const atl_log_level_names[] = {"error", "warn", "info", "debug", NULL};
+const char *const atl_redzone_check_names[] = {"free", "sync", "launch", NULL};
 
 struct atl_config atl_cfg;
 

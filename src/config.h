@@ -7,7 +7,7 @@
 enum atl_cfg_type { ATL_CFG_BOOL, ATL_CFG_UINT, ATL_CFG_ENUM, ATL_CFG_STRING };
 
 extern const char *const atl_log_level_names[];
-extern const char *const atl_redzone_check_names[]; /* redzone.c */
+extern const char *const atl_redzone_check_names[];
 
 struct atl_config {
 #define ATL_CFG_FIELD_BOOL(f) unsigned long long f;

@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const atl_redzone_check_names[] = {"free", "sync", "launch", NULL};
 enum { CHECK_FREE, CHECK_SYNC, CHECK_LAUNCH };
 
 static size_t pad; /* ATLAS_REDZONE; 0: no red zones */
@@ -424,7 +423,9 @@ static void slot_process(uint64_t k)
     volatile struct gpu_slot *sl = &slots[k % SLOTS];
     const struct atl_launch *l = &pend[k % SLOTS].l;
     __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    /* the kernel writes `done` last: an acquire load of it orders the reads
+     * of the record after it (a plain fence is not supported under TSan) */
+    (void)__atomic_load_n(&slots[k % SLOTS].done, __ATOMIC_ACQUIRE);
     unsigned nbad = sl->nbad;
     if (nbad == 0) {
         pthread_mutex_lock(&ring_lock);

@@ -278,6 +278,29 @@ struct ring_ent {
 };
 static struct ring_ent ring[RING];
 
+/* Every field is stored and loaded atomically (relaxed: plain moves on
+ * x86-64): two launches RING apart may write one slot at once, and the
+ * reader checks `seq` before and after copying, seqlock-style. A slot two
+ * writers interleaved on can still mix their fields; that needs one launch
+ * to stall while RING others complete, and costs a wrong line, never a
+ * crash. */
+#define RST(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+#define RLD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+static void ring_copy(struct ring_ent *dst, struct ring_ent *src)
+{
+    dst->seq = RLD(src->seq);
+    dst->func = RLD(src->func);
+    dst->exec = RLD(src->exec);
+    dst->stream = RLD(src->stream);
+    for (int i = 0; i < 3; i++) {
+        dst->grid[i] = RLD(src->grid[i]);
+        dst->block[i] = RLD(src->block[i]);
+    }
+    dst->shmem = RLD(src->shmem);
+    dst->hook = RLD(src->hook);
+}
+
 /* Kernels this thread has already made sure the registry can name. After a
  * fault the driver stops answering cuFuncGetName (seen on the H200), so the
  * first launch of each handle names it while the driver still answers. A
@@ -301,13 +324,15 @@ void atl_sync_launch_pre(const struct atl_launch *l)
         ensure_named(l->func);
     struct ring_ent *e = &ring[l->seq & (RING - 1)];
     __atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
-    e->func = l->func;
-    e->exec = NULL;
-    e->stream = l->stream;
-    memcpy(e->grid, l->grid, sizeof e->grid);
-    memcpy(e->block, l->block, sizeof e->block);
-    e->shmem = l->shmem;
-    e->hook = l->hook;
+    RST(e->func, l->func);
+    RST(e->exec, NULL);
+    RST(e->stream, l->stream);
+    for (int i = 0; i < 3; i++) {
+        RST(e->grid[i], l->grid[i]);
+        RST(e->block[i], l->block[i]);
+    }
+    RST(e->shmem, l->shmem);
+    RST(e->hook, l->hook);
     __atomic_store_n(&e->seq, l->seq, __ATOMIC_RELEASE);
 }
 
@@ -315,10 +340,10 @@ void atl_sync_graph_launch_pre(const struct atl_graph_launch *g, uint64_t seq)
 {
     struct ring_ent *e = &ring[seq & (RING - 1)];
     __atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
-    e->func = NULL;
-    e->exec = g->exec;
-    e->stream = g->stream;
-    e->hook = g->hook;
+    RST(e->func, NULL);
+    RST(e->exec, g->exec);
+    RST(e->stream, g->stream);
+    RST(e->hook, g->hook);
     __atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
 }
 
@@ -342,7 +367,8 @@ static void ring_report(const char *tag)
             "usually among them):",
             tag, (unsigned long long)(last - first + 1));
     for (uint64_t s = first; s <= last; s++) {
-        struct ring_ent e = ring[s & (RING - 1)];
+        struct ring_ent e;
+        ring_copy(&e, &ring[s & (RING - 1)]);
         if (__atomic_load_n(&ring[s & (RING - 1)].seq, __ATOMIC_ACQUIRE) != s || e.seq != s)
             continue;
         if (!e.func) {

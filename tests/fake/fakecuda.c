@@ -980,6 +980,8 @@ static CUresult xfer_exec(const struct xfer *x)
     size_t sp, sh, dp, dh;
     TRY(xfer_side_resolve(&x->src, x->w, x->h, x->d, &sb, &sp, &sh));
     TRY(xfer_side_resolve(&x->dst, x->w, x->h, x->d, &db, &dp, &dh));
+    if (x->w == 0)
+        return CUDA_SUCCESS; /* a zero-byte copy may name no memory at all */
     for (size_t z = 0; z < x->d; z++)
         for (size_t y = 0; y < x->h; y++) {
             const unsigned char *s =
@@ -1006,6 +1008,8 @@ static CUresult setop_check(const struct setop *s)
 
 static void setop_exec(const struct setop *s)
 {
+    if (s->w == 0)
+        return; /* a zero-element memset may name no memory at all */
     for (size_t y = 0; y < s->h; y++) {
         unsigned char *row = (unsigned char *)(uintptr_t)s->p + y * s->pitch;
         if (s->esize == 1) {
