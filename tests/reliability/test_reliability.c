@@ -85,8 +85,15 @@ START_TEST(stress)
     unsigned long long want = (unsigned long long)threads * (unsigned long long)iters;
     for (size_t i = 0; i < sizeof stress_fns / sizeof stress_fns[0]; i++) {
         const char *fn = stress_fns[i];
-        ck_assert_msg(fake_count(r.out, fn) == want, "%s: the driver saw %llu, want %llu", fn,
-                      fake_count(r.out, fn), want);
+        /* features call the driver on their own behalf (red zones poison
+         * with memsets and, on the fake driver, scan with copies): those
+         * reach the driver but are not the program's calls */
+        if (n == 1)
+            ck_assert_msg(fake_count(r.out, fn) == want, "%s: the driver saw %llu, want %llu", fn,
+                          fake_count(r.out, fn), want);
+        else
+            ck_assert_msg(fake_count(r.out, fn) >= want, "%s: the driver saw %llu, want >= %llu",
+                          fn, fake_count(r.out, fn), want);
         ck_assert_msg(calls_of(r.log, fn) == want, "%s: atlastrace counted %llu, want %llu", fn,
                       calls_of(r.log, fn), want);
     }
