@@ -11,6 +11,7 @@
 #include "log.h"
 #include "sync.h"
 #include "redzone.h"
+#include "trace.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -45,6 +46,8 @@ int atl_ledger_on;
 
 /* Which event classes the enabled features need, and whether they need the
  * allocation ledger. Each feature adds its own lines here. */
+static unsigned trace_events; /* what the step tracer needs (src/trace.c) */
+
 static unsigned wanted_events(void)
 {
     unsigned on = ATL_ON_RESOLVE;
@@ -54,6 +57,7 @@ static unsigned wanted_events(void)
         on |= ATL_ON_ALLOC;
     on |= atl_sync_wanted() | atl_kaudit_wanted();
     on |= atl_redzone_events();
+    on |= trace_events;
     return on;
 }
 
@@ -80,6 +84,7 @@ static void init_body(void)
     atl_sync_init();
     atl_kaudit_init();
     atl_redzone_init();
+    trace_events = atl_trace_init();
 
     pthread_atfork(NULL, NULL, atl_engine_atfork_child);
     atexit(atl_engine_exit);
@@ -185,6 +190,8 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
         atl_kaudit_launch(l);
     CUresult out = atl_sync_launch_post(l, r);
     atl_redzone_launch_post(l, r);
+    if (atl_trace_on)
+        atl_trace_launch(l, r);
     return out;
 }
 
@@ -197,6 +204,8 @@ CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
     atl_fault_check(g->hook, r);
     atl_redzone_graph_launch_post(g, r);
+    if (atl_trace_on)
+        atl_trace_graph_launch(g, r);
     return r;
 }
 
@@ -259,6 +268,8 @@ void atl_copy_pre(struct atl_copy *c)
 CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 {
     atl_sync_copy_post(c, r);
+    if (atl_trace_on)
+        atl_trace_copy(c, r);
     return r;
 }
 
@@ -270,6 +281,8 @@ void atl_memset_pre(struct atl_memset *m)
 CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 {
     atl_fault_check(m->hook, r);
+    if (atl_trace_on)
+        atl_trace_memset(m, r);
     return r;
 }
 
@@ -282,18 +295,23 @@ CUresult atl_sync_post(struct atl_sync *s, CUresult r)
 {
     atl_sync_host_sync_post(s, r);
     atl_redzone_sync_post(s, r);
+    if (atl_trace_on)
+        atl_trace_sync(s, r);
     return r;
 }
 
 void atl_capture_pre(struct atl_capture *c)
 {
-    (void)c;
+    if (atl_trace_on)
+        atl_trace_capture_pre(c);
 }
 
 void atl_capture_post(struct atl_capture *c, CUresult r)
 {
     atl_sync_capture_post(c, r);
     atl_redzone_capture_post(c, r);
+    if (atl_trace_on)
+        atl_trace_capture_post(c, r);
 }
 
 void atl_lookup_post(struct atl_lookup *l, CUresult r)
@@ -386,6 +404,7 @@ void atl_engine_exit(void)
         return;
     depth++;
     atl_redzone_exit();
+    atl_trace_exit();
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
     atl_sync_report();

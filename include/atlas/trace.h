@@ -50,6 +50,44 @@ static inline int atlas_redzone_poison(unsigned long long lo, unsigned long long
 
 /* ---- end of red zones ---- */
 
+/* ---- step markers (ATLAS_TRACE=1 ATLAS_STEP=api) ---------------------------
+ * atlas_step_begin(name): a step named `name` starts here.
+ * atlas_step_end(): it ends; it is diffed with the previous step of its name,
+ * and what differs (grid, block, shared memory, argument bytes) is reported.
+ *
+ *   atlas_step_begin("decode");
+ *   ...enqueue the work...
+ *   atlas_step_end(); */
+
+typedef void (*atlas_step_begin_fn)(const char *);
+typedef void (*atlas_step_end_fn)(void);
+
+static inline void atlas_step_begin(const char *name)
+{
+    static atlas_step_begin_fn fn;
+    static int looked;
+    if (!looked) {
+        fn = (atlas_step_begin_fn)dlsym(RTLD_DEFAULT, "atlas_step_begin_impl");
+        looked = 1;
+    }
+    if (fn)
+        fn(name);
+}
+
+static inline void atlas_step_end(void)
+{
+    static atlas_step_end_fn fn;
+    static int looked;
+    if (!looked) {
+        fn = (atlas_step_end_fn)dlsym(RTLD_DEFAULT, "atlas_step_end_impl");
+        looked = 1;
+    }
+    if (fn)
+        fn();
+}
+
+/* ---- end of step markers ---- */
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,30 @@
+# Step traces and step diffs (src/trace.c, src/tracediff.c; docs/trace.md):
+# the offline diff tool, its tests, the fake-driver tests and the GPU suite.
+
+TRACE_DIFF_OBJS := $(BUILD)/src/tracediff.o $(BUILD)/src/stack.o
+
+# tools/atlas-diff: the live step diff, offline; one diff module for both.
+$(BUILD)/tools/atlas-diff: tools/atlas-diff.c $(BUILD)/libatlas_engine.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
+
+$(BUILD)/tests/trace_steps: tests/targets/trace_steps.c include/atlas/trace.h $(FAKE_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda -ldl
+
+$(BUILD)/tests/test_trace_unit: tests/unit/test_trace.c $(BUILD)/libatlas_engine.a | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
+
+$(BUILD)/tests/test_trace: tests/integration/test_trace.c tests/integration/run.c | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
+
+.PHONY: trace-check
+trace-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/trace_steps \
+             $(BUILD)/tools/atlas-diff $(BUILD)/tests/test_trace_unit $(BUILD)/tests/test_trace
+	$(BUILD)/tests/test_trace_unit
+	$(BUILD)/tests/test_trace
+
+ALL_TARGETS   += $(BUILD)/tools/atlas-diff
+CHECK_TARGETS += trace-check

@@ -1,0 +1,794 @@
+/*
+ * Step traces. A CUDA graph bakes the grid, block, shared memory and
+ * argument bytes of every launch at capture time, so a region is replayable
+ * only if two executions of it enqueue byte-identical ops. This module
+ * records the ops of each step and hands consecutive steps of one name to
+ * the diff (tracediff.c), which names the host values that changed.
+ *
+ * Cost when on (per op, on the enqueueing thread): one lock-free probe of
+ * the kernel-layout cache, one uncontended lock of the thread's own buffer,
+ * a 64-byte record and a copy of the parameter bytes into a chunked arena.
+ * Buffers grow by doubling (records) and in 1 MiB chunks (bytes), so there
+ * is no allocation per op. Everything heavier (merging threads, ordering
+ * by stream, resolving pointers through the ledger, the diff, JSON) runs at
+ * the step end.
+ */
+#include "trace.h"
+
+#include "config.h"
+#include "driver.h"
+#include "kernels.h"
+#include "ledger.h"
+#include "log.h"
+#include "tracediff.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+int atl_trace_on;
+
+enum step_mode { MODE_SYNC, MODE_CAPTURE, MODE_NVTX, MODE_API };
+static enum step_mode mode;
+static char nvtx_name[64];
+static struct atl_ignore ignore_list;
+static FILE *json;
+
+/* ---- kernel layouts: a lock-free read cache, filled once per handle ---------- */
+
+#define KC_SIZE 65536 /* power of two; programs have thousands of kernels, not more */
+static struct atl_kfn *kcache[KC_SIZE];
+static pthread_mutex_t kc_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct atl_kfn kfn_overflow = {.mangled = "kernel@?", .pretty = "kernel@?"};
+
+static size_t kc_slot(uintptr_t h)
+{
+    uint64_t x = h;
+    x ^= x >> 31;
+    x *= 0x9e3779b97f4a7c15ULL;
+    return (size_t)(x >> 40) & (KC_SIZE - 1);
+}
+
+static struct atl_kfn *kc_find(uintptr_t key)
+{
+    for (size_t i = kc_slot(key), n = 0; n < KC_SIZE; i = (i + 1) & (KC_SIZE - 1), n++) {
+        struct atl_kfn *k = __atomic_load_n(&kcache[i], __ATOMIC_ACQUIRE);
+        if (!k)
+            return NULL;
+        if ((uintptr_t)k->handle == key)
+            return k;
+    }
+    return NULL;
+}
+
+/* Asks the driver for the parameter layout: cuFuncGetParamInfo for a
+ * CUfunction, cuKernelGetParamInfo for a CUkernel (cuLaunchKernel accepts
+ * either), index by index until the driver says there are no more. */
+static unsigned query_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact)
+{
+    CUresult (*fns[2])(void *, size_t, size_t *, size_t *) = {
+        (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuFuncGetParamInfo,
+        (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuKernelGetParamInfo,
+    };
+    *exact = 0;
+    for (int f = 0; f < 2; f++) {
+        if (!fns[f])
+            continue;
+        unsigned n = 0;
+        CUresult r = CUDA_SUCCESS;
+        for (; n < max; n++) {
+            size_t o = 0, s = 0;
+            r = fns[f](h, n, &o, &s);
+            if (r != CUDA_SUCCESS)
+                break;
+            off[n] = (uint32_t)o, size[n] = (uint32_t)s;
+        }
+        /* out of range ends a good layout; a wrong handle type means try the other */
+        if (n > 0 || r == CUDA_ERROR_INVALID_VALUE) {
+            *exact = 1;
+            return n;
+        }
+    }
+    return 0;
+}
+
+static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
+{
+    static uint32_t off[4096], size[4096]; /* under kc_mu */
+    int exact = 0;
+    unsigned n = 0;
+    if (extra_size) { /* no layout from the driver: the packed buffer, one blob */
+        off[0] = 0, size[0] = (uint32_t)extra_size, n = 1;
+    } else {
+        n = query_layout(h, off, size, 4096, &exact);
+    }
+    char buf[1024];
+    const char *mangled = atl_kernel_mangled(h);
+    const char *pretty = atl_kernel_name(h, buf, sizeof buf);
+    struct atl_kfn *k = calloc(1, sizeof *k);
+    uint32_t *o = calloc(n + 1, 4), *s = calloc(n + 1, 4);
+    char *m = strdup(mangled ? mangled : pretty), *p = strdup(pretty);
+    if (!k || !o || !s || !m || !p) {
+        free(k), free(o), free(s), free(m), free(p);
+        atl_log_once_oom("the step trace");
+        return &kfn_overflow;
+    }
+    unsigned total = 0;
+    for (unsigned i = 0; i < n; i++) {
+        o[i] = off[i], s[i] = size[i];
+        if (off[i] + size[i] > total)
+            total = off[i] + size[i];
+    }
+    *k = (struct atl_kfn){.handle = (void *)key, .mangled = m, .pretty = p, .nparams = n,
+                          .total = total, .exact = exact || extra_size, .off = o, .size = s};
+    return k;
+}
+
+/* key: the handle, or handle|1 for the layout taken from an `extra` buffer
+ * when the driver cannot give one. */
+static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
+{
+    uintptr_t key = (uintptr_t)h | (extra_size ? 1 : 0);
+    struct atl_kfn *k = kc_find(key);
+    if (__builtin_expect(k != NULL, 1))
+        return k;
+    pthread_mutex_lock(&kc_mu);
+    k = kc_find(key);
+    if (!k) {
+        k = kfn_make(h, key, extra_size);
+        size_t i = kc_slot(key), tries = 0;
+        while (__atomic_load_n(&kcache[i], __ATOMIC_RELAXED) && tries++ < KC_SIZE / 2)
+            i = (i + 1) & (KC_SIZE - 1);
+        if (k != &kfn_overflow && tries < KC_SIZE / 2)
+            __atomic_store_n(&kcache[i], k, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&kc_mu);
+    return k;
+}
+
+/* ---- per-thread buffers ---------------------------------------------------- */
+
+#define CHUNK (1u << 20)
+struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    uint8_t data[];
+};
+
+struct tbuf {
+    pthread_mutex_t mu; /* taken by its thread per op, by the step end rarely */
+    struct tbuf *next;
+    struct atl_op *ops;
+    size_t nops, cap;
+    struct chunk *first, *cur;
+    int oom;
+};
+
+static struct tbuf *threads; /* list head; entries live for the process */
+static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread struct tbuf *my_buf __attribute__((tls_model("initial-exec")));
+
+static struct tbuf *tbuf_get(void)
+{
+    struct tbuf *b = my_buf;
+    if (__builtin_expect(b != NULL, 1))
+        return b;
+    b = calloc(1, sizeof *b);
+    if (!b) {
+        atl_log_once_oom("the step trace");
+        return NULL;
+    }
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_mutex_lock(&threads_mu);
+    /* appended at the tail: step merges walk threads in the order they
+     * first enqueued, which keeps merged steps stable from step to step */
+    struct tbuf **pp = &threads;
+    while (*pp)
+        pp = &(*pp)->next;
+    __atomic_store_n(pp, b, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&threads_mu);
+    my_buf = b;
+    return b;
+}
+
+/* Under b->mu. Room for n parameter bytes; NULL when out of memory. */
+static uint8_t *arena_take(struct tbuf *b, size_t n)
+{
+    struct chunk *c = b->cur;
+    while (c && c->used + n > c->cap)
+        c = c->next; /* chunks kept from earlier steps */
+    if (!c) {
+        size_t cap = n > CHUNK ? n : CHUNK;
+        c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->next = NULL, c->used = 0, c->cap = cap;
+        if (b->cur) {
+            c->next = b->cur->next;
+            b->cur->next = c;
+        } else {
+            b->first = c;
+        }
+    }
+    b->cur = c;
+    uint8_t *p = c->data + c->used;
+    c->used += (n + 7) & ~(size_t)7;
+    return p;
+}
+
+static struct atl_op *op_take(struct tbuf *b)
+{
+    if (b->nops == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 4096;
+        struct atl_op *no = realloc(b->ops, nc * sizeof *no);
+        if (!no)
+            return NULL;
+        b->ops = no, b->cap = nc;
+    }
+    return &b->ops[b->nops];
+}
+
+static int recording;
+
+static void record(const struct atl_op *o, const void *const *params, const void *packed)
+{
+    struct tbuf *b = tbuf_get();
+    if (!b)
+        return;
+    pthread_mutex_lock(&b->mu);
+    struct atl_op *d = op_take(b);
+    if (!d) {
+        b->oom = 1;
+        goto out;
+    }
+    *d = *o;
+    if (o->kind == ATL_OP_LAUNCH) {
+        const struct atl_kfn *k = o->u.k.kfn;
+        uint8_t *p = k->total ? arena_take(b, k->total) : (uint8_t *)d;
+        if (!p) {
+            b->oom = 1;
+            goto out;
+        }
+        if (k->total)
+            memset(p, 0, k->total);
+        if (packed) {
+            memcpy(p, packed, k->total);
+        } else if (params) {
+            for (unsigned i = 0; i < k->nparams; i++)
+                if (params[i])
+                    memcpy(p + k->off[i], params[i], k->size[i]);
+        }
+        d->u.k.bytes = (uintptr_t)p;
+    }
+    b->nops++;
+out:
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* ---- steps --------------------------------------------------------------------- */
+
+static pthread_mutex_t step_mu = PTHREAD_MUTEX_INITIALIZER;
+static char step_name[64];
+static uint64_t step_count;
+static struct atl_diff_stats stats;
+
+#define MAX_NAMES 64
+static struct {
+    char name[64];
+    uint64_t nth;
+    struct atl_step prev;
+} names[MAX_NAMES];
+static int nnames;
+
+static void log_line_cb(void *ctx, const char *text)
+{
+    (void)ctx;
+    atl_log_line(text);
+}
+
+/* Under step_mu. Moves every thread's ops into s (or drops them), then
+ * resets the buffers for the next step. */
+static void harvest(struct atl_step *s)
+{
+    /* entries are only ever appended (release), so the list can be walked
+     * without its lock */
+    for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&b->mu);
+        for (size_t i = 0; s && i < b->nops; i++)
+            if (atl_step_push(s, &b->ops[i]) != 0) {
+                atl_log_once_oom("the step trace");
+                break;
+            }
+        if (b->oom && s)
+            atl_log(ATL_WARN, "step trace: out of memory while recording; step %" PRIu64
+                              " is incomplete", s->index);
+        b->nops = 0, b->oom = 0;
+        for (struct chunk *c = b->first; c; c = c->next)
+            c->used = 0;
+        b->cur = b->first;
+        pthread_mutex_unlock(&b->mu);
+    }
+}
+
+/* Orders the ops per stream: streams in order of first appearance, and
+ * within a stream the order of the threads' buffers (stable counting sort). */
+static void order_by_stream(struct atl_step *s)
+{
+    enum { MAXS = 256 };
+    uint64_t str[MAXS];
+    size_t cnt[MAXS + 1] = {0}, ns = 0;
+    if (s->nops < 2)
+        return;
+    uint16_t *rank = malloc(s->nops * sizeof *rank);
+    struct atl_op *out = malloc(s->nops * sizeof *out);
+    if (!rank || !out) {
+        free(rank), free(out);
+        return; /* left in thread order */
+    }
+    for (size_t i = 0; i < s->nops; i++) {
+        size_t r = 0;
+        while (r < ns && str[r] != s->ops[i].stream)
+            r++;
+        if (r == ns && ns < MAXS)
+            str[ns++] = s->ops[i].stream;
+        if (r == MAXS)
+            r = MAXS - 1; /* a program with more streams: the rest share a bucket */
+        rank[i] = (uint16_t)r;
+        cnt[r + 1]++;
+    }
+    for (size_t r = 1; r <= MAXS; r++)
+        cnt[r] += cnt[r - 1];
+    for (size_t i = 0; i < s->nops; i++)
+        out[cnt[rank[i]]++] = s->ops[i];
+    free(s->ops);
+    s->ops = out;
+    s->capops = s->nops;
+    free(rank);
+}
+
+/* Names 8-byte parameters that point into a live allocation, so the diff can
+ * tell "the same buffer at another offset" from "another buffer". */
+static void resolve_pointers(struct atl_step *s)
+{
+    struct atl_alloc_rec rec;
+    uint64_t lo = 1, hi = 0, seq = 0; /* the last allocation found */
+    for (size_t i = 0; i < s->nops; i++) {
+        const struct atl_op *o = &s->ops[i];
+        if (o->kind != ATL_OP_LAUNCH)
+            continue;
+        const struct atl_kfn *k = o->u.k.kfn;
+        const uint8_t *p = atl_op_bytes(s, o);
+        for (unsigned j = 0; j < k->nparams; j++) {
+            if (k->size[j] != 8 || k->off[j] + 8 > k->total)
+                continue;
+            uint64_t v;
+            memcpy(&v, p + k->off[j], 8);
+            if (v < 65536)
+                continue;
+            if (!(v >= lo && v < hi)) {
+                if (!atl_ledger_find((CUdeviceptr)v, &rec))
+                    continue;
+                lo = rec.ptr, hi = rec.ptr + (rec.padded > rec.bytes ? rec.padded : rec.bytes);
+                if (hi == lo)
+                    hi = lo + 1;
+                seq = rec.seq;
+            }
+            atl_step_annotate(s, (uint32_t)i, j, seq, v - lo);
+        }
+    }
+}
+
+static void step_finish(const char *name)
+{
+    struct atl_step s;
+    pthread_mutex_lock(&step_mu);
+    atl_step_init(&s, name);
+    harvest(&s);
+    if (s.nops == 0) {
+        atl_step_free(&s);
+        pthread_mutex_unlock(&step_mu);
+        return;
+    }
+    order_by_stream(&s);
+    if (atl_ledger_on)
+        resolve_pointers(&s);
+    s.index = ++step_count;
+    stats.steps++;
+    int slot = 0;
+    while (slot < nnames && strcmp(names[slot].name, s.name) != 0)
+        slot++;
+    if (slot == nnames) {
+        if (nnames == MAX_NAMES)
+            slot = MAX_NAMES - 1; /* more step names than that: the last slot is shared */
+        else
+            snprintf(names[nnames++].name, sizeof names[0].name, "%s", s.name);
+    }
+    s.nth = ++names[slot].nth;
+    if (json) {
+        atl_step_write_json(&s, json);
+        fflush(json);
+    }
+    if (names[slot].prev.ops) {
+        struct atl_diff_opts o = {
+            .max_lines = (unsigned)atl_cfg.diff_max,
+            .ignore = &ignore_list,
+            .replay = mode == MODE_CAPTURE ? "capture" : NULL,
+            .line = log_line_cb,
+        };
+        atl_step_diff(&names[slot].prev, &s, &o, &stats);
+    }
+    atl_step_free(&names[slot].prev);
+    names[slot].prev = s;
+    pthread_mutex_unlock(&step_mu);
+}
+
+void atl_trace_step_begin(const char *name)
+{
+    if (!atl_trace_on)
+        return;
+    pthread_mutex_lock(&step_mu);
+    harvest(NULL); /* whatever was enqueued outside a step is not part of it */
+    snprintf(step_name, sizeof step_name, "%s", name && *name ? name : "step");
+    __atomic_store_n(&recording, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&step_mu);
+}
+
+void atl_trace_step_end(void)
+{
+    if (!atl_trace_on || !__atomic_load_n(&recording, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
+    char name[64];
+    pthread_mutex_lock(&step_mu);
+    memcpy(name, step_name, sizeof name);
+    pthread_mutex_unlock(&step_mu);
+    step_finish(name);
+}
+
+/* ---- events ----------------------------------------------------------------------- */
+
+static inline int rec_now(void)
+{
+    return __atomic_load_n(&recording, __ATOMIC_RELAXED);
+}
+
+static void warn_inexact(const struct atl_kfn *k)
+{
+    /* said once per kernel: the layout cache entry is never reused */
+    static struct atl_kfn *said[64];
+    static int nsaid;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < nsaid; i++)
+        if (said[i] == k)
+            goto out;
+    if (nsaid < 64)
+        said[nsaid++] = (struct atl_kfn *)k;
+    atl_log(ATL_WARN,
+            "step trace: kernel=%s: the driver gives no parameter layout "
+            "(cuFuncGetParamInfo/cuKernelGetParamInfo) and the launch passes no packed buffer; "
+            "its arguments are not recorded, only its grid, block and shared memory",
+            k->pretty);
+out:
+    pthread_mutex_unlock(&mu);
+}
+
+void atl_trace_launch(const struct atl_launch *l, CUresult r)
+{
+    if (r != CUDA_SUCCESS || !rec_now())
+        return;
+    const void *packed = NULL;
+    size_t packed_size = 0;
+    for (size_t i = 0; l->extra && l->extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
+        if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            packed = l->extra[i + 1];
+        else if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && l->extra[i + 1])
+            packed_size = *(const size_t *)l->extra[i + 1];
+    }
+    const struct atl_kfn *k = kfn_for(l->func, 0);
+    if (!k->exact && packed && packed_size)
+        k = kfn_for(l->func, packed_size);
+    else if (!k->exact && l->params)
+        warn_inexact(k);
+    if (packed && packed_size < k->total)
+        packed = NULL; /* a short buffer: do not read past it */
+    struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = (uint64_t)(uintptr_t)l->stream};
+    o.u.k.kfn = k;
+    for (int i = 0; i < 3; i++) {
+        o.u.k.grid[i] = l->grid[i];
+        o.u.k.block[i] = l->block[i];
+        o.cluster[i] = (uint8_t)(l->cluster[i] > 255 ? 255 : l->cluster[i]);
+    }
+    o.shmem = l->shmem;
+    record(&o, (const void *const *)l->params, packed);
+}
+
+void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
+{
+    if (r != CUDA_SUCCESS || !rec_now())
+        return;
+    struct atl_op o = {.kind = ATL_OP_GRAPH, .stream = (uint64_t)(uintptr_t)g->stream};
+    o.u.g.exec = (uint64_t)(uintptr_t)g->exec;
+    record(&o, NULL, NULL);
+}
+
+void atl_trace_memset(const struct atl_memset *m, CUresult r)
+{
+    if (r == CUDA_SUCCESS && rec_now()) {
+        struct atl_op o = {.kind = ATL_OP_MEMSET, .sub = (uint8_t)m->elem,
+                           .stream = (uint64_t)(uintptr_t)m->stream, .shmem = m->value};
+        o.u.m.ptr = m->dst, o.u.m.count = m->count, o.u.m.pitch = m->pitch;
+        o.u.m.height = m->height;
+        record(&o, NULL, NULL);
+    }
+    /* a synchronous memset is not a host synchronisation point: the driver
+     * may return before it completes */
+}
+
+static void copy_op(const struct atl_copy *c, struct atl_op *o)
+{
+    o->kind = ATL_OP_COPY;
+    o->stream = (uint64_t)(uintptr_t)c->stream;
+    o->u.c.w = c->bytes, o->u.c.h = 1, o->u.c.d = 1;
+    switch (c->kind) {
+    case ATL_CPY_HTOD:
+        o->sub = ATL_DIR_HTOD;
+        o->u.c.dst = c->dst, o->u.c.src = (uint64_t)(uintptr_t)c->host_src;
+        break;
+    case ATL_CPY_DTOH:
+        o->sub = ATL_DIR_DTOH;
+        o->u.c.dst = (uint64_t)(uintptr_t)c->host_dst, o->u.c.src = c->src;
+        break;
+    case ATL_CPY_DTOD:
+    case ATL_CPY_PEER:
+        o->sub = ATL_DIR_DTOD;
+        o->u.c.dst = c->dst, o->u.c.src = c->src;
+        break;
+    case ATL_CPY_2D:
+        o->sub = ATL_DIR_OTHER;
+        if (c->p2d) {
+            const CUDA_MEMCPY2D *p = c->p2d;
+            o->u.c.dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->dstHost
+                                                                  : p->dstDevice;
+            o->u.c.src = p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->srcHost
+                                                                  : p->srcDevice;
+            o->u.c.w = p->WidthInBytes, o->u.c.h = p->Height;
+            int hs = p->srcMemoryType == CU_MEMORYTYPE_HOST, hd = p->dstMemoryType == CU_MEMORYTYPE_HOST;
+            o->sub = hs && !hd ? ATL_DIR_HTOD : !hs && hd ? ATL_DIR_DTOH : hs ? ATL_DIR_HTOH : ATL_DIR_DTOD;
+            if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY ||
+                p->srcMemoryType == CU_MEMORYTYPE_UNIFIED || p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+                o->sub = ATL_DIR_OTHER;
+        }
+        break;
+    case ATL_CPY_3D:
+        o->sub = ATL_DIR_OTHER;
+        if (c->p3d) {
+            const CUDA_MEMCPY3D *p = c->p3d;
+            o->u.c.dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->dstHost
+                                                                  : p->dstDevice;
+            o->u.c.src = p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->srcHost
+                                                                  : p->srcDevice;
+            o->u.c.w = p->WidthInBytes, o->u.c.h = p->Height, o->u.c.d = p->Depth;
+        }
+        break;
+    case ATL_CPY_3D_PEER:
+        o->sub = ATL_DIR_DTOD;
+        if (c->p3dp) {
+            o->u.c.dst = c->p3dp->dstDevice, o->u.c.src = c->p3dp->srcDevice;
+            o->u.c.w = c->p3dp->WidthInBytes, o->u.c.h = c->p3dp->Height, o->u.c.d = c->p3dp->Depth;
+        }
+        break;
+    case ATL_CPY_BATCH:
+    case ATL_CPY_3D_BATCH:
+        o->sub = ATL_DIR_OTHER;
+        o->u.c.w = c->count; /* the number of copies in the batch */
+        if (c->kind == ATL_CPY_BATCH && c->count && c->batch_dst && c->batch_src) {
+            o->u.c.dst = c->batch_dst[0], o->u.c.src = c->batch_src[0];
+        }
+        break;
+    case ATL_CPY_GENERIC:
+        o->sub = ATL_DIR_OTHER;
+        o->u.c.dst = c->dst, o->u.c.src = c->src;
+        break;
+    default: /* arrays */
+        o->sub = ATL_DIR_OTHER;
+        o->u.c.dst = c->adst ? (uint64_t)(uintptr_t)c->adst + c->dst_off : c->dst;
+        o->u.c.src = c->asrc ? (uint64_t)(uintptr_t)c->asrc + c->src_off : c->src;
+        if (c->host_dst)
+            o->u.c.dst = (uint64_t)(uintptr_t)c->host_dst;
+        if (c->host_src)
+            o->u.c.src = (uint64_t)(uintptr_t)c->host_src;
+    }
+}
+
+void atl_trace_copy(const struct atl_copy *c, CUresult r)
+{
+    if (r == CUDA_SUCCESS && rec_now()) {
+        struct atl_op o = {0};
+        copy_op(c, &o);
+        record(&o, NULL, NULL);
+    }
+    /* A synchronous copy to the host (or any synchronous copy through
+     * unified addressing) returns only when the GPU is done with the work
+     * before it: the host has synchronised. Host-to-device copies from
+     * pageable memory may return early, so they are not step ends. */
+    if (mode == MODE_SYNC && !c->async &&
+        (c->kind == ATL_CPY_DTOH || c->kind == ATL_CPY_ATOH || c->kind == ATL_CPY_GENERIC ||
+         c->kind == ATL_CPY_DTOD || c->kind == ATL_CPY_2D || c->kind == ATL_CPY_3D))
+        step_finish(atl_hook_names[c->hook]);
+}
+
+void atl_trace_sync(const struct atl_sync *s, CUresult r)
+{
+    (void)r;
+    if (mode == MODE_SYNC)
+        step_finish(atl_hook_names[s->hook]);
+}
+
+void atl_trace_capture_pre(const struct atl_capture *c)
+{
+    if (mode == MODE_CAPTURE && !c->begin)
+        atl_trace_step_end();
+}
+
+void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
+{
+    if (mode == MODE_CAPTURE && c->begin && r == CUDA_SUCCESS)
+        atl_trace_step_begin("capture");
+}
+
+/* ---- NVTX: ranges named ATLAS_STEP=nvtx:NAME are steps ---------------------------- */
+
+/* Per thread: the NVTX push depth, and the depth at which our range began
+ * (0: none), so a pop ends the step only when it closes our range. */
+static __thread int nvtx_depth, nvtx_step_depth;
+
+static void nvtx_push(const char *msg)
+{
+    nvtx_depth++;
+    if (msg && mode == MODE_NVTX && !nvtx_step_depth && strcmp(msg, nvtx_name) == 0) {
+        nvtx_step_depth = nvtx_depth;
+        atl_trace_step_begin(nvtx_name);
+    }
+}
+
+static int NVTX_API nvtx_push_a(const char *msg)
+{
+    nvtx_push(msg);
+    return nvtx_depth - 1;
+}
+
+static int NVTX_API nvtx_push_ex(const nvtxEventAttributes_t *a)
+{
+    nvtx_push(a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL);
+    return nvtx_depth - 1;
+}
+
+static int NVTX_API nvtx_pop(void)
+{
+    if (nvtx_depth <= 0)
+        return -1;
+    if (nvtx_step_depth == nvtx_depth) {
+        nvtx_step_depth = 0;
+        atl_trace_step_end();
+    }
+    return --nvtx_depth;
+}
+
+static int NVTX_API nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+    (void)d;
+    return nvtx_push_ex(a);
+}
+
+static int NVTX_API nvtx_domain_pop(nvtxDomainHandle_t d)
+{
+    (void)d;
+    return nvtx_pop();
+}
+
+/* Called by the NVTX library of the program (its first NVTX call) when
+ * NVTX_INJECTION64_PATH names us: fill the CORE slots we care about. */
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+{
+    atl_engine_init();
+    if (!get)
+        return 0;
+    const NvtxExportTableCallbacks *cb = (const NvtxExportTableCallbacks *)get(NVTX_ETID_CALLBACKS);
+    if (!cb || !cb->GetModuleFunctionTable)
+        return 0;
+    NvtxFunctionTable t = NULL;
+    unsigned size = 0;
+    if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &size) && t) {
+        if (size > NVTX_CBID_CORE_RangePushA && t[NVTX_CBID_CORE_RangePushA])
+            *t[NVTX_CBID_CORE_RangePushA] = (NvtxFunctionPointer)nvtx_push_a;
+        if (size > NVTX_CBID_CORE_RangePushEx && t[NVTX_CBID_CORE_RangePushEx])
+            *t[NVTX_CBID_CORE_RangePushEx] = (NvtxFunctionPointer)nvtx_push_ex;
+        if (size > NVTX_CBID_CORE_RangePop && t[NVTX_CBID_CORE_RangePop])
+            *t[NVTX_CBID_CORE_RangePop] = (NvtxFunctionPointer)nvtx_pop;
+    }
+    t = NULL, size = 0;
+    if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &size) && t) {
+        if (size > NVTX_CBID_CORE2_DomainRangePushEx && t[NVTX_CBID_CORE2_DomainRangePushEx])
+            *t[NVTX_CBID_CORE2_DomainRangePushEx] = (NvtxFunctionPointer)nvtx_domain_push_ex;
+        if (size > NVTX_CBID_CORE2_DomainRangePop && t[NVTX_CBID_CORE2_DomainRangePop])
+            *t[NVTX_CBID_CORE2_DomainRangePop] = (NvtxFunctionPointer)nvtx_domain_pop;
+    }
+    return 1;
+}
+
+/* ---- the step API of include/atlas/trace.h ------------------------------------------ */
+
+__attribute__((visibility("default"))) void atlas_step_begin_impl(const char *name)
+{
+    atl_engine_init();
+    if (mode == MODE_API)
+        atl_trace_step_begin(name);
+}
+
+__attribute__((visibility("default"))) void atlas_step_end_impl(void)
+{
+    atl_engine_init();
+    if (mode == MODE_API)
+        atl_trace_step_end();
+}
+
+/* ---- lifecycle --------------------------------------------------------------------- */
+
+unsigned atl_trace_init(void)
+{
+    if (!atl_cfg.trace)
+        return 0;
+    const char *st = atl_cfg.step ? atl_cfg.step : "sync";
+    if (strcmp(st, "sync") == 0) {
+        mode = MODE_SYNC;
+    } else if (strcmp(st, "capture") == 0) {
+        mode = MODE_CAPTURE;
+    } else if (strcmp(st, "api") == 0) {
+        mode = MODE_API;
+    } else if (strncmp(st, "nvtx:", 5) == 0 && st[5] && strlen(st + 5) < sizeof nvtx_name) {
+        mode = MODE_NVTX;
+        snprintf(nvtx_name, sizeof nvtx_name, "%s", st + 5);
+    } else {
+        atl_log(ATL_WARN, "ignoring ATLAS_STEP: expected sync, capture, nvtx:NAME or api; using sync");
+        mode = MODE_SYNC;
+    }
+    atl_ignore_parse(&ignore_list, atl_cfg.diff_ignore);
+    if (atl_cfg.trace_file) {
+        char path[4096];
+        atl_config_expand_path(atl_cfg.trace_file, path, sizeof path);
+        json = fopen(path, "we");
+        if (!json)
+            atl_log(ATL_WARN, "step trace: cannot write ATLAS_TRACE_FILE (expanded: %s); no JSON lines", path);
+    }
+    atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */
+    atl_trace_on = 1;
+    recording = mode == MODE_SYNC;
+    return ATL_ON_LAUNCH | ATL_ON_COPY | ATL_ON_MEMSET | ATL_ON_SYNC | ATL_ON_CAPTURE |
+           ATL_ON_LOOKUP | ATL_ON_ALLOC;
+}
+
+void atl_trace_exit(void)
+{
+    if (!atl_trace_on)
+        return;
+    /* the work enqueued after the last boundary is a step of its own in sync
+     * mode (a program that ends without a final sync); an open api/nvtx step
+     * is closed the same way */
+    if (mode == MODE_SYNC)
+        step_finish("exit");
+    else
+        atl_trace_step_end();
+    pthread_mutex_lock(&step_mu);
+    atl_diff_summary(&stats, log_line_cb, NULL);
+    if (json) {
+        fclose(json);
+        json = NULL;
+    }
+    pthread_mutex_unlock(&step_mu);
+}

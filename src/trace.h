@@ -1,0 +1,33 @@
+/*
+ * Step traces: records every op a step enqueues and diffs each step with
+ * the previous step of the same name (see docs/trace.md). The engine calls
+ * these from its event entry points when ATLAS_TRACE=1.
+ */
+#ifndef ATL_TRACE_H
+#define ATL_TRACE_H
+
+#include "engine.h"
+
+/* Set once by atl_trace_init when ATLAS_TRACE=1. */
+extern int atl_trace_on;
+
+/* Reads the ATLAS_TRACE/STEP/DIFF_* settings; returns the atl_on bits the
+ * tracer needs (0 when off). */
+unsigned atl_trace_init(void);
+
+void atl_trace_launch(const struct atl_launch *l, CUresult r);
+void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r);
+void atl_trace_memset(const struct atl_memset *m, CUresult r);
+void atl_trace_copy(const struct atl_copy *c, CUresult r);
+void atl_trace_sync(const struct atl_sync *s, CUresult r);
+void atl_trace_capture_pre(const struct atl_capture *c);
+void atl_trace_capture_post(const struct atl_capture *c, CUresult r);
+
+/* Step markers (api mode; NVTX ranges come through the same two). */
+void atl_trace_step_begin(const char *name);
+void atl_trace_step_end(void);
+
+/* The exit summary. */
+void atl_trace_exit(void);
+
+#endif

@@ -1,0 +1,1341 @@
+/*
+ * Step diffs. The question a person asks is "which host value did the graph
+ * freeze?", so the report pairs up the ops of two steps first (an extra
+ * memset in the middle must not make every later op look different), then
+ * names each differing field of each pair.
+ *
+ * Alignment runs on "shape" hashes (kind, kernel name, parameter layout),
+ * not on the values: an op whose argument changed is still the same op. The
+ * common prefix and suffix are stripped in linear time and Myers' O(ND)
+ * algorithm aligns the middle, with D capped so a pathological pair of
+ * steps costs O(N * cap) instead of O(N^2); past the cap the rest is paired
+ * by position. A million-op step diffs in tens of milliseconds this way.
+ */
+#include "tracediff.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- steps ----------------------------------------------------------------- */
+
+void atl_step_init(struct atl_step *s, const char *name)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name ? name : "");
+}
+
+void atl_step_free(struct atl_step *s)
+{
+    free(s->ops);
+    free(s->bytes);
+    free(s->ann);
+    s->ops = NULL, s->bytes = NULL, s->ann = NULL;
+    s->nops = s->capops = s->nbytes = s->capbytes = s->nann = s->capann = 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+int atl_step_push(struct atl_step *s, const struct atl_op *op)
+{
+    if (grow((void **)&s->ops, &s->capops, s->nops + 1, sizeof *s->ops))
+        return -1;
+    struct atl_op *d = &s->ops[s->nops];
+    *d = *op;
+    if (op->kind == ATL_OP_LAUNCH) {
+        unsigned n = op->u.k.kfn ? op->u.k.kfn->total : 0;
+        if (grow((void **)&s->bytes, &s->capbytes, s->nbytes + n + 1, 1))
+            return -1;
+        if (n)
+            memcpy(s->bytes + s->nbytes, (const void *)op->u.k.bytes, n);
+        d->u.k.bytes = s->nbytes;
+        s->nbytes += n;
+    }
+    s->nops++;
+    return 0;
+}
+
+int atl_step_annotate(struct atl_step *s, uint32_t op, uint32_t param, uint64_t seq, uint64_t off)
+{
+    if (grow((void **)&s->ann, &s->capann, s->nann + 1, sizeof *s->ann))
+        return -1;
+    s->ann[s->nann++] = (struct atl_ann){.op = op, .param = param, .seq = seq, .off = off};
+    return 0;
+}
+
+/* Annotations are appended in (op, param) order, so a binary search works. */
+const struct atl_ann *atl_step_ann(const struct atl_step *s, uint32_t op, uint32_t param)
+{
+    size_t lo = 0, hi = s->nann;
+    uint64_t key = (uint64_t)op << 32 | param;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        uint64_t k = (uint64_t)s->ann[mid].op << 32 | s->ann[mid].param;
+        if (k == key)
+            return &s->ann[mid];
+        if (k < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+const char *atl_dir_name(int dir)
+{
+    switch (dir) {
+    case ATL_DIR_HTOD:
+        return "HtoD";
+    case ATL_DIR_DTOH:
+        return "DtoH";
+    case ATL_DIR_DTOD:
+        return "DtoD";
+    case ATL_DIR_HTOH:
+        return "HtoH";
+    default:
+        return "other";
+    }
+}
+
+int atl_dir_parse(const char *s)
+{
+    for (int d = ATL_DIR_HTOD; d <= ATL_DIR_OTHER; d++)
+        if (strcmp(s, atl_dir_name(d)) == 0)
+            return d;
+    return -1;
+}
+
+static const char *kind_name(int k)
+{
+    switch (k) {
+    case ATL_OP_LAUNCH:
+        return "launch";
+    case ATL_OP_MEMSET:
+        return "memset";
+    case ATL_OP_COPY:
+        return "copy";
+    case ATL_OP_GRAPH:
+        return "graph";
+    default:
+        return "?";
+    }
+}
+
+/* ---- hashing ----------------------------------------------------------------- */
+
+static inline uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v;
+    h *= 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 29);
+}
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t bytes_hash(uint64_t h, const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = mix(h, w);
+    }
+    uint64_t t = 0;
+    memcpy(&t, p + i, n - i);
+    return mix(h, t ^ ((uint64_t)n << 56));
+}
+
+/* Shape: what makes two ops "the same op" for alignment. */
+static uint64_t shape_hash(const struct atl_op *o, const struct atl_kfn **last, uint64_t *lasth)
+{
+    uint64_t h = mix(0x1234, o->kind);
+    if (o->kind == ATL_OP_LAUNCH) {
+        const struct atl_kfn *k = o->u.k.kfn;
+        if (k != *last) {
+            *last = k;
+            *lasth = k ? mix(str_hash(k->mangled), k->nparams) : 0;
+        }
+        h = mix(h, *lasth);
+    } else if (o->kind != ATL_OP_GRAPH) {
+        h = mix(h, o->sub);
+    }
+    return h;
+}
+
+/* Everything a graph would freeze (the stream is not: a graph replays on
+ * whatever stream it is launched into). */
+static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint64_t shape)
+{
+    uint64_t h = mix(shape, o->shmem);
+    h = mix(h, (uint64_t)o->cluster[0] | (uint64_t)o->cluster[1] << 8 | (uint64_t)o->cluster[2] << 16);
+    switch (o->kind) {
+    case ATL_OP_LAUNCH:
+        for (int i = 0; i < 3; i++)
+            h = mix(h, (uint64_t)o->u.k.grid[i] << 32 | o->u.k.block[i]);
+        if (o->u.k.kfn)
+            h = bytes_hash(h, atl_op_bytes(s, o), o->u.k.kfn->total);
+        break;
+    case ATL_OP_MEMSET:
+        h = mix(mix(mix(mix(h, o->u.m.ptr), o->u.m.count), o->u.m.pitch), o->u.m.height);
+        break;
+    case ATL_OP_COPY:
+        h = mix(mix(mix(mix(mix(h, o->u.c.dst), o->u.c.src), o->u.c.w), o->u.c.h), o->u.c.d);
+        break;
+    default:
+        h = mix(h, o->u.g.exec);
+    }
+    return h;
+}
+
+/* ---- ignore list ------------------------------------------------------------ */
+
+void atl_ignore_parse(struct atl_ignore *ig, const char *spec)
+{
+    memset(ig, 0, sizeof *ig);
+    if (!spec || !*spec)
+        return;
+    ig->spec = strdup(spec);
+    if (!ig->spec)
+        return;
+    char *save = NULL;
+    for (char *t = strtok_r(ig->spec, ",", &save); t && ig->n < 32; t = strtok_r(NULL, ",", &save)) {
+        int arg = -1;
+        char *c = strrchr(t, ':');
+        if (c && strncmp(c + 1, "arg", 3) == 0 && isdigit((unsigned char)c[4])) {
+            arg = atoi(c + 4);
+            *c = '\0';
+        }
+        ig->e[ig->n].kernel = t;
+        ig->e[ig->n].arg = arg;
+        ig->n++;
+    }
+}
+
+void atl_ignore_free(struct atl_ignore *ig)
+{
+    free(ig->spec);
+    memset(ig, 0, sizeof *ig);
+}
+
+/* The short name a person types: "scale" for "void scale<float>(float*, int)". */
+static void base_name(const char *pretty, char *out, size_t len)
+{
+    const char *p = pretty;
+    if (strncmp(p, "void ", 5) == 0)
+        p += 5;
+    size_t n = strcspn(p, "(<");
+    if (n >= len)
+        n = len - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+static int kernel_matches(const char *want, const struct atl_kfn *k)
+{
+    char base[256];
+    if (!k)
+        return 0;
+    if (strcmp(want, k->mangled) == 0 || strcmp(want, k->pretty) == 0)
+        return 1;
+    base_name(k->pretty, base, sizeof base);
+    return strcmp(want, base) == 0;
+}
+
+/* 1 when the whole kernel (arg == -2) or that argument is silenced. */
+static int ignored(const struct atl_ignore *ig, const struct atl_kfn *k, int arg)
+{
+    if (!ig)
+        return 0;
+    for (int i = 0; i < ig->n; i++)
+        if ((ig->e[i].arg == -1 || ig->e[i].arg == arg) && kernel_matches(ig->e[i].kernel, k))
+            return 1;
+    return 0;
+}
+
+/* ---- the report ------------------------------------------------------------- */
+
+struct report {
+    const struct atl_diff_opts *o;
+    struct atl_diff_stats *st;
+    const struct atl_step *a, *b;
+    size_t lines;   /* differences found */
+    size_t printed; /* lines printed */
+    int header_done;
+    char header[512];
+};
+
+static void emit(struct report *r, const char *text)
+{
+    r->lines++;
+    if (!r->header_done) {
+        r->header_done = 1;
+        r->o->line(r->o->ctx, r->header);
+    }
+    if (r->printed < r->o->max_lines) {
+        r->printed++;
+        r->o->line(r->o->ctx, text);
+    }
+}
+
+static void count_top(struct report *r, const struct atl_kfn *k, const char *field)
+{
+    if (!r->st)
+        return;
+    char what[160], base[120];
+    base_name(k ? k->pretty : "?", base, sizeof base);
+    snprintf(what, sizeof what, "%s %s", base, field);
+    struct atl_diff_stats *st = r->st;
+    for (int i = 0; i < st->ntop; i++)
+        if (strcmp(st->top[i].what, what) == 0) {
+            st->top[i].n++;
+            return;
+        }
+    if (st->ntop < 64) {
+        snprintf(st->top[st->ntop].what, sizeof st->top[0].what, "%s", what);
+        st->top[st->ntop++].n = 1;
+    }
+}
+
+static const char *op_label(const struct atl_op *o, char *buf, size_t len)
+{
+    if (o->kind == ATL_OP_LAUNCH)
+        snprintf(buf, len, "%s [launch]", o->u.k.kfn ? o->u.k.kfn->pretty : "?");
+    else
+        snprintf(buf, len, "[%s]", kind_name(o->kind));
+    return buf;
+}
+
+static void op_summary(const struct atl_step *s, const struct atl_op *o, char *buf, size_t len)
+{
+    switch (o->kind) {
+    case ATL_OP_LAUNCH:
+        snprintf(buf, len, "%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u",
+                 o->u.k.kfn ? o->u.k.kfn->pretty : "?", o->u.k.grid[0], o->u.k.grid[1],
+                 o->u.k.grid[2], o->u.k.block[0], o->u.k.block[1], o->u.k.block[2], o->shmem);
+        break;
+    case ATL_OP_MEMSET:
+        snprintf(buf, len, "memset ptr=0x%" PRIx64 " value=0x%x elem=%u count=%" PRIu64, o->u.m.ptr,
+                 o->shmem, o->sub, o->u.m.count);
+        break;
+    case ATL_OP_COPY:
+        snprintf(buf, len, "copy %s dst=0x%" PRIx64 " src=0x%" PRIx64 " bytes=%" PRIu64,
+                 atl_dir_name(o->sub), o->u.c.dst, o->u.c.src, o->u.c.w * o->u.c.h * o->u.c.d);
+        break;
+    default:
+        snprintf(buf, len, "graph exec=0x%" PRIx64, o->u.g.exec);
+    }
+    (void)s;
+}
+
+static void field_u64(struct report *r, size_t idx, const struct atl_op *o, const char *field,
+                      uint64_t a, uint64_t b)
+{
+    if (a == b)
+        return;
+    char lab[256], line[640];
+    snprintf(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 " -> 0x%" PRIx64 " (delta %+" PRId64 ")",
+             idx, op_label(o, lab, sizeof lab), field, a, b, (int64_t)(b - a));
+    emit(r, line);
+    count_top(r, o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL, field);
+}
+
+static void field_dim(struct report *r, size_t idx, const struct atl_op *o, const char *field,
+                      const uint32_t *a, const uint32_t *b)
+{
+    if (a[0] == b[0] && a[1] == b[1] && a[2] == b[2])
+        return;
+    char lab[256], line[640];
+    snprintf(line, sizeof line, "  op %zu %s %s: (%u,%u,%u) -> (%u,%u,%u)", idx,
+             op_label(o, lab, sizeof lab), field, a[0], a[1], a[2], b[0], b[1], b[2]);
+    emit(r, line);
+    count_top(r, o->u.k.kfn, field);
+}
+
+static void fmt_alloc(const struct atl_ann *an, char *buf, size_t len)
+{
+    if (an)
+        snprintf(buf, len, " alloc#%" PRIu64 "+0x%" PRIx64, an->seq, an->off);
+    else
+        buf[0] = '\0';
+}
+
+static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl_op *oa,
+                        const struct atl_op *ob)
+{
+    const struct atl_kfn *ka = oa->u.k.kfn, *kb = ob->u.k.kfn;
+    const uint8_t *pa = atl_op_bytes(r->a, oa), *pb = atl_op_bytes(r->b, ob);
+    char lab[256], line[768];
+    op_label(ob, lab, sizeof lab);
+    if (ka->nparams != kb->nparams || ka->total != kb->total) {
+        snprintf(line, sizeof line, "  op %zu %s parameter layout: %u params/%u bytes -> %u/%u", ib,
+                 lab, ka->nparams, ka->total, kb->nparams, kb->total);
+        emit(r, line);
+        return;
+    }
+    for (unsigned i = 0; i < kb->nparams; i++) {
+        uint32_t off = kb->off[i], sz = kb->size[i];
+        if (ka->off[i] != off || ka->size[i] != sz || off + sz > kb->total)
+            continue;
+        if (memcmp(pa + off, pb + off, sz) == 0 || ignored(r->o->ignore, kb, (int)i))
+            continue;
+        char field[32];
+        snprintf(field, sizeof field, "arg%u", i);
+        count_top(r, kb, field);
+        /* Values up to 8 bytes read as one little-endian integer; larger
+         * by-value parameters are compared in 8-byte words so the report
+         * points at the word that changed. */
+        for (uint32_t w = 0; w < sz; w += 8) {
+            uint32_t n = sz - w < 8 ? sz - w : 8;
+            uint64_t va = 0, vb = 0;
+            memcpy(&va, pa + off + w, n);
+            memcpy(&vb, pb + off + w, n);
+            if (va == vb)
+                continue;
+            char where[48], aa[64] = "", ab[64] = "";
+            const char *verdict = "";
+            if (sz > 8)
+                snprintf(where, sizeof where, "+0x%x @0x%x (%u of %u bytes)", w, off + w, n, sz);
+            else
+                snprintf(where, sizeof where, " @0x%x (%u bytes)", off, sz);
+            if (sz == 8) {
+                /* Pointers: the same buffer at another offset usually means
+                 * a position baked in; another buffer, a fresh allocation. */
+                const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, i);
+                const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, i);
+                fmt_alloc(xa, aa, sizeof aa);
+                fmt_alloc(xb, ab, sizeof ab);
+                if (xa && xb)
+                    verdict = xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer";
+            }
+            /* small values are sign-extended, so 0xffffffff -> 0 reads as +1 */
+            int sh = 64 - 8 * (int)n;
+            int64_t delta = n == 8 ? (int64_t)(vb - va)
+                                   : ((int64_t)(vb << sh) >> sh) - ((int64_t)(va << sh) >> sh);
+            snprintf(line, sizeof line,
+                     "  op %zu %s arg%u%s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s (delta %+" PRId64 ")%s",
+                     ib, lab, i, where, va, aa, vb, ab, delta, verdict);
+            emit(r, line);
+        }
+    }
+}
+
+static void diff_pair(struct report *r, size_t ia, size_t ib)
+{
+    const struct atl_op *oa = &r->a->ops[ia], *ob = &r->b->ops[ib];
+    switch (ob->kind) {
+    case ATL_OP_LAUNCH:
+        if (ignored(r->o->ignore, ob->u.k.kfn, -1))
+            return;
+        field_dim(r, ib, ob, "grid", oa->u.k.grid, ob->u.k.grid);
+        field_dim(r, ib, ob, "block", oa->u.k.block, ob->u.k.block);
+        field_u64(r, ib, ob, "shmem", oa->shmem, ob->shmem);
+        {
+            uint32_t ca[3] = {oa->cluster[0], oa->cluster[1], oa->cluster[2]};
+            uint32_t cb[3] = {ob->cluster[0], ob->cluster[1], ob->cluster[2]};
+            field_dim(r, ib, ob, "cluster", ca, cb);
+        }
+        diff_params(r, ia, ib, oa, ob);
+        break;
+    case ATL_OP_MEMSET:
+        field_u64(r, ib, ob, "ptr", oa->u.m.ptr, ob->u.m.ptr);
+        field_u64(r, ib, ob, "value", oa->shmem, ob->shmem);
+        field_u64(r, ib, ob, "count", oa->u.m.count, ob->u.m.count);
+        field_u64(r, ib, ob, "pitch", oa->u.m.pitch, ob->u.m.pitch);
+        field_u64(r, ib, ob, "height", oa->u.m.height, ob->u.m.height);
+        break;
+    case ATL_OP_COPY:
+        field_u64(r, ib, ob, "dst", oa->u.c.dst, ob->u.c.dst);
+        field_u64(r, ib, ob, "src", oa->u.c.src, ob->u.c.src);
+        field_u64(r, ib, ob, "width", oa->u.c.w, ob->u.c.w);
+        field_u64(r, ib, ob, "height", oa->u.c.h, ob->u.c.h);
+        field_u64(r, ib, ob, "depth", oa->u.c.d, ob->u.c.d);
+        break;
+    default:
+        field_u64(r, ib, ob, "exec", oa->u.g.exec, ob->u.g.exec);
+    }
+}
+
+static void insdel(struct report *r, const struct atl_step *s, size_t idx, int inserted)
+{
+    const struct atl_op *o = &s->ops[idx];
+    if (o->kind == ATL_OP_LAUNCH && ignored(r->o->ignore, o->u.k.kfn, -1))
+        return;
+    char sum[384], line[512];
+    op_summary(s, o, sum, sizeof sum);
+    if (inserted)
+        snprintf(line, sizeof line, "  op %zu inserted: %s", idx, sum);
+    else
+        snprintf(line, sizeof line, "  op %zu removed (was op %zu of the previous step): %s", idx, idx,
+                 sum);
+    emit(r, line);
+}
+
+/* ---- alignment ----------------------------------------------------------------- */
+
+enum { ED_PAIR, ED_DEL, ED_INS };
+struct edit {
+    uint8_t t;
+    size_t i, j;
+};
+
+#define MYERS_MAX_D 1024
+
+/* Aligns a[0..n) with b[0..m) (shape hashes); appends the edit script to
+ * *ed. Returns 0, or -1 when the cap on D was hit (the caller pairs by
+ * position). */
+static int myers(const uint64_t *a, size_t n, const uint64_t *b, size_t m, struct edit **ed,
+                 size_t *ned, size_t *cap)
+{
+    long max = (long)(n + m);
+    if (max > MYERS_MAX_D)
+        max = MYERS_MAX_D;
+    long w = 2 * max + 3, off = max + 1;
+    long *v = calloc((size_t)w, sizeof *v);
+    long **trace = calloc((size_t)max + 1, sizeof *trace);
+    int rc = -1;
+    long dfound = -1;
+    if (!v || !trace)
+        goto out;
+    for (long d = 0; d <= max && dfound < 0; d++) {
+        trace[d] = malloc(sizeof(long) * (size_t)(2 * d + 3));
+        if (!trace[d])
+            goto out;
+        memcpy(trace[d], v + off - d - 1, sizeof(long) * (size_t)(2 * d + 3));
+        for (long k = -d; k <= d; k += 2) {
+            long x;
+            if (k == -d || (k != d && v[off + k - 1] < v[off + k + 1]))
+                x = v[off + k + 1];
+            else
+                x = v[off + k - 1] + 1;
+            long y = x - k;
+            while (x < (long)n && y < (long)m && a[x] == b[y])
+                x++, y++;
+            v[off + k] = x;
+            if (x >= (long)n && y >= (long)m) {
+                dfound = d;
+                break;
+            }
+        }
+    }
+    if (dfound < 0)
+        goto out;
+    /* Backtrack, collecting the script in reverse. */
+    size_t start = *ned;
+    long x = (long)n, y = (long)m;
+    for (long d = dfound; d >= 0; d--) {
+        const long *tv = trace[d]; /* V before step d, indices -d-1..d+1 */
+#define TV(k) tv[(k) + d + 1]
+        long k = x - y, pk, px, py;
+        if (d == 0) {
+            pk = 0, px = 0, py = 0;
+        } else {
+            if (k == -d || (k != d && TV(k - 1) < TV(k + 1)))
+                pk = k + 1;
+            else
+                pk = k - 1;
+            px = TV(pk);
+            py = px - pk;
+        }
+#undef TV
+        while (x > px && y > py) {
+            if (grow((void **)ed, cap, *ned + 1, sizeof **ed))
+                goto out;
+            (*ed)[(*ned)++] = (struct edit){ED_PAIR, (size_t)x - 1, (size_t)y - 1};
+            x--, y--;
+        }
+        if (d > 0) {
+            if (grow((void **)ed, cap, *ned + 1, sizeof **ed))
+                goto out;
+            if (x == px)
+                (*ed)[(*ned)++] = (struct edit){ED_INS, (size_t)px, (size_t)py};
+            else
+                (*ed)[(*ned)++] = (struct edit){ED_DEL, (size_t)px, (size_t)py};
+        }
+        x = px, y = py;
+    }
+    for (size_t i = start, j = *ned - 1; i < j && j != (size_t)-1; i++, j--) {
+        struct edit t = (*ed)[i];
+        (*ed)[i] = (*ed)[j];
+        (*ed)[j] = t;
+    }
+    rc = 0;
+out:
+    if (trace)
+        for (long d = 0; d <= max; d++)
+            free(trace[d]);
+    free(trace);
+    free(v);
+    return rc;
+}
+
+size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
+                     const struct atl_diff_opts *opts, struct atl_diff_stats *st)
+{
+    struct report r = {.o = opts, .st = st, .a = a, .b = b};
+    snprintf(r.header, sizeof r.header,
+             "step \"%s\" #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64 ": %zu ops (was %zu, %+ld)",
+             b->name, b->nth, b->index, a->nth, b->nops, a->nops, (long)b->nops - (long)a->nops);
+    if (st)
+        st->compared++;
+
+    size_t n = a->nops, m = b->nops;
+    uint64_t *sa = malloc(sizeof(uint64_t) * (n + 1)), *sb = malloc(sizeof(uint64_t) * (m + 1));
+    uint64_t *fa = malloc(sizeof(uint64_t) * (n + 1)), *fb = malloc(sizeof(uint64_t) * (m + 1));
+    struct edit *ed = NULL;
+    size_t ned = 0, cap = 0;
+    if (!sa || !sb || !fa || !fb) {
+        opts->line(opts->ctx, "step diff: out of memory; this step was not compared");
+        goto done;
+    }
+    const struct atl_kfn *last = NULL;
+    uint64_t lasth = 0;
+    for (size_t i = 0; i < n; i++) {
+        sa[i] = shape_hash(&a->ops[i], &last, &lasth);
+        fa[i] = full_hash(a, &a->ops[i], sa[i]);
+    }
+    for (size_t j = 0; j < m; j++) {
+        sb[j] = shape_hash(&b->ops[j], &last, &lasth);
+        fb[j] = full_hash(b, &b->ops[j], sb[j]);
+    }
+    size_t p = 0;
+    while (p < n && p < m && sa[p] == sb[p])
+        p++;
+    size_t q = 0;
+    while (q < n - p && q < m - p && sa[n - 1 - q] == sb[m - 1 - q])
+        q++;
+    size_t mn = n - p - q, mm = m - p - q;
+
+    for (size_t i = 0; i < p; i++)
+        if (fa[i] != fb[i])
+            diff_pair(&r, i, i);
+    if (mn || mm) {
+        if (myers(sa + p, mn, sb + p, mm, &ed, &ned, &cap) != 0) {
+            /* Too many insertions: pair what lines up by position. */
+            ned = 0;
+            size_t k = mn < mm ? mn : mm;
+            for (size_t i = 0; i < k; i++)
+                if (grow((void **)&ed, &cap, ned + 1, sizeof *ed) == 0)
+                    ed[ned++] = (struct edit){ED_PAIR, i, i};
+            for (size_t i = k; i < mn; i++)
+                if (grow((void **)&ed, &cap, ned + 1, sizeof *ed) == 0)
+                    ed[ned++] = (struct edit){ED_DEL, i, k};
+            for (size_t j = k; j < mm; j++)
+                if (grow((void **)&ed, &cap, ned + 1, sizeof *ed) == 0)
+                    ed[ned++] = (struct edit){ED_INS, mn, j};
+        }
+        for (size_t e = 0; e < ned; e++) {
+            size_t i = ed[e].i + p, j = ed[e].j + p;
+            if (ed[e].t == ED_PAIR) {
+                if (sa[i] != sb[j])
+                    continue; /* positional fallback: a different op altogether */
+                if (fa[i] != fb[j])
+                    diff_pair(&r, i, j);
+            } else {
+                insdel(&r, ed[e].t == ED_INS ? b : a, ed[e].t == ED_INS ? j : i, ed[e].t == ED_INS);
+            }
+        }
+        /* positional fallback pairs of different ops read as remove+insert */
+        for (size_t e = 0; e < ned; e++)
+            if (ed[e].t == ED_PAIR && sa[ed[e].i + p] != sb[ed[e].j + p]) {
+                insdel(&r, a, ed[e].i + p, 0);
+                insdel(&r, b, ed[e].j + p, 1);
+            }
+    }
+    for (size_t t = 0; t < q; t++)
+        if (fa[n - q + t] != fb[m - q + t])
+            diff_pair(&r, n - q + t, m - q + t);
+
+    if (r.lines > r.printed) {
+        char line[128];
+        snprintf(line, sizeof line, "  ... %zu more differences not shown (ATLAS_DIFF_MAX=%u)",
+                 r.lines - r.printed, opts->max_lines);
+        opts->line(opts->ctx, line);
+    }
+done:
+    if (r.lines == 0) {
+        if (st)
+            st->identical++;
+        if (opts->replay) {
+            char line[256];
+            snprintf(line, sizeof line,
+                     "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu ops)",
+                     opts->replay, b->nth, a->nth, b->nops);
+            opts->line(opts->ctx, line);
+        }
+    } else if (opts->replay) {
+        char line[256];
+        snprintf(line, sizeof line,
+                 "%s #%" PRIu64 " is NOT replay-safe: it froze the %zu host value(s) above",
+                 opts->replay, b->nth, r.lines);
+        opts->line(opts->ctx, line);
+    }
+    free(sa), free(sb), free(fa), free(fb), free(ed);
+    return r.lines;
+}
+
+static int top_cmp(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)((const char *)x + 160);
+    uint64_t b = *(const uint64_t *)((const char *)y + 160);
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
+void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *), void *ctx)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf,
+             "trace summary: steps=%" PRIu64 " compared=%" PRIu64 " identical=%" PRIu64
+             " differing=%" PRIu64,
+             st->steps, st->compared, st->identical, st->compared - st->identical);
+    line(ctx, buf);
+    if (!st->ntop)
+        return;
+    struct atl_diff_stats tmp = *st;
+    _Static_assert(offsetof(struct atl_diff_stats, top[0].n) - offsetof(struct atl_diff_stats, top[0]) == 160,
+                   "top_cmp reads n at 160");
+    qsort(tmp.top, (size_t)tmp.ntop, sizeof tmp.top[0], top_cmp);
+    size_t l = (size_t)snprintf(buf, sizeof buf, "trace summary: most often differing:");
+    for (int i = 0; i < tmp.ntop && i < 8 && l < sizeof buf; i++)
+        l += (size_t)snprintf(buf + l, sizeof buf - l, "%s %s (%" PRIu64 "x)", i ? "," : "",
+                              tmp.top[i].what, tmp.top[i].n);
+    line(ctx, buf);
+}
+
+/* ---- JSON lines --------------------------------------------------------------- */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void atl_step_write_json(const struct atl_step *s, FILE *f)
+{
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < s->nops; i++) {
+        const struct atl_op *o = &s->ops[i];
+        fprintf(f, "{\"step\":%" PRIu64 ",\"name\":", s->index);
+        json_str(f, s->name);
+        fprintf(f, ",\"op\":%zu,\"stream\":\"0x%" PRIx64 "\",\"kind\":\"%s\"", i, o->stream,
+                kind_name(o->kind));
+        switch (o->kind) {
+        case ATL_OP_LAUNCH: {
+            const struct atl_kfn *k = o->u.k.kfn;
+            fputs(",\"kernel\":", f);
+            json_str(f, k->mangled);
+            fprintf(f, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shmem\":%u,\"cluster\":[%u,%u,%u]",
+                    o->u.k.grid[0], o->u.k.grid[1], o->u.k.grid[2], o->u.k.block[0],
+                    o->u.k.block[1], o->u.k.block[2], o->shmem, o->cluster[0], o->cluster[1],
+                    o->cluster[2]);
+            fprintf(f, ",\"exact\":%d,\"params\":[", k->exact);
+            const uint8_t *p = atl_op_bytes(s, o);
+            for (unsigned j = 0; j < k->nparams; j++) {
+                fprintf(f, "%s{\"i\":%u,\"off\":%u,\"size\":%u,\"hex\":\"", j ? "," : "", j, k->off[j],
+                        k->size[j]);
+                for (uint32_t b = 0; b < k->size[j] && k->off[j] + b < k->total; b++) {
+                    fputc(hx[p[k->off[j] + b] >> 4], f);
+                    fputc(hx[p[k->off[j] + b] & 15], f);
+                }
+                fputc('"', f);
+                const struct atl_ann *an = atl_step_ann(s, (uint32_t)i, j);
+                if (an)
+                    fprintf(f, ",\"alloc\":\"alloc#%" PRIu64 "+0x%" PRIx64 "\"", an->seq, an->off);
+                fputc('}', f);
+            }
+            fputs("]}\n", f);
+            break;
+        }
+        case ATL_OP_MEMSET:
+            fprintf(f,
+                    ",\"ptr\":\"0x%" PRIx64 "\",\"value\":%u,\"elem\":%u,\"count\":%" PRIu64
+                    ",\"pitch\":%" PRIu64 ",\"height\":%" PRIu64 "}\n",
+                    o->u.m.ptr, o->shmem, o->sub, o->u.m.count, o->u.m.pitch, o->u.m.height);
+            break;
+        case ATL_OP_COPY:
+            fprintf(f,
+                    ",\"dir\":\"%s\",\"dst\":\"0x%" PRIx64 "\",\"src\":\"0x%" PRIx64
+                    "\",\"bytes\":%" PRIu64 ",\"width\":%" PRIu64 ",\"height\":%" PRIu64
+                    ",\"depth\":%" PRIu64 "}\n",
+                    atl_dir_name(o->sub), o->u.c.dst, o->u.c.src, o->u.c.w * o->u.c.h * o->u.c.d,
+                    o->u.c.w, o->u.c.h, o->u.c.d);
+            break;
+        default:
+            fprintf(f, ",\"exec\":\"0x%" PRIx64 "\"}\n", o->u.g.exec);
+        }
+    }
+    fprintf(f, "{\"step\":%" PRIu64 ",\"name\":", s->index);
+    json_str(f, s->name);
+    fprintf(f, ",\"end\":true,\"ops\":%zu}\n", s->nops);
+}
+
+/* ---- reading JSON lines back ------------------------------------------------------ */
+
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct atl_kfn **interned;
+static size_t ninterned, capinterned;
+
+const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, unsigned n,
+                                     const uint32_t *off, const uint32_t *size)
+{
+    const struct atl_kfn *res = NULL;
+    pthread_mutex_lock(&intern_lock);
+    for (size_t i = 0; i < ninterned; i++) {
+        struct atl_kfn *k = interned[i];
+        if (k->nparams == n && strcmp(k->mangled, mangled) == 0 &&
+            (n == 0 || (memcmp(k->off, off, n * 4) == 0 && memcmp(k->size, size, n * 4) == 0))) {
+            res = k;
+            goto out;
+        }
+    }
+    if (grow((void **)&interned, &capinterned, ninterned + 1, sizeof *interned))
+        goto out;
+    struct atl_kfn *k = calloc(1, sizeof *k);
+    uint32_t *o = calloc(n + 1, 4), *s = calloc(n + 1, 4);
+    char *mn = strdup(mangled), *pn = strdup(pretty ? pretty : mangled);
+    if (!k || !o || !s || !mn || !pn) {
+        free(k), free(o), free(s), free(mn), free(pn);
+        goto out;
+    }
+    unsigned total = 0;
+    for (unsigned i = 0; i < n; i++) {
+        o[i] = off[i], s[i] = size[i];
+        if (off[i] + size[i] > total)
+            total = off[i] + size[i];
+    }
+    *k = (struct atl_kfn){.mangled = mn, .pretty = pn, .nparams = n, .total = total, .exact = 1,
+                          .off = o, .size = s};
+    interned[ninterned++] = k;
+    res = k;
+out:
+    pthread_mutex_unlock(&intern_lock);
+    return res;
+}
+
+struct jp {
+    const char *p;
+    const char *err;
+};
+
+static void ws(struct jp *j)
+{
+    while (*j->p == ' ' || *j->p == '\t' || *j->p == '\r')
+        j->p++;
+}
+
+static int lit(struct jp *j, char c)
+{
+    ws(j);
+    if (*j->p != c) {
+        if (!j->err) {
+            static __thread char msg[64];
+            if (*j->p == '\0' || *j->p == '\n')
+                snprintf(msg, sizeof msg, "expected '%c', the line ends (truncated?)", c);
+            else
+                snprintf(msg, sizeof msg, "expected '%c', found '%c'", c, *j->p);
+            j->err = msg;
+        }
+        return -1;
+    }
+    j->p++;
+    return 0;
+}
+
+static int jstr(struct jp *j, char *out, size_t len)
+{
+    if (lit(j, '"'))
+        return -1;
+    size_t n = 0;
+    for (;;) {
+        char c = *j->p++;
+        if (c == '"')
+            break;
+        if (c == '\0' || c == '\n') {
+            j->err = "unterminated string (truncated?)";
+            j->p--;
+            return -1;
+        }
+        if (c == '\\') {
+            c = *j->p++;
+            switch (c) {
+            case 'n':
+                c = '\n';
+                break;
+            case 't':
+                c = '\t';
+                break;
+            case 'r':
+                c = '\r';
+                break;
+            case 'b':
+                c = '\b';
+                break;
+            case 'f':
+                c = '\f';
+                break;
+            case 'u': {
+                unsigned v = 0;
+                for (int i = 0; i < 4; i++) {
+                    char h = *j->p++;
+                    if (!isxdigit((unsigned char)h)) {
+                        j->err = "bad \\u escape";
+                        return -1;
+                    }
+                    v = v * 16 + (unsigned)(isdigit((unsigned char)h) ? h - '0' : (h | 32) - 'a' + 10);
+                }
+                c = v < 0x80 ? (char)v : '?';
+                break;
+            }
+            case '"':
+            case '\\':
+            case '/':
+                break;
+            default:
+                j->err = "bad escape in string";
+                return -1;
+            }
+        }
+        if (n + 1 < len)
+            out[n++] = c;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+static int jnum(struct jp *j, uint64_t *v)
+{
+    ws(j);
+    if (!isdigit((unsigned char)*j->p)) {
+        j->err = "expected a number";
+        return -1;
+    }
+    errno = 0;
+    char *end;
+    *v = strtoull(j->p, &end, 10);
+    if (errno) {
+        j->err = "number out of range";
+        return -1;
+    }
+    j->p = end;
+    return 0;
+}
+
+static int jhex(struct jp *j, uint64_t *v)
+{
+    char buf[40];
+    if (jstr(j, buf, sizeof buf))
+        return -1;
+    char *end;
+    errno = 0;
+    *v = strtoull(buf, &end, 16);
+    if (errno || end == buf || *end) {
+        j->err = "expected a \"0x...\" value";
+        return -1;
+    }
+    return 0;
+}
+
+static int jdim(struct jp *j, uint32_t d[3])
+{
+    if (lit(j, '['))
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        uint64_t v;
+        if ((i && lit(j, ',')) || jnum(j, &v))
+            return -1;
+        d[i] = (uint32_t)v;
+    }
+    return lit(j, ']');
+}
+
+static int jbool(struct jp *j, int *v)
+{
+    ws(j);
+    if (strncmp(j->p, "true", 4) == 0)
+        *v = 1, j->p += 4;
+    else if (strncmp(j->p, "false", 5) == 0)
+        *v = 0, j->p += 5;
+    else {
+        j->err = "expected true or false";
+        return -1;
+    }
+    return 0;
+}
+
+/* One parsed line. */
+struct jline {
+    uint64_t step, op, nops;
+    int has_step, has_op, end;
+    char name[64], kind[16], kernel[1024], dir[16];
+    struct atl_op o;
+    unsigned np;
+    uint32_t off[512], size[512];
+    uint8_t *pbytes; /* owned by the reader */
+    size_t pcap;
+};
+
+static int hexbytes(const char *h, uint8_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int v = 0;
+        for (int k = 0; k < 2; k++) {
+            char c = h[2 * i + k];
+            if (!isxdigit((unsigned char)c))
+                return -1;
+            v = v * 16 + (isdigit((unsigned char)c) ? c - '0' : (c | 32) - 'a' + 10);
+        }
+        out[i] = (uint8_t)v;
+    }
+    return h[2 * n] ? -1 : 0;
+}
+
+static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint32_t opidx)
+{
+    static __thread char hex[65536 * 2 + 8];
+    if (lit(j, '['))
+        return -1;
+    ws(j);
+    if (*j->p == ']') {
+        j->p++;
+        return 0;
+    }
+    for (;;) {
+        if (L->np >= 512) {
+            j->err = "too many parameters";
+            return -1;
+        }
+        uint64_t i = 0, off = 0, size = 0;
+        int got_hex = 0;
+        char alloc[64] = "";
+        if (lit(j, '{'))
+            return -1;
+        for (;;) {
+            char key[16];
+            if (jstr(j, key, sizeof key) || lit(j, ':'))
+                return -1;
+            if (strcmp(key, "i") == 0) {
+                if (jnum(j, &i))
+                    return -1;
+            } else if (strcmp(key, "off") == 0) {
+                if (jnum(j, &off))
+                    return -1;
+            } else if (strcmp(key, "size") == 0) {
+                if (jnum(j, &size))
+                    return -1;
+            } else if (strcmp(key, "hex") == 0) {
+                if (jstr(j, hex, sizeof hex))
+                    return -1;
+                got_hex = 1;
+            } else if (strcmp(key, "alloc") == 0) {
+                if (jstr(j, alloc, sizeof alloc))
+                    return -1;
+            } else {
+                j->err = "unknown parameter field";
+                return -1;
+            }
+            ws(j);
+            if (*j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (lit(j, '}'))
+                return -1;
+            break;
+        }
+        if (!got_hex || i != L->np || size > 65536 || off > 65536) {
+            j->err = "bad parameter record";
+            return -1;
+        }
+        if (off + size > L->pcap) {
+            size_t nc = off + size + 256;
+            uint8_t *nb = realloc(L->pbytes, nc);
+            if (!nb) {
+                j->err = "out of memory";
+                return -1;
+            }
+            memset(nb + L->pcap, 0, nc - L->pcap);
+            L->pbytes = nb, L->pcap = nc;
+        }
+        if (hexbytes(hex, L->pbytes + off, size)) {
+            j->err = "bad hex bytes in a parameter";
+            return -1;
+        }
+        L->off[L->np] = (uint32_t)off, L->size[L->np] = (uint32_t)size;
+        uint64_t seq, aoff;
+        if (alloc[0] && sscanf(alloc, "alloc#%" SCNu64 "+0x%" SCNx64, &seq, &aoff) == 2)
+            atl_step_annotate(annstep, opidx, L->np, seq, aoff);
+        L->np++;
+        ws(j);
+        if (*j->p == ',') {
+            j->p++;
+            continue;
+        }
+        return lit(j, ']');
+    }
+}
+
+static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, uint32_t opidx)
+{
+    uint64_t v;
+    if (lit(j, '{'))
+        return -1;
+    for (;;) {
+        char key[16];
+        if (jstr(j, key, sizeof key) || lit(j, ':'))
+            return -1;
+        int rc = 0;
+        if (!strcmp(key, "step"))
+            rc = jnum(j, &L->step), L->has_step = 1;
+        else if (!strcmp(key, "name"))
+            rc = jstr(j, L->name, sizeof L->name);
+        else if (!strcmp(key, "op"))
+            rc = jnum(j, &L->op), L->has_op = 1;
+        else if (!strcmp(key, "end"))
+            rc = jbool(j, &L->end);
+        else if (!strcmp(key, "ops"))
+            rc = jnum(j, &L->nops);
+        else if (!strcmp(key, "stream"))
+            rc = jhex(j, &L->o.stream);
+        else if (!strcmp(key, "kind"))
+            rc = jstr(j, L->kind, sizeof L->kind);
+        else if (!strcmp(key, "kernel"))
+            rc = jstr(j, L->kernel, sizeof L->kernel);
+        else if (!strcmp(key, "grid"))
+            rc = jdim(j, L->o.u.k.grid);
+        else if (!strcmp(key, "block"))
+            rc = jdim(j, L->o.u.k.block);
+        else if (!strcmp(key, "cluster")) {
+            uint32_t c[3];
+            rc = jdim(j, c);
+            for (int i = 0; i < 3; i++)
+                L->o.cluster[i] = (uint8_t)c[i];
+        } else if (!strcmp(key, "shmem") || !strcmp(key, "value")) {
+            rc = jnum(j, &v);
+            L->o.shmem = (uint32_t)v;
+        } else if (!strcmp(key, "exact")) {
+            rc = jnum(j, &v);
+        } else if (!strcmp(key, "params"))
+            rc = jparams(j, L, annstep, opidx);
+        else if (!strcmp(key, "ptr"))
+            rc = jhex(j, &L->o.u.m.ptr);
+        else if (!strcmp(key, "elem")) {
+            rc = jnum(j, &v);
+            L->o.sub = (uint8_t)v;
+        } else if (!strcmp(key, "count"))
+            rc = jnum(j, &L->o.u.m.count);
+        else if (!strcmp(key, "pitch"))
+            rc = jnum(j, &L->o.u.m.pitch);
+        else if (!strcmp(key, "height")) {
+            rc = jnum(j, &v);
+            L->o.u.m.height = v; /* memset */
+            L->o.u.c.h = v;      /* copy: the same slot is not shared, see below */
+        } else if (!strcmp(key, "dir"))
+            rc = jstr(j, L->dir, sizeof L->dir);
+        else if (!strcmp(key, "dst"))
+            rc = jhex(j, &L->o.u.c.dst);
+        else if (!strcmp(key, "src"))
+            rc = jhex(j, &L->o.u.c.src);
+        else if (!strcmp(key, "bytes"))
+            rc = jnum(j, &v);
+        else if (!strcmp(key, "width"))
+            rc = jnum(j, &L->o.u.c.w);
+        else if (!strcmp(key, "depth"))
+            rc = jnum(j, &L->o.u.c.d);
+        else if (!strcmp(key, "exec"))
+            rc = jhex(j, &L->o.u.g.exec);
+        else {
+            j->err = "unknown field";
+            return -1;
+        }
+        if (rc)
+            return -1;
+        ws(j);
+        if (*j->p == ',') {
+            j->p++;
+            continue;
+        }
+        if (lit(j, '}'))
+            return -1;
+        ws(j);
+        if (*j->p && *j->p != '\n') {
+            j->err = "text after the record";
+            return -1;
+        }
+        return 0;
+    }
+}
+
+/* Reads one line of any length; NULL at end of file. *complete is 0 when
+ * the file ended without a newline. */
+static char *read_line(FILE *f, char **buf, size_t *cap, int *complete)
+{
+    size_t n = 0;
+    int c;
+    *complete = 0;
+    while ((c = getc(f)) != EOF) {
+        if (n + 2 > *cap) {
+            size_t nc = *cap ? *cap * 2 : 4096;
+            char *nb = realloc(*buf, nc);
+            if (!nb)
+                return NULL;
+            *buf = nb, *cap = nc;
+        }
+        if (c == '\n') {
+            *complete = 1;
+            break;
+        }
+        (*buf)[n++] = (char)c;
+    }
+    if (c == EOF && n == 0)
+        return NULL;
+    (*buf)[n] = '\0';
+    return *buf;
+}
+
+int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx, char *err,
+                   size_t errlen)
+{
+    char *buf = NULL;
+    size_t cap = 0, lineno = 0;
+    int complete, rc = -1, open = 0, steps = 0;
+    struct atl_step cur;
+    struct jline *L = calloc(1, sizeof *L);
+    atl_step_init(&cur, "");
+    if (!L) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (;;) {
+        char *line = read_line(f, &buf, &cap, &complete);
+        if (!line)
+            break;
+        lineno++;
+        struct jp j = {.p = line};
+        ws(&j);
+        if (!*j.p && complete)
+            continue; /* blank line */
+        uint8_t *keep = L->pbytes;
+        size_t keepcap = L->pcap;
+        memset(L, 0, offsetof(struct jline, pbytes));
+        L->pbytes = keep, L->pcap = keepcap;
+        if (L->pbytes)
+            memset(L->pbytes, 0, L->pcap);
+        if (parse_line(&j, L, &cur, (uint32_t)cur.nops) != 0) {
+            snprintf(err, errlen, "line %zu: %s", lineno, j.err ? j.err : "not a trace record");
+            goto out;
+        }
+        if (!complete) {
+            snprintf(err, errlen, "line %zu: the file ends in the middle of a line (truncated?)",
+                     lineno);
+            goto out;
+        }
+        if (!L->has_step) {
+            snprintf(err, errlen, "line %zu: record without a \"step\"", lineno);
+            goto out;
+        }
+        if (!open) { /* cur is empty (annotations of this line aside) */
+            snprintf(cur.name, sizeof cur.name, "%s", L->name);
+            cur.index = L->step;
+            open = 1;
+        } else if (L->step != cur.index || strcmp(L->name, cur.name) != 0) {
+            snprintf(err, errlen, "line %zu: step %" PRIu64 " begins before step %" PRIu64 " ended (truncated?)",
+                     lineno, L->step, cur.index);
+            goto out;
+        }
+        if (L->end) {
+            if (L->nops != cur.nops) {
+                snprintf(err, errlen, "line %zu: step %" PRIu64 " ends with %zu ops, its end record says %" PRIu64,
+                         lineno, cur.index, cur.nops, L->nops);
+                goto out;
+            }
+            steps++;
+            struct atl_step done = cur;
+            atl_step_init(&cur, "");
+            open = 0;
+            if (fn(ctx, &done) != 0) {
+                snprintf(err, errlen, "line %zu: out of memory", lineno);
+                goto out;
+            }
+            continue;
+        }
+        if (!L->has_op || L->op != cur.nops) {
+            snprintf(err, errlen, "line %zu: op %" PRIu64 " out of order (expected op %zu)", lineno,
+                     L->op, cur.nops);
+            goto out;
+        }
+        if (!strcmp(L->kind, "launch")) {
+            if (!L->kernel[0]) {
+                snprintf(err, errlen, "line %zu: launch without a kernel", lineno);
+                goto out;
+            }
+            L->o.kind = ATL_OP_LAUNCH;
+            L->o.u.k.kfn = atl_kfn_intern(L->kernel, NULL, L->np, L->off, L->size);
+            if (!L->o.u.k.kfn) {
+                snprintf(err, errlen, "line %zu: out of memory", lineno);
+                goto out;
+            }
+            L->o.u.k.bytes = (uintptr_t)L->pbytes;
+        } else if (!strcmp(L->kind, "memset")) {
+            L->o.kind = ATL_OP_MEMSET;
+        } else if (!strcmp(L->kind, "copy")) {
+            L->o.kind = ATL_OP_COPY;
+            int d = atl_dir_parse(L->dir);
+            L->o.sub = (uint8_t)(d < 0 ? ATL_DIR_OTHER : d);
+        } else if (!strcmp(L->kind, "graph")) {
+            L->o.kind = ATL_OP_GRAPH;
+        } else {
+            snprintf(err, errlen, "line %zu: unknown op kind \"%s\"", lineno, L->kind);
+            goto out;
+        }
+        if (atl_step_push(&cur, &L->o) != 0) {
+            snprintf(err, errlen, "line %zu: out of memory", lineno);
+            goto out;
+        }
+    }
+    if (open) {
+        snprintf(err, errlen, "line %zu: the file ends inside step %" PRIu64 " (truncated?)", lineno,
+                 cur.index);
+        goto out;
+    }
+    if (steps == 0) {
+        snprintf(err, errlen, "line %zu: no steps in the file (empty trace?)", lineno);
+        goto out;
+    }
+    rc = 0;
+out:
+    atl_step_free(&cur);
+    free(L->pbytes);
+    free(L);
+    free(buf);
+    return rc;
+}

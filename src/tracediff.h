@@ -1,0 +1,151 @@
+/*
+ * Steps and step diffs: the model of one recorded step (the ops it enqueued,
+ * in per-stream order), the diff of two steps, and the JSON-lines form.
+ *
+ * This module knows nothing of hooks or the driver: the live tracer
+ * (src/trace.c) and the offline tool (tools/atlas-diff.c) both build steps
+ * and hand them here, so both print the same report from the same code.
+ */
+#ifndef ATL_TRACEDIFF_H
+#define ATL_TRACEDIFF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum atl_op_kind { ATL_OP_LAUNCH = 1, ATL_OP_MEMSET, ATL_OP_COPY, ATL_OP_GRAPH };
+
+/* A kernel as the diff sees it: its names and its parameter layout. One per
+ * CUfunction/CUkernel live (never freed), one per name+layout offline. */
+struct atl_kfn {
+    void *handle;
+    const char *mangled; /* owned; never NULL ("kernel@0x..." when unknown) */
+    const char *pretty;  /* demangled, owned */
+    unsigned nparams;
+    unsigned total;       /* bytes of the parameter block */
+    int exact;            /* layout came from the driver (or the trace file) */
+    const uint32_t *off;  /* nparams offsets */
+    const uint32_t *size; /* nparams sizes */
+};
+
+/* One op: 64 bytes, plus the kernel's parameter bytes kept elsewhere. The
+ * union keeps the record at one cache line whatever the kind. */
+struct atl_op {
+    uint8_t kind;       /* enum atl_op_kind */
+    uint8_t sub;        /* memset: element size; copy: direction (atl_dir) */
+    uint8_t cluster[3]; /* launch: cluster dims (0 when not given) */
+    uint8_t pad[3];
+    uint64_t stream;
+    union {
+        struct {
+            const struct atl_kfn *kfn;
+            /* recording: a pointer to the bytes; in a step: their offset in
+             * step->bytes (see atl_op_bytes) */
+            uintptr_t bytes;
+            uint32_t grid[3], block[3];
+        } k;
+        struct {
+            uint64_t ptr, count, pitch, height;
+        } m;
+        struct {
+            uint64_t dst, src, w, h, d; /* w bytes x h rows x d slices */
+        } c;
+        struct {
+            uint64_t exec;
+        } g;
+    } u;
+    uint32_t shmem; /* launch: dynamic shared memory; memset: value */
+    uint32_t spare;
+};
+_Static_assert(sizeof(struct atl_op) == 64, "an op record is one cache line");
+
+enum atl_dir { ATL_DIR_HTOD = 1, ATL_DIR_DTOH, ATL_DIR_DTOD, ATL_DIR_HTOH, ATL_DIR_OTHER };
+const char *atl_dir_name(int dir);
+int atl_dir_parse(const char *s);
+
+/* A pointer parameter resolved through the allocation ledger. */
+struct atl_ann {
+    uint32_t op;
+    uint32_t param;
+    uint64_t seq; /* alloc#seq */
+    uint64_t off;
+};
+
+/* One recorded step. ops and bytes are owned (malloc) and freed by
+ * atl_step_free. */
+struct atl_step {
+    char name[64];
+    uint64_t index; /* step number in the run (from 1) */
+    uint64_t nth;   /* occurrence of this name (from 1) */
+    struct atl_op *ops;
+    size_t nops, capops;
+    uint8_t *bytes;
+    size_t nbytes, capbytes;
+    struct atl_ann *ann; /* sorted by (op, param) */
+    size_t nann, capann;
+};
+
+void atl_step_init(struct atl_step *s, const char *name);
+void atl_step_free(struct atl_step *s);
+/* Appends an op, copying its parameter bytes into the step. Returns 0, -1
+ * when out of memory. */
+int atl_step_push(struct atl_step *s, const struct atl_op *op);
+int atl_step_annotate(struct atl_step *s, uint32_t op, uint32_t param, uint64_t seq, uint64_t off);
+static inline const uint8_t *atl_op_bytes(const struct atl_step *s, const struct atl_op *op)
+{
+    return s->bytes + op->u.k.bytes;
+}
+const struct atl_ann *atl_step_ann(const struct atl_step *s, uint32_t op, uint32_t param);
+
+/* What to stay quiet about: kernel[:argN],... */
+struct atl_ignore {
+    char *spec; /* owned copy */
+    struct {
+        const char *kernel;
+        int arg; /* -1: the whole kernel */
+    } e[32];
+    int n;
+};
+void atl_ignore_parse(struct atl_ignore *ig, const char *spec);
+void atl_ignore_free(struct atl_ignore *ig);
+
+/* Counts kept across a run for the exit summary. */
+struct atl_diff_stats {
+    uint64_t steps, compared, identical;
+    struct {
+        char what[160]; /* "kernel arg1" */
+        uint64_t n;
+    } top[64];
+    int ntop;
+};
+
+struct atl_diff_opts {
+    unsigned max_lines; /* lines per step, then a count of the rest */
+    const struct atl_ignore *ignore;
+    const char *replay; /* capture mode: say replay-safe (non-NULL) */
+    void (*line)(void *ctx, const char *text);
+    void *ctx;
+};
+
+/* Diffs step b against step a (the previous step of the same name) and
+ * prints the report through opts->line. Returns the number of differences
+ * found (0: identical, nothing printed unless opts->replay). */
+size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
+                     const struct atl_diff_opts *opts, struct atl_diff_stats *st);
+
+/* The exit summary lines. */
+void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *), void *ctx);
+
+/* JSON lines: one op per line. */
+void atl_step_write_json(const struct atl_step *s, FILE *f);
+
+/* Reads a JSON-lines trace: calls fn for each complete step, in file order.
+ * Returns 0, or -1 with a message "line N: why" in err. */
+int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx, char *err,
+                   size_t errlen);
+
+/* A kernel record for offline use: interned by name and layout. */
+const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, unsigned n,
+                                     const uint32_t *off, const uint32_t *size);
+
+#endif

@@ -1,0 +1,178 @@
+/*
+ * Target for the step-trace tests: a step loop against the fake driver,
+ * one scenario per argv[1], each with a known set of host values that
+ * change between steps (see tests/integration/test_trace.c for what the
+ * report must say about each).
+ */
+#include "../fake/fakecuda.h"
+
+#include <atlas/trace.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <cuda.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            fprintf(stderr, "trace_steps: %s failed: %d\n", #call, (int)r_);                       \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static CUresult k_noop(const struct fake_launch *l, void **p)
+{
+    (void)l, (void)p;
+    return CUDA_SUCCESS;
+}
+
+struct blob {
+    unsigned char b[128];
+};
+
+static const size_t sz_ptr_int[] = {8, 4};
+static const size_t sz_ptr_ptr[] = {8, 8};
+static const size_t sz_ptr_blob[] = {8, 128};
+static const size_t sz_eight[] = {4, 4, 4, 4, 4, 4, 4, 4};
+static const size_t sz_one[] = {8};
+static const struct fake_kernel_def kernels[] = {
+    {"_Z8add_stepPfi", k_noop, 2, sz_ptr_int, NULL},
+    {"_Z4pairPfS_", k_noop, 2, sz_ptr_ptr, NULL},
+    {"_Z4blobPf4blob", k_noop, 2, sz_ptr_blob, NULL},
+    {"_Z5eightiiiiiiii", k_noop, 8, sz_eight, NULL},
+    {"_Z4fillPf", k_noop, 1, sz_one, NULL},
+};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 5, kernels};
+static CUfunction f_add, f_pair, f_blob, f_eight, f_fill;
+static CUdeviceptr buf;
+static CUstream stream;
+
+static void launch(CUfunction f, unsigned grid, void **kp)
+{
+    CHECK(cuLaunchKernel(f, grid, 1, 1, 32, 1, 1, 0, stream, kp, NULL));
+}
+
+static void fill(void)
+{
+    void *kp[] = {&buf};
+    launch(f_fill, 1, kp);
+}
+
+/* One step of each scenario; `i` is the step index. */
+static void step(const char *sc, int i)
+{
+    if (!strcmp(sc, "scalar") || !strcmp(sc, "api") || !strcmp(sc, "nvtx") ||
+        !strcmp(sc, "capture-changing")) {
+        int v = 100 + i;
+        void *kp[] = {&buf, &v};
+        fill();
+        launch(f_add, 4, kp);
+        fill();
+    } else if (!strcmp(sc, "same") || !strcmp(sc, "capture")) {
+        int v = 7;
+        void *kp[] = {&buf, &v};
+        fill();
+        launch(f_add, 4, kp);
+        CHECK(cuMemsetD32Async(buf, 0, 64, stream));
+    } else if (!strcmp(sc, "ptr")) {
+        /* arg0: a fresh buffer each step (the old one stays allocated);
+         * arg1: the same buffer, one element further each step */
+        static CUdeviceptr fresh;
+        CHECK(cuMemAlloc(&fresh, 1024));
+        CUdeviceptr within = buf + 16 * (CUdeviceptr)i;
+        void *kp[] = {&fresh, &within};
+        launch(f_pair, 1, kp);
+    } else if (!strcmp(sc, "grid")) {
+        int v = 1;
+        void *kp[] = {&buf, &v};
+        launch(f_add, 2u << i, kp);
+    } else if (!strcmp(sc, "insert")) {
+        int v = 5;
+        void *kp[] = {&buf, &v};
+        fill();
+        launch(f_add, 4, kp);
+        if (i == 1)
+            CHECK(cuMemsetD8Async(buf, 0, 16, stream));
+        launch(f_add, 4, kp);
+        fill();
+        fill();
+    } else if (!strcmp(sc, "blob")) {
+        struct blob b;
+        memset(&b, 0x11, sizeof b);
+        b.b[64] = (unsigned char)(0x11 + i);
+        void *kp[] = {&buf, &b};
+        launch(f_blob, 1, kp);
+    } else if (!strcmp(sc, "eight")) {
+        int v[8];
+        void *kp[8];
+        for (int k = 0; k < 8; k++)
+            v[k] = i * 10 + k, kp[k] = &v[k];
+        launch(f_eight, 1, kp);
+    } else if (!strcmp(sc, "extra")) {
+        unsigned char packed[16] = {0};
+        memcpy(packed, &buf, 8);
+        int v = 40 + i;
+        memcpy(packed + 8, &v, 4);
+        size_t size = 12;
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                         CU_LAUNCH_PARAM_END};
+        CHECK(cuLaunchKernel(f_add, 1, 1, 1, 32, 1, 1, 0, stream, NULL, extra));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *sc = argc > 1 ? argv[1] : "scalar";
+    int steps = argc > 2 ? atoi(argv[2]) : 3;
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&mod, &image));
+    CHECK(cuModuleGetFunction(&f_add, mod, "_Z8add_stepPfi"));
+    CHECK(cuModuleGetFunction(&f_pair, mod, "_Z4pairPfS_"));
+    CHECK(cuModuleGetFunction(&f_blob, mod, "_Z4blobPf4blob"));
+    CHECK(cuModuleGetFunction(&f_eight, mod, "_Z5eightiiiiiiii"));
+    CHECK(cuModuleGetFunction(&f_fill, mod, "_Z4fillPf"));
+    CHECK(cuMemAlloc(&buf, 4096));
+    CHECK(cuStreamCreate(&stream, 0));
+    CHECK(cuCtxSynchronize()); /* setup ends here (an empty step) */
+
+    for (int i = 0; i < steps; i++) {
+        if (!strcmp(sc, "api")) {
+            atlas_step_begin("train");
+            step(sc, i);
+            atlas_step_end();
+            fill(); /* outside any step: not recorded */
+            CHECK(cuStreamSynchronize(stream));
+        } else if (!strcmp(sc, "nvtx")) {
+            nvtxRangePushA("other"); /* an unrelated range around ours */
+            nvtxRangePushA("step");
+            step(sc, i);
+            nvtxRangePop();
+            fill();
+            nvtxRangePop();
+            CHECK(cuStreamSynchronize(stream));
+        } else if (!strncmp(sc, "capture", 7)) {
+            CUgraph g;
+            CUgraphExec ge;
+            CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+            step(sc, i);
+            CHECK(cuStreamEndCapture(stream, &g));
+            CHECK(cuGraphInstantiate(&ge, g, 0));
+            CHECK(cuGraphLaunch(ge, stream));
+            CHECK(cuStreamSynchronize(stream));
+        } else {
+            step(sc, i);
+            CHECK(cuStreamSynchronize(stream));
+        }
+    }
+    printf("ok\n");
+    return 0;
+}
