@@ -10,7 +10,7 @@ $(BUILD)/tools/atlas-diff: tools/atlas-diff.c $(BUILD)/libatlas_engine.a
 
 $(BUILD)/tests/trace_steps: tests/targets/trace_steps.c include/atlas/trace.h $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda -ldl
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda -ldl -lpthread
 
 $(BUILD)/tests/test_trace_unit: tests/unit/test_trace.c $(BUILD)/libatlas_engine.a | check-deps
 	@mkdir -p $(dir $@)

@@ -166,17 +166,36 @@ struct tbuf {
     size_t nops, cap;
     struct chunk *first, *cur;
     int oom;
+    int free_; /* its thread exited: the next new thread takes it over */
 };
 
 static struct tbuf *threads; /* list head; entries live for the process */
 static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct tbuf *my_buf __attribute__((tls_model("initial-exec")));
+static pthread_key_t exit_key;
+
+/* Programs that start a thread per step (or per request) must not grow the
+ * list without bound: an exited thread's buffer, with whatever ops it still
+ * holds for the current step, passes to the next new thread. */
+static void tbuf_release(void *p)
+{
+    __atomic_store_n(&((struct tbuf *)p)->free_, 1, __ATOMIC_RELEASE);
+}
 
 static struct tbuf *tbuf_get(void)
 {
     struct tbuf *b = my_buf;
     if (__builtin_expect(b != NULL, 1))
         return b;
+    for (b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        int one = 1;
+        if (__atomic_compare_exchange_n(&b->free_, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            my_buf = b;
+            pthread_setspecific(exit_key, b);
+            return b;
+        }
+    }
     b = calloc(1, sizeof *b);
     if (!b) {
         atl_log_once_oom("the step trace");
@@ -192,6 +211,7 @@ static struct tbuf *tbuf_get(void)
     __atomic_store_n(pp, b, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&threads_mu);
     my_buf = b;
+    pthread_setspecific(exit_key, b);
     return b;
 }
 
@@ -315,8 +335,15 @@ static void harvest(struct atl_step *s)
     }
 }
 
-/* Orders the ops per stream: streams in order of first appearance, and
- * within a stream the order of the threads' buffers (stable counting sort). */
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Orders the ops per stream: streams by handle (stable from step to step
+ * whatever thread enqueued first), and within a stream the order of the
+ * threads' buffers (a stable counting sort). */
 static void order_by_stream(struct atl_step *s)
 {
     enum { MAXS = 256 };
@@ -339,7 +366,18 @@ static void order_by_stream(struct atl_step *s)
         if (r == MAXS)
             r = MAXS - 1; /* a program with more streams: the rest share a bucket */
         rank[i] = (uint16_t)r;
-        cnt[r + 1]++;
+    }
+    uint64_t sorted[MAXS];
+    memcpy(sorted, str, ns * sizeof *str);
+    qsort(sorted, ns, sizeof *sorted, u64_cmp);
+    uint16_t map[MAXS];
+    for (size_t r = 0; r < ns; r++)
+        for (size_t t = 0; t < ns; t++)
+            if (sorted[t] == str[r])
+                map[r] = (uint16_t)t;
+    for (size_t i = 0; i < s->nops; i++) {
+        rank[i] = rank[i] < ns ? map[rank[i]] : rank[i];
+        cnt[rank[i] + 1]++;
     }
     for (size_t r = 1; r <= MAXS; r++)
         cnt[r] += cnt[r - 1];
@@ -759,6 +797,7 @@ unsigned atl_trace_init(void)
         mode = MODE_SYNC;
     }
     atl_ignore_parse(&ignore_list, atl_cfg.diff_ignore);
+    pthread_key_create(&exit_key, tbuf_release);
     if (atl_cfg.trace_file) {
         char path[4096];
         atl_config_expand_path(atl_cfg.trace_file, path, sizeof path);

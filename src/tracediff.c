@@ -13,6 +13,8 @@
  */
 #include "tracediff.h"
 
+#include "stack.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -1299,7 +1301,7 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                 goto out;
             }
             L->o.kind = ATL_OP_LAUNCH;
-            L->o.u.k.kfn = atl_kfn_intern(L->kernel, NULL, L->np, L->off, L->size);
+            L->o.u.k.kfn = atl_kfn_intern(L->kernel, atl_demangle(L->kernel), L->np, L->off, L->size);
             if (!L->o.u.k.kfn) {
                 snprintf(err, errlen, "line %zu: out of memory", lineno);
                 goto out;
@@ -1328,7 +1330,10 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
         goto out;
     }
     if (steps == 0) {
-        snprintf(err, errlen, "line %zu: no steps in the file (empty trace?)", lineno);
+        if (lineno == 0)
+            snprintf(err, errlen, "the file is empty (no steps)");
+        else
+            snprintf(err, errlen, "line %zu: no complete step in the file", lineno);
         goto out;
     }
     rc = 0;

@@ -10,6 +10,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <cuda.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,24 @@ static void fill(void)
 {
     void *kp[] = {&buf};
     launch(f_fill, 1, kp);
+}
+
+/* "threads": four threads, each with its own stream, enqueue at once; the
+ * interleaving differs from step to step, the per-stream order does not. */
+static CUstream tstreams[4];
+static CUcontext tctx;
+static int tstep;
+
+static void *worker(void *arg)
+{
+    int t = (int)(long)arg;
+    CHECK(cuCtxSetCurrent(tctx));
+    for (int k = 0; k < 50; k++) {
+        int v = t * 1000 + k + (tstep == 2 && t == 2 && k == 7); /* one change, in step 2 */
+        void *kp[] = {&buf, &v};
+        CHECK(cuLaunchKernel(f_add, 1, 1, 1, 32, 1, 1, 0, tstreams[t], kp, NULL));
+    }
+    return NULL;
 }
 
 /* One step of each scenario; `i` is the step index. */
@@ -111,6 +130,13 @@ static void step(const char *sc, int i)
         for (int k = 0; k < 8; k++)
             v[k] = i * 10 + k, kp[k] = &v[k];
         launch(f_eight, 1, kp);
+    } else if (!strcmp(sc, "threads")) {
+        pthread_t th[4];
+        tstep = i;
+        for (long t = 0; t < 4; t++)
+            pthread_create(&th[t], NULL, worker, (void *)t);
+        for (int t = 0; t < 4; t++)
+            pthread_join(th[t], NULL);
     } else if (!strcmp(sc, "extra")) {
         unsigned char packed[16] = {0};
         memcpy(packed, &buf, 8);
@@ -142,6 +168,9 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&f_fill, mod, "_Z4fillPf"));
     CHECK(cuMemAlloc(&buf, 4096));
     CHECK(cuStreamCreate(&stream, 0));
+    tctx = ctx;
+    for (int t = 0; t < 4; t++)
+        CHECK(cuStreamCreate(&tstreams[t], 0));
     CHECK(cuCtxSynchronize()); /* setup ends here (an empty step) */
 
     for (int i = 0; i < steps; i++) {
@@ -170,7 +199,7 @@ int main(int argc, char **argv)
             CHECK(cuStreamSynchronize(stream));
         } else {
             step(sc, i);
-            CHECK(cuStreamSynchronize(stream));
+            CHECK(!strcmp(sc, "threads") ? cuCtxSynchronize() : cuStreamSynchronize(stream));
         }
     }
     printf("ok\n");

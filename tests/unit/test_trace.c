@@ -1,0 +1,375 @@
+/*
+ * The step diff, driven directly (no preload, no driver): what a person
+ * reads in the report for each kind of change, that the JSON lines read back
+ * into the same steps, and that a million-op step diffs fast enough to run
+ * at every step end.
+ */
+#include "tracediff.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The report lines of one diff, joined. */
+static char out[1 << 16];
+static int nlines;
+
+static void collect(void *ctx, const char *text)
+{
+    (void)ctx;
+    size_t l = strlen(out);
+    snprintf(out + l, sizeof out - l, "%s\n", text);
+    nlines++;
+}
+
+static size_t diff(const struct atl_step *a, const struct atl_step *b, unsigned max,
+                   const struct atl_ignore *ig)
+{
+    out[0] = '\0';
+    nlines = 0;
+    struct atl_diff_opts o = {.max_lines = max, .ignore = ig, .line = collect};
+    return atl_step_diff(a, b, &o, NULL);
+}
+
+static const struct atl_kfn *kfn_ptr_int(void)
+{
+    static const uint32_t off[] = {0, 8}, size[] = {8, 4};
+    return atl_kfn_intern("_Z4stepPfi", "step(float*, int)", 2, off, size);
+}
+
+static void push_launch(struct atl_step *s, const struct atl_kfn *k, uint64_t ptr, int v,
+                        unsigned grid)
+{
+    uint8_t bytes[16] = {0};
+    memcpy(bytes, &ptr, 8);
+    memcpy(bytes + 8, &v, 4);
+    struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = 0x10};
+    o.u.k.kfn = k;
+    o.u.k.bytes = (uintptr_t)bytes;
+    o.u.k.grid[0] = grid, o.u.k.grid[1] = o.u.k.grid[2] = 1;
+    o.u.k.block[0] = 128, o.u.k.block[1] = o.u.k.block[2] = 1;
+    ck_assert_int_eq(atl_step_push(s, &o), 0);
+}
+
+static void push_memset(struct atl_step *s, uint64_t ptr)
+{
+    struct atl_op o = {.kind = ATL_OP_MEMSET, .sub = 4, .stream = 0x10};
+    o.u.m.ptr = ptr, o.u.m.count = 64;
+    ck_assert_int_eq(atl_step_push(s, &o), 0);
+}
+
+START_TEST(identical_steps_print_nothing)
+{
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    for (int i = 0; i < 10; i++) {
+        push_launch(&a, kfn_ptr_int(), 0x1000, i, 4);
+        push_launch(&b, kfn_ptr_int(), 0x1000, i, 4);
+    }
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 0);
+    ck_assert_int_eq(nlines, 0);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+START_TEST(scalar_change_names_the_argument)
+{
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    a.nth = 1, b.nth = 2;
+    push_launch(&a, kfn_ptr_int(), 0x1000, 41, 4);
+    push_launch(&b, kfn_ptr_int(), 0x1000, 42, 4);
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 1);
+    ck_assert_msg(strstr(out, "op 0 step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x29 -> 0x2a (delta +1)"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "step \"s\" #2"), "%s", out);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+START_TEST(negative_delta_of_small_value)
+{
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    push_launch(&a, kfn_ptr_int(), 0x1000, 0, 4);
+    push_launch(&b, kfn_ptr_int(), 0x1000, -1, 4);
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 1);
+    ck_assert_msg(strstr(out, "0x0 -> 0xffffffff (delta -1)"), "%s", out);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+START_TEST(pointer_resolution_reads_differently)
+{
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    push_launch(&a, kfn_ptr_int(), 0x10000, 1, 4);
+    push_launch(&a, kfn_ptr_int(), 0x20000, 1, 4);
+    push_launch(&b, kfn_ptr_int(), 0x10040, 1, 4); /* same buffer, +0x40 */
+    push_launch(&b, kfn_ptr_int(), 0x90000, 1, 4); /* another buffer */
+    atl_step_annotate(&a, 0, 0, 3, 0);
+    atl_step_annotate(&a, 1, 0, 4, 0);
+    atl_step_annotate(&b, 0, 0, 3, 0x40);
+    atl_step_annotate(&b, 1, 0, 9, 0);
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 2);
+    ck_assert_msg(strstr(out, "arg0 @0x0 (8 bytes): 0x10000 alloc#3+0x0 -> 0x10040 alloc#3+0x40 "
+                              "(delta +64): same buffer, another offset"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "0x20000 alloc#4+0x0 -> 0x90000 alloc#9+0x0 (delta +458752): another buffer"),
+                  "%s", out);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+START_TEST(grid_change)
+{
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    push_launch(&a, kfn_ptr_int(), 0x1000, 1, 4);
+    push_launch(&b, kfn_ptr_int(), 0x1000, 1, 8);
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 1);
+    ck_assert_msg(strstr(out, "grid: (4,1,1) -> (8,1,1)"), "%s", out);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+START_TEST(insert_in_the_middle_reports_only_it)
+{
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    for (int i = 0; i < 1000; i++) {
+        if (i == 500)
+            push_memset(&b, 0x5000);
+        push_launch(&a, kfn_ptr_int(), 0x1000, i, 4);
+        push_launch(&b, kfn_ptr_int(), 0x1000, i, 4);
+    }
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 1);
+    ck_assert_msg(strstr(out, "op 500 inserted: memset ptr=0x5000"), "%s", out);
+    ck_assert_msg(strstr(out, "1001 ops (was 1000, +1)"), "%s", out);
+    ck_assert_int_eq(nlines, 2); /* the header and the insertion */
+    /* and the other way round */
+    ck_assert_uint_eq(diff(&b, &a, 20, NULL), 1);
+    ck_assert_msg(strstr(out, "op 500 removed"), "%s", out);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+START_TEST(big_by_value_parameter_one_byte)
+{
+    static const uint32_t off[] = {0, 8}, size[] = {8, 128};
+    const struct atl_kfn *k = atl_kfn_intern("_Z4blobPf4Blob", "blob(float*, Blob)", 2, off, size);
+    uint8_t pa[136], pb[136];
+    memset(pa, 0x22, sizeof pa);
+    memcpy(pb, pa, sizeof pb);
+    pb[8 + 67] = 0x23; /* byte 67 of the struct: in its 9th word (+0x40) */
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    struct atl_op o = {.kind = ATL_OP_LAUNCH};
+    o.u.k.kfn = k;
+    o.u.k.bytes = (uintptr_t)pa;
+    atl_step_push(&a, &o);
+    o.u.k.bytes = (uintptr_t)pb;
+    atl_step_push(&b, &o);
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 1);
+    ck_assert_msg(strstr(out, "arg1+0x40 @0x48 (8 of 128 bytes): 0x2222222222222222 -> 0x2222222223222222"),
+                  "%s", out);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+START_TEST(diff_max_and_ignore)
+{
+    static const uint32_t off[] = {0, 4, 8, 12, 16, 20, 24, 28}, size[] = {4, 4, 4, 4, 4, 4, 4, 4};
+    const struct atl_kfn *k = atl_kfn_intern("_Z5eightiiiiiiii", "eight(int, int, int, int, int, int, int, int)", 8, off, size);
+    int va[8], vb[8];
+    for (int i = 0; i < 8; i++)
+        va[i] = i, vb[i] = i + 100;
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    struct atl_op o = {.kind = ATL_OP_LAUNCH};
+    o.u.k.kfn = k;
+    o.u.k.bytes = (uintptr_t)va;
+    atl_step_push(&a, &o);
+    o.u.k.bytes = (uintptr_t)vb;
+    atl_step_push(&b, &o);
+    ck_assert_uint_eq(diff(&a, &b, 3, NULL), 8);
+    ck_assert_int_eq(nlines, 1 + 3 + 1);
+    ck_assert_msg(strstr(out, "... 5 more differences not shown (ATLAS_DIFF_MAX=3)"), "%s", out);
+
+    struct atl_ignore ig;
+    atl_ignore_parse(&ig, "eight:arg0,eight:arg7,other");
+    ck_assert_uint_eq(diff(&a, &b, 20, &ig), 6);
+    ck_assert_ptr_null(strstr(out, "arg0 "));
+    ck_assert_ptr_null(strstr(out, "arg7 "));
+    ck_assert_ptr_nonnull(strstr(out, "arg6 "));
+    atl_ignore_free(&ig);
+    atl_ignore_parse(&ig, "_Z5eightiiiiiiii"); /* the mangled name, whole kernel */
+    ck_assert_uint_eq(diff(&a, &b, 20, &ig), 0);
+    ck_assert_int_eq(nlines, 0);
+    atl_ignore_free(&ig);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+static struct atl_step got[4];
+static int ngot;
+static int keep(void *ctx, struct atl_step *s)
+{
+    (void)ctx;
+    if (ngot < 4)
+        got[ngot++] = *s;
+    else
+        atl_step_free(s);
+    return 0;
+}
+
+START_TEST(json_lines_round_trip)
+{
+    struct atl_step a;
+    atl_step_init(&a, "we\"ird\\name");
+    a.index = 7;
+    static const uint32_t off[] = {0, 8}, size[] = {8, 4};
+    const struct atl_kfn *k = atl_kfn_intern("_Z1qPfi\"x", NULL, 2, off, size);
+    push_launch(&a, kfn_ptr_int(), 0x1000, 5, 4);
+    push_launch(&a, k, 0x2000, 6, 2);
+    push_memset(&a, 0x3000);
+    struct atl_op c = {.kind = ATL_OP_COPY, .sub = ATL_DIR_DTOH};
+    c.u.c.dst = 0x4000, c.u.c.src = 0x5000, c.u.c.w = 64, c.u.c.h = 2, c.u.c.d = 1;
+    atl_step_push(&a, &c);
+    struct atl_op g = {.kind = ATL_OP_GRAPH};
+    g.u.g.exec = 0xabc;
+    atl_step_push(&a, &g);
+    atl_step_annotate(&a, 0, 0, 12, 0x10);
+
+    FILE *f = tmpfile();
+    atl_step_write_json(&a, f);
+    rewind(f);
+    char err[256] = "";
+    ngot = 0;
+    ck_assert_msg(atl_trace_read(f, keep, NULL, err, sizeof err) == 0, "%s", err);
+    fclose(f);
+    ck_assert_int_eq(ngot, 1);
+    ck_assert_str_eq(got[0].name, "we\"ird\\name");
+    ck_assert_uint_eq(got[0].index, 7);
+    ck_assert_uint_eq(got[0].nops, 5);
+    ck_assert_str_eq(got[0].ops[1].u.k.kfn->mangled, "_Z1qPfi\"x");
+    const struct atl_ann *an = atl_step_ann(&got[0], 0, 0);
+    ck_assert_ptr_nonnull(an);
+    ck_assert_uint_eq(an->seq, 12);
+    ck_assert_uint_eq(an->off, 0x10);
+    /* what was written is what was read: the diff finds nothing */
+    ck_assert_uint_eq(diff(&a, &got[0], 20, NULL), 0);
+    ck_assert_uint_eq(got[0].ops[3].u.c.w, 64);
+    ck_assert_uint_eq(got[0].ops[3].u.c.h, 2);
+    ck_assert_uint_eq(got[0].ops[4].u.g.exec, 0xabc);
+    atl_step_free(&got[0]);
+    atl_step_free(&a);
+}
+END_TEST
+
+static int read_text(const char *text, char *err, size_t len)
+{
+    FILE *f = tmpfile();
+    fputs(text, f);
+    rewind(f);
+    ngot = 0;
+    int rc = atl_trace_read(f, keep, NULL, err, len);
+    fclose(f);
+    for (int i = 0; i < ngot; i++)
+        atl_step_free(&got[i]);
+    return rc;
+}
+
+START_TEST(corrupt_input_says_which_line)
+{
+    char err[256];
+    const char *ok = "{\"step\":1,\"name\":\"s\",\"op\":0,\"stream\":\"0x0\",\"kind\":\"memset\",\"ptr\":\"0x10\","
+                     "\"value\":0,\"elem\":4,\"count\":1,\"pitch\":0,\"height\":0}\n"
+                     "{\"step\":1,\"name\":\"s\",\"end\":true,\"ops\":1}\n";
+    ck_assert_int_eq(read_text(ok, err, sizeof err), 0);
+    ck_assert_int_eq(read_text("", err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "empty"), "%s", err);
+    ck_assert_int_eq(read_text("not json\n", err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "line 1:"), "%s", err);
+    char cut[400];
+    snprintf(cut, sizeof cut, "%.*s", 60, ok); /* cut inside the first line */
+    ck_assert_int_eq(read_text(cut, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "line 1:"), "%s", err);
+    /* only the op line: the step never ends */
+    snprintf(cut, sizeof cut, "%.*s", (int)(strchr(ok, '\n') - ok + 1), ok);
+    ck_assert_int_eq(read_text(cut, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "line 1: the file ends inside step 1"), "%s", err);
+}
+END_TEST
+
+/* The bar: two steps of a million ops each diff in under half a second. The
+ * assertion is looser (2 s) so a loaded CI machine does not flake; the
+ * figure is printed. */
+START_TEST(million_ops_diff_fast)
+{
+    enum { N = 1000000 };
+    struct atl_step a, b;
+    atl_step_init(&a, "big"), atl_step_init(&b, "big");
+    for (int i = 0; i < N; i++) {
+        if (i == N / 3)
+            push_memset(&b, 0x7000);
+        push_launch(&a, kfn_ptr_int(), 0x1000, i, 4);
+        push_launch(&b, kfn_ptr_int(), 0x1000, i == N / 2 ? -i : i, 4);
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    size_t n = diff(&a, &b, 20, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    printf("test_trace: diff of two %d-op steps: %.3f s\n", N, s);
+    ck_assert_uint_eq(n, 2); /* the memset and the changed argument, nothing else */
+    ck_assert_msg(strstr(out, "inserted: memset"), "%s", out);
+    ck_assert_msg(strstr(out, "op 500001 step(float*, int) [launch] arg1"), "%s", out);
+    ck_assert_msg(s < 2.0, "diff took %.3f s", s);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+/* Far more insertions than the alignment explores: still bounded, still a report. */
+START_TEST(many_insertions_fall_back)
+{
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    for (int i = 0; i < 3000; i++) {
+        push_launch(&a, kfn_ptr_int(), 0x1000, i, 4);
+        push_memset(&b, (uint64_t)i);
+        push_launch(&b, kfn_ptr_int(), 0x1000, i, 4);
+    }
+    size_t n = diff(&a, &b, 5, NULL);
+    ck_assert_uint_ge(n, 3000);
+    ck_assert_msg(strstr(out, "more differences not shown"), "%s", out);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("trace");
+    TCase *tc = tcase_create("diff");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, identical_steps_print_nothing);
+    tcase_add_test(tc, scalar_change_names_the_argument);
+    tcase_add_test(tc, negative_delta_of_small_value);
+    tcase_add_test(tc, pointer_resolution_reads_differently);
+    tcase_add_test(tc, grid_change);
+    tcase_add_test(tc, insert_in_the_middle_reports_only_it);
+    tcase_add_test(tc, big_by_value_parameter_one_byte);
+    tcase_add_test(tc, diff_max_and_ignore);
+    tcase_add_test(tc, json_lines_round_trip);
+    tcase_add_test(tc, corrupt_input_says_which_line);
+    tcase_add_test(tc, million_ops_diff_fast);
+    tcase_add_test(tc, many_insertions_fall_back);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
