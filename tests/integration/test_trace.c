@@ -1,0 +1,392 @@
+/*
+ * Step traces under the preload, against the fake driver: for each scenario
+ * of tests/targets/trace_steps.c, the report names exactly the host values
+ * that changed between steps, and nothing else; each step-boundary mode
+ * finds the steps; the JSON lines read back with tools/atlas-diff, which
+ * exits like diff(1).
+ */
+#include "run.h"
+
+#include <check.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define T(name) BUILD_DIR "/tests/" name
+#define TOOL BUILD_DIR "/tools/atlas-diff"
+
+/* Runs the target on scenario `sc` with ATLAS_TRACE=1 plus `extra`. */
+static void trace_run(struct run_result *r, const char *sc, const char *steps, const char *const extra[])
+{
+    const char *env[16] = {"ATLAS_TRACE=1"};
+    int n = 1;
+    for (int i = 0; extra && extra[i] && n < 15; i++)
+        env[n++] = extra[i];
+    env[n] = NULL;
+    char *argv[] = {T("trace_steps"), (char *)sc, (char *)steps, NULL};
+    run_target(r, argv, env, 1);
+    ck_assert_msg(r->status == 0, "trace_steps %s exited %d\nstderr:\n%s\nlog:\n%s", sc, r->status,
+                  r->err, r->log);
+    ck_assert_msg(strstr(r->out, "ok\n"), "no ok from %s", sc);
+}
+
+/* Report lines that name one field of one op. */
+static int op_lines(const char *log)
+{
+    return count_lines(log, ":   op ");
+}
+
+START_TEST(scalar_parameter)
+{
+    struct run_result r;
+    trace_run(&r, "scalar", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x64 -> 0x65 (delta +1)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x65 -> 0x66 (delta +1)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    ck_assert_int_eq(count_lines(r.log, "trace summary: steps=3 compared=2 identical=0 differing=2"), 1);
+    ck_assert_int_eq(count_lines(r.log, "most often differing: add_step arg1 (2x)"), 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(pointer_parameters)
+{
+    struct run_result r;
+    trace_run(&r, "ptr", "3", NULL);
+    /* arg0: a fresh allocation every step; arg1: the same buffer, 16 bytes on */
+    ck_assert_int_eq(count_lines(r.log, "arg0 @0x0 (8 bytes)"), 2);
+    ck_assert_int_eq(count_lines(r.log, "(delta +16): same buffer, another offset"), 2);
+    ck_assert_int_eq(count_lines(r.log, "alloc#1+0x10 -> "), 1);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer"), 2);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (8 bytes): 0x"), 2);
+    ck_assert_int_eq(op_lines(r.log), 4);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(grid_change)
+{
+    struct run_result r;
+    trace_run(&r, "grid", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "[launch] grid: (2,1,1) -> (4,1,1)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "[launch] grid: (4,1,1) -> (8,1,1)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(inserted_op_only)
+{
+    struct run_result r;
+    trace_run(&r, "insert", "3", NULL);
+    /* step 2 has one extra memset in the middle; step 3 drops it again */
+    ck_assert_int_eq(count_lines(r.log, "op 2 inserted: memset"), 1);
+    ck_assert_int_eq(count_lines(r.log, "op 2 removed"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    ck_assert_int_eq(count_lines(r.log, "6 ops (was 5, +1)"), 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(big_by_value_parameter)
+{
+    struct run_result r;
+    trace_run(&r, "blob", "2", NULL);
+    ck_assert_int_eq(count_lines(r.log, "op 0 blob(float*, blob) [launch] arg1+0x40 @0x48 (8 of 128 bytes): "
+                                        "0x1111111111111111 -> 0x1111111111111112 (delta +1)"),
+                     1);
+    ck_assert_int_eq(op_lines(r.log), 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(packed_extra_buffer)
+{
+    struct run_result r;
+    trace_run(&r, "extra", "2", NULL);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x28 -> 0x29 (delta +1)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(identical_steps_silent)
+{
+    struct run_result r;
+    trace_run(&r, "same", "4", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs"), 0);
+    ck_assert_int_eq(op_lines(r.log), 0);
+    ck_assert_int_eq(count_lines(r.log, "trace summary: steps=4 compared=3 identical=3 differing=0"), 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(threads_ordered_per_stream)
+{
+    struct run_result r;
+    /* four threads, four streams, interleaved differently each step; one
+     * argument of one launch changes in step 3 (and back in step 4) */
+    trace_run(&r, "threads", "4", NULL);
+    ck_assert_int_eq(count_lines(r.log, "op 107 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x7d7 -> 0x7d8"), 1);
+    ck_assert_int_eq(count_lines(r.log, "op 107 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x7d8 -> 0x7d7"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    ck_assert_int_eq(count_lines(r.log, "200 ops (was 200, +0)"), 2);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(diff_max)
+{
+    struct run_result r;
+    const char *env[] = {"ATLAS_DIFF_MAX=3", NULL};
+    trace_run(&r, "eight", "2", env);
+    ck_assert_int_eq(op_lines(r.log), 3);
+    ck_assert_int_eq(count_lines(r.log, "... 5 more differences not shown (ATLAS_DIFF_MAX=3)"), 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(diff_ignore)
+{
+    struct run_result r;
+    const char *env[] = {"ATLAS_DIFF_IGNORE=add_step:arg1", NULL};
+    trace_run(&r, "scalar", "3", env);
+    ck_assert_int_eq(op_lines(r.log), 0);
+    ck_assert_int_eq(count_lines(r.log, "identical=2"), 1);
+    run_free(&r);
+    const char *env2[] = {"ATLAS_DIFF_IGNORE=eight:arg3,eight:arg5", NULL};
+    trace_run(&r, "eight", "2", env2);
+    ck_assert_int_eq(op_lines(r.log), 6);
+    ck_assert_int_eq(count_lines(r.log, "arg3 @"), 0);
+    ck_assert_int_eq(count_lines(r.log, "arg5 @"), 0);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(capture_mode)
+{
+    struct run_result r;
+    const char *env[] = {"ATLAS_STEP=capture", NULL};
+    trace_run(&r, "capture", "3", env);
+    ck_assert_int_eq(count_lines(r.log, "capture #2 is replay-safe: identical to #1 (3 ops)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "capture #3 is replay-safe: identical to #2 (3 ops)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 0);
+    run_free(&r);
+    trace_run(&r, "capture-changing", "2", env);
+    ck_assert_int_eq(count_lines(r.log, "step \"capture\" #2"), 1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x64 -> 0x65 (delta +1)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "capture #2 is NOT replay-safe: it froze the 1 host value(s) above"), 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(api_mode)
+{
+    struct run_result r;
+    const char *env[] = {"ATLAS_STEP=api", NULL};
+    trace_run(&r, "api", "3", env);
+    /* three ops inside each step; the launch after atlas_step_end is not in it */
+    ck_assert_int_eq(count_lines(r.log, "step \"train\" #2 (step 2) differs from #1: 3 ops (was 3, +0)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x65 -> 0x66"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+    /* the markers do nothing without the preload */
+    char *argv[] = {T("trace_steps"), "api", "2", NULL};
+    run_target(&r, argv, NULL, 0);
+    ck_assert_int_eq(r.status, 0);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(nvtx_mode)
+{
+    char lib[PATH_MAX], inj[PATH_MAX + 32];
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/libatlastrace.so", lib));
+    snprintf(inj, sizeof inj, "NVTX_INJECTION64_PATH=%s", lib);
+    const char *env[] = {"ATLAS_STEP=nvtx:step", inj, NULL};
+    struct run_result r;
+    trace_run(&r, "nvtx", "3", env);
+    /* ranges named "step" only: the enclosing "other" range and the launch
+     * between the two pops are not part of the step */
+    ck_assert_int_eq(count_lines(r.log, "step \"step\" #2 (step 2) differs from #1: 3 ops (was 3, +0)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x64 -> 0x65"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    ck_assert_int_eq(count_lines(r.log, "steps=3 compared=2"), 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(off_by_default)
+{
+    char *argv[] = {T("trace_steps"), "scalar", "3", NULL};
+    struct run_result r;
+    run_target(&r, argv, NULL, 1);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_int_eq(count_lines(r.log, "step"), 0);
+    run_free(&r);
+}
+END_TEST
+
+/* ---- JSON lines and the offline tool ---- */
+
+static char tmpdir[64];
+
+static void tmp_setup(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/atlas-trace-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void tmp_teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Records scenario sc into tmpdir/name (through %p, which must expand). */
+static void record_to(const char *sc, const char *steps, const char *name, char *path, size_t len)
+{
+    char setting[256];
+    snprintf(setting, sizeof setting, "ATLAS_TRACE_FILE=%s/%s.%%p.jsonl", tmpdir, name);
+    const char *env[] = {setting, NULL};
+    struct run_result r;
+    trace_run(&r, sc, steps, env);
+    run_free(&r);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls %s/%s.*.jsonl", tmpdir, name);
+    FILE *ls = popen(cmd, "r");
+    ck_assert_ptr_nonnull(fgets(path, (int)len, ls));
+    pclose(ls);
+    path[strcspn(path, "\n")] = '\0';
+    ck_assert_msg(strstr(path, ".%p.") == NULL, "%%p not expanded: %s", path);
+}
+
+static void tool(struct run_result *r, const char *a, const char *b)
+{
+    char *argv[] = {TOOL, (char *)a, (char *)b, NULL};
+    run_target(r, argv, NULL, 0);
+}
+
+START_TEST(json_lines_and_tool)
+{
+    char diffp[512], samep[512];
+    record_to("scalar", "3", "scalar", diffp, sizeof diffp);
+    record_to("same", "3", "same", samep, sizeof samep);
+
+    /* every line is a JSON object of one op or one step end */
+    FILE *f = fopen(diffp, "r");
+    char line[4096];
+    int ops = 0, ends = 0;
+    while (fgets(line, sizeof line, f)) {
+        ck_assert_msg(strncmp(line, "{\"step\":", 8) == 0 && strstr(line, "}\n"), "%s", line);
+        ops += strstr(line, "\"op\":") != NULL;
+        ends += strstr(line, "\"end\":true") != NULL;
+        if (strstr(line, "\"kernel\":\"_Z8add_stepPfi\""))
+            ck_assert_msg(strstr(line, "\"params\":[{\"i\":0,\"off\":0,\"size\":8,\"hex\":\"") &&
+                              strstr(line, "\"alloc\":\"alloc#1+0x0\""),
+                          "%s", line);
+    }
+    fclose(f);
+    ck_assert_int_eq(ops, 9);
+    ck_assert_int_eq(ends, 3);
+
+    struct run_result r;
+    /* one file: the steps of one run, as the live report */
+    tool(&r, diffp, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(count_lines(r.out, "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x64 -> 0x65 (delta +1)"), 1);
+    ck_assert_int_eq(count_lines(r.out, "compared=2 identical=0"), 1);
+    run_free(&r);
+    tool(&r, samep, NULL);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_int_eq(count_lines(r.out, "compared=2 identical=2"), 1);
+    run_free(&r);
+    /* two files: a run against itself is identical */
+    tool(&r, diffp, diffp);
+    ck_assert_int_eq(r.status, 0);
+    run_free(&r);
+    /* two runs that differ: "same" passes 7 where "scalar" passes 100+i, and
+     * enqueues a memset instead of a second fill */
+    tool(&r, samep, diffp);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_ge(count_lines(r.out, "arg1 @0x8 (4 bytes): 0x7 -> 0x64"), 1);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(tool_rejects_bad_input)
+{
+    char diffp[512], path[600];
+    record_to("scalar", "3", "scalar", diffp, sizeof diffp);
+    struct run_result r;
+    /* truncated in the middle of a line */
+    snprintf(path, sizeof path, "%s/cut.jsonl", tmpdir);
+    FILE *in = fopen(diffp, "r"), *o = fopen(path, "w");
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf, in);
+    ck_assert_uint_gt(n, 900);
+    fwrite(buf, 1, 900, o);
+    fclose(in), fclose(o);
+    tool(&r, path, NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "cut.jsonl: line ") && strstr(r.err, "truncated"), "%s", r.err);
+    run_free(&r);
+    /* garbage */
+    snprintf(path, sizeof path, "%s/garbage.jsonl", tmpdir);
+    o = fopen(path, "w");
+    fputs("{\"step\":1,\"name\":\"x\",\"op\":0,\"kind\":\"launch\",\"kernel\":\"k\",\"grid\":[1,1]}\n", o);
+    fclose(o);
+    tool(&r, path, NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "garbage.jsonl: line 1: expected ','"), "%s", r.err);
+    run_free(&r);
+    /* empty */
+    snprintf(path, sizeof path, "%s/empty.jsonl", tmpdir);
+    o = fopen(path, "w");
+    fclose(o);
+    tool(&r, path, NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "empty.jsonl: the file is empty"), "%s", r.err);
+    run_free(&r);
+    /* missing */
+    tool(&r, "/nonexistent/x.jsonl", NULL);
+    ck_assert_int_eq(r.status, 2);
+    run_free(&r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("trace");
+    TCase *tc = tcase_create("steps");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, scalar_parameter);
+    tcase_add_test(tc, pointer_parameters);
+    tcase_add_test(tc, grid_change);
+    tcase_add_test(tc, inserted_op_only);
+    tcase_add_test(tc, big_by_value_parameter);
+    tcase_add_test(tc, packed_extra_buffer);
+    tcase_add_test(tc, identical_steps_silent);
+    tcase_add_test(tc, threads_ordered_per_stream);
+    tcase_add_test(tc, diff_max);
+    tcase_add_test(tc, diff_ignore);
+    tcase_add_test(tc, capture_mode);
+    tcase_add_test(tc, api_mode);
+    tcase_add_test(tc, nvtx_mode);
+    tcase_add_test(tc, off_by_default);
+    suite_add_tcase(s, tc);
+    TCase *tj = tcase_create("json");
+    tcase_set_timeout(tj, 60);
+    tcase_add_checked_fixture(tj, tmp_setup, tmp_teardown);
+    tcase_add_test(tj, json_lines_and_tool);
+    tcase_add_test(tj, tool_rejects_bad_input);
+    suite_add_tcase(s, tj);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
