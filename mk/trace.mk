@@ -28,3 +28,21 @@ trace-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/tra
 
 ALL_TARGETS   += $(BUILD)/tools/atlas-diff
 CHECK_TARGETS += trace-check
+
+# The real-GPU suite (H200): make trace-gpu-check
+$(GPU_DIR)/trace_loop: tests/gpu/trace/trace_loop.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
+
+.PHONY: trace-gpu-check
+trace-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/tools/atlas-diff $(GPU_DIR)/trace_loop
+	sh tests/gpu/trace/run_trace.sh $(BUILD)
+
+GPU_TARGETS += trace-gpu-check
+
+# Recording overhead on an 8-parameter launch loop: make trace-bench
+.PHONY: trace-bench
+trace-bench: $(BUILD)/libatlastrace.so $(BUILD)/bench/kern_bench.cubin $(BUILD)/bench/bench_launch
+	sh bench/trace/run_trace_bench.sh $(BUILD) $(BENCH_REPS)
+
+BENCH_TARGETS += trace-bench

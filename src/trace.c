@@ -123,19 +123,30 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
         if (off[i] + size[i] > total)
             total = off[i] + size[i];
     }
+    unsigned covered = 0;
+    for (unsigned i = 0; i < n; i++)
+        covered += s[i];
     *k = (struct atl_kfn){.handle = (void *)key, .mangled = m, .pretty = p, .nparams = n,
-                          .total = total, .exact = exact || extra_size, .off = o, .size = s};
+                          .total = total, .exact = exact || extra_size, .off = o, .size = s,
+                          .gapless = covered == total};
     return k;
 }
 
 /* key: the handle, or handle|1 for the layout taken from an `extra` buffer
  * when the driver cannot give one. */
+static __thread uintptr_t last_key __attribute__((tls_model("initial-exec")));
+static __thread struct atl_kfn *last_kfn __attribute__((tls_model("initial-exec")));
+
 static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
 {
     uintptr_t key = (uintptr_t)h | (extra_size ? 1 : 0);
+    if (key == last_key && last_kfn) /* a loop launching one kernel */
+        return last_kfn;
     struct atl_kfn *k = kc_find(key);
-    if (__builtin_expect(k != NULL, 1))
+    if (__builtin_expect(k != NULL, 1)) {
+        last_key = key, last_kfn = k;
         return k;
+    }
     pthread_mutex_lock(&kc_mu);
     k = kc_find(key);
     if (!k) {
@@ -160,7 +171,8 @@ struct chunk {
 };
 
 struct tbuf {
-    pthread_mutex_t mu; /* taken by its thread per op, by the step end rarely */
+    int busy; /* a spin lock: taken by its thread per op (uncontended, one
+               * atomic exchange), by the step end once per step */
     struct tbuf *next;
     struct atl_op *ops;
     size_t nops, cap;
@@ -170,6 +182,27 @@ struct tbuf {
 };
 
 static struct tbuf *threads; /* list head; entries live for the process */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static inline void buf_lock(struct tbuf *b)
+{
+    while (__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&b->busy, __ATOMIC_RELAXED))
+            cpu_relax();
+}
+
+static inline void buf_unlock(struct tbuf *b)
+{
+    __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+}
 static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct tbuf *my_buf __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
@@ -201,7 +234,6 @@ static struct tbuf *tbuf_get(void)
         atl_log_once_oom("the step trace");
         return NULL;
     }
-    pthread_mutex_init(&b->mu, NULL);
     pthread_mutex_lock(&threads_mu);
     /* appended at the tail: step merges walk threads in the order they
      * first enqueued, which keeps merged steps stable from step to step */
@@ -259,7 +291,7 @@ static void record(const struct atl_op *o, const void *const *params, const void
     struct tbuf *b = tbuf_get();
     if (!b)
         return;
-    pthread_mutex_lock(&b->mu);
+    buf_lock(b);
     struct atl_op *d = op_take(b);
     if (!d) {
         b->oom = 1;
@@ -273,20 +305,31 @@ static void record(const struct atl_op *o, const void *const *params, const void
             b->oom = 1;
             goto out;
         }
-        if (k->total)
-            memset(p, 0, k->total);
         if (packed) {
             memcpy(p, packed, k->total);
-        } else if (params) {
-            for (unsigned i = 0; i < k->nparams; i++)
-                if (params[i])
-                    memcpy(p + k->off[i], params[i], k->size[i]);
+        } else {
+            /* padding between parameters must read the same every step */
+            if (!k->gapless || !params)
+                memset(p, 0, k->total);
+            for (unsigned i = 0; params && i < k->nparams; i++) {
+                const void *src = params[i];
+                uint8_t *dst = p + k->off[i];
+                if (!src)
+                    continue;
+                /* scalars and pointers: inline copies, no call */
+                if (k->size[i] == 8)
+                    memcpy(dst, src, 8);
+                else if (k->size[i] == 4)
+                    memcpy(dst, src, 4);
+                else
+                    memcpy(dst, src, k->size[i]);
+            }
         }
         d->u.k.bytes = (uintptr_t)p;
     }
     b->nops++;
 out:
-    pthread_mutex_unlock(&b->mu);
+    buf_unlock(b);
 }
 
 /* ---- steps --------------------------------------------------------------------- */
@@ -318,7 +361,7 @@ static void harvest(struct atl_step *s)
      * without its lock */
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&b->mu);
+        buf_lock(b);
         for (size_t i = 0; s && i < b->nops; i++)
             if (atl_step_push(s, &b->ops[i]) != 0) {
                 atl_log_once_oom("the step trace");
@@ -331,7 +374,7 @@ static void harvest(struct atl_step *s)
         for (struct chunk *c = b->first; c; c = c->next)
             c->used = 0;
         b->cur = b->first;
-        pthread_mutex_unlock(&b->mu);
+        buf_unlock(b);
     }
 }
 
@@ -351,6 +394,9 @@ static void order_by_stream(struct atl_step *s)
     size_t cnt[MAXS + 1] = {0}, ns = 0;
     if (s->nops < 2)
         return;
+    for (size_t i = 1; i < s->nops && s->ops[i].stream == s->ops[0].stream; i++)
+        if (i == s->nops - 1)
+            return; /* one stream (the common case): nothing to reorder */
     uint16_t *rank = malloc(s->nops * sizeof *rank);
     struct atl_op *out = malloc(s->nops * sizeof *out);
     if (!rank || !out) {
@@ -421,6 +467,15 @@ static void resolve_pointers(struct atl_step *s)
     }
 }
 
+/* The same ops and the same bytes as the previous step of the name (streams
+ * included, so this is stricter than the diff). */
+static int same_as(const struct atl_step *a, const struct atl_step *b)
+{
+    return a->ops && a->nops == b->nops && a->nbytes == b->nbytes &&
+           memcmp(a->ops, b->ops, a->nops * sizeof *a->ops) == 0 &&
+           memcmp(a->bytes, b->bytes, a->nbytes) == 0;
+}
+
 static void step_finish(const char *name)
 {
     struct atl_step s;
@@ -433,8 +488,6 @@ static void step_finish(const char *name)
         return;
     }
     order_by_stream(&s);
-    if (atl_ledger_on)
-        resolve_pointers(&s);
     s.index = ++step_count;
     stats.steps++;
     int slot = 0;
@@ -447,21 +500,46 @@ static void step_finish(const char *name)
             snprintf(names[nnames++].name, sizeof names[0].name, "%s", s.name);
     }
     s.nth = ++names[slot].nth;
+    struct atl_step *prev = &names[slot].prev;
+    struct atl_diff_opts o = {
+        .max_lines = (unsigned)atl_cfg.diff_max,
+        .ignore = &ignore_list,
+        .replay = mode == MODE_CAPTURE ? "capture" : NULL,
+        .line = log_line_cb,
+    };
+    /* The steady state of a replayable loop: byte-identical to the previous
+     * step. Two memcmps decide it, and the previous step (already hashed and
+     * resolved) stays as the reference, so an identical step costs no
+     * hashing, no ledger look-ups and no allocation beyond the merge. */
+    if (same_as(prev, &s)) {
+        if (json) {
+            resolve_pointers(&s);
+            atl_step_write_json(&s, json);
+            fflush(json);
+        }
+        uint64_t was = prev->nth;
+        prev->index = s.index, prev->nth = s.nth;
+        atl_step_free(&s);
+        stats.compared++, stats.identical++;
+        if (o.replay) {
+            char line[160];
+            snprintf(line, sizeof line, "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu ops)",
+                     o.replay, prev->nth, was, prev->nops);
+            atl_log_line(line);
+        }
+        pthread_mutex_unlock(&step_mu);
+        return;
+    }
+    if (atl_ledger_on)
+        resolve_pointers(&s);
     if (json) {
         atl_step_write_json(&s, json);
         fflush(json);
     }
-    if (names[slot].prev.ops) {
-        struct atl_diff_opts o = {
-            .max_lines = (unsigned)atl_cfg.diff_max,
-            .ignore = &ignore_list,
-            .replay = mode == MODE_CAPTURE ? "capture" : NULL,
-            .line = log_line_cb,
-        };
-        atl_step_diff(&names[slot].prev, &s, &o, &stats);
-    }
-    atl_step_free(&names[slot].prev);
-    names[slot].prev = s;
+    if (prev->ops)
+        atl_step_diff(prev, &s, &o, &stats);
+    atl_step_free(prev);
+    *prev = s;
     pthread_mutex_unlock(&step_mu);
 }
 

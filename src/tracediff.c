@@ -35,7 +35,9 @@ void atl_step_free(struct atl_step *s)
     free(s->ops);
     free(s->bytes);
     free(s->ann);
-    s->ops = NULL, s->bytes = NULL, s->ann = NULL;
+    free(s->shape);
+    free(s->full);
+    s->ops = NULL, s->bytes = NULL, s->ann = NULL, s->shape = NULL, s->full = NULL;
     s->nops = s->capops = s->nbytes = s->capbytes = s->nann = s->capann = 0;
 }
 
@@ -56,6 +58,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 
 int atl_step_push(struct atl_step *s, const struct atl_op *op)
 {
+    free(s->shape), free(s->full); /* the hashes no longer cover every op */
+    s->shape = s->full = NULL;
     if (grow((void **)&s->ops, &s->capops, s->nops + 1, sizeof *s->ops))
         return -1;
     struct atl_op *d = &s->ops[s->nops];
@@ -479,18 +483,23 @@ static void diff_pair(struct report *r, size_t ia, size_t ib)
     }
 }
 
-static void insdel(struct report *r, const struct atl_step *s, size_t idx, int inserted)
+/* `run` consecutive ops from idx, all of one shape, inserted or removed:
+ * one line, so a step that grew by a thousand launches reads as such. */
+static void insdel(struct report *r, const struct atl_step *s, size_t idx, size_t run, int inserted)
 {
     const struct atl_op *o = &s->ops[idx];
     if (o->kind == ATL_OP_LAUNCH && ignored(r->o->ignore, o->u.k.kfn, -1))
         return;
-    char sum[384], line[512];
+    char sum[384], at[64], line[512];
     op_summary(s, o, sum, sizeof sum);
-    if (inserted)
-        snprintf(line, sizeof line, "  op %zu inserted: %s", idx, sum);
+    if (run > 1)
+        snprintf(at, sizeof at, "ops %zu..%zu (%zu of them)", idx, idx + run - 1, run);
     else
-        snprintf(line, sizeof line, "  op %zu removed (was op %zu of the previous step): %s", idx, idx,
-                 sum);
+        snprintf(at, sizeof at, "op %zu", idx);
+    if (inserted)
+        snprintf(line, sizeof line, "  %s inserted: %s", at, sum);
+    else
+        snprintf(line, sizeof line, "  %s of the previous step removed: %s", at, sum);
     emit(r, line);
 }
 
@@ -592,6 +601,29 @@ out:
     return rc;
 }
 
+/* Fills the step's hash cache; -1 when out of memory. */
+static int step_hashes(const struct atl_step *cs)
+{
+    struct atl_step *s = (struct atl_step *)cs; /* the hashes are a cache */
+    if (s->shape && s->full)
+        return 0;
+    free(s->shape), free(s->full);
+    s->shape = malloc(sizeof(uint64_t) * (s->nops + 1));
+    s->full = malloc(sizeof(uint64_t) * (s->nops + 1));
+    if (!s->shape || !s->full) {
+        free(s->shape), free(s->full);
+        s->shape = s->full = NULL;
+        return -1;
+    }
+    const struct atl_kfn *last = NULL;
+    uint64_t lasth = 0;
+    for (size_t i = 0; i < s->nops; i++) {
+        s->shape[i] = shape_hash(&s->ops[i], &last, &lasth);
+        s->full[i] = full_hash(s, &s->ops[i], s->shape[i]);
+    }
+    return 0;
+}
+
 size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
                      const struct atl_diff_opts *opts, struct atl_diff_stats *st)
 {
@@ -603,24 +635,16 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
         st->compared++;
 
     size_t n = a->nops, m = b->nops;
-    uint64_t *sa = malloc(sizeof(uint64_t) * (n + 1)), *sb = malloc(sizeof(uint64_t) * (m + 1));
-    uint64_t *fa = malloc(sizeof(uint64_t) * (n + 1)), *fb = malloc(sizeof(uint64_t) * (m + 1));
     struct edit *ed = NULL;
     size_t ned = 0, cap = 0;
-    if (!sa || !sb || !fa || !fb) {
+    if (step_hashes(a) || step_hashes(b)) {
         opts->line(opts->ctx, "step diff: out of memory; this step was not compared");
         goto done;
     }
-    const struct atl_kfn *last = NULL;
-    uint64_t lasth = 0;
-    for (size_t i = 0; i < n; i++) {
-        sa[i] = shape_hash(&a->ops[i], &last, &lasth);
-        fa[i] = full_hash(a, &a->ops[i], sa[i]);
-    }
-    for (size_t j = 0; j < m; j++) {
-        sb[j] = shape_hash(&b->ops[j], &last, &lasth);
-        fb[j] = full_hash(b, &b->ops[j], sb[j]);
-    }
+    const uint64_t *sa = a->shape, *sb = b->shape, *fa = a->full, *fb = b->full;
+    /* the common case, identical steps: one pass over the hashes */
+    if (n == m && memcmp(fa, fb, n * sizeof *fa) == 0)
+        goto done;
     size_t p = 0;
     while (p < n && p < m && sa[p] == sb[p])
         p++;
@@ -634,36 +658,37 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
             diff_pair(&r, i, i);
     if (mn || mm) {
         if (myers(sa + p, mn, sb + p, mm, &ed, &ned, &cap) != 0) {
-            /* Too many insertions: pair what lines up by position. */
+            /* Too many insertions to align exactly: pair the ops that line up
+             * by position and shape; everything else reads as one block
+             * removed and one block inserted (runs group into single lines). */
             ned = 0;
             size_t k = mn < mm ? mn : mm;
-            for (size_t i = 0; i < k; i++)
-                if (grow((void **)&ed, &cap, ned + 1, sizeof *ed) == 0)
-                    ed[ned++] = (struct edit){ED_PAIR, i, i};
-            for (size_t i = k; i < mn; i++)
-                if (grow((void **)&ed, &cap, ned + 1, sizeof *ed) == 0)
-                    ed[ned++] = (struct edit){ED_DEL, i, k};
-            for (size_t j = k; j < mm; j++)
-                if (grow((void **)&ed, &cap, ned + 1, sizeof *ed) == 0)
-                    ed[ned++] = (struct edit){ED_INS, mn, j};
+            for (int pass = 0; pass < 3; pass++)
+                for (size_t i = 0; i < (pass == 2 ? mm : mn); i++) {
+                    int same = i < k && sa[p + i] == sb[p + i];
+                    struct edit e = pass == 0 ? (struct edit){ED_PAIR, i, i}
+                                  : pass == 1 ? (struct edit){ED_DEL, i, 0}
+                                              : (struct edit){ED_INS, 0, i};
+                    if ((pass == 0) != same || grow((void **)&ed, &cap, ned + 1, sizeof *ed))
+                        continue;
+                    ed[ned++] = e;
+                }
         }
         for (size_t e = 0; e < ned; e++) {
             size_t i = ed[e].i + p, j = ed[e].j + p;
             if (ed[e].t == ED_PAIR) {
-                if (sa[i] != sb[j])
-                    continue; /* positional fallback: a different op altogether */
                 if (fa[i] != fb[j])
                     diff_pair(&r, i, j);
             } else {
-                insdel(&r, ed[e].t == ED_INS ? b : a, ed[e].t == ED_INS ? j : i, ed[e].t == ED_INS);
+                int ins = ed[e].t == ED_INS;
+                const uint64_t *sh = ins ? sb : sa;
+                size_t at = ins ? j : i, run = 1;
+                while (e + 1 < ned && ed[e + 1].t == ed[e].t &&
+                       (ins ? ed[e + 1].j + p : ed[e + 1].i + p) == at + run && sh[at + run] == sh[at])
+                    run++, e++;
+                insdel(&r, ins ? b : a, at, run, ins);
             }
         }
-        /* positional fallback pairs of different ops read as remove+insert */
-        for (size_t e = 0; e < ned; e++)
-            if (ed[e].t == ED_PAIR && sa[ed[e].i + p] != sb[ed[e].j + p]) {
-                insdel(&r, a, ed[e].i + p, 0);
-                insdel(&r, b, ed[e].j + p, 1);
-            }
     }
     for (size_t t = 0; t < q; t++)
         if (fa[n - q + t] != fb[m - q + t])
@@ -693,7 +718,7 @@ done:
                  opts->replay, b->nth, r.lines);
         opts->line(opts->ctx, line);
     }
-    free(sa), free(sb), free(fa), free(fb), free(ed);
+    free(ed);
     return r.lines;
 }
 

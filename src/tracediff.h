@@ -26,6 +26,7 @@ struct atl_kfn {
     int exact;            /* layout came from the driver (or the trace file) */
     const uint32_t *off;  /* nparams offsets */
     const uint32_t *size; /* nparams sizes */
+    int gapless;          /* the parameters cover [0, total) without padding */
 };
 
 /* One op: 64 bytes, plus the kernel's parameter bytes kept elsewhere. The
@@ -83,6 +84,9 @@ struct atl_step {
     size_t nbytes, capbytes;
     struct atl_ann *ann; /* sorted by (op, param) */
     size_t nann, capann;
+    /* per-op hashes, computed once on the first diff that needs them (a
+     * cache: the step is compared against its predecessor and successor) */
+    uint64_t *shape, *full;
 };
 
 void atl_step_init(struct atl_step *s, const char *name);

@@ -151,7 +151,7 @@ START_TEST(insert_in_the_middle_reports_only_it)
     ck_assert_int_eq(nlines, 2); /* the header and the insertion */
     /* and the other way round */
     ck_assert_uint_eq(diff(&b, &a, 20, NULL), 1);
-    ck_assert_msg(strstr(out, "op 500 removed"), "%s", out);
+    ck_assert_msg(strstr(out, "op 500 of the previous step removed"), "%s", out);
     atl_step_free(&a), atl_step_free(&b);
 }
 END_TEST

@@ -1,0 +1,100 @@
+#!/bin/sh
+# Real-GPU suite of step traces (make trace-gpu-check).
+#   tests/gpu/trace/run_trace.sh BUILD_DIR
+# Prints PASS/FAIL lines; exits non-zero on any failure.
+build=${1:-build}
+here=tests/gpu/trace
+lib=$(realpath "$build/libatlastrace.so")
+out=$build/gpu-trace
+mkdir -p "$out"
+status=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; status=1; }
+
+# traced NAME [ENV...] -- CMD...: runs CMD under the preload with
+# ATLAS_TRACE=1, the report in $out/NAME.log
+traced() {
+    name=$1
+    shift
+    envs=""
+    while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+    shift
+    env ATLAS_TRACE=1 ATLAS_LOG="$out/$name.log" ATLAS_TRACE_FILE="$out/$name.jsonl" $envs \
+        LD_PRELOAD="$lib" "$@" >"$out/$name.out" 2>"$out/$name.err"
+    rc=$?
+    if [ $rc -ne 0 ] || ! grep -q '^ok' "$out/$name.out"; then
+        fail "$name: exit status $rc"
+        tail -5 "$out/$name.out" "$out/$name.err" "$out/$name.log"
+        return 1
+    fi
+    return 0
+}
+
+oplines() { grep -c ':   op ' "$1"; }
+show() { echo "---- $1"; head -20 "$1"; echo "----"; }
+
+echo "== CUDA C step loop: the step index and a fresh buffer"
+if traced cuda_loop -- "$build/gpu/trace_loop"; then
+    log=$out/cuda_loop.log
+    show "$log"
+    n=$(oplines "$log")
+    a=$(grep ':   op ' "$log" | grep -c 'add_step.*\[launch\] arg1 @0x8 (4 bytes).*(delta +1)')
+    s=$(grep ':   op ' "$log" | grep -c 'scale.*\[launch\] arg0 @0x0 (8 bytes).*: another buffer')
+    # 5 steps: 4 diffs, each naming exactly the two parameters
+    if [ "$n" -eq 8 ] && [ "$a" -eq 4 ] && [ "$s" -eq 4 ]; then
+        pass "cuda_loop: the report names add_step arg1 and scale arg0, and nothing else"
+    else
+        fail "cuda_loop: $n op lines, $a add_step arg1, $s scale arg0 (want 8, 4, 4)"
+    fi
+    "$build/tools/atlas-diff" "$out/cuda_loop.jsonl" >"$out/cuda_loop.offline"
+    rc=$?
+    if [ $rc -eq 1 ] && [ "$(grep -c '^  op ' "$out/cuda_loop.offline")" -eq 8 ]; then
+        pass "cuda_loop: atlas-diff on the JSON lines exits 1 with the same 8 lines"
+    else
+        fail "cuda_loop: atlas-diff exited $rc; its report:"
+        head -20 "$out/cuda_loop.offline"
+    fi
+fi
+
+nvtx="NVTX_INJECTION64_PATH=$lib ATLAS_STEP=nvtx:step"
+echo "== PyTorch + Triton, NVTX steps, a changing position argument"
+if traced torch_changing $nvtx -- python3 $here/torch_nvtx.py changing; then
+    log=$out/torch_changing.log
+    show "$log"
+    n=$(oplines "$log")
+    a=$(grep ':   op ' "$log" | grep -c 'add_pos.*\[launch\] arg1 @0x8 (4 bytes).*(delta +1)')
+    if [ "$n" -eq 4 ] && [ "$a" -eq 4 ] && grep -q 'steps=5 compared=4' "$log"; then
+        pass "torch_changing: the report names add_pos's position argument, and nothing else"
+    else
+        fail "torch_changing: $n op lines, $a naming add_pos arg1 (want 4, 4; and steps=5 compared=4)"
+    fi
+fi
+
+echo "== PyTorch + Triton, NVTX steps, nothing changing"
+if traced torch_constant $nvtx -- python3 $here/torch_nvtx.py constant; then
+    log=$out/torch_constant.log
+    show "$log"
+    if [ "$(oplines "$log")" -eq 0 ] && grep -q 'steps=5 compared=4 identical=4' "$log"; then
+        pass "torch_constant: five identical steps, no report"
+    else
+        fail "torch_constant: expected no report and steps=5 compared=4 identical=4"
+    fi
+fi
+
+echo "== PyTorch CUDA graph captured three times"
+if traced torch_graph ATLAS_STEP=capture -- python3 $here/torch_nvtx.py graph; then
+    log=$out/torch_graph.log
+    show "$log"
+    if grep -q 'capture #2 is replay-safe: identical to #1' "$log"; then
+        pass "torch_graph: the second capture is replay-safe"
+    else
+        fail "torch_graph: no 'capture #2 is replay-safe' line"
+    fi
+    if grep -q 'capture #3 is NOT replay-safe' "$log"; then
+        pass "torch_graph: the third capture (another scalar) is not replay-safe"
+    else
+        fail "torch_graph: the changed scalar in capture #3 was not reported"
+    fi
+fi
+
+exit $status
