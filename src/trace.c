@@ -126,8 +126,14 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
     unsigned covered = 0;
     for (unsigned i = 0; i < n; i++)
         covered += s[i];
-    *k = (struct atl_kfn){.handle = (void *)key, .mangled = m, .pretty = p, .nparams = n,
-                          .total = total, .exact = exact || extra_size, .off = o, .size = s,
+    *k = (struct atl_kfn){.handle = (void *)key,
+                          .mangled = m,
+                          .pretty = p,
+                          .nparams = n,
+                          .total = total,
+                          .exact = exact || extra_size,
+                          .off = o,
+                          .size = s,
                           .gapless = covered == total};
     return k;
 }
@@ -223,7 +229,8 @@ static struct tbuf *tbuf_get(void)
     for (b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
         int one = 1;
-        if (__atomic_compare_exchange_n(&b->free_, &one, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        if (__atomic_compare_exchange_n(&b->free_, &one, 0, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
             my_buf = b;
             pthread_setspecific(exit_key, b);
             return b;
@@ -368,8 +375,9 @@ static void harvest(struct atl_step *s)
                 break;
             }
         if (b->oom && s)
-            atl_log(ATL_WARN, "step trace: out of memory while recording; step %" PRIu64
-                              " is incomplete", s->index);
+            atl_log(ATL_WARN,
+                    "step trace: out of memory while recording; step %" PRIu64 " is incomplete",
+                    s->index);
         b->nops = 0, b->oom = 0;
         for (struct chunk *c = b->first; c; c = c->next)
             c->used = 0;
@@ -523,7 +531,8 @@ static void step_finish(const char *name)
         stats.compared++, stats.identical++;
         if (o.replay) {
             char line[160];
-            snprintf(line, sizeof line, "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu ops)",
+            snprintf(line, sizeof line,
+                     "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu ops)",
                      o.replay, prev->nth, was, prev->nops);
             atl_log_line(line);
         }
@@ -636,8 +645,10 @@ void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
 void atl_trace_memset(const struct atl_memset *m, CUresult r)
 {
     if (r == CUDA_SUCCESS && rec_now()) {
-        struct atl_op o = {.kind = ATL_OP_MEMSET, .sub = (uint8_t)m->elem,
-                           .stream = (uint64_t)(uintptr_t)m->stream, .shmem = m->value};
+        struct atl_op o = {.kind = ATL_OP_MEMSET,
+                           .sub = (uint8_t)m->elem,
+                           .stream = (uint64_t)(uintptr_t)m->stream,
+                           .shmem = m->value};
         o.u.m.ptr = m->dst, o.u.m.count = m->count, o.u.m.pitch = m->pitch;
         o.u.m.height = m->height;
         record(&o, NULL, NULL);
@@ -670,14 +681,20 @@ static void copy_op(const struct atl_copy *c, struct atl_op *o)
         if (c->p2d) {
             const CUDA_MEMCPY2D *p = c->p2d;
             o->u.c.dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->dstHost
-                                                                  : p->dstDevice;
+                                                                : p->dstDevice;
             o->u.c.src = p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->srcHost
-                                                                  : p->srcDevice;
+                                                                : p->srcDevice;
             o->u.c.w = p->WidthInBytes, o->u.c.h = p->Height;
-            int hs = p->srcMemoryType == CU_MEMORYTYPE_HOST, hd = p->dstMemoryType == CU_MEMORYTYPE_HOST;
-            o->sub = hs && !hd ? ATL_DIR_HTOD : !hs && hd ? ATL_DIR_DTOH : hs ? ATL_DIR_HTOH : ATL_DIR_DTOD;
-            if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY ||
-                p->srcMemoryType == CU_MEMORYTYPE_UNIFIED || p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
+            int hs = p->srcMemoryType == CU_MEMORYTYPE_HOST,
+                hd = p->dstMemoryType == CU_MEMORYTYPE_HOST;
+            o->sub = hs && !hd   ? ATL_DIR_HTOD
+                     : !hs && hd ? ATL_DIR_DTOH
+                     : hs        ? ATL_DIR_HTOH
+                                 : ATL_DIR_DTOD;
+            if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
+                p->dstMemoryType == CU_MEMORYTYPE_ARRAY ||
+                p->srcMemoryType == CU_MEMORYTYPE_UNIFIED ||
+                p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
                 o->sub = ATL_DIR_OTHER;
         }
         break;
@@ -686,9 +703,9 @@ static void copy_op(const struct atl_copy *c, struct atl_op *o)
         if (c->p3d) {
             const CUDA_MEMCPY3D *p = c->p3d;
             o->u.c.dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->dstHost
-                                                                  : p->dstDevice;
+                                                                : p->dstDevice;
             o->u.c.src = p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->srcHost
-                                                                  : p->srcDevice;
+                                                                : p->srcDevice;
             o->u.c.w = p->WidthInBytes, o->u.c.h = p->Height, o->u.c.d = p->Depth;
         }
         break;
@@ -810,9 +827,12 @@ static int NVTX_API nvtx_domain_pop(nvtxDomainHandle_t d)
 
 /* Called by the NVTX library of the program (its first NVTX call) when
  * NVTX_INJECTION64_PATH names us: fill the CORE slots we care about. */
+static int nvtx_injected;
+
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
 {
     atl_engine_init();
+    nvtx_injected = 1;
     if (!get)
         return 0;
     const NvtxExportTableCallbacks *cb = (const NvtxExportTableCallbacks *)get(NVTX_ETID_CALLBACKS);
@@ -871,7 +891,8 @@ unsigned atl_trace_init(void)
         mode = MODE_NVTX;
         snprintf(nvtx_name, sizeof nvtx_name, "%s", st + 5);
     } else {
-        atl_log(ATL_WARN, "ignoring ATLAS_STEP: expected sync, capture, nvtx:NAME or api; using sync");
+        atl_log(ATL_WARN,
+                "ignoring ATLAS_STEP: expected sync, capture, nvtx:NAME or api; using sync");
         mode = MODE_SYNC;
     }
     atl_ignore_parse(&ignore_list, atl_cfg.diff_ignore);
@@ -881,7 +902,9 @@ unsigned atl_trace_init(void)
         atl_config_expand_path(atl_cfg.trace_file, path, sizeof path);
         json = fopen(path, "we");
         if (!json)
-            atl_log(ATL_WARN, "step trace: cannot write ATLAS_TRACE_FILE (expanded: %s); no JSON lines", path);
+            atl_log(ATL_WARN,
+                    "step trace: cannot write ATLAS_TRACE_FILE (expanded: %s); no JSON lines",
+                    path);
     }
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */
     atl_trace_on = 1;
@@ -902,6 +925,11 @@ void atl_trace_exit(void)
     else
         atl_trace_step_end();
     pthread_mutex_lock(&step_mu);
+    if (mode == MODE_NVTX && !nvtx_injected)
+        atl_log(ATL_WARN,
+                "step trace: ATLAS_STEP=nvtx:%s but NVTX never called atlastrace: set "
+                "NVTX_INJECTION64_PATH to the absolute path of libatlastrace.so",
+                nvtx_name);
     atl_diff_summary(&stats, log_line_cb, NULL);
     if (json) {
         fclose(json);

@@ -195,7 +195,8 @@ static uint64_t shape_hash(const struct atl_op *o, const struct atl_kfn **last, 
 static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint64_t shape)
 {
     uint64_t h = mix(shape, o->shmem);
-    h = mix(h, (uint64_t)o->cluster[0] | (uint64_t)o->cluster[1] << 8 | (uint64_t)o->cluster[2] << 16);
+    h = mix(h,
+            (uint64_t)o->cluster[0] | (uint64_t)o->cluster[1] << 8 | (uint64_t)o->cluster[2] << 16);
     switch (o->kind) {
     case ATL_OP_LAUNCH:
         for (int i = 0; i < 3; i++)
@@ -226,7 +227,8 @@ void atl_ignore_parse(struct atl_ignore *ig, const char *spec)
     if (!ig->spec)
         return;
     char *save = NULL;
-    for (char *t = strtok_r(ig->spec, ",", &save); t && ig->n < 32; t = strtok_r(NULL, ",", &save)) {
+    for (char *t = strtok_r(ig->spec, ",", &save); t && ig->n < 32;
+         t = strtok_r(NULL, ",", &save)) {
         int arg = -1;
         char *c = strrchr(t, ':');
         if (c && strncmp(c + 1, "arg", 3) == 0 && isdigit((unsigned char)c[4])) {
@@ -361,8 +363,9 @@ static void field_u64(struct report *r, size_t idx, const struct atl_op *o, cons
     if (a == b)
         return;
     char lab[256], line[640];
-    snprintf(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 " -> 0x%" PRIx64 " (delta %+" PRId64 ")",
-             idx, op_label(o, lab, sizeof lab), field, a, b, (int64_t)(b - a));
+    snprintf(line, sizeof line,
+             "  op %zu %s %s: 0x%" PRIx64 " -> 0x%" PRIx64 " (delta %+" PRId64 ")", idx,
+             op_label(o, lab, sizeof lab), field, a, b, (int64_t)(b - a));
     emit(r, line);
     count_top(r, o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL, field);
 }
@@ -433,14 +436,16 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
                 fmt_alloc(xa, aa, sizeof aa);
                 fmt_alloc(xb, ab, sizeof ab);
                 if (xa && xb)
-                    verdict = xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer";
+                    verdict =
+                        xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer";
             }
             /* small values are sign-extended, so 0xffffffff -> 0 reads as +1 */
             int sh = 64 - 8 * (int)n;
             int64_t delta = n == 8 ? (int64_t)(vb - va)
                                    : ((int64_t)(vb << sh) >> sh) - ((int64_t)(va << sh) >> sh);
             snprintf(line, sizeof line,
-                     "  op %zu %s arg%u%s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s (delta %+" PRId64 ")%s",
+                     "  op %zu %s arg%u%s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s (delta %+" PRId64
+                     ")%s",
                      ib, lab, i, where, va, aa, vb, ab, delta, verdict);
             emit(r, line);
         }
@@ -629,7 +634,8 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
 {
     struct report r = {.o = opts, .st = st, .a = a, .b = b};
     snprintf(r.header, sizeof r.header,
-             "step \"%s\" #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64 ": %zu ops (was %zu, %+ld)",
+             "step \"%s\" #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
+             ": %zu ops (was %zu, %+ld)",
              b->name, b->nth, b->index, a->nth, b->nops, a->nops, (long)b->nops - (long)a->nops);
     if (st)
         st->compared++;
@@ -666,9 +672,9 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
             for (int pass = 0; pass < 3; pass++)
                 for (size_t i = 0; i < (pass == 2 ? mm : mn); i++) {
                     int same = i < k && sa[p + i] == sb[p + i];
-                    struct edit e = pass == 0 ? (struct edit){ED_PAIR, i, i}
-                                  : pass == 1 ? (struct edit){ED_DEL, i, 0}
-                                              : (struct edit){ED_INS, 0, i};
+                    struct edit e = pass == 0   ? (struct edit){ED_PAIR, i, i}
+                                    : pass == 1 ? (struct edit){ED_DEL, i, 0}
+                                                : (struct edit){ED_INS, 0, i};
                     if ((pass == 0) != same || grow((void **)&ed, &cap, ned + 1, sizeof *ed))
                         continue;
                     ed[ned++] = e;
@@ -684,7 +690,8 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
                 const uint64_t *sh = ins ? sb : sa;
                 size_t at = ins ? j : i, run = 1;
                 while (e + 1 < ned && ed[e + 1].t == ed[e].t &&
-                       (ins ? ed[e + 1].j + p : ed[e + 1].i + p) == at + run && sh[at + run] == sh[at])
+                       (ins ? ed[e + 1].j + p : ed[e + 1].i + p) == at + run &&
+                       sh[at + run] == sh[at])
                     run++, e++;
                 insdel(&r, ins ? b : a, at, run, ins);
             }
@@ -729,7 +736,8 @@ static int top_cmp(const void *x, const void *y)
     return a < b ? 1 : a > b ? -1 : 0;
 }
 
-void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *), void *ctx)
+void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *),
+                      void *ctx)
 {
     char buf[1024];
     snprintf(buf, sizeof buf,
@@ -740,8 +748,9 @@ void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, cons
     if (!st->ntop)
         return;
     struct atl_diff_stats tmp = *st;
-    _Static_assert(offsetof(struct atl_diff_stats, top[0].n) - offsetof(struct atl_diff_stats, top[0]) == 160,
-                   "top_cmp reads n at 160");
+    _Static_assert(
+        offsetof(struct atl_diff_stats, top[0].n) - offsetof(struct atl_diff_stats, top[0]) == 160,
+        "top_cmp reads n at 160");
     qsort(tmp.top, (size_t)tmp.ntop, sizeof tmp.top[0], top_cmp);
     size_t l = (size_t)snprintf(buf, sizeof buf, "trace summary: most often differing:");
     for (int i = 0; i < tmp.ntop && i < 8 && l < sizeof buf; i++)
@@ -781,15 +790,15 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
             const struct atl_kfn *k = o->u.k.kfn;
             fputs(",\"kernel\":", f);
             json_str(f, k->mangled);
-            fprintf(f, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shmem\":%u,\"cluster\":[%u,%u,%u]",
-                    o->u.k.grid[0], o->u.k.grid[1], o->u.k.grid[2], o->u.k.block[0],
-                    o->u.k.block[1], o->u.k.block[2], o->shmem, o->cluster[0], o->cluster[1],
-                    o->cluster[2]);
+            fprintf(
+                f, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shmem\":%u,\"cluster\":[%u,%u,%u]",
+                o->u.k.grid[0], o->u.k.grid[1], o->u.k.grid[2], o->u.k.block[0], o->u.k.block[1],
+                o->u.k.block[2], o->shmem, o->cluster[0], o->cluster[1], o->cluster[2]);
             fprintf(f, ",\"exact\":%d,\"params\":[", k->exact);
             const uint8_t *p = atl_op_bytes(s, o);
             for (unsigned j = 0; j < k->nparams; j++) {
-                fprintf(f, "%s{\"i\":%u,\"off\":%u,\"size\":%u,\"hex\":\"", j ? "," : "", j, k->off[j],
-                        k->size[j]);
+                fprintf(f, "%s{\"i\":%u,\"off\":%u,\"size\":%u,\"hex\":\"", j ? "," : "", j,
+                        k->off[j], k->size[j]);
                 for (uint32_t b = 0; b < k->size[j] && k->off[j] + b < k->total; b++) {
                     fputc(hx[p[k->off[j] + b] >> 4], f);
                     fputc(hx[p[k->off[j] + b] & 15], f);
@@ -860,8 +869,8 @@ const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, un
         if (off[i] + size[i] > total)
             total = off[i] + size[i];
     }
-    *k = (struct atl_kfn){.mangled = mn, .pretty = pn, .nparams = n, .total = total, .exact = 1,
-                          .off = o, .size = s};
+    *k = (struct atl_kfn){
+        .mangled = mn, .pretty = pn, .nparams = n, .total = total, .exact = 1, .off = o, .size = s};
     interned[ninterned++] = k;
     res = k;
 out:
@@ -938,7 +947,8 @@ static int jstr(struct jp *j, char *out, size_t len)
                         j->err = "bad \\u escape";
                         return -1;
                     }
-                    v = v * 16 + (unsigned)(isdigit((unsigned char)h) ? h - '0' : (h | 32) - 'a' + 10);
+                    v = v * 16 +
+                        (unsigned)(isdigit((unsigned char)h) ? h - '0' : (h | 32) - 'a' + 10);
                 }
                 c = v < 0x80 ? (char)v : '?';
                 break;
@@ -1295,13 +1305,16 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
             cur.index = L->step;
             open = 1;
         } else if (L->step != cur.index || strcmp(L->name, cur.name) != 0) {
-            snprintf(err, errlen, "line %zu: step %" PRIu64 " begins before step %" PRIu64 " ended (truncated?)",
+            snprintf(err, errlen,
+                     "line %zu: step %" PRIu64 " begins before step %" PRIu64 " ended (truncated?)",
                      lineno, L->step, cur.index);
             goto out;
         }
         if (L->end) {
             if (L->nops != cur.nops) {
-                snprintf(err, errlen, "line %zu: step %" PRIu64 " ends with %zu ops, its end record says %" PRIu64,
+                snprintf(err, errlen,
+                         "line %zu: step %" PRIu64
+                         " ends with %zu ops, its end record says %" PRIu64,
                          lineno, cur.index, cur.nops, L->nops);
                 goto out;
             }
@@ -1326,7 +1339,8 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                 goto out;
             }
             L->o.kind = ATL_OP_LAUNCH;
-            L->o.u.k.kfn = atl_kfn_intern(L->kernel, atl_demangle(L->kernel), L->np, L->off, L->size);
+            L->o.u.k.kfn =
+                atl_kfn_intern(L->kernel, atl_demangle(L->kernel), L->np, L->off, L->size);
             if (!L->o.u.k.kfn) {
                 snprintf(err, errlen, "line %zu: out of memory", lineno);
                 goto out;
@@ -1350,8 +1364,8 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
         }
     }
     if (open) {
-        snprintf(err, errlen, "line %zu: the file ends inside step %" PRIu64 " (truncated?)", lineno,
-                 cur.index);
+        snprintf(err, errlen, "line %zu: the file ends inside step %" PRIu64 " (truncated?)",
+                 lineno, cur.index);
         goto out;
     }
     if (steps == 0) {

@@ -138,7 +138,8 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
                      const struct atl_diff_opts *opts, struct atl_diff_stats *st);
 
 /* The exit summary lines. */
-void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *), void *ctx);
+void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *),
+                      void *ctx);
 
 /* JSON lines: one op per line. */
 void atl_step_write_json(const struct atl_step *s, FILE *f);

@@ -145,7 +145,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < a.n; i++) {
             int seen = 0;
             for (size_t j = 0; j < b.n && !seen; j++)
-                seen = b.steps[j].nth == a.steps[i].nth && !strcmp(b.steps[j].name, a.steps[i].name);
+                seen =
+                    b.steps[j].nth == a.steps[i].nth && !strcmp(b.steps[j].name, a.steps[i].name);
             if (!seen) {
                 snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", a.steps[i].name,
                          (unsigned long long)a.steps[i].nth, files[0]);

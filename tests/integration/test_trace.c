@@ -18,7 +18,8 @@
 #define TOOL BUILD_DIR "/tools/atlas-diff"
 
 /* Runs the target on scenario `sc` with ATLAS_TRACE=1 plus `extra`. */
-static void trace_run(struct run_result *r, const char *sc, const char *steps, const char *const extra[])
+static void trace_run(struct run_result *r, const char *sc, const char *steps,
+                      const char *const extra[])
 {
     const char *env[16] = {"ATLAS_TRACE=1"};
     int n = 1;
@@ -42,10 +43,19 @@ START_TEST(scalar_parameter)
 {
     struct run_result r;
     trace_run(&r, "scalar", "3", NULL);
-    ck_assert_int_eq(count_lines(r.log, "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x64 -> 0x65 (delta +1)"), 1);
-    ck_assert_int_eq(count_lines(r.log, "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x65 -> 0x66 (delta +1)"), 1);
+    ck_assert_int_eq(
+        count_lines(
+            r.log,
+            "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x64 -> 0x65 (delta +1)"),
+        1);
+    ck_assert_int_eq(
+        count_lines(
+            r.log,
+            "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x65 -> 0x66 (delta +1)"),
+        1);
     ck_assert_int_eq(op_lines(r.log), 2);
-    ck_assert_int_eq(count_lines(r.log, "trace summary: steps=3 compared=2 identical=0 differing=2"), 1);
+    ck_assert_int_eq(
+        count_lines(r.log, "trace summary: steps=3 compared=2 identical=0 differing=2"), 1);
     ck_assert_int_eq(count_lines(r.log, "most often differing: add_step arg1 (2x)"), 1);
     run_free(&r);
 }
@@ -94,9 +104,10 @@ START_TEST(big_by_value_parameter)
 {
     struct run_result r;
     trace_run(&r, "blob", "2", NULL);
-    ck_assert_int_eq(count_lines(r.log, "op 0 blob(float*, blob) [launch] arg1+0x40 @0x48 (8 of 128 bytes): "
-                                        "0x1111111111111111 -> 0x1111111111111112 (delta +1)"),
-                     1);
+    ck_assert_int_eq(
+        count_lines(r.log, "op 0 blob(float*, blob) [launch] arg1+0x40 @0x48 (8 of 128 bytes): "
+                           "0x1111111111111111 -> 0x1111111111111112 (delta +1)"),
+        1);
     ck_assert_int_eq(op_lines(r.log), 1);
     run_free(&r);
 }
@@ -112,13 +123,40 @@ START_TEST(packed_extra_buffer)
 }
 END_TEST
 
+START_TEST(layout_unknown_said_once)
+{
+    struct run_result r;
+    trace_run(&r, "noinfo", "3", NULL);
+    ck_assert_int_eq(
+        count_lines(
+            r.log,
+            "step trace: kernel=add_step(float*, int): the driver gives no parameter layout"),
+        1);
+    ck_assert_int_eq(op_lines(r.log), 0);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(nvtx_without_injection_says_so)
+{
+    struct run_result r;
+    const char *env[] = {"ATLAS_STEP=nvtx:step", "NVTX_INJECTION64_PATH", NULL};
+    trace_run(&r, "nvtx", "2", env);
+    ck_assert_int_eq(
+        count_lines(r.log, "set NVTX_INJECTION64_PATH to the absolute path of libatlastrace.so"),
+        1);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(identical_steps_silent)
 {
     struct run_result r;
     trace_run(&r, "same", "4", NULL);
     ck_assert_int_eq(count_lines(r.log, "differs"), 0);
     ck_assert_int_eq(op_lines(r.log), 0);
-    ck_assert_int_eq(count_lines(r.log, "trace summary: steps=4 compared=3 identical=3 differing=0"), 1);
+    ck_assert_int_eq(
+        count_lines(r.log, "trace summary: steps=4 compared=3 identical=3 differing=0"), 1);
     run_free(&r);
 }
 END_TEST
@@ -129,8 +167,14 @@ START_TEST(threads_ordered_per_stream)
     /* four threads, four streams, interleaved differently each step; one
      * argument of one launch changes in step 3 (and back in step 4) */
     trace_run(&r, "threads", "4", NULL);
-    ck_assert_int_eq(count_lines(r.log, "op 107 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x7d7 -> 0x7d8"), 1);
-    ck_assert_int_eq(count_lines(r.log, "op 107 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x7d8 -> 0x7d7"), 1);
+    ck_assert_int_eq(
+        count_lines(r.log,
+                    "op 107 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x7d7 -> 0x7d8"),
+        1);
+    ck_assert_int_eq(
+        count_lines(r.log,
+                    "op 107 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x7d8 -> 0x7d7"),
+        1);
     ck_assert_int_eq(op_lines(r.log), 2);
     ck_assert_int_eq(count_lines(r.log, "200 ops (was 200, +0)"), 2);
     run_free(&r);
@@ -177,7 +221,8 @@ START_TEST(capture_mode)
     trace_run(&r, "capture-changing", "2", env);
     ck_assert_int_eq(count_lines(r.log, "step \"capture\" #2"), 1);
     ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x64 -> 0x65 (delta +1)"), 1);
-    ck_assert_int_eq(count_lines(r.log, "capture #2 is NOT replay-safe: it froze the 1 host value(s) above"), 1);
+    ck_assert_int_eq(
+        count_lines(r.log, "capture #2 is NOT replay-safe: it froze the 1 host value(s) above"), 1);
     run_free(&r);
 }
 END_TEST
@@ -188,7 +233,8 @@ START_TEST(api_mode)
     const char *env[] = {"ATLAS_STEP=api", NULL};
     trace_run(&r, "api", "3", env);
     /* three ops inside each step; the launch after atlas_step_end is not in it */
-    ck_assert_int_eq(count_lines(r.log, "step \"train\" #2 (step 2) differs from #1: 3 ops (was 3, +0)"), 1);
+    ck_assert_int_eq(
+        count_lines(r.log, "step \"train\" #2 (step 2) differs from #1: 3 ops (was 3, +0)"), 1);
     ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x65 -> 0x66"), 1);
     ck_assert_int_eq(op_lines(r.log), 2);
     run_free(&r);
@@ -210,7 +256,8 @@ START_TEST(nvtx_mode)
     trace_run(&r, "nvtx", "3", env);
     /* ranges named "step" only: the enclosing "other" range and the launch
      * between the two pops are not part of the step */
-    ck_assert_int_eq(count_lines(r.log, "step \"step\" #2 (step 2) differs from #1: 3 ops (was 3, +0)"), 1);
+    ck_assert_int_eq(
+        count_lines(r.log, "step \"step\" #2 (step 2) differs from #1: 3 ops (was 3, +0)"), 1);
     ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x64 -> 0x65"), 1);
     ck_assert_int_eq(op_lines(r.log), 2);
     ck_assert_int_eq(count_lines(r.log, "steps=3 compared=2"), 1);
@@ -297,7 +344,11 @@ START_TEST(json_lines_and_tool)
     /* one file: the steps of one run, as the live report */
     tool(&r, diffp, NULL);
     ck_assert_int_eq(r.status, 1);
-    ck_assert_int_eq(count_lines(r.out, "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x64 -> 0x65 (delta +1)"), 1);
+    ck_assert_int_eq(
+        count_lines(
+            r.out,
+            "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x64 -> 0x65 (delta +1)"),
+        1);
     ck_assert_int_eq(count_lines(r.out, "compared=2 identical=0"), 1);
     run_free(&r);
     tool(&r, samep, NULL);
@@ -337,7 +388,9 @@ START_TEST(tool_rejects_bad_input)
     /* garbage */
     snprintf(path, sizeof path, "%s/garbage.jsonl", tmpdir);
     o = fopen(path, "w");
-    fputs("{\"step\":1,\"name\":\"x\",\"op\":0,\"kind\":\"launch\",\"kernel\":\"k\",\"grid\":[1,1]}\n", o);
+    fputs("{\"step\":1,\"name\":\"x\",\"op\":0,\"kind\":\"launch\",\"kernel\":\"k\",\"grid\":[1,1]}"
+          "\n",
+          o);
     fclose(o);
     tool(&r, path, NULL);
     ck_assert_int_eq(r.status, 2);
@@ -370,6 +423,8 @@ int main(void)
     tcase_add_test(tc, big_by_value_parameter);
     tcase_add_test(tc, packed_extra_buffer);
     tcase_add_test(tc, identical_steps_silent);
+    tcase_add_test(tc, layout_unknown_said_once);
+    tcase_add_test(tc, nvtx_without_injection_says_so);
     tcase_add_test(tc, threads_ordered_per_stream);
     tcase_add_test(tc, diff_max);
     tcase_add_test(tc, diff_ignore);

@@ -137,6 +137,15 @@ static void step(const char *sc, int i)
             pthread_create(&th[t], NULL, worker, (void *)t);
         for (int t = 0; t < 4; t++)
             pthread_join(th[t], NULL);
+    } else if (!strcmp(sc, "noinfo")) {
+        /* the driver cannot give add_step's layout: its argument changes,
+         * and atlastrace must say it could not see it rather than call the
+         * steps identical silently */
+        if (i == 0)
+            fake_fail_next("cuFuncGetParamInfo", CUDA_ERROR_NOT_SUPPORTED);
+        int v = 100 + i;
+        void *kp[] = {&buf, &v};
+        launch(f_add, 4, kp);
     } else if (!strcmp(sc, "extra")) {
         unsigned char packed[16] = {0};
         memcpy(packed, &buf, 8);

@@ -82,8 +82,9 @@ START_TEST(scalar_change_names_the_argument)
     push_launch(&a, kfn_ptr_int(), 0x1000, 41, 4);
     push_launch(&b, kfn_ptr_int(), 0x1000, 42, 4);
     ck_assert_uint_eq(diff(&a, &b, 20, NULL), 1);
-    ck_assert_msg(strstr(out, "op 0 step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x29 -> 0x2a (delta +1)"),
-                  "%s", out);
+    ck_assert_msg(
+        strstr(out, "op 0 step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x29 -> 0x2a (delta +1)"),
+        "%s", out);
     ck_assert_msg(strstr(out, "step \"s\" #2"), "%s", out);
     atl_step_free(&a), atl_step_free(&b);
 }
@@ -117,8 +118,9 @@ START_TEST(pointer_resolution_reads_differently)
     ck_assert_msg(strstr(out, "arg0 @0x0 (8 bytes): 0x10000 alloc#3+0x0 -> 0x10040 alloc#3+0x40 "
                               "(delta +64): same buffer, another offset"),
                   "%s", out);
-    ck_assert_msg(strstr(out, "0x20000 alloc#4+0x0 -> 0x90000 alloc#9+0x0 (delta +458752): another buffer"),
-                  "%s", out);
+    ck_assert_msg(
+        strstr(out, "0x20000 alloc#4+0x0 -> 0x90000 alloc#9+0x0 (delta +458752): another buffer"),
+        "%s", out);
     atl_step_free(&a), atl_step_free(&b);
 }
 END_TEST
@@ -173,8 +175,9 @@ START_TEST(big_by_value_parameter_one_byte)
     o.u.k.bytes = (uintptr_t)pb;
     atl_step_push(&b, &o);
     ck_assert_uint_eq(diff(&a, &b, 20, NULL), 1);
-    ck_assert_msg(strstr(out, "arg1+0x40 @0x48 (8 of 128 bytes): 0x2222222222222222 -> 0x2222222223222222"),
-                  "%s", out);
+    ck_assert_msg(
+        strstr(out, "arg1+0x40 @0x48 (8 of 128 bytes): 0x2222222222222222 -> 0x2222222223222222"),
+        "%s", out);
     atl_step_free(&a), atl_step_free(&b);
 }
 END_TEST
@@ -182,7 +185,8 @@ END_TEST
 START_TEST(diff_max_and_ignore)
 {
     static const uint32_t off[] = {0, 4, 8, 12, 16, 20, 24, 28}, size[] = {4, 4, 4, 4, 4, 4, 4, 4};
-    const struct atl_kfn *k = atl_kfn_intern("_Z5eightiiiiiiii", "eight(int, int, int, int, int, int, int, int)", 8, off, size);
+    const struct atl_kfn *k = atl_kfn_intern(
+        "_Z5eightiiiiiiii", "eight(int, int, int, int, int, int, int, int)", 8, off, size);
     int va[8], vb[8];
     for (int i = 0; i < 8; i++)
         va[i] = i, vb[i] = i + 100;
@@ -285,7 +289,8 @@ static int read_text(const char *text, char *err, size_t len)
 START_TEST(corrupt_input_says_which_line)
 {
     char err[256];
-    const char *ok = "{\"step\":1,\"name\":\"s\",\"op\":0,\"stream\":\"0x0\",\"kind\":\"memset\",\"ptr\":\"0x10\","
+    const char *ok = "{\"step\":1,\"name\":\"s\",\"op\":0,\"stream\":\"0x0\",\"kind\":\"memset\","
+                     "\"ptr\":\"0x10\","
                      "\"value\":0,\"elem\":4,\"count\":1,\"pitch\":0,\"height\":0}\n"
                      "{\"step\":1,\"name\":\"s\",\"end\":true,\"ops\":1}\n";
     ck_assert_int_eq(read_text(ok, err, sizeof err), 0);
