@@ -30,9 +30,9 @@ ALL_TARGETS   += $(BUILD)/tools/atlas-diff
 CHECK_TARGETS += trace-check
 
 # The real-GPU suite (H200): make trace-gpu-check
-$(GPU_DIR)/trace_loop: tests/gpu/trace/trace_loop.cu
+$(GPU_DIR)/trace_loop: tests/gpu/trace/trace_loop.cu include/atlas/trace.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
+	$(NVCC) $(GPU_ARCH) -O2 -I include -o $@ $< -ldl
 
 .PHONY: trace-gpu-check
 trace-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/tools/atlas-diff $(GPU_DIR)/trace_loop

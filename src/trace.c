@@ -552,10 +552,15 @@ static void step_finish(const char *name)
     pthread_mutex_unlock(&step_mu);
 }
 
+static int trace_done; /* the exit summary is out: later markers are ignored */
+
 void atl_trace_step_begin(const char *name)
 {
-    if (!atl_trace_on)
+    if (!atl_trace_on || __atomic_load_n(&trace_done, __ATOMIC_ACQUIRE))
         return;
+    /* api: a begin inside a step ends that step first */
+    if (__atomic_load_n(&recording, __ATOMIC_ACQUIRE))
+        atl_trace_step_end();
     pthread_mutex_lock(&step_mu);
     harvest(NULL); /* whatever was enqueued outside a step is not part of it */
     snprintf(step_name, sizeof step_name, "%s", name && *name ? name : "step");
@@ -565,7 +570,8 @@ void atl_trace_step_begin(const char *name)
 
 void atl_trace_step_end(void)
 {
-    if (!atl_trace_on || !__atomic_load_n(&recording, __ATOMIC_ACQUIRE))
+    if (!atl_trace_on || __atomic_load_n(&trace_done, __ATOMIC_ACQUIRE) ||
+        !__atomic_load_n(&recording, __ATOMIC_ACQUIRE))
         return;
     __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
     char name[64];
@@ -763,15 +769,22 @@ void atl_trace_sync(const struct atl_sync *s, CUresult r)
         step_finish(atl_hook_names[s->hook]);
 }
 
+/* Captures on several streams at once (one region forked into others)
+ * make one step: it begins with the first capture and ends with the last. */
+static int captures_open;
+
 void atl_trace_capture_pre(const struct atl_capture *c)
 {
-    if (mode == MODE_CAPTURE && !c->begin)
+    if (mode == MODE_CAPTURE && !c->begin &&
+        __atomic_load_n(&captures_open, __ATOMIC_ACQUIRE) > 0 &&
+        __atomic_sub_fetch(&captures_open, 1, __ATOMIC_ACQ_REL) == 0)
         atl_trace_step_end();
 }
 
 void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
 {
-    if (mode == MODE_CAPTURE && c->begin && r == CUDA_SUCCESS)
+    if (mode == MODE_CAPTURE && c->begin && r == CUDA_SUCCESS &&
+        __atomic_fetch_add(&captures_open, 1, __ATOMIC_ACQ_REL) == 0)
         atl_trace_step_begin("capture");
 }
 
@@ -924,6 +937,8 @@ void atl_trace_exit(void)
         step_finish("exit");
     else
         atl_trace_step_end();
+    __atomic_store_n(&trace_done, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
     pthread_mutex_lock(&step_mu);
     if (mode == MODE_NVTX && !nvtx_injected)
         atl_log(ATL_WARN,

@@ -34,17 +34,17 @@ oplines() { grep -c ':   op ' "$1"; }
 show() { echo "---- $1"; head -20 "$1"; echo "----"; }
 
 echo "== CUDA C step loop: the step index and a fresh buffer"
-if traced cuda_loop -- "$build/gpu/trace_loop"; then
+if traced cuda_loop ATLAS_STEP=api -- "$build/gpu/trace_loop"; then
     log=$out/cuda_loop.log
     show "$log"
     n=$(oplines "$log")
     a=$(grep ':   op ' "$log" | grep -c 'add_step.*\[launch\] arg1 @0x8 (4 bytes).*(delta +1)')
     s=$(grep ':   op ' "$log" | grep -c 'scale.*\[launch\] arg0 @0x0 (8 bytes).*: another buffer')
     # 5 steps: 4 diffs, each naming exactly the two parameters
-    if [ "$n" -eq 8 ] && [ "$a" -eq 4 ] && [ "$s" -eq 4 ]; then
+    if [ "$n" -eq 8 ] && [ "$a" -eq 4 ] && [ "$s" -eq 4 ] && grep -q 'steps=5 compared=4' "$log"; then
         pass "cuda_loop: the report names add_step arg1 and scale arg0, and nothing else"
     else
-        fail "cuda_loop: $n op lines, $a add_step arg1, $s scale arg0 (want 8, 4, 4)"
+        fail "cuda_loop: $n op lines, $a add_step arg1, $s scale arg0 (want 8, 4, 4; and steps=5 compared=4)"
     fi
     "$build/tools/atlas-diff" "$out/cuda_loop.jsonl" >"$out/cuda_loop.offline"
     rc=$?

@@ -2,6 +2,9 @@
 // index (add_step, arg1) and a buffer allocated afresh each step (scale,
 // arg0). Everything else is the same every step. Under ATLAS_TRACE=1 the
 // report must name exactly those two parameters (tests/gpu/trace/run_trace.sh).
+// Steps are marked with atlas/trace.h (ATLAS_STEP=api), so the setup and the
+// final copy are outside them; without the preload the markers do nothing.
+#include <atlas/trace.h>
 #include <cstdio>
 #include <cuda_runtime.h>
 
@@ -36,16 +39,16 @@ int main()
     float *x, *fresh[steps];
     CHECK(cudaMalloc(&x, 32 * sizeof(float)));
     CHECK(cudaMemset(x, 0, 32 * sizeof(float)));
-    // a stream sync, not a device sync: the setup step has another name
-    // (cuStreamSynchronize) than the loop's steps (cuCtxSynchronize)
-    CHECK(cudaStreamSynchronize(0));
+    CHECK(cudaDeviceSynchronize());
     for (int i = 0; i < steps; i++) {
         // kept until the end, so each step's buffer is a new allocation
         CHECK(cudaMalloc(&fresh[i], 32 * sizeof(float)));
+        atlas_step_begin("loop");
         touch<<<1, 32>>>(x, 32);
         add_step<<<1, 32>>>(x, i);
         scale<<<1, 32>>>(fresh[i], x, 2.0f);
         touch<<<1, 32>>>(x, 32);
+        atlas_step_end();
         CHECK(cudaGetLastError());
         CHECK(cudaDeviceSynchronize());
     }
