@@ -20,6 +20,7 @@
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
+#include "stack.h"
 #include "tracediff.h"
 
 #include <inttypes.h>
@@ -106,14 +107,18 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
     } else {
         n = query_layout(h, off, size, 4096, &exact);
     }
+    /* The name for people is demangled later, on the thread that reports
+     * (see name_for_people): demangling here would run on whichever thread
+     * launched first, and its per-thread buffer would go with that thread. */
     char buf[1024];
     const char *mangled = atl_kernel_mangled(h);
-    const char *pretty = atl_kernel_name(h, buf, sizeof buf);
+    if (!mangled)
+        mangled = atl_kernel_name(h, buf, sizeof buf); /* "kernel@0x..." */
     struct atl_kfn *k = calloc(1, sizeof *k);
     uint32_t *o = calloc(n + 1, 4), *s = calloc(n + 1, 4);
-    char *m = strdup(mangled ? mangled : pretty), *p = strdup(pretty);
-    if (!k || !o || !s || !m || !p) {
-        free(k), free(o), free(s), free(m), free(p);
+    char *m = strdup(mangled);
+    if (!k || !o || !s || !m) {
+        free(k), free(o), free(s), free(m);
         atl_log_once_oom("the step trace");
         return &kfn_overflow;
     }
@@ -128,7 +133,7 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
         covered += s[i];
     *k = (struct atl_kfn){.handle = (void *)key,
                           .mangled = m,
-                          .pretty = p,
+                          .pretty = NULL,
                           .nparams = n,
                           .total = total,
                           .exact = exact || extra_size,
@@ -136,6 +141,19 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
                           .size = s,
                           .gapless = covered == total};
     return k;
+}
+
+/* Fills k->pretty once (under kc_mu). */
+static const char *name_for_people(const struct atl_kfn *ck)
+{
+    struct atl_kfn *k = (struct atl_kfn *)ck; /* pretty is filled lazily */
+    pthread_mutex_lock(&kc_mu);
+    if (!k->pretty) {
+        char *p = strdup(atl_demangle(k->mangled));
+        k->pretty = p ? p : k->mangled;
+    }
+    pthread_mutex_unlock(&kc_mu);
+    return k->pretty;
 }
 
 /* key: the handle, or handle|1 for the layout taken from an `extra` buffer
@@ -475,6 +493,20 @@ static void resolve_pointers(struct atl_step *s)
     }
 }
 
+/* Kernel names for people, before a report needs them. */
+static void name_ops(const struct atl_step *st)
+{
+    const struct atl_kfn *last = NULL;
+    for (size_t i = 0; i < st->nops; i++) {
+        const struct atl_kfn *k = st->ops[i].u.k.kfn;
+        if (st->ops[i].kind == ATL_OP_LAUNCH && k != last) {
+            last = k;
+            if (!__atomic_load_n(&k->pretty, __ATOMIC_ACQUIRE))
+                name_for_people(k);
+        }
+    }
+}
+
 /* The same ops and the same bytes as the previous step of the name (streams
  * included, so this is stricter than the diff). */
 static int same_as(const struct atl_step *a, const struct atl_step *b)
@@ -545,6 +577,8 @@ static void step_finish(const char *name)
         atl_step_write_json(&s, json);
         fflush(json);
     }
+    name_ops(prev);
+    name_ops(&s);
     if (prev->ops)
         atl_step_diff(prev, &s, &o, &stats);
     atl_step_free(prev);
@@ -604,7 +638,7 @@ static void warn_inexact(const struct atl_kfn *k)
             "step trace: kernel=%s: the driver gives no parameter layout "
             "(cuFuncGetParamInfo/cuKernelGetParamInfo) and the launch passes no packed buffer; "
             "its arguments are not recorded, only its grid, block and shared memory",
-            k->pretty);
+            name_for_people(k));
 out:
     pthread_mutex_unlock(&mu);
 }

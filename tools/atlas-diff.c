@@ -62,6 +62,14 @@ static int load(const char *path, struct run *r)
     return 0;
 }
 
+static void run_free(struct run *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        atl_step_free(&r->steps[i]);
+    free(r->steps);
+    r->steps = NULL, r->n = r->cap = 0;
+}
+
 static void out_line(void *ctx, const char *text)
 {
     (void)ctx;
@@ -108,8 +116,11 @@ int main(int argc, char **argv)
         return 2;
     }
     struct run a = {0}, b = {0};
-    if (load(files[0], &a) || (nf == 2 && load(files[1], &b)))
+    if (load(files[0], &a) || (nf == 2 && load(files[1], &b))) {
+        run_free(&a);
+        run_free(&b);
         return 2;
+    }
 
     struct atl_ignore ig;
     atl_ignore_parse(&ig, ign);
@@ -156,11 +167,8 @@ int main(int argc, char **argv)
         }
     }
     atl_diff_summary(&st, out_line, NULL);
-    for (size_t i = 0; i < a.n; i++)
-        atl_step_free(&a.steps[i]);
-    for (size_t i = 0; i < b.n; i++)
-        atl_step_free(&b.steps[i]);
-    free(a.steps), free(b.steps);
+    run_free(&a);
+    run_free(&b);
     atl_ignore_free(&ig);
     return found ? 1 : 0;
 }
