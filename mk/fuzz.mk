@@ -8,9 +8,6 @@
 # fuzz/corpus/<name>/, add <name> to FUZZERS and the sources it tests to
 # FUZZ_SRCS_<name>. Findings are written to $(BUILD)/fuzz/ (crash-*, leak-*).
 #
-# TODO(trace-reader): a harness for the trace-file (JSON-lines) reader once
-# tools/atlas-diff and its reader land: FUZZERS += trace, FUZZ_SRCS_trace =
-# the reader's sources, seed fuzz/corpus/trace/ with real trace files.
 
 FUZZ_CC            ?= clang
 FUZZ_SECONDS       ?= 300
@@ -20,6 +17,9 @@ FUZZ_FLAGS         := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 
 FUZZERS        := config
 FUZZ_SRCS_config := src/config.c
+# the trace-file (JSON-lines) reader of tools/atlas-diff, and the diff it feeds
+FUZZERS         += trace
+FUZZ_SRCS_trace := src/tracediff.c src/stack.c
 
 FUZZ_DIR  := $(BUILD)/fuzz
 FUZZ_BINS := $(FUZZERS:%=$(FUZZ_DIR)/fuzz_%)

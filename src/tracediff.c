@@ -1113,7 +1113,7 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
             j->err = "bad parameter record";
             return -1;
         }
-        if (off + size > L->pcap) {
+        if (off + size > L->pcap || !L->pbytes) {
             size_t nc = off + size + 256;
             uint8_t *nb = realloc(L->pbytes, nc);
             if (!nb) {
