@@ -27,6 +27,7 @@ trace-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/tra
 	$(BUILD)/tests/test_trace
 
 ALL_TARGETS   += $(BUILD)/tools/atlas-diff
+INSTALL_BINS  += $(BUILD)/tools/atlas-diff
 CHECK_TARGETS += trace-check
 
 # The real-GPU suite (H200): make trace-gpu-check
