@@ -19,12 +19,13 @@ traced() {
     envs=""
     while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
     shift
+    rm -f "$out/$name.log" "$out/$name.jsonl"
     env ATLAS_TRACE=1 ATLAS_LOG="$out/$name.log" ATLAS_TRACE_FILE="$out/$name.jsonl" $envs \
         LD_PRELOAD="$lib" "$@" >"$out/$name.out" 2>"$out/$name.err"
     rc=$?
     if [ $rc -ne 0 ] || ! grep -q '^ok' "$out/$name.out"; then
         fail "$name: exit status $rc"
-        tail -5 "$out/$name.out" "$out/$name.err" "$out/$name.log"
+        tail -n 5 "$out/$name.out" "$out/$name.err" "$out/$name.log"
         return 1
     fi
     return 0
