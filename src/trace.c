@@ -297,8 +297,17 @@ static uint8_t *arena_take(struct tbuf *b, size_t n)
     return p;
 }
 
+/* A program that never synchronises (ATLAS_STEP=sync) would grow one step
+ * without bound: past this many ops on one thread (512 MiB of records) the
+ * rest of the step is dropped, and the step end says so. */
+#define MAX_OPS_PER_THREAD (8u << 20)
+
 static struct atl_op *op_take(struct tbuf *b)
 {
+    if (b->nops >= MAX_OPS_PER_THREAD) {
+        b->oom = 2;
+        return NULL;
+    }
     if (b->nops == b->cap) {
         size_t nc = b->cap ? b->cap * 2 : 4096;
         struct atl_op *no = realloc(b->ops, nc * sizeof *no);
@@ -319,7 +328,8 @@ static void record(const struct atl_op *o, const void *const *params, const void
     buf_lock(b);
     struct atl_op *d = op_take(b);
     if (!d) {
-        b->oom = 1;
+        if (!b->oom)
+            b->oom = 1;
         goto out;
     }
     *d = *o;
@@ -392,10 +402,16 @@ static void harvest(struct atl_step *s)
                 atl_log_once_oom("the step trace");
                 break;
             }
-        if (b->oom && s)
+        if (b->oom == 1 && s)
             atl_log(ATL_WARN,
-                    "step trace: out of memory while recording; step %" PRIu64 " is incomplete",
-                    s->index);
+                    "step trace: out of memory while recording; the step ending now "
+                    "(step %" PRIu64 ") is incomplete",
+                    step_count + 1);
+        else if (b->oom == 2 && s)
+            atl_log(ATL_WARN,
+                    "step trace: more than %u ops on one thread in one step; the rest of "
+                    "the step ending now (step %" PRIu64 ") was not recorded",
+                    MAX_OPS_PER_THREAD, step_count + 1);
         b->nops = 0, b->oom = 0;
         for (struct chunk *c = b->first; c; c = c->next)
             c->used = 0;
