@@ -368,6 +368,30 @@ START_TEST(json_lines_and_tool)
 }
 END_TEST
 
+/* Workers launch while the main thread ends steps under them: every op is
+ * in exactly one step, none lost, none twice. */
+START_TEST(steps_end_under_concurrent_launches)
+{
+    char path[512];
+    record_to("race", "1", "race", path, sizeof path);
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    long ops = 0, ends = 0, declared = 0;
+    while (fgets(line, sizeof line, f)) {
+        ops += strstr(line, "\"kind\":\"launch\"") != NULL;
+        const char *e = strstr(line, "\"end\":true,\"ops\":");
+        if (e) {
+            ends++;
+            declared += atol(e + strlen("\"end\":true,\"ops\":"));
+        }
+    }
+    fclose(f);
+    ck_assert_int_eq(ops, 4 * 2000);
+    ck_assert_int_eq(declared, ops);
+    ck_assert_int_ge(ends, 1);
+}
+END_TEST
+
 START_TEST(tool_rejects_bad_input)
 {
     char diffp[512], path[600];
@@ -438,6 +462,7 @@ int main(void)
     tcase_add_checked_fixture(tj, tmp_setup, tmp_teardown);
     tcase_add_test(tj, json_lines_and_tool);
     tcase_add_test(tj, tool_rejects_bad_input);
+    tcase_add_test(tj, steps_end_under_concurrent_launches);
     suite_add_tcase(s, tj);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -80,6 +80,34 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* "race": the workers launch while the main thread ends steps under them;
+ * every op must land in exactly one step (the test counts them). */
+#define RACE_LAUNCHES 2000
+static volatile int race_done;
+
+static void *race_worker(void *arg)
+{
+    int t = (int)(long)arg;
+    CHECK(cuCtxSetCurrent(tctx));
+    for (int k = 0; k < RACE_LAUNCHES; k++) {
+        int v = k;
+        void *kp[] = {&buf, &v};
+        CHECK(cuLaunchKernel(f_add, 1, 1, 1, 32, 1, 1, 0, tstreams[t], kp, NULL));
+    }
+    return NULL;
+}
+
+static void race(void)
+{
+    pthread_t th[4];
+    for (long t = 0; t < 4; t++)
+        pthread_create(&th[t], NULL, race_worker, (void *)t);
+    for (int k = 0; k < 200; k++)
+        CHECK(cuStreamSynchronize(stream)); /* each one ends a step */
+    for (int t = 0; t < 4; t++)
+        pthread_join(th[t], NULL);
+}
+
 /* One step of each scenario; `i` is the step index. */
 static void step(const char *sc, int i)
 {
@@ -197,6 +225,8 @@ int main(int argc, char **argv)
             fill();
             nvtxRangePop();
             CHECK(cuStreamSynchronize(stream));
+        } else if (!strcmp(sc, "race")) {
+            race();
         } else if (!strncmp(sc, "capture", 7)) {
             CUgraph g;
             CUgraphExec ge;
