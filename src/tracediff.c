@@ -635,8 +635,9 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
     struct report r = {.o = opts, .st = st, .a = a, .b = b};
     snprintf(r.header, sizeof r.header,
              "step \"%s\" #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
-             ": %zu ops (was %zu, %+ld)",
-             b->name, b->nth, b->index, a->nth, b->nops, a->nops, (long)b->nops - (long)a->nops);
+             ": %zu op%s (was %zu, %+ld)",
+             b->name, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s", a->nops,
+             (long)b->nops - (long)a->nops);
     if (st)
         st->compared++;
 
