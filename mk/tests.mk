@@ -52,7 +52,7 @@ $(BUILD)/tests/test_engine: tests/unit/test_engine.c $(BUILD)/libatlas_engine.a 
 
 $(BUILD)/tests/test_preload: tests/integration/test_preload.c tests/integration/run.c | check-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS) -ldl
 
 .PHONY: core-check
 core-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(TARGET_BINS) $(BUILD)/tests/test_config $(BUILD)/tests/test_engine $(BUILD)/tests/test_preload

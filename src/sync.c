@@ -306,16 +306,70 @@ static void ring_copy(struct ring_ent *dst, struct ring_ent *src)
  * first launch of each handle names it while the driver still answers. A
  * direct-mapped per-thread cache: a hit is a hash, a load and a compare. */
 #define NAMED 256
-static __thread void *named[NAMED] __attribute__((tls_model("initial-exec")));
+/* On the heap, one per thread, behind one pointer: any initial-exec TLS puts
+ * the library's whole TLS block in static TLS, and glibc keeps only about
+ * 512 spare bytes of it for libraries loaded with dlopen (NVTX injection
+ * loads us so); 2 KiB here made that dlopen fail. A thread whose cache
+ * cannot be allocated simply names every launch (a registry lookup). */
+struct named_cache {
+    void *slot[NAMED];
+    struct named_cache *prev, *next;
+};
+static __thread void **named __attribute__((tls_model("initial-exec")));
+/* Every thread's cache stays on one list, so a forked child (where the other
+ * threads are gone) still reaches them, and a thread's exit frees its own. */
+static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct named_cache *named_all;
+static pthread_key_t named_key;
+static pthread_once_t named_key_once = PTHREAD_ONCE_INIT;
+
+static void named_free(void *p)
+{
+    struct named_cache *c = p;
+    pthread_mutex_lock(&named_lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        named_all = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&named_lock);
+    free(c);
+}
+
+static void named_key_make(void)
+{
+    pthread_key_create(&named_key, named_free);
+}
+
+static void **named_alloc(void)
+{
+    pthread_once(&named_key_once, named_key_make);
+    struct named_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    pthread_mutex_lock(&named_lock);
+    c->next = named_all;
+    if (named_all)
+        named_all->prev = c;
+    named_all = c;
+    pthread_mutex_unlock(&named_lock);
+    pthread_setspecific(named_key, c);
+    return c->slot;
+}
 
 static void ensure_named(void *func)
 {
     uintptr_t x = (uintptr_t)func;
     unsigned slot = (unsigned)((x >> 4) ^ (x >> 12)) & (NAMED - 1);
-    if (__builtin_expect(named[slot] == func, 1))
+    void **n = named;
+    if (__builtin_expect(n && n[slot] == func, 1))
         return;
     atl_kernel_mangled(func);
-    named[slot] = func;
+    if (!n)
+        n = named = named_alloc();
+    if (n)
+        n[slot] = func;
 }
 
 void atl_sync_launch_pre(const struct atl_launch *l)

@@ -1059,7 +1059,14 @@ static int hexbytes(const char *h, uint8_t *out, size_t n)
 
 static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint32_t opidx)
 {
-    static __thread char hex[65536 * 2 + 8];
+    /* 128 KiB: on the heap, once per thread. As TLS it made the library's
+     * static TLS block too large for dlopen (NVTX injection loads us so). */
+    enum { HEXMAX = 65536 * 2 + 8 };
+    static __thread char *hex;
+    if (!hex && !(hex = malloc(HEXMAX))) {
+        j->err = "out of memory";
+        return -1;
+    }
     if (lit(j, '['))
         return -1;
     ws(j);
@@ -1091,7 +1098,7 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
                 if (jnum(j, &size))
                     return -1;
             } else if (strcmp(key, "hex") == 0) {
-                if (jstr(j, hex, sizeof hex))
+                if (jstr(j, hex, HEXMAX))
                     return -1;
                 got_hex = 1;
             } else if (strcmp(key, "alloc") == 0) {

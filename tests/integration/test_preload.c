@@ -11,6 +11,7 @@
 #include "../targets/workload.h"
 
 #include <check.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,15 @@ START_TEST(every_hook_forwards_to_its_own_variant)
 }
 END_TEST
 
+/* NVTX loads its injection library with dlopen, and so does the in-process
+ * A/B benchmark: our static TLS must fit what glibc keeps for that. */
+START_TEST(loads_with_dlopen)
+{
+    void *h = dlopen(BUILD_DIR "/libatlastrace.so", RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(h != NULL, "dlopen: %s", dlerror());
+}
+END_TEST
+
 /* The program's own output is byte-identical with and without the preload. */
 START_TEST(output_unchanged)
 {
@@ -363,6 +373,7 @@ int main(void)
     tcase_add_test(tc, gpa_self);
     tcase_add_test(tc, eight_threads);
     tcase_add_test(tc, every_hook_forwards_to_its_own_variant);
+    tcase_add_test(tc, loads_with_dlopen);
     tcase_add_test(tc, output_unchanged);
     tcase_add_test(tc, silent_by_default);
     tcase_add_test(tc, non_cuda_program);
