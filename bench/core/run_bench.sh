@@ -29,6 +29,12 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
 memcheck|-|compute-sanitizer --tool memcheck --print-limit 1"
 fi
 [ -n "$ATLAS_BENCH_CONFIGS" ] && configs=$(printf '%s\n%s' "$configs" "$ATLAS_BENCH_CONFIGS")
+# BENCH_ONLY="native idle trace": run only these configurations
+if [ -n "$BENCH_ONLY" ]; then
+    configs=$(echo "$configs" | while IFS='|' read -r name rest; do
+        case " $BENCH_ONLY " in *" $name "*) echo "$name|$rest" ;; esac
+    done)
+fi
 
 loops="empty:100000 args8:100000 d2h:40000"
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
