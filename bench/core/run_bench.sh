@@ -40,6 +40,8 @@ loops="empty:100000 args8:100000 d2h:40000"
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     loops="$loops torch:2000"
 fi
+# BENCH_LOOPS="empty:100000 args8:100000": run only these loops
+[ -n "$BENCH_LOOPS" ] && loops=$BENCH_LOOPS
 
 one() { # mode iters envs prefix
     if [ "$1" = torch ]; then set -- "$@" python3 "$here/torch_steps.py" "$2"
