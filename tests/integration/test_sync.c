@@ -127,6 +127,22 @@ START_TEST(latch_once_with_recent_launches)
 }
 END_TEST
 
+/* ATLAS_LAUNCH_RING=0: launches stay on the idle path; the fault is still
+ * reported once, without the launches before it. */
+START_TEST(latch_without_ring)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS", "ATLAS_LAUNCH_RING=0", NULL};
+    struct run_result r;
+    run_mode(&r, "fault", env);
+    HAS(r.out, "sync returned 700\ndtoh returned 700\nstream sync returned 700\n");
+    ck_assert_int_eq(count_lines(r.log, "fault: error="), 1);
+    ck_assert_int_eq(count_lines(r.log, "fault:   launch="), 0);
+    HAS(r.log, "no kernel launch was seen before it (ATLAS_LAUNCH_RING=0: launches are not "
+               "recorded)");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(debug_sync_names_the_culprit)
 {
     static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS=1", NULL};
@@ -200,6 +216,7 @@ int main(void)
     tcase_add_test(tc, counting_without_trace_is_silent);
     tcase_add_test(tc, running_count);
     tcase_add_test(tc, latch_once_with_recent_launches);
+    tcase_add_test(tc, latch_without_ring);
     tcase_add_test(tc, debug_sync_names_the_culprit);
     tcase_add_test(tc, debug_sync_never_inside_a_capture);
     tcase_add_test(tc, kernel_audit_table);
