@@ -1,16 +1,20 @@
-# make demo: a sample program under the preload. On a machine with a GPU
-# (nvidia-smi answers and nvcc is there) the real driver; else the fake one.
+# make demo, the README's main command: the demo program (examples/demo_steps.c) run through
+# atlas-trace with step diffs, red zones and the blocking-copy summary on. On a machine with a
+# GPU (nvidia-smi answers) the real driver runs it; else the project's fake driver, and the
+# demo says so. (Paths spelled out: mk/front.mk, which builds them, is read after this file.)
 
-HAVE_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && test -x $(NVCC) && echo yes)
+HAVE_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
+DEMO_DEPS := $(BUILD)/libatlastrace.so $(BUILD)/atlas-trace $(BUILD)/examples/demo_steps
+DEMO_OPTS := --trace --redzone=256 --redzone-check=launch --d2h
 
 .PHONY: demo
 ifeq ($(HAVE_GPU),yes)
-demo: $(BUILD)/libatlastrace.so $(GPU_DIR)/gpu_cudart_static
-	@echo "demo: real GPU ($$(nvidia-smi -L | head -1)): an nvcc program (static cudart) under the preload"
-	ATLAS_STATS=1 LD_PRELOAD=$(BUILD)/libatlastrace.so $(GPU_DIR)/gpu_cudart_static
+demo: $(DEMO_DEPS)
+	@echo "demo: real GPU: $$(nvidia-smi -L | head -1)"
+	$(BUILD)/atlas-trace $(DEMO_OPTS) $(BUILD)/examples/demo_steps
 else
-demo: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/tp_gpa
+demo: $(DEMO_DEPS) $(BUILD)/fake/libcuda.so.1 $(BUILD)/tests/front_demo_kernels.so
 	@echo "demo: no GPU here: running on the project's fake driver (build/fake/libcuda.so.1)"
-	@echo "demo: a program that fetches the driver through cuGetProcAddress, as cudart does"
-	LD_LIBRARY_PATH=$(BUILD)/fake ATLAS_STATS=1 LD_PRELOAD=$(BUILD)/libatlastrace.so $(BUILD)/tests/tp_gpa ptds self
+	LD_LIBRARY_PATH=$(BUILD)/fake $(BUILD)/atlas-trace $(DEMO_OPTS) \
+	  $(BUILD)/examples/demo_steps $(BUILD)/tests/front_demo_kernels.so
 endif

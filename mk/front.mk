@@ -70,7 +70,7 @@ FRONT_DEMO_KERNELS := $(BUILD)/tests/front_demo_kernels.so
 
 $(FRONT_DEMO): examples/demo_steps.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -rdynamic -o $@ $< -L$(FAKE_DIR) -lcuda
 
 $(FRONT_DEMO_KERNELS): tests/targets/front_demo_kernels.c tests/fake/fakecuda.h
 	@mkdir -p $(dir $@)

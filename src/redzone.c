@@ -383,8 +383,11 @@ static int sync_for_scan(void)
     if (r == CUDA_SUCCESS)
         return 0;
     static int said;
-    /* status 4: the driver is being torn down at exit; normal, not an error */
-    if (r != CUDA_ERROR_DEINITIALIZED && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+    /* status 4: the driver is being torn down at exit; no current context:
+     * the program released it (its zones were scanned at that teardown).
+     * Both normal, not an error. */
+    if (r != CUDA_ERROR_DEINITIALIZED && r != CUDA_ERROR_INVALID_CONTEXT &&
+        r != CUDA_ERROR_CONTEXT_IS_DESTROYED && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
         char nm[64];
         atl_log(ATL_WARN, "redzone: cannot check red zones: the context reports %s",
                 atl_error_name(r, nm, sizeof nm));
