@@ -35,7 +35,7 @@ int atl_config_find(const char *name)
 
 /* The value as shown in a message: at most 60 printable characters, so an
  * environment value can never forge extra log lines. */
-static void show_value(const char *v, char *out, size_t outsz)
+void atl_config_show_value(const char *v, char *out, size_t outsz)
 {
     size_t n = 0;
     for (; *v && n + 4 < outsz; v++) {
@@ -197,7 +197,7 @@ int atl_config_parse(struct atl_config *out, char *const *envp,
                     best = atl_cfg_vars[i].name;
                 }
             }
-            show_value(name, shown, sizeof shown);
+            atl_config_show_value(name, shown, sizeof shown);
             if (best && bestd <= 4)
                 snprintf(line, sizeof line, "unknown setting %s; did you mean %s?", shown, best);
             else
@@ -210,7 +210,7 @@ int atl_config_parse(struct atl_config *out, char *const *envp,
         unsigned long long num = 0;
         const char *why = parse_value(v, val, &num);
         if (why) {
-            show_value(val, shown, sizeof shown);
+            atl_config_show_value(val, shown, sizeof shown);
             show_default(v, def, sizeof def);
             snprintf(line, sizeof line, "ignoring %s='%s': %s; using %s", v->name, shown, why, def);
             warn(ctx, line);

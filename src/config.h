@@ -43,6 +43,10 @@ extern struct atl_config atl_cfg;
 int atl_config_parse(struct atl_config *out, char *const *envp,
                      void (*warn)(void *ctx, const char *line), void *ctx);
 
+/* A value as it may appear in a message: at most 60 printable characters
+ * (others become '?'), so environment text can never forge a log line. */
+void atl_config_show_value(const char *v, char *out, size_t outsz);
+
 /* Index of a setting by name, or -1. */
 int atl_config_find(const char *name);
 

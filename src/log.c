@@ -70,6 +70,12 @@ void atl_log(int level, const char *fmt, ...)
     emit(msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 }
 
+int atl_open_report_file(const char *pattern, char *expanded, size_t len)
+{
+    atl_config_expand_path(pattern, expanded, len);
+    return open(expanded, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
 int atl_log_open(const char *pattern)
 {
     if (!pattern)

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -954,16 +955,21 @@ unsigned atl_trace_init(void)
         mode = MODE_NVTX;
         snprintf(nvtx_name, sizeof nvtx_name, "%s", st + 5);
     } else {
+        char shown[72];
+        atl_config_show_value(st, shown, sizeof shown);
         atl_log(ATL_WARN,
-                "ignoring ATLAS_STEP: expected sync, capture, nvtx:NAME or api; using sync");
+                "ignoring ATLAS_STEP='%s': not sync, capture, nvtx:NAME or api; using sync",
+                shown);
         mode = MODE_SYNC;
     }
     atl_ignore_parse(&ignore_list, atl_cfg.diff_ignore);
     pthread_key_create(&exit_key, tbuf_release);
     if (atl_cfg.trace_file) {
         char path[4096];
-        atl_config_expand_path(atl_cfg.trace_file, path, sizeof path);
-        json = fopen(path, "we");
+        int fd = atl_open_report_file(atl_cfg.trace_file, path, sizeof path);
+        json = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!json && fd >= 0)
+            close(fd);
         if (!json)
             atl_log(ATL_WARN,
                     "step trace: cannot write ATLAS_TRACE_FILE (expanded: %s); no JSON lines",
