@@ -15,7 +15,8 @@ void *atl_real_ptr[ATL_ID_COUNT];
 
 #define ATL_REAL_OF(sym) ((__typeof__(&sym))__atomic_load_n(&atl_real_ptr[ATL_ID_##sym], __ATOMIC_ACQUIRE))
 
-/* The idle path: one load of atl_on, one predictable branch, a tail call.
+/* The idle path: one load of atl_on, one predictable branch, a tail call
+ * (launch kinds: one more test, for the fault latch's light path).
  * Everything else lives in a separate cold function so the fast path needs
  * no stack frame. */
 #define ATL_ENTRY(sym, KIND, fname, path, storage)                                                 \
@@ -39,11 +40,14 @@ void *atl_real_ptr[ATL_ID_COUNT];
     }                                                                                              \
     storage CUresult CUDAAPI fname(ATL_K_##KIND##_P)                                               \
     {                                                                                              \
+        const int id_ = ATL_ID_##sym;                                                              \
+        (void)id_;                                                                                 \
         __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
-        if (__builtin_expect(                                                                      \
-                !(__atomic_load_n(&atl_on, __ATOMIC_RELAXED) & (ATL_K_##KIND##_BIT)) && real_,    \
-                1))                                                                                \
+        unsigned on_ = __atomic_load_n(&atl_on, __ATOMIC_RELAXED);                                 \
+        if (__builtin_expect(!(on_ & (ATL_K_##KIND##_BIT)) && real_, 1)) {                         \
+            ATL_K_##KIND##_LIGHT                                                                   \
             return real_(ATL_K_##KIND##_A);                                                        \
+        }                                                                                          \
         return slow_##fname(ATL_K_##KIND##_A);                                                     \
     }
 

@@ -619,4 +619,89 @@
     atl_ctx_teardown_pre(&ev_);
 #define ATL_K_PCTX_RELEASE_POST
 
+/* ---- the light path ----
+ * ATL_K_KIND_LIGHT runs on the fast path (the kind's bit clear) when atl_on
+ * asks for it: the fault latch's ring of recent launches, kept without the
+ * engine's full slow path. Empty for every other kind. */
+#define ATL_K_ALLOC_LIGHT
+#define ATL_K_ALLOC_ASYNC_LIGHT
+#define ATL_K_ALLOC_MANAGED_LIGHT
+#define ATL_K_ALLOC_PITCH_LIGHT
+#define ATL_K_ALLOC_POOL_LIGHT
+#define ATL_K_CAPTURE_BEGIN1_LIGHT
+#define ATL_K_CAPTURE_BEGIN2_LIGHT
+#define ATL_K_CAPTURE_END_LIGHT
+#define ATL_K_CAPTURE_TOGRAPH_LIGHT
+#define ATL_K_CPY_2D_LIGHT
+#define ATL_K_CPY_2D_A_LIGHT
+#define ATL_K_CPY_3D_LIGHT
+#define ATL_K_CPY_3DBATCH_LIGHT
+#define ATL_K_CPY_3DBATCH1_LIGHT
+#define ATL_K_CPY_3DP_LIGHT
+#define ATL_K_CPY_3DP_A_LIGHT
+#define ATL_K_CPY_3D_A_LIGHT
+#define ATL_K_CPY_ATOA_LIGHT
+#define ATL_K_CPY_ATOD_LIGHT
+#define ATL_K_CPY_ATOH_LIGHT
+#define ATL_K_CPY_ATOH_A_LIGHT
+#define ATL_K_CPY_BATCH_LIGHT
+#define ATL_K_CPY_BATCH1_LIGHT
+#define ATL_K_CPY_DTOA_LIGHT
+#define ATL_K_CPY_DTOD_LIGHT
+#define ATL_K_CPY_DTOD_A_LIGHT
+#define ATL_K_CPY_DTOH_LIGHT
+#define ATL_K_CPY_DTOH_A_LIGHT
+#define ATL_K_CPY_GEN_LIGHT
+#define ATL_K_CPY_GEN_A_LIGHT
+#define ATL_K_CPY_HTOA_LIGHT
+#define ATL_K_CPY_HTOA_A_LIGHT
+#define ATL_K_CPY_HTOD_LIGHT
+#define ATL_K_CPY_HTOD_A_LIGHT
+#define ATL_K_CPY_PEER_LIGHT
+#define ATL_K_CPY_PEER_A_LIGHT
+#define ATL_K_CTX_DESTROY_LIGHT
+#define ATL_K_FREE_LIGHT
+#define ATL_K_FREE_ASYNC_LIGHT
+#define ATL_K_GET_FUNCTION_LIGHT
+#define ATL_K_GET_KERNEL_LIGHT
+#define ATL_K_GPA1_LIGHT
+#define ATL_K_GPA2_LIGHT
+#define ATL_K_GRAPH_LAUNCH_LIGHT \
+    if (on_ & ATL_ON_LAUNCH_RING)                                                             \
+        atl_graph_launch_light(id_, hExec, hStream);
+#define ATL_K_KERNEL_FUNC_LIGHT
+#define ATL_K_LAUNCH_LIGHT \
+    if (on_ & ATL_ON_LAUNCH_RING)                                                             \
+        atl_launch_light(id_, f, gx, gy, gz, bx, by, bz, shmem, hStream);
+#define ATL_K_LAUNCH_COOP_LIGHT \
+    if (on_ & ATL_ON_LAUNCH_RING)                                                             \
+        atl_launch_light(id_, f, gx, gy, gz, bx, by, bz, shmem, hStream);
+#define ATL_K_LAUNCH_EX_LIGHT \
+    if (on_ & ATL_ON_LAUNCH_RING)                                                             \
+        atl_launch_light_ex(id_, config, f);
+#define ATL_K_LIB_LOAD_DATA_LIGHT
+#define ATL_K_LIB_LOAD_FILE_LIGHT
+#define ATL_K_LIB_UNLOAD_LIGHT
+#define ATL_K_MOD_LOAD_LIGHT
+#define ATL_K_MOD_LOAD_DATA_LIGHT
+#define ATL_K_MOD_LOAD_EX_LIGHT
+#define ATL_K_MOD_UNLOAD_LIGHT
+#define ATL_K_PCTX_RELEASE_LIGHT
+#define ATL_K_SET_2D16_LIGHT
+#define ATL_K_SET_2D16_A_LIGHT
+#define ATL_K_SET_2D32_LIGHT
+#define ATL_K_SET_2D32_A_LIGHT
+#define ATL_K_SET_2D8_LIGHT
+#define ATL_K_SET_2D8_A_LIGHT
+#define ATL_K_SET_D16_LIGHT
+#define ATL_K_SET_D16_A_LIGHT
+#define ATL_K_SET_D32_LIGHT
+#define ATL_K_SET_D32_A_LIGHT
+#define ATL_K_SET_D8_LIGHT
+#define ATL_K_SET_D8_A_LIGHT
+#define ATL_K_SYNC_CTX_LIGHT
+#define ATL_K_SYNC_CTX2_LIGHT
+#define ATL_K_SYNC_EVENT_LIGHT
+#define ATL_K_SYNC_STREAM_LIGHT
+
 #endif

@@ -176,6 +176,28 @@ void atl_launch_from_config(struct atl_launch *l)
     }
 }
 
+void atl_launch_light(int hook, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                      unsigned by, unsigned bz, unsigned shmem, CUstream stream)
+{
+    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    atl_sync_ring_note(hook, f, grid, block, shmem, stream,
+                       __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED));
+}
+
+void atl_launch_light_ex(int hook, const CUlaunchConfig *c, CUfunction f)
+{
+    if (!c)
+        return;
+    atl_launch_light(hook, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                     c->blockDimZ, c->sharedMemBytes, c->hStream);
+}
+
+void atl_graph_launch_light(int hook, CUgraphExec exec, CUstream stream)
+{
+    struct atl_graph_launch g = {.hook = hook, .exec = exec, .stream = stream};
+    atl_sync_graph_launch_pre(&g, __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED));
+}
+
 void atl_launch_pre(struct atl_launch *l)
 {
     register_late_atexit();

@@ -27,6 +27,9 @@ enum {
     ATL_ON_MODULE = 1u << 7,
     ATL_ON_CTX = 1u << 8,
     ATL_ON_RESOLVE = 1u << 9, /* cuGetProcAddress: always slow, it rewrites answers */
+    /* launches note themselves in the fault latch's ring on the fast path
+     * (only looked at while ATL_ON_LAUNCH is clear) */
+    ATL_ON_LAUNCH_RING = 1u << 10,
     ATL_ON_ALL = 0xffffffffu,
 };
 
@@ -73,6 +76,13 @@ struct atl_launch {
     const CUlaunchConfig *config; /* cuLaunchKernelEx only */
     uint64_t seq;                 /* launch number, set by the engine */
 };
+/* The light path of launches (hooks' fast path, ATL_ON_LAUNCH_RING): a launch
+ * number and a slot in the fault latch's ring, nothing else. */
+void atl_launch_light(int hook, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                      unsigned by, unsigned bz, unsigned shmem, CUstream stream);
+void atl_launch_light_ex(int hook, const CUlaunchConfig *config, CUfunction f);
+void atl_graph_launch_light(int hook, CUgraphExec exec, CUstream stream);
+
 /* Fills grid, block, shared memory, stream and cluster from l->config. */
 void atl_launch_from_config(struct atl_launch *l);
 void atl_launch_pre(struct atl_launch *l);
