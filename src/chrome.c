@@ -94,15 +94,25 @@ static void hex(uint64_t v)
  * bytes replaced, so the file stays strict JSON whatever a name holds. */
 static void put_str(const char *s)
 {
-    need(1);
+    size_t n = strlen(s);
+    need(n + 2);
     ob[on++] = '"';
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        need(2);
-        if (c == '"' || c == '\\')
-            ob[on++] = '\\', ob[on++] = (char)c;
-        else
-            ob[on++] = c < 0x20 || c >= 0x7f ? '?' : (char)c;
+    /* names rarely need escaping: copy them whole when they do not */
+    size_t i = 0;
+    while (i < n && s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\')
+        i++;
+    if (i == n && n + 2 < sizeof ob) {
+        memcpy(ob + on, s, n);
+        on += n;
+    } else {
+        for (; *s; s++) {
+            unsigned char c = (unsigned char)*s;
+            need(3);
+            if (c == '"' || c == '\\')
+                ob[on++] = '\\', ob[on++] = (char)c;
+            else
+                ob[on++] = c < 0x20 || c >= 0x7f ? '?' : (char)c;
+        }
     }
     need(1);
     ob[on++] = '"';
