@@ -220,11 +220,22 @@ static char *chrome_run(struct run_result *r, const char *sc, const char *steps)
 #define EACH_LINE(text, line)                                                                      \
     for (char *line = strtok_r(text, "\n", &save_); line; line = strtok_r(NULL, "\n", &save_))
 
-static double num_after(const char *line, const char *key)
+static long num_after(const char *line, const char *key)
 {
     const char *p = strstr(line, key);
     ck_assert_msg(p != NULL, "no %s in %s", key, line);
-    return atof(p + strlen(key));
+    return atol(p + strlen(key));
+}
+
+/* A time in microseconds with three decimals, read exactly, in ns. */
+static long long ns_after(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    ck_assert_msg(p != NULL, "no %s in %s", key, line);
+    long long us = 0;
+    unsigned frac = 0;
+    ck_assert_msg(sscanf(p + strlen(key), "%lld.%3u", &us, &frac) == 2, "%s", line);
+    return us * 1000 + frac;
 }
 
 /* ---- the export ---------------------------------------------------------- */
@@ -265,7 +276,7 @@ START_TEST(steps_and_ops)
 
     /* each op sits inside its step's slice, on the stream's track; steps
      * do not overlap */
-    double beg[4] = {0}, end[4] = {0};
+    long long beg[4] = {0}, end[4] = {0};
     char *copy = strdup(text), *save_ = NULL;
     EACH_LINE(copy, line)
     {
@@ -273,8 +284,8 @@ START_TEST(steps_and_ops)
             int s = (int)num_after(line, "\"args\":{\"step\":");
             ck_assert(s >= 1 && s <= 3);
             ck_assert(strstr(line, "\"tid\":0,"));
-            beg[s] = num_after(line, "\"ts\":");
-            end[s] = beg[s] + num_after(line, "\"dur\":");
+            beg[s] = ns_after(line, "\"ts\":");
+            end[s] = beg[s] + ns_after(line, "\"dur\":");
         }
     }
     free(copy);
@@ -286,10 +297,10 @@ START_TEST(steps_and_ops)
     {
         if (strstr(line, "\"cat\":\"launch\"")) {
             int s = (int)num_after(line, "\"args\":{\"step\":");
-            double ts = num_after(line, "\"ts\":");
+            long long ts = ns_after(line, "\"ts\":");
             ck_assert(strstr(line, "\"tid\":1,") && strstr(line, "\"dur\":0,"));
-            ck_assert_msg(ts >= beg[s] && ts <= end[s], "op at %f outside step %d [%f, %f]", ts, s,
-                          beg[s], end[s]);
+            ck_assert_msg(ts >= beg[s] && ts <= end[s], "op at %lld outside step %d [%lld, %lld]",
+                          ts, s, beg[s], end[s]);
             checked++;
         }
     }
