@@ -6,17 +6,21 @@
  *    target enqueued, on a named track per stream, with the kernel names and
  *    arguments a person looks for, each op inside its step's slice;
  *  - every event is a line of its own ending in ",", so a file cut short by
- *    a crash repairs by dropping its last partial line;
+ *    a crash repairs by dropping its last partial line; a run killed with
+ *    SIGKILL keeps every step that ended;
  *  - two ranks of one program write trace-0/trace-1 through %r, and
  *    atlas-diff names the step and op where rank 1 took another branch.
  */
 #include "run.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define T(name) BUILD_DIR "/tests/" name
 #define TOOL BUILD_DIR "/tools/atlas-diff"
@@ -389,6 +393,54 @@ START_TEST(unwritable_file_said_once)
 }
 END_TEST
 
+/* Killed mid-run: the file holds the steps that ended, each event whole;
+ * it is not closed, and the repair of docs/chrome.md makes it strict JSON. */
+START_TEST(killed_run_keeps_ended_steps)
+{
+    char path[512], setting[600], lib[4096], fake[4096];
+    snprintf(path, sizeof path, "%s/killed.json", tmpdir);
+    snprintf(setting, sizeof setting, "ATLAS_CHROME_TRACE=%s", path);
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/libatlastrace.so", lib));
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/fake", fake));
+    pid_t pid = fork();
+    if (pid == 0) {
+        putenv(setting);
+        setenv("LD_PRELOAD", lib, 1);
+        setenv("LD_LIBRARY_PATH", fake, 1);
+        setenv("ATLAS_LOG", "/dev/null", 1);
+        execl(T("ranks"), T("ranks"), "hang", (char *)NULL);
+        _exit(127);
+    }
+    ck_assert_int_gt(pid, 0);
+    char *text = NULL;
+    for (int tries = 0; tries < 1000; tries++) { /* up to 10 s for two step ends */
+        struct stat st;
+        if (stat(path, &st) == 0) {
+            free(text);
+            text = slurp(path);
+            if (count_lines(text, "\"cat\":\"step\"") == 2)
+                break;
+        }
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    free(text);
+    text = slurp(path);
+    ck_assert_int_eq(count_lines(text, "\"cat\":\"step\""), 2);
+    ck_assert_int_eq(count_lines(text, "\"cat\":\"launch\""), 4); /* not the third step's */
+    ck_assert(!json_valid(text));
+    size_t n = strlen(text);
+    ck_assert(n > 3 && strcmp(text + n - 3, "},\n") == 0);
+    text[n - 2] = ']'; /* the repair: the last comma becomes the closing bracket */
+    text[n - 1] = '\0';
+    ck_assert_msg(json_valid(text), "repaired file is not JSON:\n%s", text);
+    free(text);
+}
+END_TEST
+
 /* ---- two ranks ----------------------------------------------------------- */
 
 static void run_rank(const char *how, int rank)
@@ -462,6 +514,7 @@ int main(void)
     tcase_add_test(tc, memsets_named);
     tcase_add_test(tc, one_event_per_line);
     tcase_add_test(tc, unwritable_file_said_once);
+    tcase_add_test(tc, killed_run_keeps_ended_steps);
     suite_add_tcase(s, tc);
     TCase *tr = tcase_create("ranks");
     tcase_set_timeout(tr, 60);

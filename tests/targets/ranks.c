@@ -4,7 +4,9 @@
  * fill and an add_step, ended by a stream synchronisation. With argv[1] =
  * "diverge", rank 1 takes another branch in the second step and launches
  * one extra kernel (scale) between the two: the op a collective would wait
- * on in a real program. With "same", every rank enqueues the same ops.
+ * on in a real program. With "same", every rank enqueues the same ops. With
+ * "hang", it enqueues one more op after the second step and waits for ever
+ * (the test kills it).
  */
 #include "../fake/fakecuda.h"
 
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK(call)                                                                                \
     do {                                                                                           \
@@ -40,6 +43,7 @@ static const struct fake_image image = {FAKE_IMAGE_MAGIC, 3, kernels};
 int main(int argc, char **argv)
 {
     int diverge = argc > 1 && strcmp(argv[1], "diverge") == 0;
+    int hang = argc > 1 && strcmp(argv[1], "hang") == 0; /* stops after two steps */
     const char *rank_env = getenv("RANK");
     int rank = rank_env ? atoi(rank_env) : 0;
     CUdevice dev;
@@ -70,6 +74,11 @@ int main(int argc, char **argv)
             CHECK(cuLaunchKernel(f_scale, 1, 1, 1, 32, 1, 1, 0, stream, kscale, NULL));
         CHECK(cuLaunchKernel(f_add, 4, 1, 1, 32, 1, 1, 0, stream, kadd, NULL));
         CHECK(cuStreamSynchronize(stream));
+        if (hang && i == 1) {
+            CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 32, 1, 1, 0, stream, kfill, NULL));
+            for (;;) /* a collective that never returns: the test kills us */
+                pause();
+        }
     }
     printf("ok rank=%d\n", rank);
     return 0;
