@@ -15,6 +15,7 @@
  */
 #include "trace.h"
 
+#include "chrome.h"
 #include "config.h"
 #include "driver.h"
 #include "kernels.h"
@@ -23,6 +24,8 @@
 #include "stack.h"
 #include "tracediff.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -204,6 +207,10 @@ struct tbuf {
     struct chunk *first, *cur;
     int oom;
     int free_; /* its thread exited: the next new thread takes it over */
+    /* ATLAS_CHROME_TRACE only: host enqueue times, parallel to ops. Kept
+     * out of the 64-byte record, which same_as compares byte for byte. */
+    uint64_t *ts;
+    size_t tscap;
 };
 
 static struct tbuf *threads; /* list head; entries live for the process */
@@ -323,6 +330,9 @@ static int recording;
 
 static void record(const struct atl_op *o, const void *const *params, const void *packed)
 {
+    /* the Chrome export's enqueue time: one vDSO clock read (about 20 ns),
+     * taken only when the export is on */
+    uint64_t now = atl_chrome_on ? atl_chrome_now() : 0;
     struct tbuf *b = tbuf_get();
     if (!b)
         return;
@@ -332,6 +342,17 @@ static void record(const struct atl_op *o, const void *const *params, const void
         if (!b->oom)
             b->oom = 1;
         goto out;
+    }
+    if (atl_chrome_on) {
+        if (b->tscap < b->cap) {
+            uint64_t *nt = realloc(b->ts, b->cap * sizeof *nt);
+            if (!nt) {
+                b->oom = 1;
+                goto out;
+            }
+            b->ts = nt, b->tscap = b->cap;
+        }
+        b->ts[b->nops] = now;
     }
     *d = *o;
     if (o->kind == ATL_OP_LAUNCH) {
@@ -372,6 +393,11 @@ out:
 
 static pthread_mutex_t step_mu = PTHREAD_MUTEX_INITIALIZER;
 static char step_name[64];
+/* ATLAS_CHROME_TRACE: the enqueue times of the step being finished, in the
+ * order of its ops, and when it began (under step_mu) */
+static uint64_t *step_ts;
+static size_t step_tscap;
+static uint64_t step_begin_ns;
 static uint64_t step_count;
 static struct atl_diff_stats stats;
 
@@ -398,11 +424,22 @@ static void harvest(struct atl_step *s)
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
         buf_lock(b);
-        for (size_t i = 0; s && i < b->nops; i++)
+        for (size_t i = 0; s && i < b->nops; i++) {
             if (atl_step_push(s, &b->ops[i]) != 0) {
                 atl_log_once_oom("the step trace");
                 break;
             }
+            if (atl_chrome_on && b->ts) {
+                if (s->nops > step_tscap) {
+                    size_t nc = step_tscap ? step_tscap * 2 : 4096;
+                    uint64_t *nt = realloc(step_ts, nc * sizeof *nt);
+                    if (nt)
+                        step_ts = nt, step_tscap = nc;
+                }
+                if (s->nops <= step_tscap)
+                    step_ts[s->nops - 1] = b->ts[i];
+            }
+        }
         if (b->oom == 1 && s)
             atl_log(ATL_WARN,
                     "step trace: out of memory while recording; the step ending now "
@@ -470,8 +507,20 @@ static void order_by_stream(struct atl_step *s)
     }
     for (size_t r = 1; r <= MAXS; r++)
         cnt[r] += cnt[r - 1];
-    for (size_t i = 0; i < s->nops; i++)
-        out[cnt[rank[i]]++] = s->ops[i];
+    /* the Chrome export's times follow their ops (ts NULL: not kept) */
+    uint64_t *ts = atl_chrome_on && step_tscap >= s->nops ? malloc(s->nops * sizeof *ts) : NULL;
+    for (size_t i = 0; i < s->nops; i++) {
+        size_t d = cnt[rank[i]]++;
+        out[d] = s->ops[i];
+        if (ts)
+            ts[d] = step_ts[i];
+    }
+    if (ts) {
+        memcpy(step_ts, ts, s->nops * sizeof *ts);
+        free(ts);
+    } else if (atl_chrome_on && step_tscap >= s->nops) {
+        memset(step_ts, 0, s->nops * sizeof *step_ts); /* times lost with the order */
+    }
     free(s->ops);
     s->ops = out;
     s->capops = s->nops;
@@ -533,12 +582,24 @@ static int same_as(const struct atl_step *a, const struct atl_step *b)
            memcmp(a->bytes, b->bytes, a->nbytes) == 0;
 }
 
+/* Under step_mu: the step's slice and ops into the Chrome trace. Pointers
+ * must be resolved and kernel names demangled first. */
+static void chrome_write(struct atl_step *s, uint64_t begin, uint64_t end)
+{
+    name_ops(s);
+    atl_chrome_step(s, step_tscap >= s->nops ? step_ts : NULL, begin, end);
+}
+
 static void step_finish(const char *name)
 {
     struct atl_step s;
+    uint64_t end = atl_chrome_on ? atl_chrome_now() : 0;
     pthread_mutex_lock(&step_mu);
     atl_step_init(&s, name);
     harvest(&s);
+    uint64_t begin = step_begin_ns;
+    if (atl_chrome_on)
+        step_begin_ns = end; /* sync mode: the next step opens here */
     if (s.nops == 0) {
         atl_step_free(&s);
         pthread_mutex_unlock(&step_mu);
@@ -569,11 +630,14 @@ static void step_finish(const char *name)
      * resolved) stays as the reference, so an identical step costs no
      * hashing, no ledger look-ups and no allocation beyond the merge. */
     if (same_as(prev, &s)) {
-        if (json) {
+        if (json || atl_chrome_on)
             resolve_pointers(&s);
+        if (json) {
             atl_step_write_json(&s, json);
             fflush(json);
         }
+        if (atl_chrome_on)
+            chrome_write(&s, begin, end);
         uint64_t was = prev->nth;
         prev->index = s.index, prev->nth = s.nth;
         atl_step_free(&s);
@@ -594,6 +658,8 @@ static void step_finish(const char *name)
         atl_step_write_json(&s, json);
         fflush(json);
     }
+    if (atl_chrome_on)
+        chrome_write(&s, begin, end);
     name_ops(prev);
     name_ops(&s);
     if (prev->ops)
@@ -614,6 +680,8 @@ void atl_trace_step_begin(const char *name)
         atl_trace_step_end();
     pthread_mutex_lock(&step_mu);
     harvest(NULL); /* whatever was enqueued outside a step is not part of it */
+    if (atl_chrome_on)
+        step_begin_ns = atl_chrome_now();
     snprintf(step_name, sizeof step_name, "%s", name && *name ? name : "step");
     __atomic_store_n(&recording, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&step_mu);
@@ -942,7 +1010,8 @@ __attribute__((visibility("default"))) void atlas_step_end_impl(void)
 
 unsigned atl_trace_init(void)
 {
-    if (!atl_cfg.trace)
+    /* ATLAS_CHROME_TRACE alone records too (as atlas-trace --chrome does) */
+    if (!atl_cfg.trace && !atl_cfg.chrome_trace)
         return 0;
     const char *st = atl_cfg.step ? atl_cfg.step : "sync";
     if (strcmp(st, "sync") == 0) {
@@ -968,13 +1037,16 @@ unsigned atl_trace_init(void)
         char path[4096];
         int fd = atl_open_report_file(atl_cfg.trace_file, path, sizeof path);
         json = fd >= 0 ? fdopen(fd, "w") : NULL;
+        int e = errno;
         if (!json && fd >= 0)
             close(fd);
         if (!json)
             atl_log(ATL_WARN,
-                    "step trace: cannot write ATLAS_TRACE_FILE (expanded: %s); no JSON lines",
-                    path);
+                    "step trace: cannot write ATLAS_TRACE_FILE (expanded: %s): %s; no JSON lines",
+                    path, strerror(e));
     }
+    if (atl_cfg.chrome_trace && atl_chrome_open(atl_cfg.chrome_trace) == 0)
+        step_begin_ns = atl_chrome_now();
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */
     atl_trace_on = 1;
     recording = mode == MODE_SYNC;
@@ -1006,5 +1078,6 @@ void atl_trace_exit(void)
         fclose(json);
         json = NULL;
     }
+    atl_chrome_close();
     pthread_mutex_unlock(&step_mu);
 }
