@@ -158,8 +158,7 @@ static void put_sort(int tid, int index)
 int atl_chrome_open(const char *pattern)
 {
     char path[4096];
-    atl_config_expand_path(pattern, path, sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = atl_open_report_file(pattern, path, sizeof path);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         int e = errno;
