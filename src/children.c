@@ -45,7 +45,7 @@ static int truthy(const char *v)
 
 __attribute__((constructor)) static void children_strip_preload(void)
 {
-    const char *v = getenv("ATLAS_NO_CHILDREN");
+    const char *v = secure_getenv("ATLAS_NO_CHILDREN");
     /* A set-uid program reads no settings (as init_body), and its ld.so ignored us anyway. */
     if (!v || !truthy(v) || getauxval(AT_SECURE))
         return;

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* secure_getenv */
 #include "config.h"
 
 #include <ctype.h>
@@ -228,7 +229,7 @@ static const char *rank_string(void)
     static const char *const vars[] = {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
                                        "SLURM_PROCID"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *r = getenv(vars[i]);
+        const char *r = secure_getenv(vars[i]);
         if (r && *r && strspn(r, "0123456789") == strlen(r) && strlen(r) < 12)
             return r;
     }

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* secure_getenv */
 /*
  * Diagnostics: the log line, driver error names, and ATLAS_DEBUG_SYNC_KERNELS.
  */
@@ -46,7 +47,7 @@ static _Atomic int debug_sync_state;
 
 static void debug_sync_read_env(void)
 {
-    const char *v = getenv("ATLAS_DEBUG_SYNC_KERNELS");
+    const char *v = secure_getenv("ATLAS_DEBUG_SYNC_KERNELS");
     debug_sync_on = 0;
     if (!v || !*v || strcmp(v, "0") == 0)
         return;
