@@ -34,6 +34,13 @@ int stats_row(const char *log, const char *fn, struct stat_row *row);
 /* The fake driver's own count of `fn` from a target's stdout (0 if absent). */
 unsigned long long fake_count(const char *out, const char *fn);
 
+/* Check assertions on a program's output or log (for test files that
+ * include check.h). */
+#define HAS(text, needle)                                                                          \
+    ck_assert_msg(strstr((text), (needle)) != NULL, "missing '%s' in:\n%s", (needle), (text))
+#define HASNT(text, needle)                                                                        \
+    ck_assert_msg(strstr((text), (needle)) == NULL, "unexpected '%s' in:\n%s", (needle), (text))
+
 /* Number of lines in `text` containing `needle`. */
 int count_lines(const char *text, const char *needle);
 
