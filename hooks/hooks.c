@@ -13,7 +13,8 @@
 
 void *atl_real_ptr[ATL_ID_COUNT];
 
-#define ATL_REAL_OF(sym) ((__typeof__(&sym))__atomic_load_n(&atl_real_ptr[ATL_ID_##sym], __ATOMIC_ACQUIRE))
+#define ATL_REAL_OF(sym)                                                                           \
+    ((__typeof__(&sym))__atomic_load_n(&atl_real_ptr[ATL_ID_##sym], __ATOMIC_ACQUIRE))
 
 /* The idle path: one load of atl_on, one predictable branch, a tail call
  * (launch kinds: one more test, for the fault latch's light path).
@@ -32,10 +33,8 @@ void *atl_real_ptr[ATL_ID_COUNT];
         }                                                                                          \
         if (!atl_enter(id_, path))                                                                 \
             return real_(ATL_K_##KIND##_A);                                                        \
-        ATL_K_##KIND##_PRE                                                                         \
-        CUresult r_ = real_(ATL_K_##KIND##_A);                                                     \
-        ATL_K_##KIND##_POST                                                                        \
-        atl_leave();                                                                               \
+        ATL_K_##KIND##_PRE CUresult r_ = real_(ATL_K_##KIND##_A);                                  \
+        ATL_K_##KIND##_POST atl_leave();                                                           \
         return r_;                                                                                 \
     }                                                                                              \
     storage CUresult CUDAAPI fname(ATL_K_##KIND##_P)                                               \
@@ -45,8 +44,7 @@ void *atl_real_ptr[ATL_ID_COUNT];
         __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
         unsigned on_ = __atomic_load_n(&atl_on, __ATOMIC_RELAXED);                                 \
         if (__builtin_expect(!(on_ & (ATL_K_##KIND##_BIT)) && real_, 1)) {                         \
-            ATL_K_##KIND##_LIGHT                                                                   \
-            return real_(ATL_K_##KIND##_A);                                                        \
+            ATL_K_##KIND##_LIGHT return real_(ATL_K_##KIND##_A);                                   \
         }                                                                                          \
         return slow_##fname(ATL_K_##KIND##_A);                                                     \
     }

@@ -22,7 +22,7 @@
 #define ATL_K_GPA1_POST atl_gpa_swap(r_, pfn);
 
 #define ATL_K_GPA2_P                                                                               \
-    const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,                            \
+    const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,                             \
         CUdriverProcAddressQueryResult *symbolStatus
 #define ATL_K_GPA2_A symbol, pfn, cudaVersion, flags, symbolStatus
 #define ATL_K_GPA2_BIT ATL_ON_RESOLVE
@@ -31,26 +31,35 @@
 
 /* ---- launches ---- */
 #define ATL_K_LAUNCH_P                                                                             \
-    CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,             \
+    CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,              \
         unsigned int by, unsigned int bz, unsigned int shmem, CUstream hStream, void **kp,         \
         void **extra
 #define ATL_K_LAUNCH_A f, gx, gy, gz, bx, by, bz, shmem, hStream, kp, extra
 #define ATL_K_LAUNCH_BIT ATL_ON_LAUNCH
 #define ATL_K_LAUNCH_PRE                                                                           \
-    struct atl_launch ev_ = {.hook = id_, .func = f, .grid = {gx, gy, gz},                         \
-                             .block = {bx, by, bz}, .shmem = shmem, .stream = hStream,             \
-                             .params = kp, .extra = extra};                                        \
+    struct atl_launch ev_ = {.hook = id_,                                                          \
+                             .func = f,                                                            \
+                             .grid = {gx, gy, gz},                                                 \
+                             .block = {bx, by, bz},                                                \
+                             .shmem = shmem,                                                       \
+                             .stream = hStream,                                                    \
+                             .params = kp,                                                         \
+                             .extra = extra};                                                      \
     atl_launch_pre(&ev_);
 #define ATL_K_LAUNCH_POST r_ = atl_launch_post(&ev_, r_);
 
 #define ATL_K_LAUNCH_COOP_P                                                                        \
-    CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,             \
+    CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,              \
         unsigned int by, unsigned int bz, unsigned int shmem, CUstream hStream, void **kp
 #define ATL_K_LAUNCH_COOP_A f, gx, gy, gz, bx, by, bz, shmem, hStream, kp
 #define ATL_K_LAUNCH_COOP_BIT ATL_ON_LAUNCH
 #define ATL_K_LAUNCH_COOP_PRE                                                                      \
-    struct atl_launch ev_ = {.hook = id_, .func = f, .grid = {gx, gy, gz},                         \
-                             .block = {bx, by, bz}, .shmem = shmem, .stream = hStream,             \
+    struct atl_launch ev_ = {.hook = id_,                                                          \
+                             .func = f,                                                            \
+                             .grid = {gx, gy, gz},                                                 \
+                             .block = {bx, by, bz},                                                \
+                             .shmem = shmem,                                                       \
+                             .stream = hStream,                                                    \
                              .params = kp};                                                        \
     atl_launch_pre(&ev_);
 #define ATL_K_LAUNCH_COOP_POST r_ = atl_launch_post(&ev_, r_);
@@ -59,8 +68,8 @@
 #define ATL_K_LAUNCH_EX_A config, f, kp, extra
 #define ATL_K_LAUNCH_EX_BIT ATL_ON_LAUNCH
 #define ATL_K_LAUNCH_EX_PRE                                                                        \
-    struct atl_launch ev_ = {.hook = id_, .func = f, .params = kp, .extra = extra,                 \
-                             .config = config};                                                    \
+    struct atl_launch ev_ = {                                                                      \
+        .hook = id_, .func = f, .params = kp, .extra = extra, .config = config};                   \
     atl_launch_from_config(&ev_);                                                                  \
     atl_launch_pre(&ev_);
 #define ATL_K_LAUNCH_EX_POST r_ = atl_launch_post(&ev_, r_);
@@ -78,7 +87,7 @@
 #define ATL_K_CAPTURE_BEGIN1_A hStream
 #define ATL_K_CAPTURE_BEGIN1_BIT ATL_ON_CAPTURE
 #define ATL_K_CAPTURE_BEGIN1_PRE                                                                   \
-    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = -1, .begin = 1};            \
+    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = -1, .begin = 1};             \
     atl_capture_pre(&ev_);
 #define ATL_K_CAPTURE_BEGIN1_POST atl_capture_post(&ev_, r_);
 
@@ -86,18 +95,18 @@
 #define ATL_K_CAPTURE_BEGIN2_A hStream, mode
 #define ATL_K_CAPTURE_BEGIN2_BIT ATL_ON_CAPTURE
 #define ATL_K_CAPTURE_BEGIN2_PRE                                                                   \
-    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = (int)mode, .begin = 1};     \
+    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = (int)mode, .begin = 1};      \
     atl_capture_pre(&ev_);
 #define ATL_K_CAPTURE_BEGIN2_POST atl_capture_post(&ev_, r_);
 
 #define ATL_K_CAPTURE_TOGRAPH_P                                                                    \
-    CUstream hStream, CUgraph hGraph, const CUgraphNode *deps, const CUgraphEdgeData *depData,    \
+    CUstream hStream, CUgraph hGraph, const CUgraphNode *deps, const CUgraphEdgeData *depData,     \
         size_t numDeps, CUstreamCaptureMode mode
 #define ATL_K_CAPTURE_TOGRAPH_A hStream, hGraph, deps, depData, numDeps, mode
 #define ATL_K_CAPTURE_TOGRAPH_BIT ATL_ON_CAPTURE
 #define ATL_K_CAPTURE_TOGRAPH_PRE                                                                  \
-    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = (int)mode,                  \
-                              .graph = hGraph, .begin = 1};                                        \
+    struct atl_capture ev_ = {                                                                     \
+        .hook = id_, .stream = hStream, .mode = (int)mode, .graph = hGraph, .begin = 1};           \
     atl_capture_pre(&ev_);
 #define ATL_K_CAPTURE_TOGRAPH_POST atl_capture_post(&ev_, r_);
 
@@ -105,7 +114,7 @@
 #define ATL_K_CAPTURE_END_A hStream, phGraph
 #define ATL_K_CAPTURE_END_BIT ATL_ON_CAPTURE
 #define ATL_K_CAPTURE_END_PRE                                                                      \
-    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = -1};                        \
+    struct atl_capture ev_ = {.hook = id_, .stream = hStream, .mode = -1};                         \
     atl_capture_pre(&ev_);
 #define ATL_K_CAPTURE_END_POST                                                                     \
     ev_.graph = (r_ == CUDA_SUCCESS && phGraph) ? *phGraph : NULL;                                 \
@@ -116,8 +125,8 @@
 #define ATL_K_ALLOC_A dptr, bytesize
 #define ATL_K_ALLOC_BIT ATL_ON_ALLOC
 #define ATL_K_ALLOC_PRE                                                                            \
-    struct atl_alloc ev_ = {.hook = id_, .kind = ATL_ALLOC_DEVICE, .dptr = dptr,                   \
-                            .bytes = bytesize};                                                    \
+    struct atl_alloc ev_ = {                                                                       \
+        .hook = id_, .kind = ATL_ALLOC_DEVICE, .dptr = dptr, .bytes = bytesize};                   \
     atl_alloc_pre(&ev_);                                                                           \
     bytesize = ev_.padded;
 #define ATL_K_ALLOC_POST atl_alloc_post(&ev_, r_);
@@ -127,9 +136,14 @@
 #define ATL_K_ALLOC_PITCH_A dptr, pPitch, width, height, elemSize
 #define ATL_K_ALLOC_PITCH_BIT ATL_ON_ALLOC
 #define ATL_K_ALLOC_PITCH_PRE                                                                      \
-    struct atl_alloc ev_ = {.hook = id_, .kind = ATL_ALLOC_PITCH, .dptr = dptr,                    \
-                            .pitch = pPitch, .width = width, .height = height,                     \
-                            .elem = elemSize, .bytes = width * height};                            \
+    struct atl_alloc ev_ = {.hook = id_,                                                           \
+                            .kind = ATL_ALLOC_PITCH,                                               \
+                            .dptr = dptr,                                                          \
+                            .pitch = pPitch,                                                       \
+                            .width = width,                                                        \
+                            .height = height,                                                      \
+                            .elem = elemSize,                                                      \
+                            .bytes = width * height};                                              \
     atl_alloc_pre(&ev_);                                                                           \
     if (ev_.padded_height)                                                                         \
         height = ev_.padded_height;
@@ -139,8 +153,8 @@
 #define ATL_K_ALLOC_MANAGED_A dptr, bytesize, mflags
 #define ATL_K_ALLOC_MANAGED_BIT ATL_ON_ALLOC
 #define ATL_K_ALLOC_MANAGED_PRE                                                                    \
-    struct atl_alloc ev_ = {.hook = id_, .kind = ATL_ALLOC_MANAGED, .dptr = dptr,                  \
-                            .bytes = bytesize};                                                    \
+    struct atl_alloc ev_ = {                                                                       \
+        .hook = id_, .kind = ATL_ALLOC_MANAGED, .dptr = dptr, .bytes = bytesize};                  \
     atl_alloc_pre(&ev_);                                                                           \
     bytesize = ev_.padded;
 #define ATL_K_ALLOC_MANAGED_POST atl_alloc_post(&ev_, r_);
@@ -149,19 +163,22 @@
 #define ATL_K_ALLOC_ASYNC_A dptr, bytesize, hStream
 #define ATL_K_ALLOC_ASYNC_BIT ATL_ON_ALLOC
 #define ATL_K_ALLOC_ASYNC_PRE                                                                      \
-    struct atl_alloc ev_ = {.hook = id_, .kind = ATL_ALLOC_ASYNC, .dptr = dptr,                    \
-                            .bytes = bytesize, .stream = hStream};                                 \
+    struct atl_alloc ev_ = {                                                                       \
+        .hook = id_, .kind = ATL_ALLOC_ASYNC, .dptr = dptr, .bytes = bytesize, .stream = hStream}; \
     atl_alloc_pre(&ev_);                                                                           \
     bytesize = ev_.padded;
 #define ATL_K_ALLOC_ASYNC_POST atl_alloc_post(&ev_, r_);
 
-#define ATL_K_ALLOC_POOL_P                                                                         \
-    CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream
+#define ATL_K_ALLOC_POOL_P CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream
 #define ATL_K_ALLOC_POOL_A dptr, bytesize, pool, hStream
 #define ATL_K_ALLOC_POOL_BIT ATL_ON_ALLOC
 #define ATL_K_ALLOC_POOL_PRE                                                                       \
-    struct atl_alloc ev_ = {.hook = id_, .kind = ATL_ALLOC_ASYNC, .dptr = dptr,                    \
-                            .bytes = bytesize, .stream = hStream, .pool = pool};                   \
+    struct atl_alloc ev_ = {.hook = id_,                                                           \
+                            .kind = ATL_ALLOC_ASYNC,                                               \
+                            .dptr = dptr,                                                          \
+                            .bytes = bytesize,                                                     \
+                            .stream = hStream,                                                     \
+                            .pool = pool};                                                         \
     atl_alloc_pre(&ev_);                                                                           \
     bytesize = ev_.padded;
 #define ATL_K_ALLOC_POOL_POST atl_alloc_post(&ev_, r_);
@@ -191,19 +208,19 @@
 #define ATL_K_CPY_GEN_P CUdeviceptr dst, CUdeviceptr src, size_t n
 #define ATL_K_CPY_GEN_A dst, src, n
 #define ATL_K_CPY_GEN_BIT ATL_ON_COPY
-#define ATL_K_CPY_GEN_PRE ATL_COPY_EVENT(.kind = ATL_CPY_GENERIC, .dst = dst, .src = src, .bytes = n)
+#define ATL_K_CPY_GEN_PRE                                                                          \
+    ATL_COPY_EVENT(.kind = ATL_CPY_GENERIC, .dst = dst, .src = src, .bytes = n)
 #define ATL_K_CPY_GEN_POST ATL_COPY_POST
 
 #define ATL_K_CPY_GEN_A_P CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream
 #define ATL_K_CPY_GEN_A_A dst, src, n, hStream
 #define ATL_K_CPY_GEN_A_BIT ATL_ON_COPY
 #define ATL_K_CPY_GEN_A_PRE                                                                        \
-    ATL_COPY_EVENT(.kind = ATL_CPY_GENERIC, .async = 1, .dst = dst, .src = src, .bytes = n,         \
+    ATL_COPY_EVENT(.kind = ATL_CPY_GENERIC, .async = 1, .dst = dst, .src = src, .bytes = n,        \
                    .stream = hStream)
 #define ATL_K_CPY_GEN_A_POST ATL_COPY_POST
 
-#define ATL_K_CPY_PEER_P                                                                           \
-    CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n
+#define ATL_K_CPY_PEER_P CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n
 #define ATL_K_CPY_PEER_A dst, dctx, src, sctx, n
 #define ATL_K_CPY_PEER_BIT ATL_ON_COPY
 #define ATL_K_CPY_PEER_PRE ATL_COPY_EVENT(.kind = ATL_CPY_PEER, .dst = dst, .src = src, .bytes = n)
@@ -214,7 +231,7 @@
 #define ATL_K_CPY_PEER_A_A dst, dctx, src, sctx, n, hStream
 #define ATL_K_CPY_PEER_A_BIT ATL_ON_COPY
 #define ATL_K_CPY_PEER_A_PRE                                                                       \
-    ATL_COPY_EVENT(.kind = ATL_CPY_PEER, .async = 1, .dst = dst, .src = src, .bytes = n,            \
+    ATL_COPY_EVENT(.kind = ATL_CPY_PEER, .async = 1, .dst = dst, .src = src, .bytes = n,           \
                    .stream = hStream)
 #define ATL_K_CPY_PEER_A_POST ATL_COPY_POST
 
@@ -229,7 +246,7 @@
 #define ATL_K_CPY_HTOD_A_A dst, src, n, hStream
 #define ATL_K_CPY_HTOD_A_BIT ATL_ON_COPY
 #define ATL_K_CPY_HTOD_A_PRE                                                                       \
-    ATL_COPY_EVENT(.kind = ATL_CPY_HTOD, .async = 1, .dst = dst, .host_src = src, .bytes = n,       \
+    ATL_COPY_EVENT(.kind = ATL_CPY_HTOD, .async = 1, .dst = dst, .host_src = src, .bytes = n,      \
                    .stream = hStream)
 #define ATL_K_CPY_HTOD_A_POST ATL_COPY_POST
 
@@ -244,7 +261,7 @@
 #define ATL_K_CPY_DTOH_A_A dst, src, n, hStream
 #define ATL_K_CPY_DTOH_A_BIT ATL_ON_COPY
 #define ATL_K_CPY_DTOH_A_PRE                                                                       \
-    ATL_COPY_EVENT(.kind = ATL_CPY_DTOH, .async = 1, .host_dst = dst, .src = src, .bytes = n,       \
+    ATL_COPY_EVENT(.kind = ATL_CPY_DTOH, .async = 1, .host_dst = dst, .src = src, .bytes = n,      \
                    .stream = hStream)
 #define ATL_K_CPY_DTOH_A_POST ATL_COPY_POST
 
@@ -258,7 +275,7 @@
 #define ATL_K_CPY_DTOD_A_A dst, src, n, hStream
 #define ATL_K_CPY_DTOD_A_BIT ATL_ON_COPY
 #define ATL_K_CPY_DTOD_A_PRE                                                                       \
-    ATL_COPY_EVENT(.kind = ATL_CPY_DTOD, .async = 1, .dst = dst, .src = src, .bytes = n,            \
+    ATL_COPY_EVENT(.kind = ATL_CPY_DTOD, .async = 1, .dst = dst, .src = src, .bytes = n,           \
                    .stream = hStream)
 #define ATL_K_CPY_DTOD_A_POST ATL_COPY_POST
 
@@ -393,7 +410,7 @@
 
 /* ---- memsets ---- */
 #define ATL_SET_EVENT(...)                                                                         \
-    struct atl_memset ev_ = {.hook = id_, __VA_ARGS__};                                           \
+    struct atl_memset ev_ = {.hook = id_, __VA_ARGS__};                                            \
     atl_memset_pre(&ev_);
 #define ATL_SET_POST r_ = atl_memset_post(&ev_, r_);
 
@@ -515,7 +532,9 @@
 #define ATL_K_GET_FUNCTION_BIT ATL_ON_LOOKUP
 #define ATL_K_GET_FUNCTION_PRE
 #define ATL_K_GET_FUNCTION_POST                                                                    \
-    struct atl_lookup ev_ = {.hook = id_, .kind = ATL_LOOKUP_MODULE_FUNCTION, .owner = hmod,       \
+    struct atl_lookup ev_ = {.hook = id_,                                                          \
+                             .kind = ATL_LOOKUP_MODULE_FUNCTION,                                   \
+                             .owner = hmod,                                                        \
                              .name = name,                                                         \
                              .result = (r_ == CUDA_SUCCESS && hfunc) ? (void *)*hfunc : NULL};     \
     atl_lookup_post(&ev_, r_);
@@ -525,7 +544,9 @@
 #define ATL_K_GET_KERNEL_BIT ATL_ON_LOOKUP
 #define ATL_K_GET_KERNEL_PRE
 #define ATL_K_GET_KERNEL_POST                                                                      \
-    struct atl_lookup ev_ = {.hook = id_, .kind = ATL_LOOKUP_LIBRARY_KERNEL, .owner = library,     \
+    struct atl_lookup ev_ = {.hook = id_,                                                          \
+                             .kind = ATL_LOOKUP_LIBRARY_KERNEL,                                    \
+                             .owner = library,                                                     \
                              .name = name,                                                         \
                              .result = (r_ == CUDA_SUCCESS && pKernel) ? (void *)*pKernel : NULL}; \
     atl_lookup_post(&ev_, r_);
@@ -535,7 +556,9 @@
 #define ATL_K_KERNEL_FUNC_BIT ATL_ON_LOOKUP
 #define ATL_K_KERNEL_FUNC_PRE
 #define ATL_K_KERNEL_FUNC_POST                                                                     \
-    struct atl_lookup ev_ = {.hook = id_, .kind = ATL_LOOKUP_KERNEL_FUNCTION, .owner = kernel,     \
+    struct atl_lookup ev_ = {.hook = id_,                                                          \
+                             .kind = ATL_LOOKUP_KERNEL_FUNCTION,                                   \
+                             .owner = kernel,                                                      \
                              .result = (r_ == CUDA_SUCCESS && pFunc) ? (void *)*pFunc : NULL};     \
     atl_lookup_post(&ev_, r_);
 
@@ -666,18 +689,18 @@
 #define ATL_K_GET_KERNEL_LIGHT
 #define ATL_K_GPA1_LIGHT
 #define ATL_K_GPA2_LIGHT
-#define ATL_K_GRAPH_LAUNCH_LIGHT \
-    if (on_ & ATL_ON_LAUNCH_RING)                                                             \
+#define ATL_K_GRAPH_LAUNCH_LIGHT                                                                   \
+    if (on_ & ATL_ON_LAUNCH_RING)                                                                  \
         atl_graph_launch_light(id_, hExec, hStream);
 #define ATL_K_KERNEL_FUNC_LIGHT
-#define ATL_K_LAUNCH_LIGHT \
-    if (on_ & ATL_ON_LAUNCH_RING)                                                             \
+#define ATL_K_LAUNCH_LIGHT                                                                         \
+    if (on_ & ATL_ON_LAUNCH_RING)                                                                  \
         atl_launch_light(id_, f, gx, gy, gz, bx, by, bz, shmem, hStream);
-#define ATL_K_LAUNCH_COOP_LIGHT \
-    if (on_ & ATL_ON_LAUNCH_RING)                                                             \
+#define ATL_K_LAUNCH_COOP_LIGHT                                                                    \
+    if (on_ & ATL_ON_LAUNCH_RING)                                                                  \
         atl_launch_light(id_, f, gx, gy, gz, bx, by, bz, shmem, hStream);
-#define ATL_K_LAUNCH_EX_LIGHT \
-    if (on_ & ATL_ON_LAUNCH_RING)                                                             \
+#define ATL_K_LAUNCH_EX_LIGHT                                                                      \
+    if (on_ & ATL_ON_LAUNCH_RING)                                                                  \
         atl_launch_light_ex(id_, config, f);
 #define ATL_K_LIB_LOAD_DATA_LIGHT
 #define ATL_K_LIB_LOAD_FILE_LIGHT

@@ -9,8 +9,8 @@
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
-#include "sync.h"
 #include "redzone.h"
+#include "sync.h"
 #include "trace.h"
 
 #include <pthread.h>
@@ -25,11 +25,11 @@ extern char **environ;
 unsigned atl_on = ATL_ON_ALL;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int initialised;   /* init finished */
-static int finished;      /* exit report done: hooks pass through */
-static int in_child;      /* forked child: never report */
-static int exit_started;  /* atl_engine_exit entered */
-static int late_atexit;   /* second atexit registration done */
+static int initialised;  /* init finished */
+static int finished;     /* exit report done: hooks pass through */
+static int in_child;     /* forked child: never report */
+static int exit_started; /* atl_engine_exit entered */
+static int late_atexit;  /* second atexit registration done */
 
 static __thread int depth __attribute__((tls_model("initial-exec")));
 
@@ -361,8 +361,10 @@ void atl_log_once_oom(const char *what)
 {
     static int said;
     if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-        atl_log(ATL_ERROR, "out of memory in %s: atlastrace's reports are incomplete from here on "
-                           "(the program is not affected)", what);
+        atl_log(ATL_ERROR,
+                "out of memory in %s: atlastrace's reports are incomplete from here on "
+                "(the program is not affected)",
+                what);
 }
 
 /* ---- reports --------------------------------------------------------------- */
@@ -371,7 +373,10 @@ static void stats_table(const char *tag)
 {
     char line[320];
     uint64_t total = 0;
-    snprintf(line, sizeof line, "%s: function                              calls     linked      dlsym        gpa  got:dlsym  got:gpa", tag);
+    snprintf(line, sizeof line,
+             "%s: function                              calls     linked      dlsym        gpa  "
+             "got:dlsym  got:gpa",
+             tag);
     atl_log_line(line);
     for (int h = 0; h < ATL_ID_COUNT; h++) {
         uint64_t c[ATL_PATH_COUNT], sum = 0;

@@ -101,15 +101,15 @@ struct atl_alloc {
     int hook;
     enum atl_alloc_kind kind;
     CUdeviceptr *dptr;
-    size_t bytes;           /* asked for; pre may raise `padded` above it */
-    size_t padded;          /* what is passed to the driver */
-    size_t *pitch;          /* cuMemAllocPitch_v2 */
-    size_t width, height;   /* cuMemAllocPitch_v2: bytes per row, rows */
-    unsigned elem;          /* cuMemAllocPitch_v2 element size */
-    CUstream stream;        /* stream-ordered */
-    CUmemoryPool pool;      /* cuMemAllocFromPoolAsync */
-    size_t padded_height;   /* cuMemAllocPitch_v2: rows passed to the driver (0: height) */
-    uint64_t seq;           /* creation number (the ledger's), set by the engine */
+    size_t bytes;         /* asked for; pre may raise `padded` above it */
+    size_t padded;        /* what is passed to the driver */
+    size_t *pitch;        /* cuMemAllocPitch_v2 */
+    size_t width, height; /* cuMemAllocPitch_v2: bytes per row, rows */
+    unsigned elem;        /* cuMemAllocPitch_v2 element size */
+    CUstream stream;      /* stream-ordered */
+    CUmemoryPool pool;    /* cuMemAllocFromPoolAsync */
+    size_t padded_height; /* cuMemAllocPitch_v2: rows passed to the driver (0: height) */
+    uint64_t seq;         /* creation number (the ledger's), set by the engine */
 };
 void atl_alloc_pre(struct atl_alloc *a);
 void atl_alloc_post(struct atl_alloc *a, CUresult r);
@@ -146,9 +146,9 @@ struct atl_copy {
     int hook;
     enum atl_copy_kind kind;
     int async;
-    CUdeviceptr dst, src;  /* device side(s), or UVA pointers for GENERIC */
-    void *host_dst;        /* DTOH, ATOH */
-    const void *host_src;  /* HTOD, HTOA */
+    CUdeviceptr dst, src; /* device side(s), or UVA pointers for GENERIC */
+    void *host_dst;       /* DTOH, ATOH */
+    const void *host_src; /* HTOD, HTOA */
     CUarray adst, asrc;
     size_t dst_off, src_off;
     size_t bytes;
@@ -199,7 +199,11 @@ struct atl_capture {
 void atl_capture_pre(struct atl_capture *c);
 void atl_capture_post(struct atl_capture *c, CUresult r);
 
-enum atl_lookup_kind { ATL_LOOKUP_MODULE_FUNCTION, ATL_LOOKUP_LIBRARY_KERNEL, ATL_LOOKUP_KERNEL_FUNCTION };
+enum atl_lookup_kind {
+    ATL_LOOKUP_MODULE_FUNCTION,
+    ATL_LOOKUP_LIBRARY_KERNEL,
+    ATL_LOOKUP_KERNEL_FUNCTION
+};
 struct atl_lookup {
     int hook;
     enum atl_lookup_kind kind;

@@ -14,14 +14,14 @@
 #include "stack.h"
 
 struct atl_alloc_rec {
-    uint64_t seq;      /* creation order, from 1 */
-    CUdeviceptr ptr;   /* what the program got */
-    size_t bytes;      /* what the program asked for */
-    size_t padded;     /* what the driver gave (bytes + red zone) */
-    int kind;          /* enum atl_alloc_kind */
-    int hook;          /* the entry point that made it */
-    CUstream stream;   /* stream-ordered allocations */
-    int guarded;       /* has a poisoned red zone */
+    uint64_t seq;    /* creation order, from 1 */
+    CUdeviceptr ptr; /* what the program got */
+    size_t bytes;    /* what the program asked for */
+    size_t padded;   /* what the driver gave (bytes + red zone) */
+    int kind;        /* enum atl_alloc_kind */
+    int hook;        /* the entry point that made it */
+    CUstream stream; /* stream-ordered allocations */
+    int guarded;     /* has a poisoned red zone */
     struct atl_stack site;
 };
 

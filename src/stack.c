@@ -95,9 +95,9 @@ void atl_frame_format(void *pc, char *buf, size_t len)
 /* Libraries whose frames are plumbing between the user's code and the driver. */
 static int plumbing(void *pc)
 {
-    static const char *const libs[] = {"libcuda.so",   "libcudart",  "libcublas",    "libcudnn",
-                                       "libnccl",      "libcufft",   "libcusparse", "libcurand",
-                                       "libc10_cuda",  "libnvrtc",   "libcusolver", NULL};
+    static const char *const libs[] = {"libcuda.so",  "libcudart", "libcublas",   "libcudnn",
+                                       "libnccl",     "libcufft",  "libcusparse", "libcurand",
+                                       "libc10_cuda", "libnvrtc",  "libcusolver", NULL};
     Dl_info it;
     if (!dladdr(pc, &it) || !it.dli_fname)
         return 0;

@@ -32,8 +32,8 @@ static uint64_t blocking_n; /* blocking device-to-host copies, numbered */
 
 static int trace_on;      /* ATLAS_D2H_TRACE given */
 static uint64_t trace_at; /* its value: backtrace at this blocking copy */
-static int debug_sync;      /* ATLAS_DEBUG_SYNC_KERNELS */
-static int ring_on = 1;     /* ATLAS_LAUNCH_RING */
+static int debug_sync;    /* ATLAS_DEBUG_SYNC_KERNELS */
+static int ring_on = 1;   /* ATLAS_LAUNCH_RING */
 
 void atl_sync_init(void)
 {

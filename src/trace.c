@@ -1027,8 +1027,7 @@ unsigned atl_trace_init(void)
         char shown[72];
         atl_config_show_value(st, shown, sizeof shown);
         atl_log(ATL_WARN,
-                "ignoring ATLAS_STEP='%s': not sync, capture, nvtx:NAME or api; using sync",
-                shown);
+                "ignoring ATLAS_STEP='%s': not sync, capture, nvtx:NAME or api; using sync", shown);
         mode = MODE_SYNC;
     }
     atl_ignore_parse(&ignore_list, atl_cfg.diff_ignore);

@@ -99,9 +99,8 @@ CUresult launch_debug_sync(struct atlas_launch *b, CUstream stream)
                 "asynchronous fault right after launch: kernel=%s grid=(%u,%u,%u) "
                 "block=(%u,%u,%u) shared=%u error=%s: %s (ATLAS_DEBUG_SYNC_KERNELS=1; host "
                 "backtrace on stderr)",
-                kname, b->grid[0],
-                b->grid[1], b->grid[2], b->block[0], b->block[1], b->block[2], b->shared_bytes,
-                launch_error_name(r, e, sizeof(e)), desc);
+                kname, b->grid[0], b->grid[1], b->grid[2], b->block[0], b->block[1], b->block[2],
+                b->shared_bytes, launch_error_name(r, e, sizeof(e)), desc);
     void *frames[64];
     int n = backtrace(frames, 64);
     launch_log("backtrace of the launch (%d frames):", n);

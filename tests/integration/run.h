@@ -10,10 +10,10 @@
 #endif
 
 struct run_result {
-    int status;   /* exit status, or 128+signal */
-    char *out;    /* the program's stdout */
-    char *err;    /* its stderr */
-    char *log;    /* the ATLAS_LOG file (when the run set one) */
+    int status; /* exit status, or 128+signal */
+    char *out;  /* the program's stdout */
+    char *err;  /* its stderr */
+    char *log;  /* the ATLAS_LOG file (when the run set one) */
 };
 
 /* Runs argv[0] (a path) with the environment of this process plus `env`

@@ -43,7 +43,9 @@ static void assert_complete(const struct run_result *r, int path)
                       fn, row.calls, driver);
         if (strncmp(fn, "cuGetProcAddress", 16) == 0)
             continue;
-        unsigned long long on_path = path == LINKED ? row.linked : path == DLSYM ? row.dlsym : row.gpa;
+        unsigned long long on_path = path == LINKED  ? row.linked
+                                     : path == DLSYM ? row.dlsym
+                                                     : row.gpa;
         ck_assert_msg(on_path == row.calls, "%s: %llu of %llu calls on the expected path", fn,
                       on_path, row.calls);
         seen += driver > 0;
@@ -212,8 +214,8 @@ START_TEST(every_hook_forwards_to_its_own_variant)
         unsigned long long driver = fake_count(with.out, fn);
         /* the setup calls cuCtxSetCurrent and friends, which are not hooked */
         ck_assert_msg(driver == 1, "%s: the driver saw %llu calls, want 1", fn, driver);
-        ck_assert_msg(row.calls == 1 && row.dlsym == 1, "%s: counted %llu (dlsym %llu), want 1",
-                      fn, row.calls, row.dlsym);
+        ck_assert_msg(row.calls == 1 && row.dlsym == 1, "%s: counted %llu (dlsym %llu), want 1", fn,
+                      row.calls, row.dlsym);
     }
     run_free(&with);
     run_free(&without);
@@ -322,8 +324,12 @@ START_TEST(bad_settings)
     ck_assert_str_eq(r.out, plain.out);
     ck_assert_int_eq(count_lines(r.log, "ignoring ATLAS_STATS='abc': not a boolean"), 1);
     ck_assert_int_eq(count_lines(r.log, "; using 0"), 1);
-    ck_assert_int_eq(count_lines(r.log, "ignoring ATLAS_LOG_LEVEL='loud': not one of the accepted values; using warn"), 1);
-    ck_assert_int_eq(count_lines(r.log, "unknown setting ATLAS_STTS; did you mean ATLAS_STATS?"), 1);
+    ck_assert_int_eq(
+        count_lines(r.log,
+                    "ignoring ATLAS_LOG_LEVEL='loud': not one of the accepted values; using warn"),
+        1);
+    ck_assert_int_eq(count_lines(r.log, "unknown setting ATLAS_STTS; did you mean ATLAS_STATS?"),
+                     1);
     /* the default (no stats) was used */
     ck_assert_int_eq(count_lines(r.log, "stats:"), 0);
     ck_assert_int_eq(count_lines(r.log, "atlas["), 3);

@@ -31,7 +31,6 @@ static void rz_run(struct run_result *r, const char *scenario, const char *arg,
     ck_assert_msg(strstr(r->out, "ok\n") != NULL, "no ok from %s", scenario);
 }
 
-
 /* The suspects listed in free/sync mode for the two_buffers() scenario. */
 static void six_suspects(const char *log, const char *where)
 {

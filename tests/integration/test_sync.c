@@ -22,7 +22,6 @@ static void run_mode(struct run_result *r, const char *mode, const char *const e
     ck_assert_msg(strstr(r->out, "ok\n") != NULL, "no ok; out:\n%s", r->out);
 }
 
-
 /* The line after the line that contains `needle`. */
 static const char *next_line(const char *text, const char *needle)
 {

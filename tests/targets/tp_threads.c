@@ -16,8 +16,8 @@ static void *worker(void *arg)
     struct wl_api api;
     CUfunction f;
     pthread_barrier_wait(&start);
-    cuuint64_t flags = (tag & 1) ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
-                                 : CU_GET_PROC_ADDRESS_DEFAULT;
+    cuuint64_t flags =
+        (tag & 1) ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
     if (gpa_resolve(&api, flags, tag & 2) || wl_setup(&api, &f) || wl_run(&api, f, tag, 0))
         return (void *)1;
     return NULL;

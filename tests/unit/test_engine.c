@@ -77,22 +77,24 @@ START_TEST(kernel_names_from_lookups)
     char buf[128];
     int mod, lib;
     void *fn = (void *)0x1234, *kern = (void *)0x5678, *kfn = (void *)0x9abc;
-    struct atl_lookup l1 = {.kind = ATL_LOOKUP_MODULE_FUNCTION, .owner = &mod,
-                            .name = "_Z5scalePffj", .result = fn};
+    struct atl_lookup l1 = {
+        .kind = ATL_LOOKUP_MODULE_FUNCTION, .owner = &mod, .name = "_Z5scalePffj", .result = fn};
     atl_kernels_note_lookup(&l1, CUDA_SUCCESS);
     ck_assert_str_eq(atl_kernel_mangled(fn), "_Z5scalePffj");
     /* demangled through __cxa_demangle: this test links no C++ runtime, so
      * the engine must have found libstdc++.so.6 by itself (gcc's machines
      * all have it) */
     ck_assert_str_eq(atl_kernel_name(fn, buf, sizeof buf), "scale(float*, float, unsigned int)");
-    struct atl_lookup l2 = {.kind = ATL_LOOKUP_LIBRARY_KERNEL, .owner = &lib, .name = "axpy",
-                            .result = kern};
+    struct atl_lookup l2 = {
+        .kind = ATL_LOOKUP_LIBRARY_KERNEL, .owner = &lib, .name = "axpy", .result = kern};
     atl_kernels_note_lookup(&l2, CUDA_SUCCESS);
     struct atl_lookup l3 = {.kind = ATL_LOOKUP_KERNEL_FUNCTION, .owner = kern, .result = kfn};
     atl_kernels_note_lookup(&l3, CUDA_SUCCESS);
     ck_assert_str_eq(atl_kernel_mangled(kfn), "axpy");
     /* a failed lookup records nothing */
-    struct atl_lookup l4 = {.kind = ATL_LOOKUP_MODULE_FUNCTION, .owner = &mod, .name = "nope",
+    struct atl_lookup l4 = {.kind = ATL_LOOKUP_MODULE_FUNCTION,
+                            .owner = &mod,
+                            .name = "nope",
                             .result = (void *)0x4444};
     atl_kernels_note_lookup(&l4, CUDA_ERROR_NOT_FOUND);
     ck_assert_ptr_null(atl_kernel_mangled((void *)0x4444));

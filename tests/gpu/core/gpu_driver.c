@@ -43,18 +43,18 @@ int main(int argc, char **argv)
     for (int i = 0; i < N; i++)
         host[i] = (float)(i % 97) * 0.25f;
     CHECK(cuMemAllocHost((void **)&pinned, N * sizeof(float)));
-    CHECK(cuMemAlloc(&x, N * sizeof(float)));                /* cuMemAlloc_v2 x2 */
+    CHECK(cuMemAlloc(&x, N * sizeof(float))); /* cuMemAlloc_v2 x2 */
     CHECK(cuMemAlloc(&y, N * sizeof(float)));
-    CHECK(cuMemcpyHtoD(x, host, N * sizeof(float)));          /* cuMemcpyHtoD_v2 x1 */
-    CHECK(cuMemsetD32(y, 0, N));                              /* cuMemsetD32_v2 x1 */
+    CHECK(cuMemcpyHtoD(x, host, N * sizeof(float))); /* cuMemcpyHtoD_v2 x1 */
+    CHECK(cuMemsetD32(y, 0, N));                     /* cuMemsetD32_v2 x1 */
     unsigned n = N;
     float a = 0.5f;
     void *params[] = {&x, &a, &n};
-    for (int i = 0; i < LAUNCHES; i++)                        /* cuLaunchKernel x1000 */
+    for (int i = 0; i < LAUNCHES; i++) /* cuLaunchKernel x1000 */
         CHECK(cuLaunchKernel(f, N / 256, 1, 1, 256, 1, 1, 0, i % 2 ? s : NULL, params, NULL));
-    CHECK(cuStreamSynchronize(s));                            /* cuStreamSynchronize x1 */
-    CHECK(cuCtxSynchronize());                                /* cuCtxSynchronize x2 */
-    CHECK(cuMemcpyDtoH(host, x, N * sizeof(float)));          /* cuMemcpyDtoH_v2 x2 */
+    CHECK(cuStreamSynchronize(s));                             /* cuStreamSynchronize x1 */
+    CHECK(cuCtxSynchronize());                                 /* cuCtxSynchronize x2 */
+    CHECK(cuMemcpyDtoH(host, x, N * sizeof(float)));           /* cuMemcpyDtoH_v2 x2 */
     CHECK(cuMemcpyDtoHAsync(pinned, x, N * sizeof(float), s)); /* cuMemcpyDtoHAsync_v2 x1 */
     CHECK(cuCtxSynchronize());
     CHECK(cuMemcpyDtoH(host, y, sizeof(float)));
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < N; i++)
         sum += pinned[i];
     printf("driver: checksum %.6f y0 %.1f\n", sum, host[0]);
-    CHECK(cuMemFree(x));                                      /* cuMemFree_v2 x2 */
+    CHECK(cuMemFree(x)); /* cuMemFree_v2 x2 */
     CHECK(cuMemFree(y));
     CHECK(cuMemFreeHost(pinned));
     CHECK(cuStreamDestroy(s));
