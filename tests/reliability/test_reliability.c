@@ -109,7 +109,13 @@ END_TEST
 START_TEST(fork_in_hook)
 {
     char *argv[] = {T("rel_fork"), NULL};
-    const char *const env[] = {"ATLAS_STATS=1", NULL};
+    /* LeakSanitizer's exit-time check in a forked child waits for the
+     * allocator lock, which the parent's spinning thread may have held at
+     * the fork: the child then hangs in the sanitizer runtime, not in our
+     * code (seen once in about ten ASan runs). Leaks are checked by every
+     * other ASan test; not in this one's children. */
+    const char *const env[] = {"ATLAS_STATS=1",
+                               "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:exitcode=66", NULL};
     struct run_result r;
     run_target(&r, argv, env, 1);
     ck_assert_msg(r.status == 0, "rel_fork exited %d; stderr:\n%s", r.status, r.err);
