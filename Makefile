@@ -37,6 +37,8 @@ endif
 
 NVCC     ?= $(CUDA_HOME)/bin/nvcc
 GPU_DIR  := $(BUILD)/gpu
+# A GPU answers here (make demo and make bench choose by it).
+HAVE_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
@@ -59,6 +61,16 @@ include $(sort $(wildcard mk/*.mk))
 all: $(ALL_TARGETS)
 check: $(CHECK_TARGETS)
 gpu-check: $(GPU_TARGETS)
+# Without a GPU, make bench runs what measures the CPU side and says what it
+# left out, instead of failing on the GPU loops.
+ifneq ($(HAVE_GPU),yes)
+GPU_BENCH_TARGETS := $(filter-out cpu-bench,$(BENCH_TARGETS))
+BENCH_TARGETS := $(filter cpu-bench,$(BENCH_TARGETS))
+bench: bench-no-gpu
+.PHONY: bench-no-gpu
+bench-no-gpu:
+	@echo "make bench: no GPU here: skipping $(GPU_BENCH_TARGETS) (run them on a machine with one)"
+endif
 bench: $(BENCH_TARGETS)
 install: $(INSTALL_TARGETS)
 uninstall: $(UNINSTALL_TARGETS)

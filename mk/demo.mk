@@ -3,7 +3,6 @@
 # GPU (nvidia-smi answers) the real driver runs it; else the project's fake driver, and the
 # demo says so. (Paths spelled out: mk/front.mk, which builds them, is read after this file.)
 
-HAVE_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo yes)
 DEMO_DEPS := $(BUILD)/libatlastrace.so $(BUILD)/atlas-trace $(BUILD)/examples/demo_steps
 DEMO_OPTS := --trace --redzone=256 --redzone-check=launch --d2h
 
