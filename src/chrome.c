@@ -158,7 +158,7 @@ static void put_sort(int tid, int index)
 int atl_chrome_open(const char *pattern)
 {
     char path[4096];
-    int fd = atl_open_report_file(pattern, path, sizeof path);
+    int fd = atl_open_report_file(pattern, path, sizeof path, 0);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         int e = errno;

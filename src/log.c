@@ -70,10 +70,11 @@ void atl_log(int level, const char *fmt, ...)
     emit(msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 }
 
-int atl_open_report_file(const char *pattern, char *expanded, size_t len)
+int atl_open_report_file(const char *pattern, char *expanded, size_t len, int append)
 {
     atl_config_expand_path(pattern, expanded, len);
-    return open(expanded, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    return open(expanded,
+                O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
 int atl_log_open(const char *pattern)
@@ -81,8 +82,8 @@ int atl_log_open(const char *pattern)
     if (!pattern)
         return 0;
     char path[4096];
-    atl_config_expand_path(pattern, path, sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    /* appended to: the processes of one job may share a log */
+    int fd = atl_open_report_file(pattern, path, sizeof path, 1);
     if (fd < 0) {
         int e = errno;
         atl_log(ATL_ERROR, "cannot open ATLAS_LOG file: %s; reporting on stderr", strerror(e));

@@ -13,9 +13,10 @@ enum atl_level { ATL_ERROR, ATL_WARN, ATL_INFO, ATL_DEBUG };
 int atl_log_open(const char *pattern);
 
 /* Opens a report file the way every ATLAS_* file is opened: the name
- * expanded (%p, %r) into `expanded`, O_WRONLY|O_CREAT|O_TRUNC|O_NOFOLLOW|
- * O_CLOEXEC, created 0600. Returns the descriptor or -1 (errno set). */
-int atl_open_report_file(const char *pattern, char *expanded, size_t len);
+ * expanded (%p, %r) into `expanded`, O_WRONLY|O_CREAT|O_NOFOLLOW|O_CLOEXEC,
+ * created 0600, appended to or truncated. Returns the descriptor or -1
+ * (errno set). */
+int atl_open_report_file(const char *pattern, char *expanded, size_t len, int append);
 
 void atl_log_set_level(int level);
 int atl_log_enabled(int level);

@@ -1034,7 +1034,7 @@ unsigned atl_trace_init(void)
     pthread_key_create(&exit_key, tbuf_release);
     if (atl_cfg.trace_file) {
         char path[4096];
-        int fd = atl_open_report_file(atl_cfg.trace_file, path, sizeof path);
+        int fd = atl_open_report_file(atl_cfg.trace_file, path, sizeof path, 0);
         json = fd >= 0 ? fdopen(fd, "w") : NULL;
         int e = errno;
         if (!json && fd >= 0)
