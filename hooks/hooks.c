@@ -16,12 +16,13 @@ void *atl_real_ptr[ATL_ID_COUNT];
 #define ATL_REAL_OF(sym)                                                                           \
     ((__typeof__(&sym))__atomic_load_n(&atl_real_ptr[ATL_ID_##sym], __ATOMIC_ACQUIRE))
 
-/* The idle path: one load of atl_on, one predictable branch, a tail call
- * (launch kinds: one more test, for the fault latch's light path).
- * Everything else lives in a separate cold function so the fast path needs
- * no stack frame. */
+/* The idle path: one load of atl_on, one predictable branch, a tail call.
+ * Launch kinds with the fault latch's ring on (the default) go on to mid_,
+ * which writes the ring inline and tail-calls the real function (ring.h);
+ * everything else lives in the cold slow_, so neither fast path needs a
+ * stack frame. */
 #define ATL_ENTRY(sym, KIND, fname, path, storage)                                                 \
-    static __attribute__((noinline, cold)) CUresult slow_##fname(ATL_K_##KIND##_P)                 \
+    static __attribute__((noinline, noclone, cold, used)) CUresult slow_##fname(ATL_K_##KIND##_P)  \
     {                                                                                              \
         const int id_ = ATL_ID_##sym;                                                              \
         __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
@@ -37,17 +38,62 @@ void *atl_real_ptr[ATL_ID_COUNT];
         ATL_K_##KIND##_POST atl_leave();                                                           \
         return r_;                                                                                 \
     }                                                                                              \
-    storage CUresult CUDAAPI fname(ATL_K_##KIND##_P)                                               \
+    static CUresult mid_##fname(ATL_K_##KIND##_P);                                                 \
+    static __attribute__((noinline, cold, unused)) CUresult named_##fname(ATL_K_##KIND##_P)        \
+    {                                                                                              \
+        ATL_K_##KIND##_NAMED return mid_##fname(ATL_K_##KIND##_A);                                 \
+    }                                                                                              \
+    static __attribute__((noinline, noclone, used)) CUresult mid_##fname(ATL_K_##KIND##_P)         \
     {                                                                                              \
         const int id_ = ATL_ID_##sym;                                                              \
         (void)id_;                                                                                 \
         __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
         unsigned on_ = __atomic_load_n(&atl_on, __ATOMIC_RELAXED);                                 \
         if (__builtin_expect(!(on_ & (ATL_K_##KIND##_BIT)) && real_, 1)) {                         \
-            ATL_K_##KIND##_LIGHT return real_(ATL_K_##KIND##_A);                                   \
+            ATL_K_##KIND##_LIGHT(named_##fname) return real_(ATL_K_##KIND##_A);                    \
         }                                                                                          \
         return slow_##fname(ATL_K_##KIND##_A);                                                     \
+    }                                                                                              \
+    ATL_FAST(sym, KIND, fname, storage)
+
+#if defined(__x86_64__) && !defined(ATL_C_FAST)
+/* On x86-64 the entry itself is eight instructions of assembly, the same
+ * for every signature: in C, GCC reloads and stores back every argument
+ * passed on the stack before a tail call (cuLaunchKernel has five), which
+ * cost 40 instructions a launch. The function is naked: no frame, only the
+ * scratch registers rax and r10 (no hooked function is variadic), and the
+ * operands are constants (the hook's offset in atl_real_ptr, the kind's
+ * atl_on bits). A call the engine wants goes straight to slow_. */
+#ifdef __CET__
+#define ATL_ENDBR "endbr64\n\t"
+#else
+#define ATL_ENDBR
+#endif
+#define ATL_FAST(sym, KIND, fname, storage)                                                        \
+    storage __attribute__((naked)) CUresult CUDAAPI fname(ATL_K_##KIND##_P)                        \
+    {                                                                                              \
+        __asm__(ATL_ENDBR "movl atl_on(%%rip), %%r10d\n\t"                                         \
+                          "testl %1, %%r10d\n\t"                                                   \
+                          "jnz slow_" #fname "\n\t"                                                \
+                          "movq atl_real_ptr+%c0(%%rip), %%rax\n\t"                                \
+                          "testq %%rax, %%rax\n\t"                                                 \
+                          "jz slow_" #fname "\n\t"                                                 \
+                          "testl %2, %%r10d\n\t"                                                   \
+                          "jnz mid_" #fname "\n\t"                                                 \
+                          "jmp *%%rax" ::"i"(ATL_ID_##sym * sizeof(void *)),                       \
+                "i"(ATL_K_##KIND##_BIT), "i"(ATL_K_##KIND##_LIGHTBIT));                            \
     }
+#else
+#define ATL_FAST(sym, KIND, fname, storage)                                                        \
+    storage CUresult CUDAAPI fname(ATL_K_##KIND##_P)                                               \
+    {                                                                                              \
+        __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
+        unsigned on_ = __atomic_load_n(&atl_on, __ATOMIC_RELAXED);                                 \
+        if (__builtin_expect(!(on_ & (ATL_K_##KIND##_BIT | ATL_K_##KIND##_LIGHTBIT)) && real_, 1)) \
+            return real_(ATL_K_##KIND##_A);                                                        \
+        return mid_##fname(ATL_K_##KIND##_A);                                                      \
+    }
+#endif
 
 #define ATL_EXPORTED __attribute__((visibility("default")))
 

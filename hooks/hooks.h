@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 #include "engine.h"
+#include "ring.h"
 
 /* The real driver function of each hook (NULL until bound, or when the
  * driver lacks that symbol). */

@@ -9,6 +9,8 @@
  *                    `ev_`, tell the engine; may rewrite parameters (red
  *                    zones pad the size)
  *   ATL_K_KIND_POST  statements run after it, with the real result in `r_`
+ *   ATL_K_KIND_LIGHTBIT, ATL_K_KIND_LIGHT(again), ATL_K_KIND_NAMED
+ *                    the light path, below
  * In PRE and POST, `id_` is the hook's ATL_ID_*.
  */
 #ifndef ATL_KINDS_H
@@ -643,88 +645,239 @@
 #define ATL_K_PCTX_RELEASE_POST
 
 /* ---- the light path ----
- * ATL_K_KIND_LIGHT runs on the fast path (the kind's bit clear) when atl_on
- * asks for it: the fault latch's ring of recent launches, kept without the
- * engine's full slow path. Empty for every other kind. */
-#define ATL_K_ALLOC_LIGHT
-#define ATL_K_ALLOC_ASYNC_LIGHT
-#define ATL_K_ALLOC_MANAGED_LIGHT
-#define ATL_K_ALLOC_PITCH_LIGHT
-#define ATL_K_ALLOC_POOL_LIGHT
-#define ATL_K_CAPTURE_BEGIN1_LIGHT
-#define ATL_K_CAPTURE_BEGIN2_LIGHT
-#define ATL_K_CAPTURE_END_LIGHT
-#define ATL_K_CAPTURE_TOGRAPH_LIGHT
-#define ATL_K_CPY_2D_LIGHT
-#define ATL_K_CPY_2D_A_LIGHT
-#define ATL_K_CPY_3D_LIGHT
-#define ATL_K_CPY_3DBATCH_LIGHT
-#define ATL_K_CPY_3DBATCH1_LIGHT
-#define ATL_K_CPY_3DP_LIGHT
-#define ATL_K_CPY_3DP_A_LIGHT
-#define ATL_K_CPY_3D_A_LIGHT
-#define ATL_K_CPY_ATOA_LIGHT
-#define ATL_K_CPY_ATOD_LIGHT
-#define ATL_K_CPY_ATOH_LIGHT
-#define ATL_K_CPY_ATOH_A_LIGHT
-#define ATL_K_CPY_BATCH_LIGHT
-#define ATL_K_CPY_BATCH1_LIGHT
-#define ATL_K_CPY_DTOA_LIGHT
-#define ATL_K_CPY_DTOD_LIGHT
-#define ATL_K_CPY_DTOD_A_LIGHT
-#define ATL_K_CPY_DTOH_LIGHT
-#define ATL_K_CPY_DTOH_A_LIGHT
-#define ATL_K_CPY_GEN_LIGHT
-#define ATL_K_CPY_GEN_A_LIGHT
-#define ATL_K_CPY_HTOA_LIGHT
-#define ATL_K_CPY_HTOA_A_LIGHT
-#define ATL_K_CPY_HTOD_LIGHT
-#define ATL_K_CPY_HTOD_A_LIGHT
-#define ATL_K_CPY_PEER_LIGHT
-#define ATL_K_CPY_PEER_A_LIGHT
-#define ATL_K_CTX_DESTROY_LIGHT
-#define ATL_K_FREE_LIGHT
-#define ATL_K_FREE_ASYNC_LIGHT
-#define ATL_K_GET_FUNCTION_LIGHT
-#define ATL_K_GET_KERNEL_LIGHT
-#define ATL_K_GPA1_LIGHT
-#define ATL_K_GPA2_LIGHT
-#define ATL_K_GRAPH_LAUNCH_LIGHT                                                                   \
-    if (on_ & ATL_ON_LAUNCH_RING)                                                                  \
-        atl_graph_launch_light(id_, hExec, hStream);
-#define ATL_K_KERNEL_FUNC_LIGHT
-#define ATL_K_LAUNCH_LIGHT                                                                         \
-    if (on_ & ATL_ON_LAUNCH_RING)                                                                  \
-        atl_launch_light(id_, f, gx, gy, gz, bx, by, bz, shmem, hStream);
-#define ATL_K_LAUNCH_COOP_LIGHT                                                                    \
-    if (on_ & ATL_ON_LAUNCH_RING)                                                                  \
-        atl_launch_light(id_, f, gx, gy, gz, bx, by, bz, shmem, hStream);
-#define ATL_K_LAUNCH_EX_LIGHT                                                                      \
-    if (on_ & ATL_ON_LAUNCH_RING)                                                                  \
-        atl_launch_light_ex(id_, config, f);
-#define ATL_K_LIB_LOAD_DATA_LIGHT
-#define ATL_K_LIB_LOAD_FILE_LIGHT
-#define ATL_K_LIB_UNLOAD_LIGHT
-#define ATL_K_MOD_LOAD_LIGHT
-#define ATL_K_MOD_LOAD_DATA_LIGHT
-#define ATL_K_MOD_LOAD_EX_LIGHT
-#define ATL_K_MOD_UNLOAD_LIGHT
-#define ATL_K_PCTX_RELEASE_LIGHT
-#define ATL_K_SET_2D16_LIGHT
-#define ATL_K_SET_2D16_A_LIGHT
-#define ATL_K_SET_2D32_LIGHT
-#define ATL_K_SET_2D32_A_LIGHT
-#define ATL_K_SET_2D8_LIGHT
-#define ATL_K_SET_2D8_A_LIGHT
-#define ATL_K_SET_D16_LIGHT
-#define ATL_K_SET_D16_A_LIGHT
-#define ATL_K_SET_D32_LIGHT
-#define ATL_K_SET_D32_A_LIGHT
-#define ATL_K_SET_D8_LIGHT
-#define ATL_K_SET_D8_A_LIGHT
-#define ATL_K_SYNC_CTX_LIGHT
-#define ATL_K_SYNC_CTX2_LIGHT
-#define ATL_K_SYNC_EVENT_LIGHT
-#define ATL_K_SYNC_STREAM_LIGHT
+ * ATL_K_KIND_LIGHT(again) runs instead of the engine when the kind's bit is
+ * clear and ATL_K_KIND_LIGHTBIT is set in atl_on: the fault latch's ring of
+ * recent launches (ring.h), inline, with no call, so the arguments stay in
+ * their registers and the hook ends in a tail call. A kernel this thread has
+ * not named yet goes to `again`, which runs ATL_K_KIND_NAMED and comes
+ * back. Empty, with LIGHTBIT 0, for every other kind. */
+#define ATL_K_GRAPH_LAUNCH_LIGHTBIT ATL_ON_LAUNCH_RING
+#define ATL_K_GRAPH_LAUNCH_NAMED
+#define ATL_K_GRAPH_LAUNCH_LIGHT(again)                                                            \
+    atl_ring_put(id_, NULL, hExec, hStream, 0, 0, 0, 0, 0, 0, 0);
+#define ATL_K_LAUNCH_LIGHTBIT ATL_ON_LAUNCH_RING
+#define ATL_K_LAUNCH_NAMED atl_ring_name(f);
+/* cuLaunchKernel and the cooperative launch: the same leading parameters */
+#define ATL_LIGHT_GRID(again, args)                                                                \
+    if (__builtin_expect(!atl_ring_known(f), 0))                                                   \
+        return again(args);                                                                        \
+    atl_ring_put(id_, f, NULL, hStream, gx, gy, gz, bx, by, bz, shmem);
+#define ATL_K_LAUNCH_LIGHT(again) ATL_LIGHT_GRID(again, ATL_K_LAUNCH_A)
+#define ATL_K_LAUNCH_COOP_LIGHTBIT ATL_ON_LAUNCH_RING
+#define ATL_K_LAUNCH_COOP_NAMED atl_ring_name(f);
+#define ATL_K_LAUNCH_COOP_LIGHT(again) ATL_LIGHT_GRID(again, ATL_K_LAUNCH_COOP_A)
+#define ATL_K_LAUNCH_EX_LIGHTBIT ATL_ON_LAUNCH_RING
+#define ATL_K_LAUNCH_EX_NAMED atl_ring_name(f);
+#define ATL_K_LAUNCH_EX_LIGHT(again)                                                               \
+    if (__builtin_expect(!atl_ring_known(f), 0))                                                   \
+        return again(ATL_K_LAUNCH_EX_A);                                                           \
+    if (config)                                                                                    \
+        atl_ring_put(id_, f, NULL, config->hStream, config->gridDimX, config->gridDimY,            \
+                     config->gridDimZ, config->blockDimX, config->blockDimY, config->blockDimZ,    \
+                     config->sharedMemBytes);
+#define ATL_K_ALLOC_LIGHTBIT 0
+#define ATL_K_ALLOC_NAMED
+#define ATL_K_ALLOC_LIGHT(again)
+#define ATL_K_ALLOC_ASYNC_LIGHTBIT 0
+#define ATL_K_ALLOC_ASYNC_NAMED
+#define ATL_K_ALLOC_ASYNC_LIGHT(again)
+#define ATL_K_ALLOC_MANAGED_LIGHTBIT 0
+#define ATL_K_ALLOC_MANAGED_NAMED
+#define ATL_K_ALLOC_MANAGED_LIGHT(again)
+#define ATL_K_ALLOC_PITCH_LIGHTBIT 0
+#define ATL_K_ALLOC_PITCH_NAMED
+#define ATL_K_ALLOC_PITCH_LIGHT(again)
+#define ATL_K_ALLOC_POOL_LIGHTBIT 0
+#define ATL_K_ALLOC_POOL_NAMED
+#define ATL_K_ALLOC_POOL_LIGHT(again)
+#define ATL_K_CAPTURE_BEGIN1_LIGHTBIT 0
+#define ATL_K_CAPTURE_BEGIN1_NAMED
+#define ATL_K_CAPTURE_BEGIN1_LIGHT(again)
+#define ATL_K_CAPTURE_BEGIN2_LIGHTBIT 0
+#define ATL_K_CAPTURE_BEGIN2_NAMED
+#define ATL_K_CAPTURE_BEGIN2_LIGHT(again)
+#define ATL_K_CAPTURE_END_LIGHTBIT 0
+#define ATL_K_CAPTURE_END_NAMED
+#define ATL_K_CAPTURE_END_LIGHT(again)
+#define ATL_K_CAPTURE_TOGRAPH_LIGHTBIT 0
+#define ATL_K_CAPTURE_TOGRAPH_NAMED
+#define ATL_K_CAPTURE_TOGRAPH_LIGHT(again)
+#define ATL_K_CPY_2D_LIGHTBIT 0
+#define ATL_K_CPY_2D_NAMED
+#define ATL_K_CPY_2D_LIGHT(again)
+#define ATL_K_CPY_2D_A_LIGHTBIT 0
+#define ATL_K_CPY_2D_A_NAMED
+#define ATL_K_CPY_2D_A_LIGHT(again)
+#define ATL_K_CPY_3D_LIGHTBIT 0
+#define ATL_K_CPY_3D_NAMED
+#define ATL_K_CPY_3D_LIGHT(again)
+#define ATL_K_CPY_3DBATCH_LIGHTBIT 0
+#define ATL_K_CPY_3DBATCH_NAMED
+#define ATL_K_CPY_3DBATCH_LIGHT(again)
+#define ATL_K_CPY_3DBATCH1_LIGHTBIT 0
+#define ATL_K_CPY_3DBATCH1_NAMED
+#define ATL_K_CPY_3DBATCH1_LIGHT(again)
+#define ATL_K_CPY_3DP_LIGHTBIT 0
+#define ATL_K_CPY_3DP_NAMED
+#define ATL_K_CPY_3DP_LIGHT(again)
+#define ATL_K_CPY_3DP_A_LIGHTBIT 0
+#define ATL_K_CPY_3DP_A_NAMED
+#define ATL_K_CPY_3DP_A_LIGHT(again)
+#define ATL_K_CPY_3D_A_LIGHTBIT 0
+#define ATL_K_CPY_3D_A_NAMED
+#define ATL_K_CPY_3D_A_LIGHT(again)
+#define ATL_K_CPY_ATOA_LIGHTBIT 0
+#define ATL_K_CPY_ATOA_NAMED
+#define ATL_K_CPY_ATOA_LIGHT(again)
+#define ATL_K_CPY_ATOD_LIGHTBIT 0
+#define ATL_K_CPY_ATOD_NAMED
+#define ATL_K_CPY_ATOD_LIGHT(again)
+#define ATL_K_CPY_ATOH_LIGHTBIT 0
+#define ATL_K_CPY_ATOH_NAMED
+#define ATL_K_CPY_ATOH_LIGHT(again)
+#define ATL_K_CPY_ATOH_A_LIGHTBIT 0
+#define ATL_K_CPY_ATOH_A_NAMED
+#define ATL_K_CPY_ATOH_A_LIGHT(again)
+#define ATL_K_CPY_BATCH_LIGHTBIT 0
+#define ATL_K_CPY_BATCH_NAMED
+#define ATL_K_CPY_BATCH_LIGHT(again)
+#define ATL_K_CPY_BATCH1_LIGHTBIT 0
+#define ATL_K_CPY_BATCH1_NAMED
+#define ATL_K_CPY_BATCH1_LIGHT(again)
+#define ATL_K_CPY_DTOA_LIGHTBIT 0
+#define ATL_K_CPY_DTOA_NAMED
+#define ATL_K_CPY_DTOA_LIGHT(again)
+#define ATL_K_CPY_DTOD_LIGHTBIT 0
+#define ATL_K_CPY_DTOD_NAMED
+#define ATL_K_CPY_DTOD_LIGHT(again)
+#define ATL_K_CPY_DTOD_A_LIGHTBIT 0
+#define ATL_K_CPY_DTOD_A_NAMED
+#define ATL_K_CPY_DTOD_A_LIGHT(again)
+#define ATL_K_CPY_DTOH_LIGHTBIT 0
+#define ATL_K_CPY_DTOH_NAMED
+#define ATL_K_CPY_DTOH_LIGHT(again)
+#define ATL_K_CPY_DTOH_A_LIGHTBIT 0
+#define ATL_K_CPY_DTOH_A_NAMED
+#define ATL_K_CPY_DTOH_A_LIGHT(again)
+#define ATL_K_CPY_GEN_LIGHTBIT 0
+#define ATL_K_CPY_GEN_NAMED
+#define ATL_K_CPY_GEN_LIGHT(again)
+#define ATL_K_CPY_GEN_A_LIGHTBIT 0
+#define ATL_K_CPY_GEN_A_NAMED
+#define ATL_K_CPY_GEN_A_LIGHT(again)
+#define ATL_K_CPY_HTOA_LIGHTBIT 0
+#define ATL_K_CPY_HTOA_NAMED
+#define ATL_K_CPY_HTOA_LIGHT(again)
+#define ATL_K_CPY_HTOA_A_LIGHTBIT 0
+#define ATL_K_CPY_HTOA_A_NAMED
+#define ATL_K_CPY_HTOA_A_LIGHT(again)
+#define ATL_K_CPY_HTOD_LIGHTBIT 0
+#define ATL_K_CPY_HTOD_NAMED
+#define ATL_K_CPY_HTOD_LIGHT(again)
+#define ATL_K_CPY_HTOD_A_LIGHTBIT 0
+#define ATL_K_CPY_HTOD_A_NAMED
+#define ATL_K_CPY_HTOD_A_LIGHT(again)
+#define ATL_K_CPY_PEER_LIGHTBIT 0
+#define ATL_K_CPY_PEER_NAMED
+#define ATL_K_CPY_PEER_LIGHT(again)
+#define ATL_K_CPY_PEER_A_LIGHTBIT 0
+#define ATL_K_CPY_PEER_A_NAMED
+#define ATL_K_CPY_PEER_A_LIGHT(again)
+#define ATL_K_CTX_DESTROY_LIGHTBIT 0
+#define ATL_K_CTX_DESTROY_NAMED
+#define ATL_K_CTX_DESTROY_LIGHT(again)
+#define ATL_K_FREE_LIGHTBIT 0
+#define ATL_K_FREE_NAMED
+#define ATL_K_FREE_LIGHT(again)
+#define ATL_K_FREE_ASYNC_LIGHTBIT 0
+#define ATL_K_FREE_ASYNC_NAMED
+#define ATL_K_FREE_ASYNC_LIGHT(again)
+#define ATL_K_GET_FUNCTION_LIGHTBIT 0
+#define ATL_K_GET_FUNCTION_NAMED
+#define ATL_K_GET_FUNCTION_LIGHT(again)
+#define ATL_K_GET_KERNEL_LIGHTBIT 0
+#define ATL_K_GET_KERNEL_NAMED
+#define ATL_K_GET_KERNEL_LIGHT(again)
+#define ATL_K_GPA1_LIGHTBIT 0
+#define ATL_K_GPA1_NAMED
+#define ATL_K_GPA1_LIGHT(again)
+#define ATL_K_GPA2_LIGHTBIT 0
+#define ATL_K_GPA2_NAMED
+#define ATL_K_GPA2_LIGHT(again)
+#define ATL_K_KERNEL_FUNC_LIGHTBIT 0
+#define ATL_K_KERNEL_FUNC_NAMED
+#define ATL_K_KERNEL_FUNC_LIGHT(again)
+#define ATL_K_LIB_LOAD_DATA_LIGHTBIT 0
+#define ATL_K_LIB_LOAD_DATA_NAMED
+#define ATL_K_LIB_LOAD_DATA_LIGHT(again)
+#define ATL_K_LIB_LOAD_FILE_LIGHTBIT 0
+#define ATL_K_LIB_LOAD_FILE_NAMED
+#define ATL_K_LIB_LOAD_FILE_LIGHT(again)
+#define ATL_K_LIB_UNLOAD_LIGHTBIT 0
+#define ATL_K_LIB_UNLOAD_NAMED
+#define ATL_K_LIB_UNLOAD_LIGHT(again)
+#define ATL_K_MOD_LOAD_LIGHTBIT 0
+#define ATL_K_MOD_LOAD_NAMED
+#define ATL_K_MOD_LOAD_LIGHT(again)
+#define ATL_K_MOD_LOAD_DATA_LIGHTBIT 0
+#define ATL_K_MOD_LOAD_DATA_NAMED
+#define ATL_K_MOD_LOAD_DATA_LIGHT(again)
+#define ATL_K_MOD_LOAD_EX_LIGHTBIT 0
+#define ATL_K_MOD_LOAD_EX_NAMED
+#define ATL_K_MOD_LOAD_EX_LIGHT(again)
+#define ATL_K_MOD_UNLOAD_LIGHTBIT 0
+#define ATL_K_MOD_UNLOAD_NAMED
+#define ATL_K_MOD_UNLOAD_LIGHT(again)
+#define ATL_K_PCTX_RELEASE_LIGHTBIT 0
+#define ATL_K_PCTX_RELEASE_NAMED
+#define ATL_K_PCTX_RELEASE_LIGHT(again)
+#define ATL_K_SET_2D16_LIGHTBIT 0
+#define ATL_K_SET_2D16_NAMED
+#define ATL_K_SET_2D16_LIGHT(again)
+#define ATL_K_SET_2D16_A_LIGHTBIT 0
+#define ATL_K_SET_2D16_A_NAMED
+#define ATL_K_SET_2D16_A_LIGHT(again)
+#define ATL_K_SET_2D32_LIGHTBIT 0
+#define ATL_K_SET_2D32_NAMED
+#define ATL_K_SET_2D32_LIGHT(again)
+#define ATL_K_SET_2D32_A_LIGHTBIT 0
+#define ATL_K_SET_2D32_A_NAMED
+#define ATL_K_SET_2D32_A_LIGHT(again)
+#define ATL_K_SET_2D8_LIGHTBIT 0
+#define ATL_K_SET_2D8_NAMED
+#define ATL_K_SET_2D8_LIGHT(again)
+#define ATL_K_SET_2D8_A_LIGHTBIT 0
+#define ATL_K_SET_2D8_A_NAMED
+#define ATL_K_SET_2D8_A_LIGHT(again)
+#define ATL_K_SET_D16_LIGHTBIT 0
+#define ATL_K_SET_D16_NAMED
+#define ATL_K_SET_D16_LIGHT(again)
+#define ATL_K_SET_D16_A_LIGHTBIT 0
+#define ATL_K_SET_D16_A_NAMED
+#define ATL_K_SET_D16_A_LIGHT(again)
+#define ATL_K_SET_D32_LIGHTBIT 0
+#define ATL_K_SET_D32_NAMED
+#define ATL_K_SET_D32_LIGHT(again)
+#define ATL_K_SET_D32_A_LIGHTBIT 0
+#define ATL_K_SET_D32_A_NAMED
+#define ATL_K_SET_D32_A_LIGHT(again)
+#define ATL_K_SET_D8_LIGHTBIT 0
+#define ATL_K_SET_D8_NAMED
+#define ATL_K_SET_D8_LIGHT(again)
+#define ATL_K_SET_D8_A_LIGHTBIT 0
+#define ATL_K_SET_D8_A_NAMED
+#define ATL_K_SET_D8_A_LIGHT(again)
+#define ATL_K_SYNC_CTX_LIGHTBIT 0
+#define ATL_K_SYNC_CTX_NAMED
+#define ATL_K_SYNC_CTX_LIGHT(again)
+#define ATL_K_SYNC_CTX2_LIGHTBIT 0
+#define ATL_K_SYNC_CTX2_NAMED
+#define ATL_K_SYNC_CTX2_LIGHT(again)
+#define ATL_K_SYNC_EVENT_LIGHTBIT 0
+#define ATL_K_SYNC_EVENT_NAMED
+#define ATL_K_SYNC_EVENT_LIGHT(again)
+#define ATL_K_SYNC_STREAM_LIGHTBIT 0
+#define ATL_K_SYNC_STREAM_NAMED
+#define ATL_K_SYNC_STREAM_LIGHT(again)
 
 #endif

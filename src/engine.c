@@ -10,6 +10,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "redzone.h"
+#include "ring.h"
 #include "sync.h"
 #include "trace.h"
 
@@ -156,7 +157,7 @@ static void register_late_atexit(void)
 
 /* ---- events: the core only keeps the books; features plug in here -------- */
 
-static uint64_t launch_seq;
+uint64_t atl_launch_seq;
 
 void atl_launch_from_config(struct atl_launch *l)
 {
@@ -176,33 +177,13 @@ void atl_launch_from_config(struct atl_launch *l)
     }
 }
 
-void atl_launch_light(int hook, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                      unsigned by, unsigned bz, unsigned shmem, CUstream stream)
-{
-    const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-    atl_sync_ring_note(hook, f, grid, block, shmem, stream,
-                       __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED));
-}
-
-void atl_launch_light_ex(int hook, const CUlaunchConfig *c, CUfunction f)
-{
-    if (!c)
-        return;
-    atl_launch_light(hook, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-                     c->blockDimZ, c->sharedMemBytes, c->hStream);
-}
-
-void atl_graph_launch_light(int hook, CUgraphExec exec, CUstream stream)
-{
-    struct atl_graph_launch g = {.hook = hook, .exec = exec, .stream = stream};
-    atl_sync_graph_launch_pre(&g, __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED));
-}
-
 void atl_launch_pre(struct atl_launch *l)
 {
     register_late_atexit();
-    l->seq = __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED);
-    atl_sync_launch_pre(l);
+    if (!atl_ring_known(l->func))
+        atl_ring_name(l->func);
+    l->seq = atl_ring_put(l->hook, l->func, NULL, l->stream, l->grid[0], l->grid[1], l->grid[2],
+                          l->block[0], l->block[1], l->block[2], l->shmem);
     atl_redzone_launch_pre(l);
 }
 
@@ -219,7 +200,7 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 
 void atl_graph_launch_pre(struct atl_graph_launch *g)
 {
-    atl_sync_graph_launch_pre(g, __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED));
+    atl_ring_put(g->hook, NULL, g->exec, g->stream, 0, 0, 0, 0, 0, 0, 0);
 }
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)

@@ -76,13 +76,6 @@ struct atl_launch {
     const CUlaunchConfig *config; /* cuLaunchKernelEx only */
     uint64_t seq;                 /* launch number, set by the engine */
 };
-/* The light path of launches (hooks' fast path, ATL_ON_LAUNCH_RING): a launch
- * number and a slot in the fault latch's ring, nothing else. */
-void atl_launch_light(int hook, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                      unsigned by, unsigned bz, unsigned shmem, CUstream stream);
-void atl_launch_light_ex(int hook, const CUlaunchConfig *config, CUfunction f);
-void atl_graph_launch_light(int hook, CUgraphExec exec, CUstream stream);
-
 /* Fills grid, block, shared memory, stream and cluster from l->config. */
 void atl_launch_from_config(struct atl_launch *l);
 void atl_launch_pre(struct atl_launch *l);

@@ -14,6 +14,7 @@
 #include "driver.h"
 #include "kernels.h"
 #include "log.h"
+#include "ring.h"
 #include "stack.h"
 
 #include <pthread.h>
@@ -276,31 +277,14 @@ void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r)
 
 /* ---- the ring of recent launches -------------------------------------------- */
 
-/* Written on every launch (about ten stores; the slot comes from the launch
- * number the engine already draws, so no extra atomic). Process-wide rather
- * than per context: one context per process is the common case, and the
- * report says so. */
-#define RING 64
-struct ring_ent {
-    uint64_t seq; /* written last; 0 while empty */
-    void *func;   /* NULL: a graph launch */
-    void *exec;
-    CUstream stream;
-    unsigned grid[3], block[3], shmem;
-    int hook;
-};
-static struct ring_ent ring[RING];
+/* Written on every launch (ring.h: the launch number and a dozen stores),
+ * inline in the hooks. Process-wide rather than per context: one context per
+ * process is the common case, and the report says so. */
+struct atl_ring_ent atl_ring[ATL_RING];
 
-/* Every field is stored and loaded atomically (relaxed: plain moves on
- * x86-64): two launches RING apart may write one slot at once, and the
- * reader checks `seq` before and after copying, seqlock-style. A slot two
- * writers interleaved on can still mix their fields; that needs one launch
- * to stall while RING others complete, and costs a wrong line, never a
- * crash. */
-#define RST(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
 #define RLD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
-static void ring_copy(struct ring_ent *dst, struct ring_ent *src)
+static void ring_copy(struct atl_ring_ent *dst, struct atl_ring_ent *src)
 {
     dst->seq = RLD(src->seq);
     dst->func = RLD(src->func);
@@ -314,21 +298,17 @@ static void ring_copy(struct ring_ent *dst, struct ring_ent *src)
     dst->hook = RLD(src->hook);
 }
 
-/* Kernels this thread has already made sure the registry can name. After a
- * fault the driver stops answering cuFuncGetName (seen on the H200), so the
- * first launch of each handle names it while the driver still answers. A
- * direct-mapped per-thread cache: a hit is a hash, a load and a compare. */
-#define NAMED 256
-/* On the heap, one per thread, behind one pointer: any initial-exec TLS puts
- * the library's whole TLS block in static TLS, and glibc keeps only about
- * 512 spare bytes of it for libraries loaded with dlopen (NVTX injection
- * loads us so); 2 KiB here made that dlopen fail. A thread whose cache
- * cannot be allocated simply names every launch (a registry lookup). */
+/* The per-thread caches of named kernels (ring.h). On the heap, one per
+ * thread, behind one pointer: any initial-exec TLS puts the library's whole
+ * TLS block in static TLS, and glibc keeps only about 512 spare bytes of it
+ * for libraries loaded with dlopen (NVTX injection loads us so); 2 KiB here
+ * made that dlopen fail. A thread whose cache cannot be allocated simply
+ * names every launch (a registry lookup). */
 struct named_cache {
-    void *slot[NAMED];
+    void *slot[ATL_NAMED];
     struct named_cache *prev, *next;
 };
-static __thread void **named __attribute__((tls_model("initial-exec")));
+__thread void **atl_named __attribute__((tls_model("initial-exec")));
 /* Every thread's cache stays on one list, so a forked child (where the other
  * threads are gone) still reaches them, and a thread's exit frees its own. */
 static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -371,55 +351,16 @@ static void **named_alloc(void)
     return c->slot;
 }
 
-static void ensure_named(void *func)
+void atl_ring_name(void *func)
 {
-    uintptr_t x = (uintptr_t)func;
-    unsigned slot = (unsigned)((x >> 4) ^ (x >> 12)) & (NAMED - 1);
-    void **n = named;
-    if (__builtin_expect(n && n[slot] == func, 1))
+    if (!func)
         return;
     atl_kernel_mangled(func);
+    void **n = atl_named;
     if (!n)
-        n = named = named_alloc();
+        n = atl_named = named_alloc();
     if (n)
-        n[slot] = func;
-}
-
-void atl_sync_ring_note(int hook, void *func, const unsigned grid[3], const unsigned block[3],
-                        unsigned shmem, CUstream stream, uint64_t seq)
-{
-    if (func)
-        ensure_named(func);
-    struct ring_ent *e = &ring[seq & (RING - 1)];
-    __atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
-    RST(e->func, func);
-    RST(e->exec, NULL);
-    RST(e->stream, stream);
-    RST(e->grid[0], grid[0]);
-    RST(e->grid[1], grid[1]);
-    RST(e->grid[2], grid[2]);
-    RST(e->block[0], block[0]);
-    RST(e->block[1], block[1]);
-    RST(e->block[2], block[2]);
-    RST(e->shmem, shmem);
-    RST(e->hook, hook);
-    __atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
-}
-
-void atl_sync_launch_pre(const struct atl_launch *l)
-{
-    atl_sync_ring_note(l->hook, l->func, l->grid, l->block, l->shmem, l->stream, l->seq);
-}
-
-void atl_sync_graph_launch_pre(const struct atl_graph_launch *g, uint64_t seq)
-{
-    struct ring_ent *e = &ring[seq & (RING - 1)];
-    __atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
-    RST(e->func, NULL);
-    RST(e->exec, g->exec);
-    RST(e->stream, g->stream);
-    RST(e->hook, g->hook);
-    __atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
+        n[atl_named_slot(func)] = func;
 }
 
 #define RING_SHOWN 16
@@ -427,8 +368,8 @@ void atl_sync_graph_launch_pre(const struct atl_graph_launch *g, uint64_t seq)
 static void ring_report(const char *tag)
 {
     uint64_t last = 0;
-    for (int i = 0; i < RING; i++) {
-        uint64_t s = __atomic_load_n(&ring[i].seq, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < ATL_RING; i++) {
+        uint64_t s = __atomic_load_n(&atl_ring[i].seq, __ATOMIC_ACQUIRE);
         if (s > last)
             last = s;
     }
@@ -443,9 +384,9 @@ static void ring_report(const char *tag)
             "usually among them):",
             tag, (unsigned long long)(last - first + 1));
     for (uint64_t s = first; s <= last; s++) {
-        struct ring_ent e;
-        ring_copy(&e, &ring[s & (RING - 1)]);
-        if (__atomic_load_n(&ring[s & (RING - 1)].seq, __ATOMIC_ACQUIRE) != s || e.seq != s)
+        struct atl_ring_ent e;
+        ring_copy(&e, &atl_ring[s & (ATL_RING - 1)]);
+        if (__atomic_load_n(&atl_ring[s & (ATL_RING - 1)].seq, __ATOMIC_ACQUIRE) != s || e.seq != s)
             continue;
         if (!e.func) {
             atl_log(ATL_ERROR, "%s:   launch=%llu graph=%p stream=%p via=%s", tag,

@@ -36,12 +36,7 @@ void atl_sync_init(void);
 unsigned atl_sync_wanted(void);
 
 /* Event entry points, called from the engine's. */
-void atl_sync_launch_pre(const struct atl_launch *l);
-/* One launch into the latch's ring (also from the light path). */
-void atl_sync_ring_note(int hook, void *func, const unsigned grid[3], const unsigned block[3],
-                        unsigned shmem, CUstream stream, uint64_t seq);
 CUresult atl_sync_launch_post(const struct atl_launch *l, CUresult r);
-void atl_sync_graph_launch_pre(const struct atl_graph_launch *g, uint64_t seq);
 void atl_sync_copy_post(const struct atl_copy *c, CUresult r);
 void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r);
 void atl_sync_capture_post(const struct atl_capture *c, CUresult r);
