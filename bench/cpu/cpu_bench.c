@@ -1,10 +1,13 @@
 /*
- * Cost of an intercepted call, without a GPU: a loop of cuLaunchKernel on a
- * kernel that does nothing, and a loop of 16-byte cuMemcpyDtoH, against the
- * fake driver. Run natively and under the preload; the difference is ours.
- *   cpu_bench N            both loops, prints "launch NS" and "dtoh NS"
- *                          (nanoseconds per call, after a warm-up)
- *   cpu_bench N launch|dtoh  only that loop, no timing (for callgrind)
+ * Cost of an intercepted call, without a GPU: loops of cuLaunchKernel on a
+ * kernel that does nothing (no parameters; 8 parameters, like the GPU
+ * benchmark's args8: 4 pointers, 2 u32, 1 f32, 1 u64, a cuCtxSynchronize
+ * every 256 launches, so ATLAS_TRACE=1 sees 256-op steps), and a loop of 16-byte
+ * cuMemcpyDtoH, against the fake driver. Run natively and under the preload;
+ * the difference is ours.
+ *   cpu_bench N            every loop, prints "launch NS", "args8 NS" and
+ *                          "dtoh NS" (nanoseconds per call, after a warm-up)
+ *   cpu_bench N launch|args8|dtoh  only that loop, no timing (for callgrind)
  */
 #include "../../tests/fake/fakecuda.h"
 
@@ -19,10 +22,12 @@ static CUresult k_nop(const struct fake_launch *l, void **params)
     return CUDA_SUCCESS;
 }
 
-static const struct fake_kernel_def kernels[] = {{"nop", k_nop, 0, NULL, NULL}};
-static const struct fake_image image = {FAKE_IMAGE_MAGIC, 1, kernels};
+static const size_t sizes8[8] = {8, 8, 8, 8, 4, 4, 4, 8};
+static const struct fake_kernel_def kernels[] = {{"nop", k_nop, 0, NULL, NULL},
+                                                 {"nop8", k_nop, 8, sizes8, NULL}};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 2, kernels};
 
-static CUfunction nop;
+static CUfunction nop, nop8;
 static CUdeviceptr dbuf;
 static char hbuf[16];
 
@@ -31,6 +36,22 @@ static int loop_launch(long n)
     for (long i = 0; i < n; i++)
         if (cuLaunchKernel(nop, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != CUDA_SUCCESS)
             return 1;
+    return 0;
+}
+
+static int loop_args8(long n)
+{
+    CUdeviceptr a = dbuf, b = dbuf, c = dbuf, d = dbuf;
+    unsigned m = 1024, k = 64;
+    float alpha = 1.5f;
+    unsigned long long seed = 42;
+    void *params[8] = {&a, &b, &c, &d, &m, &k, &alpha, &seed};
+    for (long i = 0; i < n; i++) {
+        if (cuLaunchKernel(nop8, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL) != CUDA_SUCCESS)
+            return 1;
+        if (i % 256 == 255 && cuCtxSynchronize() != CUDA_SUCCESS)
+            return 1;
+    }
     return 0;
 }
 
@@ -58,23 +79,34 @@ int main(int argc, char **argv)
     CUmodule mod;
     if (n <= 0 || cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
         cuCtxSetCurrent(ctx) || cuModuleLoadData(&mod, &image) ||
-        cuModuleGetFunction(&nop, mod, "nop") || cuMemAlloc(&dbuf, sizeof hbuf)) {
+        cuModuleGetFunction(&nop, mod, "nop") || cuModuleGetFunction(&nop8, mod, "nop8") ||
+        cuMemAlloc(&dbuf, sizeof hbuf)) {
         fprintf(stderr, "cpu_bench: setup failed\n");
         return 1;
     }
     if (only) {
-        int bad = strcmp(only, "launch") == 0 ? loop_launch(n) : loop_dtoh(n);
-        return bad;
+        if (strcmp(only, "launch") == 0)
+            return loop_launch(n);
+        if (strcmp(only, "args8") == 0)
+            return loop_args8(n);
+        if (strcmp(only, "dtoh") == 0)
+            return loop_dtoh(n);
+        fprintf(stderr, "cpu_bench: unknown loop '%s' (launch, args8, dtoh)\n", only);
+        return 2;
     }
-    if (loop_launch(n / 10 + 1) || loop_dtoh(n / 10 + 1))
+    if (loop_launch(n / 10 + 1) || loop_args8(n / 10 + 1) || loop_dtoh(n / 10 + 1))
         return 1;
     double t0 = now_ns();
     if (loop_launch(n))
         return 1;
     double t1 = now_ns();
-    if (loop_dtoh(n))
+    if (loop_args8(n))
         return 1;
     double t2 = now_ns();
-    printf("launch %.2f\ndtoh %.2f\n", (t1 - t0) / (double)n, (t2 - t1) / (double)n);
+    if (loop_dtoh(n))
+        return 1;
+    double t3 = now_ns();
+    printf("launch %.2f\nargs8 %.2f\ndtoh %.2f\n", (t1 - t0) / (double)n, (t2 - t1) / (double)n,
+           (t3 - t2) / (double)n);
     return 0;
 }

@@ -70,7 +70,7 @@ echo "atlastrace CPU overhead per intercepted call (fake driver, no GPU): $REPS 
 printf '%-10s %-7s %10s %17s %8s %10s %10s %10s\n' config call "ns median" "ns min..max" ratio "+ns" "instr" "+instr"
 row() {
     name=$1
-    for loop in launch dtoh; do
+    for loop in launch args8 dtoh; do
         set -- $(stats "$TMP/$name.$loop")
         med=$1 lo=$2 hi=$3
         set -- $(stats "$TMP/native.$loop")
