@@ -7,11 +7,12 @@
  *
  * Cost when on (per op, on the enqueueing thread): one lock-free probe of
  * the kernel-layout cache, one uncontended lock of the thread's own buffer,
- * a 64-byte record and a copy of the parameter bytes into a chunked arena.
- * Buffers grow by doubling (records) and in 1 MiB chunks (bytes), so there
- * is no allocation per op. Everything heavier (merging threads, ordering
- * by stream, resolving pointers through the ledger, the diff, JSON) runs at
- * the step end.
+ * a 64-byte record written in place and the parameter bytes gathered after
+ * the last op's. Buffers grow by doubling and are handed over whole at the
+ * step end (a step takes a thread's arrays, the thread gets spare ones), so
+ * there is no allocation per op and, in a steady loop, none per step.
+ * Everything heavier (merging threads, ordering by stream, resolving
+ * pointers through the ledger, the diff, JSON) runs at the step end.
  */
 #include "trace.h"
 
@@ -191,20 +192,17 @@ static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
 
 /* ---- per-thread buffers ---------------------------------------------------- */
 
-#define CHUNK (1u << 20)
-struct chunk {
-    struct chunk *next;
-    size_t used, cap;
-    uint8_t data[];
-};
-
+/* A thread's ops of the step being recorded: the same layout as a step
+ * (ops[i].u.k.bytes is an offset into bytes), so the step end takes the
+ * arrays over instead of copying them (harvest). */
 struct tbuf {
     int busy; /* a spin lock: taken by its thread per op (uncontended, one
                * atomic exchange), by the step end once per step */
     struct tbuf *next;
     struct atl_op *ops;
     size_t nops, cap;
-    struct chunk *first, *cur;
+    uint8_t *bytes;
+    size_t nbytes, capbytes;
     int oom;
     int free_; /* its thread exited: the next new thread takes it over */
     /* ATLAS_CHROME_TRACE only: host enqueue times, parallel to ops. Kept
@@ -280,37 +278,14 @@ static struct tbuf *tbuf_get(void)
     return b;
 }
 
-/* Under b->mu. Room for n parameter bytes; NULL when out of memory. */
-static uint8_t *arena_take(struct tbuf *b, size_t n)
-{
-    struct chunk *c = b->cur;
-    while (c && c->used + n > c->cap)
-        c = c->next; /* chunks kept from earlier steps */
-    if (!c) {
-        size_t cap = n > CHUNK ? n : CHUNK;
-        c = malloc(sizeof *c + cap);
-        if (!c)
-            return NULL;
-        c->next = NULL, c->used = 0, c->cap = cap;
-        if (b->cur) {
-            c->next = b->cur->next;
-            b->cur->next = c;
-        } else {
-            b->first = c;
-        }
-    }
-    b->cur = c;
-    uint8_t *p = c->data + c->used;
-    c->used += (n + 7) & ~(size_t)7;
-    return p;
-}
-
 /* A program that never synchronises (ATLAS_STEP=sync) would grow one step
  * without bound: past this many ops on one thread (512 MiB of records) the
  * rest of the step is dropped, and the step end says so. */
 #define MAX_OPS_PER_THREAD (8u << 20)
 
-static struct atl_op *op_take(struct tbuf *b)
+/* Under the buffer's lock: room for one more op, and for its Chrome time
+ * when the export is on. NULL (and b->oom set) when there is none. */
+static __attribute__((noinline)) struct atl_op *op_grow(struct tbuf *b)
 {
     if (b->nops >= MAX_OPS_PER_THREAD) {
         b->oom = 2;
@@ -320,71 +295,144 @@ static struct atl_op *op_take(struct tbuf *b)
         size_t nc = b->cap ? b->cap * 2 : 4096;
         struct atl_op *no = realloc(b->ops, nc * sizeof *no);
         if (!no)
-            return NULL;
+            goto oom;
         b->ops = no, b->cap = nc;
     }
+    if (atl_chrome_on && b->tscap < b->cap) {
+        uint64_t *nt = realloc(b->ts, b->cap * sizeof *nt);
+        if (!nt)
+            goto oom;
+        b->ts = nt, b->tscap = b->cap;
+    }
     return &b->ops[b->nops];
+oom:
+    if (!b->oom)
+        b->oom = 1;
+    return NULL;
+}
+
+static inline struct atl_op *op_take(struct tbuf *b)
+{
+    if (__builtin_expect(b->nops < b->cap && (!atl_chrome_on || b->nops < b->tscap), 1))
+        return &b->ops[b->nops];
+    return op_grow(b);
+}
+
+/* Under the buffer's lock: room for n parameter bytes at b->nbytes (kept
+ * 8-byte aligned); NULL (and b->oom set) when out of memory. */
+static __attribute__((noinline)) uint8_t *bytes_grow(struct tbuf *b, size_t n)
+{
+    size_t nc = b->capbytes ? b->capbytes : 65536;
+    while (nc < b->nbytes + n)
+        nc *= 2;
+    uint8_t *nb = realloc(b->bytes, nc);
+    if (!nb) {
+        if (!b->oom)
+            b->oom = 1;
+        return NULL;
+    }
+    b->bytes = nb, b->capbytes = nc;
+    return nb + b->nbytes;
+}
+
+static inline uint8_t *bytes_take(struct tbuf *b, size_t n)
+{
+    if (__builtin_expect(b->nbytes + n <= b->capbytes, 1))
+        return b->bytes + b->nbytes;
+    return bytes_grow(b, n);
 }
 
 static int recording;
 
-static void record(const struct atl_op *o, const void *const *params, const void *packed)
+/* The op is complete: count it (and its bytes), stamp its Chrome time. */
+static inline void op_done(struct tbuf *b, uint64_t now, size_t nbytes)
 {
-    /* the Chrome export's enqueue time: one vDSO clock read (about 20 ns),
-     * taken only when the export is on */
-    uint64_t now = atl_chrome_on ? atl_chrome_now() : 0;
+    if (atl_chrome_on)
+        b->ts[b->nops] = now;
+    b->nops++;
+    b->nbytes += (nbytes + 7) & ~(size_t)7;
+}
+
+/* This thread's buffer, locked (NULL: out of memory), and the Chrome
+ * export's enqueue time: one vDSO clock read (about 20 ns), taken only when
+ * the export is on. */
+static inline struct tbuf *rec_begin(uint64_t *now)
+{
+    *now = atl_chrome_on ? atl_chrome_now() : 0;
     struct tbuf *b = tbuf_get();
+    if (b)
+        buf_lock(b);
+    return b;
+}
+
+/* An op without parameter bytes. */
+static void record(const struct atl_op *o)
+{
+    uint64_t now;
+    struct tbuf *b = rec_begin(&now);
     if (!b)
         return;
-    buf_lock(b);
     struct atl_op *d = op_take(b);
-    if (!d) {
-        if (!b->oom)
-            b->oom = 1;
+    if (d) {
+        *d = *o;
+        op_done(b, now, 0);
+    }
+    buf_unlock(b);
+}
+
+/* A launch: the record is written in place, the parameter bytes gathered
+ * from params (or copied from a packed buffer) straight after the last. */
+static void record_launch(const struct atl_launch *l, const struct atl_kfn *k, const void *packed)
+{
+    uint64_t now;
+    struct tbuf *b = rec_begin(&now);
+    if (!b)
+        return;
+    struct atl_op *d = op_take(b);
+    const unsigned total = k->total;
+    uint8_t *p = d ? bytes_take(b, total) : NULL;
+    if (!p)
         goto out;
+    memset(d, 0, sizeof *d);
+    d->kind = ATL_OP_LAUNCH;
+    d->stream = (uint64_t)(uintptr_t)l->stream;
+    for (int i = 0; i < 3; i++) {
+        d->u.k.grid[i] = l->grid[i];
+        d->u.k.block[i] = l->block[i];
+        d->cluster[i] = (uint8_t)(l->cluster[i] > 255 ? 255 : l->cluster[i]);
     }
-    if (atl_chrome_on) {
-        if (b->tscap < b->cap) {
-            uint64_t *nt = realloc(b->ts, b->cap * sizeof *nt);
-            if (!nt) {
-                b->oom = 1;
-                goto out;
+    d->shmem = l->shmem;
+    d->u.k.kfn = k;
+    d->u.k.bytes = b->nbytes;
+    const void *const *params = (const void *const *)l->params;
+    if (packed) {
+        memcpy(p, packed, total);
+    } else if (params) {
+        /* padding between parameters must read the same every step */
+        if (!k->gapless)
+            memset(p, 0, total);
+        /* locals: the stores below may alias k as far as the compiler knows */
+        const unsigned n = k->nparams;
+        const uint32_t *off = k->off, *size = k->size;
+        for (unsigned i = 0; i < n; i++) {
+            const void *src = params[i];
+            uint8_t *dst = p + off[i];
+            if (!src) {
+                memset(dst, 0, size[i]);
+                continue;
             }
-            b->ts = nt, b->tscap = b->cap;
+            /* scalars and pointers: inline copies, no call */
+            if (size[i] == 8)
+                memcpy(dst, src, 8);
+            else if (size[i] == 4)
+                memcpy(dst, src, 4);
+            else
+                memcpy(dst, src, size[i]);
         }
-        b->ts[b->nops] = now;
+    } else {
+        memset(p, 0, total);
     }
-    *d = *o;
-    if (o->kind == ATL_OP_LAUNCH) {
-        const struct atl_kfn *k = o->u.k.kfn;
-        uint8_t *p = k->total ? arena_take(b, k->total) : (uint8_t *)d;
-        if (!p) {
-            b->oom = 1;
-            goto out;
-        }
-        if (packed) {
-            memcpy(p, packed, k->total);
-        } else {
-            /* padding between parameters must read the same every step */
-            if (!k->gapless || !params)
-                memset(p, 0, k->total);
-            for (unsigned i = 0; params && i < k->nparams; i++) {
-                const void *src = params[i];
-                uint8_t *dst = p + k->off[i];
-                if (!src)
-                    continue;
-                /* scalars and pointers: inline copies, no call */
-                if (k->size[i] == 8)
-                    memcpy(dst, src, 8);
-                else if (k->size[i] == 4)
-                    memcpy(dst, src, 4);
-                else
-                    memcpy(dst, src, k->size[i]);
-            }
-        }
-        d->u.k.bytes = (uintptr_t)p;
-    }
-    b->nops++;
+    op_done(b, now, total);
 out:
     buf_unlock(b);
 }
@@ -415,6 +463,75 @@ static void log_line_cb(void *ctx, const char *text)
     atl_log_line(text);
 }
 
+/* Under step_mu: the arrays of a step no longer needed, kept for the next
+ * thread buffer whose arrays a step takes over (so a steady loop allocates
+ * nothing per step). */
+static struct {
+    struct atl_op *ops;
+    size_t capops;
+    uint8_t *bytes;
+    size_t capbytes;
+} spare;
+
+static void spare_put(struct atl_step *s)
+{
+    if (!spare.ops || s->capops > spare.capops) {
+        free(spare.ops);
+        spare.ops = s->ops, spare.capops = s->capops;
+        s->ops = NULL;
+    }
+    if (!spare.bytes || s->capbytes > spare.capbytes) {
+        free(spare.bytes);
+        spare.bytes = s->bytes, spare.capbytes = s->capbytes;
+        s->bytes = NULL;
+    }
+    atl_step_free(s);
+}
+
+/* Under step_mu and b's lock: a step with nothing yet takes b's arrays as
+ * they are, and b gets the spare ones. */
+static void take_over(struct atl_step *s, struct tbuf *b)
+{
+    s->ops = b->ops, s->nops = b->nops, s->capops = b->cap;
+    s->bytes = b->bytes, s->nbytes = b->nbytes, s->capbytes = b->capbytes;
+    b->ops = spare.ops, b->cap = spare.capops;
+    b->bytes = spare.bytes, b->capbytes = spare.capbytes;
+    spare.ops = NULL, spare.capops = 0, spare.bytes = NULL, spare.capbytes = 0;
+}
+
+/* Under step_mu and b's lock: b's ops after those already in s, their byte
+ * offsets moved by the bytes already there. Returns -1 when out of memory. */
+static int append(struct atl_step *s, const struct tbuf *b)
+{
+    size_t need = s->nops + b->nops, needb = s->nbytes + b->nbytes;
+    if (need > s->capops) {
+        size_t nc = s->capops ? s->capops : 4096;
+        while (nc < need)
+            nc *= 2;
+        struct atl_op *no = realloc(s->ops, nc * sizeof *no);
+        if (!no)
+            return -1;
+        s->ops = no, s->capops = nc;
+    }
+    if (needb > s->capbytes) {
+        size_t nc = s->capbytes ? s->capbytes : 65536;
+        while (nc < needb)
+            nc *= 2;
+        uint8_t *nb = realloc(s->bytes, nc);
+        if (!nb)
+            return -1;
+        s->bytes = nb, s->capbytes = nc;
+    }
+    memcpy(s->ops + s->nops, b->ops, b->nops * sizeof *b->ops);
+    if (b->nbytes)
+        memcpy(s->bytes + s->nbytes, b->bytes, b->nbytes);
+    for (size_t i = s->nops; i < need; i++)
+        if (s->ops[i].kind == ATL_OP_LAUNCH)
+            s->ops[i].u.k.bytes += s->nbytes;
+    s->nops = need, s->nbytes = needb;
+    return 0;
+}
+
 /* Under step_mu. Moves every thread's ops into s (or drops them), then
  * resets the buffers for the next step. */
 static void harvest(struct atl_step *s)
@@ -424,21 +541,26 @@ static void harvest(struct atl_step *s)
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
         buf_lock(b);
-        for (size_t i = 0; s && i < b->nops; i++) {
-            if (atl_step_push(s, &b->ops[i]) != 0) {
-                atl_log_once_oom("the step trace");
-                break;
-            }
+        if (s && b->nops) {
+            size_t first = s->nops;
             if (atl_chrome_on && b->ts) {
-                if (s->nops > step_tscap) {
-                    size_t nc = step_tscap ? step_tscap * 2 : 4096;
+                /* the times first: take_over hands b's arrays away */
+                size_t need = first + b->nops;
+                if (need > step_tscap) {
+                    size_t nc = step_tscap ? step_tscap : 4096;
+                    while (nc < need)
+                        nc *= 2;
                     uint64_t *nt = realloc(step_ts, nc * sizeof *nt);
                     if (nt)
                         step_ts = nt, step_tscap = nc;
                 }
-                if (s->nops <= step_tscap)
-                    step_ts[s->nops - 1] = b->ts[i];
+                if (need <= step_tscap)
+                    memcpy(step_ts + first, b->ts, b->nops * sizeof *step_ts);
             }
+            if (first == 0 && !s->ops && !s->bytes)
+                take_over(s, b);
+            else if (append(s, b) != 0)
+                atl_log_once_oom("the step trace");
         }
         if (b->oom == 1 && s)
             atl_log(ATL_WARN,
@@ -450,10 +572,7 @@ static void harvest(struct atl_step *s)
                     "step trace: more than %u ops on one thread in one step; the rest of "
                     "the step ending now (step %" PRIu64 ") was not recorded",
                     MAX_OPS_PER_THREAD, step_count + 1);
-        b->nops = 0, b->oom = 0;
-        for (struct chunk *c = b->first; c; c = c->next)
-            c->used = 0;
-        b->cur = b->first;
+        b->nops = 0, b->nbytes = 0, b->oom = 0;
         buf_unlock(b);
     }
 }
@@ -640,7 +759,7 @@ static void step_finish(const char *name)
             chrome_write(&s, begin, end);
         uint64_t was = prev->nth;
         prev->index = s.index, prev->nth = s.nth;
-        atl_step_free(&s);
+        spare_put(&s);
         stats.compared++, stats.identical++;
         if (o.replay) {
             char line[160];
@@ -664,7 +783,7 @@ static void step_finish(const char *name)
     name_ops(&s);
     if (prev->ops)
         atl_step_diff(prev, &s, &o, &stats);
-    atl_step_free(prev);
+    spare_put(prev);
     *prev = s;
     pthread_mutex_unlock(&step_mu);
 }
@@ -747,15 +866,7 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
         warn_inexact(k);
     if (packed && packed_size < k->total)
         packed = NULL; /* a short buffer: do not read past it */
-    struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = (uint64_t)(uintptr_t)l->stream};
-    o.u.k.kfn = k;
-    for (int i = 0; i < 3; i++) {
-        o.u.k.grid[i] = l->grid[i];
-        o.u.k.block[i] = l->block[i];
-        o.cluster[i] = (uint8_t)(l->cluster[i] > 255 ? 255 : l->cluster[i]);
-    }
-    o.shmem = l->shmem;
-    record(&o, (const void *const *)l->params, packed);
+    record_launch(l, k, packed);
 }
 
 void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
@@ -764,7 +875,7 @@ void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
         return;
     struct atl_op o = {.kind = ATL_OP_GRAPH, .stream = (uint64_t)(uintptr_t)g->stream};
     o.u.g.exec = (uint64_t)(uintptr_t)g->exec;
-    record(&o, NULL, NULL);
+    record(&o);
 }
 
 void atl_trace_memset(const struct atl_memset *m, CUresult r)
@@ -776,7 +887,7 @@ void atl_trace_memset(const struct atl_memset *m, CUresult r)
                            .shmem = m->value};
         o.u.m.ptr = m->dst, o.u.m.count = m->count, o.u.m.pitch = m->pitch;
         o.u.m.height = m->height;
-        record(&o, NULL, NULL);
+        record(&o);
     }
     /* a synchronous memset is not a host synchronisation point: the driver
      * may return before it completes */
@@ -869,7 +980,7 @@ void atl_trace_copy(const struct atl_copy *c, CUresult r)
     if (r == CUDA_SUCCESS && rec_now()) {
         struct atl_op o = {0};
         copy_op(c, &o);
-        record(&o, NULL, NULL);
+        record(&o);
     }
     /* A synchronous copy to the host (or any synchronous copy through
      * unified addressing) returns only when the GPU is done with the work
