@@ -6,7 +6,13 @@
 # 2. PyTorch: the exit status a script chooses after CUDA work comes back through the tool;
 # 3. examples/demo_steps (the program make demo runs) on the real driver: right results, counted;
 # 4. PyTorch + subprocess: the child has the library without --no-children, not with it, while
-#    the parent's launches are still counted.
+#    the parent's launches are still counted;
+# 5. `atlas-trace --trace=nvtx:step python ...` on PyTorch + Triton (NVTX steps through the
+#    tool alone): the report names the changing argument, the JSON lines and the Chrome trace
+#    are written and read back;
+# 6. two ranks of one script (torchrun --nproc_per_node=2 when there are two GPUs, else two
+#    processes with RANK=0/1), one trace file per rank through %r: atlas-diff finds no
+#    difference when the ranks run the same steps, and names step #3 when rank 1 branches.
 build=${1:-build}
 tool=$build/atlas-trace
 lib=$(realpath "$build/libatlastrace.so")
@@ -74,6 +80,78 @@ PY
     fi
 else
     echo "SKIP: no PyTorch with CUDA here: the PyTorch checks did not run"
+fi
+
+if python3 -c 'import torch, triton; assert torch.cuda.is_available()' 2>/dev/null; then
+    echo "== atlas-trace --trace=nvtx:step on PyTorch + Triton"
+    rm -f "$out"/nvtx-*.jsonl "$out"/nvtx-*.json "$out"/nvtx.log
+    "$tool" --trace=nvtx:step --json="$out/nvtx-%p.jsonl" --chrome="$out/nvtx-%p.json" \
+        --log="$out/nvtx.log" python3 tests/gpu/trace/torch_nvtx.py changing >"$out/nvtx.out" 2>&1
+    rc=$?
+    a=$(grep ':   op ' "$out/nvtx.log" | grep -c 'add_pos.*\[launch\] arg1 @0x8 (4 bytes).*(delta +1)')
+    if [ $rc -eq 0 ] && [ "$a" -eq 4 ] && grep -q 'steps=5 compared=4' "$out/nvtx.log"; then
+        pass "--trace=nvtx:step: 5 NVTX steps, add_pos's position argument named in all 4 diffs"
+    else
+        fail "--trace=nvtx:step: exit $rc, $a lines naming add_pos arg1 (want 4)"; tail -20 "$out/nvtx.log"
+    fi
+    j=$(ls "$out"/nvtx-*.jsonl 2>/dev/null | head -1)
+    "$build/tools/atlas-diff" "$j" >"$out/nvtx-diff.out" 2>&1
+    rc=$?
+    if [ -n "$j" ] && [ $rc -eq 1 ] && grep -q 'add_pos' "$out/nvtx-diff.out"; then
+        pass "--json: atlas-diff reads the file back and names add_pos (exit 1)"
+    else
+        fail "--json: atlas-diff on ${j:-no file}: exit $rc"; tail -5 "$out/nvtx-diff.out"
+    fi
+    c=$(ls "$out"/nvtx-*.json 2>/dev/null | head -1)
+    if [ -n "$c" ] && python3 -c '
+import json, sys
+t = open(sys.argv[1]).read().strip()  # an array; its closing bracket is optional
+t = t[:-1] if t.endswith(",") else t
+ev = json.loads(t if t.endswith("]") else t + "]")
+steps = [e for e in ev if e.get("cat") == "step"]
+k = [e for e in ev if "add_pos" in str(e.get("name", ""))]
+sys.exit(0 if len(steps) >= 5 and len(k) >= 5 else 1)' "$c"; then
+        pass "--chrome: the Chrome trace loads, with 5 steps and the add_pos launches"
+    else
+        fail "--chrome: ${c:-no file} does not load or lacks the steps"
+    fi
+
+    ngpu=$(python3 -c 'import torch; print(torch.cuda.device_count())')
+    for how in same branch; do
+        rm -f "$out"/rank-*.jsonl
+        if [ "$ngpu" -ge 2 ] && command -v torchrun >/dev/null 2>&1; then
+            way="torchrun --nproc_per_node=2"
+            "$tool" --trace=nvtx:step --json="$out/rank-%r.jsonl" --log="$out/rank-$how-%r.log" \
+                torchrun --nproc_per_node=2 tests/gpu/front/torch_ranks.py $how >"$out/ranks-$how.out" 2>&1
+            rc=$?
+        else
+            way="two processes, RANK=0/1, one GPU"
+            rc=0
+            for r in 0 1; do
+                RANK=$r LOCAL_RANK=$r "$tool" --trace=nvtx:step --json="$out/rank-%r.jsonl" \
+                    --log="$out/rank-$how-%r.log" python3 tests/gpu/front/torch_ranks.py $how \
+                    >>"$out/ranks-$how.out" 2>&1 || rc=$?
+            done
+        fi
+        if [ $rc -ne 0 ] || [ ! -s "$out/rank-0.jsonl" ] || [ ! -s "$out/rank-1.jsonl" ]; then
+            fail "ranks ($how, $way): exit $rc, files: $(ls "$out"/rank-*.jsonl 2>/dev/null | tr '\n' ' ')"
+            tail -5 "$out/ranks-$how.out"
+            continue
+        fi
+        "$build/tools/atlas-diff" "$out/rank-0.jsonl" "$out/rank-1.jsonl" >"$out/ranks-$how.diff" 2>&1
+        rc=$?
+        if [ $how = same ] && [ $rc -eq 0 ]; then
+            pass "ranks ($way): same steps on both ranks, atlas-diff finds none differing (exit 0)"
+        elif [ $how = branch ] && [ $rc -eq 1 ] && grep -q 'step "step" #3' "$out/ranks-$how.diff" &&
+            [ "$(grep -c 'differs from' "$out/ranks-$how.diff")" -eq 1 ]; then
+            pass "ranks ($way): rank 1's branch found by atlas-diff in step #3 only"
+        else
+            fail "ranks ($how, $way): atlas-diff exit $rc"; head -20 "$out/ranks-$how.diff"
+        fi
+        sed 's/^/    /' "$out/ranks-$how.diff" | head -12
+    done
+else
+    echo "SKIP: no PyTorch+Triton with CUDA here: the NVTX and rank checks did not run"
 fi
 
 [ $status -eq 0 ] && echo "front-gpu-check: PASS" || echo "front-gpu-check: FAIL"
