@@ -281,7 +281,8 @@ static void put_op(const struct atl_step *s, size_t i, uint64_t ts)
                 lit("null");
                 continue;
             }
-            const struct atl_ann *an = atl_step_ann(s, (uint32_t)i, j);
+            const struct atl_ann *an =
+                k->size[j] == 8 ? atl_step_ann(s, (uint32_t)i, k->off[j]) : NULL;
             if (an) { /* a pointer into a live allocation, by its name */
                 lit("\"alloc#");
                 dec(an->seq);

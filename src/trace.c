@@ -102,6 +102,44 @@ static unsigned query_layout(void *h, uint32_t *off, uint32_t *size, unsigned ma
     return 0;
 }
 
+/* How the recorder copies each parameter: its bytes, then zeros up to the
+ * next parameter (or to the block's end rounded up to 8), so the padding
+ * reads the same every step without zeroing the block first, and the common
+ * cases (a pointer, a 4-byte scalar before an 8-aligned one) are one load
+ * and one 8-byte store. Only for layouts whose offsets ascend. */
+enum { SLOT_8, SLOT_4_IN_8, SLOT_4, SLOT_OTHER };
+struct slot {
+    uint32_t off;
+    uint16_t how; /* SLOT_*: the common cases need no size test */
+    uint16_t pad;
+    uint32_t size, span;
+};
+
+static struct slot *plan_make(const uint32_t *off, const uint32_t *size, unsigned n, unsigned total)
+{
+    if (n == 0)
+        return NULL;
+    for (unsigned i = 0; i < n; i++)
+        if (off[i] % 4 || (i + 1 < n && off[i + 1] < off[i] + size[i]) || (i == 0 && off[0] != 0))
+            return NULL;
+    struct slot *p = calloc(n, sizeof *p);
+    if (!p)
+        return NULL;
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t end = i + 1 < n ? off[i + 1] : (total + 7) & ~7u;
+        uint32_t sz = size[i], span = end - off[i];
+        uint16_t how = SLOT_OTHER;
+        if (sz == 8 && span == 8 && off[i] % 8 == 0)
+            how = SLOT_8;
+        else if (sz == 4 && span == 8)
+            how = SLOT_4_IN_8;
+        else if (sz == 4 && span == 4)
+            how = SLOT_4;
+        p[i] = (struct slot){.off = off[i], .how = how, .size = sz, .span = span};
+    }
+    return p;
+}
+
 static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
 {
     static uint32_t off[4096], size[4096]; /* under kc_mu */
@@ -144,7 +182,8 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
                           .exact = exact || extra_size,
                           .off = o,
                           .size = s,
-                          .gapless = covered == total};
+                          .gapless = covered == total,
+                          .plan = plan_make(o, s, n, total)};
     return k;
 }
 
@@ -389,8 +428,8 @@ static void record_launch(const struct atl_launch *l, const struct atl_kfn *k, c
     if (!b)
         return;
     struct atl_op *d = op_take(b);
-    const unsigned total = k->total;
-    uint8_t *p = d ? bytes_take(b, total) : NULL;
+    const unsigned total = k->total, rounded = (total + 7) & ~7u;
+    uint8_t *p = d ? bytes_take(b, rounded) : NULL;
     if (!p)
         goto out;
     memset(d, 0, sizeof *d);
@@ -399,40 +438,77 @@ static void record_launch(const struct atl_launch *l, const struct atl_kfn *k, c
     for (int i = 0; i < 3; i++) {
         d->u.k.grid[i] = l->grid[i];
         d->u.k.block[i] = l->block[i];
-        d->cluster[i] = (uint8_t)(l->cluster[i] > 255 ? 255 : l->cluster[i]);
     }
+    if (__builtin_expect(l->cluster[0] | l->cluster[1] | l->cluster[2], 0))
+        for (int i = 0; i < 3; i++)
+            d->cluster[i] = (uint8_t)(l->cluster[i] > 255 ? 255 : l->cluster[i]);
     d->shmem = l->shmem;
     d->u.k.kfn = k;
     d->u.k.bytes = b->nbytes;
     const void *const *params = (const void *const *)l->params;
     if (packed) {
         memcpy(p, packed, total);
+    } else if (params && k->plan) {
+        const struct slot *plan = k->plan;
+        const unsigned n = k->nparams;
+        for (unsigned i = 0; i < n; i++) {
+            const struct slot *e = &plan[i];
+            const void *src = params[i];
+            uint8_t *dst = p + e->off;
+            if (__builtin_expect(src == NULL, 0)) {
+                memset(dst, 0, e->span);
+                continue;
+            }
+            switch (e->how) {
+            case SLOT_8:
+                memcpy(dst, src, 8);
+                break;
+            case SLOT_4_IN_8: {
+                uint32_t v32;
+                memcpy(&v32, src, 4);
+                uint64_t v = v32; /* the value, then four zero bytes (little-endian) */
+                memcpy(dst, &v, 8);
+                break;
+            }
+            case SLOT_4:
+                memcpy(dst, src, 4);
+                break;
+            default:
+                memcpy(dst, src, e->size);
+                memset(dst + e->size, 0, e->span - e->size);
+            }
+        }
     } else if (params) {
-        /* padding between parameters must read the same every step */
-        if (!k->gapless)
-            memset(p, 0, total);
+        /* padding between parameters must read the same every step: small
+         * blocks are zeroed a word at a time (no call), the rest by memset */
+        if (!k->gapless) {
+            if (rounded <= 64)
+                for (unsigned o = 0; o < rounded; o += 8)
+                    memset(p + o, 0, 8);
+            else
+                memset(p, 0, total);
+        }
         /* locals: the stores below may alias k as far as the compiler knows */
         const unsigned n = k->nparams;
         const uint32_t *off = k->off, *size = k->size;
         for (unsigned i = 0; i < n; i++) {
             const void *src = params[i];
             uint8_t *dst = p + off[i];
-            if (!src) {
-                memset(dst, 0, size[i]);
-                continue;
-            }
+            const uint32_t sz = size[i];
             /* scalars and pointers: inline copies, no call */
-            if (size[i] == 8)
+            if (__builtin_expect(sz == 8 && src != NULL, 1))
                 memcpy(dst, src, 8);
-            else if (size[i] == 4)
+            else if (sz == 4 && src)
                 memcpy(dst, src, 4);
+            else if (src)
+                memcpy(dst, src, sz);
             else
-                memcpy(dst, src, size[i]);
+                memset(dst, 0, sz);
         }
     } else {
         memset(p, 0, total);
     }
-    op_done(b, now, total);
+    op_done(b, now, rounded);
 out:
     buf_unlock(b);
 }
@@ -646,8 +722,10 @@ static void order_by_stream(struct atl_step *s)
     free(rank);
 }
 
-/* Names 8-byte parameters that point into a live allocation, so the diff can
- * tell "the same buffer at another offset" from "another buffer". */
+/* Names 8-byte parameters, and the 8-byte words of larger ones (PyTorch
+ * passes tensor pointers in a by-value array), that point into a live
+ * allocation, so the diff can tell "the same buffer at another offset" from
+ * "another buffer", and two processes' pointers can be compared by name. */
 static void resolve_pointers(struct atl_step *s)
 {
     struct atl_alloc_rec rec;
@@ -659,21 +737,23 @@ static void resolve_pointers(struct atl_step *s)
         const struct atl_kfn *k = o->u.k.kfn;
         const uint8_t *p = atl_op_bytes(s, o);
         for (unsigned j = 0; j < k->nparams; j++) {
-            if (k->size[j] != 8 || k->off[j] + 8 > k->total)
+            if (k->size[j] < 8 || k->off[j] + k->size[j] > k->total || k->off[j] % 8)
                 continue;
-            uint64_t v;
-            memcpy(&v, p + k->off[j], 8);
-            if (v < 65536)
-                continue;
-            if (!(v >= lo && v < hi)) {
-                if (!atl_ledger_find((CUdeviceptr)v, &rec))
+            for (uint32_t w = 0; w + 8 <= k->size[j]; w += 8) {
+                uint64_t v;
+                memcpy(&v, p + k->off[j] + w, 8);
+                if (v < 65536)
                     continue;
-                lo = rec.ptr, hi = rec.ptr + (rec.padded > rec.bytes ? rec.padded : rec.bytes);
-                if (hi == lo)
-                    hi = lo + 1;
-                seq = rec.seq;
+                if (!(v >= lo && v < hi)) {
+                    if (!atl_ledger_find((CUdeviceptr)v, &rec))
+                        continue;
+                    lo = rec.ptr, hi = rec.ptr + (rec.padded > rec.bytes ? rec.padded : rec.bytes);
+                    if (hi == lo)
+                        hi = lo + 1;
+                    seq = rec.seq;
+                }
+                atl_step_annotate(s, (uint32_t)i, k->off[j] + w, seq, v - lo);
             }
-            atl_step_annotate(s, (uint32_t)i, j, seq, v - lo);
         }
     }
 }

@@ -77,30 +77,35 @@ int atl_step_push(struct atl_step *s, const struct atl_op *op)
     return 0;
 }
 
-int atl_step_annotate(struct atl_step *s, uint32_t op, uint32_t param, uint64_t seq, uint64_t off)
+int atl_step_annotate(struct atl_step *s, uint32_t op, uint32_t at, uint64_t seq, uint64_t off)
 {
     if (grow((void **)&s->ann, &s->capann, s->nann + 1, sizeof *s->ann))
         return -1;
-    s->ann[s->nann++] = (struct atl_ann){.op = op, .param = param, .seq = seq, .off = off};
+    s->ann[s->nann++] = (struct atl_ann){.op = op, .at = at, .seq = seq, .off = off};
     return 0;
 }
 
-/* Annotations are appended in (op, param) order, so a binary search works. */
-const struct atl_ann *atl_step_ann(const struct atl_step *s, uint32_t op, uint32_t param)
+/* The first annotation at or after (op, at): they are appended in that
+ * order, so a binary search works. */
+static size_t ann_lower(const struct atl_step *s, uint32_t op, uint32_t at)
 {
     size_t lo = 0, hi = s->nann;
-    uint64_t key = (uint64_t)op << 32 | param;
+    uint64_t key = (uint64_t)op << 32 | at;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        uint64_t k = (uint64_t)s->ann[mid].op << 32 | s->ann[mid].param;
-        if (k == key)
-            return &s->ann[mid];
+        uint64_t k = (uint64_t)s->ann[mid].op << 32 | s->ann[mid].at;
         if (k < key)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return NULL;
+    return lo;
+}
+
+const struct atl_ann *atl_step_ann(const struct atl_step *s, uint32_t op, uint32_t at)
+{
+    size_t i = ann_lower(s, op, at);
+    return i < s->nann && s->ann[i].op == op && s->ann[i].at == at ? &s->ann[i] : NULL;
 }
 
 const char *atl_dir_name(int dir)
@@ -204,11 +209,12 @@ static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct a
     if (!s->nann || k->total > sizeof tmp)
         return bytes_hash(h, p, k->total);
     memcpy(tmp, p, k->total);
-    for (unsigned j = 0; j < k->nparams; j++) {
-        const struct atl_ann *an = atl_step_ann(s, (uint32_t)(o - s->ops), j);
-        if (an && k->size[j] == 8 && k->off[j] + 8 <= k->total) {
+    const uint32_t op = (uint32_t)(o - s->ops);
+    for (size_t i = ann_lower(s, op, 0); i < s->nann && s->ann[i].op == op; i++) {
+        const struct atl_ann *an = &s->ann[i];
+        if (an->at + 8 <= k->total) {
             uint64_t v = mix(an->seq, an->off);
-            memcpy(tmp + k->off[j], &v, 8);
+            memcpy(tmp + an->at, &v, 8);
         }
     }
     return bytes_hash(h, tmp, k->total);
@@ -412,6 +418,17 @@ static void fmt_alloc(const struct atl_ann *an, char *buf, size_t len)
         buf[0] = '\0';
 }
 
+/* The n-byte word at `at` of ops ia and ib names one allocation and offset
+ * in both steps (a pointer, in two processes). */
+static int same_alloc(const struct report *r, size_t ia, size_t ib, uint32_t at, uint32_t n)
+{
+    if (n != 8)
+        return 0;
+    const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, at);
+    const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, at);
+    return xa && xb && xa->seq == xb->seq && xa->off == xb->off;
+}
+
 static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl_op *oa,
                         const struct atl_op *ob)
 {
@@ -431,12 +448,18 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             continue;
         if (memcmp(pa + off, pb + off, sz) == 0 || ignored(r->o->ignore, kb, (int)i))
             continue;
-        if (sz == 8) { /* the same alloc#N+OFF in two processes: the same pointer */
-            const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, i);
-            const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, i);
-            if (xa && xb && xa->seq == xb->seq && xa->off == xb->off)
+        /* the same alloc#N+OFF in two processes is the same pointer: a
+         * parameter whose every differing word is one counts as unchanged */
+        int differs = 0;
+        for (uint32_t w = 0; w < sz && !differs; w += 8) {
+            uint32_t n = sz - w < 8 ? sz - w : 8;
+            if (memcmp(pa + off + w, pb + off + w, n) == 0)
                 continue;
+            if (!same_alloc(r, ia, ib, off + w, n))
+                differs = 1;
         }
+        if (!differs)
+            continue;
         char field[32];
         snprintf(field, sizeof field, "arg%u", i);
         count_top(r, kb, field);
@@ -448,7 +471,7 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             uint64_t va = 0, vb = 0;
             memcpy(&va, pa + off + w, n);
             memcpy(&vb, pb + off + w, n);
-            if (va == vb)
+            if (va == vb || same_alloc(r, ia, ib, off + w, n))
                 continue;
             char where[48], aa[64] = "", ab[64] = "";
             const char *verdict = "";
@@ -456,11 +479,11 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
                 snprintf(where, sizeof where, "+0x%x @0x%x (%u of %u bytes)", w, off + w, n, sz);
             else
                 snprintf(where, sizeof where, " @0x%x (%u bytes)", off, sz);
-            if (sz == 8) {
+            if (n == 8) {
                 /* Pointers: the same buffer at another offset usually means
                  * a position baked in; another buffer, a fresh allocation. */
-                const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, i);
-                const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, i);
+                const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, off + w);
+                const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, off + w);
                 fmt_alloc(xa, aa, sizeof aa);
                 fmt_alloc(xb, ab, sizeof ab);
                 if (xa && xb)
@@ -833,9 +856,16 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
                     fputc(hx[p[k->off[j] + b] & 15], f);
                 }
                 fputc('"', f);
-                const struct atl_ann *an = atl_step_ann(s, (uint32_t)i, j);
-                if (an)
-                    fprintf(f, ",\"alloc\":\"alloc#%" PRIu64 "+0x%" PRIx64 "\"", an->seq, an->off);
+                for (uint32_t w = 0; w + 8 <= k->size[j]; w += 8) {
+                    const struct atl_ann *an = atl_step_ann(s, (uint32_t)i, k->off[j] + w);
+                    if (!an)
+                        continue;
+                    if (w)
+                        fprintf(f, ",\"alloc%u\"", w);
+                    else
+                        fputs(",\"alloc\"", f);
+                    fprintf(f, ":\"alloc#%" PRIu64 "+0x%" PRIx64 "\"", an->seq, an->off);
+                }
                 fputc('}', f);
             }
             fputs("]}\n", f);
@@ -1109,7 +1139,13 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
         }
         uint64_t i = 0, off = 0, size = 0;
         int got_hex = 0;
-        char alloc[64] = "";
+        /* "alloc" names the pointer in the parameter's first word, "allocW"
+         * the one W bytes in (a larger by-value parameter) */
+        enum { MAXA = 64 };
+        struct {
+            uint64_t w, seq, off;
+        } al[MAXA];
+        int nal = 0;
         if (lit(j, '{'))
             return -1;
         for (;;) {
@@ -1129,9 +1165,16 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
                 if (jstr(j, hex, HEXMAX))
                     return -1;
                 got_hex = 1;
-            } else if (strcmp(key, "alloc") == 0) {
-                if (jstr(j, alloc, sizeof alloc))
+            } else if (strncmp(key, "alloc", 5) == 0) {
+                char alloc[64], *end;
+                uint64_t w = key[5] ? strtoull(key + 5, &end, 10) : 0;
+                if ((key[5] && (*end || w % 8)) || jstr(j, alloc, sizeof alloc)) {
+                    j->err = "bad alloc field";
                     return -1;
+                }
+                if (nal < MAXA &&
+                    sscanf(alloc, "alloc#%" SCNu64 "+0x%" SCNx64, &al[nal].seq, &al[nal].off) == 2)
+                    al[nal++].w = w;
             } else {
                 j->err = "unknown parameter field";
                 return -1;
@@ -1164,9 +1207,9 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
             return -1;
         }
         L->off[L->np] = (uint32_t)off, L->size[L->np] = (uint32_t)size;
-        uint64_t seq, aoff;
-        if (alloc[0] && sscanf(alloc, "alloc#%" SCNu64 "+0x%" SCNx64, &seq, &aoff) == 2)
-            atl_step_annotate(annstep, opidx, L->np, seq, aoff);
+        for (int a = 0; a < nal; a++)
+            if (al[a].w + 8 <= size && (a == 0 || al[a].w > al[a - 1].w))
+                atl_step_annotate(annstep, opidx, (uint32_t)(off + al[a].w), al[a].seq, al[a].off);
         L->np++;
         ws(j);
         if (*j->p == ',') {

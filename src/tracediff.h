@@ -27,6 +27,7 @@ struct atl_kfn {
     const uint32_t *off;  /* nparams offsets */
     const uint32_t *size; /* nparams sizes */
     int gapless;          /* the parameters cover [0, total) without padding */
+    const void *plan;     /* the live recorder's copy plan (trace.c), or NULL */
 };
 
 /* One op: 64 bytes, plus the kernel's parameter bytes kept elsewhere. The
@@ -64,10 +65,12 @@ enum atl_dir { ATL_DIR_HTOD = 1, ATL_DIR_DTOH, ATL_DIR_DTOD, ATL_DIR_HTOH, ATL_D
 const char *atl_dir_name(int dir);
 int atl_dir_parse(const char *s);
 
-/* A pointer parameter resolved through the allocation ledger. */
+/* A pointer resolved through the allocation ledger: an 8-byte parameter,
+ * or an 8-byte word inside a larger one (PyTorch passes its tensors'
+ * pointers in a by-value array). */
 struct atl_ann {
     uint32_t op;
-    uint32_t param;
+    uint32_t at;  /* byte offset of the word in the op's parameter block */
     uint64_t seq; /* alloc#seq */
     uint64_t off;
 };
@@ -94,12 +97,13 @@ void atl_step_free(struct atl_step *s);
 /* Appends an op, copying its parameter bytes into the step. Returns 0, -1
  * when out of memory. */
 int atl_step_push(struct atl_step *s, const struct atl_op *op);
-int atl_step_annotate(struct atl_step *s, uint32_t op, uint32_t param, uint64_t seq, uint64_t off);
+/* Annotations must be added in (op, at) order. */
+int atl_step_annotate(struct atl_step *s, uint32_t op, uint32_t at, uint64_t seq, uint64_t off);
 static inline const uint8_t *atl_op_bytes(const struct atl_step *s, const struct atl_op *op)
 {
     return s->bytes + op->u.k.bytes;
 }
-const struct atl_ann *atl_step_ann(const struct atl_step *s, uint32_t op, uint32_t param);
+const struct atl_ann *atl_step_ann(const struct atl_step *s, uint32_t op, uint32_t at);
 
 /* What to stay quiet about: kernel[:argN],... */
 struct atl_ignore {

@@ -286,6 +286,73 @@ static int read_text(const char *text, char *err, size_t len)
     return rc;
 }
 
+/* PyTorch's elementwise kernels: (int n, functor, std::array<char*, 3>),
+ * the tensors' pointers in a by-value array. */
+static const struct atl_kfn *kfn_int_array3(void)
+{
+    static const uint32_t off[] = {0, 8}, size[] = {4, 24};
+    return atl_kfn_intern("_Z3ewiSt5arrayIPcLm3EE", NULL, 2, off, size);
+}
+
+static void push_array3(struct atl_step *s, uint64_t base)
+{
+    uint8_t bytes[32] = {0};
+    int n = 4096;
+    uint64_t p[3] = {base + 0x4000, base + 0x4000, base};
+    memcpy(bytes, &n, 4);
+    memcpy(bytes + 8, p, 24);
+    struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = 0x10};
+    o.u.k.kfn = kfn_int_array3();
+    o.u.k.bytes = (uintptr_t)bytes;
+    o.u.k.grid[0] = o.u.k.grid[1] = o.u.k.grid[2] = 1;
+    o.u.k.block[0] = o.u.k.block[1] = o.u.k.block[2] = 1;
+    ck_assert_int_eq(atl_step_push(s, &o), 0);
+}
+
+START_TEST(pointers_inside_a_by_value_array)
+{
+    /* two ranks: the same allocations at other addresses */
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    push_array3(&a, 0x7efb47e00000);
+    push_array3(&b, 0x7f5d4be00000);
+    for (uint32_t w = 0; w < 24; w += 8) {
+        atl_step_annotate(&a, 0, 8 + w, 2, w < 16 ? 0x4000 : 0);
+        atl_step_annotate(&b, 0, 8 + w, 2, w < 16 ? 0x4000 : 0);
+    }
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 0);
+    ck_assert_str_eq(out, "");
+
+    /* the JSON lines keep every word's name: still no difference read back */
+    FILE *f = tmpfile();
+    atl_step_write_json(&b, f);
+    rewind(f);
+    char err[256] = "";
+    ngot = 0;
+    ck_assert_msg(atl_trace_read(f, keep, NULL, err, sizeof err) == 0, "%s", err);
+    fclose(f);
+    ck_assert_int_eq(ngot, 1);
+    for (uint32_t w = 0; w < 24; w += 8)
+        ck_assert_ptr_nonnull(atl_step_ann(&got[0], 0, 8 + w));
+    ck_assert_uint_eq(diff(&a, &got[0], 20, NULL), 0);
+    atl_step_free(&got[0]);
+
+    /* the last word names another allocation: that word, and only it */
+    struct atl_step c;
+    atl_step_init(&c, "s");
+    push_array3(&c, 0x7f5d4be00000);
+    for (uint32_t w = 0; w < 24; w += 8)
+        atl_step_annotate(&c, 0, 8 + w, w < 16 ? 2 : 5, w < 16 ? 0x4000 : 0);
+    ck_assert_uint_eq(diff(&a, &c, 20, NULL), 1);
+    ck_assert_msg(strstr(out, "arg1+0x10 @0x18 (8 of 24 bytes): 0x7efb47e00000 alloc#2+0x0 -> "
+                              "0x7f5d4be00000 alloc#5+0x0"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "another buffer"), "%s", out);
+    ck_assert_int_eq(nlines, 2); /* the step header and that word */
+    atl_step_free(&a), atl_step_free(&b), atl_step_free(&c);
+}
+END_TEST
+
 START_TEST(corrupt_input_says_which_line)
 {
     char err[256];
@@ -363,6 +430,7 @@ int main(void)
     tcase_add_test(tc, scalar_change_names_the_argument);
     tcase_add_test(tc, negative_delta_of_small_value);
     tcase_add_test(tc, pointer_resolution_reads_differently);
+    tcase_add_test(tc, pointers_inside_a_by_value_array);
     tcase_add_test(tc, grid_change);
     tcase_add_test(tc, insert_in_the_middle_reports_only_it);
     tcase_add_test(tc, big_by_value_parameter_one_byte);
