@@ -38,16 +38,18 @@
         void **extra
 #define ATL_K_LAUNCH_A f, gx, gy, gz, bx, by, bz, shmem, hStream, kp, extra
 #define ATL_K_LAUNCH_BIT ATL_ON_LAUNCH
-#define ATL_K_LAUNCH_PRE                                                                           \
-    struct atl_launch ev_ = {.hook = id_,                                                          \
-                             .func = f,                                                            \
-                             .grid = {gx, gy, gz},                                                 \
-                             .block = {bx, by, bz},                                                \
-                             .shmem = shmem,                                                       \
-                             .stream = hStream,                                                    \
-                             .params = kp,                                                         \
-                             .extra = extra};                                                      \
+/* Every field assigned, none left to a zeroing initializer: GCC zeroes the
+ * whole event with `rep stos` first, a slow start on every traced launch. */
+#define ATL_LAUNCH_EVENT(kp_, extra_)                                                              \
+    struct atl_launch ev_;                                                                         \
+    ev_.hook = id_, ev_.func = f;                                                                  \
+    ev_.grid[0] = gx, ev_.grid[1] = gy, ev_.grid[2] = gz;                                          \
+    ev_.block[0] = bx, ev_.block[1] = by, ev_.block[2] = bz;                                       \
+    ev_.cluster[0] = ev_.cluster[1] = ev_.cluster[2] = 0;                                          \
+    ev_.shmem = shmem, ev_.stream = hStream, ev_.params = kp_, ev_.extra = extra_;                 \
+    ev_.config = NULL, ev_.seq = 0;                                                                \
     atl_launch_pre(&ev_);
+#define ATL_K_LAUNCH_PRE ATL_LAUNCH_EVENT(kp, extra)
 #define ATL_K_LAUNCH_POST r_ = atl_launch_post(&ev_, r_);
 
 #define ATL_K_LAUNCH_COOP_P                                                                        \
@@ -55,15 +57,7 @@
         unsigned int by, unsigned int bz, unsigned int shmem, CUstream hStream, void **kp
 #define ATL_K_LAUNCH_COOP_A f, gx, gy, gz, bx, by, bz, shmem, hStream, kp
 #define ATL_K_LAUNCH_COOP_BIT ATL_ON_LAUNCH
-#define ATL_K_LAUNCH_COOP_PRE                                                                      \
-    struct atl_launch ev_ = {.hook = id_,                                                          \
-                             .func = f,                                                            \
-                             .grid = {gx, gy, gz},                                                 \
-                             .block = {bx, by, bz},                                                \
-                             .shmem = shmem,                                                       \
-                             .stream = hStream,                                                    \
-                             .params = kp};                                                        \
-    atl_launch_pre(&ev_);
+#define ATL_K_LAUNCH_COOP_PRE ATL_LAUNCH_EVENT(kp, NULL)
 #define ATL_K_LAUNCH_COOP_POST r_ = atl_launch_post(&ev_, r_);
 
 #define ATL_K_LAUNCH_EX_P const CUlaunchConfig *config, CUfunction f, void **kp, void **extra

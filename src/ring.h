@@ -66,8 +66,8 @@ void atl_ring_name(void *func) ATL_HIDDEN __attribute__((cold, noinline));
 
 /* Takes the next launch number and writes its slot; returns the number. */
 static inline uint64_t atl_ring_put(int hook, void *func, void *exec, CUstream stream, unsigned gx,
-                                    unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                    unsigned bz, unsigned shmem)
+                                    unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                    unsigned shmem)
 {
     uint64_t seq = __atomic_add_fetch(&atl_launch_seq, 1, __ATOMIC_RELAXED);
     struct atl_ring_ent *e = &atl_ring[seq & (ATL_RING - 1)];

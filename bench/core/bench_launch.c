@@ -4,11 +4,15 @@
  * Prints "ns_per_op N".
  *
  *   bench_launch CUBIN ab-empty|ab-args8 ITERS LIB
- * The idle path measured inside one process: LIB (libatlastrace.so) is
- * dlopen'ed, not preloaded, and blocks of launches alternate between the
- * driver's cuLaunchKernel and the library's exported wrapper of it. Process
- * to process variation (clocks, placement) cancels out; prints the median
- * ns per launch of each and their ratio. */
+ * The small overheads measured inside one process: LIB (libatlastrace.so)
+ * is dlopen'ed, not preloaded, and blocks of 256 launches alternate between
+ * the driver's cuLaunchKernel and the library's exported wrapper of it; each
+ * block ends with a cuCtxSynchronize of its own side (the wrapper's ends a
+ * step under ATLAS_TRACE=1, so a traced run is a loop of identical steps).
+ * Process to process variation (clocks, placement) cancels out. Prints the
+ * median ns per launch of each side and their ratio twice: the launches
+ * alone (the enqueue), and the whole block with its sync divided by 256
+ * (the step end's work included). */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -52,26 +56,37 @@ static void ab(CUfunction f, void **params, long iters, const char *lib)
     }
     launch_fn real = (launch_fn)dlsym(cu, "cuLaunchKernel");
     launch_fn wrap = (launch_fn)dlsym(h, "cuLaunchKernel");
-    if (!real || !wrap || real == wrap) {
+    CUresult (*real_sync)(void) = (CUresult(*)(void))dlsym(cu, "cuCtxSynchronize");
+    CUresult (*wrap_sync)(void) = (CUresult(*)(void))dlsym(h, "cuCtxSynchronize");
+    if (!real || !wrap || real == wrap || !real_sync || !wrap_sync || real_sync == wrap_sync) {
         fprintf(stderr, "ab: could not find both functions\n");
         exit(1);
     }
     enum { BLOCK = 256 };
     long blocks = iters / BLOCK;
     double *tr = calloc(blocks, sizeof *tr), *tw = calloc(blocks, sizeof *tw);
+    double *sr = calloc(blocks, sizeof *sr), *sw = calloc(blocks, sizeof *sw);
+    if (!tr || !tw || !sr || !sw)
+        exit(1);
     for (long b = 0; b < 2 * blocks; b++) {
         launch_fn fn = (b & 1) ? wrap : real;
         double t0 = now();
         for (int i = 0; i < BLOCK; i++)
             CHECK(fn(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
         double t1 = now();
-        CHECK(cuCtxSynchronize());
+        CHECK((b & 1) ? wrap_sync() : real_sync());
+        double t2 = now();
         ((b & 1) ? tw : tr)[b / 2] = (t1 - t0) / BLOCK;
+        ((b & 1) ? sw : sr)[b / 2] = (t2 - t0) / BLOCK;
     }
     qsort(tr, blocks, sizeof *tr, cmp_double);
     qsort(tw, blocks, sizeof *tw, cmp_double);
-    printf("ab native %.1f preload-idle %.1f ratio %.4f\n", tr[blocks / 2], tw[blocks / 2],
-           tw[blocks / 2] / tr[blocks / 2]);
+    qsort(sr, blocks, sizeof *sr, cmp_double);
+    qsort(sw, blocks, sizeof *sw, cmp_double);
+    long m = blocks / 2;
+    printf("ab enqueue: native %.1f atlastrace %.1f ratio %.4f | with the sync: native %.1f "
+           "atlastrace %.1f ratio %.4f\n",
+           tr[m], tw[m], tw[m] / tr[m], sr[m], sw[m], sw[m] / sr[m]);
 }
 
 int main(int argc, char **argv)
