@@ -12,7 +12,12 @@
  * Process to process variation (clocks, placement) cancels out. Prints the
  * median ns per launch of each side and their ratio twice: the launches
  * alone (the enqueue), and the whole block with its sync divided by 256
- * (the step end's work included). */
+ * (the step end's work included).
+ *
+ *   bench_launch CUBIN ab-d2h ITERS LIB
+ * The same for synchronous 16-byte cuMemcpyDtoH_v2 (always counted as
+ * blocking copies): blocks of 256 copies alternate; prints the median ns per
+ * copy of each side and their ratio. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -89,6 +94,37 @@ static void ab(CUfunction f, void **params, long iters, const char *lib)
            tr[m], tw[m], tw[m] / tr[m], sr[m], sw[m], sw[m] / sr[m]);
 }
 
+typedef CUresult (*dtoh_fn)(void *, CUdeviceptr, size_t);
+
+static void ab_d2h(CUdeviceptr src, long iters, const char *lib)
+{
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    dtoh_fn real = h && cu ? (dtoh_fn)dlsym(cu, "cuMemcpyDtoH_v2") : NULL;
+    dtoh_fn wrap = h && cu ? (dtoh_fn)dlsym(h, "cuMemcpyDtoH_v2") : NULL;
+    if (!real || !wrap || real == wrap) {
+        fprintf(stderr, "ab-d2h: could not find both functions\n");
+        exit(1);
+    }
+    enum { BLOCK = 256 };
+    long blocks = iters / BLOCK;
+    double *tr = calloc(blocks, sizeof *tr), *tw = calloc(blocks, sizeof *tw);
+    char host[16];
+    if (!tr || !tw)
+        exit(1);
+    for (long b = 0; b < 2 * blocks; b++) {
+        dtoh_fn fn = (b & 1) ? wrap : real;
+        double t0 = now();
+        for (int i = 0; i < BLOCK; i++)
+            CHECK(fn(host, src, sizeof host));
+        ((b & 1) ? tw : tr)[b / 2] = (now() - t0) / BLOCK;
+    }
+    qsort(tr, blocks, sizeof *tr, cmp_double);
+    qsort(tw, blocks, sizeof *tw, cmp_double);
+    printf("ab d2h: native %.1f atlastrace %.1f ratio %.4f\n", tr[blocks / 2], tw[blocks / 2],
+           tw[blocks / 2] / tr[blocks / 2]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4)
@@ -121,6 +157,12 @@ int main(int argc, char **argv)
         CHECK(cuLaunchKernel(fe, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
     CHECK(cuCtxSynchronize());
 
+    if (strcmp(mode, "ab-d2h") == 0) {
+        if (argc < 5)
+            return 2;
+        ab_d2h(buf, iters, argv[4]);
+        return 0;
+    }
     if (strncmp(mode, "ab-", 3) == 0) {
         if (argc < 5)
             return 2;

@@ -88,8 +88,8 @@ for loop in $loops; do
 done
 
 echo
-echo "idle path inside one process (library dlopen'ed, blocks of 256 launches alternating):"
-for mode in ab-empty ab-args8; do
+echo "idle path inside one process (library dlopen'ed, blocks of 256 launches or copies alternating):"
+for mode in ab-empty ab-args8 ab-d2h; do
     printf '%-9s ' "$mode"
     "$bin" "$cubin" "$mode" 400000 "$lib"
 done

@@ -229,6 +229,20 @@ static int keep(void *ctx, struct atl_step *s)
     return 0;
 }
 
+/* Writes s as JSON lines and reads them back into got[0]. */
+static void write_read(const struct atl_step *s)
+{
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    atl_step_write_json(s, f);
+    rewind(f);
+    char err[256] = "";
+    ngot = 0;
+    ck_assert_msg(atl_trace_read(f, keep, NULL, err, sizeof err) == 0, "%s", err);
+    fclose(f);
+    ck_assert_int_eq(ngot, 1);
+}
+
 START_TEST(json_lines_round_trip)
 {
     struct atl_step a;
@@ -247,14 +261,7 @@ START_TEST(json_lines_round_trip)
     atl_step_push(&a, &g);
     atl_step_annotate(&a, 0, 0, 12, 0x10);
 
-    FILE *f = tmpfile();
-    atl_step_write_json(&a, f);
-    rewind(f);
-    char err[256] = "";
-    ngot = 0;
-    ck_assert_msg(atl_trace_read(f, keep, NULL, err, sizeof err) == 0, "%s", err);
-    fclose(f);
-    ck_assert_int_eq(ngot, 1);
+    write_read(&a);
     ck_assert_str_eq(got[0].name, "we\"ird\\name");
     ck_assert_uint_eq(got[0].index, 7);
     ck_assert_uint_eq(got[0].nops, 5);
@@ -324,14 +331,7 @@ START_TEST(pointers_inside_a_by_value_array)
     ck_assert_str_eq(out, "");
 
     /* the JSON lines keep every word's name: still no difference read back */
-    FILE *f = tmpfile();
-    atl_step_write_json(&b, f);
-    rewind(f);
-    char err[256] = "";
-    ngot = 0;
-    ck_assert_msg(atl_trace_read(f, keep, NULL, err, sizeof err) == 0, "%s", err);
-    fclose(f);
-    ck_assert_int_eq(ngot, 1);
+    write_read(&b);
     for (uint32_t w = 0; w < 24; w += 8)
         ck_assert_ptr_nonnull(atl_step_ann(&got[0], 0, 8 + w));
     ck_assert_uint_eq(diff(&a, &got[0], 20, NULL), 0);
