@@ -248,7 +248,7 @@
 
 #define ATL_K_CPY_DTOH_P void *dst, CUdeviceptr src, size_t n
 #define ATL_K_CPY_DTOH_A dst, src, n
-#define ATL_K_CPY_DTOH_BIT ATL_ON_COPY
+#define ATL_K_CPY_DTOH_BIT ATL_ON_COPY_DTOH
 #define ATL_K_CPY_DTOH_PRE                                                                         \
     ATL_COPY_EVENT(.kind = ATL_CPY_DTOH, .host_dst = dst, .src = src, .bytes = n)
 #define ATL_K_CPY_DTOH_POST ATL_COPY_POST
@@ -747,9 +747,16 @@
 #define ATL_K_CPY_DTOD_A_LIGHTBIT 0
 #define ATL_K_CPY_DTOD_A_NAMED
 #define ATL_K_CPY_DTOD_A_LIGHT(again)
-#define ATL_K_CPY_DTOH_LIGHTBIT 0
+/* A synchronous device-to-host copy always blocks: counted after the real
+ * call (its result feeds the fault latch), no event, no engine. */
+#define ATL_K_CPY_DTOH_LIGHTBIT ATL_ON_DTOH_COUNT
 #define ATL_K_CPY_DTOH_NAMED
-#define ATL_K_CPY_DTOH_LIGHT(again)
+#define ATL_K_CPY_DTOH_LIGHT(again)                                                                \
+    {                                                                                              \
+        CUresult lr_ = real_(ATL_K_CPY_DTOH_A);                                                    \
+        atl_sync_dtoh_light(id_, n, lr_);                                                          \
+        return lr_;                                                                                \
+    }
 #define ATL_K_CPY_DTOH_A_LIGHTBIT 0
 #define ATL_K_CPY_DTOH_A_NAMED
 #define ATL_K_CPY_DTOH_A_LIGHT(again)

@@ -30,6 +30,12 @@ enum {
     /* launches note themselves in the fault latch's ring on the fast path
      * (only looked at while ATL_ON_LAUNCH is clear) */
     ATL_ON_LAUNCH_RING = 1u << 10,
+    /* synchronous cuMemcpyDtoH: the engine's full path (a feature that
+     * records or traces copies), or only the blocking-copy count and the
+     * fault latch on the light path (looked at while ATL_ON_COPY_DTOH is
+     * clear) */
+    ATL_ON_COPY_DTOH = 1u << 11,
+    ATL_ON_DTOH_COUNT = 1u << 12,
     ATL_ON_ALL = 0xffffffffu,
 };
 
@@ -155,6 +161,9 @@ struct atl_copy {
     CUstream stream;
 };
 void atl_copy_pre(struct atl_copy *c);
+/* A synchronous cuMemcpyDtoH of n bytes, from the hooks' light path
+ * (ATL_ON_DTOH_COUNT): counted as a blocking copy, its result latched. */
+void atl_sync_dtoh_light(int hook, size_t n, CUresult r);
 CUresult atl_copy_post(struct atl_copy *c, CUresult r);
 
 struct atl_memset {

@@ -59,6 +59,9 @@ unsigned atl_sync_wanted(void)
      * (1.7-2.4% of a 3.5 us launch) measured in-process on the H200.
      * ATLAS_LAUNCH_RING=0 gives even that back; the latch then still reports
      * the first sticky error, without the launches before it. */
+    /* synchronous DtoH copies: counted on the hooks' light path, unless
+     * ATLAS_D2H_TRACE wants their call sites */
+    on |= trace_on ? ATL_ON_COPY_DTOH : ATL_ON_DTOH_COUNT;
     if (debug_sync)
         on |= ATL_ON_LAUNCH;
     else if (ring_on)
@@ -261,6 +264,14 @@ void atl_sync_copy_post(const struct atl_copy *c, CUresult r)
     } else if (c->async && src == MT_PAGEABLE && dst == MT_DEVICE) {
         count(ATL_SC_ASYNC_H2D_PAGEABLE, n);
     }
+}
+
+void atl_sync_dtoh_light(int hook, size_t n, CUresult r)
+{
+    if (r != CUDA_SUCCESS)
+        atl_fault_check(hook, r);
+    else
+        count(ATL_SC_DTOH, n); /* what atl_sync_copy_post counts for one */
 }
 
 void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r)

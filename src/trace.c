@@ -103,10 +103,11 @@ static unsigned query_layout(void *h, uint32_t *off, uint32_t *size, unsigned ma
 }
 
 /* How the recorder copies each parameter: its bytes, then zeros up to the
- * next parameter (or to the block's end rounded up to 8), so the padding
- * reads the same every step without zeroing the block first, and the common
- * cases (a pointer, a 4-byte scalar before an 8-aligned one) are one load
- * and one 8-byte store. Only for layouts whose offsets ascend. */
+ * next parameter, so the padding reads the same every step without zeroing
+ * the block first, and the common cases (a pointer, a 4-byte scalar before
+ * an 8-aligned one) are one load and one 8-byte store. Only for layouts
+ * whose offsets ascend from 0 (every layout the driver gives, in practice);
+ * others zero the block, then copy. */
 enum { SLOT_8, SLOT_4_IN_8, SLOT_4, SLOT_OTHER };
 struct slot {
     uint32_t off;
@@ -126,7 +127,7 @@ static struct slot *plan_make(const uint32_t *off, const uint32_t *size, unsigne
     if (!p)
         return NULL;
     for (unsigned i = 0; i < n; i++) {
-        uint32_t end = i + 1 < n ? off[i + 1] : (total + 7) & ~7u;
+        uint32_t end = i + 1 < n ? off[i + 1] : total;
         uint32_t sz = size[i], span = end - off[i];
         uint16_t how = SLOT_OTHER;
         if (sz == 8 && span == 8 && off[i] % 8 == 0)
@@ -357,8 +358,9 @@ static inline struct atl_op *op_take(struct tbuf *b)
     return op_grow(b);
 }
 
-/* Under the buffer's lock: room for n parameter bytes at b->nbytes (kept
- * 8-byte aligned); NULL (and b->oom set) when out of memory. */
+/* Under the buffer's lock: room for n parameter bytes at b->nbytes (not
+ * aligned: every read and write of them goes through memcpy); NULL (and
+ * b->oom set) when out of memory. */
 static __attribute__((noinline)) uint8_t *bytes_grow(struct tbuf *b, size_t n)
 {
     size_t nc = b->capbytes ? b->capbytes : 65536;
@@ -389,7 +391,7 @@ static inline void op_done(struct tbuf *b, uint64_t now, size_t nbytes)
     if (atl_chrome_on)
         b->ts[b->nops] = now;
     b->nops++;
-    b->nbytes += (nbytes + 7) & ~(size_t)7;
+    b->nbytes += nbytes; /* packed: 64 bytes an op plus exactly its parameter bytes */
 }
 
 /* This thread's buffer, locked (NULL: out of memory), and the Chrome
@@ -428,8 +430,8 @@ static void record_launch(const struct atl_launch *l, const struct atl_kfn *k, c
     if (!b)
         return;
     struct atl_op *d = op_take(b);
-    const unsigned total = k->total, rounded = (total + 7) & ~7u;
-    uint8_t *p = d ? bytes_take(b, rounded) : NULL;
+    const unsigned total = k->total;
+    uint8_t *p = d ? bytes_take(b, total) : NULL;
     if (!p)
         goto out;
     memset(d, 0, sizeof *d);
@@ -479,15 +481,9 @@ static void record_launch(const struct atl_launch *l, const struct atl_kfn *k, c
             }
         }
     } else if (params) {
-        /* padding between parameters must read the same every step: small
-         * blocks are zeroed a word at a time (no call), the rest by memset */
-        if (!k->gapless) {
-            if (rounded <= 64)
-                for (unsigned o = 0; o < rounded; o += 8)
-                    memset(p + o, 0, 8);
-            else
-                memset(p, 0, total);
-        }
+        /* padding between parameters must read the same every step */
+        if (!k->gapless)
+            memset(p, 0, total);
         /* locals: the stores below may alias k as far as the compiler knows */
         const unsigned n = k->nparams;
         const uint32_t *off = k->off, *size = k->size;
@@ -508,7 +504,7 @@ static void record_launch(const struct atl_launch *l, const struct atl_kfn *k, c
     } else {
         memset(p, 0, total);
     }
-    op_done(b, now, rounded);
+    op_done(b, now, total);
 out:
     buf_unlock(b);
 }
@@ -1240,8 +1236,8 @@ unsigned atl_trace_init(void)
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */
     atl_trace_on = 1;
     recording = mode == MODE_SYNC;
-    return ATL_ON_LAUNCH | ATL_ON_COPY | ATL_ON_MEMSET | ATL_ON_SYNC | ATL_ON_CAPTURE |
-           ATL_ON_LOOKUP | ATL_ON_ALLOC;
+    return ATL_ON_LAUNCH | ATL_ON_COPY | ATL_ON_COPY_DTOH | ATL_ON_MEMSET | ATL_ON_SYNC |
+           ATL_ON_CAPTURE | ATL_ON_LOOKUP | ATL_ON_ALLOC;
 }
 
 void atl_trace_exit(void)

@@ -124,6 +124,21 @@ START_TEST(latch_once_with_recent_launches)
 }
 END_TEST
 
+/* The first call to see the fault is a synchronous cuMemcpyDtoH, which the
+ * hooks count on their light path: latched there, once, and passed back. */
+START_TEST(latch_first_seen_by_a_copy)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS", "ATLAS_D2H_TRACE", NULL};
+    struct run_result r;
+    run_mode(&r, "fault_dtoh", env);
+    HAS(r.out, "dtoh returned 700\nsync returned 700\nstream sync returned 700\n");
+    ck_assert_int_eq(count_lines(r.log, "fault: error="), 1);
+    HAS(r.log, "fault: error=CUDA_ERROR_ILLEGAL_ADDRESS code=700 first_seen_by=cuMemcpyDtoH_v2 ");
+    HAS(r.log, "fault:   launch=301 kernel=oob_write(float*) ");
+    run_free(&r);
+}
+END_TEST
+
 /* ATLAS_LAUNCH_RING=0: launches stay on the idle path; the fault is still
  * reported once, without the launches before it. */
 START_TEST(latch_without_ring)
@@ -214,6 +229,7 @@ int main(void)
     tcase_add_test(tc, running_count);
     tcase_add_test(tc, latch_once_with_recent_launches);
     tcase_add_test(tc, latch_without_ring);
+    tcase_add_test(tc, latch_first_seen_by_a_copy);
     tcase_add_test(tc, debug_sync_names_the_culprit);
     tcase_add_test(tc, debug_sync_never_inside_a_capture);
     tcase_add_test(tc, kernel_audit_table);
