@@ -431,8 +431,10 @@ static void record_launch(const struct atl_launch *l, const struct atl_kfn *k, c
         return;
     struct atl_op *d = op_take(b);
     const unsigned total = k->total;
-    uint8_t *p = d ? bytes_take(b, total) : NULL;
-    if (!p)
+    /* a kernel without parameters takes no bytes (and the buffer may have
+     * none yet: bytes_take would answer NULL without being out of memory) */
+    uint8_t *p = d && total ? bytes_take(b, total) : NULL;
+    if (!d || (total && !p))
         goto out;
     memset(d, 0, sizeof *d);
     d->kind = ATL_OP_LAUNCH;
@@ -448,7 +450,9 @@ static void record_launch(const struct atl_launch *l, const struct atl_kfn *k, c
     d->u.k.kfn = k;
     d->u.k.bytes = b->nbytes;
     const void *const *params = (const void *const *)l->params;
-    if (packed) {
+    if (!total) {
+        /* nothing to copy */
+    } else if (packed) {
         memcpy(p, packed, total);
     } else if (params && k->plan) {
         const struct slot *plan = k->plan;

@@ -87,6 +87,20 @@ START_TEST(grid_change)
 }
 END_TEST
 
+/* Kernels without parameters are recorded too, even when no op before them
+ * had a parameter byte (the thread's byte buffer does not exist yet). */
+START_TEST(kernels_without_parameters)
+{
+    struct run_result r;
+    trace_run(&r, "noparams", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "none() [launch] grid: (2,1,1) -> (4,1,1)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "none() [launch] grid: (4,1,1) -> (8,1,1)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    HAS(r.log, "steps=3 compared=2 identical=0 differing=2");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(inserted_op_only)
 {
     struct run_result r;
@@ -443,6 +457,7 @@ int main(void)
     tcase_add_test(tc, scalar_parameter);
     tcase_add_test(tc, pointer_parameters);
     tcase_add_test(tc, grid_change);
+    tcase_add_test(tc, kernels_without_parameters);
     tcase_add_test(tc, inserted_op_only);
     tcase_add_test(tc, big_by_value_parameter);
     tcase_add_test(tc, packed_extra_buffer);

@@ -45,9 +45,10 @@ static const struct fake_kernel_def kernels[] = {
     {"_Z4blobPf4blob", k_noop, 2, sz_ptr_blob, NULL},
     {"_Z5eightiiiiiiii", k_noop, 8, sz_eight, NULL},
     {"_Z4fillPf", k_noop, 1, sz_one, NULL},
+    {"_Z4nonev", k_noop, 0, NULL, NULL},
 };
-static const struct fake_image image = {FAKE_IMAGE_MAGIC, 5, kernels};
-static CUfunction f_add, f_pair, f_blob, f_eight, f_fill;
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 6, kernels};
+static CUfunction f_add, f_pair, f_blob, f_eight, f_fill, f_none;
 static CUdeviceptr buf;
 static CUstream stream;
 
@@ -132,6 +133,11 @@ static void step(const char *sc, int i)
         CUdeviceptr within = buf + 16 * (CUdeviceptr)i;
         void *kp[] = {&fresh, &within};
         launch(f_pair, 1, kp);
+    } else if (!strcmp(sc, "noparams")) {
+        /* only kernels without parameters, from the process's first op: the
+         * thread's buffer never holds a parameter byte */
+        launch(f_none, 2u << i, NULL);
+        launch(f_none, 1, NULL);
     } else if (!strcmp(sc, "grid")) {
         int v = 1;
         void *kp[] = {&buf, &v};
@@ -203,6 +209,7 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&f_blob, mod, "_Z4blobPf4blob"));
     CHECK(cuModuleGetFunction(&f_eight, mod, "_Z5eightiiiiiiii"));
     CHECK(cuModuleGetFunction(&f_fill, mod, "_Z4fillPf"));
+    CHECK(cuModuleGetFunction(&f_none, mod, "_Z4nonev"));
     CHECK(cuMemAlloc(&buf, 4096));
     CHECK(cuStreamCreate(&stream, 0));
     tctx = ctx;
