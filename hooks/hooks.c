@@ -16,11 +16,13 @@ void *atl_real_ptr[ATL_ID_COUNT];
 #define ATL_REAL_OF(sym)                                                                           \
     ((__typeof__(&sym))__atomic_load_n(&atl_real_ptr[ATL_ID_##sym], __ATOMIC_ACQUIRE))
 
-/* The idle path: one load of atl_on, one predictable branch, a tail call.
- * Launch kinds with the fault latch's ring on (the default) go on to mid_,
- * which writes the ring inline and tail-calls the real function (ring.h);
- * everything else lives in the cold slow_, so neither fast path needs a
- * stack frame. */
+/* Three functions per entry point:
+ *   fname  the entry (ATL_FAST below): atl_on says whether the engine wants
+ *          the call (-> slow_) or the kind's light path is on (-> mid_);
+ *          otherwise a tail call to the driver, with no stack frame;
+ *   mid_   the light path (ATL_K_KIND_LIGHT: the launch ring, the DtoH
+ *          count), written inline, then the driver;
+ *   slow_  the engine's full path, cold. */
 #define ATL_ENTRY(sym, KIND, fname, path, storage)                                                 \
     static __attribute__((noinline, noclone, cold, used)) CUresult slow_##fname(ATL_K_##KIND##_P)  \
     {                                                                                              \
@@ -63,7 +65,9 @@ void *atl_real_ptr[ATL_ID_COUNT];
  * cost 40 instructions a launch. The function is naked: no frame, only the
  * scratch registers rax and r10 (no hooked function is variadic), and the
  * operands are constants (the hook's offset in atl_real_ptr, the kind's
- * atl_on bits). A call the engine wants goes straight to slow_. */
+ * atl_on bits). A call the engine wants goes straight to slow_. slow_ and
+ * mid_ are named in the assembly, hence `used, noclone` on them and -fno-lto
+ * for this file (mk/core.mk). Elsewhere, or with ATL_C_FAST, the entry is C. */
 #ifdef __CET__
 #define ATL_ENDBR "endbr64\n\t"
 #else

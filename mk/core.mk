@@ -8,7 +8,9 @@ HOOK_OBJS   := $(HOOK_SRCS:%.c=$(BUILD)/%.o)
 # Everything is hidden unless exported on purpose (the driver symbols, dlsym,
 # the atlas_* API).
 $(ENGINE_OBJS) $(HOOK_OBJS): EXTRA_CFLAGS += -fvisibility=hidden
-$(HOOK_OBJS): EXTRA_CFLAGS += -I hooks
+# -fno-lto: the x86-64 entry stubs name slow_ and mid_ functions in assembly,
+# which link-time optimisation could rename (hooks.c).
+$(HOOK_OBJS): EXTRA_CFLAGS += -I hooks -fno-lto
 
 # Each slow path builds its event with a designated initializer; GCC zeroes
 # the larger ones with `rep stos`, whose start-up costs more than the rest of
