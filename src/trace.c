@@ -331,19 +331,9 @@ static __attribute__((noinline)) struct atl_op *op_grow(struct tbuf *b)
         b->oom = 2;
         return NULL;
     }
-    if (b->nops == b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 4096;
-        struct atl_op *no = realloc(b->ops, nc * sizeof *no);
-        if (!no)
-            goto oom;
-        b->ops = no, b->cap = nc;
-    }
-    if (atl_chrome_on && b->tscap < b->cap) {
-        uint64_t *nt = realloc(b->ts, b->cap * sizeof *nt);
-        if (!nt)
-            goto oom;
-        b->ts = nt, b->tscap = b->cap;
-    }
+    if (atl_grow((void **)&b->ops, &b->cap, b->nops + 1, sizeof *b->ops, 4096) ||
+        (atl_chrome_on && atl_grow((void **)&b->ts, &b->tscap, b->cap, sizeof *b->ts, 4096)))
+        goto oom;
     return &b->ops[b->nops];
 oom:
     if (!b->oom)
@@ -363,17 +353,12 @@ static inline struct atl_op *op_take(struct tbuf *b)
  * b->oom set) when out of memory. */
 static __attribute__((noinline)) uint8_t *bytes_grow(struct tbuf *b, size_t n)
 {
-    size_t nc = b->capbytes ? b->capbytes : 65536;
-    while (nc < b->nbytes + n)
-        nc *= 2;
-    uint8_t *nb = realloc(b->bytes, nc);
-    if (!nb) {
+    if (atl_grow((void **)&b->bytes, &b->capbytes, b->nbytes + n, 1, 65536)) {
         if (!b->oom)
             b->oom = 1;
         return NULL;
     }
-    b->bytes = nb, b->capbytes = nc;
-    return nb + b->nbytes;
+    return b->bytes + b->nbytes;
 }
 
 static inline uint8_t *bytes_take(struct tbuf *b, size_t n)
@@ -580,24 +565,9 @@ static void take_over(struct atl_step *s, struct tbuf *b)
 static int append(struct atl_step *s, const struct tbuf *b)
 {
     size_t need = s->nops + b->nops, needb = s->nbytes + b->nbytes;
-    if (need > s->capops) {
-        size_t nc = s->capops ? s->capops : 4096;
-        while (nc < need)
-            nc *= 2;
-        struct atl_op *no = realloc(s->ops, nc * sizeof *no);
-        if (!no)
-            return -1;
-        s->ops = no, s->capops = nc;
-    }
-    if (needb > s->capbytes) {
-        size_t nc = s->capbytes ? s->capbytes : 65536;
-        while (nc < needb)
-            nc *= 2;
-        uint8_t *nb = realloc(s->bytes, nc);
-        if (!nb)
-            return -1;
-        s->bytes = nb, s->capbytes = nc;
-    }
+    if (atl_grow((void **)&s->ops, &s->capops, need, sizeof *s->ops, 4096) ||
+        atl_grow((void **)&s->bytes, &s->capbytes, needb, 1, 65536))
+        return -1;
     memcpy(s->ops + s->nops, b->ops, b->nops * sizeof *b->ops);
     if (b->nbytes)
         memcpy(s->bytes + s->nbytes, b->bytes, b->nbytes);
@@ -621,16 +591,8 @@ static void harvest(struct atl_step *s)
             size_t first = s->nops;
             if (atl_chrome_on && b->ts) {
                 /* the times first: take_over hands b's arrays away */
-                size_t need = first + b->nops;
-                if (need > step_tscap) {
-                    size_t nc = step_tscap ? step_tscap : 4096;
-                    while (nc < need)
-                        nc *= 2;
-                    uint64_t *nt = realloc(step_ts, nc * sizeof *nt);
-                    if (nt)
-                        step_ts = nt, step_tscap = nc;
-                }
-                if (need <= step_tscap)
+                if (!atl_grow((void **)&step_ts, &step_tscap, first + b->nops, sizeof *step_ts,
+                              4096))
                     memcpy(step_ts + first, b->ts, b->nops * sizeof *step_ts);
             }
             if (first == 0 && !s->ops && !s->bytes)

@@ -41,11 +41,11 @@ void atl_step_free(struct atl_step *s)
     s->nops = s->capops = s->nbytes = s->capbytes = s->nann = s->capann = 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+int atl_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
 {
     if (need <= *cap)
         return 0;
-    size_t n = *cap ? *cap : 64;
+    size_t n = *cap ? *cap : first;
     while (n < need)
         n *= 2;
     void *q = realloc(*p, n * elem);
@@ -54,6 +54,11 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     *p = q;
     *cap = n;
     return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    return atl_grow(p, cap, need, elem, 64);
 }
 
 int atl_step_push(struct atl_step *s, const struct atl_op *op)
@@ -448,24 +453,12 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             continue;
         if (memcmp(pa + off, pb + off, sz) == 0 || ignored(r->o->ignore, kb, (int)i))
             continue;
-        /* the same alloc#N+OFF in two processes is the same pointer: a
-         * parameter whose every differing word is one counts as unchanged */
-        int differs = 0;
-        for (uint32_t w = 0; w < sz && !differs; w += 8) {
-            uint32_t n = sz - w < 8 ? sz - w : 8;
-            if (memcmp(pa + off + w, pb + off + w, n) == 0)
-                continue;
-            if (!same_alloc(r, ia, ib, off + w, n))
-                differs = 1;
-        }
-        if (!differs)
-            continue;
-        char field[32];
-        snprintf(field, sizeof field, "arg%u", i);
-        count_top(r, kb, field);
         /* Values up to 8 bytes read as one little-endian integer; larger
          * by-value parameters are compared in 8-byte words so the report
-         * points at the word that changed. */
+         * points at the word that changed. The same alloc#N+OFF in two
+         * processes is the same pointer: a parameter whose every differing
+         * word is one counts as unchanged. */
+        int counted = 0;
         for (uint32_t w = 0; w < sz; w += 8) {
             uint32_t n = sz - w < 8 ? sz - w : 8;
             uint64_t va = 0, vb = 0;
@@ -473,6 +466,11 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             memcpy(&vb, pb + off + w, n);
             if (va == vb || same_alloc(r, ia, ib, off + w, n))
                 continue;
+            if (!counted++) {
+                char field[32];
+                snprintf(field, sizeof field, "arg%u", i);
+                count_top(r, kb, field);
+            }
             char where[48], aa[64] = "", ab[64] = "";
             const char *verdict = "";
             if (sz > 8)

@@ -92,6 +92,11 @@ struct atl_step {
     uint64_t *shape, *full;
 };
 
+/* Makes room for `need` elements of `elem` bytes in *p (capacity *cap, in
+ * elements): doubling from *cap, or from `first` when empty. Returns 0, or
+ * -1 (nothing changed) when out of memory. */
+int atl_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
+
 void atl_step_init(struct atl_step *s, const char *name);
 void atl_step_free(struct atl_step *s);
 /* Appends an op, copying its parameter bytes into the step. Returns 0, -1
