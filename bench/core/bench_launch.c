@@ -50,8 +50,9 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Alternating blocks through `real` and `wrap`; per-block ns/launch medians. */
-static void ab(CUfunction f, void **params, long iters, const char *lib)
+/* The driver's `name` and LIB's wrapper of it (LIB dlopen'ed); exits unless
+ * both exist and differ. */
+static void both(const char *lib, const char *name, void **real, void **wrap)
 {
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -59,14 +60,27 @@ static void ab(CUfunction f, void **params, long iters, const char *lib)
         fprintf(stderr, "ab: %s\n", dlerror());
         exit(1);
     }
-    launch_fn real = (launch_fn)dlsym(cu, "cuLaunchKernel");
-    launch_fn wrap = (launch_fn)dlsym(h, "cuLaunchKernel");
-    CUresult (*real_sync)(void) = (CUresult(*)(void))dlsym(cu, "cuCtxSynchronize");
-    CUresult (*wrap_sync)(void) = (CUresult(*)(void))dlsym(h, "cuCtxSynchronize");
-    if (!real || !wrap || real == wrap || !real_sync || !wrap_sync || real_sync == wrap_sync) {
-        fprintf(stderr, "ab: could not find both functions\n");
+    *real = dlsym(cu, name);
+    *wrap = dlsym(h, name);
+    if (!*real || !*wrap || *real == *wrap) {
+        fprintf(stderr, "ab: could not find both %s\n", name);
         exit(1);
     }
+}
+
+static double median(double *v, long n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+/* Alternating blocks through `real` and `wrap`; per-block ns/launch medians. */
+static void ab(CUfunction f, void **params, long iters, const char *lib)
+{
+    launch_fn real, wrap;
+    CUresult (*real_sync)(void), (*wrap_sync)(void);
+    both(lib, "cuLaunchKernel", (void **)&real, (void **)&wrap);
+    both(lib, "cuCtxSynchronize", (void **)&real_sync, (void **)&wrap_sync);
     enum { BLOCK = 256 };
     long blocks = iters / BLOCK;
     double *tr = calloc(blocks, sizeof *tr), *tw = calloc(blocks, sizeof *tw);
@@ -84,28 +98,19 @@ static void ab(CUfunction f, void **params, long iters, const char *lib)
         ((b & 1) ? tw : tr)[b / 2] = (t1 - t0) / BLOCK;
         ((b & 1) ? sw : sr)[b / 2] = (t2 - t0) / BLOCK;
     }
-    qsort(tr, blocks, sizeof *tr, cmp_double);
-    qsort(tw, blocks, sizeof *tw, cmp_double);
-    qsort(sr, blocks, sizeof *sr, cmp_double);
-    qsort(sw, blocks, sizeof *sw, cmp_double);
-    long m = blocks / 2;
+    double mr = median(tr, blocks), mw = median(tw, blocks);
+    double msr = median(sr, blocks), msw = median(sw, blocks);
     printf("ab enqueue: native %.1f atlastrace %.1f ratio %.4f | with the sync: native %.1f "
            "atlastrace %.1f ratio %.4f\n",
-           tr[m], tw[m], tw[m] / tr[m], sr[m], sw[m], sw[m] / sr[m]);
+           mr, mw, mw / mr, msr, msw, msw / msr);
 }
 
 typedef CUresult (*dtoh_fn)(void *, CUdeviceptr, size_t);
 
 static void ab_d2h(CUdeviceptr src, long iters, const char *lib)
 {
-    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    dtoh_fn real = h && cu ? (dtoh_fn)dlsym(cu, "cuMemcpyDtoH_v2") : NULL;
-    dtoh_fn wrap = h && cu ? (dtoh_fn)dlsym(h, "cuMemcpyDtoH_v2") : NULL;
-    if (!real || !wrap || real == wrap) {
-        fprintf(stderr, "ab-d2h: could not find both functions\n");
-        exit(1);
-    }
+    dtoh_fn real, wrap;
+    both(lib, "cuMemcpyDtoH_v2", (void **)&real, (void **)&wrap);
     enum { BLOCK = 256 };
     long blocks = iters / BLOCK;
     double *tr = calloc(blocks, sizeof *tr), *tw = calloc(blocks, sizeof *tw);
@@ -119,10 +124,8 @@ static void ab_d2h(CUdeviceptr src, long iters, const char *lib)
             CHECK(fn(host, src, sizeof host));
         ((b & 1) ? tw : tr)[b / 2] = (now() - t0) / BLOCK;
     }
-    qsort(tr, blocks, sizeof *tr, cmp_double);
-    qsort(tw, blocks, sizeof *tw, cmp_double);
-    printf("ab d2h: native %.1f atlastrace %.1f ratio %.4f\n", tr[blocks / 2], tw[blocks / 2],
-           tw[blocks / 2] / tr[blocks / 2]);
+    double mr = median(tr, blocks), mw = median(tw, blocks);
+    printf("ab d2h: native %.1f atlastrace %.1f ratio %.4f\n", mr, mw, mw / mr);
 }
 
 int main(int argc, char **argv)
