@@ -45,6 +45,10 @@ CFLAGS   ?= -O2 -g
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -fPIC -I include -I src -I $(CUDA_INC) $(EXTRA_CFLAGS)
 LDLIBS_CORE := -ldl -lpthread
 
+# Installs a Debian package a test needs when it is missing: as root, else
+# through sudo (tools/ensure-deb.sh WHO PROBE PACKAGE...).
+ENSURE_DEB := sh tools/ensure-deb.sh
+
 ALL_TARGETS   :=
 CHECK_TARGETS :=
 GPU_TARGETS   :=

@@ -28,19 +28,12 @@ FUZZ_BINS := $(FUZZERS:%=$(FUZZ_DIR)/fuzz_%)
 # installed when missing, as check-deps does for Check.
 .PHONY: fuzz-deps
 fuzz-deps:
-	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	mkdir -p $(FUZZ_DIR); command -v $(FUZZ_CC) >/dev/null || { \
-	  echo "fuzz: installing clang"; \
-	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null; \
-	  command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (install clang)"; exit 1; }; }; \
-	echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' > $(FUZZ_DIR)/probe.c; \
-	if ! $(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe 2>/dev/null; then \
-	  v=$$($(FUZZ_CC) -dumpversion | cut -d. -f1); \
-	  echo "fuzz: libFuzzer missing: installing libclang-rt-$$v-dev"; \
-	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-rt-$$v-dev >/dev/null; \
-	  $(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe || \
-	    { echo "fuzz: clang cannot link libFuzzer; install libclang-rt-$$v-dev"; exit 1; }; \
-	fi; rm -f $(FUZZ_DIR)/probe $(FUZZ_DIR)/probe.c
+	@mkdir -p $(FUZZ_DIR)
+	@$(ENSURE_DEB) fuzz "command -v $(FUZZ_CC)" clang
+	@echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' > $(FUZZ_DIR)/probe.c
+	@v=$$($(FUZZ_CC) -dumpversion | cut -d. -f1); \
+	$(ENSURE_DEB) fuzz "$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe" libclang-rt-$$v-dev; \
+	rc=$$?; rm -f $(FUZZ_DIR)/probe $(FUZZ_DIR)/probe.c; exit $$rc
 
 define fuzz_rule
 $(FUZZ_DIR)/fuzz_$(1): fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) | fuzz-deps

@@ -103,11 +103,7 @@ rel-tsan: rel-tsan-build
 
 # memcheck over a cuGetProcAddress program under the preload.
 rel-valgrind: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/tp_gpa
-	@command -v valgrind >/dev/null || { \
-	  echo "make check: installing valgrind"; \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; \
-	  command -v valgrind >/dev/null || { echo "rel-valgrind: could not install valgrind"; exit 1; }; }
+	@$(ENSURE_DEB) "make check" "command -v valgrind" valgrind
 	LD_LIBRARY_PATH=$(FAKE_DIR) ATLAS_STATS=1 \
 	  $(TIMED) "valgrind: tp_gpa under the preload" \
 	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \

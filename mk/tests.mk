@@ -5,14 +5,10 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
 TEST_DEFS    := -DBUILD_DIR='"$(BUILD)"'
 
-# Check (the test framework) is installed when missing; CI runs as root.
+# Check (the test framework) is installed when missing ($(ENSURE_DEB)).
 .PHONY: check-deps
 check-deps:
-	@pkg-config --exists check 2>/dev/null || { \
-	  echo "make check: installing the Check test framework (Debian package 'check')"; \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && $$SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq check pkg-config >/dev/null; \
-	  pkg-config --exists check || { echo "make check: could not install Check; install the 'check' package"; exit 1; }; }
+	@$(ENSURE_DEB) "make check" "pkg-config --exists check" check pkg-config
 
 TARGET_COMMON := tests/targets/workload.c
 TARGET_BINS := $(BUILD)/tests/tp_linked $(BUILD)/tests/tp_linked_ptds $(BUILD)/tests/tp_dlsym \
@@ -61,3 +57,10 @@ core-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(TARGET_BINS) $(BU
 	$(BUILD)/tests/test_preload
 
 CHECK_TARGETS += core-check
+
+# The install path of a fresh machine, against stand-in apt-get/sudo/id.
+.PHONY: install-path-check
+install-path-check:
+	sh tests/install/test_ensure_deb.sh
+
+CHECK_TARGETS += install-path-check
