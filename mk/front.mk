@@ -12,9 +12,12 @@
 ATLAS_VERSION := $(shell cat VERSION 2>/dev/null || echo unknown)
 FRONT_TOOL := $(BUILD)/atlas-trace
 
-$(FRONT_TOOL): tools/atlas-trace.c VERSION
+# Linked with the engine's archive for the settings table and its parser (src/config.def,
+# src/config.c): the tool refuses what the library would ignore, by the library's own rules.
+$(FRONT_TOOL): tools/atlas-trace.c VERSION $(BUILD)/libatlas_engine.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DATLAS_VERSION='"$(ATLAS_VERSION)"' $(LDFLAGS) -o $@ $<
+	$(CC) $(ALL_CFLAGS) -DATLAS_VERSION='"$(ATLAS_VERSION)"' $(LDFLAGS) -o $@ $< \
+		$(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
 
 ALL_TARGETS += $(FRONT_TOOL)
 
@@ -77,8 +80,11 @@ $(FRONT_DEMO_KERNELS): tests/targets/front_demo_kernels.c tests/fake/fakecuda.h
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -o $@ $<
 
 .PHONY: front-check
+# The targets of the red-zone, sync and trace suites (built by their fragments) give the
+# --error-exitcode tests an overrun, a leak, a fault and differing steps.
 front-check: check-deps $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(FRONT_TARGET) $(FRONT_TEST) $(FAKE_LIB) \
-             $(FRONT_DEMO) $(FRONT_DEMO_KERNELS)
+             $(FRONT_DEMO) $(FRONT_DEMO_KERNELS) $(BUILD)/tests/redzone_prog $(BUILD)/tests/sync_target \
+             $(BUILD)/tests/trace_steps
 	$(FRONT_TEST)
 	sh tests/integration/front_install.sh $(MAKE) $(BUILD)
 

@@ -8,6 +8,7 @@ enum atl_cfg_type { ATL_CFG_BOOL, ATL_CFG_UINT, ATL_CFG_ENUM, ATL_CFG_STRING };
 
 extern const char *const atl_log_level_names[];
 extern const char *const atl_redzone_check_names[];
+extern const char *const atl_error_on_names[];
 
 struct atl_config {
 #define ATL_CFG_FIELD_BOOL(f) unsigned long long f;
@@ -49,6 +50,11 @@ void atl_config_show_value(const char *v, char *out, size_t outsz);
 
 /* Index of a setting by name, or -1. */
 int atl_config_find(const char *name);
+
+/* NULL when `value` is valid for setting number `idx`, else why not (the reason
+ * the library's warning gives). atlas-trace checks its options with it, so the
+ * tool and the library share one set of limits. */
+const char *atl_config_check(int idx, const char *value);
 
 /* Expands %p (PID) and %r (rank from RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK or
  * SLURM_PROCID, "0" when none) in a file name pattern. */

@@ -35,6 +35,7 @@ static int late_atexit;  /* second atexit registration done */
 static __thread int depth __attribute__((tls_model("initial-exec")));
 
 static uint64_t calls[ATL_ID_COUNT][ATL_PATH_COUNT];
+static uint64_t findings[ATL_FINDING_KINDS];
 static uint64_t resolved[ATL_ID_COUNT][ATL_PATH_COUNT];
 
 static void warn_line(void *ctx, const char *line)
@@ -422,9 +423,49 @@ void atl_engine_exit(void)
     depth--;
 }
 
+void atl_note_finding(enum atl_finding kind, uint64_t n)
+{
+    __atomic_add_fetch(&findings[kind], n, __ATOMIC_RELAXED);
+}
+
+/* ATLAS_ERROR_EXITCODE: the verdict replaces the program's exit status. It runs in the
+ * destructor, the last of the exit path the library sees: after the program's own atexit
+ * handlers and destructors (the main program's run before a preloaded library's), so they all
+ * ran; stdio is flushed here because _exit skips the flush exit() would do next. A program that
+ * ends with _exit() or a signal runs no exit path: its status stays its own. */
+static void exit_verdict(void)
+{
+    if (!atl_cfg.error_exitcode || in_child)
+        return;
+    static const char *const what[ATL_FINDING_KINDS][2] = {{"overruns", "overrun"},
+                                                           {"faults", "fault"},
+                                                           {"leaks", "leak"},
+                                                           {"differing steps", "differing step"}};
+    char list[160];
+    size_t n = 0;
+    list[0] = '\0';
+    for (int k = 0; k < ATL_FINDING_KINDS; k++) {
+        uint64_t c = __atomic_load_n(&findings[k], __ATOMIC_RELAXED);
+        if (!c || (k == ATL_FINDING_DIFF && atl_cfg.error_on != 1))
+            continue;
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%llu %s", n ? ", " : "",
+                              (unsigned long long)c, what[k][c == 1]);
+        if (n >= sizeof list)
+            n = sizeof list - 1;
+    }
+    if (!n)
+        return;
+    atl_log(ATL_ERROR, "reported %s: exit status %llu (ATLAS_ERROR_EXITCODE)", list,
+            atl_cfg.error_exitcode);
+    fflush(NULL);
+    _exit((int)atl_cfg.error_exitcode);
+}
+
 __attribute__((destructor)) static void engine_fini(void)
 {
     atl_engine_exit();
+    if (__atomic_load_n(&initialised, __ATOMIC_ACQUIRE))
+        exit_verdict();
 }
 
 /* A forked child inherits our counters and any lock another thread held at

@@ -51,6 +51,17 @@ extern int atl_ledger_on;
 /* Says once that the tool ran out of memory (the program is unaffected). */
 void atl_log_once_oom(const char *what);
 
+/* What a feature reported that makes ATLAS_ERROR_EXITCODE replace the program's
+ * exit status. Each report adds what it found to its kind; the engine decides at exit. */
+enum atl_finding {
+    ATL_FINDING_OVERRUN, /* a red zone found corrupted */
+    ATL_FINDING_FAULT,   /* a sticky fault, or a launch debug sync found failing */
+    ATL_FINDING_LEAK,    /* allocations never freed (ATLAS_LEAKS) */
+    ATL_FINDING_DIFF,    /* a step that differs (counts only with ATLAS_ERROR_ON=diff) */
+    ATL_FINDING_KINDS,
+};
+void atl_note_finding(enum atl_finding kind, uint64_t n);
+
 /* Lazy, once-only initialisation (settings, log, what is enabled). Safe to
  * call from every entry point; cheap after the first call. */
 void atl_engine_init(void);

@@ -208,6 +208,7 @@ static void report(const struct zone *z, const struct atl_stack *known_site, uns
     else
         suspects(z->seq, where);
     __atomic_add_fetch(&overruns, 1, __ATOMIC_RELAXED);
+    atl_note_finding(ATL_FINDING_OVERRUN, 1);
     zone_set_watched(z->base, 0);
 }
 
@@ -984,6 +985,7 @@ static void leak_report(void)
         atl_log(ATL_WARN, "leaks: none: every driver allocation was freed");
         return;
     }
+    atl_note_finding(ATL_FINDING_LEAK, n);
     struct atl_alloc_rec *all = malloc(n * sizeof *all);
     if (!all) {
         atl_log_once_oom("the leak list");

@@ -450,6 +450,7 @@ void atl_fault_check(int hook, CUresult r)
         return;
     if (__atomic_exchange_n(&latched, 1, __ATOMIC_ACQ_REL))
         return; /* reported once: later calls fail for the same reason */
+    atl_note_finding(ATL_FINDING_FAULT, 1);
     char buf[48];
     const char *name, *text;
     error_text(r, &name, &text, buf, sizeof buf);
@@ -539,6 +540,7 @@ static CUresult debug_sync_after(const struct atl_launch *l)
         return r;
     if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
         return r;
+    atl_note_finding(ATL_FINDING_FAULT, 1);
     if (atl_fault_is_sticky(r))
         __atomic_store_n(&latched, 1, __ATOMIC_RELEASE); /* this report says it all */
     char buf[48];

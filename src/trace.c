@@ -823,8 +823,8 @@ static void step_finish(const char *name)
         chrome_write(&s, begin, end);
     name_ops(prev);
     name_ops(&s);
-    if (prev->ops)
-        atl_step_diff(prev, &s, &o, &stats);
+    if (prev->ops && atl_step_diff(prev, &s, &o, &stats))
+        atl_note_finding(ATL_FINDING_DIFF, 1);
     spare_put(prev);
     *prev = s;
     pthread_mutex_unlock(&step_mu);
@@ -1066,10 +1066,41 @@ void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
  * (0: none), so a pop ends the step only when it closes our range. */
 static __thread int nvtx_depth, nvtx_step_depth;
 
+/* For the exit hint when no range was ever named NAME: whether one was, and the first few
+ * other names seen (a typo or a different spelling is then plain to see). */
+#define NVTX_SEEN 8
+static int nvtx_matched;
+static char nvtx_seen[NVTX_SEEN][32];
+static pthread_mutex_t nvtx_seen_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void nvtx_note_name(const char *msg)
+{
+    pthread_mutex_lock(&nvtx_seen_mu);
+    for (int i = 0; i < NVTX_SEEN; i++) {
+        if (!nvtx_seen[i][0]) {
+            /* only printable text reaches the log */
+            size_t n = 0;
+            for (; msg[n] && n + 1 < sizeof nvtx_seen[i]; n++)
+                nvtx_seen[i][n] = msg[n] >= ' ' && msg[n] < 127 ? msg[n] : '?';
+            nvtx_seen[i][n] = '\0';
+            break;
+        }
+        if (strncmp(nvtx_seen[i], msg, sizeof nvtx_seen[i] - 1) == 0)
+            break;
+    }
+    pthread_mutex_unlock(&nvtx_seen_mu);
+}
+
 static void nvtx_push(const char *msg)
 {
     nvtx_depth++;
-    if (msg && mode == MODE_NVTX && !nvtx_step_depth && strcmp(msg, nvtx_name) == 0) {
+    if (!msg || mode != MODE_NVTX)
+        return;
+    if (strcmp(msg, nvtx_name) != 0) {
+        if (!__atomic_load_n(&nvtx_matched, __ATOMIC_RELAXED))
+            nvtx_note_name(msg);
+    } else if (!nvtx_step_depth) {
+        __atomic_store_n(&nvtx_matched, 1, __ATOMIC_RELAXED);
         nvtx_step_depth = nvtx_depth;
         atl_trace_step_begin(nvtx_name);
     }
@@ -1145,9 +1176,12 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExpor
 
 /* ---- the step API of include/atlas/trace.h ------------------------------------------ */
 
+static int api_begun; /* atlas_step_begin was called: else the exit says why there are no steps */
+
 __attribute__((visibility("default"))) void atlas_step_begin_impl(const char *name)
 {
     atl_engine_init();
+    __atomic_store_n(&api_begun, 1, __ATOMIC_RELAXED);
     if (mode == MODE_API)
         atl_trace_step_begin(name);
 }
@@ -1206,6 +1240,49 @@ unsigned atl_trace_init(void)
            ATL_ON_CAPTURE | ATL_ON_LOOKUP | ATL_ON_ALLOC;
 }
 
+/* Why nvtx mode found no step, as far as the library can tell: NVTX never loaded us (the
+ * variable unset, or naming another library), or it did and no range had the name. */
+static void nvtx_hint(void)
+{
+    if (!nvtx_injected) {
+        const char *inj = getenv("NVTX_INJECTION64_PATH");
+        if (inj && *inj && !strstr(inj, "libatlastrace"))
+            atl_log(ATL_WARN,
+                    "step trace: ATLAS_STEP=nvtx:%s but NVTX_INJECTION64_PATH names another "
+                    "library, so NVTX ranges never reached atlastrace",
+                    nvtx_name);
+        else if (inj && *inj)
+            atl_log(ATL_WARN,
+                    "step trace: ATLAS_STEP=nvtx:%s but the program opened no NVTX range "
+                    "(NVTX never loaded atlastrace, which NVTX_INJECTION64_PATH names)",
+                    nvtx_name);
+        else
+            atl_log(ATL_WARN,
+                    "step trace: ATLAS_STEP=nvtx:%s but NVTX never called atlastrace: set "
+                    "NVTX_INJECTION64_PATH to the absolute path of libatlastrace.so",
+                    nvtx_name);
+        return;
+    }
+    if (__atomic_load_n(&nvtx_matched, __ATOMIC_RELAXED))
+        return;
+    char seen[NVTX_SEEN * 34 + 8] = "";
+    size_t n = 0;
+    pthread_mutex_lock(&nvtx_seen_mu);
+    for (int i = 0; i < NVTX_SEEN && nvtx_seen[i][0]; i++)
+        n += (size_t)snprintf(seen + n, sizeof seen - n, "%s'%s'", i ? ", " : "", nvtx_seen[i]);
+    pthread_mutex_unlock(&nvtx_seen_mu);
+    if (n)
+        atl_log(ATL_WARN,
+                "step trace: ATLAS_STEP=nvtx:%s but the program opened no NVTX range named '%s'; "
+                "the ranges it opened: %s",
+                nvtx_name, nvtx_name, seen);
+    else
+        atl_log(ATL_WARN,
+                "step trace: ATLAS_STEP=nvtx:%s but the program opened no NVTX range named '%s' "
+                "(no named range at all)",
+                nvtx_name, nvtx_name);
+}
+
 void atl_trace_exit(void)
 {
     if (!atl_trace_on)
@@ -1220,11 +1297,12 @@ void atl_trace_exit(void)
     __atomic_store_n(&trace_done, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
     pthread_mutex_lock(&step_mu);
-    if (mode == MODE_NVTX && !nvtx_injected)
+    if (mode == MODE_NVTX)
+        nvtx_hint();
+    if (mode == MODE_API && !__atomic_load_n(&api_begun, __ATOMIC_RELAXED))
         atl_log(ATL_WARN,
-                "step trace: ATLAS_STEP=nvtx:%s but NVTX never called atlastrace: set "
-                "NVTX_INJECTION64_PATH to the absolute path of libatlastrace.so",
-                nvtx_name);
+                "step trace: ATLAS_STEP=api but the program never called atlas_step_begin "
+                "(include/atlas/trace.h): no steps were recorded");
     atl_diff_summary(&stats, log_line_cb, NULL);
     if (json) {
         fclose(json);

@@ -9,9 +9,10 @@
  * a job scheduler or torchrun unchanged, and signals sent to "atlas-trace" reach the program.
  *
  * Everything is checked before anything is set: a bad option changes nothing and runs nothing.
+ * Values are checked by the library's own parser against its one table of settings
+ * (src/config.def), so a value the tool accepts is one the library will not ignore.
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -20,6 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "config.h"
 
 #ifndef ATLAS_VERSION
 #define ATLAS_VERSION "unknown"
@@ -60,7 +63,10 @@ static void usage(FILE *f)
             "  --leaks               report device allocations still live at exit\n"
             "  --audit               report every kernel looked up, found or missing\n"
             "  --stats               print each intercepted function's call count at exit\n"
-            "  --log=FILE            write atlastrace's reports to FILE instead of stderr\n"
+            "  --error-exitcode=N    exit with status N (1-255) when anything was reported:\n"
+            "                        a red-zone overrun, a fault, leaks under --leaks\n"
+            "  --error-on=WHAT       findings (the default) or diff: also a differing step\n"
+            "  -o, --log=FILE        write atlastrace's reports to FILE instead of stderr\n"
             "  --no-children         leave child processes of the program untraced\n"
             "  -h, --help            print this help and exit\n"
             "  -V, --version         print the version and exit\n"
@@ -69,7 +75,8 @@ static void usage(FILE *f)
             "OMPI_COMM_WORLD_RANK or SLURM_PROCID): each process of a job writes its own file.\n"
             "ATLAS_LIB=PATH names the library to preload instead of searching for it.\n"
             "\n"
-            "Exit status: the program's (128+N when signal N ended it); 2 for a bad option,\n"
+            "Exit status: the program's (128+N when signal N ended it), or N of\n"
+            "--error-exitcode when something was reported; 2 for a bad option,\n"
             "125 when libatlastrace.so is not found, 126 when the program cannot be run,\n"
             "127 when it is not found.\n",
             prog, D2H_DEFAULT);
@@ -86,30 +93,26 @@ static _Noreturn void bad_usage(const char *fmt, const char *arg)
     exit(EXIT_USAGE);
 }
 
-/* A number as the library's UINT settings take it: decimal or 0x hex, all of it, no sign. */
-static int valid_uint(const char *s)
+/* Refuses `value` for option `opt` when the library would ignore it as setting `var`: the
+ * reason is the library's own ("out of range 0..1048576"), from the one table both read. */
+static void check_setting(const char *opt, const char *var, const char *value, const char *what)
 {
-    if (!isdigit((unsigned char)*s))
-        return 0;
-    char *end;
-    errno = 0;
-    strtoull(s, &end, 0);
-    return errno == 0 && *end == '\0';
-}
-
-static int one_of(const char *s, const char *const *choices)
-{
-    for (; *choices; choices++)
-        if (strcmp(s, *choices) == 0)
-            return 1;
-    return 0;
+    int idx = atl_config_find(var);
+    const char *why = idx < 0 ? "unknown setting" : atl_config_check(idx, value);
+    if (!why)
+        return;
+    char shown[72], msg[512];
+    atl_config_show_value(value, shown, sizeof shown);
+    snprintf(msg, sizeof msg, "%s=%s: %s for %s; %s", opt, shown, why, var, what);
+    bad_usage("%s", msg);
 }
 
 static int valid_step_mode(const char *m)
 {
-    static const char *const modes[] = {"sync", "capture", "api", NULL};
-    if (one_of(m, modes))
-        return 1;
+    static const char *const modes[] = {"sync", "capture", "api"};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (strcmp(m, modes[i]) == 0)
+            return 1;
     return strncmp(m, "nvtx:", 5) == 0 && m[5] != '\0';
 }
 
@@ -214,6 +217,8 @@ enum {
     OPT_STATS,
     OPT_LOG,
     OPT_NO_CHILDREN,
+    OPT_ERROR_EXITCODE,
+    OPT_ERROR_ON,
 };
 
 static const struct option long_opts[] = {
@@ -228,6 +233,8 @@ static const struct option long_opts[] = {
     {"audit", no_argument, NULL, OPT_AUDIT},
     {"stats", no_argument, NULL, OPT_STATS},
     {"log", required_argument, NULL, OPT_LOG},
+    {"error-exitcode", required_argument, NULL, OPT_ERROR_EXITCODE},
+    {"error-on", required_argument, NULL, OPT_ERROR_ON},
     {"no-children", no_argument, NULL, OPT_NO_CHILDREN},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -237,19 +244,18 @@ static const struct option long_opts[] = {
 /* The settings the options ask for, applied only once every option has been checked. */
 struct settings {
     int trace, debug_sync, leaks, audit, stats, no_children;
-    const char *step, *redzone, *redzone_check, *d2h;
+    const char *step, *redzone, *redzone_check, *d2h, *error_exitcode, *error_on;
     char *json, *chrome, *log;
 };
 
 static void parse_options(int argc, char **argv, struct settings *s)
 {
-    static const char *const checks[] = {"free", "sync", "launch", NULL};
     int c;
 
     opterr = 0; /* our own messages, each followed by the usage */
     /* "+": stop at the first argument that is not an option, which is the program; its own
      * options are left alone. */
-    while ((c = getopt_long(argc, argv, "+:hV", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:hVo:", long_opts, NULL)) != -1) {
         switch (c) {
         case OPT_TRACE:
             s->trace = 1;
@@ -270,24 +276,39 @@ static void parse_options(int argc, char **argv, struct settings *s)
             free(s->chrome);
             s->chrome = output_path("--chrome", optarg);
             break;
+        case 'o':
         case OPT_LOG:
             free(s->log);
             s->log = output_path("--log", optarg);
             break;
         case OPT_REDZONE:
-            if (!valid_uint(optarg))
-                bad_usage("--redzone=%s: BYTES is a number of bytes (decimal or 0x hex)", optarg);
+            check_setting("--redzone", "ATLAS_REDZONE", optarg,
+                          "BYTES is a number of bytes, decimal or 0x hex");
             s->redzone = optarg;
             break;
         case OPT_REDZONE_CHECK:
-            if (!one_of(optarg, checks))
-                bad_usage("--redzone-check=%s: WHEN is one of free, sync or launch", optarg);
+            check_setting("--redzone-check", "ATLAS_REDZONE_CHECK", optarg,
+                          "WHEN is one of free, sync or launch");
             s->redzone_check = optarg;
             break;
         case OPT_D2H:
-            if (optarg && (!valid_uint(optarg) || strtoull(optarg, NULL, 0) == 0))
-                bad_usage("--d2h=%s: N is the number (1 or more) of the copy to backtrace", optarg);
+            if (optarg) {
+                check_setting("--d2h", "ATLAS_D2H_TRACE", optarg,
+                              "N is the number of the copy to backtrace");
+                if (strtoull(optarg, NULL, 0) == 0)
+                    bad_usage("--d2h=%s: N is the number (1 or more) of the copy to backtrace",
+                              optarg);
+            }
             s->d2h = optarg ? optarg : D2H_DEFAULT;
+            break;
+        case OPT_ERROR_EXITCODE:
+            check_setting("--error-exitcode", "ATLAS_ERROR_EXITCODE", optarg,
+                          "N is an exit status");
+            s->error_exitcode = optarg;
+            break;
+        case OPT_ERROR_ON:
+            check_setting("--error-on", "ATLAS_ERROR_ON", optarg, "WHAT is findings or diff");
+            s->error_on = optarg;
             break;
         case OPT_DEBUG_SYNC:
             s->debug_sync = 1;
@@ -356,6 +377,10 @@ static void apply(const struct settings *s, const char *lib)
         set("ATLAS_STATS", "1");
     if (s->log)
         set("ATLAS_LOG", s->log);
+    if (s->error_exitcode)
+        set("ATLAS_ERROR_EXITCODE", s->error_exitcode);
+    if (s->error_on)
+        set("ATLAS_ERROR_ON", s->error_on);
     if (s->no_children)
         set("ATLAS_NO_CHILDREN", "1");
 

@@ -181,6 +181,13 @@ static const struct {
     {"-x", "unknown option -x"},
     {"--stats=1", "--stats=1: this option takes no value"},
     {"--red", "ambiguous option --red"}, /* ambiguous: --redzone or --redzone-check */
+    /* the library's own limits (src/config.def), which it would otherwise apply silently */
+    {"--redzone=99999999", "--redzone=99999999: out of range 0..1048576 for ATLAS_REDZONE"},
+    {"--redzone=0x100001", "out of range 0..1048576"},
+    {"--error-exitcode=0", "--error-exitcode=0: out of range 1..255 for ATLAS_ERROR_EXITCODE"},
+    {"--error-exitcode=256", "out of range 1..255"},
+    {"--error-exitcode=x", "--error-exitcode=x: not a number"},
+    {"--error-on=leaks", "--error-on=leaks: not one of the accepted values for ATLAS_ERROR_ON"},
 };
 
 START_TEST(bad_option_is_usage_error)
@@ -210,6 +217,137 @@ START_TEST(missing_value_or_program_is_usage_error)
     run_tool(&r, TOOL, no_value, NULL);
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "--json needs a value"));
+    run_free(&r);
+    const char *no_log[] = {"-o", NULL};
+    run_tool(&r, TOOL, no_log, NULL);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "-o needs a value"));
+    run_free(&r);
+}
+END_TEST
+
+/* The library's limits reach atlas-trace: the largest red zone the library takes is taken. */
+START_TEST(limits_are_the_librarys)
+{
+    const char *args[] = {"--redzone=1048576", "--error-exitcode=255", "--error-on=diff", target,
+                          "env", NULL};
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    ck_line(r.out, "ATLAS_REDZONE=1048576");
+    ck_line(r.out, "ATLAS_ERROR_EXITCODE=255");
+    ck_line(r.out, "ATLAS_ERROR_ON=diff");
+    run_free(&r);
+
+    const char *short_log[] = {"-o", "/tmp/a.log", target, "env", NULL};
+    run_ok(&r, short_log, NULL);
+    ck_line(r.out, "ATLAS_LOG=/tmp/a.log");
+    run_free(&r);
+}
+END_TEST
+
+#define REDZONE_PROG BUILD_DIR "/tests/redzone_prog"
+
+/* --error-exitcode: a run that reported something exits with N, whether the program returned
+ * from main or called exit(), and its buffered output still arrives; _exit() skips every exit
+ * path, so its status stays its own; a clean run keeps the program's status. */
+static const struct {
+    const char *how, *overrun;
+    int status;
+} verdicts[] = {
+    {"return", "1", 9}, {"exit", "1", 9}, {"_exit", "1", 3}, {"return", "0", 3}, {"exit", "0", 3},
+};
+
+START_TEST(error_exitcode_replaces_the_status)
+{
+    const char *args[] = {"--redzone=64",  "--error-exitcode=9", REDZONE_PROG, "over",
+                          verdicts[_i].overrun, verdicts[_i].how, "3",           NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, args, NULL);
+    ck_assert_msg(r.status == verdicts[_i].status, "%s, overrun %s: exit %d, not %d\n%s",
+                  verdicts[_i].how, verdicts[_i].overrun, r.status, verdicts[_i].status, r.err);
+    ck_line(r.out, "ending by %s(3)", verdicts[_i].how);
+    if (verdicts[_i].status == 9)
+        HAS(r.err, "reported 1 overrun: exit status 9 (ATLAS_ERROR_EXITCODE)");
+    else
+        HASNT(r.err, "ATLAS_ERROR_EXITCODE");
+    run_free(&r);
+}
+END_TEST
+
+/* Without the option, the status is the program's even when something was reported. */
+START_TEST(without_error_exitcode_the_status_is_the_programs)
+{
+    const char *args[] = {"--redzone=64", REDZONE_PROG, "over", "1", "return", "3", NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, args, NULL);
+    ck_assert_int_eq(r.status, 3);
+    HAS(r.err, "redzone overrun");
+    run_free(&r);
+}
+END_TEST
+
+/* Leaks count under --leaks, a fault counts, a differing step only with --error-on=diff. */
+START_TEST(error_exitcode_kinds)
+{
+    struct run_result r;
+    const char *leak[] = {"--leaks", "--error-exitcode=7", REDZONE_PROG, "leak", NULL};
+    run_tool(&r, TOOL, leak, NULL);
+    ck_assert_msg(r.status == 7, "leak: exit %d\n%s", r.status, r.err);
+    HAS(r.err, "reported 2 leaks: exit status 7");
+    run_free(&r);
+
+    const char *no_leak_check[] = {"--error-exitcode=7", REDZONE_PROG, "leak", NULL};
+    run_tool(&r, TOOL, no_leak_check, NULL);
+    ck_assert_msg(r.status == 0, "leak without --leaks: exit %d\n%s", r.status, r.err);
+    run_free(&r);
+
+    const char *fault[] = {"--error-exitcode=6", BUILD_DIR "/tests/sync_target", "fault", NULL};
+    run_tool(&r, TOOL, fault, NULL);
+    ck_assert_msg(r.status == 6, "fault: exit %d\n%s", r.status, r.err);
+    HAS(r.err, "reported 1 fault: exit status 6");
+    run_free(&r);
+
+    const char *diff[] = {"--trace", "--error-exitcode=5", "--error-on=diff",
+                          BUILD_DIR "/tests/trace_steps", "scalar", "3", NULL};
+    run_tool(&r, TOOL, diff, NULL);
+    ck_assert_msg(r.status == 5, "diff: exit %d\n%s", r.status, r.err);
+    HAS(r.err, "reported 2 differing steps: exit status 5");
+    run_free(&r);
+
+    const char *diff_not_asked[] = {"--trace", "--error-exitcode=5", BUILD_DIR "/tests/trace_steps",
+                                    "scalar", "3", NULL};
+    run_tool(&r, TOOL, diff_not_asked, NULL);
+    ck_assert_msg(r.status == 0, "diff not asked: exit %d\n%s", r.status, r.err);
+    run_free(&r);
+
+    const char *same[] = {"--trace", "--error-exitcode=5", "--error-on=diff",
+                          BUILD_DIR "/tests/trace_steps", "same", "3", NULL};
+    run_tool(&r, TOOL, same, NULL);
+    ck_assert_msg(r.status == 0, "identical steps: exit %d\n%s", r.status, r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* The NVTX hint says what happened: no range had the name, and which ones the program opened;
+ * api mode without atlas_step_begin says so. */
+START_TEST(step_mode_hints_are_true)
+{
+    struct run_result r;
+    const char *nvtx[] = {"--trace=nvtx:train", BUILD_DIR "/tests/trace_steps", "nvtx", "2", NULL};
+    run_ok(&r, nvtx, NULL);
+    HAS(r.err, "the program opened no NVTX range named 'train'; the ranges it opened: 'other', "
+               "'step'");
+    HASNT(r.err, "set NVTX_INJECTION64_PATH");
+    run_free(&r);
+
+    const char *api[] = {"--trace=api", BUILD_DIR "/tests/trace_steps", "scalar", "2", NULL};
+    run_ok(&r, api, NULL);
+    HAS(r.err, "ATLAS_STEP=api but the program never called atlas_step_begin");
+    run_free(&r);
+
+    const char *api_used[] = {"--trace=api", BUILD_DIR "/tests/trace_steps", "api", "2", NULL};
+    run_ok(&r, api_used, NULL);
+    HASNT(r.err, "never called atlas_step_begin");
     run_free(&r);
 }
 END_TEST
@@ -558,6 +696,12 @@ int main(void)
     tcase_add_test(tc, arguments_pass_through);
     tcase_add_loop_test(tc, bad_option_is_usage_error, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, missing_value_or_program_is_usage_error);
+    tcase_add_test(tc, limits_are_the_librarys);
+    tcase_add_loop_test(tc, error_exitcode_replaces_the_status, 0,
+                        (int)(sizeof verdicts / sizeof verdicts[0]));
+    tcase_add_test(tc, without_error_exitcode_the_status_is_the_programs);
+    tcase_add_test(tc, error_exitcode_kinds);
+    tcase_add_test(tc, step_mode_hints_are_true);
     tcase_add_test(tc, help_and_version);
     tcase_add_test(tc, exit_status_is_the_programs);
     tcase_add_test(tc, signal_reaches_the_caller);

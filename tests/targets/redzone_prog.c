@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* poke(unsigned char *p, long off, unsigned n, unsigned v): p[off..off+n) = v */
 static CUresult k_poke(const struct fake_launch *l, void **params)
@@ -108,6 +109,20 @@ int main(int argc, char **argv)
 
     if (strcmp(what, "over") == 0) {
         two_buffers(argc > 2 ? (unsigned)atoi(argv[2]) : 1);
+        /* over N HOW STATUS: end with STATUS by returning from main, exit() or _exit(), the
+         * three ways ATLAS_ERROR_EXITCODE treats differently; the line stays in stdio's buffer
+         * (stdout is a pipe) until the exit path flushes it */
+        if (argc > 4) {
+            int status = atoi(argv[4]);
+            printf("ending by %s(%d)\n", argv[3], status);
+            if (strcmp(argv[3], "exit") == 0)
+                exit(status);
+            if (strcmp(argv[3], "_exit") == 0) {
+                fflush(stdout);
+                _exit(status);
+            }
+            return status;
+        }
     } else if (strcmp(what, "before") == 0) {
         /* a buffer carved from the second half of one allocation, written
          * 8 bytes before its start: inside the allocation, not caught */
