@@ -13,7 +13,7 @@ $(BUILD)/tests/test_chrome: tests/integration/test_chrome.c tests/integration/ru
 
 .PHONY: chrome-check
 chrome-check: check-deps $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 \
-              $(BUILD)/tests/trace_steps $(BUILD)/tests/ranks $(BUILD)/tools/atlas-diff \
+              $(BUILD)/tests/trace_steps $(BUILD)/tests/ranks $(BUILD)/atlas-diff \
               $(BUILD)/tests/test_chrome
 	$(BUILD)/tests/test_chrome
 

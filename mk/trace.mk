@@ -4,9 +4,11 @@
 TRACE_DIFF_OBJS := $(BUILD)/src/tracediff.o $(BUILD)/src/stack.o
 
 # tools/atlas-diff: the live step diff, offline; one diff module for both.
-$(BUILD)/tools/atlas-diff: tools/atlas-diff.c $(BUILD)/libatlas_engine.a
+# Beside atlas-trace in the build tree, as in an installed bin/.
+$(BUILD)/atlas-diff: tools/atlas-diff.c $(BUILD)/libatlas_engine.a VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
+	$(CC) $(ALL_CFLAGS) -DATLAS_VERSION='"$(shell cat VERSION 2>/dev/null || echo unknown)"' \
+		-o $@ $< $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
 
 $(BUILD)/tests/trace_steps: tests/targets/trace_steps.c include/atlas/trace.h $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
@@ -22,12 +24,12 @@ $(BUILD)/tests/test_trace: tests/integration/test_trace.c tests/integration/run.
 
 .PHONY: trace-check
 trace-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/trace_steps \
-             $(BUILD)/tools/atlas-diff $(BUILD)/tests/test_trace_unit $(BUILD)/tests/test_trace
+             $(BUILD)/atlas-diff $(BUILD)/tests/test_trace_unit $(BUILD)/tests/test_trace
 	$(BUILD)/tests/test_trace_unit
 	$(BUILD)/tests/test_trace
 
-ALL_TARGETS   += $(BUILD)/tools/atlas-diff
-INSTALL_BINS  += $(BUILD)/tools/atlas-diff
+ALL_TARGETS   += $(BUILD)/atlas-diff
+INSTALL_BINS  += $(BUILD)/atlas-diff
 CHECK_TARGETS += trace-check
 
 # The real-GPU suite (H200): make trace-gpu-check
@@ -36,7 +38,7 @@ $(GPU_DIR)/trace_loop: tests/gpu/trace/trace_loop.cu include/atlas/trace.h
 	$(NVCC) $(GPU_ARCH) -O2 -I include -o $@ $< -ldl
 
 .PHONY: trace-gpu-check
-trace-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/tools/atlas-diff $(GPU_DIR)/trace_loop
+trace-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/atlas-diff $(GPU_DIR)/trace_loop
 	sh tests/gpu/trace/run_trace.sh $(BUILD)
 
 GPU_TARGETS += trace-gpu-check
@@ -57,7 +59,7 @@ trace-asan-check: check-deps
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDLIBS_CORE="-fsanitize=address,undefined $(LDLIBS_CORE)" \
 	  $(TRACE_ASAN_BUILD)/libatlastrace.so $(TRACE_ASAN_BUILD)/fake/libcuda.so.1 \
-	  $(TRACE_ASAN_BUILD)/tests/trace_steps $(TRACE_ASAN_BUILD)/tools/atlas-diff \
+	  $(TRACE_ASAN_BUILD)/tests/trace_steps $(TRACE_ASAN_BUILD)/atlas-diff \
 	  $(TRACE_ASAN_BUILD)/tests/test_trace_unit $(TRACE_ASAN_BUILD)/tests/test_trace
 	ATL_TEST_PRELOAD_EXTRA="$$($(CC) -print-file-name=libasan.so)" \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=66 \

@@ -753,8 +753,9 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
 
     if (r.lines > r.printed) {
         char line[128];
-        snprintf(line, sizeof line, "  ... %zu more differences not shown (ATLAS_DIFF_MAX=%u)",
-                 r.lines - r.printed, opts->max_lines);
+        snprintf(line, sizeof line, "  ... %zu more differences not shown (%s=%u)",
+                 r.lines - r.printed, opts->max_name ? opts->max_name : "ATLAS_DIFF_MAX",
+                 opts->max_lines);
         opts->line(opts->ctx, line);
     }
 done:
@@ -938,6 +939,7 @@ out:
 struct jp {
     const char *p;
     const char *err;
+    char errbuf[64]; /* a message naming what was found (err points here) */
 };
 
 static void ws(struct jp *j)
@@ -1288,7 +1290,10 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
         else if (!strcmp(key, "exec"))
             rc = jhex(j, &L->o.u.g.exec);
         else {
-            j->err = "unknown field";
+            /* named, so a newer writer's field is recognisable (key is at most 15 bytes; the
+             * reader of the message strips control bytes) */
+            snprintf(j->errbuf, sizeof j->errbuf, "unknown field \"%s\"", key);
+            j->err = j->errbuf;
             return -1;
         }
         if (rc)
@@ -1405,7 +1410,11 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
             }
             continue;
         }
-        if (!L->has_op || L->op != cur.nops) {
+        if (!L->has_op) {
+            snprintf(err, errlen, "line %zu: record without an \"op\" or an \"end\"", lineno);
+            goto out;
+        }
+        if (L->op != cur.nops) {
             snprintf(err, errlen, "line %zu: op %" PRIu64 " out of order (expected op %zu)", lineno,
                      L->op, cur.nops);
             goto out;

@@ -11,12 +11,25 @@
  * one. Exit status as diff(1): 0 no differences, 1 differences, 2 trouble
  * (unreadable, truncated or corrupt input, with the line number).
  */
+#include "config.h"
 #include "tracediff.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#ifndef ATLAS_VERSION
+#define ATLAS_VERSION "unknown"
+#endif
+
+/* Lines per step before "... more differences not shown": ATLAS_DIFF_MAX's default, from the
+ * table the library reads. */
+static unsigned default_max(void)
+{
+    return (unsigned)atl_cfg_vars[atl_config_find("ATLAS_DIFF_MAX")].def;
+}
 
 struct run {
     struct atl_step *steps;
@@ -44,19 +57,46 @@ static int keep_step(void *ctx, struct atl_step *s)
     return 0;
 }
 
+/* Text from a trace file or the command line, printed with control bytes shown as '?': a file
+ * name or a kernel name can never move the cursor, clear the screen or forge a line. */
+static void put_clean(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        putc((unsigned char)*s < ' ' || *s == 0x7f ? '?' : *s, f);
+}
+
+static void fail(const char *path, const char *why)
+{
+    fputs("atlas-diff: ", stderr);
+    put_clean(stderr, path);
+    fputs(": ", stderr);
+    put_clean(stderr, why);
+    putc('\n', stderr);
+}
+
 static int load(const char *path, struct run *r)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     char err[256];
+    struct stat st;
+    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fail(path, "is a directory, not a trace file");
+        return -1;
+    }
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "atlas-diff: %s: %s\n", path, strerror(errno));
+        fail(path, strerror(errno));
         return -1;
     }
     int rc = atl_trace_read(f, keep_step, r, err, sizeof err);
+    int read_err = ferror(f) ? errno : 0;
     if (f != stdin)
         fclose(f);
+    if (read_err) {
+        fail(path, strerror(read_err));
+        return -1;
+    }
     if (rc != 0) {
-        fprintf(stderr, "atlas-diff: %s: %s\n", path, err);
+        fail(path, err);
         return -1;
     }
     return 0;
@@ -73,48 +113,106 @@ static void run_free(struct run *r)
 static void out_line(void *ctx, const char *text)
 {
     (void)ctx;
-    printf("%s\n", text);
+    put_clean(stdout, text);
+    putc('\n', stdout);
 }
+
+#define SYNOPSIS "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] A.jsonl [B.jsonl]\n"
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: atlas-diff [--max N] [--ignore kernel[:argN],...] A.jsonl [B.jsonl]\n"
-                    "  one file: each step against the previous step of the same name\n"
-                    "  two files: the n-th step named X in A against the n-th named X in B\n"
-                    "  exit status: 0 identical, 1 differences found, 2 trouble\n");
+    printf(SYNOPSIS
+           "Compare step traces written by atlastrace (ATLAS_TRACE_FILE, atlas-trace --json).\n"
+           "\n"
+           "  one file:  each step against the previous step of the same name\n"
+           "  two files: the n-th step named X in A against the n-th named X in B\n"
+           "  -         read a file from standard input\n"
+           "\n"
+           "  --max N, --max=N        difference lines printed per step (default %u, at most\n"
+           "                          ATLAS_DIFF_MAX's limit), then a count of the rest\n"
+           "  --ignore LIST, --ignore=LIST\n"
+           "                          expected differences to stay quiet about:\n"
+           "                          kernel[:argN],... (default: $ATLAS_DIFF_IGNORE)\n"
+           "  -h, --help              print this help and exit\n"
+           "  -V, --version           print the version and exit\n"
+           "\n"
+           "Exit status: 0 identical, 1 differences found, 2 trouble (a bad option, an\n"
+           "unreadable, truncated or corrupt file).\n",
+           default_max());
+}
+
+/* A refusal: what was wrong (fmt with one %s, the argument at fault), then the synopsis, not
+ * the whole help, so the message stays on the screen; exit 2. */
+static _Noreturn void bad_usage(const char *fmt, const char *arg)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, arg);
+    fputs("atlas-diff: ", stderr);
+    put_clean(stderr, msg);
+    fprintf(stderr, "\n" SYNOPSIS "Run 'atlas-diff --help' for the options.\n");
+    exit(2);
+}
+
+/* --max's value, by the rules and limits of ATLAS_DIFF_MAX (src/config.def), which sets the
+ * same thing for the live report. */
+static unsigned parse_max(const char *v)
+{
+    int idx = atl_config_find("ATLAS_DIFF_MAX");
+    const char *why = atl_config_check(idx, v);
+    if (why) {
+        char fmt[160];
+        snprintf(fmt, sizeof fmt, "--max %%s: %s (N is a number of lines, as for ATLAS_DIFF_MAX)",
+                 why);
+        bad_usage(fmt, v);
+    }
+    return (unsigned)strtoull(v, NULL, 0);
+}
+
+/* "--max=N" or "--max N": the value, advancing *i past it; NULL when argv[*i] is not `opt`. */
+static const char *option_value(int argc, char **argv, int *i, const char *opt)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[*i], opt, n) != 0)
+        return NULL;
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (argv[*i][n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc)
+        bad_usage("%s needs a value", opt);
+    return argv[++*i];
 }
 
 int main(int argc, char **argv)
 {
-    unsigned max = 20;
+    unsigned max = default_max();
     const char *ign = getenv("ATLAS_DIFF_IGNORE");
     const char *files[2];
-    int nf = 0;
+    int nf = 0, options_end = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--max") && i + 1 < argc) {
-            char *end;
-            unsigned long v = strtoul(argv[++i], &end, 10);
-            if (*end || end == argv[i]) {
-                usage();
-                return 2;
-            }
-            max = (unsigned)v;
-        } else if (!strcmp(argv[i], "--ignore") && i + 1 < argc) {
-            ign = argv[++i];
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        const char *a = argv[i], *v;
+        if (options_end || a[0] != '-' || !strcmp(a, "-")) {
+            if (nf == 2)
+                bad_usage("%s: a third file (atlas-diff compares one or two)", a);
+            files[nf++] = a;
+        } else if (!strcmp(a, "--")) {
+            options_end = 1;
+        } else if ((v = option_value(argc, argv, &i, "--max"))) {
+            max = parse_max(v);
+        } else if ((v = option_value(argc, argv, &i, "--ignore"))) {
+            ign = v;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             return 0;
-        } else if (nf < 2 && (argv[i][0] != '-' || !strcmp(argv[i], "-"))) {
-            files[nf++] = argv[i];
+        } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+            printf("atlas-diff (atlastrace) %s\n", ATLAS_VERSION);
+            return 0;
         } else {
-            usage();
-            return 2;
+            bad_usage("unknown option %s", a);
         }
     }
-    if (nf == 0) {
-        usage();
-        return 2;
-    }
+    if (nf == 0)
+        bad_usage("%s", "no trace file given");
     struct run a = {0}, b = {0};
     if (load(files[0], &a) || (nf == 2 && load(files[1], &b))) {
         run_free(&a);
@@ -126,7 +224,8 @@ int main(int argc, char **argv)
     atl_ignore_parse(&ig, ign);
     struct atl_diff_stats st;
     memset(&st, 0, sizeof st);
-    struct atl_diff_opts o = {.max_lines = max, .ignore = &ig, .line = out_line};
+    struct atl_diff_opts o = {
+        .max_lines = max, .max_name = "--max", .ignore = &ig, .line = out_line};
     size_t found = 0;
     char line[256];
     if (nf == 1) {

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #define T(name) BUILD_DIR "/tests/" name
-#define TOOL BUILD_DIR "/tools/atlas-diff"
+#define TOOL BUILD_DIR "/atlas-diff"
 
 /* ---- a strict JSON validator (RFC 8259) ---------------------------------- */
 

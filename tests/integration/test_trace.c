@@ -2,7 +2,7 @@
  * Step traces under the preload, against the fake driver: for each scenario
  * of tests/targets/trace_steps.c, the report names exactly the host values
  * that changed between steps, and nothing else; each step-boundary mode
- * finds the steps; the JSON lines read back with tools/atlas-diff, which
+ * finds the steps; the JSON lines read back with atlas-diff (build/atlas-diff), which
  * exits like diff(1).
  */
 #include "run.h"
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define T(name) BUILD_DIR "/tests/" name
-#define TOOL BUILD_DIR "/tools/atlas-diff"
+#define TOOL BUILD_DIR "/atlas-diff"
 
 /* Runs the target on scenario `sc` with ATLAS_TRACE=1 plus `extra`. */
 static void trace_run(struct run_result *r, const char *sc, const char *steps,
@@ -449,6 +449,114 @@ START_TEST(tool_rejects_bad_input)
 }
 END_TEST
 
+/* Writes `text` to tmpdir/name and runs atlas-diff on it. */
+static void tool_on(struct run_result *r, const char *name, const char *text)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *o = fopen(path, "w");
+    ck_assert_ptr_nonnull(o);
+    fputs(text, o);
+    fclose(o);
+    tool(r, path, NULL);
+    ck_assert_int_eq(r->status, 2);
+}
+
+/* A malformed file is described as it is: the unknown field by name, a missing "op" as missing,
+ * a directory as a directory; and no control byte of the file reaches the terminal. */
+START_TEST(tool_names_what_is_wrong)
+{
+    struct run_result r;
+    tool_on(&r, "field.jsonl", "{\"step\":0,\"name\":\"s\",\"colour\":1}\n");
+    HAS(r.err, "field.jsonl: line 1: unknown field \"colour\"");
+    run_free(&r);
+
+    tool_on(&r, "noop.jsonl", "{\"step\":0,\"name\":\"s\",\"kind\":\"launch\"}\n");
+    HAS(r.err, "noop.jsonl: line 1: record without an \"op\" or an \"end\"");
+    HASNT(r.err, "expected op 0");
+    run_free(&r);
+
+    tool_on(&r, "ctl.jsonl",
+            "{\"step\":0,\"name\":\"s\",\"op\":0,\"kind\":\"x\\u001b[2J\\u0007\"}\n");
+    HAS(r.err, "unknown op kind \"x?[2J?\"");
+    for (const char *p = r.err; *p; p++)
+        ck_assert_msg(*p == '\n' || (unsigned char)*p >= ' ', "control byte 0x%02x in:\n%s", *p,
+                      r.err);
+    run_free(&r);
+
+    tool(&r, tmpdir, NULL);
+    ck_assert_int_eq(r.status, 2);
+    HAS(r.err, ": is a directory");
+    run_free(&r);
+}
+END_TEST
+
+/* Runs atlas-diff with `args` (NULL-terminated). */
+static void tool_args(struct run_result *r, const char *const *args)
+{
+    char *argv[16] = {TOOL};
+    int n = 1;
+    for (; *args && n < 15; args++)
+        argv[n++] = (char *)*args;
+    argv[n] = NULL;
+    run_target(r, argv, NULL, 0);
+}
+
+/* The command line as its peers have it: --help on stdout, --version, every refusal says what
+ * was wrong before the usage and exits 2, and --max=N is --max N. */
+START_TEST(tool_command_line)
+{
+    struct run_result r;
+    const char *help[] = {"--help", NULL};
+    tool_args(&r, help);
+    ck_assert_int_eq(r.status, 0);
+    HAS(r.out, "Usage: atlas-diff [--max N]");
+    HAS(r.out, "--max N, --max=N");
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+
+    const char *version[] = {"--version", NULL};
+    tool_args(&r, version);
+    ck_assert_int_eq(r.status, 0);
+    HAS(r.out, "atlas-diff (atlastrace) ");
+    run_free(&r);
+
+    static const struct {
+        const char *args[5], *says;
+    } bad[] = {
+        {{"--bogus", "a.jsonl"}, "atlas-diff: unknown option --bogus\n"},
+        {{"--max", "abc", "a.jsonl"}, "atlas-diff: --max abc: not a number"},
+        {{"--max", "-3", "a.jsonl"}, "atlas-diff: --max -3: negative value"},
+        {{"--max=-3", "a.jsonl"}, "atlas-diff: --max -3: negative value"},
+        {{"--max=2000000", "a.jsonl"}, "--max 2000000: out of range 0..1000000"},
+        {{"a", "b", "c"}, "atlas-diff: c: a third file (atlas-diff compares one or two)"},
+        {{"--max"}, "atlas-diff: --max needs a value"},
+        {{NULL}, "atlas-diff: no trace file given"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tool_args(&r, bad[i].args);
+        ck_assert_msg(r.status == 2, "%s: exit %d", bad[i].says, r.status);
+        ck_assert_msg(strstr(r.err, bad[i].says), "no '%s' in:\n%s", bad[i].says, r.err);
+        ck_assert_msg(strstr(r.err, bad[i].says) < strstr(r.err, "Usage: atlas-diff"),
+                      "no usage after the message:\n%s", r.err);
+        run_free(&r);
+    }
+
+    /* --max=N and --max N alike, and the hint names the option that limits the lines */
+    char path[512];
+    record_to("eight", "2", "eight", path, sizeof path);
+    const char *eq[] = {"--max=3", path, NULL}, *sp[] = {"--max", "3", path, NULL};
+    struct run_result r2;
+    tool_args(&r, eq);
+    tool_args(&r2, sp);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_str_eq(r.out, r2.out);
+    ck_assert_int_eq(count_lines(r.out, "... 5 more differences not shown (--max=3)"), 1);
+    run_free(&r);
+    run_free(&r2);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("trace");
@@ -477,6 +585,8 @@ int main(void)
     tcase_add_checked_fixture(tj, tmp_setup, tmp_teardown);
     tcase_add_test(tj, json_lines_and_tool);
     tcase_add_test(tj, tool_rejects_bad_input);
+    tcase_add_test(tj, tool_names_what_is_wrong);
+    tcase_add_test(tj, tool_command_line);
     tcase_add_test(tj, steps_end_under_concurrent_launches);
     suite_add_tcase(s, tj);
     SRunner *sr = srunner_create(s);

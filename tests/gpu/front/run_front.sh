@@ -95,7 +95,7 @@ if python3 -c 'import torch, triton; assert torch.cuda.is_available()' 2>/dev/nu
         fail "--trace=nvtx:step: exit $rc, $a lines naming add_pos arg1 (want 4)"; tail -20 "$out/nvtx.log"
     fi
     j=$(ls "$out"/nvtx-*.jsonl 2>/dev/null | head -1)
-    "$build/tools/atlas-diff" "$j" >"$out/nvtx-diff.out" 2>&1
+    "$build/atlas-diff" "$j" >"$out/nvtx-diff.out" 2>&1
     rc=$?
     if [ -n "$j" ] && [ $rc -eq 1 ] && grep -q 'add_pos' "$out/nvtx-diff.out"; then
         pass "--json: atlas-diff reads the file back and names add_pos (exit 1)"
@@ -138,7 +138,7 @@ sys.exit(0 if len(steps) >= 5 and len(k) >= 5 else 1)' "$c"; then
             tail -5 "$out/ranks-$how.out"
             continue
         fi
-        "$build/tools/atlas-diff" "$out/rank-0.jsonl" "$out/rank-1.jsonl" >"$out/ranks-$how.diff" 2>&1
+        "$build/atlas-diff" "$out/rank-0.jsonl" "$out/rank-1.jsonl" >"$out/ranks-$how.diff" 2>&1
         rc=$?
         if [ $how = same ] && [ $rc -eq 0 ]; then
             pass "ranks ($way): same steps on both ranks, atlas-diff finds none differing (exit 0)"

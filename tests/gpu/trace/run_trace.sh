@@ -47,7 +47,7 @@ if traced cuda_loop ATLAS_STEP=api -- "$build/gpu/trace_loop"; then
     else
         fail "cuda_loop: $n op lines, $a add_step arg1, $s scale arg0 (want 8, 4, 4; and steps=5 compared=4)"
     fi
-    "$build/tools/atlas-diff" "$out/cuda_loop.jsonl" >"$out/cuda_loop.offline"
+    "$build/atlas-diff" "$out/cuda_loop.jsonl" >"$out/cuda_loop.offline"
     rc=$?
     if [ $rc -eq 1 ] && [ "$(grep -c '^  op ' "$out/cuda_loop.offline")" -eq 8 ]; then
         pass "cuda_loop: atlas-diff on the JSON lines exits 1 with the same 8 lines"
