@@ -10,9 +10,15 @@
 
 # Builds and test suites run in parallel on every core unless -j is given:
 # make check takes about 4 minutes on 2 cores this way, about 8 serially.
+# Only the top-level make chooses: a make this tree runs again (make check's
+# runner, the install test, the sanitizer builds) shares its jobs, and a -j
+# of its own would make it warn "-j2 forced in makefile: resetting jobserver
+# mode" and start jobs beyond the top level's count.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
+ifeq ($(MAKELEVEL),0)
 ifeq ($(filter -j%,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(NPROC)
+endif
 endif
 
 BUILD   ?= build
@@ -63,7 +69,10 @@ all:
 include $(sort $(wildcard mk/*.mk))
 
 all: $(ALL_TARGETS)
-check: $(CHECK_TARGETS)
+# The suites run through tools/check-verdict.sh, whose last line is the verdict
+# ("make check: N suites, M checks, all passed in T s", or what failed).
+check:
+	@sh tools/check-verdict.sh "$(MAKE)" $(CHECK_TARGETS)
 gpu-check: $(GPU_TARGETS)
 # Without a GPU, make bench runs what measures the CPU side and says what it
 # left out, instead of failing on the GPU loops.

@@ -64,3 +64,10 @@ install-path-check:
 	sh tests/install/test_ensure_deb.sh
 
 CHECK_TARGETS += install-path-check
+
+# make check's last line (tools/check-verdict.sh), against a stand-in make.
+.PHONY: verdict-check
+verdict-check:
+	sh tests/harness/test_check_verdict.sh
+
+CHECK_TARGETS += verdict-check
