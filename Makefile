@@ -86,7 +86,9 @@ bench-no-gpu:
 endif
 bench: $(BENCH_TARGETS)
 install: $(INSTALL_TARGETS)
+# Once every fragment's files are gone, the folders install created, if empty (mk/front.mk).
 uninstall: $(UNINSTALL_TARGETS)
+	$(INSTALL_DIRS) --remove $(INSTALLED_DIRS_LIST)
 
 clean:
 	rm -rf $(BUILD)

@@ -30,10 +30,15 @@ FRONT_BINDIR := $(DESTDIR)$(PREFIX)/bin
 FRONT_LIBDIR := $(DESTDIR)$(PREFIX)/lib
 FRONT_INCDIR := $(DESTDIR)$(PREFIX)/include/atlas
 FRONT_MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
+# The folders make install created (tools/install-dirs.sh), which make uninstall removes once
+# they are empty; mk/launch.mk records its own there too.
+INSTALL_DIRS := sh tools/install-dirs.sh
+INSTALLED_DIRS_LIST := $(DESTDIR)$(PREFIX)/share/atlastrace/created-folders
 
 .PHONY: install-front uninstall-front
 install-front: all
-	install -d $(FRONT_BINDIR) $(FRONT_LIBDIR) $(FRONT_INCDIR) $(FRONT_MANDIR)
+	$(INSTALL_DIRS) $(INSTALLED_DIRS_LIST) $(FRONT_BINDIR) $(FRONT_LIBDIR) $(FRONT_INCDIR) \
+		$(FRONT_MANDIR)
 	install -m 755 $(BUILD)/libatlastrace.so $(FRONT_LIBDIR)/libatlastrace.so
 	install -m 755 $(INSTALL_BINS) $(FRONT_BINDIR)/
 	install -m 644 $(INSTALL_MANS) $(FRONT_MANDIR)/
@@ -43,7 +48,6 @@ uninstall-front:
 	rm -f $(FRONT_LIBDIR)/libatlastrace.so $(addprefix $(FRONT_BINDIR)/,$(notdir $(INSTALL_BINS))) \
 		$(addprefix $(FRONT_MANDIR)/,$(notdir $(INSTALL_MANS))) \
 		$(addprefix $(FRONT_INCDIR)/,$(notdir $(FRONT_HEADERS)))
-	-rmdir $(FRONT_INCDIR) 2>/dev/null || true
 
 INSTALL_TARGETS += install-front
 UNINSTALL_TARGETS += uninstall-front

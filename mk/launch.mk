@@ -102,20 +102,26 @@ BENCH_TARGETS += launch-bench
 LAUNCH_LIBDIR := $(DESTDIR)$(PREFIX)/lib
 LAUNCH_INCDIR := $(DESTDIR)$(PREFIX)/include/atlas
 LAUNCH_PCDIR  := $(DESTDIR)$(PREFIX)/lib/pkgconfig
+# The toolkit's stub libcuda (soname libcuda.so.1), so that pkg-config --libs links on a
+# machine whose only libcuda is there (a build machine, a container without the driver); at run
+# time the driver's libcuda.so.1 answers. Left out when the toolkit has none.
+LAUNCH_CUDA_STUBS := $(firstword $(wildcard $(CUDA_HOME)/lib64/stubs/libcuda.so \
+                       $(CUDA_HOME)/lib/stubs/libcuda.so $(CUDA_HOME)/targets/*/lib/stubs/libcuda.so))
+LAUNCH_PC_CUDA_LIBS := $(if $(LAUNCH_CUDA_STUBS),-L$(dir $(LAUNCH_CUDA_STUBS)) )-lcuda
 
 install-launch: $(LAUNCH_A) $(LAUNCH_SO)
-	install -d $(LAUNCH_LIBDIR) $(LAUNCH_INCDIR) $(LAUNCH_PCDIR)
+	$(INSTALL_DIRS) $(INSTALLED_DIRS_LIST) $(LAUNCH_LIBDIR) $(LAUNCH_INCDIR) $(LAUNCH_PCDIR)
 	install -m 644 $(LAUNCH_A) $(LAUNCH_LIBDIR)/libatlaslaunch.a
 	install -m 755 $(LAUNCH_SO) $(LAUNCH_LIBDIR)/libatlaslaunch.so
 	install -m 644 include/atlas/launch.h $(LAUNCH_INCDIR)/launch.h
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@CUDA_INC@|$(CUDA_INC)|g' atlaslaunch.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@CUDA_INC@|$(CUDA_INC)|g' \
+		-e 's|@CUDA_LIBS@|$(LAUNCH_PC_CUDA_LIBS)|g' atlaslaunch.pc.in \
 		> $(LAUNCH_PCDIR)/atlaslaunch.pc
 	chmod 644 $(LAUNCH_PCDIR)/atlaslaunch.pc
 
 uninstall-launch:
 	rm -f $(LAUNCH_LIBDIR)/libatlaslaunch.a $(LAUNCH_LIBDIR)/libatlaslaunch.so \
 		$(LAUNCH_INCDIR)/launch.h $(LAUNCH_PCDIR)/atlaslaunch.pc
-	-rmdir $(LAUNCH_INCDIR) 2>/dev/null || true
 
 INSTALL_TARGETS += install-launch
 UNINSTALL_TARGETS += uninstall-launch

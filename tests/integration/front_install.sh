@@ -9,8 +9,12 @@ tmp=$(mktemp -d /tmp/atlas-install-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "front-install: FAIL: $*"; exit 1; }
 
+# A folder of the prefix that holds someone else's file before install: it stays.
+mkdir -p "$tmp/usr/share/man/man1"
+echo other >"$tmp/usr/share/man/man1/other.1"
+
 $MAKE --no-print-directory -s install DESTDIR="$tmp" PREFIX=/usr BUILD="$BUILD" >/dev/null
-for f in usr/bin/atlas-trace usr/lib/libatlastrace.so usr/lib/libatlaslaunch.so \
+for f in usr/bin/atlas-trace usr/bin/atlas-diff usr/lib/libatlastrace.so usr/lib/libatlaslaunch.so \
          usr/lib/libatlaslaunch.a usr/include/atlas/launch.h usr/lib/pkgconfig/atlaslaunch.pc \
          usr/share/man/man1/atlas-trace.1 usr/share/man/man1/atlas-diff.1; do
     [ -f "$tmp/$f" ] || fail "make install did not install /$f"
@@ -24,13 +28,25 @@ cflags=$(PKG_CONFIG_PATH="$tmp/usr/lib/pkgconfig" pkg-config --define-variable=p
 libs=$(PKG_CONFIG_PATH="$tmp/usr/lib/pkgconfig" pkg-config --define-variable=prefix="$tmp/usr" \
        --libs atlaslaunch)
 case "$cflags" in *"-I$tmp/usr/include"*) ;; *) fail "pkg-config --cflags: $cflags" ;; esac
-# Only the installed headers and library: the source tree's include/ is not on the line.
-${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -o "$tmp/launch_saxpy" examples/launch_saxpy.c \
-    $cflags -L"$BUILD/fake" $libs \
-    || fail "examples/launch_saxpy.c does not build against the installed atlaslaunch.pc"
+# Only the installed headers and library: the source tree's include/ is not on the line, nor a
+# libcuda of our own: pkg-config --libs must find one itself (the toolkit's stubs/ on a machine
+# without a driver, as this one).
+LIBRARY_PATH= ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -o "$tmp/launch_saxpy" \
+    examples/launch_saxpy.c $cflags $libs \
+    || fail "examples/launch_saxpy.c does not build against the installed atlaslaunch.pc ($libs)"
 nm -D "$tmp/launch_saxpy" | grep -q ' U atlas_launch' \
     || fail "launch_saxpy does not use libatlaslaunch.so"
 echo "front-install: PASS: examples/launch_saxpy.c builds with pkg-config --cflags --libs atlaslaunch"
+
+# It starts without LD_LIBRARY_PATH naming the prefix: the run path finds libatlaslaunch.so.
+# (Only the driver comes from LD_LIBRARY_PATH: this machine has none, the fake stands in.)
+out=$(LD_LIBRARY_PATH="$BUILD/fake" "$tmp/launch_saxpy" 2>&1) || true
+case $out in
+*"error while loading shared libraries"*) fail "the installed launch_saxpy does not start: $out" ;;
+esac
+LD_LIBRARY_PATH="$BUILD/fake" ldd "$tmp/launch_saxpy" | grep -q "libatlaslaunch.so => $tmp/usr/lib/" \
+    || fail "launch_saxpy does not load the installed libatlaslaunch.so: $(ldd "$tmp/launch_saxpy")"
+echo "front-install: PASS: a program linked by pkg-config runs without LD_LIBRARY_PATH for the prefix"
 
 # The installed tool finds the installed library (bin/../lib).
 out=$("$tmp/usr/bin/atlas-trace" "$BUILD/tests/front_env" env)
@@ -42,6 +58,7 @@ echo "front-install: PASS: the installed atlas-trace preloads the installed libr
 
 $MAKE --no-print-directory -s uninstall DESTDIR="$tmp" PREFIX=/usr BUILD="$BUILD" >/dev/null
 rm -f "$tmp/launch_saxpy"
-left=$(find "$tmp" ! -type d)
-[ -z "$left" ] || fail "make uninstall left: $left"
-echo "front-install: PASS: make uninstall removed every installed file"
+left=$(find "$tmp" -mindepth 1 | sort | tr '\n' ' ')
+[ "$left" = "$tmp/usr $tmp/usr/share $tmp/usr/share/man $tmp/usr/share/man/man1 $tmp/usr/share/man/man1/other.1 " ] \
+    || fail "make uninstall left: $left"
+echo "front-install: PASS: make uninstall removed every installed file and the folders it created"
