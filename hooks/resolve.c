@@ -1,5 +1,5 @@
 /*
- * How calls reach the wrappers (measured on an H200, see DESIGN.md): programs
+ * How calls reach the wrappers (measured on an H200): programs
  * linked against libcuda find our exported symbols first; cudart, PyTorch,
  * Triton, CuPy and JAX fetch driver functions with dlsym on a dlopen'ed
  * libcuda.so.1 and with cuGetProcAddress. So we override dlsym and wrap

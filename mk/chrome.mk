@@ -7,6 +7,9 @@ $(BUILD)/tests/ranks: tests/targets/ranks.c $(BUILD)/fake/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(BUILD)/fake -lcuda -ldl -lpthread
 
+# Built by make: docs/chrome.md's two-rank example runs it on the fake driver as written.
+ALL_TARGETS += $(BUILD)/tests/ranks
+
 $(BUILD)/tests/test_chrome: tests/integration/test_chrome.c tests/integration/run.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)

@@ -83,6 +83,9 @@ $(FRONT_DEMO_KERNELS): tests/targets/front_demo_kernels.c tests/fake/fakecuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -o $@ $<
 
+# Built by make: the documentation's commands that need no GPU run the demo on the fake driver.
+ALL_TARGETS += $(FRONT_DEMO) $(FRONT_DEMO_KERNELS)
+
 .PHONY: front-check
 # The targets of the red-zone, sync and trace suites (built by their fragments) give the
 # --error-exitcode tests an overrun, a leak, a fault and differing steps.

@@ -71,3 +71,11 @@ verdict-check:
 	sh tests/harness/test_check_verdict.sh
 
 CHECK_TARGETS += verdict-check
+
+# The documentation's commands, as written (tests/docs/test_doc_commands.sh): what `make`
+# builds is what they may use.
+.PHONY: docs-check
+docs-check: all
+	sh tests/docs/test_doc_commands.sh
+
+CHECK_TARGETS += docs-check
