@@ -35,8 +35,10 @@ fuzz-deps:
 	$(ENSURE_DEB) fuzz "$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe" libclang-rt-$$v-dev; \
 	rc=$$?; rm -f $(FUZZ_DIR)/probe $(FUZZ_DIR)/probe.c; exit $$rc
 
+# The headers and tables the sources include count too (a new row of src/config.def must rebuild
+# the config fuzzer, or it checks the new row against the old table).
 define fuzz_rule
-$(FUZZ_DIR)/fuzz_$(1): fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) | fuzz-deps
+$(FUZZ_DIR)/fuzz_$(1): fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) $(wildcard src/*.h src/*.def) | fuzz-deps
 	@mkdir -p $$(dir $$@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $$@ $$< $(FUZZ_SRCS_$(1))
 endef

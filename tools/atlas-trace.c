@@ -63,7 +63,7 @@ static void usage(FILE *f)
             "  --leaks               report device allocations still live at exit\n"
             "  --audit               report every kernel looked up, found or missing\n"
             "  --stats               print each intercepted function's call count at exit\n"
-            "  --error-exitcode=N    exit with status N (1-255) when anything was reported:\n"
+            "  --error-exitcode=N    exit with status N (1-255; 0: off) when anything was reported:\n"
             "                        a red-zone overrun, a fault, leaks under --leaks\n"
             "  --error-on=WHAT       findings (the default) or diff: also a differing step\n"
             "  -o, --log=FILE        write atlastrace's reports to FILE instead of stderr\n"

@@ -13,7 +13,11 @@ fail() { echo "front-install: FAIL: $*"; exit 1; }
 mkdir -p "$tmp/usr/share/man/man1"
 echo other >"$tmp/usr/share/man/man1/other.1"
 
-$MAKE --no-print-directory -s install DESTDIR="$tmp" PREFIX=/usr BUILD="$BUILD" >/dev/null
+$MAKE --no-print-directory -s install DESTDIR="$tmp" PREFIX=/usr BUILD="$BUILD" >/dev/null 2>"$tmp.err" ||
+    { cat "$tmp.err"; fail "make install failed"; }
+# a make run by make shares its jobs: no "-jN forced in makefile: resetting jobserver mode"
+! grep -i jobserver "$tmp.err" || fail "the sub-make reset the jobserver"
+rm -f "$tmp.err"
 for f in usr/bin/atlas-trace usr/bin/atlas-diff usr/lib/libatlastrace.so usr/lib/libatlaslaunch.so \
          usr/lib/libatlaslaunch.a usr/include/atlas/launch.h usr/lib/pkgconfig/atlaslaunch.pc \
          usr/share/man/man1/atlas-trace.1 usr/share/man/man1/atlas-diff.1; do

@@ -184,8 +184,8 @@ static const struct {
     /* the library's own limits (src/config.def), which it would otherwise apply silently */
     {"--redzone=99999999", "--redzone=99999999: out of range 0..1048576 for ATLAS_REDZONE"},
     {"--redzone=0x100001", "out of range 0..1048576"},
-    {"--error-exitcode=0", "--error-exitcode=0: out of range 1..255 for ATLAS_ERROR_EXITCODE"},
-    {"--error-exitcode=256", "out of range 1..255"},
+    {"--error-exitcode=256", "--error-exitcode=256: out of range 0..255 for ATLAS_ERROR_EXITCODE"},
+    {"--error-exitcode=-1", "--error-exitcode=-1: negative value"},
     {"--error-exitcode=x", "--error-exitcode=x: not a number"},
     {"--error-on=leaks", "--error-on=leaks: not one of the accepted values for ATLAS_ERROR_ON"},
 };
@@ -282,6 +282,14 @@ START_TEST(without_error_exitcode_the_status_is_the_programs)
     run_tool(&r, TOOL, args, NULL);
     ck_assert_int_eq(r.status, 3);
     HAS(r.err, "redzone overrun");
+    run_free(&r);
+
+    /* 0, the default, is off, as valgrind's --error-exitcode=0 */
+    const char *off[] = {"--redzone=64", "--error-exitcode=0", REDZONE_PROG, "over", "1", "return",
+                         "3", NULL};
+    run_tool(&r, TOOL, off, NULL);
+    ck_assert_int_eq(r.status, 3);
+    HASNT(r.err, "ATLAS_ERROR_EXITCODE");
     run_free(&r);
 }
 END_TEST
