@@ -133,7 +133,7 @@ struct atl_diff_stats {
 };
 
 struct atl_diff_opts {
-    unsigned max_lines; /* lines per step, then a count of the rest */
+    unsigned max_lines;   /* lines per step, then a count of the rest */
     const char *max_name; /* what sets max_lines, for the "not shown" hint (NULL: ATLAS_DIFF_MAX) */
     const struct atl_ignore *ignore;
     const char *replay; /* capture mode: say replay-safe (non-NULL) */

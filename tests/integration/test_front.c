@@ -229,8 +229,8 @@ END_TEST
 /* The library's limits reach atlas-trace: the largest red zone the library takes is taken. */
 START_TEST(limits_are_the_librarys)
 {
-    const char *args[] = {"--redzone=1048576", "--error-exitcode=255", "--error-on=diff", target,
-                          "env", NULL};
+    const char *args[] = {
+        "--redzone=1048576", "--error-exitcode=255", "--error-on=diff", target, "env", NULL};
     struct run_result r;
     run_ok(&r, args, NULL);
     ck_line(r.out, "ATLAS_REDZONE=1048576");
@@ -259,8 +259,8 @@ static const struct {
 
 START_TEST(error_exitcode_replaces_the_status)
 {
-    const char *args[] = {"--redzone=64",  "--error-exitcode=9", REDZONE_PROG, "over",
-                          verdicts[_i].overrun, verdicts[_i].how, "3",           NULL};
+    const char *args[] = {"--redzone=64",       "--error-exitcode=9", REDZONE_PROG, "over",
+                          verdicts[_i].overrun, verdicts[_i].how,     "3",          NULL};
     struct run_result r;
     run_tool(&r, TOOL, args, NULL);
     ck_assert_msg(r.status == verdicts[_i].status, "%s, overrun %s: exit %d, not %d\n%s",
@@ -285,8 +285,8 @@ START_TEST(without_error_exitcode_the_status_is_the_programs)
     run_free(&r);
 
     /* 0, the default, is off, as valgrind's --error-exitcode=0 */
-    const char *off[] = {"--redzone=64", "--error-exitcode=0", REDZONE_PROG, "over", "1", "return",
-                         "3", NULL};
+    const char *off[] = {
+        "--redzone=64", "--error-exitcode=0", REDZONE_PROG, "over", "1", "return", "3", NULL};
     run_tool(&r, TOOL, off, NULL);
     ck_assert_int_eq(r.status, 3);
     HASNT(r.err, "ATLAS_ERROR_EXITCODE");
@@ -315,21 +315,31 @@ START_TEST(error_exitcode_kinds)
     HAS(r.err, "reported 1 fault: exit status 6");
     run_free(&r);
 
-    const char *diff[] = {"--trace", "--error-exitcode=5", "--error-on=diff",
-                          BUILD_DIR "/tests/trace_steps", "scalar", "3", NULL};
+    const char *diff[] = {"--trace",
+                          "--error-exitcode=5",
+                          "--error-on=diff",
+                          BUILD_DIR "/tests/trace_steps",
+                          "scalar",
+                          "3",
+                          NULL};
     run_tool(&r, TOOL, diff, NULL);
     ck_assert_msg(r.status == 5, "diff: exit %d\n%s", r.status, r.err);
     HAS(r.err, "reported 2 differing steps: exit status 5");
     run_free(&r);
 
-    const char *diff_not_asked[] = {"--trace", "--error-exitcode=5", BUILD_DIR "/tests/trace_steps",
-                                    "scalar", "3", NULL};
+    const char *diff_not_asked[] = {
+        "--trace", "--error-exitcode=5", BUILD_DIR "/tests/trace_steps", "scalar", "3", NULL};
     run_tool(&r, TOOL, diff_not_asked, NULL);
     ck_assert_msg(r.status == 0, "diff not asked: exit %d\n%s", r.status, r.err);
     run_free(&r);
 
-    const char *same[] = {"--trace", "--error-exitcode=5", "--error-on=diff",
-                          BUILD_DIR "/tests/trace_steps", "same", "3", NULL};
+    const char *same[] = {"--trace",
+                          "--error-exitcode=5",
+                          "--error-on=diff",
+                          BUILD_DIR "/tests/trace_steps",
+                          "same",
+                          "3",
+                          NULL};
     run_tool(&r, TOOL, same, NULL);
     ck_assert_msg(r.status == 0, "identical steps: exit %d\n%s", r.status, r.err);
     run_free(&r);
