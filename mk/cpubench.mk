@@ -20,3 +20,18 @@ cpu-bench: $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 $(BUILD)/bench/c
 	sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) "$(CPU_BENCH_CONFIGS)"
 
 BENCH_TARGETS += cpu-bench
+
+# Allocation + free pair with 10 to 1M live allocations (fake driver):
+#   make alloc-bench [ALLOC_BENCH_SIZES="10 1000 100000 1000000"] [ALLOC_BENCH_PAIRS=20000]
+ALLOC_BENCH_SIZES ?= 10 1000 100000 1000000
+ALLOC_BENCH_PAIRS ?= 20000
+
+$(BUILD)/bench/alloc_bench: bench/cpu/alloc_bench.c $(BUILD)/fake/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(BUILD)/fake -lcuda
+
+.PHONY: alloc-bench
+alloc-bench: $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 $(BUILD)/bench/alloc_bench
+	sh bench/cpu/run_alloc_bench.sh $(BUILD) "$(ALLOC_BENCH_SIZES)" $(ALLOC_BENCH_PAIRS)
+
+BENCH_TARGETS += alloc-bench

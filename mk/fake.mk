@@ -9,6 +9,8 @@ FAKE_DIR     := $(BUILD)/fake
 FAKE_LIB     := $(FAKE_DIR)/libcuda.so.1
 FAKE_SRCS    := tests/fake/fakecuda.c
 FAKE_OBJS    := $(FAKE_SRCS:%.c=$(BUILD)/%.o)
+# the engine's address map, for O(1) lookups by allocation base
+FAKE_LINK_OBJS := $(FAKE_OBJS) $(BUILD)/src/addrmap.o
 FAKE_TESTMOD := $(FAKE_DIR)/fake_testmod.so
 FAKE_SELFTEST := $(FAKE_DIR)/fake_selftest
 
@@ -20,7 +22,7 @@ $(FAKE_OBJS): ALL_CFLAGS += -D__CUDA_API_VERSION_INTERNAL
 # -Bsymbolic: the fake's own references (the pointers cuGetProcAddress hands
 # out, internal calls) bind inside the library, as in the real libcuda, even
 # when a preloaded interposer exports the same names.
-$(FAKE_LIB): $(FAKE_OBJS)
+$(FAKE_LIB): $(FAKE_LINK_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $^ $(LDLIBS_CORE)
 	ln -sf libcuda.so.1 $(FAKE_DIR)/libcuda.so

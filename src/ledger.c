@@ -4,13 +4,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A sorted array of live allocations: lookups by address are a binary
- * search; inserts and removals move the tail. Programs that call the driver
- * allocator often (PyTorch without its caching allocator) have thousands of
- * live allocations, not millions, and the array stays cache-friendly. */
+/* Live allocations in an AVL tree keyed by address: add, remove and the
+ * lookup of the allocation holding an address are O(log n), and a record
+ * never moves once made. A sorted array was simpler but moved the tail of
+ * 264-byte records on every change: about 1.5 ms per allocation + free with
+ * 100,000 allocations live (make alloc-bench), which a program without a
+ * caching allocator reaches. */
+struct node { /* links and key first: a lookup touches one cache line per level */
+    struct node *kid[2];
+    int height;
+    struct atl_alloc_rec rec;
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct atl_alloc_rec *live;
-static size_t nlive, caplive;
+static struct node *root;
+static size_t nlive;
 static size_t live_bytes;
 static uint64_t seq;
 
@@ -19,73 +27,145 @@ uint64_t atl_ledger_next_seq(void)
     return __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
 }
 
-/* Index of the first record with ptr >= p. */
-static size_t lower_bound(CUdeviceptr p)
+static int height(const struct node *n)
 {
-    size_t lo = 0, hi = nlive;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (live[mid].ptr < p)
-            lo = mid + 1;
-        else
-            hi = mid;
+    return n ? n->height : 0;
+}
+
+static void fix_height(struct node *n)
+{
+    int a = height(n->kid[0]), b = height(n->kid[1]);
+    n->height = (a > b ? a : b) + 1;
+}
+
+/* Rotates n's child on side `d` up into n's place. */
+static struct node *rotate(struct node *n, int d)
+{
+    struct node *up = n->kid[d];
+    n->kid[d] = up->kid[!d];
+    up->kid[!d] = n;
+    fix_height(n);
+    fix_height(up);
+    return up;
+}
+
+static struct node *balance(struct node *n)
+{
+    fix_height(n);
+    int skew = height(n->kid[1]) - height(n->kid[0]);
+    if (skew < -1 || skew > 1) {
+        int d = skew > 0; /* the heavy side */
+        struct node *k = n->kid[d];
+        if (height(k->kid[!d]) > height(k->kid[d]))
+            n->kid[d] = rotate(k, !d);
+        n = rotate(n, d);
     }
-    return lo;
+    return n;
+}
+
+/* Inserts `nn` (or, when its address is already live, overwrites that record
+ * and sets *old to the bytes it had). */
+static struct node *insert(struct node *n, struct node *nn, size_t *old, int *replaced)
+{
+    if (!n)
+        return nn;
+    if (nn->rec.ptr == n->rec.ptr) {
+        *old = n->rec.bytes;
+        *replaced = 1;
+        n->rec = nn->rec;
+        return n;
+    }
+    int d = nn->rec.ptr > n->rec.ptr;
+    n->kid[d] = insert(n->kid[d], nn, old, replaced);
+    return balance(n);
+}
+
+/* Unlinks the smallest node under n into *min. */
+static struct node *take_min(struct node *n, struct node **min)
+{
+    if (!n->kid[0]) {
+        *min = n;
+        return n->kid[1];
+    }
+    n->kid[0] = take_min(n->kid[0], min);
+    return balance(n);
+}
+
+static struct node *erase(struct node *n, CUdeviceptr ptr, struct node **gone)
+{
+    if (!n)
+        return NULL;
+    if (ptr != n->rec.ptr) {
+        int d = ptr > n->rec.ptr;
+        n->kid[d] = erase(n->kid[d], ptr, gone);
+        return balance(n);
+    }
+    *gone = n;
+    if (!n->kid[0] || !n->kid[1])
+        return n->kid[0] ? n->kid[0] : n->kid[1];
+    struct node *m;
+    struct node *right = take_min(n->kid[1], &m);
+    m->kid[0] = n->kid[0];
+    m->kid[1] = right;
+    return balance(m);
 }
 
 int atl_ledger_add(const struct atl_alloc_rec *r)
 {
+    struct node *nn = malloc(sizeof *nn);
+    if (!nn)
+        return -1;
+    nn->rec = *r;
+    nn->kid[0] = nn->kid[1] = NULL;
+    nn->height = 1;
+    size_t old = 0;
+    int replaced = 0;
     pthread_mutex_lock(&lock);
-    if (nlive == caplive) {
-        size_t ncap = caplive ? caplive * 2 : 64;
-        struct atl_alloc_rec *n = realloc(live, ncap * sizeof *n);
-        if (!n) {
-            pthread_mutex_unlock(&lock);
-            return -1;
-        }
-        live = n;
-        caplive = ncap;
-    }
-    size_t i = lower_bound(r->ptr);
-    if (i < nlive && live[i].ptr == r->ptr) {
-        /* the driver handed out an address we think is live: the free went
-         * past us (a path we do not hook); the new record wins */
-        live_bytes -= live[i].bytes;
-        live[i] = *r;
-    } else {
-        memmove(&live[i + 1], &live[i], (nlive - i) * sizeof *live);
-        live[i] = *r;
+    /* an address we think is live handed out again: the free went past us
+     * (a path we do not hook); the new record wins */
+    root = insert(root, nn, &old, &replaced);
+    if (replaced)
+        live_bytes -= old;
+    else
         nlive++;
-    }
     live_bytes += r->bytes;
     pthread_mutex_unlock(&lock);
+    if (replaced)
+        free(nn);
     return 0;
 }
 
 int atl_ledger_remove(CUdeviceptr ptr, struct atl_alloc_rec *out)
 {
-    int found = 0;
+    struct node *gone = NULL;
     pthread_mutex_lock(&lock);
-    size_t i = lower_bound(ptr);
-    if (i < nlive && live[i].ptr == ptr) {
+    root = erase(root, ptr, &gone);
+    if (gone) {
         if (out)
-            *out = live[i];
-        live_bytes -= live[i].bytes;
-        memmove(&live[i], &live[i + 1], (nlive - i - 1) * sizeof *live);
+            *out = gone->rec;
+        live_bytes -= gone->rec.bytes;
         nlive--;
-        found = 1;
     }
     pthread_mutex_unlock(&lock);
-    return found;
+    free(gone);
+    return gone != NULL;
 }
 
 int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out)
 {
     int found = 0;
     pthread_mutex_lock(&lock);
-    size_t i = lower_bound(addr + 1); /* first with ptr > addr */
-    if (i > 0) {
-        const struct atl_alloc_rec *r = &live[i - 1];
+    const struct node *best = NULL; /* the last record starting at or below addr */
+    for (const struct node *n = root; n;) {
+        if (n->rec.ptr <= addr) {
+            best = n;
+            n = n->kid[1];
+        } else {
+            n = n->kid[0];
+        }
+    }
+    if (best) {
+        const struct atl_alloc_rec *r = &best->rec;
         size_t span = r->padded > r->bytes ? r->padded : r->bytes;
         if (addr - r->ptr < (span ? span : 1)) {
             if (out)
@@ -107,20 +187,45 @@ size_t atl_ledger_count(size_t *bytes)
     return n;
 }
 
+/* In address order, without recursion deeper than the tree (about 1.44
+ * log2 n: 29 levels for a million records). */
+static void walk(const struct node *n, struct atl_alloc_rec *out, size_t max, size_t *k)
+{
+    while (n && *k < max) {
+        walk(n->kid[0], out, max, k);
+        if (*k < max)
+            out[(*k)++] = n->rec;
+        n = n->kid[1];
+    }
+}
+
 size_t atl_ledger_snapshot(struct atl_alloc_rec *out, size_t max)
 {
+    size_t k = 0;
     pthread_mutex_lock(&lock);
-    size_t n = nlive < max ? nlive : max;
-    memcpy(out, live, n * sizeof *out);
+    walk(root, out, max, &k);
     pthread_mutex_unlock(&lock);
-    return n;
+    return k;
+}
+
+static void drop(struct node *n)
+{
+    while (n) {
+        drop(n->kid[0]);
+        struct node *r = n->kid[1];
+        free(n);
+        n = r;
+    }
 }
 
 void atl_ledger_reset(void)
 {
     pthread_mutex_lock(&lock);
+    struct node *old = root;
+    root = NULL;
     nlive = 0;
     live_bytes = 0;
     seq = 0;
     pthread_mutex_unlock(&lock);
+    drop(old);
 }

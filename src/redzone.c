@@ -17,6 +17,7 @@
  */
 #include "redzone.h"
 
+#include "addrmap.h"
 #include "config.h"
 #include "driver.h"
 #include "kernels.h"
@@ -56,11 +57,20 @@ struct zone {
 static pthread_mutex_t zones_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct zone *zones;
 static size_t nzones, capzones;
+static struct atl_addrmap zone_at; /* base -> index in zones */
 static uint64_t version;
 
 static void zone_add(const struct zone *z)
 {
     pthread_mutex_lock(&zones_lock);
+    size_t i;
+    if (atl_addrmap_get(&zone_at, z->base, &i)) {
+        /* the base came back without a free we saw: the new zone wins */
+        zones[i] = *z;
+        version++;
+        pthread_mutex_unlock(&zones_lock);
+        return;
+    }
     if (nzones == capzones) {
         size_t ncap = capzones ? capzones * 2 : 64;
         struct zone *n = realloc(zones, ncap * sizeof *n);
@@ -72,25 +82,31 @@ static void zone_add(const struct zone *z)
         zones = n;
         capzones = ncap;
     }
+    if (atl_addrmap_put(&zone_at, z->base, nzones) != 0) {
+        pthread_mutex_unlock(&zones_lock);
+        atl_log_once_oom("the red-zone table");
+        return;
+    }
     zones[nzones++] = *z;
     version++;
     pthread_mutex_unlock(&zones_lock);
 }
 
-/* Removes the zone of `base`; 1 and *out when found. A linear search: frees
- * are rare next to launches, and live allocations number thousands at most. */
+/* Removes the zone of `base`; 1 and *out when found. O(1): the last zone
+ * moves into the hole. */
 static int zone_remove(CUdeviceptr base, struct zone *out)
 {
-    int found = 0;
+    size_t i;
     pthread_mutex_lock(&zones_lock);
-    for (size_t i = 0; i < nzones; i++) {
-        if (zones[i].base == base) {
-            *out = zones[i];
-            zones[i] = zones[--nzones];
-            version++;
-            found = 1;
-            break;
+    int found = atl_addrmap_get(&zone_at, base, &i);
+    if (found) {
+        *out = zones[i];
+        atl_addrmap_del(&zone_at, base);
+        if (i != --nzones) {
+            zones[i] = zones[nzones];
+            atl_addrmap_put(&zone_at, zones[i].base, i); /* present: no growth */
         }
+        version++;
     }
     pthread_mutex_unlock(&zones_lock);
     return found;
@@ -98,12 +114,12 @@ static int zone_remove(CUdeviceptr base, struct zone *out)
 
 static void zone_set_watched(CUdeviceptr base, int watched)
 {
+    size_t i;
     pthread_mutex_lock(&zones_lock);
-    for (size_t i = 0; i < nzones; i++)
-        if (zones[i].base == base) {
-            zones[i].watched = watched;
-            version++;
-        }
+    if (atl_addrmap_get(&zone_at, base, &i)) {
+        zones[i].watched = watched;
+        version++;
+    }
     pthread_mutex_unlock(&zones_lock);
 }
 
@@ -965,6 +981,7 @@ void atl_redzone_teardown(const char *where)
     scan_locked(where, NULL);
     pthread_mutex_lock(&zones_lock);
     nzones = 0;
+    atl_addrmap_clear(&zone_at);
     version++;
     pthread_mutex_unlock(&zones_lock);
     pthread_mutex_unlock(&scan_lock);

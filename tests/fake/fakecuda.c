@@ -17,6 +17,8 @@
 #define _GNU_SOURCE
 #include "fakecuda.h"
 
+#include "addrmap.h" /* the engine's address map, compiled in */
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -518,15 +520,39 @@ struct alloc {
 static struct alloc *g_allocs;
 static size_t g_nallocs, g_capallocs;
 
+/* Exact base -> slot in g_allocs, so cuMemFree and most lookups are O(1)
+ * with a million allocations live (the allocation benchmark measures the
+ * preload's cost, not ours). */
+static struct atl_addrmap g_byb;
+
 /* Slack past the end of every allocation, so a test kernel that writes a
  * little past its buffer (the red-zone tests) hits memory the fake owns
  * instead of the malloc heap. */
 #define ALLOC_SLACK 4096
 #define ALLOC_ALIGN 256
 
+static int holds(const struct alloc *a, uintptr_t p)
+{
+    return p >= a->base && (p - a->base < a->size || (a->size == 0 && p == a->base));
+}
+
+/* The allocation holding p. Our allocations start on ALLOC_ALIGN, so the
+ * bases of the 64 aligned addresses at or below p are tried through the hash
+ * first (a red-zone check reads just past a small allocation, with a
+ * million others live); then every record, newest first. */
 static struct alloc *alloc_find_locked(uintptr_t p)
 {
-    for (size_t i = 0; i < g_nallocs; i++) {
+    uintptr_t b = p & ~(uintptr_t)(ALLOC_ALIGN - 1);
+    for (int k = 0; k < 64 && b; k++, b -= ALLOC_ALIGN) {
+        size_t i;
+        if (atl_addrmap_get(&g_byb, b, &i)) {
+            struct alloc *a = &g_allocs[i];
+            if (holds(a, p))
+                return a;
+            break; /* allocations do not overlap: nothing lower holds p */
+        }
+    }
+    for (size_t i = g_nallocs; i-- > 0;) {
         struct alloc *a = &g_allocs[i];
         if (p >= a->base && (p - a->base < a->size || (a->size == 0 && p == a->base)))
             return a;
@@ -560,6 +586,8 @@ static int alloc_add_locked(uintptr_t base, size_t size, size_t charged, enum al
         g_allocs = n;
         g_capallocs = ncap;
     }
+    if (atl_addrmap_put(&g_byb, base, g_nallocs) != 0)
+        return -1;
     g_allocs[g_nallocs++] = (struct alloc){base, size, charged, kind, ctx};
     g_used_mem += charged;
     return 0;
@@ -570,7 +598,12 @@ static void alloc_remove_locked(struct alloc *a)
     g_used_mem -= a->charged;
     if (a->kind != AK_REGISTERED)
         free((void *)a->base);
-    *a = g_allocs[--g_nallocs];
+    atl_addrmap_del(&g_byb, a->base);
+    size_t last = --g_nallocs;
+    if (a != &g_allocs[last]) { /* the last record moves into a's slot */
+        atl_addrmap_put(&g_byb, g_allocs[last].base, (size_t)(a - g_allocs)); /* overwrites */
+        *a = g_allocs[last];
+    }
 }
 
 static CUresult mem_alloc(struct fake_ctx *ctx, uintptr_t *out, size_t size, enum alloc_kind kind)
@@ -614,9 +647,10 @@ static CUresult mem_alloc(struct fake_ctx *ctx, uintptr_t *out, size_t size, enu
 static CUresult mem_free(uintptr_t p, unsigned kinds)
 {
     LOCK();
-    for (size_t i = 0; i < g_nallocs; i++) {
+    size_t i;
+    if (atl_addrmap_get(&g_byb, p, &i)) {
         struct alloc *a = &g_allocs[i];
-        if (a->base == p && (kinds & (1u << a->kind))) {
+        if (kinds & (1u << a->kind)) {
             alloc_remove_locked(a);
             UNLOCK();
             return CUDA_SUCCESS;

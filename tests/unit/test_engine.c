@@ -1,4 +1,5 @@
 /* The engine's shared modules, called directly (no preload, no driver). */
+#include "addrmap.h"
 #include "engine.h"
 #include "kernels.h"
 #include "ledger.h"
@@ -6,6 +7,7 @@
 
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct atl_alloc_rec rec(uint64_t seq, CUdeviceptr p, size_t bytes, size_t padded)
@@ -72,6 +74,113 @@ START_TEST(ledger_many)
 }
 END_TEST
 
+/* The ledger against a plain array, through random adds, removes (the
+ * tree rebalances on both), re-adds of live addresses and interior lookups. */
+START_TEST(ledger_matches_reference)
+{
+    enum { SLOTS = 4096, ROUNDS = 60000 };
+    static struct atl_alloc_rec ref[SLOTS]; /* slot i: address 0x100000 + i * 0x1000 */
+    static int live[SLOTS];
+    memset(live, 0, sizeof live);
+    atl_ledger_reset();
+    unsigned long long x = 12345;
+    size_t nref = 0, bytes_ref = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int i = (int)(x % SLOTS);
+        CUdeviceptr p = 0x100000 + (CUdeviceptr)i * 0x1000;
+        struct atl_alloc_rec out;
+        switch ((x >> 20) % 4) {
+        case 0:
+        case 1: { /* add, or re-add over a live record: the new one wins */
+            size_t b = 1 + (size_t)((x >> 32) % 0xfff);
+            struct atl_alloc_rec a = rec((uint64_t)r + 1, p, b, b);
+            ck_assert_int_eq(atl_ledger_add(&a), 0);
+            if (live[i])
+                bytes_ref -= ref[i].bytes;
+            else
+                nref++;
+            ref[i] = a;
+            live[i] = 1;
+            bytes_ref += b;
+            break;
+        }
+        case 2: /* remove */
+            ck_assert_int_eq(atl_ledger_remove(p, &out), live[i]);
+            if (live[i]) {
+                ck_assert_uint_eq(out.seq, ref[i].seq);
+                bytes_ref -= ref[i].bytes;
+                nref--;
+                live[i] = 0;
+            }
+            break;
+        default: { /* an address inside, or just past, slot i */
+            CUdeviceptr a = p + (x >> 40) % 0x1000;
+            int in = live[i] && a - p < ref[i].bytes;
+            ck_assert_int_eq(atl_ledger_find(a, &out), in);
+            if (in)
+                ck_assert_uint_eq(out.seq, ref[i].seq);
+        }
+        }
+    }
+    size_t bytes;
+    ck_assert_uint_eq(atl_ledger_count(&bytes), nref);
+    ck_assert_uint_eq(bytes, bytes_ref);
+    struct atl_alloc_rec *snap = malloc(SLOTS * sizeof *snap);
+    ck_assert_ptr_nonnull(snap);
+    ck_assert_uint_eq(atl_ledger_snapshot(snap, SLOTS), nref);
+    size_t k = 0;
+    for (int i = 0; i < SLOTS; i++)
+        if (live[i]) {
+            ck_assert_uint_eq(snap[k].ptr, ref[i].ptr); /* address order, nothing lost */
+            ck_assert_uint_eq(snap[k].seq, ref[i].seq);
+            k++;
+        }
+    ck_assert_uint_eq(atl_ledger_snapshot(snap, 3), nref < 3 ? nref : 3); /* bounded */
+    free(snap);
+    atl_ledger_reset();
+    ck_assert_uint_eq(atl_ledger_count(NULL), 0);
+}
+END_TEST
+
+/* The address map against a plain array, through puts, overwrites and
+ * deletes that shift probe chains back. */
+START_TEST(addrmap_matches_reference)
+{
+    enum { KEYS = 2048 };
+    static size_t val[KEYS];
+    static int in[KEYS];
+    memset(in, 0, sizeof in);
+    struct atl_addrmap m = {0};
+    unsigned long long x = 777;
+    for (int r = 0; r < 200000; r++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int i = (int)(x % KEYS);
+        uint64_t key = 0x7f0000000000ULL + (uint64_t)i * 256; /* aligned, as bases are */
+        size_t v;
+        if ((x >> 33) % 3) {
+            ck_assert_int_eq(atl_addrmap_put(&m, key, (size_t)r), 0);
+            val[i] = (size_t)r;
+            in[i] = 1;
+        } else {
+            ck_assert_int_eq(atl_addrmap_del(&m, key), in[i]);
+            in[i] = 0;
+        }
+        int j = (int)((x >> 45) % KEYS);
+        ck_assert_int_eq(atl_addrmap_get(&m, 0x7f0000000000ULL + (uint64_t)j * 256, &v), in[j]);
+        if (in[j])
+            ck_assert_uint_eq(v, val[j]);
+    }
+    size_t n = 0;
+    for (int i = 0; i < KEYS; i++)
+        n += (size_t)in[i];
+    ck_assert_uint_eq(m.n, n);
+    ck_assert_int_eq(atl_addrmap_put(&m, 0, 1), -1); /* 0 is the empty key */
+    atl_addrmap_clear(&m);
+    ck_assert_uint_eq(m.n, 0);
+}
+END_TEST
+
 START_TEST(kernel_names_from_lookups)
 {
     char buf[128];
@@ -118,6 +227,8 @@ int main(void)
     tcase_add_test(tc, ledger_finds_interior_pointers);
     tcase_add_test(tc, ledger_numbers_in_order);
     tcase_add_test(tc, ledger_many);
+    tcase_add_test(tc, ledger_matches_reference);
+    tcase_add_test(tc, addrmap_matches_reference);
     tcase_add_test(tc, kernel_names_from_lookups);
     tcase_add_test(tc, demangles);
     suite_add_tcase(s, tc);

@@ -1,0 +1,75 @@
+#!/bin/sh
+# Allocation + free pair cost against the number of live allocations, on
+# the fake driver: native, then each configuration, at each size, in one run.
+#   run_alloc_bench.sh BUILD "10 1000 100000 1000000" PAIRS [CG_SIZES]
+# Prints ns per pair, the ratio against native at the same size, and the
+# preload's added ns at each size against its added ns at the smallest.
+# Then, where valgrind is installed, instructions per pair at each of
+# CG_SIZES (default "10 1000 100000"), from callgrind as
+# (Ir at 3000 pairs - Ir at 1000 pairs) / 2000: start-up and the live set's
+# creation cancel out, and a loaded machine does not move the figure.
+set -eu
+BUILD=$1
+SIZES=${2:-10 1000 100000 1000000}
+PAIRS=${3:-20000}
+BIN=$BUILD/bench/alloc_bench
+LIB=$(realpath "$BUILD/libatlastrace.so")
+FAKE=$(realpath "$BUILD/fake")
+CG_SIZES=${4:-10 1000 100000}
+CONFIGS="native:;ledger+trace:ATLAS_TRACE=1;redzone:ATLAS_REDZONE=64"
+
+one() { # ENV LIVE -> ns per pair
+    if [ -z "$1" ]; then
+        env LD_LIBRARY_PATH="$FAKE" "$BIN" "$2" "$PAIRS" | awk '{ print $3 }'
+    else
+        # shellcheck disable=SC2086
+        env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$LIB" $1 "$BIN" "$2" "$PAIRS" 2>/dev/null |
+            awk '{ print $3 }'
+    fi
+}
+
+echo "atlastrace allocation + free pair (fake driver, no GPU): $PAIRS pairs per run"
+printf '%-13s %9s %10s %8s %10s %14s\n' config live "ns/pair" ratio "+ns" "+ns vs first"
+echo "$CONFIGS" | tr ';' '\n' | while IFS= read -r c; do
+    name=${c%%:*} envs=${c#*:}
+    first=
+    for live in $SIZES; do
+        nat=$(one "" "$live")
+        if [ "$name" = native ]; then
+            printf '%-13s %9s %10s\n' native "$live" "$nat"
+            continue
+        fi
+        t=$(one "$envs" "$live")
+        add=$(awk -v a="$t" -v b="$nat" 'BEGIN { printf "%.1f", a - b }')
+        [ -z "$first" ] && first=$add
+        printf '%-13s %9s %10s %7.2fx %+10s %13.2fx\n' "$name" "$live" "$t" \
+            "$(awk -v a="$t" -v b="$nat" 'BEGIN { print a / b }')" "$add" \
+            "$(awk -v a="$add" -v b="$first" 'BEGIN { print (b > 0) ? a / b : 0 }')"
+    done
+done
+
+command -v valgrind >/dev/null 2>&1 || { echo "(valgrind not installed: no instruction counts)"; exit 0; }
+TMP=$(mktemp -d /tmp/atlas-allocbench-XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+ir() { # ENV LIVE PAIRS -> total instructions
+    f=$TMP/cg.out
+    # shellcheck disable=SC2086
+    env LD_LIBRARY_PATH="$FAKE" ${1:+LD_PRELOAD="$LIB"} $1 valgrind --tool=callgrind \
+        --callgrind-out-file="$f" "$BIN" "$2" "$3" >/dev/null 2>&1
+    awk '/^summary:/ { print $2 }' "$f"
+}
+printf '%-13s %9s %12s %12s\n' config live "instr/pair" "+instr"
+echo "$CONFIGS" | tr ';' '\n' | while IFS= read -r c; do
+    name=${c%%:*} envs=${c#*:}
+    for live in $CG_SIZES; do
+        a=$(ir "$envs" "$live" 1000)
+        b=$(ir "$envs" "$live" 3000)
+        per=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.0f", (b - a) / 2000 }')
+        if [ "$name" = native ]; then
+            echo "$per" >"$TMP/native.$live"
+            printf '%-13s %9s %12s\n' native "$live" "$per"
+        else
+            printf '%-13s %9s %12s %+12d\n' "$name" "$live" "$per" $((per - $(cat "$TMP/native.$live")))
+        fi
+    done
+done
