@@ -12,6 +12,7 @@
  * parser (and its fuzzer) links without the features. */
 const char *const atl_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 const char *const atl_redzone_check_names[] = {"free", "sync", "launch", NULL};
+const char *const atl_redzone_pools_names[] = {"route", "keep", NULL};
 const char *const atl_error_on_names[] = {"findings", "diff", NULL};
 
 struct atl_config atl_cfg;
@@ -262,8 +263,13 @@ void atl_config_expand_path(const char *pattern, char *out, size_t outsz)
     out[n] = '\0';
 }
 
+const char *atl_config_value(int idx, const char *value, unsigned long long *num)
+{
+    return parse_value(&atl_cfg_vars[idx], value, num);
+}
+
 const char *atl_config_check(int idx, const char *value)
 {
     unsigned long long num;
-    return parse_value(&atl_cfg_vars[idx], value, &num);
+    return atl_config_value(idx, value, &num);
 }

@@ -8,6 +8,7 @@ enum atl_cfg_type { ATL_CFG_BOOL, ATL_CFG_UINT, ATL_CFG_ENUM, ATL_CFG_STRING };
 
 extern const char *const atl_log_level_names[];
 extern const char *const atl_redzone_check_names[];
+extern const char *const atl_redzone_pools_names[];
 extern const char *const atl_error_on_names[];
 
 struct atl_config {
@@ -55,6 +56,10 @@ int atl_config_find(const char *name);
  * the library's warning gives). atlas-trace checks its options with it, so the
  * tool and the library share one set of limits. */
 const char *atl_config_check(int idx, const char *value);
+
+/* atl_config_check, and the value (a BOOL or UINT's number, an ENUM's index)
+ * in *num when valid. */
+const char *atl_config_value(int idx, const char *value, unsigned long long *num);
 
 /* Expands %p (PID) and %r (rank from RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK or
  * SLURM_PROCID, "0" when none) in a file name pattern. */

@@ -23,6 +23,7 @@
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
+#include "pools.h"
 #include "stack.h"
 
 #include <pthread.h>
@@ -656,6 +657,9 @@ void atl_redzone_init(void)
     active = pad > 0 || leaks_on;
     if (active)
         atl_ledger_on = 1;
+    if (pad && *atl_pools_routed())
+        atl_log(ATL_INFO, "redzone: framework pools routed to one driver allocation per tensor: %s",
+                atl_pools_routed());
 }
 
 unsigned atl_redzone_events(void)

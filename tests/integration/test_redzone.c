@@ -336,6 +336,78 @@ START_TEST(off_by_default)
 }
 END_TEST
 
+/* The frameworks' pool variables, as a bash script (bash has its own
+ * getenv/setenv: the library must edit `environ` itself) and a Python
+ * program started from it see them. */
+static void pools_run(struct run_result *r, const char *const env[])
+{
+    char *argv[] = {"/bin/bash", "-c",
+                    "echo \"PT=${PYTORCH_CUDA_ALLOC_CONF-unset} PTN=${PYTORCH_ALLOC_CONF-unset} "
+                    "XLA=${XLA_PYTHON_CLIENT_ALLOCATOR-unset}\"; "
+                    "python3 -c 'import os; print(\"py\", os.environ.get(\"PYTORCH_CUDA_ALLOC_CONF\"))' "
+                    "2>/dev/null || echo py none",
+                    NULL};
+    run_target(r, argv, env, 1);
+    ck_assert_msg(r->status == 0, "bash exited %d: %s", r->status, r->err);
+}
+
+START_TEST(pools_routed_with_redzones)
+{
+    struct run_result r;
+    const char *env[] = {"ATLAS_REDZONE=64", "ATLAS_LOG_LEVEL=info", "PYTORCH_CUDA_ALLOC_CONF",
+                         "PYTORCH_ALLOC_CONF", "XLA_PYTHON_CLIENT_ALLOCATOR", NULL};
+    pools_run(&r, env);
+    HAS(r.out, "PT=backend:cudaMallocAsync PTN=unset XLA=platform\n");
+    HAS(r.out, "py backend:cudaMallocAsync\n");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(pools_keep_what_the_user_set)
+{
+    struct run_result r;
+    /* other options stay, the backend is appended */
+    const char *env1[] = {"ATLAS_REDZONE=64", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                          "PYTORCH_ALLOC_CONF", "XLA_PYTHON_CLIENT_ALLOCATOR=bfc", NULL};
+    pools_run(&r, env1);
+    HAS(r.out, "PT=expandable_segments:True,backend:cudaMallocAsync PTN=unset XLA=bfc\n");
+    run_free(&r);
+    /* an explicit backend is left alone, in either spelling */
+    const char *env2[] = {"ATLAS_REDZONE=64", "PYTORCH_CUDA_ALLOC_CONF",
+                          "PYTORCH_ALLOC_CONF=backend:native", "XLA_PYTHON_CLIENT_ALLOCATOR", NULL};
+    pools_run(&r, env2);
+    HAS(r.out, "PT=unset PTN=backend:native XLA=platform\n");
+    run_free(&r);
+    /* the newer name, when it is the one the user set, takes the backend */
+    const char *env3[] = {"ATLAS_REDZONE=64", "PYTORCH_CUDA_ALLOC_CONF",
+                          "PYTORCH_ALLOC_CONF=max_split_size_mb:64", NULL};
+    pools_run(&r, env3);
+    HAS(r.out, "PT=unset PTN=max_split_size_mb:64,backend:cudaMallocAsync ");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(pools_untouched_without_redzones_or_with_keep)
+{
+    const char *cases[][6] = {
+        {"ATLAS_REDZONE", NULL},
+        {"ATLAS_REDZONE=0", NULL},
+        {"ATLAS_REDZONE=lots", NULL}, /* invalid: red zones stay off */
+        {"ATLAS_REDZONE=64", "ATLAS_REDZONE_POOLS=Keep", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *env[8] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF",
+                              "XLA_PYTHON_CLIENT_ALLOCATOR"};
+        for (int k = 0; cases[i][k]; k++)
+            env[3 + k] = cases[i][k];
+        struct run_result r;
+        pools_run(&r, env);
+        HAS(r.out, "PT=unset PTN=unset XLA=unset\n");
+        run_free(&r);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("redzone");
@@ -360,6 +432,9 @@ int main(void)
     tcase_add_test(tc, pitch_allocation);
     tcase_add_test(tc, program_api);
     tcase_add_test(tc, off_by_default);
+    tcase_add_test(tc, pools_routed_with_redzones);
+    tcase_add_test(tc, pools_keep_what_the_user_set);
+    tcase_add_test(tc, pools_untouched_without_redzones_or_with_keep);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,59 @@
+#include "envedit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+char **atl_env_slot(const char *name)
+{
+    size_t n = strlen(name);
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return e;
+    return NULL;
+}
+
+const char *atl_env_get(const char *name)
+{
+    char **slot = atl_env_slot(name);
+    return slot ? *slot + strlen(name) + 1 : NULL;
+}
+
+int atl_env_set(const char *name, const char *value)
+{
+    size_t n = strlen(name), v = strlen(value);
+    char *entry = malloc(n + 1 + v + 1);
+    if (!entry)
+        return -1;
+    memcpy(entry, name, n);
+    entry[n] = '=';
+    memcpy(entry + n + 1, value, v + 1);
+    char **slot = atl_env_slot(name);
+    if (slot) {
+        *slot = entry;
+        return 0;
+    }
+    size_t count = 0;
+    while (environ && environ[count])
+        count++;
+    /* the old array may be the one on the stack that the kernel laid out:
+     * it is left as it is, never freed */
+    char **grown = malloc((count + 2) * sizeof *grown);
+    if (!grown) {
+        free(entry);
+        return -1;
+    }
+    if (count)
+        memcpy(grown, environ, count * sizeof *grown);
+    grown[count] = entry;
+    grown[count + 1] = NULL;
+    environ = grown;
+    return 0;
+}
+
+void atl_env_drop(char **slot)
+{
+    for (char **e = slot; *e; e++)
+        e[0] = e[1];
+}

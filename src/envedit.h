@@ -1,0 +1,27 @@
+/*
+ * Reading and editing the process environment at load time, in `environ`
+ * itself. Never through getenv/setenv/unsetenv: a program may define those
+ * (bash does, over a variable table it fills from `environ` only after our
+ * constructors ran, and then hands to its children), so the library's calls
+ * would reach the program's versions and leave `environ`, which exec'd
+ * children and the program itself read, as it was. For constructors, before
+ * the program has threads; not thread-safe.
+ */
+#ifndef ATL_ENVEDIT_H
+#define ATL_ENVEDIT_H
+
+/* The entry "NAME=..." of `environ`, or NULL. */
+char **atl_env_slot(const char *name);
+
+/* The value of NAME, or NULL. */
+const char *atl_env_get(const char *name);
+
+/* Sets NAME=value (replacing the entry, or adding one with a grown copy of
+ * the array). The strings made are never freed: `environ` points at them.
+ * 0, or -1 when out of memory (the environment is then unchanged). */
+int atl_env_set(const char *name, const char *value);
+
+/* Takes the entry out of `environ`: the later ones move up one place. */
+void atl_env_drop(char **slot);
+
+#endif
