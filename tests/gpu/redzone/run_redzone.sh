@@ -83,12 +83,28 @@ count torch_overrun "redzone overrun: alloc#[0-9]+ 4096 bytes .*: 4 bytes corrup
 under torch_overrun_launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- python3 $here/rz_torch_overrun.py
 has torch_overrun_launch "redzone: culprit: launch#[0-9]+ kernel=off_by_one_kernel" "launch mode names the Triton kernel"
 
+# 2b. The same with PyTorch's default allocator and no setting but ATLAS_REDZONE:
+# the library routes the caching allocator to cudaMallocAsync at load
+under torch_overrun_default ATLAS_REDZONE=256 ATLAS_LOG_LEVEL=info -- python3 $here/rz_torch_overrun.py
+has torch_overrun_default "redzone: framework pools routed to one driver allocation per tensor: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" "pools routed, said at info"
+count torch_overrun_default "redzone overrun: alloc#[0-9]+ 4096 bytes .*: 4 bytes corrupted at \+4096\.\.\+4099" 1 "default allocator: Triton off-by-one reported"
+
+under torch_overrun_default_launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_torch_overrun.py
+has torch_overrun_default_launch "redzone: culprit: launch#[0-9]+ kernel=off_by_one_kernel" "default allocator, launch mode: the Triton kernel named"
+
+under torch_overrun_keep ATLAS_REDZONE=256 ATLAS_REDZONE_POOLS=keep -- python3 $here/rz_torch_overrun.py
+hasnt torch_overrun_keep "framework pools routed" "ATLAS_REDZONE_POOLS=keep: nothing routed"
+
 # 3. PyTorch training steps with red zones on: no report at all
 under torch_train ATLAS_REDZONE=256 -- python3 $here/rz_torch_train.py
-hasnt torch_train "redzone overrun|alloc failed|free failed|unknown pointer" "training, caching allocator: no report"
+hasnt torch_train "redzone overrun|alloc failed|free failed|unknown pointer" "training, default (routed) allocator: no report"
+has torch_train "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "training, default (routed) allocator: zones were checked"
+
+under torch_train_keep ATLAS_REDZONE=256 ATLAS_REDZONE_POOLS=keep -- python3 $here/rz_torch_train.py
+hasnt torch_train_keep "redzone overrun|alloc failed|free failed|unknown pointer" "training, caching allocator kept: no report"
 # (the caching allocator may hold few driver allocations, or none with
 # expandable segments: the count only has to be there)
-has torch_train "redzone: 0 overruns found in [0-9]+ guarded allocations" "training, caching allocator: final count 0"
+has torch_train_keep "redzone: 0 overruns found in [0-9]+ guarded allocations" "training, caching allocator kept: final count 0"
 
 under torch_train_nocache ATLAS_REDZONE=256 PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- python3 $here/rz_torch_train.py
 hasnt torch_train_nocache "redzone overrun|alloc failed|free failed|unknown pointer" "training, no caching: no report"
