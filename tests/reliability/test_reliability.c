@@ -182,6 +182,28 @@ START_TEST(exit_from_thread)
 }
 END_TEST
 
+/* ---- the library itself dlopened and dlclosed -------------------------------- */
+
+/* Threads that used the library exit after its dlclose: their per-thread
+ * destructors must not point into unmapped code (-z nodelete). */
+START_TEST(dlclose_then_thread_exit)
+{
+    char lib[4096];
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/libatlastrace.so", lib));
+    char *argv[] = {T("rel_harm"), "dlclose", lib, NULL};
+    const char *const plain[] = {NULL}, *const traced[] = {"ATLAS_TRACE=1", NULL};
+    const char *const *envs[] = {plain, traced};
+    for (int i = 0; i < 2; i++) {
+        struct run_result r;
+        run_target(&r, argv, envs[i], 0);
+        ck_assert_msg(r.status == 0, "%s: exited %d; stderr:\n%s", i ? "ATLAS_TRACE=1" : "no settings",
+                      r.status, r.err);
+        ck_assert_str_eq(r.out, "ok\n");
+        run_free(&r);
+    }
+}
+END_TEST
+
 /* ---- bad settings ---------------------------------------------------------- */
 
 struct var {
@@ -401,6 +423,11 @@ int main(void)
     tcase_add_test(tc, bad_settings);
     tcase_add_test(tc, file_symlink_refused);
     tcase_add_test(tc, file_created_0600);
+    suite_add_tcase(s, tc);
+    /* issue #13: programs the preload once hung, crashed or starved */
+    tc = tcase_create("harm");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, dlclose_then_thread_exit);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
