@@ -204,6 +204,38 @@ START_TEST(dlclose_then_thread_exit)
 }
 END_TEST
 
+/* ---- ATLAS_NO_CHILDREN with programs that keep their own environment -------- */
+
+/* bash supplies its own getenv/setenv and builds its children's environment
+ * from its own table, which it fills from `environ` after our constructor
+ * ran; Python copies `environ` into os.environ. A child of either must see
+ * neither the library in its maps nor in LD_PRELOAD. */
+START_TEST(no_children_bash_python)
+{
+    const char *child = "grep -c libatlastrace /proc/self/maps; echo \"pre=[$LD_PRELOAD]\"";
+    char py[512];
+    snprintf(py, sizeof py, "import subprocess\nsubprocess.run(['/bin/bash', '-c', '%s'])\n",
+             "grep -c libatlastrace /proc/self/maps; echo \"pre=[$LD_PRELOAD]\"");
+    char *bash_argv[] = {"/bin/bash", "-c", (char *)child, NULL};
+    char *py_argv[] = {"/usr/bin/python3", "-c", py, NULL};
+    char **argvs[] = {bash_argv, py_argv};
+    const char *const env[] = {"ATLAS_NO_CHILDREN=1", NULL};
+    for (int i = 0; i < 2; i++) {
+        if (access(argvs[i][0], X_OK) != 0) {
+            fprintf(stderr, "no_children: no %s here: that case did not run\n", argvs[i][0]);
+            continue;
+        }
+        struct run_result r;
+        run_target(&r, argvs[i], env, 1);
+        /* grep -c prints 0 (and exits 1) when no line matches */
+        ck_assert_msg(strncmp(r.out, "0\npre=[", 7) == 0, "%s: the child kept the library:\n%s",
+                      argvs[i][0], r.out);
+        HASNT(r.out, "libatlastrace");
+        run_free(&r);
+    }
+}
+END_TEST
+
 /* ---- bad settings ---------------------------------------------------------- */
 
 struct var {
@@ -428,6 +460,7 @@ int main(void)
     tc = tcase_create("harm");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, dlclose_then_thread_exit);
+    tcase_add_test(tc, no_children_bash_python);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
