@@ -51,7 +51,8 @@ static unsigned trace_events; /* what the step tracer needs (src/trace.c) */
 
 static unsigned wanted_events(void)
 {
-    unsigned on = ATL_ON_RESOLVE;
+    /* module unloads: they clear the per-handle caches (atl_module_post) */
+    unsigned on = ATL_ON_RESOLVE | ATL_ON_MODULE;
     if (atl_cfg.stats)
         on = ATL_ON_ALL;
     if (atl_ledger_on)
@@ -328,9 +329,19 @@ void atl_module_pre(struct atl_module *m)
     (void)m;
 }
 
+unsigned long atl_unload_gen;
+
 void atl_module_post(struct atl_module *m, CUresult r)
 {
     atl_kaudit_module(m, r);
+    if (m->unload && r == CUDA_SUCCESS) {
+        /* Every per-handle record of its kernels goes: the driver may give a
+         * later kernel the same address (seen: a 1-parameter kernel at the
+         * address of an unloaded 64-parameter one). */
+        atl_kernels_forget_owner(m->handle);
+        atl_ring_forget_all();
+        __atomic_add_fetch(&atl_unload_gen, 1, __ATOMIC_RELEASE);
+    }
 }
 
 void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)

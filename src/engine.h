@@ -223,6 +223,9 @@ struct atl_module {
     const char *file; /* cuModuleLoad, cuLibraryLoadFromFile */
 };
 void atl_module_pre(struct atl_module *m);
+/* Counts successful module and library unloads: a cache keyed by kernel
+ * handle checks an entry made before the latest unload before trusting it. */
+extern unsigned long atl_unload_gen;
 void atl_module_post(struct atl_module *m, CUresult r);
 
 struct atl_ctx_teardown {

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An open-addressing table that grows; handles are never removed (a module
- * unload leaves stale entries, which only matters if the driver reuses the
- * address, and then the name is re-read on the next lookup). */
+/* An open-addressing table that grows. A module or library unload removes
+ * its handles (atl_kernels_forget_owner): the driver may hand the same
+ * address to the next kernel it loads. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct atl_kernel *table;
 static size_t cap, used;
@@ -154,6 +154,42 @@ void atl_kernels_count_launch(void *handle, uint64_t blocks)
     if (k) {
         k->launches++;
         k->blocks += blocks;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void atl_kernels_forget_owner(void *owner)
+{
+    pthread_mutex_lock(&lock);
+    /* Rebuilt without the forgotten entries (removing in place would break
+     * the probe chains). Names are not freed: callers may still hold them
+     * (atl_kernel_mangled promises they stay valid). */
+    struct atl_kernel *nt = cap ? calloc(cap, sizeof *nt) : NULL;
+    size_t kept = 0;
+    for (size_t i = 0; i < cap; i++) {
+        struct atl_kernel *k = &table[i];
+        if (!k->handle)
+            continue;
+        /* unknown owner: fetched by name from the driver; it may be this
+         * module's, and asking again costs one call */
+        int gone = k->owner == owner || !k->owner;
+        if (!nt) { /* out of memory: forget the names only */
+            if (gone)
+                k->name = NULL, k->owner = NULL;
+            continue;
+        }
+        if (gone)
+            continue;
+        size_t j = slot_of(k->handle) & (cap - 1);
+        while (nt[j].handle)
+            j = (j + 1) & (cap - 1);
+        nt[j] = *k;
+        kept++;
+    }
+    if (nt) {
+        free(table);
+        table = nt;
+        used = kept;
     }
     pthread_mutex_unlock(&lock);
 }

@@ -51,6 +51,11 @@ static struct atl_kfn *kcache[KC_SIZE];
 static pthread_mutex_t kc_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct atl_kfn kfn_overflow = {.mangled = "kernel@?", .pretty = "kernel@?"};
 
+/* A layout forgotten because a module unload gave its handle to another
+ * kernel: its slot stays taken (lock-free readers probe past it) until a new
+ * layout reuses it. The old layout itself is kept: recorded steps point to it. */
+static struct atl_kfn kfn_gone = {.handle = (void *)UINTPTR_MAX, .mangled = "", .pretty = ""};
+
 static size_t kc_slot(uintptr_t h)
 {
     uint64_t x = h;
@@ -176,6 +181,7 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
     for (unsigned i = 0; i < n; i++)
         covered += s[i];
     *k = (struct atl_kfn){.handle = (void *)key,
+                          .gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE),
                           .mangled = m,
                           .pretty = NULL,
                           .nparams = n,
@@ -201,32 +207,72 @@ static const char *name_for_people(const struct atl_kfn *ck)
     return k->pretty;
 }
 
+/* Under kc_mu: k (made before the latest module unload) still describes the
+ * kernel now at its handle? The same parameter layout and the same name. */
+static int kfn_still(struct atl_kfn *k, void *h, size_t extra_size)
+{
+    static uint32_t off[4096], size[4096]; /* under kc_mu */
+    if (!extra_size) {
+        int exact = 0;
+        unsigned n = query_layout(h, off, size, 4096, &exact);
+        if (n != k->nparams || exact != k->exact ||
+            (n && (memcmp(off, k->off, n * 4) != 0 || memcmp(size, k->size, n * 4) != 0)))
+            return 0;
+    }
+    char buf[1024];
+    const char *m = atl_kernel_mangled(h);
+    if (!m)
+        m = atl_kernel_name(h, buf, sizeof buf);
+    return strcmp(m, k->mangled) == 0;
+}
+
 /* key: the handle, or handle|1 for the layout taken from an `extra` buffer
- * when the driver cannot give one. */
+ * when the driver cannot give one. The thread's last one is remembered with
+ * the unload count it was checked at. */
 static __thread uintptr_t last_key __attribute__((tls_model("initial-exec")));
 static __thread struct atl_kfn *last_kfn __attribute__((tls_model("initial-exec")));
+static __thread unsigned long last_gen __attribute__((tls_model("initial-exec")));
 
 static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
 {
     uintptr_t key = (uintptr_t)h | (extra_size ? 1 : 0);
-    if (key == last_key && last_kfn) /* a loop launching one kernel */
+    unsigned long gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE);
+    if (key == last_key && last_kfn && last_gen == gen) /* a loop launching one kernel */
         return last_kfn;
     struct atl_kfn *k = kc_find(key);
-    if (__builtin_expect(k != NULL, 1)) {
-        last_key = key, last_kfn = k;
+    if (__builtin_expect(k != NULL && __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE) == gen, 1)) {
+        last_key = key, last_kfn = k, last_gen = gen;
         return k;
     }
     pthread_mutex_lock(&kc_mu);
     k = kc_find(key);
+    /* A module was unloaded since k was made: the driver may have given its
+     * handle to another kernel, whose parameters must not be read with k's
+     * layout (64 pointers read from a 1-entry array crashed the program). */
+    if (k && k != &kfn_overflow && k->gen != gen) {
+        if (kfn_still(k, h, extra_size)) {
+            __atomic_store_n(&k->gen, gen, __ATOMIC_RELEASE);
+        } else {
+            for (size_t i = kc_slot(key);; i = (i + 1) & (KC_SIZE - 1))
+                if (__atomic_load_n(&kcache[i], __ATOMIC_RELAXED) == k) {
+                    __atomic_store_n(&kcache[i], &kfn_gone, __ATOMIC_RELEASE);
+                    break;
+                }
+            k = NULL;
+        }
+    }
     if (!k) {
         k = kfn_make(h, key, extra_size);
         size_t i = kc_slot(key), tries = 0;
-        while (__atomic_load_n(&kcache[i], __ATOMIC_RELAXED) && tries++ < KC_SIZE / 2)
+        for (struct atl_kfn *e; (e = __atomic_load_n(&kcache[i], __ATOMIC_RELAXED)) &&
+                                e != &kfn_gone && tries++ < KC_SIZE / 2;)
             i = (i + 1) & (KC_SIZE - 1);
         if (k != &kfn_overflow && tries < KC_SIZE / 2)
             __atomic_store_n(&kcache[i], k, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&kc_mu);
+    if (k != &kfn_overflow)
+        last_key = key, last_kfn = k, last_gen = gen;
     return k;
 }
 

@@ -204,6 +204,53 @@ START_TEST(dlclose_then_thread_exit)
 }
 END_TEST
 
+/* ---- a module unloaded, and its kernel handle given to another kernel ------- */
+
+/* Lines of a JSON-lines trace file for `kernel` (and of those, how many hold
+ * `needle`). */
+static int trace_lines(const char *path, const char *kernel, const char *needle, int *with)
+{
+    FILE *f = fopen(path, "r");
+    char key[128], line[16384];
+    int n = 0;
+    *with = 0;
+    snprintf(key, sizeof key, "\"kernel\":\"%s\"", kernel);
+    while (f && fgets(line, sizeof line, f))
+        if (strstr(line, key)) {
+            n++;
+            *with += strstr(line, needle) != NULL;
+        }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+START_TEST(unload_handle_reuse)
+{
+    char dir[] = "/tmp/atlas-rel-XXXXXX", path[128], kv[160];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    snprintf(kv, sizeof kv, "ATLAS_TRACE_FILE=%s", path);
+    char *argv[] = {T("rel_harm"), "unload", "2000", NULL};
+    const char *const env[] = {"ATLAS_TRACE=1", kv, NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    int wide63 = 0, narrow1 = 0;
+    int wide = trace_lines(path, "wide", "\"i\":63,", &wide63);
+    int narrow = trace_lines(path, "narrow", "\"i\":1,", &narrow1);
+    unlink(path);
+    rmdir(dir);
+    ck_assert_msg(r.status == 0, "exited %d; stderr:\n%.2000s", r.status, r.err);
+    /* the fake driver gave every narrow kernel the wide one's old handle */
+    HAS(r.out, "reused 2000\nok\n");
+    ck_assert_int_eq(wide, 2000);
+    ck_assert_int_eq(wide63, 2000);
+    ck_assert_int_eq(narrow, 2000);
+    ck_assert_msg(narrow1 == 0, "%d narrow launches recorded with a second parameter", narrow1);
+    run_free(&r);
+}
+END_TEST
+
 /* ---- ATLAS_NO_CHILDREN with programs that keep their own environment -------- */
 
 /* bash supplies its own getenv/setenv and builds its children's environment
@@ -461,6 +508,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, dlclose_then_thread_exit);
     tcase_add_test(tc, no_children_bash_python);
+    tcase_add_test(tc, unload_handle_reuse);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
