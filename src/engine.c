@@ -14,11 +14,13 @@
 #include "sync.h"
 #include "trace.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -415,19 +417,81 @@ __attribute__((visibility("default"))) void atlas_stats_snapshot(const char *lab
     atl_stats_snapshot(label);
 }
 
+/* ---- exit -------------------------------------------------------------------- */
+
+static int exiting;
+static struct timespec exit_deadline; /* CLOCK_REALTIME, as pthread_mutex_timedlock wants */
+
+int atl_exiting(void)
+{
+    return __atomic_load_n(&exiting, __ATOMIC_ACQUIRE);
+}
+
+int atl_exit_past_deadline(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec > exit_deadline.tv_sec ||
+           (now.tv_sec == exit_deadline.tv_sec && now.tv_nsec >= exit_deadline.tv_nsec);
+}
+
+void atl_exit_skipped(const char *what)
+{
+    atl_log(ATL_WARN,
+            "exit: %s skipped: another thread held its lock for more than %d ms (stopped inside "
+            "atlastrace or the driver); the program is not affected",
+            what, ATL_EXIT_WAIT_MS);
+}
+
+int atl_exit_lock(pthread_mutex_t *m, const char *what)
+{
+    if (!atl_exiting())
+        return pthread_mutex_lock(m) == 0 ? 0 : -1;
+    if (pthread_mutex_trylock(m) == 0)
+        return 0;
+    int e;
+    while ((e = pthread_mutex_timedlock(m, &exit_deadline)) == EINTR)
+        ;
+    if (e == 0)
+        return 0;
+    if (what)
+        atl_exit_skipped(what);
+    return -1;
+}
+
 void atl_engine_exit(void)
 {
     if (!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) || in_child)
         return;
     if (__atomic_exchange_n(&exit_started, 1, __ATOMIC_ACQ_REL))
         return;
+    /* exit() called while this thread was inside atlastrace: a signal
+     * handler that interrupted a hook (or a driver that exits from inside a
+     * call). Any lock of ours, or malloc's, may be held by the code it
+     * interrupted, and a table may be half-updated: only the lock-free
+     * report runs. */
+    int interrupted = depth > 0;
     depth++;
-    atl_redzone_exit();
-    atl_trace_exit();
+    clock_gettime(CLOCK_REALTIME, &exit_deadline);
+    exit_deadline.tv_sec += ATL_EXIT_WAIT_MS / 1000;
+    exit_deadline.tv_nsec += (long)(ATL_EXIT_WAIT_MS % 1000) * 1000000L;
+    if (exit_deadline.tv_nsec >= 1000000000L)
+        exit_deadline.tv_sec++, exit_deadline.tv_nsec -= 1000000000L;
+    __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
+    if (interrupted) {
+        atl_log(ATL_WARN, "exit: the program exited while this thread was inside atlastrace (exit "
+                          "from a signal handler?): the red-zone, leak, step-trace, sync and "
+                          "kernel-audit reports are skipped; the program is not affected");
+    } else {
+        atl_redzone_exit();
+        atl_trace_exit();
+    }
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
-    atl_sync_report();
-    atl_kaudit_report();
+    if (!interrupted) {
+        atl_sync_report();
+        atl_kaudit_report();
+    }
     __atomic_store_n(&atl_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
     depth--;

@@ -9,6 +9,7 @@
 #define ATL_ENGINE_H
 
 #include <cuda.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "hookid.h"
@@ -240,6 +241,22 @@ void atl_ctx_teardown_pre(struct atl_ctx_teardown *t);
 /* Runs the exit reports once (the first caller wins); afterwards every hook
  * passes through. Registered with atexit, also called from the destructor. */
 void atl_engine_exit(void);
+
+/* Locks for the exit reports. The exit may come from a signal handler on a
+ * thread stopped while holding a lock, or while another thread is stopped in
+ * a driver call holding one: the reports never wait for such a lock longer
+ * than ATL_EXIT_WAIT_MS, counted once from the start of the exit, and the
+ * report that needs it is skipped and named (`what`) in one line. Returns 0
+ * when locked, -1 when skipped. Outside the exit it is pthread_mutex_lock. */
+#define ATL_EXIT_WAIT_MS 2000
+int atl_exit_lock(pthread_mutex_t *m, const char *what);
+/* 1 while the exit reports run: code shared with normal operation takes its
+ * locks through atl_exit_lock then. */
+int atl_exiting(void);
+/* The exit's deadline has passed (spin locks poll it). */
+int atl_exit_past_deadline(void);
+/* Says once per report that it was skipped at exit, and why. */
+void atl_exit_skipped(const char *what);
 
 /* Statistics, readable by tests. */
 uint64_t atl_stat_calls(int hook, int path);

@@ -959,13 +959,16 @@ void atl_redzone_teardown(const char *where)
     /* The last moment the device memory is readable. Afterwards the zones
      * are forgotten: their memory goes with the context, and a scan kernel
      * reading it would fault. (The ledger keeps the records: the program
-     * never freed them, which is what the leak list says.) */
-    pthread_mutex_lock(&scan_lock);
+     * never freed them, which is what the leak list says.) At exit the locks
+     * are waited for only so long (atl_exit_lock). */
+    if (atl_exit_lock(&scan_lock, "the red-zone check at exit") != 0)
+        return;
     scan_locked(where, NULL);
-    pthread_mutex_lock(&zones_lock);
-    nzones = 0;
-    version++;
-    pthread_mutex_unlock(&zones_lock);
+    if (atl_exit_lock(&zones_lock, "the red-zone check at exit") == 0) {
+        nzones = 0;
+        version++;
+        pthread_mutex_unlock(&zones_lock);
+    }
     pthread_mutex_unlock(&scan_lock);
 }
 

@@ -621,7 +621,8 @@ void atl_sync_report(void)
 
     static struct site *order[SITES];
     unsigned n = 0;
-    pthread_mutex_lock(&sites_lock);
+    if (atl_exit_lock(&sites_lock, "the d2h-summary call sites") != 0)
+        return;
     for (unsigned i = 0; i < SITES; i++)
         if (sites[i].stack.n || sites[i].hash)
             order[n++] = &sites[i];

@@ -319,6 +319,23 @@ static inline void buf_unlock(struct tbuf *b)
 {
     __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 }
+
+/* buf_lock for the step end; at exit it gives up at the exit's deadline (the
+ * buffer's thread may be stopped while recording) and returns -1. */
+static int buf_lock_step(struct tbuf *b)
+{
+    if (!atl_exiting()) {
+        buf_lock(b);
+        return 0;
+    }
+    for (unsigned n = 1;; n++) {
+        if (!__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE))
+            return 0;
+        if (n % 1024 == 0 && atl_exit_past_deadline())
+            return -1;
+        cpu_relax();
+    }
+}
 static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct tbuf *my_buf __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
@@ -632,7 +649,10 @@ static void harvest(struct atl_step *s)
      * without its lock */
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
-        buf_lock(b);
+        if (buf_lock_step(b) != 0) {
+            atl_exit_skipped("the ops of a thread still recording");
+            continue;
+        }
         if (s && b->nops) {
             size_t first = s->nops;
             if (atl_chrome_on && b->ts) {
@@ -801,7 +821,8 @@ static void step_finish(const char *name)
 {
     struct atl_step s;
     uint64_t end = atl_chrome_on ? atl_chrome_now() : 0;
-    pthread_mutex_lock(&step_mu);
+    if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
+        return;
     atl_step_init(&s, name);
     harvest(&s);
     uint64_t begin = step_begin_ns;
@@ -901,7 +922,8 @@ void atl_trace_step_end(void)
         return;
     __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
     char name[64];
-    pthread_mutex_lock(&step_mu);
+    if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
+        return;
     memcpy(name, step_name, sizeof name);
     pthread_mutex_unlock(&step_mu);
     step_finish(name);
@@ -1265,7 +1287,8 @@ void atl_trace_exit(void)
         atl_trace_step_end();
     __atomic_store_n(&trace_done, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&step_mu);
+    if (atl_exit_lock(&step_mu, "the trace summary") != 0)
+        return;
     if (mode == MODE_NVTX && !nvtx_injected)
         atl_log(ATL_WARN,
                 "step trace: ATLAS_STEP=nvtx:%s but NVTX never called atlastrace: set "

@@ -182,6 +182,33 @@ START_TEST(exit_from_thread)
 }
 END_TEST
 
+/* ---- exit from a signal handler ---------------------------------------------- */
+
+/* A SIGINT handler calls exit(3) while the main thread is inside a hook
+ * (holding the step trace's or the red zones' lock, or in malloc): the exit
+ * reports must not wait for what the interrupted code holds. 10 runs each;
+ * a hang is killed after 20 s (status 142) and fails the test. */
+START_TEST(exit_from_signal_handler)
+{
+    setenv("ATL_TEST_TIMEOUT", "20", 1);
+    const char *const traced[] = {"ATLAS_TRACE=1", NULL};
+    const char *const zones[] = {"ATLAS_REDZONE=64", "ATLAS_REDZONE_CHECK=sync", NULL};
+    const char *const *envs[] = {traced, zones};
+    char *what[] = {"trace", "redzone"};
+    for (int i = 0; i < 2; i++)
+        for (int rep = 0; rep < 10; rep++) {
+            char *argv[] = {T("rel_harm"), "sigint", what[i], NULL};
+            struct run_result r;
+            run_target(&r, argv, envs[i], 1);
+            ck_assert_msg(r.status == 3, "%s run %d: status %d (142: hung); stderr:\n%.2000s",
+                          what[i], rep, r.status, r.err);
+            ck_assert_msg(error_lines(&r) == 0, "error lines:\n%s\n%s", r.err, r.log);
+            run_free(&r);
+        }
+    unsetenv("ATL_TEST_TIMEOUT");
+}
+END_TEST
+
 /* ---- the library itself dlopened and dlclosed -------------------------------- */
 
 /* Threads that used the library exit after its dlclose: their per-thread
@@ -506,6 +533,7 @@ int main(void)
     /* issue #13: programs the preload once hung, crashed or starved */
     tc = tcase_create("harm");
     tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, exit_from_signal_handler);
     tcase_add_test(tc, dlclose_then_thread_exit);
     tcase_add_test(tc, no_children_bash_python);
     tcase_add_test(tc, unload_handle_reuse);
