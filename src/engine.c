@@ -266,6 +266,59 @@ void atl_free_post(struct atl_free *f, CUresult r)
     atl_redzone_free_post(f, r);
 }
 
+/* ---- errors the library's own calls observed ----------------------------- */
+
+static CUresult own_error; /* latched for the program (atl_own_result) */
+
+/* Errors about the call itself (its arguments, the context's state, a
+ * capture), which the program's own call would not have seen; everything
+ * else is what the work queued before reports (a kernel's fault). */
+static int about_the_call(CUresult r)
+{
+    switch (r) {
+    case CUDA_SUCCESS:
+    case CUDA_ERROR_INVALID_VALUE:
+    case CUDA_ERROR_OUT_OF_MEMORY:
+    case CUDA_ERROR_NOT_INITIALIZED:
+    case CUDA_ERROR_DEINITIALIZED:
+    case CUDA_ERROR_INVALID_CONTEXT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_INVALID_HANDLE:
+    case CUDA_ERROR_NOT_FOUND:
+    case CUDA_ERROR_NOT_READY:
+    case CUDA_ERROR_NOT_SUPPORTED:
+    case CUDA_ERROR_NOT_PERMITTED:
+        return 1;
+    default:
+        return r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    }
+}
+
+CUresult atl_own_result(CUresult r)
+{
+    CUresult none = CUDA_SUCCESS;
+    if (!about_the_call(r) &&
+        __atomic_compare_exchange_n(&own_error, &none, r, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        /* the hooks that deliver it may be on their light path: take the
+         * engine's until it is delivered (cheap, and only after an error) */
+        __atomic_fetch_or(&atl_on, ATL_ON_SYNC | ATL_ON_COPY | ATL_ON_COPY_DTOH, __ATOMIC_ACQ_REL);
+    return r;
+}
+
+/* The program's synchronising call returned r: a latched error replaces a
+ * success; the same error returned by the driver itself (sticky) clears it. */
+static CUresult own_error_deliver(CUresult r)
+{
+    CUresult e = __atomic_load_n(&own_error, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(e == CUDA_SUCCESS, 1))
+        return r;
+    if (r == CUDA_SUCCESS || r == e)
+        if (__atomic_compare_exchange_n(&own_error, &e, CUDA_SUCCESS, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            return e;
+    return r;
+}
+
 void atl_copy_pre(struct atl_copy *c)
 {
     (void)c;
@@ -273,6 +326,8 @@ void atl_copy_pre(struct atl_copy *c)
 
 CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 {
+    if (!c->async)
+        r = own_error_deliver(r);
     atl_sync_copy_post(c, r);
     if (atl_trace_on)
         atl_trace_copy(c, r);
@@ -299,6 +354,7 @@ void atl_sync_pre(struct atl_sync *s)
 
 CUresult atl_sync_post(struct atl_sync *s, CUresult r)
 {
+    r = own_error_deliver(r);
     atl_sync_host_sync_post(s, r);
     atl_redzone_sync_post(s, r);
     if (atl_trace_on)

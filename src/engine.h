@@ -49,6 +49,13 @@ extern unsigned atl_on;
  * leak lists), before initialisation ends. */
 extern int atl_ledger_on;
 
+/* The result of a driver call the library makes on its own behalf (a red-zone
+ * sync or copy). A synchronising call reports the program's pending kernel
+ * error once, and the library's call must not swallow it: such an error is
+ * latched and returned by the program's next synchronising call or
+ * synchronous copy that would otherwise succeed. Returns r. */
+CUresult atl_own_result(CUresult r);
+
 /* Says once that the tool ran out of memory (the program is unaffected). */
 void atl_log_once_oom(const char *what);
 

@@ -352,7 +352,7 @@ static int zone_read(const struct zone *z, unsigned *bad, size_t *first, size_t 
         readback = n;
         capreadback = z->len;
     }
-    if (atl_drv.cuMemcpyDtoH_v2(readback, z->start, z->len) != CUDA_SUCCESS)
+    if (atl_own_result(atl_drv.cuMemcpyDtoH_v2(readback, z->start, z->len)) != CUDA_SUCCESS)
         return -1;
     *bad = 0;
     for (size_t i = 0; i < z->len; i++) {
@@ -379,7 +379,8 @@ static int sync_for_scan(void)
         __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
         return -1;
     }
-    CUresult r = atl_drv.cuCtxSynchronize ? atl_drv.cuCtxSynchronize() : CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = atl_drv.cuCtxSynchronize ? atl_own_result(atl_drv.cuCtxSynchronize())
+                                          : CUDA_ERROR_NOT_SUPPORTED;
     if (r == CUDA_SUCCESS)
         return 0;
     static int said;
@@ -584,8 +585,8 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
             gpu = 0;
             goto copies;
         }
-        if (atl_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
-            return 0; /* a fault of the program's own surfaces here: its next call reports it */
+        if (atl_own_result(atl_drv.cuStreamSynchronize(stream)) != CUDA_SUCCESS)
+            return 0; /* a fault of the program's own: its next call reports it (latched) */
         for (size_t i = 0; i < nsnap; i++) {
             volatile struct gpu_result *g = &res[i];
             if (g->bad) {
@@ -595,7 +596,7 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
         }
     } else {
     copies:
-        if (culprit && atl_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
+        if (culprit && atl_own_result(atl_drv.cuStreamSynchronize(stream)) != CUDA_SUCCESS)
             return 0;
         for (size_t i = 0; i < nsnap; i++) {
             unsigned bad;
@@ -775,7 +776,7 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
         pr = atl_drv.cuMemsetD8Async ? atl_drv.cuMemsetD8Async(z.start, fill, z.len, a->stream)
                                      : CUDA_ERROR_NOT_SUPPORTED;
     } else {
-        pr = atl_drv.cuMemsetD8_v2 ? atl_drv.cuMemsetD8_v2(z.start, fill, z.len)
+        pr = atl_drv.cuMemsetD8_v2 ? atl_own_result(atl_drv.cuMemsetD8_v2(z.start, fill, z.len))
                                    : CUDA_ERROR_NOT_SUPPORTED;
     }
     if (pr != CUDA_SUCCESS) {

@@ -278,6 +278,37 @@ START_TEST(unload_handle_reuse)
 }
 END_TEST
 
+/* ---- a one-shot kernel error the library's own sync observes first ---------- */
+
+/* A kernel fails with an error that is reported once (not sticky); the
+ * red-zone check's own sync or copy (at the free, the launch or the sync)
+ * sees it first. The program's cuCtxSynchronize / cuMemcpyDtoH must still
+ * return it, exactly as without the preload. */
+START_TEST(oneshot_error_reaches_program)
+{
+    const char *how[] = {"sync", "dtoh"};
+    const char *check[] = {"ATLAS_REDZONE_CHECK=free", "ATLAS_REDZONE_CHECK=sync",
+                           "ATLAS_REDZONE_CHECK=launch"};
+    for (int h = 0; h < 2; h++) {
+        char *argv[] = {T("rel_harm"), "oneshot", (char *)how[h], NULL};
+        struct run_result native;
+        run_target(&native, argv, NULL, 0);
+        ck_assert_int_eq(native.status, 0);
+        ck_assert_str_eq(native.out, "status 999\nstatus 0\n");
+        for (int c = 0; c < 3; c++) {
+            const char *const env[] = {"ATLAS_REDZONE=64", check[c], NULL};
+            struct run_result r;
+            run_target(&r, argv, env, 1);
+            ck_assert_msg(r.status == 0, "%s %s: exit %d", how[h], check[c], r.status);
+            ck_assert_msg(strcmp(r.out, native.out) == 0, "%s %s: the program saw\n%swant\n%s",
+                          how[h], check[c], r.out, native.out);
+            run_free(&r);
+        }
+        run_free(&native);
+    }
+}
+END_TEST
+
 /* ---- ATLAS_NO_CHILDREN with programs that keep their own environment -------- */
 
 /* bash supplies its own getenv/setenv and builds its children's environment
@@ -537,6 +568,7 @@ int main(void)
     tcase_add_test(tc, dlclose_then_thread_exit);
     tcase_add_test(tc, no_children_bash_python);
     tcase_add_test(tc, unload_handle_reuse);
+    tcase_add_test(tc, oneshot_error_reaches_program);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
