@@ -47,7 +47,8 @@ static int truthy(const char *v)
 /* The environment is edited in `environ` itself, never through getenv/setenv/unsetenv: a program
  * may define those (bash does, over its own variable table, which it fills from `environ` only
  * after our constructor ran and then hands to its children), and then the library's calls would
- * reach the program's versions and leave `environ`, which every exec'd child inherits, as it was. */
+ * reach the program's versions and leave `environ`, which every exec'd child inherits, as it was.
+ */
 extern char **environ;
 
 /* The entry NAME=... of `environ`, or NULL. */

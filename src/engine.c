@@ -290,7 +290,8 @@ static int about_the_call(CUresult r)
     case CUDA_ERROR_NOT_PERMITTED:
         return 1;
     default:
-        return r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+        return r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+               r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
     }
 }
 

@@ -295,6 +295,7 @@ struct tbuf {
      * out of the 64-byte record, which same_as compares byte for byte. */
     uint64_t *ts;
     size_t tscap;
+    size_t held; /* bytes of the arrays above (atomic: other threads sum it) */
 };
 
 static struct tbuf *threads; /* list head; entries live for the process */
@@ -386,6 +387,49 @@ static struct tbuf *tbuf_get(void)
  * rest of the step is dropped, and the step end says so. */
 #define MAX_OPS_PER_THREAD (8u << 20)
 
+/* ATLAS_TRACE_MAX_MB: the memory the trace may hold. Counted when a buffer
+ * grows (rare: they double), so recording an op costs nothing more: every
+ * thread's buffers, plus what the last step end kept (the previous step of
+ * each name and the spare arrays; `kept`, written under step_mu). */
+static size_t max_bytes;
+static size_t kept;
+
+static void held_note(struct tbuf *b)
+{
+    __atomic_store_n(&b->held, b->cap * sizeof *b->ops + b->capbytes + b->tscap * sizeof *b->ts,
+                     __ATOMIC_RELAXED);
+}
+
+/* What atl_grow would add to an array of `cap` elements to hold `need`. */
+static size_t grow_adds(size_t cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= cap)
+        return 0;
+    size_t n = cap ? cap : first;
+    while (n < need)
+        n *= 2;
+    return (n - cap) * elem;
+}
+
+/* Would `more` bytes take the trace past ATLAS_TRACE_MAX_MB? Says so once. */
+static int over_budget(struct tbuf *b, size_t more)
+{
+    size_t sum = more + __atomic_load_n(&kept, __ATOMIC_RELAXED);
+    for (struct tbuf *t = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); t;
+         t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE))
+        sum += __atomic_load_n(&t->held, __ATOMIC_RELAXED);
+    if (sum <= max_bytes)
+        return 0;
+    b->oom = 3;
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        atl_log(ATL_WARN,
+                "step trace: ATLAS_TRACE_MAX_MB=%llu reached: the rest of this step is not "
+                "recorded, nor of any later step that needs more (the program is not affected)",
+                atl_cfg.trace_max_mb);
+    return 1;
+}
+
 /* Under the buffer's lock: room for one more op, and for its Chrome time
  * when the export is on. NULL (and b->oom set) when there is none. */
 static __attribute__((noinline)) struct atl_op *op_grow(struct tbuf *b)
@@ -394,11 +438,20 @@ static __attribute__((noinline)) struct atl_op *op_grow(struct tbuf *b)
         b->oom = 2;
         return NULL;
     }
+    if (b->oom == 3)
+        return NULL;
+    size_t more = grow_adds(b->cap, b->nops + 1, sizeof *b->ops, 4096);
+    if (atl_chrome_on)
+        more += grow_adds(b->tscap, b->cap + more / sizeof *b->ops, sizeof *b->ts, 4096);
+    if (more && over_budget(b, more))
+        return NULL;
     if (atl_grow((void **)&b->ops, &b->cap, b->nops + 1, sizeof *b->ops, 4096) ||
         (atl_chrome_on && atl_grow((void **)&b->ts, &b->tscap, b->cap, sizeof *b->ts, 4096)))
         goto oom;
+    held_note(b);
     return &b->ops[b->nops];
 oom:
+    held_note(b);
     if (!b->oom)
         b->oom = 1;
     return NULL;
@@ -416,11 +469,14 @@ static inline struct atl_op *op_take(struct tbuf *b)
  * b->oom set) when out of memory. */
 static __attribute__((noinline)) uint8_t *bytes_grow(struct tbuf *b, size_t n)
 {
+    if (b->oom == 3 || over_budget(b, grow_adds(b->capbytes, b->nbytes + n, 1, 65536)))
+        return NULL;
     if (atl_grow((void **)&b->bytes, &b->capbytes, b->nbytes + n, 1, 65536)) {
         if (!b->oom)
             b->oom = 1;
         return NULL;
     }
+    held_note(b);
     return b->bytes + b->nbytes;
 }
 
@@ -621,6 +677,16 @@ static void take_over(struct atl_step *s, struct tbuf *b)
     b->ops = spare.ops, b->cap = spare.capops;
     b->bytes = spare.bytes, b->capbytes = spare.capbytes;
     spare.ops = NULL, spare.capops = 0, spare.bytes = NULL, spare.capbytes = 0;
+    held_note(b);
+}
+
+/* Under step_mu, at a step end: what the trace keeps between steps. */
+static void kept_note(void)
+{
+    size_t n = spare.capops * sizeof *spare.ops + spare.capbytes + step_tscap * sizeof *step_ts;
+    for (int i = 0; i < nnames; i++)
+        n += names[i].prev.capops * sizeof *names[i].prev.ops + names[i].prev.capbytes;
+    __atomic_store_n(&kept, n, __ATOMIC_RELAXED);
 }
 
 /* Under step_mu and b's lock: b's ops after those already in s, their byte
@@ -877,6 +943,7 @@ static void step_finish(const char *name)
                      o.replay, prev->nth, was, prev->nops);
             atl_log_line(line);
         }
+        kept_note();
         pthread_mutex_unlock(&step_mu);
         return;
     }
@@ -894,6 +961,7 @@ static void step_finish(const char *name)
         atl_step_diff(prev, &s, &o, &stats);
     spare_put(prev);
     *prev = s;
+    kept_note();
     pthread_mutex_unlock(&step_mu);
 }
 
@@ -1267,6 +1335,7 @@ unsigned atl_trace_init(void)
     }
     if (atl_cfg.chrome_trace && atl_chrome_open(atl_cfg.chrome_trace) == 0)
         step_begin_ns = atl_chrome_now();
+    max_bytes = (size_t)atl_cfg.trace_max_mb << 20;
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */
     atl_trace_on = 1;
     recording = mode == MODE_SYNC;

@@ -135,8 +135,8 @@ static int unload_loop(int n)
         wide_sizes[i] = 8;
     /* one parameter pointer at the very end of a page; the next is unmapped */
     long pg = sysconf(_SC_PAGESIZE);
-    char *area = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                      -1, 0);
+    char *area =
+        mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (area == MAP_FAILED || mprotect(area + pg, (size_t)pg, PROT_NONE) != 0)
         return 1;
     void **narrow_params = (void **)(area + pg - sizeof(void *));
@@ -250,7 +250,8 @@ static int poll_loop(long n, long mb)
         return 2;
     }
     memset(mine, 1, sz);
-    printf("ok\nhwm_kb %ld\n", hwm_kb());
+    /* read back, so the compiler keeps the memory */
+    printf("ok %d\nhwm_kb %ld\n", mine[sz - 1] + mine[sz / 2], hwm_kb());
     free(mine);
     return 0;
 }

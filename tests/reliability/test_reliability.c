@@ -223,8 +223,8 @@ START_TEST(dlclose_then_thread_exit)
     for (int i = 0; i < 2; i++) {
         struct run_result r;
         run_target(&r, argv, envs[i], 0);
-        ck_assert_msg(r.status == 0, "%s: exited %d; stderr:\n%s", i ? "ATLAS_TRACE=1" : "no settings",
-                      r.status, r.err);
+        ck_assert_msg(r.status == 0, "%s: exited %d; stderr:\n%s",
+                      i ? "ATLAS_TRACE=1" : "no settings", r.status, r.err);
         ck_assert_str_eq(r.out, "ok\n");
         run_free(&r);
     }
@@ -306,6 +306,40 @@ START_TEST(oneshot_error_reaches_program)
         }
         run_free(&native);
     }
+}
+END_TEST
+
+/* ---- the trace's memory is bounded ------------------------------------------- */
+
+/* A program that never synchronises (it polls cuStreamQuery) launches
+ * 300,000 kernels with 4 KiB of arguments: 1.2 GB of trace unbounded. Under
+ * `ulimit -v 1000000` (about 977 MiB of address space) its own later
+ * malloc(512 MiB) must still succeed, its peak RSS stays within 512 MiB +
+ * ATLAS_TRACE_MAX_MB (256) + 64 MiB, and the limit is said once.
+ * Sanitizer runtimes reserve terabytes of address space, so a sanitized run
+ * goes without the ulimit and checks the rest. */
+START_TEST(trace_memory_bounded)
+{
+    const char *extra = getenv("ATL_TEST_PRELOAD_EXTRA");
+    int sanitized = extra && *extra;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%sexec %s poll 300000 512", sanitized ? "" : "ulimit -v 1000000 && ",
+             T("rel_harm"));
+    char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    const char *const env[] = {"ATLAS_TRACE=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d; stdout:\n%s\nstderr:\n%.2000s\nlog:\n%.2000s", r.status,
+                  r.out, r.err, r.log);
+    HAS(r.out, "ok 2\n");
+    const char *hwm = strstr(r.out, "hwm_kb ");
+    ck_assert_ptr_nonnull(hwm);
+    long kb = atol(hwm + 7);
+    if (!sanitized)
+        ck_assert_msg(kb < (512 + 256 + 64) * 1024L, "peak RSS %ld KiB", kb);
+    fprintf(stderr, "trace memory: peak RSS %ld KiB with a 512 MiB malloc of the program's\n", kb);
+    ck_assert_int_eq(count_lines(r.log, "ATLAS_TRACE_MAX_MB=256 reached"), 1);
+    run_free(&r);
 }
 END_TEST
 
@@ -569,6 +603,7 @@ int main(void)
     tcase_add_test(tc, no_children_bash_python);
     tcase_add_test(tc, unload_handle_reuse);
     tcase_add_test(tc, oneshot_error_reaches_program);
+    tcase_add_test(tc, trace_memory_bounded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

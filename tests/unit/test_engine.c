@@ -149,7 +149,8 @@ START_TEST(exit_lock_gives_up)
     ck_assert_int_eq(atl_exiting(), 1);
     ck_assert_int_eq(atl_exit_lock(&held, "a test report"), -1);
     double waited = seconds() - t0;
-    ck_assert_msg(waited > ATL_EXIT_WAIT_MS / 1000.0 * 0.9 && waited < ATL_EXIT_WAIT_MS / 1000.0 + 2,
+    ck_assert_msg(waited > ATL_EXIT_WAIT_MS / 1000.0 * 0.9 &&
+                      waited < ATL_EXIT_WAIT_MS / 1000.0 + 2,
                   "waited %.2f s", waited);
     t0 = seconds();
     ck_assert_int_eq(atl_exit_lock(&held, NULL), -1);
