@@ -53,8 +53,11 @@ static struct atl_kfn kfn_overflow = {.mangled = "kernel@?", .pretty = "kernel@?
 
 /* A layout forgotten because a module unload gave its handle to another
  * kernel: its slot stays taken (lock-free readers probe past it) until a new
- * layout reuses it. The old layout itself is kept: recorded steps point to it. */
+ * layout reuses it. The old layout goes to `retired` (under kc_mu) until no
+ * recorded step points to it (reclaim_retired, at a step end). */
 static struct atl_kfn kfn_gone = {.handle = (void *)UINTPTR_MAX, .mangled = "", .pretty = ""};
+static struct atl_kfn **retired;
+static size_t nretired, capretired;
 
 static size_t kc_slot(uintptr_t h)
 {
@@ -258,6 +261,9 @@ static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
                     __atomic_store_n(&kcache[i], &kfn_gone, __ATOMIC_RELEASE);
                     break;
                 }
+            /* out of memory for the list: the layout is kept for good */
+            if (atl_grow((void **)&retired, &capretired, nretired + 1, sizeof *retired, 16) == 0)
+                retired[nretired++] = k;
             k = NULL;
         }
     }
@@ -525,14 +531,12 @@ static void record(const struct atl_op *o)
     buf_unlock(b);
 }
 
-/* A launch: the record is written in place, the parameter bytes gathered
- * from params (or copied from a packed buffer) straight after the last. */
-static void record_launch(const struct atl_launch *l, const struct atl_kfn *k, const void *packed)
+/* A launch, into b (locked by the caller; unlocked here): the record is
+ * written in place, the parameter bytes gathered from params (or copied from
+ * a packed buffer) straight after the last. */
+static void record_launch(struct tbuf *b, uint64_t now, const struct atl_launch *l,
+                          const struct atl_kfn *k, const void *packed)
 {
-    uint64_t now;
-    struct tbuf *b = rec_begin(&now);
-    if (!b)
-        return;
     struct atl_op *d = op_take(b);
     const unsigned total = k->total;
     /* a kernel without parameters takes no bytes (and the buffer may have
@@ -883,12 +887,75 @@ static void chrome_write(struct atl_step *s, uint64_t begin, uint64_t end)
     atl_chrome_step(s, step_tscap >= s->nops ? step_ts : NULL, begin, end);
 }
 
+static int ptr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Under step_mu, at the end of a step end whose harvest began after the
+ * first `upto` layouts were retired: those no kept step points to any more
+ * are freed. (A retired layout is used only by ops recorded before it was
+ * retired, under their buffer's lock; the harvest took them all, so they are
+ * in the kept steps or gone.) Only when layouts were retired since the last
+ * try, so a steady loop pays nothing; those still in use then wait for the
+ * next retirement. */
+static size_t reclaim_tried; /* under step_mu: retired layouts the last try kept */
+
+static void reclaim_retired(size_t upto)
+{
+    if (upto <= reclaim_tried)
+        return;
+    pthread_mutex_lock(&kc_mu);
+    uintptr_t *cand = malloc(upto * sizeof *cand);
+    unsigned char *used = calloc(upto, 1);
+    if (cand && used) {
+        for (size_t i = 0; i < upto; i++)
+            cand[i] = (uintptr_t)retired[i];
+        qsort(cand, upto, sizeof *cand, ptr_cmp);
+        for (int n = 0; n < nnames; n++) {
+            const struct atl_step *p = &names[n].prev;
+            for (size_t i = 0; i < p->nops; i++) {
+                if (p->ops[i].kind != ATL_OP_LAUNCH)
+                    continue;
+                uintptr_t k = (uintptr_t)p->ops[i].u.k.kfn;
+                uintptr_t *hit = bsearch(&k, cand, upto, sizeof *cand, ptr_cmp);
+                if (hit)
+                    used[hit - cand] = 1;
+            }
+        }
+        size_t keep = 0, kept_old = 0;
+        for (size_t i = 0; i < nretired; i++) {
+            struct atl_kfn *k = retired[i];
+            uintptr_t key = (uintptr_t)k, *c = NULL;
+            if (i < upto)
+                c = bsearch(&key, cand, upto, sizeof *cand, ptr_cmp);
+            if (c && !used[c - cand]) {
+                if (k->pretty != k->mangled)
+                    free((void *)k->pretty);
+                free((void *)k->mangled);
+                free((void *)k->off), free((void *)k->size), free((void *)k->plan), free(k);
+            } else {
+                retired[keep++] = k;
+                kept_old += i < upto;
+            }
+        }
+        nretired = keep;
+        reclaim_tried = kept_old;
+    }
+    free(cand), free(used);
+    pthread_mutex_unlock(&kc_mu);
+}
+
 static void step_finish(const char *name)
 {
     struct atl_step s;
     uint64_t end = atl_chrome_on ? atl_chrome_now() : 0;
     if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
         return;
+    pthread_mutex_lock(&kc_mu);
+    size_t retired_before = nretired; /* before the harvest: see reclaim_retired */
+    pthread_mutex_unlock(&kc_mu);
     atl_step_init(&s, name);
     harvest(&s);
     uint64_t begin = step_begin_ns;
@@ -896,6 +963,7 @@ static void step_finish(const char *name)
         step_begin_ns = end; /* sync mode: the next step opens here */
     if (s.nops == 0) {
         atl_step_free(&s);
+        reclaim_retired(retired_before);
         pthread_mutex_unlock(&step_mu);
         return;
     }
@@ -944,6 +1012,7 @@ static void step_finish(const char *name)
             atl_log_line(line);
         }
         kept_note();
+        reclaim_retired(retired_before);
         pthread_mutex_unlock(&step_mu);
         return;
     }
@@ -962,6 +1031,7 @@ static void step_finish(const char *name)
     spare_put(prev);
     *prev = s;
     kept_note();
+    reclaim_retired(retired_before);
     pthread_mutex_unlock(&step_mu);
 }
 
@@ -1037,6 +1107,13 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
         else if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && l->extra[i + 1])
             packed_size = *(const size_t *)l->extra[i + 1];
     }
+    /* The layout is looked up with this thread's buffer locked, so a layout
+     * that a module unload retires is, if used at all, in a buffer that the
+     * next step end harvests (reclaim_retired relies on it). */
+    uint64_t now;
+    struct tbuf *b = rec_begin(&now);
+    if (!b)
+        return;
     const struct atl_kfn *k = kfn_for(l->func, 0);
     if (!k->exact && packed && packed_size)
         k = kfn_for(l->func, packed_size);
@@ -1044,7 +1121,7 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
         warn_inexact(k);
     if (packed && packed_size < k->total)
         packed = NULL; /* a short buffer: do not read past it */
-    record_launch(l, k, packed);
+    record_launch(b, now, l, k, packed);
 }
 
 void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
