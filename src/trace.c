@@ -197,11 +197,15 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
     return k;
 }
 
-/* Fills k->pretty once (under kc_mu). */
+/* Fills k->pretty once (under kc_mu). At exit kc_mu may be held by a thread
+ * stopped in a driver call (a layout query): the mangled name then does. */
 static const char *name_for_people(const struct atl_kfn *ck)
 {
     struct atl_kfn *k = (struct atl_kfn *)ck; /* pretty is filled lazily */
-    pthread_mutex_lock(&kc_mu);
+    if (atl_exit_lock(&kc_mu, NULL) != 0) {
+        const char *p = __atomic_load_n(&k->pretty, __ATOMIC_ACQUIRE);
+        return p ? p : k->mangled;
+    }
     if (!k->pretty) {
         char *p = strdup(atl_demangle(k->mangled));
         k->pretty = p ? p : k->mangled;
