@@ -24,8 +24,13 @@ $(HOOK_OBJS) $(BUILD)/src/engine.o: EXTRA_CFLAGS += $(STRINGOP_FLAG)
 # dlsym and cuGetProcAddress hand out) must mean ours even where another
 # library in the global scope defines the same cu* names, as libcuda does
 # when we are loaded with dlopen rather than preloaded.
+#
+# -z nodelete: dlclose leaves the library mapped. Its pthread keys' destructors
+# (per-thread caches), its atexit handler and any hook pointer the program kept
+# would otherwise point into unmapped code once the threads that used it exit.
 $(BUILD)/libatlastrace.so: $(ENGINE_OBJS) $(HOOK_OBJS)
-	$(CC) -shared -o $@ $^ -Wl,-soname,libatlastrace.so -Wl,-z,defs -Wl,-Bsymbolic-functions $(LDLIBS_CORE)
+	$(CC) -shared -o $@ $^ -Wl,-soname,libatlastrace.so -Wl,-z,defs -Wl,-Bsymbolic-functions \
+	  -Wl,-z,nodelete $(LDLIBS_CORE)
 
 # The engine alone, for unit tests that need no preload.
 $(BUILD)/libatlas_engine.a: $(ENGINE_OBJS)

@@ -35,13 +35,13 @@ TSAN_RT := $(shell $(CC) -print-file-name=libtsan.so)
 
 REL_FAKE_LINK := -L$(FAKE_DIR) -lcuda -ldl -lpthread
 REL_BINS := $(BUILD)/tests/rel_stress $(BUILD)/tests/rel_fork $(BUILD)/tests/rel_exit \
-            $(BUILD)/tests/rel_cfgvars $(BUILD)/tests/test_reliability
+            $(BUILD)/tests/rel_harm $(BUILD)/tests/rel_cfgvars $(BUILD)/tests/test_reliability
 
 $(BUILD)/tests/rel_stress $(BUILD)/tests/rel_fork: $(BUILD)/tests/rel_%: tests/reliability/rel_%.c tests/targets/workload.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< tests/targets/workload.c $(REL_FAKE_LINK)
 
-$(BUILD)/tests/rel_exit: tests/reliability/rel_exit.c $(FAKE_DIR)/libcuda.so
+$(BUILD)/tests/rel_exit $(BUILD)/tests/rel_harm: $(BUILD)/tests/rel_%: tests/reliability/rel_%.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(REL_FAKE_LINK)
 

@@ -8,9 +8,12 @@
  * first CUDA call, and a program may exec children before that (Python's os.environ is even copied
  * before main, so a later unsetenv would not reach subprocess). Here our library is already mapped
  * (ld.so read LD_PRELOAD before any constructor), so removing it from the environment changes only
- * what exec'd children inherit. Cost in every process: one getenv; the rest only when asked.
+ * what exec'd children inherit. Cost in every process: one scan of the environment; the rest only
+ * when asked.
  */
 #define _GNU_SOURCE
+#include "envedit.h"
+
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +46,13 @@ static int truthy(const char *v)
     return 0;
 }
 
+/* The environment is read and edited in `environ` itself (src/envedit.h says why: bash). */
+
 __attribute__((constructor)) static void children_strip_preload(void)
 {
-    const char *v = secure_getenv("ATLAS_NO_CHILDREN");
+    char **vs = atl_env_slot("ATLAS_NO_CHILDREN");
     /* A set-uid program reads no settings (as init_body), and its ld.so ignored us anyway. */
-    if (!v || !truthy(v) || getauxval(AT_SECURE))
+    if (!vs || !truthy(strchr(*vs, '=') + 1) || getauxval(AT_SECURE))
         return;
 
     Dl_info info;
@@ -58,17 +63,21 @@ __attribute__((constructor)) static void children_strip_preload(void)
     const char *base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
 
-    const char *pre = getenv("LD_PRELOAD");
-    if (pre) {
-        /* The other entries, in order, ':'-joined (ld.so splits on spaces and colons alike). */
-        char *kept = malloc(strlen(pre) + 1);
+    char **slot = atl_env_slot("LD_PRELOAD");
+    if (slot) {
+        const char *pre = *slot + sizeof "LD_PRELOAD=" - 1;
+        /* "LD_PRELOAD=" and the other entries, in order, ':'-joined (ld.so splits on spaces and
+         * colons alike). Never freed: `environ` points at it from now on. */
+        size_t head = sizeof "LD_PRELOAD=" - 1;
+        char *kept = malloc(head + strlen(pre) + 1);
         if (kept) {
-            size_t k = 0;
+            memcpy(kept, *slot, head);
+            size_t k = head;
             for (const char *p = pre; *p;) {
                 p += strspn(p, " :");
                 size_t n = strcspn(p, " :");
                 if (n && !is_self(p, n, &self, base)) {
-                    if (k)
+                    if (k > head)
                         kept[k++] = ':';
                     memcpy(kept + k, p, n);
                     k += n;
@@ -76,15 +85,19 @@ __attribute__((constructor)) static void children_strip_preload(void)
                 p += n;
             }
             kept[k] = '\0';
-            if (k)
-                setenv("LD_PRELOAD", kept, 1);
-            else
-                unsetenv("LD_PRELOAD");
-            free(kept);
+            if (k > head) {
+                *slot = kept;
+            } else {
+                atl_env_drop(slot);
+                free(kept);
+            }
         }
     }
 
-    const char *nvtx = getenv("NVTX_INJECTION64_PATH");
-    if (nvtx && is_self(nvtx, strlen(nvtx), &self, base))
-        unsetenv("NVTX_INJECTION64_PATH");
+    char **nvtx = atl_env_slot("NVTX_INJECTION64_PATH");
+    if (nvtx) {
+        const char *v = strchr(*nvtx, '=') + 1;
+        if (is_self(v, strlen(v), &self, base))
+            atl_env_drop(nvtx);
+    }
 }

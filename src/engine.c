@@ -14,11 +14,13 @@
 #include "sync.h"
 #include "trace.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -52,7 +54,8 @@ static unsigned trace_events; /* what the step tracer needs (src/trace.c) */
 
 static unsigned wanted_events(void)
 {
-    unsigned on = ATL_ON_RESOLVE;
+    /* module unloads: they clear the per-handle caches (atl_module_post) */
+    unsigned on = ATL_ON_RESOLVE | ATL_ON_MODULE;
     if (atl_cfg.stats)
         on = ATL_ON_ALL;
     if (atl_ledger_on)
@@ -264,6 +267,60 @@ void atl_free_post(struct atl_free *f, CUresult r)
     atl_redzone_free_post(f, r);
 }
 
+/* ---- errors the library's own calls observed ----------------------------- */
+
+static CUresult own_error; /* latched for the program (atl_own_result) */
+
+/* Errors about the call itself (its arguments, the context's state, a
+ * capture), which the program's own call would not have seen; everything
+ * else is what the work queued before reports (a kernel's fault). */
+static int about_the_call(CUresult r)
+{
+    switch (r) {
+    case CUDA_SUCCESS:
+    case CUDA_ERROR_INVALID_VALUE:
+    case CUDA_ERROR_OUT_OF_MEMORY:
+    case CUDA_ERROR_NOT_INITIALIZED:
+    case CUDA_ERROR_DEINITIALIZED:
+    case CUDA_ERROR_INVALID_CONTEXT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_INVALID_HANDLE:
+    case CUDA_ERROR_NOT_FOUND:
+    case CUDA_ERROR_NOT_READY:
+    case CUDA_ERROR_NOT_SUPPORTED:
+    case CUDA_ERROR_NOT_PERMITTED:
+        return 1;
+    default:
+        return r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+               r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    }
+}
+
+CUresult atl_own_result(CUresult r)
+{
+    CUresult none = CUDA_SUCCESS;
+    if (!about_the_call(r) &&
+        __atomic_compare_exchange_n(&own_error, &none, r, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        /* the hooks that deliver it may be on their light path: take the
+         * engine's until it is delivered (cheap, and only after an error) */
+        __atomic_fetch_or(&atl_on, ATL_ON_SYNC | ATL_ON_COPY | ATL_ON_COPY_DTOH, __ATOMIC_ACQ_REL);
+    return r;
+}
+
+/* The program's synchronising call returned r: a latched error replaces a
+ * success; the same error returned by the driver itself (sticky) clears it. */
+static CUresult own_error_deliver(CUresult r)
+{
+    CUresult e = __atomic_load_n(&own_error, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(e == CUDA_SUCCESS, 1))
+        return r;
+    if (r == CUDA_SUCCESS || r == e)
+        if (__atomic_compare_exchange_n(&own_error, &e, CUDA_SUCCESS, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            return e;
+    return r;
+}
+
 void atl_copy_pre(struct atl_copy *c)
 {
     (void)c;
@@ -271,6 +328,8 @@ void atl_copy_pre(struct atl_copy *c)
 
 CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 {
+    if (!c->async)
+        r = own_error_deliver(r);
     atl_sync_copy_post(c, r);
     if (atl_trace_on)
         atl_trace_copy(c, r);
@@ -297,6 +356,7 @@ void atl_sync_pre(struct atl_sync *s)
 
 CUresult atl_sync_post(struct atl_sync *s, CUresult r)
 {
+    r = own_error_deliver(r);
     atl_sync_host_sync_post(s, r);
     atl_redzone_sync_post(s, r);
     if (atl_trace_on)
@@ -329,9 +389,19 @@ void atl_module_pre(struct atl_module *m)
     (void)m;
 }
 
+unsigned long atl_unload_gen;
+
 void atl_module_post(struct atl_module *m, CUresult r)
 {
     atl_kaudit_module(m, r);
+    if (m->unload && r == CUDA_SUCCESS) {
+        /* Every per-handle record of its kernels goes: the driver may give a
+         * later kernel the same address (seen: a 1-parameter kernel at the
+         * address of an unloaded 64-parameter one). */
+        atl_kernels_forget_owner(m->handle);
+        atl_ring_forget_all();
+        __atomic_add_fetch(&atl_unload_gen, 1, __ATOMIC_RELEASE);
+    }
 }
 
 void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
@@ -405,19 +475,81 @@ __attribute__((visibility("default"))) void atlas_stats_snapshot(const char *lab
     atl_stats_snapshot(label);
 }
 
+/* ---- exit -------------------------------------------------------------------- */
+
+static int exiting;
+static struct timespec exit_deadline; /* CLOCK_REALTIME, as pthread_mutex_timedlock wants */
+
+int atl_exiting(void)
+{
+    return __atomic_load_n(&exiting, __ATOMIC_ACQUIRE);
+}
+
+int atl_exit_past_deadline(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec > exit_deadline.tv_sec ||
+           (now.tv_sec == exit_deadline.tv_sec && now.tv_nsec >= exit_deadline.tv_nsec);
+}
+
+void atl_exit_skipped(const char *what)
+{
+    atl_log(ATL_WARN,
+            "exit: %s skipped: another thread held its lock for more than %d ms (stopped inside "
+            "atlastrace or the driver); the program is not affected",
+            what, ATL_EXIT_WAIT_MS);
+}
+
+int atl_exit_lock(pthread_mutex_t *m, const char *what)
+{
+    if (!atl_exiting())
+        return pthread_mutex_lock(m) == 0 ? 0 : -1;
+    if (pthread_mutex_trylock(m) == 0)
+        return 0;
+    int e;
+    while ((e = pthread_mutex_timedlock(m, &exit_deadline)) == EINTR)
+        ;
+    if (e == 0)
+        return 0;
+    if (what)
+        atl_exit_skipped(what);
+    return -1;
+}
+
 void atl_engine_exit(void)
 {
     if (!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) || in_child)
         return;
     if (__atomic_exchange_n(&exit_started, 1, __ATOMIC_ACQ_REL))
         return;
+    /* exit() called while this thread was inside atlastrace: a signal
+     * handler that interrupted a hook (or a driver that exits from inside a
+     * call). Any lock of ours, or malloc's, may be held by the code it
+     * interrupted, and a table may be half-updated: only the lock-free
+     * report runs. */
+    int interrupted = depth > 0;
     depth++;
-    atl_redzone_exit();
-    atl_trace_exit();
+    clock_gettime(CLOCK_REALTIME, &exit_deadline);
+    exit_deadline.tv_sec += ATL_EXIT_WAIT_MS / 1000;
+    exit_deadline.tv_nsec += (long)(ATL_EXIT_WAIT_MS % 1000) * 1000000L;
+    if (exit_deadline.tv_nsec >= 1000000000L)
+        exit_deadline.tv_sec++, exit_deadline.tv_nsec -= 1000000000L;
+    __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
+    if (interrupted) {
+        atl_log(ATL_WARN, "exit: the program exited while this thread was inside atlastrace (exit "
+                          "from a signal handler?): the red-zone, leak, step-trace, sync and "
+                          "kernel-audit reports are skipped; the program is not affected");
+    } else {
+        atl_redzone_exit();
+        atl_trace_exit();
+    }
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
-    atl_sync_report();
-    atl_kaudit_report();
+    if (!interrupted) {
+        atl_sync_report();
+        atl_kaudit_report();
+    }
     __atomic_store_n(&atl_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
     depth--;

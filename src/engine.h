@@ -9,6 +9,7 @@
 #define ATL_ENGINE_H
 
 #include <cuda.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "hookid.h"
@@ -47,6 +48,13 @@ extern unsigned atl_on;
 /* Set by features that need the allocation ledger (step diffs, red zones,
  * leak lists), before initialisation ends. */
 extern int atl_ledger_on;
+
+/* The result of a driver call the library makes on its own behalf (a red-zone
+ * sync or copy). A synchronising call reports the program's pending kernel
+ * error once, and the library's call must not swallow it: such an error is
+ * latched and returned by the program's next synchronising call or
+ * synchronous copy that would otherwise succeed. Returns r. */
+CUresult atl_own_result(CUresult r);
 
 /* Says once that the tool ran out of memory (the program is unaffected). */
 void atl_log_once_oom(const char *what);
@@ -234,6 +242,9 @@ struct atl_module {
     const char *file; /* cuModuleLoad, cuLibraryLoadFromFile */
 };
 void atl_module_pre(struct atl_module *m);
+/* Counts successful module and library unloads: a cache keyed by kernel
+ * handle checks an entry made before the latest unload before trusting it. */
+extern unsigned long atl_unload_gen;
 void atl_module_post(struct atl_module *m, CUresult r);
 
 struct atl_ctx_teardown {
@@ -248,6 +259,22 @@ void atl_ctx_teardown_pre(struct atl_ctx_teardown *t);
 /* Runs the exit reports once (the first caller wins); afterwards every hook
  * passes through. Registered with atexit, also called from the destructor. */
 void atl_engine_exit(void);
+
+/* Locks for the exit reports. The exit may come from a signal handler on a
+ * thread stopped while holding a lock, or while another thread is stopped in
+ * a driver call holding one: the reports never wait for such a lock longer
+ * than ATL_EXIT_WAIT_MS, counted once from the start of the exit, and the
+ * report that needs it is skipped and named (`what`) in one line. Returns 0
+ * when locked, -1 when skipped. Outside the exit it is pthread_mutex_lock. */
+#define ATL_EXIT_WAIT_MS 2000
+int atl_exit_lock(pthread_mutex_t *m, const char *what);
+/* 1 while the exit reports run: code shared with normal operation takes its
+ * locks through atl_exit_lock then. */
+int atl_exiting(void);
+/* The exit's deadline has passed (spin locks poll it). */
+int atl_exit_past_deadline(void);
+/* Says once per report that it was skipped at exit, and why. */
+void atl_exit_skipped(const char *what);
 
 /* Statistics, readable by tests. */
 uint64_t atl_stat_calls(int hook, int path);

@@ -170,7 +170,10 @@ void atl_kaudit_report(void)
         return;
     struct kcollect c = {0};
     atl_kernels_each(collect, &c);
-    pthread_mutex_lock(&lock);
+    if (atl_exit_lock(&lock, "the kernel audit") != 0) {
+        free(c.e);
+        return;
+    }
     size_t failed = 0;
     for (size_t i = 0; i < nrows; i++)
         failed += rows[i].rc != CUDA_SUCCESS;

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An open-addressing table that grows; handles are never removed (a module
- * unload leaves stale entries, which only matters if the driver reuses the
- * address, and then the name is re-read on the next lookup). */
+/* An open-addressing table that grows. A module or library unload removes
+ * its handles (atl_kernels_forget_owner): the driver may hand the same
+ * address to the next kernel it loads. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct atl_kernel *table;
 static size_t cap, used;
@@ -59,9 +59,50 @@ static struct atl_kernel *find(void *h, int create)
     }
 }
 
+/* Under lock. Names are interned: one copy per distinct name, kept for the
+ * process (callers may hold them), so a program that loads and unloads the
+ * same modules again and again does not grow the set. NULL when out of
+ * memory (the name is then unknown). */
+static char **names;
+static size_t names_cap, names_used;
+
+static size_t name_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return (size_t)h;
+}
+
 static const char *intern(const char *s)
 {
-    return s ? strdup(s) : NULL;
+    if (!s)
+        return NULL;
+    if ((names_used + 1) * 2 > names_cap) {
+        size_t ncap = names_cap ? names_cap * 2 : 256;
+        char **nn = calloc(ncap, sizeof *nn);
+        if (!nn)
+            return NULL;
+        for (size_t i = 0; i < names_cap; i++) {
+            if (!names[i])
+                continue;
+            size_t j = name_hash(names[i]) & (ncap - 1);
+            while (nn[j])
+                j = (j + 1) & (ncap - 1);
+            nn[j] = names[i];
+        }
+        free(names);
+        names = nn;
+        names_cap = ncap;
+    }
+    size_t j = name_hash(s) & (names_cap - 1);
+    for (; names[j]; j = (j + 1) & (names_cap - 1))
+        if (strcmp(names[j], s) == 0)
+            return names[j];
+    names[j] = strdup(s);
+    if (names[j])
+        names_used++;
+    return names[j];
 }
 
 void atl_kernels_note_lookup(const struct atl_lookup *l, CUresult r)
@@ -82,10 +123,8 @@ void atl_kernels_note_lookup(const struct atl_lookup *l, CUresult r)
                 k->owner = src->owner;
             }
         } else {
-            if (k->name && l->name && strcmp(k->name, l->name) != 0) {
-                free((void *)k->name);
-                k->name = NULL;
-            }
+            if (k->name && l->name && strcmp(k->name, l->name) != 0)
+                k->name = NULL; /* interned: stays valid for whoever holds it */
             if (!k->name)
                 k->name = intern(l->name);
             k->owner = l->owner;
@@ -154,6 +193,42 @@ void atl_kernels_count_launch(void *handle, uint64_t blocks)
     if (k) {
         k->launches++;
         k->blocks += blocks;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void atl_kernels_forget_owner(void *owner)
+{
+    pthread_mutex_lock(&lock);
+    /* Rebuilt without the forgotten entries (removing in place would break
+     * the probe chains). Names are interned, not freed: callers may still
+     * hold them (atl_kernel_mangled promises they stay valid). */
+    struct atl_kernel *nt = cap ? calloc(cap, sizeof *nt) : NULL;
+    size_t kept = 0;
+    for (size_t i = 0; i < cap; i++) {
+        struct atl_kernel *k = &table[i];
+        if (!k->handle)
+            continue;
+        /* unknown owner: fetched by name from the driver; it may be this
+         * module's, and asking again costs one call */
+        int gone = k->owner == owner || !k->owner;
+        if (!nt) { /* out of memory: forget the names only */
+            if (gone)
+                k->name = NULL, k->owner = NULL;
+            continue;
+        }
+        if (gone)
+            continue;
+        size_t j = slot_of(k->handle) & (cap - 1);
+        while (nt[j].handle)
+            j = (j + 1) & (cap - 1);
+        nt[j] = *k;
+        kept++;
+    }
+    if (nt) {
+        free(table);
+        table = nt;
+        used = kept;
     }
     pthread_mutex_unlock(&lock);
 }

@@ -38,6 +38,11 @@ const char *atl_kernel_name(void *handle, char *buf, unsigned len);
  * back into the registry). */
 void atl_kernels_each(void (*fn)(const struct atl_kernel *k, void *ctx), void *ctx);
 
+/* A module or library is gone: forgets the handles it owned (and those whose
+ * owner is unknown), so a new kernel the driver gives the same address is
+ * named afresh. */
+void atl_kernels_forget_owner(void *owner);
+
 /* Adds to the launch statistics of a handle. */
 void atl_kernels_count_launch(void *handle, uint64_t blocks);
 

@@ -370,7 +370,7 @@ static int zone_read(const struct zone *z, unsigned *bad, size_t *first, size_t 
         readback = n;
         capreadback = z->len;
     }
-    if (atl_drv.cuMemcpyDtoH_v2(readback, z->start, z->len) != CUDA_SUCCESS)
+    if (atl_own_result(atl_drv.cuMemcpyDtoH_v2(readback, z->start, z->len)) != CUDA_SUCCESS)
         return -1;
     *bad = 0;
     for (size_t i = 0; i < z->len; i++) {
@@ -397,7 +397,8 @@ static int sync_for_scan(void)
         __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
         return -1;
     }
-    CUresult r = atl_drv.cuCtxSynchronize ? atl_drv.cuCtxSynchronize() : CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = atl_drv.cuCtxSynchronize ? atl_own_result(atl_drv.cuCtxSynchronize())
+                                          : CUDA_ERROR_NOT_SUPPORTED;
     if (r == CUDA_SUCCESS)
         return 0;
     static int said;
@@ -602,8 +603,8 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
             gpu = 0;
             goto copies;
         }
-        if (atl_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
-            return 0; /* a fault of the program's own surfaces here: its next call reports it */
+        if (atl_own_result(atl_drv.cuStreamSynchronize(stream)) != CUDA_SUCCESS)
+            return 0; /* a fault of the program's own: its next call reports it (latched) */
         for (size_t i = 0; i < nsnap; i++) {
             volatile struct gpu_result *g = &res[i];
             if (g->bad) {
@@ -613,7 +614,7 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
         }
     } else {
     copies:
-        if (culprit && atl_drv.cuStreamSynchronize(stream) != CUDA_SUCCESS)
+        if (culprit && atl_own_result(atl_drv.cuStreamSynchronize(stream)) != CUDA_SUCCESS)
             return 0;
         for (size_t i = 0; i < nsnap; i++) {
             unsigned bad;
@@ -796,7 +797,7 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
         pr = atl_drv.cuMemsetD8Async ? atl_drv.cuMemsetD8Async(z.start, fill, z.len, a->stream)
                                      : CUDA_ERROR_NOT_SUPPORTED;
     } else {
-        pr = atl_drv.cuMemsetD8_v2 ? atl_drv.cuMemsetD8_v2(z.start, fill, z.len)
+        pr = atl_drv.cuMemsetD8_v2 ? atl_own_result(atl_drv.cuMemsetD8_v2(z.start, fill, z.len))
                                    : CUDA_ERROR_NOT_SUPPORTED;
     }
     if (pr != CUDA_SUCCESS) {
@@ -980,14 +981,17 @@ void atl_redzone_teardown(const char *where)
     /* The last moment the device memory is readable. Afterwards the zones
      * are forgotten: their memory goes with the context, and a scan kernel
      * reading it would fault. (The ledger keeps the records: the program
-     * never freed them, which is what the leak list says.) */
-    pthread_mutex_lock(&scan_lock);
+     * never freed them, which is what the leak list says.) At exit the locks
+     * are waited for only so long (atl_exit_lock). */
+    if (atl_exit_lock(&scan_lock, "the red-zone check at exit") != 0)
+        return;
     scan_locked(where, NULL);
-    pthread_mutex_lock(&zones_lock);
-    nzones = 0;
-    atl_addrmap_clear(&zone_at);
-    version++;
-    pthread_mutex_unlock(&zones_lock);
+    if (atl_exit_lock(&zones_lock, "the red-zone check at exit") == 0) {
+        nzones = 0;
+        atl_addrmap_clear(&zone_at);
+        version++;
+        pthread_mutex_unlock(&zones_lock);
+    }
     pthread_mutex_unlock(&scan_lock);
 }
 

@@ -56,6 +56,10 @@ static inline int atl_ring_known(const void *func)
  * in this thread's cache. */
 void atl_ring_name(void *func) ATL_HIDDEN __attribute__((cold, noinline));
 
+/* A module or library was unloaded: every thread's cache is emptied, since
+ * its handles may come back as other kernels. */
+void atl_ring_forget_all(void) ATL_HIDDEN;
+
 /* Every field is stored and loaded atomically (relaxed: plain moves on
  * x86-64): two launches ATL_RING apart may write one slot at once, and the
  * reader checks `seq` before and after copying, seqlock-style. A slot two

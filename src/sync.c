@@ -374,6 +374,18 @@ void atl_ring_name(void *func)
         n[atl_named_slot(func)] = func;
 }
 
+void atl_ring_forget_all(void)
+{
+    /* Another thread may write its own slot meanwhile: the worst left is one
+     * stale entry, whose kernel is then named from the registry (which the
+     * unload already cleared) when it faults. */
+    pthread_mutex_lock(&named_lock);
+    for (struct named_cache *c = named_all; c; c = c->next)
+        for (int i = 0; i < ATL_NAMED; i++)
+            __atomic_store_n(&c->slot[i], NULL, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&named_lock);
+}
+
 #define RING_SHOWN 16
 
 static void ring_report(const char *tag)
@@ -611,7 +623,8 @@ void atl_sync_report(void)
 
     static struct site *order[SITES];
     unsigned n = 0;
-    pthread_mutex_lock(&sites_lock);
+    if (atl_exit_lock(&sites_lock, "the d2h-summary call sites") != 0)
+        return;
     for (unsigned i = 0; i < SITES; i++)
         if (sites[i].stack.n || sites[i].hash)
             order[n++] = &sites[i];

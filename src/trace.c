@@ -51,6 +51,14 @@ static struct atl_kfn *kcache[KC_SIZE];
 static pthread_mutex_t kc_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct atl_kfn kfn_overflow = {.mangled = "kernel@?", .pretty = "kernel@?"};
 
+/* A layout forgotten because a module unload gave its handle to another
+ * kernel: its slot stays taken (lock-free readers probe past it) until a new
+ * layout reuses it. The old layout goes to `retired` (under kc_mu) until no
+ * recorded step points to it (reclaim_retired, at a step end). */
+static struct atl_kfn kfn_gone = {.handle = (void *)UINTPTR_MAX, .mangled = "", .pretty = ""};
+static struct atl_kfn **retired;
+static size_t nretired, capretired;
+
 static size_t kc_slot(uintptr_t h)
 {
     uint64_t x = h;
@@ -176,6 +184,7 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
     for (unsigned i = 0; i < n; i++)
         covered += s[i];
     *k = (struct atl_kfn){.handle = (void *)key,
+                          .gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE),
                           .mangled = m,
                           .pretty = NULL,
                           .nparams = n,
@@ -188,11 +197,15 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
     return k;
 }
 
-/* Fills k->pretty once (under kc_mu). */
+/* Fills k->pretty once (under kc_mu). At exit kc_mu may be held by a thread
+ * stopped in a driver call (a layout query): the mangled name then does. */
 static const char *name_for_people(const struct atl_kfn *ck)
 {
     struct atl_kfn *k = (struct atl_kfn *)ck; /* pretty is filled lazily */
-    pthread_mutex_lock(&kc_mu);
+    if (atl_exit_lock(&kc_mu, NULL) != 0) {
+        const char *p = __atomic_load_n(&k->pretty, __ATOMIC_ACQUIRE);
+        return p ? p : k->mangled;
+    }
     if (!k->pretty) {
         char *p = strdup(atl_demangle(k->mangled));
         k->pretty = p ? p : k->mangled;
@@ -201,32 +214,75 @@ static const char *name_for_people(const struct atl_kfn *ck)
     return k->pretty;
 }
 
+/* Under kc_mu: k (made before the latest module unload) still describes the
+ * kernel now at its handle? The same parameter layout and the same name. */
+static int kfn_still(struct atl_kfn *k, void *h, size_t extra_size)
+{
+    static uint32_t off[4096], size[4096]; /* under kc_mu */
+    if (!extra_size) {
+        int exact = 0;
+        unsigned n = query_layout(h, off, size, 4096, &exact);
+        if (n != k->nparams || exact != k->exact ||
+            (n && (memcmp(off, k->off, n * 4) != 0 || memcmp(size, k->size, n * 4) != 0)))
+            return 0;
+    }
+    char buf[1024];
+    const char *m = atl_kernel_mangled(h);
+    if (!m)
+        m = atl_kernel_name(h, buf, sizeof buf);
+    return strcmp(m, k->mangled) == 0;
+}
+
 /* key: the handle, or handle|1 for the layout taken from an `extra` buffer
- * when the driver cannot give one. */
+ * when the driver cannot give one. The thread's last one is remembered with
+ * the unload count it was checked at. */
 static __thread uintptr_t last_key __attribute__((tls_model("initial-exec")));
 static __thread struct atl_kfn *last_kfn __attribute__((tls_model("initial-exec")));
+static __thread unsigned long last_gen __attribute__((tls_model("initial-exec")));
 
 static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
 {
     uintptr_t key = (uintptr_t)h | (extra_size ? 1 : 0);
-    if (key == last_key && last_kfn) /* a loop launching one kernel */
+    unsigned long gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE);
+    if (key == last_key && last_kfn && last_gen == gen) /* a loop launching one kernel */
         return last_kfn;
     struct atl_kfn *k = kc_find(key);
-    if (__builtin_expect(k != NULL, 1)) {
-        last_key = key, last_kfn = k;
+    if (__builtin_expect(k != NULL && __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE) == gen, 1)) {
+        last_key = key, last_kfn = k, last_gen = gen;
         return k;
     }
     pthread_mutex_lock(&kc_mu);
     k = kc_find(key);
+    /* A module was unloaded since k was made: the driver may have given its
+     * handle to another kernel, whose parameters must not be read with k's
+     * layout (64 pointers read from a 1-entry array crashed the program). */
+    if (k && k != &kfn_overflow && k->gen != gen) {
+        if (kfn_still(k, h, extra_size)) {
+            __atomic_store_n(&k->gen, gen, __ATOMIC_RELEASE);
+        } else {
+            for (size_t i = kc_slot(key);; i = (i + 1) & (KC_SIZE - 1))
+                if (__atomic_load_n(&kcache[i], __ATOMIC_RELAXED) == k) {
+                    __atomic_store_n(&kcache[i], &kfn_gone, __ATOMIC_RELEASE);
+                    break;
+                }
+            /* out of memory for the list: the layout is kept for good */
+            if (atl_grow((void **)&retired, &capretired, nretired + 1, sizeof *retired, 16) == 0)
+                retired[nretired++] = k;
+            k = NULL;
+        }
+    }
     if (!k) {
         k = kfn_make(h, key, extra_size);
         size_t i = kc_slot(key), tries = 0;
-        while (__atomic_load_n(&kcache[i], __ATOMIC_RELAXED) && tries++ < KC_SIZE / 2)
+        for (struct atl_kfn *e; (e = __atomic_load_n(&kcache[i], __ATOMIC_RELAXED)) &&
+                                e != &kfn_gone && tries++ < KC_SIZE / 2;)
             i = (i + 1) & (KC_SIZE - 1);
         if (k != &kfn_overflow && tries < KC_SIZE / 2)
             __atomic_store_n(&kcache[i], k, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&kc_mu);
+    if (k != &kfn_overflow)
+        last_key = key, last_kfn = k, last_gen = gen;
     return k;
 }
 
@@ -249,6 +305,7 @@ struct tbuf {
      * out of the 64-byte record, which same_as compares byte for byte. */
     uint64_t *ts;
     size_t tscap;
+    size_t held; /* bytes of the arrays above (atomic: other threads sum it) */
 };
 
 static struct tbuf *threads; /* list head; entries live for the process */
@@ -272,6 +329,23 @@ static inline void buf_lock(struct tbuf *b)
 static inline void buf_unlock(struct tbuf *b)
 {
     __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* buf_lock for the step end; at exit it gives up at the exit's deadline (the
+ * buffer's thread may be stopped while recording) and returns -1. */
+static int buf_lock_step(struct tbuf *b)
+{
+    if (!atl_exiting()) {
+        buf_lock(b);
+        return 0;
+    }
+    for (unsigned n = 1;; n++) {
+        if (!__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE))
+            return 0;
+        if (n % 1024 == 0 && atl_exit_past_deadline())
+            return -1;
+        cpu_relax();
+    }
 }
 static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct tbuf *my_buf __attribute__((tls_model("initial-exec")));
@@ -323,6 +397,49 @@ static struct tbuf *tbuf_get(void)
  * rest of the step is dropped, and the step end says so. */
 #define MAX_OPS_PER_THREAD (8u << 20)
 
+/* ATLAS_TRACE_MAX_MB: the memory the trace may hold. Counted when a buffer
+ * grows (rare: they double), so recording an op costs nothing more: every
+ * thread's buffers, plus what the last step end kept (the previous step of
+ * each name and the spare arrays; `kept`, written under step_mu). */
+static size_t max_bytes;
+static size_t kept;
+
+static void held_note(struct tbuf *b)
+{
+    __atomic_store_n(&b->held, b->cap * sizeof *b->ops + b->capbytes + b->tscap * sizeof *b->ts,
+                     __ATOMIC_RELAXED);
+}
+
+/* What atl_grow would add to an array of `cap` elements to hold `need`. */
+static size_t grow_adds(size_t cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= cap)
+        return 0;
+    size_t n = cap ? cap : first;
+    while (n < need)
+        n *= 2;
+    return (n - cap) * elem;
+}
+
+/* Would `more` bytes take the trace past ATLAS_TRACE_MAX_MB? Says so once. */
+static int over_budget(struct tbuf *b, size_t more)
+{
+    size_t sum = more + __atomic_load_n(&kept, __ATOMIC_RELAXED);
+    for (struct tbuf *t = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); t;
+         t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE))
+        sum += __atomic_load_n(&t->held, __ATOMIC_RELAXED);
+    if (sum <= max_bytes)
+        return 0;
+    b->oom = 3;
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        atl_log(ATL_WARN,
+                "step trace: ATLAS_TRACE_MAX_MB=%llu reached: the rest of this step is not "
+                "recorded, nor of any later step that needs more (the program is not affected)",
+                atl_cfg.trace_max_mb);
+    return 1;
+}
+
 /* Under the buffer's lock: room for one more op, and for its Chrome time
  * when the export is on. NULL (and b->oom set) when there is none. */
 static __attribute__((noinline)) struct atl_op *op_grow(struct tbuf *b)
@@ -331,11 +448,20 @@ static __attribute__((noinline)) struct atl_op *op_grow(struct tbuf *b)
         b->oom = 2;
         return NULL;
     }
+    if (b->oom == 3)
+        return NULL;
+    size_t more = grow_adds(b->cap, b->nops + 1, sizeof *b->ops, 4096);
+    if (atl_chrome_on)
+        more += grow_adds(b->tscap, b->cap + more / sizeof *b->ops, sizeof *b->ts, 4096);
+    if (more && over_budget(b, more))
+        return NULL;
     if (atl_grow((void **)&b->ops, &b->cap, b->nops + 1, sizeof *b->ops, 4096) ||
         (atl_chrome_on && atl_grow((void **)&b->ts, &b->tscap, b->cap, sizeof *b->ts, 4096)))
         goto oom;
+    held_note(b);
     return &b->ops[b->nops];
 oom:
+    held_note(b);
     if (!b->oom)
         b->oom = 1;
     return NULL;
@@ -353,11 +479,14 @@ static inline struct atl_op *op_take(struct tbuf *b)
  * b->oom set) when out of memory. */
 static __attribute__((noinline)) uint8_t *bytes_grow(struct tbuf *b, size_t n)
 {
+    if (b->oom == 3 || over_budget(b, grow_adds(b->capbytes, b->nbytes + n, 1, 65536)))
+        return NULL;
     if (atl_grow((void **)&b->bytes, &b->capbytes, b->nbytes + n, 1, 65536)) {
         if (!b->oom)
             b->oom = 1;
         return NULL;
     }
+    held_note(b);
     return b->bytes + b->nbytes;
 }
 
@@ -406,14 +535,12 @@ static void record(const struct atl_op *o)
     buf_unlock(b);
 }
 
-/* A launch: the record is written in place, the parameter bytes gathered
- * from params (or copied from a packed buffer) straight after the last. */
-static void record_launch(const struct atl_launch *l, const struct atl_kfn *k, const void *packed)
+/* A launch, into b (locked by the caller; unlocked here): the record is
+ * written in place, the parameter bytes gathered from params (or copied from
+ * a packed buffer) straight after the last. */
+static void record_launch(struct tbuf *b, uint64_t now, const struct atl_launch *l,
+                          const struct atl_kfn *k, const void *packed)
 {
-    uint64_t now;
-    struct tbuf *b = rec_begin(&now);
-    if (!b)
-        return;
     struct atl_op *d = op_take(b);
     const unsigned total = k->total;
     /* a kernel without parameters takes no bytes (and the buffer may have
@@ -558,6 +685,16 @@ static void take_over(struct atl_step *s, struct tbuf *b)
     b->ops = spare.ops, b->cap = spare.capops;
     b->bytes = spare.bytes, b->capbytes = spare.capbytes;
     spare.ops = NULL, spare.capops = 0, spare.bytes = NULL, spare.capbytes = 0;
+    held_note(b);
+}
+
+/* Under step_mu, at a step end: what the trace keeps between steps. */
+static void kept_note(void)
+{
+    size_t n = spare.capops * sizeof *spare.ops + spare.capbytes + step_tscap * sizeof *step_ts;
+    for (int i = 0; i < nnames; i++)
+        n += names[i].prev.capops * sizeof *names[i].prev.ops + names[i].prev.capbytes;
+    __atomic_store_n(&kept, n, __ATOMIC_RELAXED);
 }
 
 /* Under step_mu and b's lock: b's ops after those already in s, their byte
@@ -586,7 +723,10 @@ static void harvest(struct atl_step *s)
      * without its lock */
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
-        buf_lock(b);
+        if (buf_lock_step(b) != 0) {
+            atl_exit_skipped("the ops of a thread still recording");
+            continue;
+        }
         if (s && b->nops) {
             size_t first = s->nops;
             if (atl_chrome_on && b->ts) {
@@ -751,11 +891,75 @@ static void chrome_write(struct atl_step *s, uint64_t begin, uint64_t end)
     atl_chrome_step(s, step_tscap >= s->nops ? step_ts : NULL, begin, end);
 }
 
+static int ptr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Under step_mu, at the end of a step end whose harvest began after the
+ * first `upto` layouts were retired: those no kept step points to any more
+ * are freed. (A retired layout is used only by ops recorded before it was
+ * retired, under their buffer's lock; the harvest took them all, so they are
+ * in the kept steps or gone.) Only when layouts were retired since the last
+ * try, so a steady loop pays nothing; those still in use then wait for the
+ * next retirement. */
+static size_t reclaim_tried; /* under step_mu: retired layouts the last try kept */
+
+static void reclaim_retired(size_t upto)
+{
+    if (upto <= reclaim_tried)
+        return;
+    pthread_mutex_lock(&kc_mu);
+    uintptr_t *cand = malloc(upto * sizeof *cand);
+    unsigned char *used = calloc(upto, 1);
+    if (cand && used) {
+        for (size_t i = 0; i < upto; i++)
+            cand[i] = (uintptr_t)retired[i];
+        qsort(cand, upto, sizeof *cand, ptr_cmp);
+        for (int n = 0; n < nnames; n++) {
+            const struct atl_step *p = &names[n].prev;
+            for (size_t i = 0; i < p->nops; i++) {
+                if (p->ops[i].kind != ATL_OP_LAUNCH)
+                    continue;
+                uintptr_t k = (uintptr_t)p->ops[i].u.k.kfn;
+                uintptr_t *hit = bsearch(&k, cand, upto, sizeof *cand, ptr_cmp);
+                if (hit)
+                    used[hit - cand] = 1;
+            }
+        }
+        size_t keep = 0, kept_old = 0;
+        for (size_t i = 0; i < nretired; i++) {
+            struct atl_kfn *k = retired[i];
+            uintptr_t key = (uintptr_t)k, *c = NULL;
+            if (i < upto)
+                c = bsearch(&key, cand, upto, sizeof *cand, ptr_cmp);
+            if (c && !used[c - cand]) {
+                if (k->pretty != k->mangled)
+                    free((void *)k->pretty);
+                free((void *)k->mangled);
+                free((void *)k->off), free((void *)k->size), free((void *)k->plan), free(k);
+            } else {
+                retired[keep++] = k;
+                kept_old += i < upto;
+            }
+        }
+        nretired = keep;
+        reclaim_tried = kept_old;
+    }
+    free(cand), free(used);
+    pthread_mutex_unlock(&kc_mu);
+}
+
 static void step_finish(const char *name)
 {
     struct atl_step s;
     uint64_t end = atl_chrome_on ? atl_chrome_now() : 0;
-    pthread_mutex_lock(&step_mu);
+    if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
+        return;
+    pthread_mutex_lock(&kc_mu);
+    size_t retired_before = nretired; /* before the harvest: see reclaim_retired */
+    pthread_mutex_unlock(&kc_mu);
     atl_step_init(&s, name);
     harvest(&s);
     uint64_t begin = step_begin_ns;
@@ -763,6 +967,7 @@ static void step_finish(const char *name)
         step_begin_ns = end; /* sync mode: the next step opens here */
     if (s.nops == 0) {
         atl_step_free(&s);
+        reclaim_retired(retired_before);
         pthread_mutex_unlock(&step_mu);
         return;
     }
@@ -810,6 +1015,8 @@ static void step_finish(const char *name)
                      o.replay, prev->nth, was, prev->nops);
             atl_log_line(line);
         }
+        kept_note();
+        reclaim_retired(retired_before);
         pthread_mutex_unlock(&step_mu);
         return;
     }
@@ -827,6 +1034,8 @@ static void step_finish(const char *name)
         atl_note_finding(ATL_FINDING_DIFF, 1);
     spare_put(prev);
     *prev = s;
+    kept_note();
+    reclaim_retired(retired_before);
     pthread_mutex_unlock(&step_mu);
 }
 
@@ -855,7 +1064,8 @@ void atl_trace_step_end(void)
         return;
     __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
     char name[64];
-    pthread_mutex_lock(&step_mu);
+    if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
+        return;
     memcpy(name, step_name, sizeof name);
     pthread_mutex_unlock(&step_mu);
     step_finish(name);
@@ -901,6 +1111,13 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
         else if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && l->extra[i + 1])
             packed_size = *(const size_t *)l->extra[i + 1];
     }
+    /* The layout is looked up with this thread's buffer locked, so a layout
+     * that a module unload retires is, if used at all, in a buffer that the
+     * next step end harvests (reclaim_retired relies on it). */
+    uint64_t now;
+    struct tbuf *b = rec_begin(&now);
+    if (!b)
+        return;
     const struct atl_kfn *k = kfn_for(l->func, 0);
     if (!k->exact && packed && packed_size)
         k = kfn_for(l->func, packed_size);
@@ -908,7 +1125,7 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
         warn_inexact(k);
     if (packed && packed_size < k->total)
         packed = NULL; /* a short buffer: do not read past it */
-    record_launch(l, k, packed);
+    record_launch(b, now, l, k, packed);
 }
 
 void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
@@ -1233,6 +1450,7 @@ unsigned atl_trace_init(void)
     }
     if (atl_cfg.chrome_trace && atl_chrome_open(atl_cfg.chrome_trace) == 0)
         step_begin_ns = atl_chrome_now();
+    max_bytes = (size_t)atl_cfg.trace_max_mb << 20;
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */
     atl_trace_on = 1;
     recording = mode == MODE_SYNC;
@@ -1296,7 +1514,8 @@ void atl_trace_exit(void)
         atl_trace_step_end();
     __atomic_store_n(&trace_done, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&step_mu);
+    if (atl_exit_lock(&step_mu, "the trace summary") != 0)
+        return;
     if (mode == MODE_NVTX)
         nvtx_hint();
     if (mode == MODE_API && !__atomic_load_n(&api_begun, __ATOMIC_RELAXED))

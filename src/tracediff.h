@@ -28,6 +28,7 @@ struct atl_kfn {
     const uint32_t *size; /* nparams sizes */
     int gapless;          /* the parameters cover [0, total) without padding */
     const void *plan;     /* the live recorder's copy plan (trace.c), or NULL */
+    unsigned long gen;    /* the live recorder: atl_unload_gen when last checked */
 };
 
 /* One op: 64 bytes, plus the kernel's parameter bytes kept elsewhere. The

@@ -759,14 +759,43 @@ static size_t param_align(size_t size)
     return a;
 }
 
+/* The kernel handles of the last module unloaded, kept for the next module
+ * with as many kernels: its kernels get the old addresses, as a real driver
+ * may hand them out, and interposers' per-handle caches must cope. (malloc
+ * often reuses the memory anyway; a sanitizer's allocator does not.) */
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_fn *spare_fns;
+static unsigned spare_n;
+
+static void fns_put(struct fake_fn *fns, unsigned n)
+{
+    pthread_mutex_lock(&spare_lock);
+    free(spare_fns);
+    spare_fns = fns, spare_n = n;
+    pthread_mutex_unlock(&spare_lock);
+}
+
+static struct fake_fn *fns_get(unsigned n)
+{
+    struct fake_fn *f = NULL;
+    pthread_mutex_lock(&spare_lock);
+    if (spare_fns && spare_n == n) {
+        f = spare_fns, spare_fns = NULL;
+        memset(f, 0, n * sizeof *f);
+    }
+    pthread_mutex_unlock(&spare_lock);
+    return f ? f : calloc(n, sizeof *f);
+}
+
 static void mod_free(struct fake_mod *m)
 {
     if (!m)
         return;
-    if (m->fns)
+    if (m->fns) {
         for (unsigned i = 0; i < m->img->nkernels; i++)
             free(m->fns[i].offsets);
-    free(m->fns);
+        fns_put(m->fns, m->img->nkernels ? m->img->nkernels : 1);
+    }
     if (m->dl)
         dlclose(m->dl);
     free(m);
@@ -785,7 +814,7 @@ static CUresult mod_create(const struct fake_image *img, void *dl, int is_librar
     m->as_library = (struct hdr){MAGIC_LIBRARY, m};
     m->is_library = is_library;
     m->img = img;
-    m->fns = calloc(img->nkernels ? img->nkernels : 1, sizeof *m->fns);
+    m->fns = fns_get(img->nkernels ? img->nkernels : 1);
     if (!m->fns) {
         free(m);
         return CUDA_ERROR_OUT_OF_MEMORY;

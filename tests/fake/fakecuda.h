@@ -26,6 +26,9 @@
  *   fake_register_image(), else a path to a shared object that exports a data
  *   symbol `const struct fake_image fake_image_of_module` (dlopen + dlsym).
  *   Anything else gives CUDA_ERROR_INVALID_IMAGE (or FILE_NOT_FOUND).
+ *   The kernel handles of the last module or library unloaded go to the next
+ *   one loaded with as many kernels: the same CUfunction values, now naming
+ *   other kernels (a real driver may reuse the addresses too).
  *
  * Parameter layout (cuFuncGetParamInfo / cuKernelGetParamInfo, the `extra`
  * packed buffer, and the bytes copied at capture time)

@@ -182,6 +182,202 @@ START_TEST(exit_from_thread)
 }
 END_TEST
 
+/* ---- exit from a signal handler ---------------------------------------------- */
+
+/* A SIGINT handler calls exit(3) while the main thread is inside a hook
+ * (holding the step trace's or the red zones' lock, or in malloc): the exit
+ * reports must not wait for what the interrupted code holds. 10 runs each;
+ * a hang is killed after 20 s (status 142) and fails the test. */
+START_TEST(exit_from_signal_handler)
+{
+    setenv("ATL_TEST_TIMEOUT", "20", 1);
+    /* LeakSanitizer's exit-time check waits for the allocator lock, which
+     * the interrupted code may hold (as in fork_in_hook): not here */
+#define NO_LSAN "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:exitcode=66"
+    const char *const traced[] = {"ATLAS_TRACE=1", NO_LSAN, NULL};
+    const char *const zones[] = {"ATLAS_REDZONE=64", "ATLAS_REDZONE_CHECK=sync", NO_LSAN, NULL};
+    const char *const *envs[] = {traced, zones};
+    char *what[] = {"trace", "redzone"};
+    for (int i = 0; i < 2; i++)
+        for (int rep = 0; rep < 10; rep++) {
+            char *argv[] = {T("rel_harm"), "sigint", what[i], NULL};
+            struct run_result r;
+            run_target(&r, argv, envs[i], 1);
+            ck_assert_msg(r.status == 3, "%s run %d: status %d (142: hung); stderr:\n%.2000s",
+                          what[i], rep, r.status, r.err);
+            ck_assert_msg(error_lines(&r) == 0, "error lines:\n%s\n%s", r.err, r.log);
+            run_free(&r);
+        }
+    unsetenv("ATL_TEST_TIMEOUT");
+}
+END_TEST
+
+/* ---- the library itself dlopened and dlclosed -------------------------------- */
+
+/* Threads that used the library exit after its dlclose: their per-thread
+ * destructors must not point into unmapped code (-z nodelete). */
+START_TEST(dlclose_then_thread_exit)
+{
+    char lib[4096];
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/libatlastrace.so", lib));
+    char *argv[] = {T("rel_harm"), "dlclose", lib, NULL};
+    const char *const plain[] = {NULL}, *const traced[] = {"ATLAS_TRACE=1", NULL};
+    const char *const *envs[] = {plain, traced};
+    for (int i = 0; i < 2; i++) {
+        struct run_result r;
+        run_target(&r, argv, envs[i], 0);
+        ck_assert_msg(r.status == 0, "%s: exited %d; stderr:\n%s",
+                      i ? "ATLAS_TRACE=1" : "no settings", r.status, r.err);
+        ck_assert_str_eq(r.out, "ok\n");
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* ---- a module unloaded, and its kernel handle given to another kernel ------- */
+
+/* Lines of a JSON-lines trace file for `kernel` (and of those, how many hold
+ * `needle`). */
+static int trace_lines(const char *path, const char *kernel, const char *needle, int *with)
+{
+    FILE *f = fopen(path, "r");
+    char key[128], line[16384];
+    int n = 0;
+    *with = 0;
+    snprintf(key, sizeof key, "\"kernel\":\"%s\"", kernel);
+    while (f && fgets(line, sizeof line, f))
+        if (strstr(line, key)) {
+            n++;
+            *with += strstr(line, needle) != NULL;
+        }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+START_TEST(unload_handle_reuse)
+{
+    char dir[] = "/tmp/atlas-rel-XXXXXX", path[128], kv[160];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    snprintf(kv, sizeof kv, "ATLAS_TRACE_FILE=%s", path);
+    char *argv[] = {T("rel_harm"), "unload", "2000", NULL};
+    const char *const env[] = {"ATLAS_TRACE=1", kv, NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    int wide63 = 0, narrow1 = 0;
+    int wide = trace_lines(path, "wide", "\"i\":63,", &wide63);
+    int narrow = trace_lines(path, "narrow", "\"i\":1,", &narrow1);
+    unlink(path);
+    rmdir(dir);
+    ck_assert_msg(r.status == 0, "exited %d; stderr:\n%.2000s", r.status, r.err);
+    /* the fake driver gave every narrow kernel the wide one's old handle */
+    HAS(r.out, "reused 2000\nok\n");
+    ck_assert_int_eq(wide, 2000);
+    ck_assert_int_eq(wide63, 2000);
+    ck_assert_int_eq(narrow, 2000);
+    ck_assert_msg(narrow1 == 0, "%d narrow launches recorded with a second parameter", narrow1);
+    run_free(&r);
+}
+END_TEST
+
+/* ---- a one-shot kernel error the library's own sync observes first ---------- */
+
+/* A kernel fails with an error that is reported once (not sticky); the
+ * red-zone check's own sync or copy (at the free, the launch or the sync)
+ * sees it first. The program's cuCtxSynchronize / cuMemcpyDtoH must still
+ * return it, exactly as without the preload. */
+START_TEST(oneshot_error_reaches_program)
+{
+    const char *how[] = {"sync", "dtoh"};
+    const char *check[] = {"ATLAS_REDZONE_CHECK=free", "ATLAS_REDZONE_CHECK=sync",
+                           "ATLAS_REDZONE_CHECK=launch"};
+    for (int h = 0; h < 2; h++) {
+        char *argv[] = {T("rel_harm"), "oneshot", (char *)how[h], NULL};
+        struct run_result native;
+        run_target(&native, argv, NULL, 0);
+        ck_assert_int_eq(native.status, 0);
+        ck_assert_str_eq(native.out, "status 999\nstatus 0\n");
+        for (int c = 0; c < 3; c++) {
+            const char *const env[] = {"ATLAS_REDZONE=64", check[c], NULL};
+            struct run_result r;
+            run_target(&r, argv, env, 1);
+            ck_assert_msg(r.status == 0, "%s %s: exit %d", how[h], check[c], r.status);
+            ck_assert_msg(strcmp(r.out, native.out) == 0, "%s %s: the program saw\n%swant\n%s",
+                          how[h], check[c], r.out, native.out);
+            run_free(&r);
+        }
+        run_free(&native);
+    }
+}
+END_TEST
+
+/* ---- the trace's memory is bounded ------------------------------------------- */
+
+/* A program that never synchronises (it polls cuStreamQuery) launches
+ * 300,000 kernels with 4 KiB of arguments: 1.2 GB of trace unbounded. Under
+ * `ulimit -v 1000000` (about 977 MiB of address space) its own later
+ * malloc(512 MiB) must still succeed, its peak RSS stays within 512 MiB +
+ * ATLAS_TRACE_MAX_MB (256) + 64 MiB, and the limit is said once.
+ * Sanitizer runtimes reserve terabytes of address space, so a sanitized run
+ * goes without the ulimit and checks the rest. */
+START_TEST(trace_memory_bounded)
+{
+    const char *extra = getenv("ATL_TEST_PRELOAD_EXTRA");
+    int sanitized = extra && *extra;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%sexec %s poll 300000 512", sanitized ? "" : "ulimit -v 1000000 && ",
+             T("rel_harm"));
+    char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    const char *const env[] = {"ATLAS_TRACE=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d; stdout:\n%s\nstderr:\n%.2000s\nlog:\n%.2000s", r.status,
+                  r.out, r.err, r.log);
+    HAS(r.out, "ok 2\n");
+    const char *hwm = strstr(r.out, "hwm_kb ");
+    ck_assert_ptr_nonnull(hwm);
+    long kb = atol(hwm + 7);
+    if (!sanitized)
+        ck_assert_msg(kb < (512 + 256 + 64) * 1024L, "peak RSS %ld KiB", kb);
+    fprintf(stderr, "trace memory: peak RSS %ld KiB with a 512 MiB malloc of the program's\n", kb);
+    ck_assert_int_eq(count_lines(r.log, "ATLAS_TRACE_MAX_MB=256 reached"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* ---- ATLAS_NO_CHILDREN with programs that keep their own environment -------- */
+
+/* bash supplies its own getenv/setenv and builds its children's environment
+ * from its own table, which it fills from `environ` after our constructor
+ * ran; Python copies `environ` into os.environ. A child of either must see
+ * neither the library in its maps nor in LD_PRELOAD. */
+START_TEST(no_children_bash_python)
+{
+    const char *child = "grep -c libatlastrace /proc/self/maps; echo \"pre=[$LD_PRELOAD]\"";
+    char py[512];
+    snprintf(py, sizeof py, "import subprocess\nsubprocess.run(['/bin/bash', '-c', '%s'])\n",
+             "grep -c libatlastrace /proc/self/maps; echo \"pre=[$LD_PRELOAD]\"");
+    char *bash_argv[] = {"/bin/bash", "-c", (char *)child, NULL};
+    char *py_argv[] = {"/usr/bin/python3", "-c", py, NULL};
+    char **argvs[] = {bash_argv, py_argv};
+    const char *const env[] = {"ATLAS_NO_CHILDREN=1", NULL};
+    for (int i = 0; i < 2; i++) {
+        if (access(argvs[i][0], X_OK) != 0) {
+            fprintf(stderr, "no_children: no %s here: that case did not run\n", argvs[i][0]);
+            continue;
+        }
+        struct run_result r;
+        run_target(&r, argvs[i], env, 1);
+        /* grep -c prints 0 (and exits 1) when no line matches */
+        ck_assert_msg(strncmp(r.out, "0\npre=[", 7) == 0, "%s: the child kept the library:\n%s",
+                      argvs[i][0], r.out);
+        HASNT(r.out, "libatlastrace");
+        run_free(&r);
+    }
+}
+END_TEST
+
 /* ---- bad settings ---------------------------------------------------------- */
 
 struct var {
@@ -401,6 +597,16 @@ int main(void)
     tcase_add_test(tc, bad_settings);
     tcase_add_test(tc, file_symlink_refused);
     tcase_add_test(tc, file_created_0600);
+    suite_add_tcase(s, tc);
+    /* issue #13: programs the preload once hung, crashed or starved */
+    tc = tcase_create("harm");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, exit_from_signal_handler);
+    tcase_add_test(tc, dlclose_then_thread_exit);
+    tcase_add_test(tc, no_children_bash_python);
+    tcase_add_test(tc, unload_handle_reuse);
+    tcase_add_test(tc, oneshot_error_reaches_program);
+    tcase_add_test(tc, trace_memory_bounded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

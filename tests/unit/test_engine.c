@@ -6,9 +6,12 @@
 #include "stack.h"
 
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static struct atl_alloc_rec rec(uint64_t seq, CUdeviceptr p, size_t bytes, size_t padded)
 {
@@ -220,6 +223,54 @@ START_TEST(demangles)
 }
 END_TEST
 
+/* A thread stopped while holding a lock the exit reports need (here: it
+ * never lets go). The exit waits for it once, ATL_EXIT_WAIT_MS counted from
+ * its start, then skips; later locks do not wait again. Check runs each test
+ * in a child process, so the exit started here ends nothing else. */
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t taken;
+
+static void *hold_forever(void *arg)
+{
+    pthread_mutex_lock(&held);
+    pthread_barrier_wait(&taken);
+    for (;;)
+        pause();
+    return arg;
+}
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+START_TEST(exit_lock_gives_up)
+{
+    pthread_t t;
+    pthread_barrier_init(&taken, NULL, 2);
+    pthread_create(&t, NULL, hold_forever, NULL);
+    pthread_barrier_wait(&taken);
+    atl_engine_init();
+    double t0 = seconds();
+    atl_engine_exit();
+    ck_assert_int_eq(atl_exiting(), 1);
+    ck_assert_int_eq(atl_exit_lock(&held, "a test report"), -1);
+    double waited = seconds() - t0;
+    ck_assert_msg(waited > ATL_EXIT_WAIT_MS / 1000.0 * 0.9 &&
+                      waited < ATL_EXIT_WAIT_MS / 1000.0 + 2,
+                  "waited %.2f s", waited);
+    t0 = seconds();
+    ck_assert_int_eq(atl_exit_lock(&held, NULL), -1);
+    ck_assert_msg(seconds() - t0 < 0.5, "waited again: %.2f s", seconds() - t0);
+    /* a free lock is still taken */
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    ck_assert_int_eq(atl_exit_lock(&m, NULL), 0);
+    pthread_mutex_unlock(&m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -231,6 +282,7 @@ int main(void)
     tcase_add_test(tc, addrmap_matches_reference);
     tcase_add_test(tc, kernel_names_from_lookups);
     tcase_add_test(tc, demangles);
+    tcase_add_test(tc, exit_lock_gives_up);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
