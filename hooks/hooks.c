@@ -41,9 +41,16 @@ void *atl_real_ptr[ATL_ID_COUNT];
         return r_;                                                                                 \
     }                                                                                              \
     static CUresult mid_##fname(ATL_K_##KIND##_P);                                                 \
+    /* the light path's cold half: records the launch itself (never back to                     \
+     * mid_, which would come here again for a handle that cannot be named) */                    \
     static __attribute__((noinline, cold, unused)) CUresult named_##fname(ATL_K_##KIND##_P)        \
     {                                                                                              \
-        ATL_K_##KIND##_NAMED return mid_##fname(ATL_K_##KIND##_A);                                 \
+        const int id_ = ATL_ID_##sym;                                                              \
+        (void)id_;                                                                                 \
+        __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
+        if (!real_)                                                                                \
+            return slow_##fname(ATL_K_##KIND##_A);                                                 \
+        ATL_K_##KIND##_NAMED ATL_K_##KIND##_RECORD return real_(ATL_K_##KIND##_A);                 \
     }                                                                                              \
     static __attribute__((noinline, noclone, used)) CUresult mid_##fname(ATL_K_##KIND##_P)         \
     {                                                                                              \

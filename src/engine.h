@@ -187,6 +187,7 @@ struct atl_sync {
     CUcontext ctx; /* cuCtxSynchronize_v2 */
     CUstream stream;
     CUevent event;
+    uint64_t launches_before; /* the newest launch when it started (engine) */
 };
 void atl_sync_pre(struct atl_sync *s);
 CUresult atl_sync_post(struct atl_sync *s, CUresult r);

@@ -12,9 +12,10 @@
 
 #include "config.h"
 #include "driver.h"
+#include "dsk.h"
+#include "flight.h"
 #include "kernels.h"
 #include "log.h"
-#include "ring.h"
 #include "stack.h"
 
 #include <pthread.h>
@@ -33,16 +34,23 @@ static uint64_t blocking_n; /* blocking device-to-host copies, numbered */
 
 static int trace_on;      /* ATLAS_D2H_TRACE given */
 static uint64_t trace_at; /* its value: backtrace at this blocking copy */
-static int debug_sync;    /* ATLAS_DEBUG_SYNC_KERNELS */
-static int ring_on = 1;   /* ATLAS_LAUNCH_RING */
+static enum atl_dsk debug_sync; /* ATLAS_DEBUG_SYNC_KERNELS */
 
 void atl_sync_init(void)
 {
     int i = atl_config_find("ATLAS_D2H_TRACE");
     trace_on = i >= 0 && atl_cfg.set[i];
     trace_at = atl_cfg.d2h_trace;
-    debug_sync = (int)atl_cfg.debug_sync_kernels;
-    ring_on = (int)atl_cfg.launch_ring;
+    const char *why;
+    debug_sync = atl_dsk_parse(atl_cfg.debug_sync_kernels, &why);
+    if (debug_sync == ATL_DSK_BAD) {
+        char shown[80];
+        atl_config_show_value(atl_cfg.debug_sync_kernels, shown, sizeof shown);
+        atl_log(ATL_ERROR, "ignoring ATLAS_DEBUG_SYNC_KERNELS='%s': %s; using 0", shown, why);
+        debug_sync = ATL_DSK_OFF;
+    }
+    atl_flight_init(atl_cfg.launch_ring,
+                    debug_sync == ATL_DSK_LIST ? atl_cfg.debug_sync_kernels : NULL);
 }
 
 /* Copies and syncs always, for the counts and the latch; launches always, for
@@ -64,7 +72,7 @@ unsigned atl_sync_wanted(void)
     on |= trace_on ? ATL_ON_COPY_DTOH : ATL_ON_DTOH_COUNT;
     if (debug_sync)
         on |= ATL_ON_LAUNCH;
-    else if (ring_on)
+    else if (atl_flight_ring_on())
         on |= ATL_ON_LAUNCH_RING; /* hooks' light path, not the engine */
     return on;
 }
@@ -284,134 +292,8 @@ void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r)
     count(k[s->kind], 0);
     if (r != CUDA_SUCCESS)
         atl_fault_check(s->hook, r);
-}
-
-/* ---- the ring of recent launches -------------------------------------------- */
-
-/* Written on every launch (ring.h: the launch number and a dozen stores),
- * inline in the hooks. Process-wide rather than per context: one context per
- * process is the common case, and the report says so. */
-struct atl_ring_ent atl_ring[ATL_RING];
-
-#define RLD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
-
-static void ring_copy(struct atl_ring_ent *dst, struct atl_ring_ent *src)
-{
-    dst->seq = RLD(src->seq);
-    dst->func = RLD(src->func);
-    dst->exec = RLD(src->exec);
-    dst->stream = RLD(src->stream);
-    for (int i = 0; i < 3; i++) {
-        dst->grid[i] = RLD(src->grid[i]);
-        dst->block[i] = RLD(src->block[i]);
-    }
-    dst->shmem = RLD(src->shmem);
-    dst->hook = RLD(src->hook);
-}
-
-/* The per-thread caches of named kernels (ring.h). On the heap, one per
- * thread, behind one pointer: any initial-exec TLS puts the library's whole
- * TLS block in static TLS, and glibc keeps only about 512 spare bytes of it
- * for libraries loaded with dlopen (NVTX injection loads us so); 2 KiB here
- * made that dlopen fail. A thread whose cache cannot be allocated simply
- * names every launch (a registry lookup). */
-struct named_cache {
-    void *slot[ATL_NAMED];
-    struct named_cache *prev, *next;
-};
-__thread void **atl_named __attribute__((tls_model("initial-exec")));
-/* Every thread's cache stays on one list, so a forked child (where the other
- * threads are gone) still reaches them, and a thread's exit frees its own. */
-static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct named_cache *named_all;
-static pthread_key_t named_key;
-static pthread_once_t named_key_once = PTHREAD_ONCE_INIT;
-
-static void named_free(void *p)
-{
-    struct named_cache *c = p;
-    pthread_mutex_lock(&named_lock);
-    if (c->prev)
-        c->prev->next = c->next;
     else
-        named_all = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    pthread_mutex_unlock(&named_lock);
-    free(c);
-}
-
-static void named_key_make(void)
-{
-    pthread_key_create(&named_key, named_free);
-}
-
-static void **named_alloc(void)
-{
-    pthread_once(&named_key_once, named_key_make);
-    struct named_cache *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
-    pthread_mutex_lock(&named_lock);
-    c->next = named_all;
-    if (named_all)
-        named_all->prev = c;
-    named_all = c;
-    pthread_mutex_unlock(&named_lock);
-    pthread_setspecific(named_key, c);
-    return c->slot;
-}
-
-void atl_ring_name(void *func)
-{
-    if (!func)
-        return;
-    atl_kernel_mangled(func);
-    void **n = atl_named;
-    if (!n)
-        n = atl_named = named_alloc();
-    if (n)
-        n[atl_named_slot(func)] = func;
-}
-
-#define RING_SHOWN 16
-
-static void ring_report(const char *tag)
-{
-    uint64_t last = 0;
-    for (int i = 0; i < ATL_RING; i++) {
-        uint64_t s = __atomic_load_n(&atl_ring[i].seq, __ATOMIC_ACQUIRE);
-        if (s > last)
-            last = s;
-    }
-    if (!last) {
-        atl_log(ATL_ERROR, "%s: no kernel launch was seen before it%s", tag,
-                ring_on ? "" : " (ATLAS_LAUNCH_RING=0: launches are not recorded)");
-        return;
-    }
-    uint64_t first = last >= RING_SHOWN ? last - RING_SHOWN + 1 : 1;
-    atl_log(ATL_ERROR,
-            "%s: the last %llu launches (all contexts, oldest first; the culprit is "
-            "usually among them):",
-            tag, (unsigned long long)(last - first + 1));
-    for (uint64_t s = first; s <= last; s++) {
-        struct atl_ring_ent e;
-        ring_copy(&e, &atl_ring[s & (ATL_RING - 1)]);
-        if (__atomic_load_n(&atl_ring[s & (ATL_RING - 1)].seq, __ATOMIC_ACQUIRE) != s || e.seq != s)
-            continue;
-        if (!e.func) {
-            atl_log(ATL_ERROR, "%s:   launch=%llu graph=%p stream=%p via=%s", tag,
-                    (unsigned long long)s, e.exec, (void *)e.stream, atl_hook_names[e.hook]);
-            continue;
-        }
-        char name[256];
-        atl_kernel_name(e.func, name, sizeof name);
-        atl_log(ATL_ERROR,
-                "%s:   launch=%llu kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u stream=%p "
-                "via=%s",
-                tag, (unsigned long long)s, name, e.grid[0], e.grid[1], e.grid[2], e.block[0],
-                e.block[1], e.block[2], e.shmem, (void *)e.stream, atl_hook_names[e.hook]);
-    }
+        atl_flight_good_sync(s->kind, s->stream, s->launches_before);
 }
 
 /* ---- the fault latch ---------------------------------------------------------------- */
@@ -463,7 +345,7 @@ void atl_fault_check(int hook, CUresult r)
             "failures are not repeated",
             name, (int)r, atl_hook_names[hook], site, text);
     print_frames("fault", &st, 0, 8);
-    ring_report("fault");
+    atl_flight_report("fault");
 }
 
 /* ---- debug sync --------------------------------------------------------------------- */
@@ -519,6 +401,8 @@ static CUresult debug_sync_after(const struct atl_launch *l)
 {
     if (__atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || local_caps > 0)
         return CUDA_SUCCESS;
+    if (debug_sync == ATL_DSK_LIST && !atl_flight_debug_sync_wanted(l->func))
+        return CUDA_SUCCESS;
     int pt = atl_hook_flags[l->hook] & ATL_F_PT;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult (*is_cap)(CUstream, CUstreamCaptureStatus *) =
@@ -534,9 +418,12 @@ static CUresult debug_sync_after(const struct atl_launch *l)
     char name[256];
     atl_kernel_name(l->func, name, sizeof name);
     CUstream s = (pt && !l->stream) ? CU_STREAM_PER_THREAD : l->stream;
+    uint64_t upto = atl_flight_last_launch();
     CUresult r = atl_drv.cuStreamSynchronize(s);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
+        atl_flight_good_sync(ATL_SYNC_STREAM, l->stream, upto);
         return r;
+    }
     if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
         return r;
     if (atl_fault_is_sticky(r))
