@@ -121,7 +121,7 @@ static struct atl_krec *krec_make(void *h)
 /* Under ktab_lock: places key in t (which has room). */
 static struct atl_ktab_ent *ktab_place(struct atl_ktab *t, void *key)
 {
-    uint64_t off = (((uint64_t)(uintptr_t)key * ATL_KTAB_MUL) >> 32) & t->mask;
+    uint64_t off = (((uint64_t)(uintptr_t)key * ATL_KTAB_MUL) >> ATL_KTAB_SHIFT) & t->mask;
     for (;;) {
         struct atl_ktab_ent *e = (struct atl_ktab_ent *)((char *)t->e + off);
         if (!e->key || e->key == key)

@@ -32,6 +32,12 @@ struct atl_ring_ent {
     uint64_t spare;
 };
 _Static_assert(sizeof(struct atl_ring_ent) == 64, "a ring slot is one cache line");
+/* hooks.c's assembly writes the slot at these offsets */
+_Static_assert(__builtin_offsetof(struct atl_ring_ent, stream) == 16, "slot layout");
+_Static_assert(__builtin_offsetof(struct atl_ring_ent, grid) == 24, "slot layout");
+_Static_assert(__builtin_offsetof(struct atl_ring_ent, block) == 36, "slot layout");
+_Static_assert(__builtin_offsetof(struct atl_ring_ent, shmem) == 48, "slot layout");
+_Static_assert(__builtin_offsetof(struct atl_ring_ent, hook) == 52, "slot layout");
 
 /* The kernel table: every kernel handle the recorder knows (named when it
  * was looked up through us, or at its first launch), open-addressed, read
@@ -45,7 +51,13 @@ struct atl_ktab_ent {
     uint64_t spare;
 };
 #define ATL_KTAB_ENT 32
-#define ATL_KTAB_MUL 0x9e3779b97f4a7c15ULL
+/* The hash: (f * MUL) >> SHIFT, masked. MUL is a sign-extended 32-bit
+ * immediate (one imul in hooks.c's assembly); the bits kept, 29 and up of
+ * the product, depend on the handle's bits 0 to 44 and spread handles that
+ * are 16 bytes apart (kernels of one module, as the fake driver gives them)
+ * dozens of slots apart. */
+#define ATL_KTAB_MUL 0xffffffff9e3779b1ULL
+#define ATL_KTAB_SHIFT 24
 #define ATL_KTAB_GONE ((void *)1)
 struct atl_ktab {
     uint64_t mask; /* (capacity - 1) * ATL_KTAB_ENT */
@@ -83,7 +95,7 @@ extern struct atl_launch_counter atl_launch_seq ATL_HIDDEN;
 /* The table entry of f, or NULL (f NULL finds an empty entry: not ready). */
 static inline struct atl_ktab_ent *atl_ktab_find(const struct atl_ktab *t, const void *f)
 {
-    uint64_t off = (((uint64_t)(uintptr_t)f * ATL_KTAB_MUL) >> 32) & t->mask;
+    uint64_t off = (((uint64_t)(uintptr_t)f * ATL_KTAB_MUL) >> ATL_KTAB_SHIFT) & t->mask;
     for (;;) {
         struct atl_ktab_ent *e = (struct atl_ktab_ent *)((char *)t->e + off);
         void *k = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
