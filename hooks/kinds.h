@@ -78,6 +78,32 @@
     atl_graph_launch_pre(&ev_);
 #define ATL_K_GRAPH_LAUNCH_POST r_ = atl_graph_launch_post(&ev_, r_);
 
+/* ---- graph instantiation (always seen: the flight recorder keeps each
+ * executable graph's kernel nodes, read from the graph while it exists) ---- */
+#define ATL_GRAPH_INST_PRE                                                                         \
+    struct atl_graph_inst ev_ = {.hook = id_, .graph = hGraph};
+#define ATL_GRAPH_INST_POST                                                                        \
+    ev_.exec = (r_ == CUDA_SUCCESS && phGraphExec) ? *phGraphExec : NULL;                          \
+    atl_graph_inst_post(&ev_, r_);
+#define ATL_K_GRAPH_INST_LEGACY_P                                                                  \
+    CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer,           \
+        size_t bufferSize
+#define ATL_K_GRAPH_INST_LEGACY_A phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize
+#define ATL_K_GRAPH_INST_LEGACY_BIT ATL_ON_CAPTURE
+#define ATL_K_GRAPH_INST_LEGACY_PRE ATL_GRAPH_INST_PRE
+#define ATL_K_GRAPH_INST_LEGACY_POST ATL_GRAPH_INST_POST
+#define ATL_K_GRAPH_INST_FLAGS_P CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags
+#define ATL_K_GRAPH_INST_FLAGS_A phGraphExec, hGraph, flags
+#define ATL_K_GRAPH_INST_FLAGS_BIT ATL_ON_CAPTURE
+#define ATL_K_GRAPH_INST_FLAGS_PRE ATL_GRAPH_INST_PRE
+#define ATL_K_GRAPH_INST_FLAGS_POST ATL_GRAPH_INST_POST
+#define ATL_K_GRAPH_INST_PARAMS_P                                                                  \
+    CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *params
+#define ATL_K_GRAPH_INST_PARAMS_A phGraphExec, hGraph, params
+#define ATL_K_GRAPH_INST_PARAMS_BIT ATL_ON_CAPTURE
+#define ATL_K_GRAPH_INST_PARAMS_PRE ATL_GRAPH_INST_PRE
+#define ATL_K_GRAPH_INST_PARAMS_POST ATL_GRAPH_INST_POST
+
 /* ---- capture ---- */
 #define ATL_K_CAPTURE_BEGIN1_P CUstream hStream
 #define ATL_K_CAPTURE_BEGIN1_A hStream
@@ -672,6 +698,18 @@
                      config->sharedMemBytes);
 #define ATL_K_LAUNCH_EX_LIGHT(again)                                                               \
     ATL_LIGHT_READY(again, ATL_K_LAUNCH_EX_A) ATL_K_LAUNCH_EX_RECORD
+#define ATL_K_GRAPH_INST_LEGACY_LIGHTBIT 0
+#define ATL_K_GRAPH_INST_LEGACY_NAMED
+#define ATL_K_GRAPH_INST_LEGACY_RECORD
+#define ATL_K_GRAPH_INST_LEGACY_LIGHT(again)
+#define ATL_K_GRAPH_INST_FLAGS_LIGHTBIT 0
+#define ATL_K_GRAPH_INST_FLAGS_NAMED
+#define ATL_K_GRAPH_INST_FLAGS_RECORD
+#define ATL_K_GRAPH_INST_FLAGS_LIGHT(again)
+#define ATL_K_GRAPH_INST_PARAMS_LIGHTBIT 0
+#define ATL_K_GRAPH_INST_PARAMS_NAMED
+#define ATL_K_GRAPH_INST_PARAMS_RECORD
+#define ATL_K_GRAPH_INST_PARAMS_LIGHT(again)
 #define ATL_K_ALLOC_LIGHTBIT 0
 #define ATL_K_ALLOC_NAMED
 #define ATL_K_ALLOC_RECORD

@@ -202,9 +202,16 @@ void atl_graph_launch_pre(struct atl_graph_launch *g)
     atl_ring_put(g->hook | ATL_RING_GRAPH, g->exec, g->stream, 0, 0, 0, 0, 0, 0, 0);
 }
 
+void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        atl_flight_note_graph(g->exec, g->graph);
+    atl_fault_check(g->hook, r);
+}
+
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
-    atl_fault_check(g->hook, r);
+    r = atl_sync_graph_launch_post(g, r);
     atl_redzone_graph_launch_post(g, r);
     if (atl_trace_on)
         atl_trace_graph_launch(g, r);

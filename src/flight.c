@@ -19,6 +19,7 @@
  */
 #include "flight.h"
 
+#include "driver.h"
 #include "dsk.h"
 #include "kernels.h"
 #include "ledger.h"
@@ -259,6 +260,101 @@ int atl_flight_debug_sync_wanted(void *func)
     return atl_dsk_match(dsk_list, atl_kernel_mangled(func));
 }
 
+/* ---- graphs ------------------------------------------------------------------------ */
+
+/* The kernel nodes of the last GRAPHS executable graphs instantiated (the
+ * oldest is replaced: a program that instantiates thousands of graphs keeps
+ * the recent ones), read at instantiation: programs often destroy the graph
+ * once it is instantiated, and after a fault the driver stops answering. */
+#define GRAPHS 256
+#define GRAPH_NODES 32
+struct graph_node {
+    void *func;
+    unsigned grid[3], block[3];
+};
+struct graph_info {
+    CUgraphExec exec;
+    unsigned nodes, kernels; /* all nodes; kernel nodes (the first GRAPH_NODES kept) */
+    struct graph_node k[GRAPH_NODES];
+};
+static struct graph_info *graphs[GRAPHS];
+static unsigned graphs_next;
+static pthread_mutex_t graphs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void atl_flight_note_graph(CUgraphExec exec, CUgraph graph)
+{
+    size_t n = 0;
+    if (!exec || !atl_drv.cuGraphGetNodes || !atl_drv.cuGraphNodeGetType ||
+        !atl_drv.cuGraphKernelNodeGetParams_v2 ||
+        atl_drv.cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS)
+        return;
+    CUgraphNode *nodes = calloc(n ? n : 1, sizeof *nodes);
+    struct graph_info *gi = calloc(1, sizeof *gi);
+    if (!nodes || !gi || atl_drv.cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) {
+        free(nodes), free(gi);
+        return;
+    }
+    gi->exec = exec;
+    gi->nodes = (unsigned)n;
+    for (size_t i = 0; i < n; i++) {
+        CUgraphNodeType t;
+        CUDA_KERNEL_NODE_PARAMS_v2 p;
+        if (atl_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS ||
+            t != CU_GRAPH_NODE_TYPE_KERNEL)
+            continue;
+        memset(&p, 0, sizeof p);
+        if (atl_drv.cuGraphKernelNodeGetParams_v2(nodes[i], &p) != CUDA_SUCCESS)
+            continue;
+        void *f = p.func ? (void *)p.func : (void *)p.kern;
+        atl_flight_note_lookup(f); /* named now, while the driver answers */
+        if (gi->kernels < GRAPH_NODES)
+            gi->k[gi->kernels] = (struct graph_node){
+                f, {p.gridDimX, p.gridDimY, p.gridDimZ}, {p.blockDimX, p.blockDimY, p.blockDimZ}};
+        gi->kernels++;
+    }
+    free(nodes);
+    pthread_mutex_lock(&graphs_lock);
+    unsigned slot = GRAPHS;
+    for (unsigned i = 0; i < GRAPHS && slot == GRAPHS; i++)
+        if (graphs[i] && graphs[i]->exec == exec)
+            slot = i; /* the address of a destroyed exec, reused */
+    if (slot == GRAPHS)
+        slot = graphs_next++ % GRAPHS;
+    struct graph_info *old = graphs[slot];
+    graphs[slot] = gi;
+    pthread_mutex_unlock(&graphs_lock);
+    free(old);
+}
+
+#define GRAPH_NODES_SHOWN 16
+
+int atl_flight_graph_nodes(const char *tag, CUgraphExec exec)
+{
+    pthread_mutex_lock(&graphs_lock);
+    const struct graph_info *gi = NULL;
+    for (unsigned i = 0; i < GRAPHS && !gi; i++)
+        if (graphs[i] && graphs[i]->exec == exec)
+            gi = graphs[i];
+    if (!gi) {
+        pthread_mutex_unlock(&graphs_lock);
+        return 0;
+    }
+    atl_log(ATL_ERROR, "%s:     graph %p: %u kernel nodes (of %u nodes), from its instantiation:",
+            tag, (void *)exec, gi->kernels, gi->nodes);
+    for (unsigned i = 0; i < gi->kernels && i < GRAPH_NODES && i < GRAPH_NODES_SHOWN; i++) {
+        char name[256];
+        atl_kernel_name(gi->k[i].func, name, sizeof name);
+        atl_log(ATL_ERROR, "%s:       node kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u)", tag, name,
+                gi->k[i].grid[0], gi->k[i].grid[1], gi->k[i].grid[2], gi->k[i].block[0],
+                gi->k[i].block[1], gi->k[i].block[2]);
+    }
+    if (gi->kernels > GRAPH_NODES_SHOWN)
+        atl_log(ATL_ERROR, "%s:       and %u more kernel nodes", tag,
+                gi->kernels - GRAPH_NODES_SHOWN);
+    pthread_mutex_unlock(&graphs_lock);
+    return 1;
+}
+
 /* ---- good syncs ---------------------------------------------------------------- */
 
 /* Launches numbered up to good_all completed without a fault (a context
@@ -294,6 +390,39 @@ void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upt
             marks[i].upto = upto;
         pthread_mutex_unlock(&marks_lock);
     }
+}
+
+/* Stream captures: a launch into a capturing stream does not run (it becomes
+ * a graph node, run by a graph launch later), so it is no suspect. The last
+ * CAPTURES windows of launch numbers, per stream. */
+#define CAPTURES 64
+static struct {
+    CUstream stream;
+    uint64_t from, to; /* launches (from, to]; to is UINT64_MAX while open */
+} caps[CAPTURES];
+static unsigned caps_next;
+
+void atl_flight_capture(CUstream stream, int begin)
+{
+    uint64_t now = atl_flight_last_launch();
+    pthread_mutex_lock(&marks_lock);
+    if (begin) {
+        unsigned i = caps_next++ % CAPTURES;
+        caps[i].stream = stream, caps[i].from = now, caps[i].to = UINT64_MAX;
+    } else {
+        for (unsigned i = 0; i < CAPTURES; i++)
+            if (caps[i].stream == stream && caps[i].to == UINT64_MAX)
+                caps[i].to = now;
+    }
+    pthread_mutex_unlock(&marks_lock);
+}
+
+static int captured(CUstream stream, uint64_t s)
+{
+    for (unsigned i = 0; i < CAPTURES; i++)
+        if (caps[i].to && caps[i].stream == stream && s > caps[i].from && s <= caps[i].to)
+            return 1;
+    return 0;
 }
 
 static uint64_t stream_mark(CUstream s)
@@ -503,7 +632,7 @@ void atl_flight_report(const char *tag)
     while (cap < 2 * (last - start + 1))
         cap <<= 1;
     struct group *g = calloc(cap, sizeof *g), *st = calloc(cap, sizeof *st);
-    uint64_t suspects = lost, cleared = 0, unreadable = 0;
+    uint64_t suspects = lost, cleared = 0, unreadable = 0, ncaptured = 0;
     for (uint64_t s = start; g && st && s <= last; s++) {
         struct atl_ring_ent e;
         if (!ring_get(s, &e)) {
@@ -512,6 +641,10 @@ void atl_flight_report(const char *tag)
         }
         if (stream_mark(e.stream) >= s) {
             cleared++;
+            continue;
+        }
+        if (!(e.hook & ATL_RING_GRAPH) && captured(e.stream, s)) {
+            ncaptured++;
             continue;
         }
         suspects++;
@@ -555,6 +688,9 @@ void atl_flight_report(const char *tag)
         if (cleared)
             atl_log(ATL_ERROR, "%s: %llu later launches are not suspects: their stream synchronised "
                     "successfully after them", tag, (unsigned long long)cleared);
+        if (ncaptured)
+            atl_log(ATL_ERROR, "%s: %llu launches into capturing streams are not suspects: they "
+                    "did not run (graph launches run them)", tag, (unsigned long long)ncaptured);
         used = 0;
         for (size_t i = 0; i < cap && st[i].obj; i++)
             cat(line, sizeof line, &used, "%s%p (%llu)", i ? ", " : "",
@@ -570,6 +706,19 @@ void atl_flight_report(const char *tag)
             print_launch(tag, &g[i].newest, lead);
             if (!g[i].graph)
                 print_args(tag, &g[i], epoch);
+            else if (!atl_flight_graph_nodes(tag, g[i].obj))
+                atl_log(ATL_ERROR, "%s:     (its kernel nodes are unknown: instantiated before "
+                        "atlastrace was loaded, or too long ago)", tag);
+        }
+        /* graphs launched often are suspects too: a fault in one is inside its nodes */
+        for (unsigned i = 0, n = 0; i < kinds && n < RARE_SHOWN; i++) {
+            if (!g[i].graph || g[i].n <= RARE)
+                continue;
+            n++;
+            char lead[64];
+            snprintf(lead, sizeof lead, "   graph suspect x%llu, newest: ", (unsigned long long)g[i].n);
+            print_launch(tag, &g[i].newest, lead);
+            atl_flight_graph_nodes(tag, g[i].obj);
         }
         /* the hint: debug sync on the rare kernels only */
         used = 0;

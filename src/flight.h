@@ -27,6 +27,14 @@ void atl_flight_note_lookup(void *handle);
  * launches: they find no entry and take the cold path. */
 void atl_flight_forget(void *handle);
 
+/* An executable graph was instantiated from graph: its kernel nodes (names,
+ * grid and block) are read now, while the graph exists, for the report. */
+void atl_flight_note_graph(CUgraphExec exec, CUgraph graph);
+
+/* Logs the kernel nodes of exec, as "TAG:     node ..." lines; 0 when the
+ * graph is unknown (instantiated before we were loaded). */
+int atl_flight_graph_nodes(const char *tag, CUgraphExec exec);
+
 /* The launch number of the newest launch made so far: a sync's starting
  * point (launches made while it waits are not covered by it). */
 uint64_t atl_flight_last_launch(void);
@@ -35,6 +43,10 @@ uint64_t atl_flight_last_launch(void);
  * of them for a context sync; on its stream for a stream sync) are no
  * longer suspects. */
 void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upto);
+
+/* A stream capture began (begin 1, when it succeeded) or ended (0): the
+ * launches into it in between are no suspects. */
+void atl_flight_capture(CUstream stream, int begin);
 
 /* With an ATLAS_DEBUG_SYNC_KERNELS list: 1 when launches of func synchronise. */
 int atl_flight_debug_sync_wanted(void *func);

@@ -97,6 +97,7 @@ uint64_t atl_sync_blocking_d2h(void)
 #define SITES 1024
 struct site {
     uint64_t hash;
+    unsigned order; /* first seen: 0, 1, ... (ties in the summary: the newest first) */
     uint64_t n[ATL_SC_COUNT];
     uint64_t bytes;
     struct atl_stack stack;
@@ -133,6 +134,7 @@ static void site_note(enum atl_sync_counter k, size_t nbytes)
             if (nsites * 4 >= SITES * 3)
                 break; /* keep probes short: count the rest as dropped */
             s->hash = h;
+            s->order = nsites;
             s->stack = st;
             s->n[k] = 1;
             s->bytes = nbytes;
@@ -364,6 +366,7 @@ void atl_sync_capture_post(const struct atl_capture *c, CUresult r)
     if (c->begin) {
         if (r != CUDA_SUCCESS)
             return;
+        atl_flight_capture(c->stream, 1);
         if (c->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) {
             local_caps++;
             return;
@@ -381,6 +384,7 @@ void atl_sync_capture_post(const struct atl_capture *c, CUresult r)
         return;
     }
     /* the end of a capture ends it, whatever the result */
+    atl_flight_capture(c->stream, 0);
     CUstream key = c->stream ? c->stream : (CUstream)1;
     int found = 0;
     pthread_mutex_lock(&caps_lock);
@@ -393,6 +397,30 @@ void atl_sync_capture_post(const struct atl_capture *c, CUresult r)
     pthread_mutex_unlock(&caps_lock);
     if (!found && local_caps > 0)
         local_caps--;
+}
+
+/* Synchronises the launch's stream. Success marks the launches so far as
+ * good; the first failure latches (this report says it all) and gives its
+ * error's name and text, which stay NULL otherwise (reported once). */
+static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out, const char **ename,
+                                  const char **text, char *buf, unsigned len)
+{
+    *ename = NULL;
+    int pt = atl_hook_flags[hook] & ATL_F_PT;
+    uint64_t upto = atl_flight_last_launch();
+    if (upto_out)
+        *upto_out = upto;
+    CUresult r = atl_drv.cuStreamSynchronize((pt && !stream) ? CU_STREAM_PER_THREAD : stream);
+    if (r == CUDA_SUCCESS) {
+        atl_flight_good_sync(ATL_SYNC_STREAM, stream, upto);
+        return r;
+    }
+    if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
+        return r;
+    if (atl_fault_is_sticky(r))
+        __atomic_store_n(&latched, 1, __ATOMIC_RELEASE);
+    error_text(r, ename, text, buf, len);
+    return r;
 }
 
 /* Costs one cuStreamIsCapturing, a name look-up and a cuStreamSynchronize per
@@ -417,26 +445,51 @@ static CUresult debug_sync_after(const struct atl_launch *l)
     /* name it now: after a fault the driver stops answering cuFuncGetName */
     char name[256];
     atl_kernel_name(l->func, name, sizeof name);
-    CUstream s = (pt && !l->stream) ? CU_STREAM_PER_THREAD : l->stream;
-    uint64_t upto = atl_flight_last_launch();
-    CUresult r = atl_drv.cuStreamSynchronize(s);
-    if (r == CUDA_SUCCESS) {
-        atl_flight_good_sync(ATL_SYNC_STREAM, l->stream, upto);
-        return r;
-    }
-    if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
-        return r;
-    if (atl_fault_is_sticky(r))
-        __atomic_store_n(&latched, 1, __ATOMIC_RELEASE); /* this report says it all */
     char buf[48];
     const char *ename, *text;
-    error_text(r, &ename, &text, buf, sizeof buf);
+    CUresult r = debug_sync_stream(l->hook, l->stream, NULL, &ename, &text, buf, sizeof buf);
+    if (!ename)
+        return r;
     atl_log(ATL_ERROR,
             "debug-sync: launch failed: kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u "
             "stream=%p launch=%llu via=%s error=%s code=%d: %s",
             name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
             l->shmem, (void *)l->stream, (unsigned long long)l->seq, atl_hook_names[l->hook], ename,
             (int)r, text);
+    struct atl_stack stk;
+    atl_stack_capture(&stk);
+    print_frames("debug-sync", &stk, 0, 12);
+    return r;
+}
+
+/* Debug sync of a graph launch: the graph is synchronised as a whole, so a
+ * fault is inside one of its kernel nodes, which the report lists. With a
+ * list of kernel names, every graph launch is synchronised too: a kernel
+ * named may be one of its nodes, and graph launches are few. */
+CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
+{
+    if (r != CUDA_SUCCESS) {
+        atl_fault_check(g->hook, r);
+        return r;
+    }
+    if (!debug_sync || __atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || local_caps > 0 ||
+        !atl_drv.cuStreamSynchronize)
+        return r;
+    char buf[48];
+    const char *ename, *text;
+    uint64_t upto;
+    r = debug_sync_stream(g->hook, g->stream, &upto, &ename, &text, buf, sizeof buf);
+    if (!ename)
+        return r;
+    atl_log(ATL_ERROR,
+            "debug-sync: graph launch failed: graph=%p stream=%p launch=%llu via=%s error=%s "
+            "code=%d: %s. Graph launches are synchronised as a whole: the fault is inside one of "
+            "its kernel nodes",
+            (void *)g->exec, (void *)g->stream, (unsigned long long)upto, atl_hook_names[g->hook],
+            ename, (int)r, text);
+    if (!atl_flight_graph_nodes("debug-sync", g->exec))
+        atl_log(ATL_ERROR, "debug-sync:     (its kernel nodes are unknown: instantiated before "
+                "atlastrace was loaded)");
     struct atl_stack stk;
     atl_stack_capture(&stk);
     print_frames("debug-sync", &stk, 0, 12);
@@ -462,7 +515,11 @@ static int by_count(const void *a, const void *b)
     uint64_t nx = 0, ny = 0;
     for (int k = 0; k < ATL_SC_COUNT; k++)
         nx += x->n[k], ny += y->n[k];
-    return nx < ny ? 1 : nx > ny ? -1 : 0;
+    if (nx != ny)
+        return nx < ny ? 1 : -1;
+    /* equal counts: an order that does not hang on the stacks' hashes (the
+     * table's order), so the top ten are the same from run to run */
+    return x->order < y->order ? 1 : x->order > y->order ? -1 : 0;
 }
 
 #define TOP_SITES 10

@@ -37,6 +37,7 @@ unsigned atl_sync_wanted(void);
 
 /* Event entry points, called from the engine's. */
 CUresult atl_sync_launch_post(const struct atl_launch *l, CUresult r);
+CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
 void atl_sync_copy_post(const struct atl_copy *c, CUresult r);
 void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r);
 void atl_sync_capture_post(const struct atl_capture *c, CUresult r);

@@ -230,6 +230,44 @@ START_TEST(debug_sync_of_named_kernels_only)
 }
 END_TEST
 
+/* A fault inside a captured graph: the report lists the graph's kernel
+ * nodes, read at instantiation (the graph itself is destroyed by then). */
+START_TEST(a_graph_suspect_lists_its_kernel_nodes)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS", NULL};
+    struct run_result r;
+    run_mode(&r, "graph", env);
+    HAS(r.out, "graph launch returned 0\nsync returned 700\n");
+    HAS(r.log, "fault: 41 suspect launches since the program started (no context synchronisation "
+               "succeeded); by kernel, rarest first: graph@");
+    HAS(r.log, " x1, axpy_good x40\n");
+    /* the captured launches did not run: the graph launch did */
+    HAS(r.log, "fault: 4 launches into capturing streams are not suspects: they did not run (graph "
+               "launches run them)\n");
+    HAS(r.log, "kernel nodes (of 4 nodes), from its instantiation:\n");
+    HAS(r.log, "fault:       node kernel=axpy_good(float*) grid=(2,1,1) block=(64,1,1)\n");
+    HAS(r.log, "fault:       node kernel=oob_write(float*) grid=(2,1,1) block=(256,1,1)\n");
+    HAS(r.log, "fault:       node kernel=axpy_good(float*) grid=(2,1,1) block=(512,1,1)\n");
+    run_free(&r);
+}
+END_TEST
+
+/* Debug sync synchronises a graph launch as a whole and says so. */
+START_TEST(debug_sync_of_a_graph_names_its_nodes)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS=1", NULL};
+    struct run_result r;
+    run_mode(&r, "graph", env);
+    HAS(r.out, "graph launch returned 700\n");
+    HAS(r.log, "debug-sync: graph launch failed: graph=");
+    HAS(r.log, "Graph launches are synchronised as a whole: the fault is inside one of its kernel "
+               "nodes\n");
+    HAS(r.log, "debug-sync:       node kernel=oob_write(float*) grid=(2,1,1) block=(256,1,1)\n");
+    ck_assert_int_eq(count_lines(r.log, "fault: error="), 0);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(a_bad_debug_sync_value_is_reported_once)
 {
     static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS=oob write", NULL};
@@ -305,6 +343,8 @@ int main(void)
     tcase_add_test(tc, suspects_lost_to_a_small_ring_are_counted);
     tcase_add_test(tc, debug_sync_of_named_kernels_only);
     tcase_add_test(tc, a_bad_debug_sync_value_is_reported_once);
+    tcase_add_test(tc, a_graph_suspect_lists_its_kernel_nodes);
+    tcase_add_test(tc, debug_sync_of_a_graph_names_its_nodes);
     tcase_add_test(tc, kernel_audit_table);
     tcase_add_test(tc, no_audit_without_setting);
     suite_add_tcase(s, tc);

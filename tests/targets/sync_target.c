@@ -10,6 +10,9 @@
  *   sync_target fault     300 good launches, one faulting, 5 good, then syncs
  *   sync_target suspects  50 good launches and a good sync, then 300 good, one
  *                         faulting (launch 351), 300 good, then syncs
+ *   sync_target graph     a captured graph of 3 good launches and a faulting
+ *                         one, instantiated, the graph destroyed, launched
+ *                         after 20 good launches, then 20 more and syncs
  *   sync_target capture   launches inside a global-mode stream capture
  *   sync_target audit     look-ups (one fails) and launches
  */
@@ -226,6 +229,30 @@ __attribute__((noinline)) int mode_suspects(void)
     return 0;
 }
 
+__attribute__((noinline)) int mode_graph(void)
+{
+    CUstream s;
+    CUgraph g;
+    CUgraphExec x;
+    void *params[] = {&dbuf};
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 4; i++)
+        CHECK(cuLaunchKernel(i == 2 ? oob : good, 2, 1, 1, 64 << i, 1, 1, 0, s, params, NULL));
+    CHECK(cuStreamEndCapture(s, &g));
+    CHECK(cuGraphInstantiateWithFlags(&x, g, 0));
+    CHECK(cuGraphDestroy(g)); /* its nodes are known from the instantiation */
+    for (int i = 0; i < 20; i++)
+        CHECK(cuLaunchKernel(good, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    CUresult r = cuGraphLaunch(x, s);
+    printf("graph launch returned %d\n", (int)r);
+    for (int i = 0; i < 20 && r == CUDA_SUCCESS; i++)
+        CHECK(cuLaunchKernel(good, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    printf("sync returned %d\n", (int)cuStreamSynchronize(s));
+    printf("ok\n");
+    return 0;
+}
+
 __attribute__((noinline)) int mode_capture(void)
 {
     CUstream s, other;
@@ -276,6 +303,8 @@ int main(int argc, char **argv)
         return mode_fault(1);
     if (strcmp(argv[1], "suspects") == 0)
         return mode_suspects();
+    if (strcmp(argv[1], "graph") == 0)
+        return mode_graph();
     if (strcmp(argv[1], "capture") == 0)
         return mode_capture();
     if (strcmp(argv[1], "audit") == 0)
