@@ -666,11 +666,14 @@
 
 /* ---- the light path ----
  * ATL_K_KIND_LIGHT(again) runs instead of the engine when the kind's bit is
- * clear and ATL_K_KIND_LIGHTBIT is set in atl_on: the fault latch's ring of
- * recent launches (ring.h), inline, with no call, so the arguments stay in
- * their registers and the hook ends in a tail call. A kernel this thread has
- * not named yet goes to `again`, which runs ATL_K_KIND_NAMED and comes
- * back. Empty, with LIGHTBIT 0, for every other kind. */
+ * clear and ATL_K_KIND_LIGHTBIT is set in atl_on: the flight recorder's ring
+ * of launches (ring.h), inline, with no call, so the arguments stay in their
+ * registers and the hook ends in a tail call. A kernel the recorder's table
+ * lacks, or its first launch since the last good sync, goes to `again`
+ * (hooks.c's named_), which runs ATL_K_KIND_NAMED, then ATL_K_KIND_RECORD
+ * (the ring slot), then the driver. ATL_K_KIND_ASM_MID, where defined, makes
+ * the kind's light path in assembly instead (hooks.c). Empty, with LIGHTBIT
+ * 0, for every other kind. */
 #define ATL_K_GRAPH_LAUNCH_LIGHTBIT ATL_ON_LAUNCH_RING
 #define ATL_K_GRAPH_LAUNCH_NAMED
 #define ATL_K_GRAPH_LAUNCH_RECORD                                                                  \

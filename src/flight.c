@@ -100,6 +100,7 @@ struct atl_krec {
     unsigned nparams;  /* 0: no layout from the driver */
     uint32_t off[PARAMS_MAX], size[PARAMS_MAX];
     uint64_t args_epoch; /* the epoch the bytes are from (0: none) */
+    int args_busy;       /* a thread is copying them */
     unsigned args_len;
     unsigned char args[ARGS_MAX];
 };
@@ -193,11 +194,16 @@ void atl_flight_forget(void *handle)
 }
 
 /* Copies the launch's parameter bytes into the kernel's record: through the
- * driver's layout from kernelParams, or the packed `extra` buffer. Two
- * threads launching one kernel at once may mix their bytes: a wrong value in
- * a report, never a crash (every copy is bounded by the record). */
+ * driver's layout from kernelParams, or the packed `extra` buffer. One
+ * writer at a time (a try-lock: a thread that finds another copying this
+ * kernel's first launch of the epoch leaves it to it); a report reads the
+ * bytes after the epoch they are from is published. */
 static void args_keep(struct atl_krec *r, void **params, void **extra, uint64_t epoch)
 {
+    if (__atomic_load_n(&r->args_epoch, __ATOMIC_ACQUIRE) == epoch ||
+        __atomic_exchange_n(&r->args_busy, 1, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&r->args_epoch, 0, __ATOMIC_RELEASE);
     unsigned len = 0;
     if (params && r->nparams) {
         for (unsigned i = 0; i < r->nparams; i++) {
@@ -223,7 +229,9 @@ static void args_keep(struct atl_krec *r, void **params, void **extra, uint64_t 
         }
     }
     r->args_len = len;
-    __atomic_store_n(&r->args_epoch, len ? epoch : 0, __ATOMIC_RELEASE);
+    if (len)
+        __atomic_store_n(&r->args_epoch, epoch, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->args_busy, 0, __ATOMIC_RELEASE);
 }
 
 void atl_ring_first(void *f, void **params, void **extra)

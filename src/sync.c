@@ -61,12 +61,15 @@ void atl_sync_init(void)
 unsigned atl_sync_wanted(void)
 {
     unsigned on = ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LOOKUP | ATL_ON_CAPTURE;
-    /* The ring is written from the hooks' light path (a launch number and
-     * one ring slot, no engine slow path): +165 instructions a launch against
-     * the fake driver, down from +293 through the slow path, which cost 60 ns
-     * (1.7-2.4% of a 3.5 us launch) measured in-process on the H200.
+    /* The flight recorder's ring is written from the hooks' light path (a
+     * table probe, a launch number and one ring slot, no engine slow path):
+     * +39 instructions a launch against the fake driver at any number of
+     * kernels (make cpu-bench), where the engine's slow path cost +293 and
+     * 60 ns (1.7-2.4% of a 3.5 us launch) measured in-process on the H200.
      * ATLAS_LAUNCH_RING=0 gives even that back; the latch then still reports
-     * the first sticky error, without the launches before it. */
+     * the first sticky error, without the launches before it. A list of
+     * kernels to debug-sync takes every launch through the engine, which
+     * matches the kernel by its table entry (flight.c). */
     /* synchronous DtoH copies: counted on the hooks' light path, unless
      * ATLAS_D2H_TRACE wants their call sites */
     on |= trace_on ? ATL_ON_COPY_DTOH : ATL_ON_DTOH_COUNT;

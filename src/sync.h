@@ -6,9 +6,11 @@
  *   cuPointerGetAttribute per asynchronous host copy). ATLAS_D2H_TRACE adds
  *   backtraces, call sites and an exit summary.
  * - The fault latch is always armed: the first sticky error (700, 719, ...)
- *   any hooked call returns is reported once, with the last launches.
+ *   any hooked call returns is reported once, with the flight recorder's
+ *   suspects: every launch since the last good sync (flight.h).
  * - ATLAS_DEBUG_SYNC_KERNELS=1 synchronises after every launch and names the
- *   first launch that fails.
+ *   first launch that fails; =name1,name2 only after those kernels' launches
+ *   (dsk.h). Graph launches are synchronised as a whole.
  */
 #ifndef ATL_SYNC_H
 #define ATL_SYNC_H
