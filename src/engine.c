@@ -338,6 +338,8 @@ void atl_module_pre(struct atl_module *m)
 
 void atl_module_post(struct atl_module *m, CUresult r)
 {
+    if (m->unload && r == CUDA_SUCCESS)
+        atl_flight_forget_owner(m->handle); /* the driver may reuse the addresses */
     atl_kaudit_module(m, r);
 }
 

@@ -193,6 +193,42 @@ void atl_flight_forget(void *handle)
     pthread_mutex_unlock(&ktab_lock);
 }
 
+/* Collects the handles of one owner (under the registry's lock: nothing
+ * here may call back into the registry). */
+struct owned {
+    void *owner;
+    void **h;
+    size_t n, cap;
+};
+
+static void collect_owned(const struct atl_kernel *k, void *ctx)
+{
+    struct owned *o = ctx;
+    if (k->owner != o->owner)
+        return;
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 64;
+        void **h = realloc(o->h, cap * sizeof *h);
+        if (!h)
+            return; /* not forgotten: a stale name at worst */
+        o->h = h, o->cap = cap;
+    }
+    o->h[o->n++] = k->handle;
+}
+
+void atl_flight_forget_owner(void *owner)
+{
+    if (!owner)
+        return;
+    /* collected first, forgotten after: ktab_add takes the registry's lock
+     * under ktab_lock, so the two are never held the other way round */
+    struct owned o = {.owner = owner};
+    atl_kernels_each(collect_owned, &o);
+    for (size_t i = 0; i < o.n; i++)
+        atl_flight_forget(o.h[i]);
+    free(o.h);
+}
+
 /* Copies the launch's parameter bytes into the kernel's record: through the
  * driver's layout from kernelParams, or the packed `extra` buffer. One
  * writer at a time (a try-lock: a thread that finds another copying this

@@ -35,6 +35,10 @@ void atl_flight_note_graph(CUgraphExec exec, CUgraph graph);
  * graph is unknown (instantiated before we were loaded). */
 int atl_flight_graph_nodes(const char *tag, CUgraphExec exec);
 
+/* Forgets every handle the kernel registry says came from owner (a CUmodule
+ * or CUlibrary being unloaded). */
+void atl_flight_forget_owner(void *owner);
+
 /* The launch number of the newest launch made so far: a sync's starting
  * point (launches made while it waits are not covered by it). */
 uint64_t atl_flight_last_launch(void);

@@ -60,7 +60,8 @@ void atl_sync_init(void)
  * never synchronises inside one. */
 unsigned atl_sync_wanted(void)
 {
-    unsigned on = ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LOOKUP | ATL_ON_CAPTURE;
+    /* ...and module unloads, so the flight recorder forgets their kernels */
+    unsigned on = ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LOOKUP | ATL_ON_CAPTURE | ATL_ON_MODULE;
     /* The flight recorder's ring is written from the hooks' light path (a
      * table probe, a launch number and one ring slot, no engine slow path):
      * +39 instructions a launch against the fake driver at any number of
