@@ -58,7 +58,10 @@ static const char *dsk_list; /* ATLAS_DEBUG_SYNC_KERNELS=name,... */
 
 void atl_flight_init(unsigned long long ring, const char *list)
 {
-    dsk_list = list;
+    /* a copy: the environment's string may be changed by the program */
+    dsk_list = list ? strdup(list) : NULL;
+    if (list && !dsk_list)
+        dsk_list = list;
     if (ring == 0) {
         ring_on = 0;
         return;
@@ -74,10 +77,11 @@ void atl_flight_init(unsigned long long ring, const char *list)
         return;
     }
     memset(p, 0, n * sizeof(struct atl_ring_ent));
-    /* No launch is recorded yet (init runs before the hooks' light path is
-     * switched on), so the small ring's contents need not move. */
-    atl_fl.mask = n - 1;
+    /* Init runs before the hooks' light path is switched on; still, the
+     * larger ring goes in before its mask, so a launch that read one with
+     * the other stays inside the ring it writes. */
     __atomic_store_n(&atl_fl.ring, (struct atl_ring_ent *)p, __ATOMIC_RELEASE);
+    __atomic_store_n(&atl_fl.mask, n - 1, __ATOMIC_RELEASE);
 }
 
 int atl_flight_ring_on(void)
@@ -420,7 +424,7 @@ void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upt
     if (kind == ATL_SYNC_CTX) {
         pthread_mutex_lock(&marks_lock);
         if (upto > good_all)
-            good_all = upto;
+            __atomic_store_n(&good_all, upto, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&marks_lock);
     } else if (kind == ATL_SYNC_STREAM) {
         pthread_mutex_lock(&marks_lock);
@@ -664,9 +668,7 @@ void atl_flight_report(const char *tag)
         return;
     }
     uint64_t size = atl_fl.mask + 1;
-    pthread_mutex_lock(&marks_lock);
-    uint64_t base = good_all;
-    pthread_mutex_unlock(&marks_lock);
+    uint64_t base = __atomic_load_n(&good_all, __ATOMIC_RELAXED);
     uint64_t from = base + 1, kept_from = last >= size ? last - size + 1 : 1;
     uint64_t lost = kept_from > from ? kept_from - from : 0;
     uint64_t start = kept_from > from ? kept_from : from;
@@ -677,6 +679,7 @@ void atl_flight_report(const char *tag)
         cap <<= 1;
     struct group *g = calloc(cap, sizeof *g), *st = calloc(cap, sizeof *st);
     uint64_t suspects = lost, cleared = 0, unreadable = 0, ncaptured = 0;
+    pthread_mutex_lock(&marks_lock); /* the stream marks and capture windows */
     for (uint64_t s = start; g && st && s <= last; s++) {
         struct atl_ring_ent e;
         if (!ring_get(s, &e)) {
@@ -700,6 +703,7 @@ void atl_flight_report(const char *tag)
         struct group *sg = group_of(st, cap, e.stream ? (void *)e.stream : (void *)-1, 0);
         sg->n++;
     }
+    pthread_mutex_unlock(&marks_lock);
     char since[128];
     if (base)
         snprintf(since, sizeof since, "since the last good sync (a context synchronisation after launch %llu)",
