@@ -50,6 +50,7 @@ void *atl_real_ptr[ATL_ID_COUNT];
  * defined (as `~, maker`), else dflt. */
 #define ATL_SECOND(a, b, ...) b
 #define ATL_PICK(probe, dflt) ATL_SECOND(probe, dflt, ~)
+#define ATL_MID(sym, KIND, fname) ATL_PICK(ATL_K_##KIND##_ASM_MID, ATL_MID_C)(sym, KIND, fname)
 
 /* Three functions per entry point:
  *   fname  the entry (ATL_FAST below): atl_on says whether the engine wants
@@ -75,7 +76,7 @@ void *atl_real_ptr[ATL_ID_COUNT];
         ATL_K_##KIND##_POST atl_leave();                                                           \
         return r_;                                                                                 \
     }                                                                                              \
-    ATL_PICK(ATL_K_##KIND##_ASM_MID, ATL_MID_C)(sym, KIND, fname)                                 \
+    ATL_MID(sym, KIND, fname)                                                                      \
     ATL_FAST(sym, KIND, fname, storage)
 
 #if defined(__x86_64__) && !defined(ATL_C_FAST)

@@ -80,8 +80,7 @@
 
 /* ---- graph instantiation (always seen: the flight recorder keeps each
  * executable graph's kernel nodes, read from the graph while it exists) ---- */
-#define ATL_GRAPH_INST_PRE                                                                         \
-    struct atl_graph_inst ev_ = {.hook = id_, .graph = hGraph};
+#define ATL_GRAPH_INST_PRE struct atl_graph_inst ev_ = {.hook = id_, .graph = hGraph};
 #define ATL_GRAPH_INST_POST                                                                        \
     ev_.exec = (r_ == CUDA_SUCCESS && phGraphExec) ? *phGraphExec : NULL;                          \
     atl_graph_inst_post(&ev_, r_);

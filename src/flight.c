@@ -44,10 +44,8 @@ static struct atl_ring_ent ring_small[RING_MIN] __attribute__((aligned(64)));
 static struct atl_ktab_ent ktab_empty[2];
 _Static_assert(sizeof(struct atl_ktab) == sizeof(struct atl_ktab_ent), "header, then e[0]");
 
-struct atl_flight atl_fl = {.ring = ring_small,
-                            .mask = RING_MIN - 1,
-                            .ktab = (struct atl_ktab *)ktab_empty,
-                            .epoch = 1};
+struct atl_flight atl_fl = {
+    .ring = ring_small, .mask = RING_MIN - 1, .ktab = (struct atl_ktab *)ktab_empty, .epoch = 1};
 struct atl_launch_counter atl_launch_seq = {.next = 1};
 
 static int ring_on = 1;
@@ -96,12 +94,12 @@ uint64_t atl_flight_last_launch(void)
 
 /* ---- kernel records and the table ------------------------------------------ */
 
-#define ARGS_MAX 256   /* parameter bytes kept per kernel */
-#define PARAMS_MAX 64  /* parameters described per kernel */
+#define ARGS_MAX 256  /* parameter bytes kept per kernel */
+#define PARAMS_MAX 64 /* parameters described per kernel */
 struct atl_krec {
     void *handle;
-    int dsk;           /* in the ATLAS_DEBUG_SYNC_KERNELS list */
-    unsigned nparams;  /* 0: no layout from the driver */
+    int dsk;          /* in the ATLAS_DEBUG_SYNC_KERNELS list */
+    unsigned nparams; /* 0: no layout from the driver */
     uint32_t off[PARAMS_MAX], size[PARAMS_MAX];
     uint64_t args_epoch; /* the epoch the bytes are from (0: none) */
     int args_busy;       /* a thread is copying them */
@@ -387,8 +385,9 @@ int atl_flight_graph_nodes(const char *tag, CUgraphExec exec)
         pthread_mutex_unlock(&graphs_lock);
         return 0;
     }
-    atl_log(ATL_ERROR, "%s:     graph %p: %u kernel nodes (of %u nodes), from its instantiation:",
-            tag, (void *)exec, gi->kernels, gi->nodes);
+    atl_log(ATL_ERROR,
+            "%s:     graph %p: %u kernel nodes (of %u nodes), from its instantiation:", tag,
+            (void *)exec, gi->kernels, gi->nodes);
     for (unsigned i = 0; i < gi->kernels && i < GRAPH_NODES && i < GRAPH_NODES_SHOWN; i++) {
         char name[256];
         atl_kernel_name(gi->k[i].func, name, sizeof name);
@@ -602,7 +601,9 @@ static void print_args(const char *tag, const struct group *g, uint64_t epoch)
         }
     }
     atl_log(ATL_ERROR, "%s:     args (its first launch since the last good sync):%s%s", tag, line,
-            atl_ledger_on ? "" : " (pointers resolve to allocations with the ledger on: ATLAS_REDZONE or ATLAS_LEAKS)");
+            atl_ledger_on ? ""
+                          : " (pointers resolve to allocations with the ledger on: ATLAS_REDZONE "
+                            "or ATLAS_LEAKS)");
 }
 
 /* The command line, for the re-run hint: each argument quoted for sh when
@@ -706,10 +707,12 @@ void atl_flight_report(const char *tag)
     pthread_mutex_unlock(&marks_lock);
     char since[128];
     if (base)
-        snprintf(since, sizeof since, "since the last good sync (a context synchronisation after launch %llu)",
+        snprintf(since, sizeof since,
+                 "since the last good sync (a context synchronisation after launch %llu)",
                  (unsigned long long)base);
     else
-        snprintf(since, sizeof since, "since the program started (no context synchronisation succeeded)");
+        snprintf(since, sizeof since,
+                 "since the program started (no context synchronisation succeeded)");
     if (g && st) {
         qsort(g, cap, sizeof *g, by_rarity);
         qsort(st, cap, sizeof *st, by_rarity);
@@ -732,13 +735,18 @@ void atl_flight_report(const char *tag)
                     "%s: the history wrapped: %llu older suspect launches were lost (not counted "
                     "above by kernel; ATLAS_LAUNCH_RING=%llu keeps the newest %llu%s)",
                     tag, (unsigned long long)lost, (unsigned long long)size * 4,
-                    (unsigned long long)size, cleared ? "; stream syncs may have cleared some" : "");
+                    (unsigned long long)size,
+                    cleared ? "; stream syncs may have cleared some" : "");
         if (cleared)
-            atl_log(ATL_ERROR, "%s: %llu later launches are not suspects: their stream synchronised "
-                    "successfully after them", tag, (unsigned long long)cleared);
+            atl_log(ATL_ERROR,
+                    "%s: %llu later launches are not suspects: their stream synchronised "
+                    "successfully after them",
+                    tag, (unsigned long long)cleared);
         if (ncaptured)
-            atl_log(ATL_ERROR, "%s: %llu launches into capturing streams are not suspects: they "
-                    "did not run (graph launches run them)", tag, (unsigned long long)ncaptured);
+            atl_log(ATL_ERROR,
+                    "%s: %llu launches into capturing streams are not suspects: they "
+                    "did not run (graph launches run them)",
+                    tag, (unsigned long long)ncaptured);
         used = 0;
         for (size_t i = 0; i < cap && st[i].obj; i++)
             cat(line, sizeof line, &used, "%s%p (%llu)", i ? ", " : "",
@@ -750,13 +758,16 @@ void atl_flight_report(const char *tag)
         unsigned shown = 0;
         for (unsigned i = 0; i < kinds && shown < RARE_SHOWN && g[i].n <= RARE; i++, shown++) {
             char lead[64];
-            snprintf(lead, sizeof lead, "   rare suspect x%llu, newest: ", (unsigned long long)g[i].n);
+            snprintf(lead, sizeof lead,
+                     "   rare suspect x%llu, newest: ", (unsigned long long)g[i].n);
             print_launch(tag, &g[i].newest, lead);
             if (!g[i].graph)
                 print_args(tag, &g[i], epoch);
             else if (!atl_flight_graph_nodes(tag, g[i].obj))
-                atl_log(ATL_ERROR, "%s:     (its kernel nodes are unknown: instantiated before "
-                        "atlastrace was loaded, or too long ago)", tag);
+                atl_log(ATL_ERROR,
+                        "%s:     (its kernel nodes are unknown: instantiated before "
+                        "atlastrace was loaded, or too long ago)",
+                        tag);
         }
         /* graphs launched often are suspects too: a fault in one is inside its nodes */
         for (unsigned i = 0, n = 0; i < kinds && n < RARE_SHOWN; i++) {
@@ -764,7 +775,8 @@ void atl_flight_report(const char *tag)
                 continue;
             n++;
             char lead[64];
-            snprintf(lead, sizeof lead, "   graph suspect x%llu, newest: ", (unsigned long long)g[i].n);
+            snprintf(lead, sizeof lead,
+                     "   graph suspect x%llu, newest: ", (unsigned long long)g[i].n);
             print_launch(tag, &g[i].newest, lead);
             atl_flight_graph_nodes(tag, g[i].obj);
         }
@@ -783,21 +795,22 @@ void atl_flight_report(const char *tag)
         if (named) {
             char cmd[1200];
             command_line(cmd, sizeof cmd);
-            atl_log(ATL_ERROR,
-                    "%s: re-run with debug sync on the rare suspects only (near full speed; the "
-                    "faulting launch is then named; ATLAS_DEBUG_SYNC_KERNELS=1 syncs every launch): "
-                    "ATLAS_DEBUG_SYNC_KERNELS=%s %s",
-                    tag, line, cmd);
+            atl_log(
+                ATL_ERROR,
+                "%s: re-run with debug sync on the rare suspects only (near full speed; the "
+                "faulting launch is then named; ATLAS_DEBUG_SYNC_KERNELS=1 syncs every launch): "
+                "ATLAS_DEBUG_SYNC_KERNELS=%s %s",
+                tag, line, cmd);
         }
     } else {
-        atl_log(ATL_ERROR, "%s: %llu suspect launches %s", tag, (unsigned long long)suspects, since);
+        atl_log(ATL_ERROR, "%s: %llu suspect launches %s", tag, (unsigned long long)suspects,
+                since);
     }
     free(g);
     free(st);
 
     uint64_t first = last >= RING_SHOWN ? last - RING_SHOWN + 1 : 1;
-    atl_log(ATL_ERROR,
-            "%s: the last %llu launches (all contexts, oldest first):", tag,
+    atl_log(ATL_ERROR, "%s: the last %llu launches (all contexts, oldest first):", tag,
             (unsigned long long)(last - first + 1));
     for (uint64_t s = first; s <= last; s++) {
         struct atl_ring_ent e;

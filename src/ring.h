@@ -45,9 +45,9 @@ _Static_assert(__builtin_offsetof(struct atl_ring_ent, hook) == 52, "slot layout
  * capacity - 1, times the entry size) is the entry's offset from e[0]. */
 struct atl_krec;
 struct atl_ktab_ent {
-    void *key;             /* the handle; NULL: empty; ATL_KTAB_GONE: forgotten */
-    uint64_t epoch;        /* atl_fl.epoch at its first launch since a good sync */
-    struct atl_krec *rec;  /* flight.c: its name, parameter layout, last arguments */
+    void *key;            /* the handle; NULL: empty; ATL_KTAB_GONE: forgotten */
+    uint64_t epoch;       /* atl_fl.epoch at its first launch since a good sync */
+    struct atl_krec *rec; /* flight.c: its name, parameter layout, last arguments */
     uint64_t spare;
 };
 #define ATL_KTAB_ENT 32
@@ -113,15 +113,17 @@ static inline int atl_ring_ready(const void *f)
 {
     const struct atl_ktab_ent *e =
         atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), f);
-    return e && f && __atomic_load_n(&e->epoch, __ATOMIC_RELAXED) ==
-                         __atomic_load_n(&atl_fl.epoch, __ATOMIC_RELAXED);
+    return e && f &&
+           __atomic_load_n(&e->epoch, __ATOMIC_RELAXED) ==
+               __atomic_load_n(&atl_fl.epoch, __ATOMIC_RELAXED);
 }
 
 /* The cold half: names f while the driver still answers (after a fault it
  * stops answering cuFuncGetName, seen on the H200), enters it in the table,
  * keeps this launch's parameter bytes (its first since the last good sync)
  * and marks it seen in this epoch. params/extra as cuLaunchKernel takes them. */
-void atl_ring_first(void *f, void **params, void **extra) ATL_HIDDEN __attribute__((cold, noinline));
+void atl_ring_first(void *f, void **params, void **extra) ATL_HIDDEN
+    __attribute__((cold, noinline));
 
 /* Every field is stored and loaded atomically (relaxed: plain moves on
  * x86-64): two launches a ring apart may write one slot at once, and the

@@ -32,8 +32,8 @@ static uint64_t counts[ATL_SC_COUNT];
 static uint64_t bytes[ATL_SC_COUNT];
 static uint64_t blocking_n; /* blocking device-to-host copies, numbered */
 
-static int trace_on;      /* ATLAS_D2H_TRACE given */
-static uint64_t trace_at; /* its value: backtrace at this blocking copy */
+static int trace_on;            /* ATLAS_D2H_TRACE given */
+static uint64_t trace_at;       /* its value: backtrace at this blocking copy */
 static enum atl_dsk debug_sync; /* ATLAS_DEBUG_SYNC_KERNELS */
 
 void atl_sync_init(void)
@@ -493,7 +493,7 @@ CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r
             ename, (int)r, text);
     if (!atl_flight_graph_nodes("debug-sync", g->exec))
         atl_log(ATL_ERROR, "debug-sync:     (its kernel nodes are unknown: instantiated before "
-                "atlastrace was loaded)");
+                           "atlastrace was loaded)");
     struct atl_stack stk;
     atl_stack_capture(&stk);
     print_frames("debug-sync", &stk, 0, 12);

@@ -224,8 +224,9 @@ START_TEST(debug_sync_of_named_kernels_only)
     struct run_result r;
     run_mode(&r, "suspects", env);
     HAS(r.out, "launch 351 returned 700\nstream syncs seen by the driver=1\n");
-    HAS(r.log, "debug-sync: launch failed: kernel=oob_write(float*) grid=(4,2,1) block=(128,1,1) "
-               "shmem=0 stream=(nil) launch=351 via=cuLaunchKernel error=CUDA_ERROR_ILLEGAL_ADDRESS");
+    HAS(r.log,
+        "debug-sync: launch failed: kernel=oob_write(float*) grid=(4,2,1) block=(128,1,1) "
+        "shmem=0 stream=(nil) launch=351 via=cuLaunchKernel error=CUDA_ERROR_ILLEGAL_ADDRESS");
     run_free(&r);
 }
 END_TEST
