@@ -801,6 +801,14 @@ void atl_flight_report(const char *tag)
                 "faulting launch is then named; ATLAS_DEBUG_SYNC_KERNELS=1 syncs every launch): "
                 "ATLAS_DEBUG_SYNC_KERNELS=%s %s",
                 tag, line, cmd);
+        } else if (kinds && g[0].graph) {
+            /* only graphs are rare: any setting synchronises each graph launch as a whole */
+            char cmd[1200];
+            command_line(cmd, sizeof cmd);
+            atl_log(ATL_ERROR,
+                    "%s: re-run with debug sync (graph launches are synchronised as a whole, "
+                    "then their kernel nodes listed): ATLAS_DEBUG_SYNC_KERNELS=1 %s",
+                    tag, cmd);
         }
     } else {
         atl_log(ATL_ERROR, "%s: %llu suspect launches %s", tag, (unsigned long long)suspects,
