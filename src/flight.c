@@ -153,10 +153,15 @@ static struct atl_ktab_ent *ktab_add(void *h)
         nt->mask = (cap - 1) * ATL_KTAB_ENT;
         nt->older = t;
         for (uint64_t i = 0; i < t->cap; i++) {
-            void *k = t->e[i].key;
+            void *k = __atomic_load_n(&t->e[i].key, __ATOMIC_RELAXED);
             if (!k || k == ATL_KTAB_GONE)
                 continue;
-            *ktab_place(nt, k) = t->e[i];
+            /* a launch's cold path may store the epoch meanwhile: read it
+             * atomically (a store missed here costs one more cold path) */
+            struct atl_ktab_ent *d = ktab_place(nt, k);
+            d->key = k;
+            d->epoch = __atomic_load_n(&t->e[i].epoch, __ATOMIC_RELAXED);
+            d->rec = t->e[i].rec;
             nt->used++;
         }
         __atomic_store_n(&atl_fl.ktab, nt, __ATOMIC_RELEASE);
