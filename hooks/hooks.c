@@ -16,6 +16,42 @@ void *atl_real_ptr[ATL_ID_COUNT];
 #define ATL_REAL_OF(sym)                                                                           \
     ((__typeof__(&sym))__atomic_load_n(&atl_real_ptr[ATL_ID_##sym], __ATOMIC_ACQUIRE))
 
+/* The light path's cold half, named_: a kernel the recorder's table lacks,
+ * or its first launch since the last good sync (ring.h). It records the
+ * launch itself and calls the driver: never back to mid_, which would come
+ * here again for a handle that cannot be entered (NULL, out of memory). */
+#define ATL_NAMED(sym, KIND, fname, attr)                                                          \
+    static __attribute__((noinline, cold, attr)) CUresult named_##fname(ATL_K_##KIND##_P)          \
+    {                                                                                              \
+        const int id_ = ATL_ID_##sym;                                                              \
+        (void)id_;                                                                                 \
+        __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
+        if (!real_)                                                                                \
+            return slow_##fname(ATL_K_##KIND##_A);                                                 \
+        ATL_K_##KIND##_NAMED ATL_K_##KIND##_RECORD return real_(ATL_K_##KIND##_A);                 \
+    }
+
+/* The light path in C: ATL_K_KIND_LIGHT inline, then the driver. */
+#define ATL_MID_C(sym, KIND, fname)                                                                \
+    ATL_NAMED(sym, KIND, fname, unused)                                                            \
+    static __attribute__((noinline, noclone, used)) CUresult mid_##fname(ATL_K_##KIND##_P)         \
+    {                                                                                              \
+        const int id_ = ATL_ID_##sym;                                                              \
+        (void)id_;                                                                                 \
+        __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
+        unsigned on_ = __atomic_load_n(&atl_on, __ATOMIC_RELAXED);                                 \
+        if (__builtin_expect(!(on_ & (ATL_K_##KIND##_BIT)) && real_, 1)) {                         \
+            ATL_K_##KIND##_LIGHT(named_##fname) return real_(ATL_K_##KIND##_A);                    \
+        }                                                                                          \
+        return slow_##fname(ATL_K_##KIND##_A);                                                     \
+    }
+
+/* ATL_PICK(ATL_K_KIND_ASM_MID, dflt): the kind's own mid_ maker when it is
+ * defined (as `~, maker`), else dflt. */
+#define ATL_SECOND(a, b, ...) b
+#define ATL_PICK(probe, dflt) ATL_SECOND(probe, dflt, ~)
+#define ATL_MID(sym, KIND, fname) ATL_PICK(ATL_K_##KIND##_ASM_MID, ATL_MID_C)(sym, KIND, fname)
+
 /* Three functions per entry point:
  *   fname  the entry (ATL_FAST below): atl_on says whether the engine wants
  *          the call (-> slow_) or the kind's light path is on (-> mid_);
@@ -40,22 +76,7 @@ void *atl_real_ptr[ATL_ID_COUNT];
         ATL_K_##KIND##_POST atl_leave();                                                           \
         return r_;                                                                                 \
     }                                                                                              \
-    static CUresult mid_##fname(ATL_K_##KIND##_P);                                                 \
-    static __attribute__((noinline, cold, unused)) CUresult named_##fname(ATL_K_##KIND##_P)        \
-    {                                                                                              \
-        ATL_K_##KIND##_NAMED return mid_##fname(ATL_K_##KIND##_A);                                 \
-    }                                                                                              \
-    static __attribute__((noinline, noclone, used)) CUresult mid_##fname(ATL_K_##KIND##_P)         \
-    {                                                                                              \
-        const int id_ = ATL_ID_##sym;                                                              \
-        (void)id_;                                                                                 \
-        __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
-        unsigned on_ = __atomic_load_n(&atl_on, __ATOMIC_RELAXED);                                 \
-        if (__builtin_expect(!(on_ & (ATL_K_##KIND##_BIT)) && real_, 1)) {                         \
-            ATL_K_##KIND##_LIGHT(named_##fname) return real_(ATL_K_##KIND##_A);                    \
-        }                                                                                          \
-        return slow_##fname(ATL_K_##KIND##_A);                                                     \
-    }                                                                                              \
+    ATL_MID(sym, KIND, fname)                                                                      \
     ATL_FAST(sym, KIND, fname, storage)
 
 #if defined(__x86_64__) && !defined(ATL_C_FAST)
@@ -73,6 +94,66 @@ void *atl_real_ptr[ATL_ID_COUNT];
 #else
 #define ATL_ENDBR
 #endif
+/* cuLaunchKernel and cuLaunchCooperativeKernel: the light path (ring.h) in
+ * assembly, reached from the entry below once it has seen the driver's
+ * function bound. In C, GCC saves six registers and copies the five stack
+ * arguments back and forth around the tail call (25 of 68 instructions);
+ * here only the scratch registers rax, r10 and r11 are used and nothing
+ * moves. The steps are those of atl_ring_ready and atl_ring_put:
+ *   the table entry at ((f * MUL) >> SHIFT) & mask, probing on past other keys
+ *     (an empty key: not in the table, named_);
+ *   its epoch against atl_fl.epoch (different: the first launch since the
+ *     last good sync, named_; an empty entry's epoch is 0, never current,
+ *     so a NULL f ends there too);
+ *   the launch number, the slot (seq zeroed first, stored last), the driver.
+ * Arguments: rdi f, esi/edx/ecx gx/gy/gz, r8d/r9d bx/by, then on the stack
+ * 8 bz, 16 shmem, 24 hStream. ring.h checks the offsets. */
+#define ATL_MID_GRID_ASM(sym, KIND, fname)                                                         \
+    ATL_NAMED(sym, KIND, fname, used)                                                              \
+    static __attribute__((naked, noinline, noclone, used)) CUresult mid_##fname(ATL_K_##KIND##_P)  \
+    {                                                                                              \
+        __asm__("movq atl_fl+16(%%rip), %%rax\n\t"                                                 \
+                "imulq %2, %%rdi, %%r10\n\t"                                                       \
+                "shrq %3, %%r10\n"                                                                 \
+                "1:\n\t"                                                                           \
+                "andq (%%rax), %%r10\n\t"                                                          \
+                "cmpq %%rdi, 32(%%rax,%%r10)\n\t"                                                  \
+                "jne 2f\n\t"                                                                       \
+                "movq atl_fl+24(%%rip), %%r11\n\t"                                                 \
+                "cmpq %%r11, 40(%%rax,%%r10)\n\t"                                                  \
+                "jne named_" #fname "\n\t"                                                         \
+                "movl $1, %%eax\n\t"                                                               \
+                "lock xaddq %%rax, atl_launch_seq(%%rip)\n\t"                                      \
+                "movq %%rax, %%r10\n\t"                                                            \
+                "andq atl_fl+8(%%rip), %%r10\n\t"                                                  \
+                "shlq $6, %%r10\n\t"                                                               \
+                "addq atl_fl(%%rip), %%r10\n\t"                                                    \
+                "movq $0, (%%r10)\n\t"                                                             \
+                "movq %%rdi, 8(%%r10)\n\t"                                                         \
+                "movq 24(%%rsp), %%r11\n\t"                                                        \
+                "movq %%r11, 16(%%r10)\n\t"                                                        \
+                "movl %%esi, 24(%%r10)\n\t"                                                        \
+                "movl %%edx, 28(%%r10)\n\t"                                                        \
+                "movl %%ecx, 32(%%r10)\n\t"                                                        \
+                "movl %%r8d, 36(%%r10)\n\t"                                                        \
+                "movl %%r9d, 40(%%r10)\n\t"                                                        \
+                "movl 8(%%rsp), %%r11d\n\t"                                                        \
+                "movl %%r11d, 44(%%r10)\n\t"                                                       \
+                "movl 16(%%rsp), %%r11d\n\t"                                                       \
+                "movl %%r11d, 48(%%r10)\n\t"                                                       \
+                "movl %1, 52(%%r10)\n\t"                                                           \
+                "movq %%rax, (%%r10)\n\t"                                                          \
+                "jmpq *atl_real_ptr+%c0(%%rip)\n"                                                  \
+                "2:\n\t"                                                                           \
+                "cmpq $0, 32(%%rax,%%r10)\n\t"                                                     \
+                "je named_" #fname "\n\t"                                                          \
+                "addq $32, %%r10\n\t"                                                              \
+                "jmp 1b" ::"i"(ATL_ID_##sym * sizeof(void *)),                                     \
+                "i"(ATL_ID_##sym), "i"((int32_t)ATL_KTAB_MUL), "i"(ATL_KTAB_SHIFT));               \
+    }
+#define ATL_K_LAUNCH_ASM_MID ~, ATL_MID_GRID_ASM
+#define ATL_K_LAUNCH_COOP_ASM_MID ~, ATL_MID_GRID_ASM
+
 #define ATL_FAST(sym, KIND, fname, storage)                                                        \
     storage __attribute__((naked)) CUresult CUDAAPI fname(ATL_K_##KIND##_P)                        \
     {                                                                                              \

@@ -78,6 +78,31 @@
     atl_graph_launch_pre(&ev_);
 #define ATL_K_GRAPH_LAUNCH_POST r_ = atl_graph_launch_post(&ev_, r_);
 
+/* ---- graph instantiation (always seen: the flight recorder keeps each
+ * executable graph's kernel nodes, read from the graph while it exists) ---- */
+#define ATL_GRAPH_INST_PRE struct atl_graph_inst ev_ = {.hook = id_, .graph = hGraph};
+#define ATL_GRAPH_INST_POST                                                                        \
+    ev_.exec = (r_ == CUDA_SUCCESS && phGraphExec) ? *phGraphExec : NULL;                          \
+    atl_graph_inst_post(&ev_, r_);
+#define ATL_K_GRAPH_INST_LEGACY_P                                                                  \
+    CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer,           \
+        size_t bufferSize
+#define ATL_K_GRAPH_INST_LEGACY_A phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize
+#define ATL_K_GRAPH_INST_LEGACY_BIT ATL_ON_CAPTURE
+#define ATL_K_GRAPH_INST_LEGACY_PRE ATL_GRAPH_INST_PRE
+#define ATL_K_GRAPH_INST_LEGACY_POST ATL_GRAPH_INST_POST
+#define ATL_K_GRAPH_INST_FLAGS_P CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags
+#define ATL_K_GRAPH_INST_FLAGS_A phGraphExec, hGraph, flags
+#define ATL_K_GRAPH_INST_FLAGS_BIT ATL_ON_CAPTURE
+#define ATL_K_GRAPH_INST_FLAGS_PRE ATL_GRAPH_INST_PRE
+#define ATL_K_GRAPH_INST_FLAGS_POST ATL_GRAPH_INST_POST
+#define ATL_K_GRAPH_INST_PARAMS_P                                                                  \
+    CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *params
+#define ATL_K_GRAPH_INST_PARAMS_A phGraphExec, hGraph, params
+#define ATL_K_GRAPH_INST_PARAMS_BIT ATL_ON_CAPTURE
+#define ATL_K_GRAPH_INST_PARAMS_PRE ATL_GRAPH_INST_PRE
+#define ATL_K_GRAPH_INST_PARAMS_POST ATL_GRAPH_INST_POST
+
 /* ---- capture ---- */
 #define ATL_K_CAPTURE_BEGIN1_P CUstream hStream
 #define ATL_K_CAPTURE_BEGIN1_A hStream
@@ -640,117 +665,162 @@
 
 /* ---- the light path ----
  * ATL_K_KIND_LIGHT(again) runs instead of the engine when the kind's bit is
- * clear and ATL_K_KIND_LIGHTBIT is set in atl_on: the fault latch's ring of
- * recent launches (ring.h), inline, with no call, so the arguments stay in
- * their registers and the hook ends in a tail call. A kernel this thread has
- * not named yet goes to `again`, which runs ATL_K_KIND_NAMED and comes
- * back. Empty, with LIGHTBIT 0, for every other kind. */
+ * clear and ATL_K_KIND_LIGHTBIT is set in atl_on: the flight recorder's ring
+ * of launches (ring.h), inline, with no call, so the arguments stay in their
+ * registers and the hook ends in a tail call. A kernel the recorder's table
+ * lacks, or its first launch since the last good sync, goes to `again`
+ * (hooks.c's named_), which runs ATL_K_KIND_NAMED, then ATL_K_KIND_RECORD
+ * (the ring slot), then the driver. ATL_K_KIND_ASM_MID, where defined, makes
+ * the kind's light path in assembly instead (hooks.c). Empty, with LIGHTBIT
+ * 0, for every other kind. */
 #define ATL_K_GRAPH_LAUNCH_LIGHTBIT ATL_ON_LAUNCH_RING
 #define ATL_K_GRAPH_LAUNCH_NAMED
-#define ATL_K_GRAPH_LAUNCH_LIGHT(again)                                                            \
-    atl_ring_put(id_, NULL, hExec, hStream, 0, 0, 0, 0, 0, 0, 0);
+#define ATL_K_GRAPH_LAUNCH_RECORD                                                                  \
+    atl_ring_put(id_ | ATL_RING_GRAPH, hExec, hStream, 0, 0, 0, 0, 0, 0, 0);
+#define ATL_K_GRAPH_LAUNCH_LIGHT(again) ATL_K_GRAPH_LAUNCH_RECORD
 #define ATL_K_LAUNCH_LIGHTBIT ATL_ON_LAUNCH_RING
-#define ATL_K_LAUNCH_NAMED atl_ring_name(f);
+#define ATL_K_LAUNCH_NAMED atl_ring_first(f, kp, extra);
 /* cuLaunchKernel and the cooperative launch: the same leading parameters */
-#define ATL_LIGHT_GRID(again, args)                                                                \
-    if (__builtin_expect(!atl_ring_known(f), 0))                                                   \
-        return again(args);                                                                        \
-    atl_ring_put(id_, f, NULL, hStream, gx, gy, gz, bx, by, bz, shmem);
-#define ATL_K_LAUNCH_LIGHT(again) ATL_LIGHT_GRID(again, ATL_K_LAUNCH_A)
+#define ATL_RECORD_GRID atl_ring_put(id_, f, hStream, gx, gy, gz, bx, by, bz, shmem);
+#define ATL_LIGHT_READY(again, args)                                                               \
+    if (__builtin_expect(!atl_ring_ready(f), 0))                                                   \
+        return again(args);
+#define ATL_K_LAUNCH_RECORD ATL_RECORD_GRID
+#define ATL_K_LAUNCH_LIGHT(again) ATL_LIGHT_READY(again, ATL_K_LAUNCH_A) ATL_RECORD_GRID
 #define ATL_K_LAUNCH_COOP_LIGHTBIT ATL_ON_LAUNCH_RING
-#define ATL_K_LAUNCH_COOP_NAMED atl_ring_name(f);
-#define ATL_K_LAUNCH_COOP_LIGHT(again) ATL_LIGHT_GRID(again, ATL_K_LAUNCH_COOP_A)
+#define ATL_K_LAUNCH_COOP_NAMED atl_ring_first(f, kp, NULL);
+#define ATL_K_LAUNCH_COOP_RECORD ATL_RECORD_GRID
+#define ATL_K_LAUNCH_COOP_LIGHT(again) ATL_LIGHT_READY(again, ATL_K_LAUNCH_COOP_A) ATL_RECORD_GRID
 #define ATL_K_LAUNCH_EX_LIGHTBIT ATL_ON_LAUNCH_RING
-#define ATL_K_LAUNCH_EX_NAMED atl_ring_name(f);
-#define ATL_K_LAUNCH_EX_LIGHT(again)                                                               \
-    if (__builtin_expect(!atl_ring_known(f), 0))                                                   \
-        return again(ATL_K_LAUNCH_EX_A);                                                           \
+#define ATL_K_LAUNCH_EX_NAMED atl_ring_first(f, kp, extra);
+#define ATL_K_LAUNCH_EX_RECORD                                                                     \
     if (config)                                                                                    \
-        atl_ring_put(id_, f, NULL, config->hStream, config->gridDimX, config->gridDimY,            \
+        atl_ring_put(id_, f, config->hStream, config->gridDimX, config->gridDimY,                  \
                      config->gridDimZ, config->blockDimX, config->blockDimY, config->blockDimZ,    \
                      config->sharedMemBytes);
+#define ATL_K_LAUNCH_EX_LIGHT(again)                                                               \
+    ATL_LIGHT_READY(again, ATL_K_LAUNCH_EX_A) ATL_K_LAUNCH_EX_RECORD
+#define ATL_K_GRAPH_INST_LEGACY_LIGHTBIT 0
+#define ATL_K_GRAPH_INST_LEGACY_NAMED
+#define ATL_K_GRAPH_INST_LEGACY_RECORD
+#define ATL_K_GRAPH_INST_LEGACY_LIGHT(again)
+#define ATL_K_GRAPH_INST_FLAGS_LIGHTBIT 0
+#define ATL_K_GRAPH_INST_FLAGS_NAMED
+#define ATL_K_GRAPH_INST_FLAGS_RECORD
+#define ATL_K_GRAPH_INST_FLAGS_LIGHT(again)
+#define ATL_K_GRAPH_INST_PARAMS_LIGHTBIT 0
+#define ATL_K_GRAPH_INST_PARAMS_NAMED
+#define ATL_K_GRAPH_INST_PARAMS_RECORD
+#define ATL_K_GRAPH_INST_PARAMS_LIGHT(again)
 #define ATL_K_ALLOC_LIGHTBIT 0
 #define ATL_K_ALLOC_NAMED
+#define ATL_K_ALLOC_RECORD
 #define ATL_K_ALLOC_LIGHT(again)
 #define ATL_K_ALLOC_ASYNC_LIGHTBIT 0
 #define ATL_K_ALLOC_ASYNC_NAMED
+#define ATL_K_ALLOC_ASYNC_RECORD
 #define ATL_K_ALLOC_ASYNC_LIGHT(again)
 #define ATL_K_ALLOC_MANAGED_LIGHTBIT 0
 #define ATL_K_ALLOC_MANAGED_NAMED
+#define ATL_K_ALLOC_MANAGED_RECORD
 #define ATL_K_ALLOC_MANAGED_LIGHT(again)
 #define ATL_K_ALLOC_PITCH_LIGHTBIT 0
 #define ATL_K_ALLOC_PITCH_NAMED
+#define ATL_K_ALLOC_PITCH_RECORD
 #define ATL_K_ALLOC_PITCH_LIGHT(again)
 #define ATL_K_ALLOC_POOL_LIGHTBIT 0
 #define ATL_K_ALLOC_POOL_NAMED
+#define ATL_K_ALLOC_POOL_RECORD
 #define ATL_K_ALLOC_POOL_LIGHT(again)
 #define ATL_K_CAPTURE_BEGIN1_LIGHTBIT 0
 #define ATL_K_CAPTURE_BEGIN1_NAMED
+#define ATL_K_CAPTURE_BEGIN1_RECORD
 #define ATL_K_CAPTURE_BEGIN1_LIGHT(again)
 #define ATL_K_CAPTURE_BEGIN2_LIGHTBIT 0
 #define ATL_K_CAPTURE_BEGIN2_NAMED
+#define ATL_K_CAPTURE_BEGIN2_RECORD
 #define ATL_K_CAPTURE_BEGIN2_LIGHT(again)
 #define ATL_K_CAPTURE_END_LIGHTBIT 0
 #define ATL_K_CAPTURE_END_NAMED
+#define ATL_K_CAPTURE_END_RECORD
 #define ATL_K_CAPTURE_END_LIGHT(again)
 #define ATL_K_CAPTURE_TOGRAPH_LIGHTBIT 0
 #define ATL_K_CAPTURE_TOGRAPH_NAMED
+#define ATL_K_CAPTURE_TOGRAPH_RECORD
 #define ATL_K_CAPTURE_TOGRAPH_LIGHT(again)
 #define ATL_K_CPY_2D_LIGHTBIT 0
 #define ATL_K_CPY_2D_NAMED
+#define ATL_K_CPY_2D_RECORD
 #define ATL_K_CPY_2D_LIGHT(again)
 #define ATL_K_CPY_2D_A_LIGHTBIT 0
 #define ATL_K_CPY_2D_A_NAMED
+#define ATL_K_CPY_2D_A_RECORD
 #define ATL_K_CPY_2D_A_LIGHT(again)
 #define ATL_K_CPY_3D_LIGHTBIT 0
 #define ATL_K_CPY_3D_NAMED
+#define ATL_K_CPY_3D_RECORD
 #define ATL_K_CPY_3D_LIGHT(again)
 #define ATL_K_CPY_3DBATCH_LIGHTBIT 0
 #define ATL_K_CPY_3DBATCH_NAMED
+#define ATL_K_CPY_3DBATCH_RECORD
 #define ATL_K_CPY_3DBATCH_LIGHT(again)
 #define ATL_K_CPY_3DBATCH1_LIGHTBIT 0
 #define ATL_K_CPY_3DBATCH1_NAMED
+#define ATL_K_CPY_3DBATCH1_RECORD
 #define ATL_K_CPY_3DBATCH1_LIGHT(again)
 #define ATL_K_CPY_3DP_LIGHTBIT 0
 #define ATL_K_CPY_3DP_NAMED
+#define ATL_K_CPY_3DP_RECORD
 #define ATL_K_CPY_3DP_LIGHT(again)
 #define ATL_K_CPY_3DP_A_LIGHTBIT 0
 #define ATL_K_CPY_3DP_A_NAMED
+#define ATL_K_CPY_3DP_A_RECORD
 #define ATL_K_CPY_3DP_A_LIGHT(again)
 #define ATL_K_CPY_3D_A_LIGHTBIT 0
 #define ATL_K_CPY_3D_A_NAMED
+#define ATL_K_CPY_3D_A_RECORD
 #define ATL_K_CPY_3D_A_LIGHT(again)
 #define ATL_K_CPY_ATOA_LIGHTBIT 0
 #define ATL_K_CPY_ATOA_NAMED
+#define ATL_K_CPY_ATOA_RECORD
 #define ATL_K_CPY_ATOA_LIGHT(again)
 #define ATL_K_CPY_ATOD_LIGHTBIT 0
 #define ATL_K_CPY_ATOD_NAMED
+#define ATL_K_CPY_ATOD_RECORD
 #define ATL_K_CPY_ATOD_LIGHT(again)
 #define ATL_K_CPY_ATOH_LIGHTBIT 0
 #define ATL_K_CPY_ATOH_NAMED
+#define ATL_K_CPY_ATOH_RECORD
 #define ATL_K_CPY_ATOH_LIGHT(again)
 #define ATL_K_CPY_ATOH_A_LIGHTBIT 0
 #define ATL_K_CPY_ATOH_A_NAMED
+#define ATL_K_CPY_ATOH_A_RECORD
 #define ATL_K_CPY_ATOH_A_LIGHT(again)
 #define ATL_K_CPY_BATCH_LIGHTBIT 0
 #define ATL_K_CPY_BATCH_NAMED
+#define ATL_K_CPY_BATCH_RECORD
 #define ATL_K_CPY_BATCH_LIGHT(again)
 #define ATL_K_CPY_BATCH1_LIGHTBIT 0
 #define ATL_K_CPY_BATCH1_NAMED
+#define ATL_K_CPY_BATCH1_RECORD
 #define ATL_K_CPY_BATCH1_LIGHT(again)
 #define ATL_K_CPY_DTOA_LIGHTBIT 0
 #define ATL_K_CPY_DTOA_NAMED
+#define ATL_K_CPY_DTOA_RECORD
 #define ATL_K_CPY_DTOA_LIGHT(again)
 #define ATL_K_CPY_DTOD_LIGHTBIT 0
 #define ATL_K_CPY_DTOD_NAMED
+#define ATL_K_CPY_DTOD_RECORD
 #define ATL_K_CPY_DTOD_LIGHT(again)
 #define ATL_K_CPY_DTOD_A_LIGHTBIT 0
 #define ATL_K_CPY_DTOD_A_NAMED
+#define ATL_K_CPY_DTOD_A_RECORD
 #define ATL_K_CPY_DTOD_A_LIGHT(again)
 /* A synchronous device-to-host copy always blocks: counted after the real
  * call (its result feeds the fault latch), no event, no engine. */
 #define ATL_K_CPY_DTOH_LIGHTBIT ATL_ON_DTOH_COUNT
 #define ATL_K_CPY_DTOH_NAMED
+#define ATL_K_CPY_DTOH_RECORD
 #define ATL_K_CPY_DTOH_LIGHT(again)                                                                \
     {                                                                                              \
         CUresult lr_ = real_(ATL_K_CPY_DTOH_A);                                                    \
@@ -759,126 +829,167 @@
     }
 #define ATL_K_CPY_DTOH_A_LIGHTBIT 0
 #define ATL_K_CPY_DTOH_A_NAMED
+#define ATL_K_CPY_DTOH_A_RECORD
 #define ATL_K_CPY_DTOH_A_LIGHT(again)
 #define ATL_K_CPY_GEN_LIGHTBIT 0
 #define ATL_K_CPY_GEN_NAMED
+#define ATL_K_CPY_GEN_RECORD
 #define ATL_K_CPY_GEN_LIGHT(again)
 #define ATL_K_CPY_GEN_A_LIGHTBIT 0
 #define ATL_K_CPY_GEN_A_NAMED
+#define ATL_K_CPY_GEN_A_RECORD
 #define ATL_K_CPY_GEN_A_LIGHT(again)
 #define ATL_K_CPY_HTOA_LIGHTBIT 0
 #define ATL_K_CPY_HTOA_NAMED
+#define ATL_K_CPY_HTOA_RECORD
 #define ATL_K_CPY_HTOA_LIGHT(again)
 #define ATL_K_CPY_HTOA_A_LIGHTBIT 0
 #define ATL_K_CPY_HTOA_A_NAMED
+#define ATL_K_CPY_HTOA_A_RECORD
 #define ATL_K_CPY_HTOA_A_LIGHT(again)
 #define ATL_K_CPY_HTOD_LIGHTBIT 0
 #define ATL_K_CPY_HTOD_NAMED
+#define ATL_K_CPY_HTOD_RECORD
 #define ATL_K_CPY_HTOD_LIGHT(again)
 #define ATL_K_CPY_HTOD_A_LIGHTBIT 0
 #define ATL_K_CPY_HTOD_A_NAMED
+#define ATL_K_CPY_HTOD_A_RECORD
 #define ATL_K_CPY_HTOD_A_LIGHT(again)
 #define ATL_K_CPY_PEER_LIGHTBIT 0
 #define ATL_K_CPY_PEER_NAMED
+#define ATL_K_CPY_PEER_RECORD
 #define ATL_K_CPY_PEER_LIGHT(again)
 #define ATL_K_CPY_PEER_A_LIGHTBIT 0
 #define ATL_K_CPY_PEER_A_NAMED
+#define ATL_K_CPY_PEER_A_RECORD
 #define ATL_K_CPY_PEER_A_LIGHT(again)
 #define ATL_K_CTX_DESTROY_LIGHTBIT 0
 #define ATL_K_CTX_DESTROY_NAMED
+#define ATL_K_CTX_DESTROY_RECORD
 #define ATL_K_CTX_DESTROY_LIGHT(again)
 #define ATL_K_FREE_LIGHTBIT 0
 #define ATL_K_FREE_NAMED
+#define ATL_K_FREE_RECORD
 #define ATL_K_FREE_LIGHT(again)
 #define ATL_K_FREE_ASYNC_LIGHTBIT 0
 #define ATL_K_FREE_ASYNC_NAMED
+#define ATL_K_FREE_ASYNC_RECORD
 #define ATL_K_FREE_ASYNC_LIGHT(again)
 #define ATL_K_GET_FUNCTION_LIGHTBIT 0
 #define ATL_K_GET_FUNCTION_NAMED
+#define ATL_K_GET_FUNCTION_RECORD
 #define ATL_K_GET_FUNCTION_LIGHT(again)
 #define ATL_K_GET_KERNEL_LIGHTBIT 0
 #define ATL_K_GET_KERNEL_NAMED
+#define ATL_K_GET_KERNEL_RECORD
 #define ATL_K_GET_KERNEL_LIGHT(again)
 #define ATL_K_GPA1_LIGHTBIT 0
 #define ATL_K_GPA1_NAMED
+#define ATL_K_GPA1_RECORD
 #define ATL_K_GPA1_LIGHT(again)
 #define ATL_K_GPA2_LIGHTBIT 0
 #define ATL_K_GPA2_NAMED
+#define ATL_K_GPA2_RECORD
 #define ATL_K_GPA2_LIGHT(again)
 #define ATL_K_KERNEL_FUNC_LIGHTBIT 0
 #define ATL_K_KERNEL_FUNC_NAMED
+#define ATL_K_KERNEL_FUNC_RECORD
 #define ATL_K_KERNEL_FUNC_LIGHT(again)
 #define ATL_K_LIB_LOAD_DATA_LIGHTBIT 0
 #define ATL_K_LIB_LOAD_DATA_NAMED
+#define ATL_K_LIB_LOAD_DATA_RECORD
 #define ATL_K_LIB_LOAD_DATA_LIGHT(again)
 #define ATL_K_LIB_LOAD_FILE_LIGHTBIT 0
 #define ATL_K_LIB_LOAD_FILE_NAMED
+#define ATL_K_LIB_LOAD_FILE_RECORD
 #define ATL_K_LIB_LOAD_FILE_LIGHT(again)
 #define ATL_K_LIB_UNLOAD_LIGHTBIT 0
 #define ATL_K_LIB_UNLOAD_NAMED
+#define ATL_K_LIB_UNLOAD_RECORD
 #define ATL_K_LIB_UNLOAD_LIGHT(again)
 #define ATL_K_MOD_LOAD_LIGHTBIT 0
 #define ATL_K_MOD_LOAD_NAMED
+#define ATL_K_MOD_LOAD_RECORD
 #define ATL_K_MOD_LOAD_LIGHT(again)
 #define ATL_K_MOD_LOAD_DATA_LIGHTBIT 0
 #define ATL_K_MOD_LOAD_DATA_NAMED
+#define ATL_K_MOD_LOAD_DATA_RECORD
 #define ATL_K_MOD_LOAD_DATA_LIGHT(again)
 #define ATL_K_MOD_LOAD_EX_LIGHTBIT 0
 #define ATL_K_MOD_LOAD_EX_NAMED
+#define ATL_K_MOD_LOAD_EX_RECORD
 #define ATL_K_MOD_LOAD_EX_LIGHT(again)
 #define ATL_K_MOD_UNLOAD_LIGHTBIT 0
 #define ATL_K_MOD_UNLOAD_NAMED
+#define ATL_K_MOD_UNLOAD_RECORD
 #define ATL_K_MOD_UNLOAD_LIGHT(again)
 #define ATL_K_PCTX_RELEASE_LIGHTBIT 0
 #define ATL_K_PCTX_RELEASE_NAMED
+#define ATL_K_PCTX_RELEASE_RECORD
 #define ATL_K_PCTX_RELEASE_LIGHT(again)
 #define ATL_K_SET_2D16_LIGHTBIT 0
 #define ATL_K_SET_2D16_NAMED
+#define ATL_K_SET_2D16_RECORD
 #define ATL_K_SET_2D16_LIGHT(again)
 #define ATL_K_SET_2D16_A_LIGHTBIT 0
 #define ATL_K_SET_2D16_A_NAMED
+#define ATL_K_SET_2D16_A_RECORD
 #define ATL_K_SET_2D16_A_LIGHT(again)
 #define ATL_K_SET_2D32_LIGHTBIT 0
 #define ATL_K_SET_2D32_NAMED
+#define ATL_K_SET_2D32_RECORD
 #define ATL_K_SET_2D32_LIGHT(again)
 #define ATL_K_SET_2D32_A_LIGHTBIT 0
 #define ATL_K_SET_2D32_A_NAMED
+#define ATL_K_SET_2D32_A_RECORD
 #define ATL_K_SET_2D32_A_LIGHT(again)
 #define ATL_K_SET_2D8_LIGHTBIT 0
 #define ATL_K_SET_2D8_NAMED
+#define ATL_K_SET_2D8_RECORD
 #define ATL_K_SET_2D8_LIGHT(again)
 #define ATL_K_SET_2D8_A_LIGHTBIT 0
 #define ATL_K_SET_2D8_A_NAMED
+#define ATL_K_SET_2D8_A_RECORD
 #define ATL_K_SET_2D8_A_LIGHT(again)
 #define ATL_K_SET_D16_LIGHTBIT 0
 #define ATL_K_SET_D16_NAMED
+#define ATL_K_SET_D16_RECORD
 #define ATL_K_SET_D16_LIGHT(again)
 #define ATL_K_SET_D16_A_LIGHTBIT 0
 #define ATL_K_SET_D16_A_NAMED
+#define ATL_K_SET_D16_A_RECORD
 #define ATL_K_SET_D16_A_LIGHT(again)
 #define ATL_K_SET_D32_LIGHTBIT 0
 #define ATL_K_SET_D32_NAMED
+#define ATL_K_SET_D32_RECORD
 #define ATL_K_SET_D32_LIGHT(again)
 #define ATL_K_SET_D32_A_LIGHTBIT 0
 #define ATL_K_SET_D32_A_NAMED
+#define ATL_K_SET_D32_A_RECORD
 #define ATL_K_SET_D32_A_LIGHT(again)
 #define ATL_K_SET_D8_LIGHTBIT 0
 #define ATL_K_SET_D8_NAMED
+#define ATL_K_SET_D8_RECORD
 #define ATL_K_SET_D8_LIGHT(again)
 #define ATL_K_SET_D8_A_LIGHTBIT 0
 #define ATL_K_SET_D8_A_NAMED
+#define ATL_K_SET_D8_A_RECORD
 #define ATL_K_SET_D8_A_LIGHT(again)
 #define ATL_K_SYNC_CTX_LIGHTBIT 0
 #define ATL_K_SYNC_CTX_NAMED
+#define ATL_K_SYNC_CTX_RECORD
 #define ATL_K_SYNC_CTX_LIGHT(again)
 #define ATL_K_SYNC_CTX2_LIGHTBIT 0
 #define ATL_K_SYNC_CTX2_NAMED
+#define ATL_K_SYNC_CTX2_RECORD
 #define ATL_K_SYNC_CTX2_LIGHT(again)
 #define ATL_K_SYNC_EVENT_LIGHTBIT 0
 #define ATL_K_SYNC_EVENT_NAMED
+#define ATL_K_SYNC_EVENT_RECORD
 #define ATL_K_SYNC_EVENT_LIGHT(again)
 #define ATL_K_SYNC_STREAM_LIGHTBIT 0
 #define ATL_K_SYNC_STREAM_NAMED
+#define ATL_K_SYNC_STREAM_RECORD
 #define ATL_K_SYNC_STREAM_LIGHT(again)
 
 #endif

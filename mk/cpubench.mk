@@ -4,12 +4,16 @@
 #
 #   make cpu-bench [CPU_BENCH_REPS=7] [CPU_BENCH_N=1000000]
 #                  [CPU_BENCH_CONFIGS="trace:ATLAS_TRACE=1;redzone:ATLAS_REDZONE=256"]
+#                  [CPU_BENCH_KERNELS="256 10000"]
 # CPU_BENCH_CONFIGS adds rows ("name:SETTINGS" separated by ';') to the fixed
-# native, idle and stats rows, as features land.
+# native, idle and stats rows, as features land. CPU_BENCH_KERNELS adds rows
+# launch:K, launches over K distinct kernels in turn (the launch path must
+# stay flat in the number of kernels).
 
 CPU_BENCH_REPS    ?= 7
 CPU_BENCH_N       ?= 1000000
 CPU_BENCH_CONFIGS ?=
+CPU_BENCH_KERNELS ?= 256 10000
 
 $(BUILD)/bench/cpu_bench: bench/cpu/cpu_bench.c $(BUILD)/fake/libcuda.so
 	@mkdir -p $(dir $@)
@@ -17,7 +21,7 @@ $(BUILD)/bench/cpu_bench: bench/cpu/cpu_bench.c $(BUILD)/fake/libcuda.so
 
 .PHONY: cpu-bench
 cpu-bench: $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 $(BUILD)/bench/cpu_bench
-	sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) "$(CPU_BENCH_CONFIGS)"
+	sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) "$(CPU_BENCH_CONFIGS)" "$(CPU_BENCH_KERNELS)"
 
 BENCH_TARGETS += cpu-bench
 

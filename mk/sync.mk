@@ -44,8 +44,12 @@ $(GPU_DIR)/sync_oob: tests/gpu/sync/sync_oob.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
 
+$(GPU_DIR)/flight: tests/gpu/sync/flight.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
+
 .PHONY: sync-gpu-check
-sync-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/sync_oob
+sync-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/sync_oob $(GPU_DIR)/flight
 	sh tests/gpu/sync/run_sync.sh $(BUILD)
 
 GPU_TARGETS += sync-gpu-check

@@ -5,6 +5,7 @@
 #include "engine.h"
 
 #include "config.h"
+#include "flight.h"
 #include "kaudit.h"
 #include "kernels.h"
 #include "ledger.h"
@@ -161,8 +162,6 @@ static void register_late_atexit(void)
 
 /* ---- events: the core only keeps the books; features plug in here -------- */
 
-uint64_t atl_launch_seq;
-
 void atl_launch_from_config(struct atl_launch *l)
 {
     const CUlaunchConfig *c = l->config;
@@ -184,9 +183,9 @@ void atl_launch_from_config(struct atl_launch *l)
 void atl_launch_pre(struct atl_launch *l)
 {
     register_late_atexit();
-    if (!atl_ring_known(l->func))
-        atl_ring_name(l->func);
-    l->seq = atl_ring_put(l->hook, l->func, NULL, l->stream, l->grid[0], l->grid[1], l->grid[2],
+    if (!atl_ring_ready(l->func))
+        atl_ring_first(l->func, l->params, l->extra);
+    l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
                           l->block[0], l->block[1], l->block[2], l->shmem);
     atl_redzone_launch_pre(l);
 }
@@ -204,12 +203,19 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 
 void atl_graph_launch_pre(struct atl_graph_launch *g)
 {
-    atl_ring_put(g->hook, NULL, g->exec, g->stream, 0, 0, 0, 0, 0, 0, 0);
+    atl_ring_put(g->hook | ATL_RING_GRAPH, g->exec, g->stream, 0, 0, 0, 0, 0, 0, 0);
+}
+
+void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        atl_flight_note_graph(g->exec, g->graph);
+    atl_fault_check(g->hook, r);
 }
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
-    atl_fault_check(g->hook, r);
+    r = atl_sync_graph_launch_post(g, r);
     atl_redzone_graph_launch_post(g, r);
     if (atl_trace_on)
         atl_trace_graph_launch(g, r);
@@ -351,7 +357,7 @@ CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 
 void atl_sync_pre(struct atl_sync *s)
 {
-    (void)s;
+    s->launches_before = atl_flight_last_launch();
 }
 
 CUresult atl_sync_post(struct atl_sync *s, CUresult r)
@@ -381,6 +387,8 @@ void atl_capture_post(struct atl_capture *c, CUresult r)
 void atl_lookup_post(struct atl_lookup *l, CUresult r)
 {
     atl_kernels_note_lookup(l, r);
+    if (r == CUDA_SUCCESS)
+        atl_flight_note_lookup(l->result);
     atl_kaudit_lookup(l, r);
 }
 
@@ -398,8 +406,8 @@ void atl_module_post(struct atl_module *m, CUresult r)
         /* Every per-handle record of its kernels goes: the driver may give a
          * later kernel the same address (seen: a 1-parameter kernel at the
          * address of an unloaded 64-parameter one). */
+        atl_flight_forget_owner(m->handle);
         atl_kernels_forget_owner(m->handle);
-        atl_ring_forget_all();
         __atomic_add_fetch(&atl_unload_gen, 1, __ATOMIC_RELEASE);
     }
 }

@@ -112,6 +112,13 @@ struct atl_graph_launch {
     CUstream stream;
 };
 void atl_graph_launch_pre(struct atl_graph_launch *g);
+
+struct atl_graph_inst {
+    int hook;
+    CUgraph graph;
+    CUgraphExec exec; /* when r == CUDA_SUCCESS */
+};
+void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r);
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r);
 
 enum atl_alloc_kind { ATL_ALLOC_DEVICE, ATL_ALLOC_PITCH, ATL_ALLOC_MANAGED, ATL_ALLOC_ASYNC };
@@ -206,6 +213,7 @@ struct atl_sync {
     CUcontext ctx; /* cuCtxSynchronize_v2 */
     CUstream stream;
     CUevent event;
+    uint64_t launches_before; /* the newest launch when it started (engine) */
 };
 void atl_sync_pre(struct atl_sync *s);
 CUresult atl_sync_post(struct atl_sync *s, CUresult r);

@@ -12,9 +12,10 @@
 
 #include "config.h"
 #include "driver.h"
+#include "dsk.h"
+#include "flight.h"
 #include "kernels.h"
 #include "log.h"
-#include "ring.h"
 #include "stack.h"
 
 #include <pthread.h>
@@ -31,18 +32,25 @@ static uint64_t counts[ATL_SC_COUNT];
 static uint64_t bytes[ATL_SC_COUNT];
 static uint64_t blocking_n; /* blocking device-to-host copies, numbered */
 
-static int trace_on;      /* ATLAS_D2H_TRACE given */
-static uint64_t trace_at; /* its value: backtrace at this blocking copy */
-static int debug_sync;    /* ATLAS_DEBUG_SYNC_KERNELS */
-static int ring_on = 1;   /* ATLAS_LAUNCH_RING */
+static int trace_on;            /* ATLAS_D2H_TRACE given */
+static uint64_t trace_at;       /* its value: backtrace at this blocking copy */
+static enum atl_dsk debug_sync; /* ATLAS_DEBUG_SYNC_KERNELS */
 
 void atl_sync_init(void)
 {
     int i = atl_config_find("ATLAS_D2H_TRACE");
     trace_on = i >= 0 && atl_cfg.set[i];
     trace_at = atl_cfg.d2h_trace;
-    debug_sync = (int)atl_cfg.debug_sync_kernels;
-    ring_on = (int)atl_cfg.launch_ring;
+    const char *why;
+    debug_sync = atl_dsk_parse(atl_cfg.debug_sync_kernels, &why);
+    if (debug_sync == ATL_DSK_BAD) {
+        char shown[80];
+        atl_config_show_value(atl_cfg.debug_sync_kernels, shown, sizeof shown);
+        atl_log(ATL_ERROR, "ignoring ATLAS_DEBUG_SYNC_KERNELS='%s': %s; using 0", shown, why);
+        debug_sync = ATL_DSK_OFF;
+    }
+    atl_flight_init(atl_cfg.launch_ring,
+                    debug_sync == ATL_DSK_LIST ? atl_cfg.debug_sync_kernels : NULL);
 }
 
 /* Copies and syncs always, for the counts and the latch; launches always, for
@@ -52,19 +60,23 @@ void atl_sync_init(void)
  * never synchronises inside one. */
 unsigned atl_sync_wanted(void)
 {
-    unsigned on = ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LOOKUP | ATL_ON_CAPTURE;
-    /* The ring is written from the hooks' light path (a launch number and
-     * one ring slot, no engine slow path): +165 instructions a launch against
-     * the fake driver, down from +293 through the slow path, which cost 60 ns
-     * (1.7-2.4% of a 3.5 us launch) measured in-process on the H200.
+    /* ...and module unloads, so the flight recorder forgets their kernels */
+    unsigned on = ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LOOKUP | ATL_ON_CAPTURE | ATL_ON_MODULE;
+    /* The flight recorder's ring is written from the hooks' light path (a
+     * table probe, a launch number and one ring slot, no engine slow path):
+     * +39 instructions a launch against the fake driver at any number of
+     * kernels (make cpu-bench), where the engine's slow path cost +293 and
+     * 60 ns (1.7-2.4% of a 3.5 us launch) measured in-process on the H200.
      * ATLAS_LAUNCH_RING=0 gives even that back; the latch then still reports
-     * the first sticky error, without the launches before it. */
+     * the first sticky error, without the launches before it. A list of
+     * kernels to debug-sync takes every launch through the engine, which
+     * matches the kernel by its table entry (flight.c). */
     /* synchronous DtoH copies: counted on the hooks' light path, unless
      * ATLAS_D2H_TRACE wants their call sites */
     on |= trace_on ? ATL_ON_COPY_DTOH : ATL_ON_DTOH_COUNT;
     if (debug_sync)
         on |= ATL_ON_LAUNCH;
-    else if (ring_on)
+    else if (atl_flight_ring_on())
         on |= ATL_ON_LAUNCH_RING; /* hooks' light path, not the engine */
     return on;
 }
@@ -89,6 +101,7 @@ uint64_t atl_sync_blocking_d2h(void)
 #define SITES 1024
 struct site {
     uint64_t hash;
+    unsigned order; /* first seen: 0, 1, ... (ties in the summary: the newest first) */
     uint64_t n[ATL_SC_COUNT];
     uint64_t bytes;
     struct atl_stack stack;
@@ -125,6 +138,7 @@ static void site_note(enum atl_sync_counter k, size_t nbytes)
             if (nsites * 4 >= SITES * 3)
                 break; /* keep probes short: count the rest as dropped */
             s->hash = h;
+            s->order = nsites;
             s->stack = st;
             s->n[k] = 1;
             s->bytes = nbytes;
@@ -284,146 +298,8 @@ void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r)
     count(k[s->kind], 0);
     if (r != CUDA_SUCCESS)
         atl_fault_check(s->hook, r);
-}
-
-/* ---- the ring of recent launches -------------------------------------------- */
-
-/* Written on every launch (ring.h: the launch number and a dozen stores),
- * inline in the hooks. Process-wide rather than per context: one context per
- * process is the common case, and the report says so. */
-struct atl_ring_ent atl_ring[ATL_RING];
-
-#define RLD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
-
-static void ring_copy(struct atl_ring_ent *dst, struct atl_ring_ent *src)
-{
-    dst->seq = RLD(src->seq);
-    dst->func = RLD(src->func);
-    dst->exec = RLD(src->exec);
-    dst->stream = RLD(src->stream);
-    for (int i = 0; i < 3; i++) {
-        dst->grid[i] = RLD(src->grid[i]);
-        dst->block[i] = RLD(src->block[i]);
-    }
-    dst->shmem = RLD(src->shmem);
-    dst->hook = RLD(src->hook);
-}
-
-/* The per-thread caches of named kernels (ring.h). On the heap, one per
- * thread, behind one pointer: any initial-exec TLS puts the library's whole
- * TLS block in static TLS, and glibc keeps only about 512 spare bytes of it
- * for libraries loaded with dlopen (NVTX injection loads us so); 2 KiB here
- * made that dlopen fail. A thread whose cache cannot be allocated simply
- * names every launch (a registry lookup). */
-struct named_cache {
-    void *slot[ATL_NAMED];
-    struct named_cache *prev, *next;
-};
-__thread void **atl_named __attribute__((tls_model("initial-exec")));
-/* Every thread's cache stays on one list, so a forked child (where the other
- * threads are gone) still reaches them, and a thread's exit frees its own. */
-static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct named_cache *named_all;
-static pthread_key_t named_key;
-static pthread_once_t named_key_once = PTHREAD_ONCE_INIT;
-
-static void named_free(void *p)
-{
-    struct named_cache *c = p;
-    pthread_mutex_lock(&named_lock);
-    if (c->prev)
-        c->prev->next = c->next;
     else
-        named_all = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    pthread_mutex_unlock(&named_lock);
-    free(c);
-}
-
-static void named_key_make(void)
-{
-    pthread_key_create(&named_key, named_free);
-}
-
-static void **named_alloc(void)
-{
-    pthread_once(&named_key_once, named_key_make);
-    struct named_cache *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
-    pthread_mutex_lock(&named_lock);
-    c->next = named_all;
-    if (named_all)
-        named_all->prev = c;
-    named_all = c;
-    pthread_mutex_unlock(&named_lock);
-    pthread_setspecific(named_key, c);
-    return c->slot;
-}
-
-void atl_ring_name(void *func)
-{
-    if (!func)
-        return;
-    atl_kernel_mangled(func);
-    void **n = atl_named;
-    if (!n)
-        n = atl_named = named_alloc();
-    if (n)
-        n[atl_named_slot(func)] = func;
-}
-
-void atl_ring_forget_all(void)
-{
-    /* Another thread may write its own slot meanwhile: the worst left is one
-     * stale entry, whose kernel is then named from the registry (which the
-     * unload already cleared) when it faults. */
-    pthread_mutex_lock(&named_lock);
-    for (struct named_cache *c = named_all; c; c = c->next)
-        for (int i = 0; i < ATL_NAMED; i++)
-            __atomic_store_n(&c->slot[i], NULL, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&named_lock);
-}
-
-#define RING_SHOWN 16
-
-static void ring_report(const char *tag)
-{
-    uint64_t last = 0;
-    for (int i = 0; i < ATL_RING; i++) {
-        uint64_t s = __atomic_load_n(&atl_ring[i].seq, __ATOMIC_ACQUIRE);
-        if (s > last)
-            last = s;
-    }
-    if (!last) {
-        atl_log(ATL_ERROR, "%s: no kernel launch was seen before it%s", tag,
-                ring_on ? "" : " (ATLAS_LAUNCH_RING=0: launches are not recorded)");
-        return;
-    }
-    uint64_t first = last >= RING_SHOWN ? last - RING_SHOWN + 1 : 1;
-    atl_log(ATL_ERROR,
-            "%s: the last %llu launches (all contexts, oldest first; the culprit is "
-            "usually among them):",
-            tag, (unsigned long long)(last - first + 1));
-    for (uint64_t s = first; s <= last; s++) {
-        struct atl_ring_ent e;
-        ring_copy(&e, &atl_ring[s & (ATL_RING - 1)]);
-        if (__atomic_load_n(&atl_ring[s & (ATL_RING - 1)].seq, __ATOMIC_ACQUIRE) != s || e.seq != s)
-            continue;
-        if (!e.func) {
-            atl_log(ATL_ERROR, "%s:   launch=%llu graph=%p stream=%p via=%s", tag,
-                    (unsigned long long)s, e.exec, (void *)e.stream, atl_hook_names[e.hook]);
-            continue;
-        }
-        char name[256];
-        atl_kernel_name(e.func, name, sizeof name);
-        atl_log(ATL_ERROR,
-                "%s:   launch=%llu kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u stream=%p "
-                "via=%s",
-                tag, (unsigned long long)s, name, e.grid[0], e.grid[1], e.grid[2], e.block[0],
-                e.block[1], e.block[2], e.shmem, (void *)e.stream, atl_hook_names[e.hook]);
-    }
+        atl_flight_good_sync(s->kind, s->stream, s->launches_before);
 }
 
 /* ---- the fault latch ---------------------------------------------------------------- */
@@ -476,7 +352,7 @@ void atl_fault_check(int hook, CUresult r)
             "failures are not repeated",
             name, (int)r, atl_hook_names[hook], site, text);
     print_frames("fault", &st, 0, 8);
-    ring_report("fault");
+    atl_flight_report("fault");
 }
 
 /* ---- debug sync --------------------------------------------------------------------- */
@@ -495,6 +371,7 @@ void atl_sync_capture_post(const struct atl_capture *c, CUresult r)
     if (c->begin) {
         if (r != CUDA_SUCCESS)
             return;
+        atl_flight_capture(c->stream, 1);
         if (c->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) {
             local_caps++;
             return;
@@ -512,6 +389,7 @@ void atl_sync_capture_post(const struct atl_capture *c, CUresult r)
         return;
     }
     /* the end of a capture ends it, whatever the result */
+    atl_flight_capture(c->stream, 0);
     CUstream key = c->stream ? c->stream : (CUstream)1;
     int found = 0;
     pthread_mutex_lock(&caps_lock);
@@ -526,11 +404,38 @@ void atl_sync_capture_post(const struct atl_capture *c, CUresult r)
         local_caps--;
 }
 
+/* Synchronises the launch's stream. Success marks the launches so far as
+ * good; the first failure latches (this report says it all) and gives its
+ * error's name and text, which stay NULL otherwise (reported once). */
+static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out, const char **ename,
+                                  const char **text, char *buf, unsigned len)
+{
+    *ename = NULL;
+    int pt = atl_hook_flags[hook] & ATL_F_PT;
+    uint64_t upto = atl_flight_last_launch();
+    if (upto_out)
+        *upto_out = upto;
+    CUresult r = atl_drv.cuStreamSynchronize((pt && !stream) ? CU_STREAM_PER_THREAD : stream);
+    if (r == CUDA_SUCCESS) {
+        atl_flight_good_sync(ATL_SYNC_STREAM, stream, upto);
+        return r;
+    }
+    if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
+        return r;
+    atl_note_finding(ATL_FINDING_FAULT, 1);
+    if (atl_fault_is_sticky(r))
+        __atomic_store_n(&latched, 1, __ATOMIC_RELEASE); /* this report says it all */
+    error_text(r, ename, text, buf, len);
+    return r;
+}
+
 /* Costs one cuStreamIsCapturing, a name look-up and a cuStreamSynchronize per
  * launch: the GPU runs one kernel at a time, which is the point. */
 static CUresult debug_sync_after(const struct atl_launch *l)
 {
     if (__atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || local_caps > 0)
+        return CUDA_SUCCESS;
+    if (debug_sync == ATL_DSK_LIST && !atl_flight_debug_sync_wanted(l->func))
         return CUDA_SUCCESS;
     int pt = atl_hook_flags[l->hook] & ATL_F_PT;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -546,24 +451,51 @@ static CUresult debug_sync_after(const struct atl_launch *l)
     /* name it now: after a fault the driver stops answering cuFuncGetName */
     char name[256];
     atl_kernel_name(l->func, name, sizeof name);
-    CUstream s = (pt && !l->stream) ? CU_STREAM_PER_THREAD : l->stream;
-    CUresult r = atl_drv.cuStreamSynchronize(s);
-    if (r == CUDA_SUCCESS)
-        return r;
-    if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
-        return r;
-    atl_note_finding(ATL_FINDING_FAULT, 1);
-    if (atl_fault_is_sticky(r))
-        __atomic_store_n(&latched, 1, __ATOMIC_RELEASE); /* this report says it all */
     char buf[48];
     const char *ename, *text;
-    error_text(r, &ename, &text, buf, sizeof buf);
+    CUresult r = debug_sync_stream(l->hook, l->stream, NULL, &ename, &text, buf, sizeof buf);
+    if (!ename)
+        return r;
     atl_log(ATL_ERROR,
             "debug-sync: launch failed: kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u "
             "stream=%p launch=%llu via=%s error=%s code=%d: %s",
             name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
             l->shmem, (void *)l->stream, (unsigned long long)l->seq, atl_hook_names[l->hook], ename,
             (int)r, text);
+    struct atl_stack stk;
+    atl_stack_capture(&stk);
+    print_frames("debug-sync", &stk, 0, 12);
+    return r;
+}
+
+/* Debug sync of a graph launch: the graph is synchronised as a whole, so a
+ * fault is inside one of its kernel nodes, which the report lists. With a
+ * list of kernel names, every graph launch is synchronised too: a kernel
+ * named may be one of its nodes, and graph launches are few. */
+CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
+{
+    if (r != CUDA_SUCCESS) {
+        atl_fault_check(g->hook, r);
+        return r;
+    }
+    if (!debug_sync || __atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || local_caps > 0 ||
+        !atl_drv.cuStreamSynchronize)
+        return r;
+    char buf[48];
+    const char *ename, *text;
+    uint64_t upto;
+    r = debug_sync_stream(g->hook, g->stream, &upto, &ename, &text, buf, sizeof buf);
+    if (!ename)
+        return r;
+    atl_log(ATL_ERROR,
+            "debug-sync: graph launch failed: graph=%p stream=%p launch=%llu via=%s error=%s "
+            "code=%d: %s. Graph launches are synchronised as a whole: the fault is inside one of "
+            "its kernel nodes",
+            (void *)g->exec, (void *)g->stream, (unsigned long long)upto, atl_hook_names[g->hook],
+            ename, (int)r, text);
+    if (!atl_flight_graph_nodes("debug-sync", g->exec))
+        atl_log(ATL_ERROR, "debug-sync:     (its kernel nodes are unknown: instantiated before "
+                           "atlastrace was loaded)");
     struct atl_stack stk;
     atl_stack_capture(&stk);
     print_frames("debug-sync", &stk, 0, 12);
@@ -589,7 +521,11 @@ static int by_count(const void *a, const void *b)
     uint64_t nx = 0, ny = 0;
     for (int k = 0; k < ATL_SC_COUNT; k++)
         nx += x->n[k], ny += y->n[k];
-    return nx < ny ? 1 : nx > ny ? -1 : 0;
+    if (nx != ny)
+        return nx < ny ? 1 : -1;
+    /* equal counts: an order that does not hang on the stacks' hashes (the
+     * table's order), so the top ten are the same from run to run */
+    return x->order < y->order ? 1 : x->order > y->order ? -1 : 0;
 }
 
 #define TOP_SITES 10

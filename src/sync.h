@@ -6,9 +6,11 @@
  *   cuPointerGetAttribute per asynchronous host copy). ATLAS_D2H_TRACE adds
  *   backtraces, call sites and an exit summary.
  * - The fault latch is always armed: the first sticky error (700, 719, ...)
- *   any hooked call returns is reported once, with the last launches.
+ *   any hooked call returns is reported once, with the flight recorder's
+ *   suspects: every launch since the last good sync (flight.h).
  * - ATLAS_DEBUG_SYNC_KERNELS=1 synchronises after every launch and names the
- *   first launch that fails.
+ *   first launch that fails; =name1,name2 only after those kernels' launches
+ *   (dsk.h). Graph launches are synchronised as a whole.
  */
 #ifndef ATL_SYNC_H
 #define ATL_SYNC_H
@@ -37,6 +39,7 @@ unsigned atl_sync_wanted(void);
 
 /* Event entry points, called from the engine's. */
 CUresult atl_sync_launch_post(const struct atl_launch *l, CUresult r);
+CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
 void atl_sync_copy_post(const struct atl_copy *c, CUresult r);
 void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r);
 void atl_sync_capture_post(const struct atl_capture *c, CUresult r);

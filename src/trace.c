@@ -82,7 +82,7 @@ static struct atl_kfn *kc_find(uintptr_t key)
 /* Asks the driver for the parameter layout: cuFuncGetParamInfo for a
  * CUfunction, cuKernelGetParamInfo for a CUkernel (cuLaunchKernel accepts
  * either), index by index until the driver says there are no more. */
-static unsigned query_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact)
+unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact)
 {
     CUresult (*fns[2])(void *, size_t, size_t *, size_t *) = {
         (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuFuncGetParamInfo,
@@ -157,7 +157,7 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
     if (extra_size) { /* no layout from the driver: the packed buffer, one blob */
         off[0] = 0, size[0] = (uint32_t)extra_size, n = 1;
     } else {
-        n = query_layout(h, off, size, 4096, &exact);
+        n = atl_param_layout(h, off, size, 4096, &exact);
     }
     /* The name for people is demangled later, on the thread that reports
      * (see name_for_people): demangling here would run on whichever thread
@@ -221,7 +221,7 @@ static int kfn_still(struct atl_kfn *k, void *h, size_t extra_size)
     static uint32_t off[4096], size[4096]; /* under kc_mu */
     if (!extra_size) {
         int exact = 0;
-        unsigned n = query_layout(h, off, size, 4096, &exact);
+        unsigned n = atl_param_layout(h, off, size, 4096, &exact);
         if (n != k->nparams || exact != k->exact ||
             (n && (memcmp(off, k->off, n * 4) != 0 || memcmp(size, k->size, n * 4) != 0)))
             return 0;

@@ -27,6 +27,11 @@ void atl_trace_capture_post(const struct atl_capture *c, CUresult r);
 void atl_trace_step_begin(const char *name);
 void atl_trace_step_end(void);
 
+/* A kernel's parameter layout from the driver (cuFuncGetParamInfo, or
+ * cuKernelGetParamInfo for a CUkernel): up to max offsets and sizes; returns
+ * how many. *exact is 1 when the driver described the parameters. */
+unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact);
+
 /* The exit summary. */
 void atl_trace_exit(void);
 

@@ -8,6 +8,11 @@
  *   cpu_bench N            every loop, prints "launch NS", "args8 NS" and
  *                          "dtoh NS" (nanoseconds per call, after a warm-up)
  *   cpu_bench N launch|args8|dtoh  only that loop, no timing (for callgrind)
+ *   cpu_bench N launch:K   the launch loop over K distinct kernels, in turn
+ *                          (K up to 65536): the cost of naming and recording
+ *                          launches must not grow with the number of kernels
+ * With CPU_BENCH_KERNELS="256 10000" in the environment, the timing run also
+ * prints "launch:K NS" for each count.
  */
 #include "../../tests/fake/fakecuda.h"
 
@@ -28,6 +33,47 @@ static const struct fake_kernel_def kernels[] = {{"nop", k_nop, 0, NULL, NULL},
 static const struct fake_image image = {FAKE_IMAGE_MAGIC, 2, kernels};
 
 static CUfunction nop, nop8;
+/* ---- many kernels: modules of MANY_PER_MOD "nop" kernels named m<i> ---- */
+#define MANY_MAX 65536
+#define MANY_PER_MOD 256
+static struct fake_kernel_def many_defs[MANY_PER_MOD];
+static char many_names[MANY_PER_MOD][16];
+static const struct fake_image many_image = {FAKE_IMAGE_MAGIC, MANY_PER_MOD, many_defs};
+static CUfunction many[MANY_MAX];
+static long many_n; /* how many are loaded */
+
+/* Loads kernels until there are k (each module is one more image load). */
+static int many_load(long k)
+{
+    if (k < 1 || k > MANY_MAX)
+        return 1;
+    for (int i = 0; i < MANY_PER_MOD; i++) {
+        snprintf(many_names[i], sizeof many_names[i], "m%d", i);
+        many_defs[i] = (struct fake_kernel_def){many_names[i], k_nop, 0, NULL, NULL};
+    }
+    while (many_n < k) {
+        CUmodule m;
+        if (cuModuleLoadData(&m, &many_image))
+            return 1;
+        for (int i = 0; i < MANY_PER_MOD && many_n < MANY_MAX; i++)
+            if (cuModuleGetFunction(&many[many_n++], m, many_names[i]))
+                return 1;
+    }
+    return 0;
+}
+
+static int loop_many(long n, long k)
+{
+    long j = 0;
+    for (long i = 0; i < n; i++) {
+        if (cuLaunchKernel(many[j], 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) != CUDA_SUCCESS)
+            return 1;
+        if (++j == k)
+            j = 0;
+    }
+    return 0;
+}
+
 static CUdeviceptr dbuf;
 static char hbuf[16];
 
@@ -85,6 +131,14 @@ int main(int argc, char **argv)
         return 1;
     }
     if (only) {
+        if (strncmp(only, "launch:", 7) == 0) {
+            long k = atol(only + 7);
+            if (many_load(k)) {
+                fprintf(stderr, "cpu_bench: cannot load %ld kernels (1..%d)\n", k, MANY_MAX);
+                return 2;
+            }
+            return loop_many(k, k) || loop_many(n, k); /* each kernel once first: a constant */
+        }
         if (strcmp(only, "launch") == 0)
             return loop_launch(n);
         if (strcmp(only, "args8") == 0)
@@ -108,5 +162,19 @@ int main(int argc, char **argv)
     double t3 = now_ns();
     printf("launch %.2f\nargs8 %.2f\ndtoh %.2f\n", (t1 - t0) / (double)n, (t2 - t1) / (double)n,
            (t3 - t2) / (double)n);
+    const char *ks = getenv("CPU_BENCH_KERNELS");
+    for (char *p = (char *)ks; p && *p;) {
+        char *end;
+        long k = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        p = end;
+        if (many_load(k) || loop_many(n / 10 + 1, k))
+            return 1;
+        double a = now_ns();
+        if (loop_many(n, k))
+            return 1;
+        printf("launch:%ld %.2f\n", k, (now_ns() - a) / (double)n);
+    }
     return 0;
 }

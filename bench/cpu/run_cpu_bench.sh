@@ -1,7 +1,9 @@
 #!/bin/sh
 # CPU-only overhead table: ns and instructions per intercepted call against
 # the fake driver, native vs the preload idle vs each feature configuration.
-#   run_cpu_bench.sh BUILD REPS N "name:ENV=V ENV=V;name2:..."
+#   run_cpu_bench.sh BUILD REPS N "name:ENV=V ENV=V;name2:..." ["256 10000"]
+# The last argument adds rows launch:K, the launch loop over K distinct
+# kernels in turn (cpu_bench.c), for each count K.
 # Configurations run interleaved (native, idle, stats, ... then again), REPS
 # times; the table shows the median, the spread (min..max) and the ratio of
 # medians against native. Instructions come from callgrind as
@@ -11,6 +13,10 @@ BUILD=$1
 REPS=${2:-7}
 N=${3:-1000000}
 EXTRA=${4:-}
+KERNELS=${5:-}
+export CPU_BENCH_KERNELS="$KERNELS"
+LOOPS="launch args8 dtoh"
+for k in $KERNELS; do LOOPS="$LOOPS launch:$k"; done
 BIN=$BUILD/bench/cpu_bench
 LIB=$(realpath "$BUILD/libatlastrace.so")
 FAKE=$(realpath "$BUILD/fake")
@@ -67,10 +73,10 @@ stats() { # FILE -> "median min max"
 }
 
 echo "atlastrace CPU overhead per intercepted call (fake driver, no GPU): $REPS interleaved reps x $N calls"
-printf '%-10s %-7s %10s %17s %8s %10s %10s %10s\n' config call "ns median" "ns min..max" ratio "+ns" "instr" "+instr"
+printf '%-10s %-12s %10s %17s %8s %10s %10s %10s\n' config call "ns median" "ns min..max" ratio "+ns" "instr" "+instr"
 row() {
     name=$1
-    for loop in launch args8 dtoh; do
+    for loop in $LOOPS; do
         set -- $(stats "$TMP/$name.$loop")
         med=$1 lo=$2 hi=$3
         set -- $(stats "$TMP/native.$loop")
@@ -84,7 +90,7 @@ row() {
             nins=$(cat "$TMP/native.$loop.ir" 2>/dev/null || echo "$ins")
             dins=$(awk -v a="$ins" -v b="$nins" 'BEGIN { printf "%+.1f", a - b }')
         fi
-        printf '%-10s %-7s %10s %17s %7.2fx %+10.2f %10s %10s\n' "$name" $loop "$med" "$lo..$hi" \
+        printf '%-10s %-12s %10s %17s %7.2fx %+10.2f %10s %10s\n' "$name" $loop "$med" "$lo..$hi" \
             "$(awk -v a="$med" -v b="$nmed" 'BEGIN { print a / b }')" \
             "$(awk -v a="$med" -v b="$nmed" 'BEGIN { print a - b }')" "$ins" "$dins"
     done

@@ -4,6 +4,8 @@
  */
 #include "launch/internal.h"
 
+#include "dsk.h"
+
 #include <execinfo.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -38,24 +40,23 @@ const char *launch_error_name(CUresult r, char *buf, size_t len)
     return buf;
 }
 
-/* Parsed once, strictly: "1" on; unset, "" or "0" off; anything else is reported and off. A
- * per-launch getenv would cost more than the rest of the launch path together. */
+/* Parsed once, by the parser libatlastrace uses too (src/dsk.h): off, on for every launch, or a
+ * list of kernel names; anything else is reported and off. A per-launch getenv would cost more
+ * than the rest of the launch path together. */
 static pthread_once_t debug_sync_once = PTHREAD_ONCE_INIT;
 static int debug_sync_on;
+static const char *debug_sync_list; /* the environment's string, for ATL_DSK_LIST */
 /* 0 until the setting is read, then 1 + debug_sync_on: the launch path is one relaxed load */
 static _Atomic int debug_sync_state;
 
 static void debug_sync_read_env(void)
 {
-    const char *v = secure_getenv("ATLAS_DEBUG_SYNC_KERNELS");
-    debug_sync_on = 0;
-    if (!v || !*v || strcmp(v, "0") == 0)
-        return;
-    if (strcmp(v, "1") == 0) {
-        debug_sync_on = 1;
-        return;
-    }
-    launch_log("invalid setting ATLAS_DEBUG_SYNC_KERNELS=%s (expected 0 or 1); using 0", v);
+    const char *v = secure_getenv("ATLAS_DEBUG_SYNC_KERNELS"), *why;
+    enum atl_dsk d = atl_dsk_parse(v, &why);
+    debug_sync_on = d == ATL_DSK_ALL || d == ATL_DSK_LIST;
+    debug_sync_list = d == ATL_DSK_LIST ? v : NULL;
+    if (d == ATL_DSK_BAD)
+        launch_log("invalid setting ATLAS_DEBUG_SYNC_KERNELS=%.60s: %s; using 0", v, why);
 }
 
 int launch_debug_sync_enabled(void)
@@ -88,6 +89,8 @@ CUresult launch_debug_sync(struct atlas_launch *b, CUstream stream)
      * context, the driver no longer answers cuFuncGetName (seen on the H200). */
     char name[64], e[48];
     const char *kname = launch_kernel_name(b->fn, (int)b->is_kernel, name, sizeof(name));
+    if (debug_sync_list && !atl_dsk_match(debug_sync_list, kname))
+        return CUDA_SUCCESS; /* not one of the kernels asked for */
     CUresult r = cuCtxSynchronize();
     if (r == CUDA_SUCCESS)
         return CUDA_SUCCESS;

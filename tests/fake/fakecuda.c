@@ -211,6 +211,8 @@
     X(cuGraphDestroy) \
     X(cuGraphExecDestroy) \
     X(cuGraphGetNodes) \
+    X(cuGraphNodeGetType) \
+    X(cuGraphKernelNodeGetParams_v2) \
     X(cuModuleLoad) \
     X(cuModuleLoadData) \
     X(cuModuleLoadDataEx) \
@@ -3776,6 +3778,37 @@ CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
     }
     UNLOCK();
     return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A node is one of the graph's ops (as cuGraphGetNodes hands them out). */
+CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+    ENTER(cuGraphNodeGetType);
+    TRY(need_init());
+    const struct op *o = (const struct op *)hNode;
+    if (!o || !type)
+        return CUDA_ERROR_INVALID_VALUE;
+    *type = o->kind == OP_KERNEL ? CU_GRAPH_NODE_TYPE_KERNEL
+            : o->kind == OP_COPY ? CU_GRAPH_NODE_TYPE_MEMCPY
+                                 : CU_GRAPH_NODE_TYPE_MEMSET;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v2 *p)
+{
+    ENTER(cuGraphKernelNodeGetParams_v2);
+    TRY(need_init());
+    const struct op *o = (const struct op *)hNode;
+    if (!o || !p || o->kind != OP_KERNEL)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(p, 0, sizeof *p);
+    p->func = (CUfunction)&o->fn->as_func;
+    p->gridDimX = o->launch.grid[0], p->gridDimY = o->launch.grid[1];
+    p->gridDimZ = o->launch.grid[2];
+    p->blockDimX = o->launch.block[0], p->blockDimY = o->launch.block[1];
+    p->blockDimZ = o->launch.block[2];
+    p->sharedMemBytes = o->launch.shmem;
+    return CUDA_SUCCESS;
 }
 
 static CUresult graph_instantiate(CUgraphExec *phGraphExec, CUgraph hGraph)

@@ -174,6 +174,116 @@ START_TEST(debug_sync_names_the_culprit)
 }
 END_TEST
 
+/* The flight recorder: the culprit 300 launches before the sync is named
+ * first, with no setting, among the launches since the last good sync. */
+START_TEST(suspects_name_the_rare_kernel_first)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS", "ATLAS_LEAKS=1", NULL};
+    struct run_result r;
+    run_mode(&r, "suspects", env);
+    HAS(r.out, "stream syncs seen by the driver=0\nsync returned 700\n");
+    ck_assert_int_eq(count_lines(r.log, "fault: error="), 1);
+    /* the 50 launches before the good sync are not suspects */
+    HAS(r.log, "fault: 601 suspect launches since the last good sync (a context synchronisation "
+               "after launch 50); by kernel, rarest first: oob_write x1, axpy_good x600\n");
+    HAS(r.log, "fault: streams of the suspects (launches): (nil) (601)\n");
+    HAS(r.log, "fault:   rare suspect x1, newest: launch=351 kernel=oob_write(float*) "
+               "grid=(4,2,1) block=(128,1,1) shmem=0 stream=(nil) via=cuLaunchKernel\n");
+    /* its argument, resolved in the ledger */
+    HAS(r.log, "fault:     args (its first launch since the last good sync): p0=alloc#1+0x40(of "
+               "4096)\n");
+    HAS(r.log, "re-run with debug sync on the rare suspects only");
+    HAS(r.log, "ATLAS_DEBUG_SYNC_KERNELS=oob_write " TARGET " suspects\n");
+    ck_assert_msg(!strstr(r.log, "wrapped"), "no suspect was lost:\n%s", r.log);
+    /* the newest launches, as before */
+    ck_assert_int_eq(count_lines(r.log, "fault:   launch="), 16);
+    run_free(&r);
+}
+END_TEST
+
+/* A ring smaller than the suspects: the loss is counted, not hidden. */
+START_TEST(suspects_lost_to_a_small_ring_are_counted)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS", "ATLAS_LAUNCH_RING=200", NULL};
+    struct run_result r;
+    run_mode(&r, "suspects", env);
+    /* 200 rounds up to 256: the newest 256 of 601 */
+    HAS(r.log, "fault: 601 suspect launches since the last good sync (a context synchronisation "
+               "after launch 50); by kernel, rarest first: axpy_good x256\n");
+    HAS(r.log, "fault: the history wrapped: 345 older suspect launches were lost (not counted "
+               "above by kernel; ATLAS_LAUNCH_RING=1024 keeps the newest 256)\n");
+    run_free(&r);
+}
+END_TEST
+
+/* The hint's setting: only launches of the kernels named synchronise, and
+ * the faulting launch is named by its own launch. */
+START_TEST(debug_sync_of_named_kernels_only)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS=oob_write", NULL};
+    struct run_result r;
+    run_mode(&r, "suspects", env);
+    HAS(r.out, "launch 351 returned 700\nstream syncs seen by the driver=1\n");
+    HAS(r.log,
+        "debug-sync: launch failed: kernel=oob_write(float*) grid=(4,2,1) block=(128,1,1) "
+        "shmem=0 stream=(nil) launch=351 via=cuLaunchKernel error=CUDA_ERROR_ILLEGAL_ADDRESS");
+    run_free(&r);
+}
+END_TEST
+
+/* A fault inside a captured graph: the report lists the graph's kernel
+ * nodes, read at instantiation (the graph itself is destroyed by then). */
+START_TEST(a_graph_suspect_lists_its_kernel_nodes)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS", NULL};
+    struct run_result r;
+    run_mode(&r, "graph", env);
+    HAS(r.out, "graph launch returned 0\nsync returned 700\n");
+    HAS(r.log, "fault: 41 suspect launches since the program started (no context synchronisation "
+               "succeeded); by kernel, rarest first: graph@");
+    HAS(r.log, " x1, axpy_good x40\n");
+    /* the captured launches did not run: the graph launch did */
+    HAS(r.log, "fault: 4 launches into capturing streams are not suspects: they did not run (graph "
+               "launches run them)\n");
+    HAS(r.log, "kernel nodes (of 4 nodes), from its instantiation:\n");
+    HAS(r.log, "fault:       node kernel=axpy_good(float*) grid=(2,1,1) block=(64,1,1)\n");
+    HAS(r.log, "fault:       node kernel=oob_write(float*) grid=(2,1,1) block=(256,1,1)\n");
+    HAS(r.log, "fault:       node kernel=axpy_good(float*) grid=(2,1,1) block=(512,1,1)\n");
+    /* only the graph is rare: the hint synchronises graph launches */
+    HAS(r.log, "then their kernel nodes listed): ATLAS_DEBUG_SYNC_KERNELS=1 " TARGET " graph\n");
+    run_free(&r);
+}
+END_TEST
+
+/* Debug sync synchronises a graph launch as a whole and says so. */
+START_TEST(debug_sync_of_a_graph_names_its_nodes)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS=1", NULL};
+    struct run_result r;
+    run_mode(&r, "graph", env);
+    HAS(r.out, "graph launch returned 700\n");
+    HAS(r.log, "debug-sync: graph launch failed: graph=");
+    HAS(r.log, "Graph launches are synchronised as a whole: the fault is inside one of its kernel "
+               "nodes\n");
+    HAS(r.log, "debug-sync:       node kernel=oob_write(float*) grid=(2,1,1) block=(256,1,1)\n");
+    ck_assert_int_eq(count_lines(r.log, "fault: error="), 0);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(a_bad_debug_sync_value_is_reported_once)
+{
+    static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS=oob write", NULL};
+    struct run_result r;
+    run_mode(&r, "suspects", env);
+    HAS(r.out, "stream syncs seen by the driver=0\n");
+    ck_assert_int_eq(count_lines(r.log, "ignoring ATLAS_DEBUG_SYNC_KERNELS='oob write': not 0, 1 "
+                                        "or a comma-separated list of kernel names"),
+                     1);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(debug_sync_never_inside_a_capture)
 {
     static const char *const env[] = {"ATLAS_DEBUG_SYNC_KERNELS=1", NULL};
@@ -232,6 +342,12 @@ int main(void)
     tcase_add_test(tc, latch_first_seen_by_a_copy);
     tcase_add_test(tc, debug_sync_names_the_culprit);
     tcase_add_test(tc, debug_sync_never_inside_a_capture);
+    tcase_add_test(tc, suspects_name_the_rare_kernel_first);
+    tcase_add_test(tc, suspects_lost_to_a_small_ring_are_counted);
+    tcase_add_test(tc, debug_sync_of_named_kernels_only);
+    tcase_add_test(tc, a_bad_debug_sync_value_is_reported_once);
+    tcase_add_test(tc, a_graph_suspect_lists_its_kernel_nodes);
+    tcase_add_test(tc, debug_sync_of_a_graph_names_its_nodes);
     tcase_add_test(tc, kernel_audit_table);
     tcase_add_test(tc, no_audit_without_setting);
     suite_add_tcase(s, tc);

@@ -899,20 +899,51 @@ END_TEST
 START_TEST(a_bad_debug_sync_value_is_reported_and_ignored)
 {
     stderr_begin();
-    debug_sync_env("yes");
+    debug_sync_env("mock_kernel;rm");
     mock_layout(0, NULL);
     struct atlas_launch b;
     atlas_launch_init(&b, fake_function());
     ck_assert_int_eq(atlas_launch(&b, NULL), CUDA_SUCCESS);
     ck_assert_int_eq(atlas_launch(&b, NULL), CUDA_SUCCESS);
     const char *err = stderr_end();
-    char line[200];
+    char line[300];
     snprintf(line, sizeof(line),
-             "atlas[%d]: launch: invalid setting ATLAS_DEBUG_SYNC_KERNELS=yes (expected 0 or 1); "
-             "using 0\n",
+             "atlas[%d]: launch: invalid setting ATLAS_DEBUG_SYNC_KERNELS=mock_kernel;rm: not 0, 1 "
+             "or a comma-separated list of kernel names (letters, digits, _ $ .); using 0\n",
              (int)getpid());
     ck_assert_str_eq(err, line);
     ck_assert_int_eq(mock.syncs, 0);
+}
+END_TEST
+
+/* issue #14: libatlastrace took "yes" for on and libatlaslaunch refused it; one parser now */
+START_TEST(debug_sync_accepts_what_libatlastrace_accepts)
+{
+    const char *on[] = {"yes", "true", "On"};
+    for (int i = 0; i < 3; i++) {
+        debug_sync_env(on[i]);
+        mock_layout(0, NULL);
+        mock.syncs = 0;
+        struct atlas_launch b;
+        atlas_launch_init(&b, fake_function());
+        ck_assert_int_eq(atlas_launch(&b, NULL), CUDA_SUCCESS);
+        ck_assert_int_eq(mock.syncs, 1);
+    }
+}
+END_TEST
+
+START_TEST(debug_sync_with_a_list_syncs_only_the_kernels_named)
+{
+    mock_layout(0, NULL);
+    struct atlas_launch b;
+    debug_sync_env("other_kernel,mock_kernel");
+    atlas_launch_init(&b, fake_function());
+    ck_assert_int_eq(atlas_launch(&b, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(mock.syncs, 1);
+    debug_sync_env("other_kernel");
+    ck_assert_int_eq(atlas_launch(&b, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(atlas_launch(&b, NULL), CUDA_SUCCESS);
+    ck_assert_int_eq(mock.syncs, 1);
 }
 END_TEST
 
@@ -962,6 +993,8 @@ static Suite *launch_suite(void)
     tcase_add_test(t, debug_sync_passes_a_clean_launch);
     tcase_add_test(t, debug_sync_leaves_a_capturing_stream_alone);
     tcase_add_test(t, a_bad_debug_sync_value_is_reported_and_ignored);
+    tcase_add_test(t, debug_sync_accepts_what_libatlastrace_accepts);
+    tcase_add_test(t, debug_sync_with_a_list_syncs_only_the_kernels_named);
     suite_add_tcase(s, t);
     return s;
 }

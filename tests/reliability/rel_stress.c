@@ -1,7 +1,9 @@
 /*
  * Stress target: THREADS threads x ITERS iterations, each iteration one
  * allocation, one host-to-device copy, one kernel launch, one device-to-host
- * copy and one free, all on the legacy default stream of one shared context.
+ * copy and one free, all on the legacy default stream of one shared context;
+ * every 256th iteration a stream sync (each starts a new epoch of the flight
+ * recorder: every thread's next launch takes its cold path at once).
  *   rel_stress [threads] [iters]
  * Prints "fake: SYMBOL COUNT" for each hooked symbol the driver saw, then
  * "ok". Exactly, per run:
@@ -58,6 +60,8 @@ static void *worker(void *arg)
         CK(cuLaunchKernel(add1, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
         CK(cuMemcpyDtoH(&back, p, sizeof back));
         CK(cuMemFree(p));
+        if (i % 256 == 255)
+            CK(cuStreamSynchronize(NULL));
         if (back != v + 1) {
             fprintf(stderr, "rel_stress: thread %u iteration %ld read %u, want %u\n", seed, i, back,
                     v + 1);

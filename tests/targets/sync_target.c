@@ -8,6 +8,11 @@
  *   sync_target copies    every kind of copy and sync (counts in the test)
  *   sync_target many      25,000 synchronous device-to-host copies
  *   sync_target fault     300 good launches, one faulting, 5 good, then syncs
+ *   sync_target suspects  50 good launches and a good sync, then 300 good, one
+ *                         faulting (launch 351), 300 good, then syncs
+ *   sync_target graph     a captured graph of 3 good launches and a faulting
+ *                         one, instantiated, the graph destroyed, launched
+ *                         after 20 good launches, then 20 more and syncs
  *   sync_target capture   launches inside a global-mode stream capture
  *   sync_target audit     look-ups (one fails) and launches
  */
@@ -201,6 +206,53 @@ __attribute__((noinline)) int mode_fault(int dtoh_first)
     return 0;
 }
 
+/* The flight recorder's case: the culprit is 300 launches before the sync
+ * that sees its fault, and a good sync before it clears the first 50. Its
+ * argument points 0x40 into the first allocation. */
+__attribute__((noinline)) int mode_suspects(void)
+{
+    CUdeviceptr inside = dbuf + 0x40;
+    void *params[] = {&dbuf}, *bad_params[] = {&inside};
+    CUresult r = CUDA_SUCCESS;
+    for (int i = 0; i < 50; i++)
+        CHECK(cuLaunchKernel(good, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    CHECK(cuCtxSynchronize());
+    int i;
+    for (i = 0; i < 601 && r == CUDA_SUCCESS; i++)
+        r = cuLaunchKernel(i == 300 ? oob : good, 4, 2, 1, 128, 1, 1, 0, NULL,
+                           i == 300 ? bad_params : params, NULL);
+    if (r != CUDA_SUCCESS)
+        printf("launch %d returned %d\n", 50 + i, (int)r); /* under debug sync */
+    printf("stream syncs seen by the driver=%lu\n", fake_calls("cuStreamSynchronize"));
+    printf("sync returned %d\n", (int)cuCtxSynchronize());
+    printf("ok\n");
+    return 0;
+}
+
+__attribute__((noinline)) int mode_graph(void)
+{
+    CUstream s;
+    CUgraph g;
+    CUgraphExec x;
+    void *params[] = {&dbuf};
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < 4; i++)
+        CHECK(cuLaunchKernel(i == 2 ? oob : good, 2, 1, 1, 64 << i, 1, 1, 0, s, params, NULL));
+    CHECK(cuStreamEndCapture(s, &g));
+    CHECK(cuGraphInstantiateWithFlags(&x, g, 0));
+    CHECK(cuGraphDestroy(g)); /* its nodes are known from the instantiation */
+    for (int i = 0; i < 20; i++)
+        CHECK(cuLaunchKernel(good, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    CUresult r = cuGraphLaunch(x, s);
+    printf("graph launch returned %d\n", (int)r);
+    for (int i = 0; i < 20 && r == CUDA_SUCCESS; i++)
+        CHECK(cuLaunchKernel(good, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    printf("sync returned %d\n", (int)cuStreamSynchronize(s));
+    printf("ok\n");
+    return 0;
+}
+
 __attribute__((noinline)) int mode_capture(void)
 {
     CUstream s, other;
@@ -249,6 +301,10 @@ int main(int argc, char **argv)
         return mode_fault(0);
     if (strcmp(argv[1], "fault_dtoh") == 0)
         return mode_fault(1);
+    if (strcmp(argv[1], "suspects") == 0)
+        return mode_suspects();
+    if (strcmp(argv[1], "graph") == 0)
+        return mode_graph();
     if (strcmp(argv[1], "capture") == 0)
         return mode_capture();
     if (strcmp(argv[1], "audit") == 0)

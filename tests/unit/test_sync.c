@@ -3,11 +3,16 @@
  * syncs, and which are neither. Covers what the fake-driver tests do not
  * reach (peer copies, 2D/3D async, failed copies). */
 #include "driver.h"
+#include "dsk.h"
 #include "engine.h"
+#include "flight.h"
+#include "kernels.h"
+#include "ring.h"
 #include "sync.h"
 
 #include <check.h>
 #include <stdint.h>
+#include <string.h>
 
 /* device memory, pinned host memory, and everything else pageable */
 #define DEV 0x10000000u
@@ -125,6 +130,93 @@ START_TEST(device_to_device_never_queries)
 }
 END_TEST
 
+/* ---- ATLAS_DEBUG_SYNC_KERNELS, the one parser (src/dsk.h) ---------------------- */
+
+START_TEST(dsk_values)
+{
+    const char *why;
+    ck_assert_int_eq(atl_dsk_parse(NULL, &why), ATL_DSK_OFF);
+    ck_assert_int_eq(atl_dsk_parse("off", &why), ATL_DSK_OFF);
+    ck_assert_int_eq(atl_dsk_parse("YES", &why), ATL_DSK_ALL);
+    ck_assert_int_eq(atl_dsk_parse("bad_kernel,_Z4goodPf", &why), ATL_DSK_LIST);
+    ck_assert_int_eq(atl_dsk_parse("a,,b", &why), ATL_DSK_BAD);
+    ck_assert_str_eq(why, "an empty kernel name in the list");
+    ck_assert_int_eq(atl_dsk_parse("a b", &why), ATL_DSK_BAD);
+    ck_assert_int_eq(atl_dsk_parse("a,", &why), ATL_DSK_BAD);
+}
+END_TEST
+
+START_TEST(dsk_names)
+{
+    size_t n;
+    const char *id = atl_dsk_ident("_Z10bad_kernelPfl", &n);
+    ck_assert_int_eq((int)n, 10);
+    ck_assert_int_eq(strncmp(id, "bad_kernel", n), 0);
+    id = atl_dsk_ident("_ZN2ns5inner10bad_kernelEv", &n);
+    ck_assert_int_eq(strncmp(id, "bad_kernel", n), 0);
+    ck_assert_int_eq((int)n, 10);
+    id = atl_dsk_ident("_Z10bad_kernelIiEvPT_", &n);
+    ck_assert_int_eq(strncmp(id, "bad_kernel", n), 0);
+    id = atl_dsk_ident("extern_c_kernel", &n);
+    ck_assert_int_eq((int)n, 15);
+    id = atl_dsk_ident("_Z99short", &n); /* a length past the end: the whole name */
+    ck_assert_int_eq((int)n, 9);
+    ck_assert(atl_dsk_match("x,bad_kernel", "_ZN2ns10bad_kernelEv"));
+    ck_assert(atl_dsk_match("_Z10bad_kernelPfl", "_Z10bad_kernelPfl"));
+    ck_assert(!atl_dsk_match("bad", "_Z10bad_kernelPfl"));
+    ck_assert(!atl_dsk_match("bad_kernel_2", "_Z10bad_kernelPfl"));
+}
+END_TEST
+
+/* ---- the flight recorder's kernel table (ring.h, flight.c) ------------------- */
+
+/* Handles 16 bytes apart, as a driver's array of function objects gives them:
+ * 5,000 of them make the table grow several times. */
+static char handles[5000][16];
+
+START_TEST(kernel_table_grows_forgets_and_probes_past_forgotten_keys)
+{
+    for (int i = 0; i < 5000; i++)
+        atl_flight_note_lookup(handles[i]);
+    for (int i = 0; i < 5000; i++) {
+        ck_assert_ptr_nonnull(atl_ktab_find(atl_fl.ktab, handles[i]));
+        ck_assert(!atl_ring_ready(handles[i])); /* no launch yet in this epoch */
+    }
+    atl_ring_first(handles[7], NULL, NULL);
+    ck_assert(atl_ring_ready(handles[7]));
+    atl_flight_good_sync(ATL_SYNC_CTX, NULL, atl_flight_last_launch());
+    ck_assert(!atl_ring_ready(handles[7])); /* a new epoch: the first launch again */
+    for (int i = 0; i < 5000; i += 2)
+        atl_flight_forget(handles[i]);
+    for (int i = 0; i < 5000; i++) {
+        if (i % 2)
+            ck_assert_ptr_nonnull(atl_ktab_find(atl_fl.ktab, handles[i]));
+        else
+            ck_assert_ptr_null(atl_ktab_find(atl_fl.ktab, handles[i]));
+    }
+    ck_assert(!atl_ring_ready(NULL));
+}
+END_TEST
+
+START_TEST(a_module_unload_forgets_its_kernels)
+{
+    static char mod_a, mod_b, fa[2][16], fb[16];
+    struct atl_lookup l = {.kind = ATL_LOOKUP_MODULE_FUNCTION, .name = "_Z2kav", .owner = &mod_a};
+    for (int i = 0; i < 2; i++) {
+        l.result = fa[i];
+        atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+        atl_flight_note_lookup(fa[i]);
+    }
+    l.owner = &mod_b, l.result = fb, l.name = "_Z2kbv";
+    atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+    atl_flight_note_lookup(fb);
+    atl_flight_forget_owner(&mod_a);
+    ck_assert_ptr_null(atl_ktab_find(atl_fl.ktab, fa[0]));
+    ck_assert_ptr_null(atl_ktab_find(atl_fl.ktab, fa[1]));
+    ck_assert_ptr_nonnull(atl_ktab_find(atl_fl.ktab, fb));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sync-unit");
@@ -132,6 +224,12 @@ int main(void)
     tcase_add_test(tc, peer_and_generic);
     tcase_add_test(tc, two_and_three_d);
     tcase_add_test(tc, device_to_device_never_queries);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("flight");
+    tcase_add_test(tc, dsk_values);
+    tcase_add_test(tc, dsk_names);
+    tcase_add_test(tc, kernel_table_grows_forgets_and_probes_past_forgotten_keys);
+    tcase_add_test(tc, a_module_unload_forgets_its_kernels);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);

@@ -51,7 +51,53 @@ fi
 "$build/gpu/sync_oob" >"$out/oob-native.out" 2>&1
 echo "debug-sync cost: native $(grep 'good launches' "$out/oob-native.out"), preloaded $(grep 'good launches' "$out/oob-latch.out"), debug sync $(grep 'good launches' "$out/oob-debug.out")"
 
-# 3. PyTorch: counts match the script's structure, sites name libtorch
+# 3. the flight recorder: bad_kernel 300 launches before the sync is named
+# first among the suspects, with no setting
+"$build/gpu/flight" plain >"$out/flight-native.out" 2>&1
+ATLAS_LOG="$out/flight.log" LD_PRELOAD="$lib" "$build/gpu/flight" plain >"$out/flight.out" 2>&1
+cat "$out/flight.out"
+grep -E "fault: [0-9]+ suspect|rare suspect|args|re-run|wrapped|streams" "$out/flight.log"
+if has "$out/flight.log" "by kernel, rarest first: bad_kernel x1, good x600" &&
+   has "$out/flight.log" "fault:   rare suspect x1, newest: launch=.* kernel=bad_kernel(float\*, long)" &&
+   has "$out/flight.log" "ATLAS_DEBUG_SYNC_KERNELS=bad_kernel "; then
+    pass "the suspects name bad_kernel x1 first, 300 launches before the sync, and the hint names it"
+else
+    fail "the suspects do not name bad_kernel x1 first (log: $out/flight.log)"
+fi
+# a captured graph: its kernel nodes are listed
+ATLAS_LOG="$out/flight-graph.log" LD_PRELOAD="$lib" "$build/gpu/flight" graph >"$out/flight-graph.out" 2>&1
+cat "$out/flight-graph.out"
+grep -E "fault: [0-9]+ suspect|graph|node" "$out/flight-graph.log" | head -20
+if has "$out/flight-graph.log" "rarest first: graph@" &&
+   has "$out/flight-graph.log" "node kernel=bad_kernel(float\*, long) grid=(1,1,1) block=(32,1,1)"; then
+    pass "a fault in a captured graph lists the graph's kernel nodes, bad_kernel among them"
+else
+    fail "the graph's kernel nodes are not listed (log: $out/flight-graph.log)"
+fi
+# the hint's setting names the faulting launch, at close to native speed
+ATLAS_DEBUG_SYNC_KERNELS=bad_kernel ATLAS_LOG="$out/flight-dsk.log" LD_PRELOAD="$lib" \
+    "$build/gpu/flight" plain >"$out/flight-dsk.out" 2>&1
+cat "$out/flight-dsk.out"
+if has "$out/flight-dsk.log" "debug-sync: launch failed: kernel=bad_kernel(float\*, long)" &&
+   has "$out/flight-dsk.out" "first failing launch: 300 (cudaErrorIllegalAddress)"; then
+    pass "ATLAS_DEBUG_SYNC_KERNELS=bad_kernel names the faulting launch (300), which returns 700"
+else
+    fail "ATLAS_DEBUG_SYNC_KERNELS=bad_kernel (log: $out/flight-dsk.log)"
+fi
+# its cost (bench/RESULTS.md): per good launch, 20,000 of them, against native and =1
+us() { sed -n 's/^good launches before bad_kernel: \([0-9.]*\) us.*/\1/p' "$1"; }
+"$build/gpu/flight" plain 20000 10 >"$out/t-native.out" 2>&1
+LD_PRELOAD="$lib" "$build/gpu/flight" plain 20000 10 >"$out/t-ring.out" 2>/dev/null
+ATLAS_DEBUG_SYNC_KERNELS=bad_kernel LD_PRELOAD="$lib" "$build/gpu/flight" plain 20000 10 \
+    >"$out/t-dsk.out" 2>/dev/null
+ATLAS_DEBUG_SYNC_KERNELS=1 LD_PRELOAD="$lib" "$build/gpu/flight" plain 20000 10 \
+    >"$out/t-all.out" 2>/dev/null
+n=$(us "$out/t-native.out") r=$(us "$out/t-ring.out") d=$(us "$out/t-dsk.out") a=$(us "$out/t-all.out")
+awk -v n="$n" -v r="$r" -v d="$d" -v a="$a" 'BEGIN {
+    printf "flight timing (us per good launch, 20,000 launches): native %s, preloaded %s (%.3fx), ", n, r, r / n
+    printf "ATLAS_DEBUG_SYNC_KERNELS=bad_kernel %s (%.3fx), ATLAS_DEBUG_SYNC_KERNELS=1 %s (%.2fx)\n", d, d / n, a, a / n }'
+
+# 4. PyTorch: counts match the script's structure, sites name libtorch
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     ATLAS_D2H_TRACE=1000000000 ATLAS_LOG="$out/torch.log" LD_PRELOAD="$lib" \
         python3 $here/torch_d2h.py >"$out/torch.out" 2>&1

@@ -1,0 +1,834 @@
+/*
+ * The flight recorder (see flight.h, ring.h and docs/sync.md).
+ *
+ * Why: an asynchronous fault surfaces at the next synchronisation, often
+ * hundreds of launches after the kernel that caused it; the last few
+ * launches name the wrong kernel. Every launch since the last good sync is
+ * a suspect, so the ring keeps thousands of compact records (64 bytes each)
+ * and the report counts them by kernel, the rarest first: the culprit of a
+ * real program is usually a kernel launched once or twice among many
+ * launches of healthy ones.
+ *
+ * The arguments of the rare suspects come from the cold path: a kernel's
+ * first launch after each good sync goes through atl_ring_first, which
+ * copies its parameter bytes into the kernel's record. A kernel launched
+ * once since the last good sync (the rare suspect the report is about) has
+ * exactly that launch's bytes kept; a kernel launched thousands of times
+ * pays the cold path once per sync, never per launch, and the launch path
+ * stays a table probe, one compare and the ring stores.
+ */
+#include "flight.h"
+
+#include "driver.h"
+#include "dsk.h"
+#include "kernels.h"
+#include "ledger.h"
+#include "log.h"
+#include "ring.h"
+#include "stack.h"
+#include "trace.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Before atl_flight_init (and with the ring off, for the engine's launch
+ * path under debug sync): a small ring, so a put never needs a test. */
+#define RING_MIN 64
+static struct atl_ring_ent ring_small[RING_MIN] __attribute__((aligned(64)));
+/* The table before the first kernel: a header and one empty entry, so a
+ * probe ends at once (and a launch takes the cold path, which makes the
+ * first real table). */
+static struct atl_ktab_ent ktab_empty[2];
+_Static_assert(sizeof(struct atl_ktab) == sizeof(struct atl_ktab_ent), "header, then e[0]");
+
+struct atl_flight atl_fl = {
+    .ring = ring_small, .mask = RING_MIN - 1, .ktab = (struct atl_ktab *)ktab_empty, .epoch = 1};
+struct atl_launch_counter atl_launch_seq = {.next = 1};
+
+static int ring_on = 1;
+static const char *dsk_list; /* ATLAS_DEBUG_SYNC_KERNELS=name,... */
+
+#define RING_DEFAULT 4096
+#define RING_MAX (1u << 22)
+
+void atl_flight_init(unsigned long long ring, const char *list)
+{
+    /* a copy: the environment's string may be changed by the program */
+    dsk_list = list ? strdup(list) : NULL;
+    if (list && !dsk_list)
+        dsk_list = list;
+    if (ring == 0) {
+        ring_on = 0;
+        return;
+    }
+    if (ring == 1) /* the setting was a boolean once: 1 means on, the default size */
+        ring = RING_DEFAULT;
+    unsigned long long n = RING_MIN;
+    while (n < ring && n < RING_MAX)
+        n <<= 1;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, n * sizeof(struct atl_ring_ent)) != 0) {
+        atl_log_once_oom("the launch ring (keeping 64 launches)");
+        return;
+    }
+    memset(p, 0, n * sizeof(struct atl_ring_ent));
+    /* Init runs before the hooks' light path is switched on; still, the
+     * larger ring goes in before its mask, so a launch that read one with
+     * the other stays inside the ring it writes. */
+    __atomic_store_n(&atl_fl.ring, (struct atl_ring_ent *)p, __ATOMIC_RELEASE);
+    __atomic_store_n(&atl_fl.mask, n - 1, __ATOMIC_RELEASE);
+}
+
+int atl_flight_ring_on(void)
+{
+    return ring_on;
+}
+
+uint64_t atl_flight_last_launch(void)
+{
+    return __atomic_load_n(&atl_launch_seq.next, __ATOMIC_ACQUIRE) - 1;
+}
+
+/* ---- kernel records and the table ------------------------------------------ */
+
+#define ARGS_MAX 256  /* parameter bytes kept per kernel */
+#define PARAMS_MAX 64 /* parameters described per kernel */
+struct atl_krec {
+    void *handle;
+    int dsk;          /* in the ATLAS_DEBUG_SYNC_KERNELS list */
+    unsigned nparams; /* 0: no layout from the driver */
+    uint32_t off[PARAMS_MAX], size[PARAMS_MAX];
+    uint64_t args_epoch; /* the epoch the bytes are from (0: none) */
+    int args_busy;       /* a thread is copying them */
+    unsigned args_len;
+    unsigned char args[ARGS_MAX];
+};
+
+static pthread_mutex_t ktab_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct atl_krec *krec_make(void *h)
+{
+    struct atl_krec *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->handle = h;
+    const char *m = atl_kernel_mangled(h); /* names it while the driver answers */
+    r->dsk = dsk_list && m && atl_dsk_match(dsk_list, m);
+    int exact;
+    r->nparams = atl_param_layout(h, r->off, r->size, PARAMS_MAX, &exact);
+    return r;
+}
+
+/* Under ktab_lock: places key in t (which has room). */
+static struct atl_ktab_ent *ktab_place(struct atl_ktab *t, void *key)
+{
+    uint64_t off = (((uint64_t)(uintptr_t)key * ATL_KTAB_MUL) >> ATL_KTAB_SHIFT) & t->mask;
+    for (;;) {
+        struct atl_ktab_ent *e = (struct atl_ktab_ent *)((char *)t->e + off);
+        if (!e->key || e->key == key)
+            return e;
+        off = (off + ATL_KTAB_ENT) & t->mask;
+    }
+}
+
+/* Under ktab_lock: the entry of h in the current table, added when absent.
+ * A table half full is replaced by one twice the size; the old one stays
+ * allocated (a launch may still be probing it; the tables add up to twice
+ * the last one). Forgotten keys are dropped then. */
+static struct atl_ktab_ent *ktab_add(void *h)
+{
+    struct atl_ktab *t = atl_fl.ktab;
+    struct atl_ktab_ent *e = atl_ktab_find(t, h);
+    if (e)
+        return e;
+    if ((t->used + 1) * 2 > t->cap) {
+        uint64_t cap = t->cap < 256 ? 256 : t->cap * 2;
+        struct atl_ktab *nt = calloc(1, sizeof *nt + cap * sizeof nt->e[0]);
+        if (!nt)
+            return NULL;
+        nt->cap = cap;
+        nt->mask = (cap - 1) * ATL_KTAB_ENT;
+        nt->older = t;
+        for (uint64_t i = 0; i < t->cap; i++) {
+            void *k = __atomic_load_n(&t->e[i].key, __ATOMIC_RELAXED);
+            if (!k || k == ATL_KTAB_GONE)
+                continue;
+            /* a launch's cold path may store the epoch meanwhile: read it
+             * atomically (a store missed here costs one more cold path) */
+            struct atl_ktab_ent *d = ktab_place(nt, k);
+            d->key = k;
+            d->epoch = __atomic_load_n(&t->e[i].epoch, __ATOMIC_RELAXED);
+            d->rec = t->e[i].rec;
+            nt->used++;
+        }
+        __atomic_store_n(&atl_fl.ktab, nt, __ATOMIC_RELEASE);
+        t = nt;
+    }
+    struct atl_krec *r = krec_make(h);
+    if (!r)
+        return NULL;
+    e = ktab_place(t, h);
+    e->rec = r;
+    e->epoch = 0;
+    __atomic_store_n(&e->key, h, __ATOMIC_RELEASE); /* last: readers see a whole entry */
+    t->used++;
+    return e;
+}
+
+void atl_flight_note_lookup(void *handle)
+{
+    if (!handle)
+        return;
+    pthread_mutex_lock(&ktab_lock);
+    ktab_add(handle);
+    pthread_mutex_unlock(&ktab_lock);
+}
+
+void atl_flight_forget(void *handle)
+{
+    if (!handle || handle == ATL_KTAB_GONE)
+        return;
+    pthread_mutex_lock(&ktab_lock);
+    struct atl_ktab_ent *e = atl_ktab_find(atl_fl.ktab, handle);
+    /* The record stays allocated: a report may be reading it. The key
+     * becomes a tombstone, so probes for other keys still run past it. */
+    if (e)
+        __atomic_store_n(&e->key, ATL_KTAB_GONE, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&ktab_lock);
+}
+
+/* Collects the handles of one owner (under the registry's lock: nothing
+ * here may call back into the registry). */
+struct owned {
+    void *owner;
+    void **h;
+    size_t n, cap;
+};
+
+static void collect_owned(const struct atl_kernel *k, void *ctx)
+{
+    struct owned *o = ctx;
+    if (k->owner != o->owner)
+        return;
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 64;
+        void **h = realloc(o->h, cap * sizeof *h);
+        if (!h)
+            return; /* not forgotten: a stale name at worst */
+        o->h = h, o->cap = cap;
+    }
+    o->h[o->n++] = k->handle;
+}
+
+void atl_flight_forget_owner(void *owner)
+{
+    if (!owner)
+        return;
+    /* collected first, forgotten after: ktab_add takes the registry's lock
+     * under ktab_lock, so the two are never held the other way round */
+    struct owned o = {.owner = owner};
+    atl_kernels_each(collect_owned, &o);
+    for (size_t i = 0; i < o.n; i++)
+        atl_flight_forget(o.h[i]);
+    free(o.h);
+}
+
+/* Copies the launch's parameter bytes into the kernel's record: through the
+ * driver's layout from kernelParams, or the packed `extra` buffer. One
+ * writer at a time (a try-lock: a thread that finds another copying this
+ * kernel's first launch of the epoch leaves it to it); a report reads the
+ * bytes after the epoch they are from is published. */
+static void args_keep(struct atl_krec *r, void **params, void **extra, uint64_t epoch)
+{
+    if (__atomic_load_n(&r->args_epoch, __ATOMIC_ACQUIRE) == epoch ||
+        __atomic_exchange_n(&r->args_busy, 1, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&r->args_epoch, 0, __ATOMIC_RELEASE);
+    unsigned len = 0;
+    if (params && r->nparams) {
+        for (unsigned i = 0; i < r->nparams; i++) {
+            if (!params[i] || r->off[i] >= ARGS_MAX)
+                break;
+            unsigned n = r->size[i] < ARGS_MAX - r->off[i] ? r->size[i] : ARGS_MAX - r->off[i];
+            memcpy(r->args + r->off[i], params[i], n);
+            if (r->off[i] + n > len)
+                len = r->off[i] + n;
+        }
+    } else if (extra) {
+        void *buf = NULL;
+        size_t size = 0;
+        for (unsigned i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+                buf = extra[i + 1];
+            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
+                size = *(size_t *)extra[i + 1];
+        }
+        if (buf) {
+            len = size < ARGS_MAX ? (unsigned)size : ARGS_MAX;
+            memcpy(r->args, buf, len);
+        }
+    }
+    r->args_len = len;
+    if (len)
+        __atomic_store_n(&r->args_epoch, epoch, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->args_busy, 0, __ATOMIC_RELEASE);
+}
+
+void atl_ring_first(void *f, void **params, void **extra)
+{
+    if (!f)
+        return;
+    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), f);
+    if (!e) {
+        pthread_mutex_lock(&ktab_lock);
+        e = ktab_add(f);
+        pthread_mutex_unlock(&ktab_lock);
+        if (!e)
+            return; /* out of memory: recorded, not named; the next launch tries again */
+    }
+    uint64_t epoch = __atomic_load_n(&atl_fl.epoch, __ATOMIC_RELAXED);
+    struct atl_krec *r = __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE);
+    if (r)
+        args_keep(r, params, extra, epoch);
+    __atomic_store_n(&e->epoch, epoch, __ATOMIC_RELAXED);
+}
+
+int atl_flight_debug_sync_wanted(void *func)
+{
+    if (!dsk_list)
+        return 1;
+    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), func);
+    if (!e || !func) {
+        atl_ring_first(func, NULL, NULL);
+        e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), func);
+    }
+    struct atl_krec *r = e ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE) : NULL;
+    if (r)
+        return r->dsk;
+    return atl_dsk_match(dsk_list, atl_kernel_mangled(func));
+}
+
+/* ---- graphs ------------------------------------------------------------------------ */
+
+/* The kernel nodes of the last GRAPHS executable graphs instantiated (the
+ * oldest is replaced: a program that instantiates thousands of graphs keeps
+ * the recent ones), read at instantiation: programs often destroy the graph
+ * once it is instantiated, and after a fault the driver stops answering. */
+#define GRAPHS 256
+#define GRAPH_NODES 32
+struct graph_node {
+    void *func;
+    unsigned grid[3], block[3];
+};
+struct graph_info {
+    CUgraphExec exec;
+    unsigned nodes, kernels; /* all nodes; kernel nodes (the first GRAPH_NODES kept) */
+    struct graph_node k[GRAPH_NODES];
+};
+static struct graph_info *graphs[GRAPHS];
+static unsigned graphs_next;
+static pthread_mutex_t graphs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void atl_flight_note_graph(CUgraphExec exec, CUgraph graph)
+{
+    size_t n = 0;
+    if (!exec || !atl_drv.cuGraphGetNodes || !atl_drv.cuGraphNodeGetType ||
+        !atl_drv.cuGraphKernelNodeGetParams_v2 ||
+        atl_drv.cuGraphGetNodes(graph, NULL, &n) != CUDA_SUCCESS)
+        return;
+    CUgraphNode *nodes = calloc(n ? n : 1, sizeof *nodes);
+    struct graph_info *gi = calloc(1, sizeof *gi);
+    if (!nodes || !gi || atl_drv.cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) {
+        free(nodes), free(gi);
+        return;
+    }
+    gi->exec = exec;
+    gi->nodes = (unsigned)n;
+    for (size_t i = 0; i < n; i++) {
+        CUgraphNodeType t;
+        CUDA_KERNEL_NODE_PARAMS_v2 p;
+        if (atl_drv.cuGraphNodeGetType(nodes[i], &t) != CUDA_SUCCESS ||
+            t != CU_GRAPH_NODE_TYPE_KERNEL)
+            continue;
+        memset(&p, 0, sizeof p);
+        if (atl_drv.cuGraphKernelNodeGetParams_v2(nodes[i], &p) != CUDA_SUCCESS)
+            continue;
+        void *f = p.func ? (void *)p.func : (void *)p.kern;
+        atl_flight_note_lookup(f); /* named now, while the driver answers */
+        if (gi->kernels < GRAPH_NODES)
+            gi->k[gi->kernels] = (struct graph_node){
+                f, {p.gridDimX, p.gridDimY, p.gridDimZ}, {p.blockDimX, p.blockDimY, p.blockDimZ}};
+        gi->kernels++;
+    }
+    free(nodes);
+    pthread_mutex_lock(&graphs_lock);
+    unsigned slot = GRAPHS;
+    for (unsigned i = 0; i < GRAPHS && slot == GRAPHS; i++)
+        if (graphs[i] && graphs[i]->exec == exec)
+            slot = i; /* the address of a destroyed exec, reused */
+    if (slot == GRAPHS)
+        slot = graphs_next++ % GRAPHS;
+    struct graph_info *old = graphs[slot];
+    graphs[slot] = gi;
+    pthread_mutex_unlock(&graphs_lock);
+    free(old);
+}
+
+#define GRAPH_NODES_SHOWN 16
+
+int atl_flight_graph_nodes(const char *tag, CUgraphExec exec)
+{
+    pthread_mutex_lock(&graphs_lock);
+    const struct graph_info *gi = NULL;
+    for (unsigned i = 0; i < GRAPHS && !gi; i++)
+        if (graphs[i] && graphs[i]->exec == exec)
+            gi = graphs[i];
+    if (!gi) {
+        pthread_mutex_unlock(&graphs_lock);
+        return 0;
+    }
+    atl_log(ATL_ERROR,
+            "%s:     graph %p: %u kernel nodes (of %u nodes), from its instantiation:", tag,
+            (void *)exec, gi->kernels, gi->nodes);
+    for (unsigned i = 0; i < gi->kernels && i < GRAPH_NODES && i < GRAPH_NODES_SHOWN; i++) {
+        char name[256];
+        atl_kernel_name(gi->k[i].func, name, sizeof name);
+        atl_log(ATL_ERROR, "%s:       node kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u)", tag, name,
+                gi->k[i].grid[0], gi->k[i].grid[1], gi->k[i].grid[2], gi->k[i].block[0],
+                gi->k[i].block[1], gi->k[i].block[2]);
+    }
+    if (gi->kernels > GRAPH_NODES_SHOWN)
+        atl_log(ATL_ERROR, "%s:       and %u more kernel nodes", tag,
+                gi->kernels - GRAPH_NODES_SHOWN);
+    pthread_mutex_unlock(&graphs_lock);
+    return 1;
+}
+
+/* ---- good syncs ---------------------------------------------------------------- */
+
+/* Launches numbered up to good_all completed without a fault (a context
+ * synchronisation returned success after them); per stream, the same for
+ * the last streams synchronised. A stream sync clears only its own stream:
+ * a kernel on another stream may still be running, and fault later. */
+#define MARKS 64
+static uint64_t good_all;
+static struct {
+    CUstream stream;
+    uint64_t upto;
+} marks[MARKS];
+static unsigned marks_next;
+static pthread_mutex_t marks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upto)
+{
+    __atomic_add_fetch(&atl_fl.epoch, 1, __ATOMIC_RELAXED);
+    if (kind == ATL_SYNC_CTX) {
+        pthread_mutex_lock(&marks_lock);
+        if (upto > good_all)
+            __atomic_store_n(&good_all, upto, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&marks_lock);
+    } else if (kind == ATL_SYNC_STREAM) {
+        pthread_mutex_lock(&marks_lock);
+        unsigned i = 0;
+        while (i < MARKS && (marks[i].stream != stream || !marks[i].upto))
+            i++;
+        if (i == MARKS)
+            i = marks_next++ % MARKS; /* the oldest-written: forgetting costs suspects, never one */
+        marks[i].stream = stream;
+        if (upto > marks[i].upto)
+            marks[i].upto = upto;
+        pthread_mutex_unlock(&marks_lock);
+    }
+}
+
+/* Stream captures: a launch into a capturing stream does not run (it becomes
+ * a graph node, run by a graph launch later), so it is no suspect. The last
+ * CAPTURES windows of launch numbers, per stream. */
+#define CAPTURES 64
+static struct {
+    CUstream stream;
+    uint64_t from, to; /* launches (from, to]; to is UINT64_MAX while open */
+} caps[CAPTURES];
+static unsigned caps_next;
+
+void atl_flight_capture(CUstream stream, int begin)
+{
+    uint64_t now = atl_flight_last_launch();
+    pthread_mutex_lock(&marks_lock);
+    if (begin) {
+        unsigned i = caps_next++ % CAPTURES;
+        caps[i].stream = stream, caps[i].from = now, caps[i].to = UINT64_MAX;
+    } else {
+        for (unsigned i = 0; i < CAPTURES; i++)
+            if (caps[i].stream == stream && caps[i].to == UINT64_MAX)
+                caps[i].to = now;
+    }
+    pthread_mutex_unlock(&marks_lock);
+}
+
+static int captured(CUstream stream, uint64_t s)
+{
+    for (unsigned i = 0; i < CAPTURES; i++)
+        if (caps[i].to && caps[i].stream == stream && s > caps[i].from && s <= caps[i].to)
+            return 1;
+    return 0;
+}
+
+static uint64_t stream_mark(CUstream s)
+{
+    for (unsigned i = 0; i < MARKS; i++)
+        if (marks[i].upto && marks[i].stream == s)
+            return marks[i].upto;
+    return 0;
+}
+
+/* ---- the report ---------------------------------------------------------------------- */
+
+#define RLD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+/* Copies launch s out of the ring; 0 when its slot holds another by now. */
+static int ring_get(uint64_t s, struct atl_ring_ent *dst)
+{
+    struct atl_ring_ent *src = &atl_fl.ring[s & atl_fl.mask];
+    if (__atomic_load_n(&src->seq, __ATOMIC_ACQUIRE) != s)
+        return 0;
+    dst->obj = RLD(src->obj);
+    dst->stream = RLD(src->stream);
+    for (int i = 0; i < 3; i++) {
+        dst->grid[i] = RLD(src->grid[i]);
+        dst->block[i] = RLD(src->block[i]);
+    }
+    dst->shmem = RLD(src->shmem);
+    dst->hook = RLD(src->hook);
+    dst->seq = s;
+    return __atomic_load_n(&src->seq, __ATOMIC_ACQUIRE) == s;
+}
+
+struct group {
+    void *obj; /* NULL: unused */
+    int graph;
+    uint64_t n, first, last;
+    struct atl_ring_ent newest;
+};
+
+static struct group *group_of(struct group *g, size_t cap, void *obj, int graph)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)obj * ATL_KTAB_MUL) >> 20;
+    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (!g[i].obj || (g[i].obj == obj && g[i].graph == graph)) {
+            g[i].obj = obj, g[i].graph = graph;
+            return &g[i];
+        }
+}
+
+static int by_rarity(const void *a, const void *b)
+{
+    const struct group *x = a, *y = b;
+    if (!x->obj || !y->obj)
+        return !x->obj - !y->obj; /* unused slots last */
+    if (x->n != y->n)
+        return x->n < y->n ? -1 : 1;
+    return x->last < y->last ? 1 : x->last > y->last ? -1 : 0; /* newer first */
+}
+
+static const char *short_name(const struct group *g, char *buf, size_t len)
+{
+    if (g->graph) {
+        snprintf(buf, len, "graph@%p", g->obj);
+        return buf;
+    }
+    const char *m = atl_kernel_mangled(g->obj);
+    if (!m) {
+        snprintf(buf, len, "kernel@%p", g->obj);
+        return buf;
+    }
+    size_t n;
+    const char *id = atl_dsk_ident(m, &n);
+    snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), id);
+    return buf;
+}
+
+/* Appends to a line buffer, keeping it terminated when full. */
+static void cat(char *buf, size_t len, size_t *used, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void cat(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+    if (*used >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, len - *used, fmt, ap);
+    va_end(ap);
+    *used += n > 0 ? (size_t)n : 0;
+    if (*used >= len)
+        *used = len;
+}
+
+static void print_args(const char *tag, const struct group *g, uint64_t epoch)
+{
+    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), g->obj);
+    struct atl_krec *r = e ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE) : NULL;
+    if (!r || __atomic_load_n(&r->args_epoch, __ATOMIC_ACQUIRE) != epoch || !r->args_len)
+        return;
+    char line[1024];
+    size_t used = 0;
+    unsigned n = r->nparams ? r->nparams : 1;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned off = r->nparams ? r->off[i] : 0;
+        unsigned size = r->nparams ? r->size[i] : r->args_len;
+        if (off >= r->args_len)
+            break;
+        if (size > r->args_len - off)
+            size = r->args_len - off;
+        cat(line, sizeof line, &used, " p%u=", i);
+        if (size == 8) {
+            uint64_t v;
+            memcpy(&v, r->args + off, 8);
+            struct atl_alloc_rec a;
+            if (atl_ledger_on && v && atl_ledger_find((CUdeviceptr)v, &a))
+                cat(line, sizeof line, &used, "alloc#%llu+0x%llx(of %zu)",
+                    (unsigned long long)a.seq, (unsigned long long)(v - a.ptr), a.bytes);
+            else
+                cat(line, sizeof line, &used, "0x%llx", (unsigned long long)v);
+        } else if (size == 4) {
+            uint32_t v;
+            memcpy(&v, r->args + off, 4);
+            cat(line, sizeof line, &used, "%u", v);
+        } else {
+            cat(line, sizeof line, &used, "0x");
+            for (unsigned j = 0; j < size && j < 32; j++)
+                cat(line, sizeof line, &used, "%02x", r->args[off + j]);
+            if (size > 32)
+                cat(line, sizeof line, &used, "...");
+        }
+    }
+    atl_log(ATL_ERROR, "%s:     args (its first launch since the last good sync):%s%s", tag, line,
+            atl_ledger_on ? ""
+                          : " (pointers resolve to allocations with the ledger on: ATLAS_REDZONE "
+                            "or ATLAS_LEAKS)");
+}
+
+/* The command line, for the re-run hint: each argument quoted for sh when
+ * it needs to be. */
+static void command_line(char *out, size_t len)
+{
+    char buf[2048];
+    size_t used = 0, n = 0;
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    if (f) {
+        n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+    }
+    buf[n] = '\0';
+    out[0] = '\0';
+    for (size_t i = 0; i < n;) {
+        const char *a = buf + i;
+        size_t al = strlen(a);
+        int plain = al > 0;
+        for (size_t j = 0; j < al; j++)
+            if (!atl_dsk_name_char(a[j]) && !strchr("/-=+:,@%", a[j]))
+                plain = 0;
+        cat(out, len, &used, "%s", used ? " " : "");
+        if (plain) {
+            cat(out, len, &used, "%s", a);
+        } else {
+            cat(out, len, &used, "'");
+            for (size_t j = 0; j < al; j++)
+                cat(out, len, &used, a[j] == '\'' ? "'\\''" : "%c", a[j]);
+            cat(out, len, &used, "'");
+        }
+        i += al + 1;
+    }
+}
+
+#define RING_SHOWN 16 /* the newest launches, listed one by one */
+#define RARE 3        /* launched at most this often: a rare suspect */
+#define RARE_SHOWN 8
+#define LIST_SHOWN 12
+
+static void print_launch(const char *tag, const struct atl_ring_ent *e, const char *lead)
+{
+    const char *via = atl_hook_names[e->hook & ~ATL_RING_GRAPH];
+    if (e->hook & ATL_RING_GRAPH) {
+        atl_log(ATL_ERROR, "%s:%slaunch=%llu graph=%p stream=%p via=%s", tag, lead,
+                (unsigned long long)e->seq, e->obj, (void *)e->stream, via);
+        return;
+    }
+    char name[256];
+    atl_kernel_name(e->obj, name, sizeof name);
+    atl_log(ATL_ERROR,
+            "%s:%slaunch=%llu kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u stream=%p via=%s",
+            tag, lead, (unsigned long long)e->seq, name, e->grid[0], e->grid[1], e->grid[2],
+            e->block[0], e->block[1], e->block[2], e->shmem, (void *)e->stream, via);
+}
+
+void atl_flight_report(const char *tag)
+{
+    uint64_t last = atl_flight_last_launch();
+    if (!last) {
+        atl_log(ATL_ERROR, "%s: no kernel launch was seen before it%s", tag,
+                ring_on ? "" : " (ATLAS_LAUNCH_RING=0: launches are not recorded)");
+        return;
+    }
+    uint64_t size = atl_fl.mask + 1;
+    uint64_t base = __atomic_load_n(&good_all, __ATOMIC_RELAXED);
+    uint64_t from = base + 1, kept_from = last >= size ? last - size + 1 : 1;
+    uint64_t lost = kept_from > from ? kept_from - from : 0;
+    uint64_t start = kept_from > from ? kept_from : from;
+
+    /* count the suspects still in the ring, by kernel and by stream */
+    size_t cap = 64;
+    while (cap < 2 * (last - start + 1))
+        cap <<= 1;
+    struct group *g = calloc(cap, sizeof *g), *st = calloc(cap, sizeof *st);
+    uint64_t suspects = lost, cleared = 0, unreadable = 0, ncaptured = 0;
+    pthread_mutex_lock(&marks_lock); /* the stream marks and capture windows */
+    for (uint64_t s = start; g && st && s <= last; s++) {
+        struct atl_ring_ent e;
+        if (!ring_get(s, &e)) {
+            unreadable++;
+            continue;
+        }
+        if (stream_mark(e.stream) >= s) {
+            cleared++;
+            continue;
+        }
+        if (!(e.hook & ATL_RING_GRAPH) && captured(e.stream, s)) {
+            ncaptured++;
+            continue;
+        }
+        suspects++;
+        struct group *k = group_of(g, cap, e.obj, !!(e.hook & ATL_RING_GRAPH));
+        if (!k->n++)
+            k->first = s;
+        k->last = s;
+        k->newest = e;
+        struct group *sg = group_of(st, cap, e.stream ? (void *)e.stream : (void *)-1, 0);
+        sg->n++;
+    }
+    pthread_mutex_unlock(&marks_lock);
+    char since[128];
+    if (base)
+        snprintf(since, sizeof since,
+                 "since the last good sync (a context synchronisation after launch %llu)",
+                 (unsigned long long)base);
+    else
+        snprintf(since, sizeof since,
+                 "since the program started (no context synchronisation succeeded)");
+    if (g && st) {
+        qsort(g, cap, sizeof *g, by_rarity);
+        qsort(st, cap, sizeof *st, by_rarity);
+        char line[2048];
+        size_t used = 0;
+        unsigned kinds = 0;
+        for (size_t i = 0; i < cap && g[i].obj; i++)
+            kinds++;
+        for (unsigned i = 0; i < kinds && i < LIST_SHOWN; i++) {
+            char nb[128];
+            cat(line, sizeof line, &used, "%s%s x%llu", i ? ", " : "",
+                short_name(&g[i], nb, sizeof nb), (unsigned long long)g[i].n);
+        }
+        if (kinds > LIST_SHOWN)
+            cat(line, sizeof line, &used, ", and %u more kernels", kinds - LIST_SHOWN);
+        atl_log(ATL_ERROR, "%s: %llu suspect launches %s; by kernel, rarest first: %s", tag,
+                (unsigned long long)suspects, since, kinds ? line : "(none in the history)");
+        if (lost)
+            atl_log(ATL_ERROR,
+                    "%s: the history wrapped: %llu older suspect launches were lost (not counted "
+                    "above by kernel; ATLAS_LAUNCH_RING=%llu keeps the newest %llu%s)",
+                    tag, (unsigned long long)lost, (unsigned long long)size * 4,
+                    (unsigned long long)size,
+                    cleared ? "; stream syncs may have cleared some" : "");
+        if (cleared)
+            atl_log(ATL_ERROR,
+                    "%s: %llu later launches are not suspects: their stream synchronised "
+                    "successfully after them",
+                    tag, (unsigned long long)cleared);
+        if (ncaptured)
+            atl_log(ATL_ERROR,
+                    "%s: %llu launches into capturing streams are not suspects: they "
+                    "did not run (graph launches run them)",
+                    tag, (unsigned long long)ncaptured);
+        used = 0;
+        for (size_t i = 0; i < cap && st[i].obj; i++)
+            cat(line, sizeof line, &used, "%s%p (%llu)", i ? ", " : "",
+                st[i].obj == (void *)-1 ? NULL : st[i].obj, (unsigned long long)st[i].n);
+        if (used)
+            atl_log(ATL_ERROR, "%s: streams of the suspects (launches): %s", tag, line);
+        /* the rare ones, one by one, with their arguments */
+        uint64_t epoch = __atomic_load_n(&atl_fl.epoch, __ATOMIC_RELAXED);
+        unsigned shown = 0;
+        for (unsigned i = 0; i < kinds && shown < RARE_SHOWN && g[i].n <= RARE; i++, shown++) {
+            char lead[64];
+            snprintf(lead, sizeof lead,
+                     "   rare suspect x%llu, newest: ", (unsigned long long)g[i].n);
+            print_launch(tag, &g[i].newest, lead);
+            if (!g[i].graph)
+                print_args(tag, &g[i], epoch);
+            else if (!atl_flight_graph_nodes(tag, g[i].obj))
+                atl_log(ATL_ERROR,
+                        "%s:     (its kernel nodes are unknown: instantiated before "
+                        "atlastrace was loaded, or too long ago)",
+                        tag);
+        }
+        /* graphs launched often are suspects too: a fault in one is inside its nodes */
+        for (unsigned i = 0, n = 0; i < kinds && n < RARE_SHOWN; i++) {
+            if (!g[i].graph || g[i].n <= RARE)
+                continue;
+            n++;
+            char lead[64];
+            snprintf(lead, sizeof lead,
+                     "   graph suspect x%llu, newest: ", (unsigned long long)g[i].n);
+            print_launch(tag, &g[i].newest, lead);
+            atl_flight_graph_nodes(tag, g[i].obj);
+        }
+        /* the hint: debug sync on the rare kernels only */
+        used = 0;
+        unsigned named = 0;
+        for (unsigned i = 0; i < kinds && named < RARE_SHOWN && g[i].n <= RARE; i++) {
+            if (g[i].graph)
+                continue;
+            char nb[128];
+            short_name(&g[i], nb, sizeof nb);
+            if (!atl_kernel_mangled(g[i].obj))
+                continue; /* no name to match */
+            cat(line, sizeof line, &used, "%s%s", named++ ? "," : "", nb);
+        }
+        if (named) {
+            char cmd[1200];
+            command_line(cmd, sizeof cmd);
+            atl_log(
+                ATL_ERROR,
+                "%s: re-run with debug sync on the rare suspects only (near full speed; the "
+                "faulting launch is then named; ATLAS_DEBUG_SYNC_KERNELS=1 syncs every launch): "
+                "ATLAS_DEBUG_SYNC_KERNELS=%s %s",
+                tag, line, cmd);
+        } else if (kinds && g[0].graph) {
+            /* only graphs are rare: any setting synchronises each graph launch as a whole */
+            char cmd[1200];
+            command_line(cmd, sizeof cmd);
+            atl_log(ATL_ERROR,
+                    "%s: re-run with debug sync (graph launches are synchronised as a whole, "
+                    "then their kernel nodes listed): ATLAS_DEBUG_SYNC_KERNELS=1 %s",
+                    tag, cmd);
+        }
+    } else {
+        atl_log(ATL_ERROR, "%s: %llu suspect launches %s", tag, (unsigned long long)suspects,
+                since);
+    }
+    free(g);
+    free(st);
+
+    uint64_t first = last >= RING_SHOWN ? last - RING_SHOWN + 1 : 1;
+    atl_log(ATL_ERROR, "%s: the last %llu launches (all contexts, oldest first):", tag,
+            (unsigned long long)(last - first + 1));
+    for (uint64_t s = first; s <= last; s++) {
+        struct atl_ring_ent e;
+        if (ring_get(s, &e))
+            print_launch(tag, &e, "   ");
+    }
+    (void)unreadable;
+}
