@@ -6,7 +6,7 @@ $(BUILD)/bench/kern_bench.cubin: bench/core/kern_bench.cu
 
 $(BUILD)/bench/bench_launch: bench/core/bench_launch.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl -lpthread
 
 .PHONY: core-bench
 core-bench: $(BUILD)/libatlastrace.so $(BUILD)/bench/kern_bench.cubin $(BUILD)/bench/bench_launch

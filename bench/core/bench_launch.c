@@ -17,9 +17,18 @@
  *   bench_launch CUBIN ab-d2h ITERS LIB
  * The same for synchronous 16-byte cuMemcpyDtoH_v2 (always counted as
  * blocking copies): blocks of 256 copies alternate; prints the median ns per
- * copy of each side and their ratio. */
+ * copy of each side and their ratio.
+ *
+ *   bench_launch CUBIN ab-threads ITERS LIB T
+ * T threads launch at once, each on its own stream, alternating blocks of 256
+ * empty launches through the driver and through the wrapper, each block
+ * followed by a cuStreamSynchronize of its own side; prints the median ns
+ * per launch of each side over every thread's blocks and their ratio, so a
+ * lock or a shared cache line on the launch path shows as a ratio that grows
+ * with T. */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +137,58 @@ static void ab_d2h(CUdeviceptr src, long iters, const char *lib)
     printf("ab d2h: native %.1f atlastrace %.1f ratio %.4f\n", mr, mw, mw / mr);
 }
 
+/* ab-threads: every thread's share of the work and its timings. */
+struct tjob {
+    CUcontext ctx;
+    CUfunction f;
+    launch_fn real, wrap;
+    CUresult (*real_sync)(CUstream), (*wrap_sync)(CUstream);
+    long blocks;
+    double *tr, *tw;
+};
+
+static void *tjob_run(void *arg)
+{
+    struct tjob *j = arg;
+    CUstream st;
+    CHECK(cuCtxSetCurrent(j->ctx));
+    CHECK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    for (long b = 0; b < 2 * j->blocks; b++) {
+        launch_fn fn = (b & 1) ? j->wrap : j->real;
+        double t0 = now();
+        for (int i = 0; i < 256; i++)
+            CHECK(fn(j->f, 1, 1, 1, 32, 1, 1, 0, st, NULL, NULL));
+        ((b & 1) ? j->tw : j->tr)[b / 2] = (now() - t0) / 256;
+        CHECK((b & 1) ? j->wrap_sync(st) : j->real_sync(st));
+    }
+    CHECK(cuStreamDestroy(st));
+    return NULL;
+}
+
+static void ab_threads(CUcontext ctx, CUfunction f, long iters, const char *lib, int nt)
+{
+    struct tjob proto = {.ctx = ctx, .f = f, .blocks = iters / 256};
+    both(lib, "cuLaunchKernel", (void **)&proto.real, (void **)&proto.wrap);
+    both(lib, "cuStreamSynchronize", (void **)&proto.real_sync, (void **)&proto.wrap_sync);
+    struct tjob *jobs = calloc((size_t)nt, sizeof *jobs);
+    pthread_t *tid = calloc((size_t)nt, sizeof *tid);
+    double *tr = calloc((size_t)(nt * proto.blocks), sizeof *tr);
+    double *tw = calloc((size_t)(nt * proto.blocks), sizeof *tw);
+    if (!jobs || !tid || !tr || !tw || proto.blocks < 1)
+        exit(1);
+    for (int t = 0; t < nt; t++) {
+        jobs[t] = proto;
+        jobs[t].tr = tr + t * proto.blocks;
+        jobs[t].tw = tw + t * proto.blocks;
+        if (pthread_create(&tid[t], NULL, tjob_run, &jobs[t]) != 0)
+            exit(1);
+    }
+    for (int t = 0; t < nt; t++)
+        pthread_join(tid[t], NULL);
+    double mr = median(tr, nt * proto.blocks), mw = median(tw, nt * proto.blocks);
+    printf("ab threads=%d: native %.1f atlastrace %.1f ratio %.4f\n", nt, mr, mw, mw / mr);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4)
@@ -164,6 +225,12 @@ int main(int argc, char **argv)
         if (argc < 5)
             return 2;
         ab_d2h(buf, iters, argv[4]);
+        return 0;
+    }
+    if (strcmp(mode, "ab-threads") == 0) {
+        if (argc < 6)
+            return 2;
+        ab_threads(ctx, fe, iters, argv[4], atoi(argv[5]));
         return 0;
     }
     if (strncmp(mode, "ab-", 3) == 0) {

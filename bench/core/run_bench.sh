@@ -93,4 +93,8 @@ for mode in ab-empty ab-args8 ab-d2h; do
     printf '%-9s ' "$mode"
     "$bin" "$cubin" "$mode" 400000 "$lib"
 done
+echo "launching threads, each on its own stream (idle path, same process):"
+for t in 1 4 16; do
+    "$bin" "$cubin" ab-threads 100000 "$lib" "$t"
+done
 rm -rf "$tmp"
