@@ -13,6 +13,8 @@
  */
 #include "tracediff.h"
 
+#include "config.h"
+
 #include "stack.h"
 
 #include <ctype.h>
@@ -250,6 +252,11 @@ static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint
 }
 
 /* ---- ignore list ------------------------------------------------------------ */
+
+/* ATLAS_DIFF_IGNORE is refused, with the reason, past this many entries */
+_Static_assert(sizeof(((struct atl_ignore *)0)->e) / sizeof(((struct atl_ignore *)0)->e[0]) ==
+                   ATL_IGNORE_MAX,
+               "ATL_IGNORE_MAX (config.h) is the size of struct atl_ignore");
 
 void atl_ignore_parse(struct atl_ignore *ig, const char *spec)
 {
