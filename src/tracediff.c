@@ -1352,6 +1352,8 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
     struct atl_step cur;
     struct jline *L = calloc(1, sizeof *L);
     atl_step_init(&cur, "");
+    if (errlen)
+        err[0] = '\0';
     if (!L) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -1361,6 +1363,15 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
         if (!line)
             break;
         lineno++;
+        if (!complete && steps > 0) {
+            /* the writer only writes whole lines, but the kernel may cut a
+             * write when the process is killed: keep the whole steps */
+            snprintf(err, errlen,
+                     "line %zu: the last line is incomplete (the run was killed?); "
+                     "skipped",
+                     lineno);
+            break;
+        }
         struct jp j = {.p = line};
         ws(&j);
         if (!*j.p && complete)
@@ -1447,7 +1458,13 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
             goto out;
         }
     }
-    if (open) {
+    if (open && steps > 0) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n,
+                 "%sthe file ends inside step %" PRIu64
+                 " (the run was killed?): its %zu ops skipped",
+                 n ? "; " : "", cur.index, cur.nops);
+    } else if (open) {
         snprintf(err, errlen, "line %zu: the file ends inside step %" PRIu64 " (truncated?)",
                  lineno, cur.index);
         goto out;

@@ -8,6 +8,8 @@
  *               environment, waited for, then one more step
  *   child       one step (the exec'd child of "exec")
  *   steps N     N steps of 50 launches each
+ *   killed MS   steps of 2000 launches until a thread kills the process
+ *               with SIGKILL after MS milliseconds (mid-step, most often)
  *   names       looks up and launches a kernel whose name holds a newline
  *               and an escape byte
  *   allocfail N N allocations the fake refuses, with 6 live ones
@@ -16,6 +18,7 @@
 #include "../fake/fakecuda.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +83,22 @@ static int run_fork(int n)
     void *rv;
     pthread_join(t, &rv);
     return bad || rv;
+}
+
+static void *killer(void *arg)
+{
+    usleep((useconds_t)(long)arg * 1000);
+    kill(getpid(), SIGKILL);
+    return NULL;
+}
+
+static int run_killed(int ms)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, killer, (void *)(long)ms);
+    for (;;)
+        if (step(2000))
+            return 1;
 }
 
 static int run_exec(const char *self)
@@ -150,6 +169,8 @@ int main(int argc, char **argv)
     else if (strcmp(argv[1], "steps") == 0)
         for (int i = bad = 0; i < n && !bad; i++)
             bad = step(50);
+    else if (strcmp(argv[1], "killed") == 0)
+        bad = run_killed(n);
     else if (strcmp(argv[1], "names") == 0)
         bad = run_names();
     else if (strcmp(argv[1], "allocfail") == 0)
