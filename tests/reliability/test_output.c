@@ -284,7 +284,11 @@ static char *run_writing(struct run_result *r, const char *mode, const char *arg
 
 START_TEST(fork_keeps_trace_whole)
 {
-    const char *env[] = {"ATLAS_TRACE=1", "ATLAS_DIFF_MAX=0", NULL};
+    /* LeakSanitizer in a child forked from a threaded process cannot see
+     * the other thread's stack, and reports what only it held (as in
+     * test_reliability's fork_in_hook): leaks are checked by the other tests */
+    const char *env[] = {"ATLAS_TRACE=1", "ATLAS_DIFF_MAX=0",
+                         "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:exitcode=66", NULL};
     for (int round = 0; round < 3; round++) {
         struct run_result r;
         char *text = run_writing(&r, "fork", "40", "ATLAS_TRACE_FILE", env, NULL);

@@ -219,7 +219,7 @@ START_TEST(step_checked)
     char kv[160] = "nvtx:";
     memset(kv + 5, 'n', 70);
     kv[75] = '\0';
-    char set[170];
+    char set[200];
     snprintf(set, sizeof set, "ATLAS_STEP=%s", kv);
     ck_assert_int_eq(parse1(&c, set), 1);
     ck_assert_ptr_nonnull(strstr(lines[0], "...': range name too long; using sync"));
