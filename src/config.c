@@ -79,8 +79,12 @@ static const char *check_ignore(const char *s)
         const char *bad = NULL;
         if (len == 0)
             bad = "an empty entry";
-        else if (c && (c == entry || strncmp(c + 1, "arg", 3) != 0 || !c[4] ||
-                       strspn(c + 4, "0123456789") != strlen(c + 4) || strlen(c + 4) > 4))
+        else if (c && c[1] == '\0')
+            bad = "not KERNEL or KERNEL:argN";
+        /* a colon not followed by "arg" belongs to the name (ns::kernel) */
+        else if (c && strncmp(c + 1, "arg", 3) == 0 &&
+                 (c == entry || !c[4] || strspn(c + 4, "0123456789") != strlen(c + 4) ||
+                  strlen(c + 4) > 4))
             bad = "not KERNEL or KERNEL:argN";
         if (bad) {
             atl_config_show_value(entry, shown, sizeof shown);

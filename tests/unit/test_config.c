@@ -232,6 +232,7 @@ START_TEST(diff_ignore_checked)
 {
     struct atl_config c;
     ck_assert_int_eq(parse1(&c, "ATLAS_DIFF_IGNORE=scale,axpy:arg2,void k<int>(int*):arg10"), 0);
+    ck_assert_int_eq(parse1(&c, "ATLAS_DIFF_IGNORE=ns::kern,ns::kern:arg1"), 0);
     const struct atl_cfg_var *v = &atl_cfg_vars[atl_config_find("ATLAS_DIFF_IGNORE")];
     expect_rejected(v, "scale,axpy:argx", "entry 2 'axpy:argx' is not KERNEL or KERNEL:argN");
     expect_rejected(v, "scale:arg1x", "entry 1 'scale:arg1x' is not KERNEL or KERNEL:argN");
