@@ -14,7 +14,9 @@
 #   REL_FILE_VARS="ATLAS_LOG ATLAS_TRACE_FILE:ATLAS_TRACE=1"  settings that
 #                                           name an output file, each with what
 #                                           must be set for it to be written:
-#                                           symlink refused, created 0600
+#                                           symlink, FIFO, another user's file
+#                                           and a too-long name refused, created
+#                                           0600, a write error said once
 # Each step prints how long it took.
 
 STRESS_THREADS    ?= 16
@@ -35,7 +37,8 @@ TSAN_RT := $(shell $(CC) -print-file-name=libtsan.so)
 
 REL_FAKE_LINK := -L$(FAKE_DIR) -lcuda -ldl -lpthread
 REL_BINS := $(BUILD)/tests/rel_stress $(BUILD)/tests/rel_fork $(BUILD)/tests/rel_exit \
-            $(BUILD)/tests/rel_harm $(BUILD)/tests/rel_cfgvars $(BUILD)/tests/test_reliability
+            $(BUILD)/tests/rel_harm $(BUILD)/tests/rel_cfgvars $(BUILD)/tests/test_reliability \
+            $(BUILD)/tests/rel_output $(BUILD)/tests/test_output
 
 $(BUILD)/tests/rel_stress $(BUILD)/tests/rel_fork: $(BUILD)/tests/rel_%: tests/reliability/rel_%.c tests/targets/workload.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
@@ -49,9 +52,19 @@ $(BUILD)/tests/rel_cfgvars: tests/reliability/rel_cfgvars.c $(BUILD)/libatlas_en
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
 
-$(BUILD)/tests/test_reliability: tests/reliability/test_reliability.c tests/integration/run.c | check-deps
+$(BUILD)/tests/rel_output: tests/reliability/rel_output.c $(FAKE_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(REL_FAKE_LINK)
+
+# test_reliability and test_output: the same harness, the same file settings;
+# test_output reads traces with the library's own reader
+$(BUILD)/tests/test_reliability: tests/reliability/test_reliability.c tests/reliability/file_vars.c tests/integration/run.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
+
+$(BUILD)/tests/test_output: tests/reliability/test_output.c tests/reliability/file_vars.c tests/integration/run.c $(BUILD)/libatlas_engine.a | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS_CORE)
 
 # Everything one test run needs, in whichever BUILD.
 .PHONY: rel-build
@@ -81,6 +94,7 @@ export ATL_FILE_VARS = $(REL_FILE_VARS)
 rel-plain: rel-build
 	ATL_STRESS_THREADS=$(STRESS_THREADS) ATL_STRESS_ITERS=$(STRESS_ITERS) ATL_STRESS_ENV="$(STRESS_ENV)" \
 	  $(TIMED) "plain: stress, fork, exit paths, bad settings, log safety" $(BUILD)/tests/test_reliability
+	$(TIMED) "plain: output files (FIFO, owner, fork, exec, SIGPIPE, caps)" $(BUILD)/tests/test_output
 
 # ASan+UBSan. The target programs are sanitized too; leaks are checked in
 # every process (the fake driver frees what it is given back, and a program

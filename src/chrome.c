@@ -42,11 +42,22 @@ static int ntracks;
 static char ob[1 << 16];
 static size_t on;
 
+/* Bytes handed to the file so far, and whether ATLAS_CHROME_MAX_MB stopped
+ * the events (a run killed after a second once left 63 MB). */
+static uint64_t written;
+static int full;
+
 static void ob_flush(void)
 {
     if (on)
         fwrite(ob, 1, on, out);
+    written += on;
     on = 0;
+}
+
+static int over_cap(void)
+{
+    return atl_cfg.chrome_max_mb && written + on >= (atl_cfg.chrome_max_mb << 20);
 }
 
 /* Room for n more bytes (n well under the buffer size). */
@@ -157,17 +168,9 @@ static void put_sort(int tid, int index)
 
 int atl_chrome_open(const char *pattern)
 {
-    char path[4096];
-    int fd = atl_open_report_file(pattern, path, sizeof path, 0);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        atl_log(ATL_WARN, "cannot write ATLAS_CHROME_TRACE file %s: %s; no Chrome trace", path,
-                strerror(e));
+    FILE *f = atl_report_stream("ATLAS_CHROME_TRACE", pattern, "no Chrome trace");
+    if (!f)
         return -1;
-    }
     out = f;
     pid = (long)getpid();
     char rank[32], name[96];
@@ -315,7 +318,7 @@ static void put_op(const struct atl_step *s, size_t i, uint64_t ts)
 
 void atl_chrome_step(const struct atl_step *s, const uint64_t *ts, uint64_t begin, uint64_t end)
 {
-    if (!out)
+    if (!out || full)
         return;
     /* the slice holds its ops: an op timed just before the boundary that
      * opened the step still belongs to it */
@@ -330,8 +333,18 @@ void atl_chrome_step(const struct atl_step *s, const uint64_t *ts, uint64_t begi
     if (end < begin)
         end = begin;
     last_end = end;
-    for (size_t i = 0; i < s->nops; i++)
+    size_t i = 0;
+    for (; i < s->nops && !over_cap(); i++)
         put_op(s, i, ts && ts[i] ? ts[i] : begin);
+    if (i < s->nops || over_cap()) {
+        /* this step's slice still closes the file's last events, so it
+         * stays a trace that opens; later steps are not added */
+        full = 1;
+        atl_log(ATL_WARN,
+                "Chrome trace: ATLAS_CHROME_MAX_MB=%llu reached at step %" PRIu64
+                " (%zu of its %zu ops written); no more events",
+                atl_cfg.chrome_max_mb, s->index, i, s->nops);
+    }
     char name[96];
     snprintf(name, sizeof name, "%s #%" PRIu64, s->name, s->nth);
     lit("{\"ph\":\"X\",\"cat\":\"step\",\"name\":");

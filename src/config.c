@@ -52,6 +52,67 @@ void atl_config_show_value(const char *v, char *out, size_t outsz)
     out[n] = '\0';
 }
 
+/* ATLAS_STEP: sync, capture, api or nvtx:NAME, the keywords in any case
+ * (as ENUM choices are), so a bad value is reported even with tracing off. */
+static const char *check_step(const char *s)
+{
+    if (strcasecmp(s, "sync") == 0 || strcasecmp(s, "capture") == 0 || strcasecmp(s, "api") == 0)
+        return NULL;
+    if (strncasecmp(s, "nvtx:", 5) == 0 && s[5] && strlen(s + 5) < ATL_STEP_NAME_MAX)
+        return NULL;
+    if (strncasecmp(s, "nvtx:", 5) == 0 && s[5])
+        return "range name too long";
+    return "not sync, capture, nvtx:NAME or api";
+}
+
+/* ATLAS_DIFF_IGNORE: KERNEL or KERNEL:argN, comma-separated, at most
+ * ATL_IGNORE_MAX entries. The first entry that cannot parse is named. */
+static const char *check_ignore(const char *s)
+{
+    static __thread char why[128];
+    char shown[72];
+    int n = 0;
+    for (const char *t = s;; t++) {
+        size_t len = strcspn(t, ",");
+        char entry[256];
+        snprintf(entry, sizeof entry, "%.*s", (int)(len < sizeof entry ? len : sizeof entry - 1),
+                 t);
+        const char *c = strrchr(entry, ':');
+        const char *bad = NULL;
+        if (len == 0)
+            bad = "an empty entry";
+        else if (c && c[1] == '\0')
+            bad = "not KERNEL or KERNEL:argN";
+        /* a colon not followed by "arg" belongs to the name (ns::kernel) */
+        else if (c && strncmp(c + 1, "arg", 3) == 0 &&
+                 (c == entry || !c[4] || strspn(c + 4, "0123456789") != strlen(c + 4) ||
+                  strlen(c + 4) > 4))
+            bad = "not KERNEL or KERNEL:argN";
+        if (bad) {
+            atl_config_show_value(entry, shown, sizeof shown);
+            snprintf(why, sizeof why, "entry %d '%s' is %s", n + 1, shown, bad);
+            return why;
+        }
+        if (++n > ATL_IGNORE_MAX) {
+            snprintf(why, sizeof why, "more than %d entries", ATL_IGNORE_MAX);
+            return why;
+        }
+        t += len;
+        if (!*t)
+            return NULL;
+    }
+}
+
+/* STRING settings whose text has a syntax, with what is used instead. */
+static const struct {
+    const char *name;
+    const char *(*check)(const char *s);
+    const char *def;
+} string_checks[] = {
+    {"ATLAS_STEP", check_step, "sync"},
+    {"ATLAS_DIFF_IGNORE", check_ignore, "none"},
+};
+
 static void show_default(const struct atl_cfg_var *v, char *out, size_t outsz)
 {
     switch (v->type) {
@@ -66,6 +127,9 @@ static void show_default(const struct atl_cfg_var *v, char *out, size_t outsz)
         break;
     case ATL_CFG_STRING:
         snprintf(out, outsz, "%s", "none");
+        for (size_t i = 0; i < sizeof string_checks / sizeof string_checks[0]; i++)
+            if (strcmp(v->name, string_checks[i].name) == 0)
+                snprintf(out, outsz, "%s", string_checks[i].def);
         break;
     }
 }
@@ -100,9 +164,13 @@ static const char *parse_value(const struct atl_cfg_var *v, const char *s, unsig
             return "negative value";
         if (!isdigit((unsigned char)*p))
             return "not a number";
+        /* decimal, or hex after 0x: base 0 would read "010" as octal 8 */
+        int base = p[0] == '0' && (p[1] == 'x' || p[1] == 'X') ? 16 : 10;
+        if (base == 16 && !isxdigit((unsigned char)p[2]))
+            return "not a number";
         char *end;
         errno = 0;
-        unsigned long long x = strtoull(p, &end, 0);
+        unsigned long long x = strtoull(p, &end, base);
         if (errno == ERANGE)
             return "number too large";
         if (errno || *end != '\0')
@@ -124,6 +192,9 @@ static const char *parse_value(const struct atl_cfg_var *v, const char *s, unsig
         }
         return "not one of the accepted values";
     case ATL_CFG_STRING:
+        for (size_t i = 0; i < sizeof string_checks / sizeof string_checks[0]; i++)
+            if (strcmp(v->name, string_checks[i].name) == 0)
+                return string_checks[i].check(s);
         return NULL;
     }
     return "unknown setting type";
@@ -176,7 +247,8 @@ int atl_config_parse(struct atl_config *out, char *const *envp,
         set_field(out, &atl_cfg_vars[i], atl_cfg_vars[i].def, NULL);
 
     for (char *const *e = envp; e && *e; e++) {
-        if (strncmp(*e, "ATLAS_", 6) != 0)
+        /* any case: ATLAS_redzone or atlas_redzone is a misspelling to name */
+        if (strncasecmp(*e, "ATLAS_", 6) != 0)
             continue;
         const char *eq = strchr(*e, '=');
         if (!eq)
@@ -193,15 +265,22 @@ int atl_config_parse(struct atl_config *out, char *const *envp,
         if (idx < 0) {
             const char *best = NULL;
             size_t bestd = (size_t)-1;
+            char upper[64];
+            for (size_t i = 0; i <= nl; i++)
+                upper[i] = (char)toupper((unsigned char)name[i]);
             for (size_t i = 0; i < atl_cfg_nvars; i++) {
-                size_t d = edit_distance(name, atl_cfg_vars[i].name);
+                size_t d = edit_distance(upper, atl_cfg_vars[i].name);
                 if (d < bestd) {
                     bestd = d;
                     best = atl_cfg_vars[i].name;
                 }
             }
             atl_config_show_value(name, shown, sizeof shown);
-            if (best && bestd <= 4)
+            if (best && bestd == 0)
+                snprintf(line, sizeof line,
+                         "unknown setting %s; did you mean %s? (names are upper case)", shown,
+                         best);
+            else if (best && bestd <= 4)
                 snprintf(line, sizeof line, "unknown setting %s; did you mean %s?", shown, best);
             else
                 snprintf(line, sizeof line, "unknown setting %s; ignored", shown);
@@ -226,24 +305,49 @@ int atl_config_parse(struct atl_config *out, char *const *envp,
     return problems;
 }
 
+/* The rank %r names: the first of these that is set and a number. */
+static const char *const rank_vars[] = {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
+                                        "SLURM_PROCID"};
+
+static int rank_valid(const char *r)
+{
+    return r && *r && strspn(r, "0123456789") == strlen(r) && strlen(r) < 12;
+}
+
 static const char *rank_string(void)
 {
-    static const char *const vars[] = {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
-                                       "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *r = secure_getenv(vars[i]);
-        if (r && *r && strspn(r, "0123456789") == strlen(r) && strlen(r) < 12)
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+        const char *r = secure_getenv(rank_vars[i]);
+        if (rank_valid(r))
             return r;
     }
     return "0";
 }
 
-void atl_config_expand_path(const char *pattern, char *out, size_t outsz)
+int atl_config_rank_problem(char *out, size_t outsz)
+{
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+        const char *r = secure_getenv(rank_vars[i]);
+        if (!r || !*r)
+            continue;
+        if (rank_valid(r))
+            return 0;
+        char shown[72];
+        atl_config_show_value(r, shown, sizeof shown);
+        snprintf(out, outsz, "ignoring %s='%s': not a rank (a number); %%r uses %s", rank_vars[i],
+                 shown, rank_string());
+        return 1;
+    }
+    return 0;
+}
+
+int atl_config_expand_path(const char *pattern, char *out, size_t outsz)
 {
     size_t n = 0;
     if (outsz == 0)
-        return;
-    for (const char *p = pattern; *p && n + 1 < outsz; p++) {
+        return -1;
+    const char *p = pattern;
+    for (; *p && n + 1 < outsz; p++) {
         char tmp[24];
         const char *ins = NULL;
         if (p[0] == '%' && p[1] == 'p') {
@@ -251,16 +355,22 @@ void atl_config_expand_path(const char *pattern, char *out, size_t outsz)
             ins = tmp;
         } else if (p[0] == '%' && p[1] == 'r') {
             ins = rank_string();
+        } else if (p[0] == '%' && p[1] == '%') {
+            ins = "%";
         }
         if (ins) {
             p++;
             for (; *ins && n + 1 < outsz; ins++)
                 out[n++] = *ins;
+            if (*ins)
+                break;
         } else {
             out[n++] = *p;
         }
     }
     out[n] = '\0';
+    /* a name cut short would be another file: the caller refuses it */
+    return *p ? -1 : 0;
 }
 
 const char *atl_config_value(int idx, const char *value, unsigned long long *num)

@@ -11,6 +11,11 @@ extern const char *const atl_redzone_check_names[];
 extern const char *const atl_redzone_pools_names[];
 extern const char *const atl_error_on_names[];
 
+/* Most ATLAS_DIFF_IGNORE entries (src/tracediff.h) and the longest
+ * ATLAS_STEP=nvtx:NAME range name, checked when the settings are parsed. */
+#define ATL_IGNORE_MAX 32
+#define ATL_STEP_NAME_MAX 64
+
 struct atl_config {
 #define ATL_CFG_FIELD_BOOL(f) unsigned long long f;
 #define ATL_CFG_FIELD_UINT(f) unsigned long long f;
@@ -61,8 +66,15 @@ const char *atl_config_check(int idx, const char *value);
  * in *num when valid. */
 const char *atl_config_value(int idx, const char *value, unsigned long long *num);
 
-/* Expands %p (PID) and %r (rank from RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK or
- * SLURM_PROCID, "0" when none) in a file name pattern. */
-void atl_config_expand_path(const char *pattern, char *out, size_t outsz);
+/* Expands %p (PID), %r (rank from RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK or
+ * SLURM_PROCID, "0" when none) and %% (a %) in a file name pattern. Returns
+ * 0, or -1 when the name does not fit in `outsz` (out then holds the part
+ * that did, never to be opened). */
+int atl_config_expand_path(const char *pattern, char *out, size_t outsz);
+
+/* When a rank variable %r would read is set but is not a number (so %r
+ * falls back to the next one, or 0), writes one finished line saying so into
+ * `out` and returns 1; else 0. */
+int atl_config_rank_problem(char *out, size_t outsz);
 
 #endif

@@ -693,10 +693,24 @@ void atl_redzone_alloc_pre(struct atl_alloc *a)
     a->padded = a->bytes + pad;
 }
 
+#define ALLOC_FAILED_DETAIL 3
+
 static void alloc_failed(const struct atl_alloc *a, CUresult r)
 {
     size_t freeb = 0, total = 0;
     char nm[64];
+    if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+        /* Not a memory problem (a call without a current context, a bad
+         * stream or pool): the program sees the error and decides; memory
+         * figures would mislead. PyTorch's cudaMallocAsync backend gets
+         * CUDA_ERROR_INVALID_CONTEXT so and runs on. */
+        atl_log(ATL_INFO,
+                "alloc failed: alloc#%llu %s bytes=%zu status=%s (not out of memory; the "
+                "driver's error is returned unchanged)",
+                (unsigned long long)a->seq, atl_hook_names[a->hook], a->bytes,
+                atl_error_name(r, nm, sizeof nm));
+        return;
+    }
     if (atl_drv.cuMemGetInfo_v2)
         atl_drv.cuMemGetInfo_v2(&freeb, &total);
     atl_log(ATL_WARN,
@@ -704,6 +718,19 @@ static void alloc_failed(const struct atl_alloc *a, CUresult r)
             "(the driver's error is returned unchanged)",
             (unsigned long long)a->seq, atl_hook_names[a->hook], a->bytes,
             atl_error_name(r, nm, sizeof nm), freeb, total, atl_ledger_count(NULL));
+    /* The largest live allocations, for the first few failures only: a
+     * program that retries smaller sizes fails dozens of times, and the
+     * list (a pass over the ledger) rarely changes between tries. */
+    static unsigned failures;
+    unsigned nth = __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+    if (nth > ALLOC_FAILED_DETAIL) {
+        if (nth == ALLOC_FAILED_DETAIL + 1)
+            atl_log(ATL_WARN,
+                    "alloc failed: largest live allocations listed for the first %d "
+                    "failures only",
+                    ALLOC_FAILED_DETAIL);
+        return;
+    }
     struct atl_alloc_rec top[5];
     size_t ntop = 0, n = atl_ledger_count(NULL);
     struct atl_alloc_rec *all = n ? malloc(n * sizeof *all) : NULL;

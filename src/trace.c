@@ -40,7 +40,7 @@ int atl_trace_on;
 
 enum step_mode { MODE_SYNC, MODE_CAPTURE, MODE_NVTX, MODE_API };
 static enum step_mode mode;
-static char nvtx_name[64];
+static char nvtx_name[ATL_STEP_NAME_MAX];
 static struct atl_ignore ignore_list;
 static FILE *json;
 
@@ -1414,40 +1414,26 @@ __attribute__((visibility("default"))) void atlas_step_end_impl(void)
 
 unsigned atl_trace_init(void)
 {
-    /* ATLAS_CHROME_TRACE alone records too (as atlas-trace --chrome does) */
-    if (!atl_cfg.trace && !atl_cfg.chrome_trace)
+    /* ATLAS_CHROME_TRACE or ATLAS_TRACE_FILE alone records too (as
+     * atlas-trace --chrome does): a file setting never does nothing */
+    if (!atl_cfg.trace && !atl_cfg.chrome_trace && !atl_cfg.trace_file)
         return 0;
+    /* the syntax was checked (and a bad value reported) with the settings */
     const char *st = atl_cfg.step ? atl_cfg.step : "sync";
-    if (strcmp(st, "sync") == 0) {
-        mode = MODE_SYNC;
-    } else if (strcmp(st, "capture") == 0) {
+    if (strcasecmp(st, "capture") == 0) {
         mode = MODE_CAPTURE;
-    } else if (strcmp(st, "api") == 0) {
+    } else if (strcasecmp(st, "api") == 0) {
         mode = MODE_API;
-    } else if (strncmp(st, "nvtx:", 5) == 0 && st[5] && strlen(st + 5) < sizeof nvtx_name) {
+    } else if (strncasecmp(st, "nvtx:", 5) == 0) {
         mode = MODE_NVTX;
         snprintf(nvtx_name, sizeof nvtx_name, "%s", st + 5);
     } else {
-        char shown[72];
-        atl_config_show_value(st, shown, sizeof shown);
-        atl_log(ATL_WARN,
-                "ignoring ATLAS_STEP='%s': not sync, capture, nvtx:NAME or api; using sync", shown);
         mode = MODE_SYNC;
     }
     atl_ignore_parse(&ignore_list, atl_cfg.diff_ignore);
     pthread_key_create(&exit_key, tbuf_release);
-    if (atl_cfg.trace_file) {
-        char path[4096];
-        int fd = atl_open_report_file(atl_cfg.trace_file, path, sizeof path, 0);
-        json = fd >= 0 ? fdopen(fd, "w") : NULL;
-        int e = errno;
-        if (!json && fd >= 0)
-            close(fd);
-        if (!json)
-            atl_log(ATL_WARN,
-                    "step trace: cannot write ATLAS_TRACE_FILE (expanded: %s): %s; no JSON lines",
-                    path, strerror(e));
-    }
+    if (atl_cfg.trace_file)
+        json = atl_report_stream("ATLAS_TRACE_FILE", atl_cfg.trace_file, "no JSON lines");
     if (atl_cfg.chrome_trace && atl_chrome_open(atl_cfg.chrome_trace) == 0)
         step_begin_ns = atl_chrome_now();
     max_bytes = (size_t)atl_cfg.trace_max_mb << 20;

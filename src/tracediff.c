@@ -13,6 +13,8 @@
  */
 #include "tracediff.h"
 
+#include "config.h"
+
 #include "stack.h"
 
 #include <ctype.h>
@@ -250,6 +252,11 @@ static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint
 }
 
 /* ---- ignore list ------------------------------------------------------------ */
+
+/* ATLAS_DIFF_IGNORE is refused, with the reason, past this many entries */
+_Static_assert(sizeof(((struct atl_ignore *)0)->e) / sizeof(((struct atl_ignore *)0)->e[0]) ==
+                   ATL_IGNORE_MAX,
+               "ATL_IGNORE_MAX (config.h) is the size of struct atl_ignore");
 
 void atl_ignore_parse(struct atl_ignore *ig, const char *spec)
 {
@@ -1350,6 +1357,8 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
     struct atl_step cur;
     struct jline *L = calloc(1, sizeof *L);
     atl_step_init(&cur, "");
+    if (errlen)
+        err[0] = '\0';
     if (!L) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -1359,6 +1368,15 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
         if (!line)
             break;
         lineno++;
+        if (!complete && steps > 0) {
+            /* the writer only writes whole lines, but the kernel may cut a
+             * write when the process is killed: keep the whole steps */
+            snprintf(err, errlen,
+                     "line %zu: the last line is incomplete (the run was killed?); "
+                     "skipped",
+                     lineno);
+            break;
+        }
         struct jp j = {.p = line};
         ws(&j);
         if (!*j.p && complete)
@@ -1449,7 +1467,13 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
             goto out;
         }
     }
-    if (open) {
+    if (open && steps > 0) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n,
+                 "%sthe file ends inside step %" PRIu64
+                 " (the run was killed?): its %zu ops skipped",
+                 n ? "; " : "", cur.index, cur.nops);
+    } else if (open) {
         snprintf(err, errlen, "line %zu: the file ends inside step %" PRIu64 " (truncated?)",
                  lineno, cur.index);
         goto out;

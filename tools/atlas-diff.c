@@ -99,6 +99,8 @@ static int load(const char *path, struct run *r)
         fail(path, err);
         return -1;
     }
+    if (err[0]) /* read up to its last whole step: say what was left out */
+        fprintf(stderr, "atlas-diff: %s: %s\n", path, err);
     return 0;
 }
 

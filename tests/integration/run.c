@@ -11,19 +11,39 @@
 
 extern char **environ;
 
-static char *slurp(const char *path)
+char *read_file_text(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return strdup("");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = '\0';
+        return NULL;
+    char *buf = NULL;
+    size_t n = 0, cap = 0, got;
+    char chunk[65536];
+    /* read to the end, not to a size taken first: a pipe or a growing file */
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (n + got + 1 > cap) {
+            cap = (n + got + 1) * 2;
+            char *b = realloc(buf, cap);
+            if (!b)
+                break;
+            buf = b;
+        }
+        memcpy(buf + n, chunk, got);
+        n += got;
+    }
     fclose(f);
+    if (!buf)
+        buf = calloc(1, 1);
+    buf[n] = '\0';
+    if (len)
+        *len = n;
     return buf;
+}
+
+static char *slurp(const char *path)
+{
+    char *t = read_file_text(path, NULL);
+    return t ? t : strdup("");
 }
 
 static void env_apply(const char *kv)
@@ -42,6 +62,31 @@ static void env_apply(const char *kv)
     setenv(name, eq + 1, 1);
 }
 
+void run_child_env(const char *const env[], const char *log)
+{
+    char lib[4096];
+    if (!realpath(BUILD_DIR "/libatlastrace.so", lib))
+        _exit(126);
+    char fake[4096];
+    if (realpath(BUILD_DIR "/fake", fake))
+        setenv("LD_LIBRARY_PATH", fake, 1);
+    unsetenv("LD_PRELOAD");
+    unsetenv("ATLAS_LOG");
+    if (log) {
+        /* A sanitized build of the library needs its sanitizer runtime
+         * loaded ahead of it: ATL_TEST_PRELOAD_EXTRA names it. */
+        const char *extra = getenv("ATL_TEST_PRELOAD_EXTRA");
+        char pre[8192];
+        snprintf(pre, sizeof pre, "%s%s%s", extra && *extra ? extra : "",
+                 extra && *extra ? " " : "", lib);
+        setenv("LD_PRELOAD", pre, 1);
+        if (*log)
+            setenv("ATLAS_LOG", log, 1);
+    }
+    for (const char *const *e = env; e && *e; e++)
+        env_apply(*e);
+}
+
 void run_target(struct run_result *r, char *const argv[], const char *const env[], int preload)
 {
     char dir[] = "/tmp/atlas-test-XXXXXX";
@@ -57,26 +102,7 @@ void run_target(struct run_result *r, char *const argv[], const char *const env[
 
     pid_t pid = fork();
     if (pid == 0) {
-        char lib[4096];
-        if (!realpath(BUILD_DIR "/libatlastrace.so", lib))
-            _exit(126);
-        char fake[4096];
-        if (realpath(BUILD_DIR "/fake", fake))
-            setenv("LD_LIBRARY_PATH", fake, 1);
-        unsetenv("LD_PRELOAD");
-        unsetenv("ATLAS_LOG");
-        if (preload) {
-            /* A sanitized build of the library needs its sanitizer runtime
-             * loaded ahead of it: ATL_TEST_PRELOAD_EXTRA names it. */
-            const char *extra = getenv("ATL_TEST_PRELOAD_EXTRA");
-            char pre[8192];
-            snprintf(pre, sizeof pre, "%s%s%s", extra && *extra ? extra : "",
-                     extra && *extra ? " " : "", lib);
-            setenv("LD_PRELOAD", pre, 1);
-            setenv("ATLAS_LOG", logp, 1);
-        }
-        for (const char *const *e = env; e && *e; e++)
-            env_apply(*e);
+        run_child_env(env, preload ? logp : NULL);
         int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int er = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(o, 1);

@@ -24,6 +24,15 @@ struct run_result {
 void run_target(struct run_result *r, char *const argv[], const char *const env[], int preload);
 void run_free(struct run_result *r);
 
+/* In a forked child about to exec a target: the environment run_target
+ * gives it. `log` NULL: no preload; "" the preload without ATLAS_LOG (its
+ * reports on stderr); else the preload and ATLAS_LOG=log. */
+void run_child_env(const char *const env[], const char *log);
+
+/* A file's whole text, NUL-terminated (its length in *len when not NULL),
+ * or NULL when it cannot be opened. */
+char *read_file_text(const char *path, size_t *len);
+
 /* One row of atlastrace's stats table. */
 struct stat_row {
     unsigned long long calls, linked, dlsym, gpa, got_dlsym, got_gpa;

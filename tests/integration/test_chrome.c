@@ -384,8 +384,8 @@ START_TEST(unwritable_file_said_once)
     struct run_result r;
     run_target(&r, argv, env, 1);
     ck_assert_int_eq(r.status, 0);
-    ck_assert_int_eq(count_lines(r.log, "cannot write ATLAS_CHROME_TRACE file "
-                                        "/nonexistent-dir/c.json: No such file or directory; "
+    ck_assert_int_eq(count_lines(r.log, "cannot open ATLAS_CHROME_TRACE file "
+                                        "'/nonexistent-dir/c.json': No such file or directory; "
                                         "no Chrome trace"),
                      1);
     ck_assert_int_eq(count_lines(r.log, "trace summary: steps=3"), 1);

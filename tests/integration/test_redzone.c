@@ -244,6 +244,28 @@ START_TEST(teardown_no_false_alarm)
 }
 END_TEST
 
+/* A failure that is not out of memory is one info line, not a warning with
+ * the memory figures and the largest live allocations. */
+START_TEST(failed_alloc_not_oom_is_quiet)
+{
+    struct run_result r, plain;
+    rz_run(&r, "nonoom", NULL, NULL);
+    char *argv[] = {PROG, "nonoom", NULL};
+    run_target(&plain, argv, NULL, 0);
+    ck_assert_str_eq(r.out, plain.out); /* the driver's error, unchanged */
+    HASNT(r.out, "without a context: 0\n");
+    HASNT(r.log, "alloc failed");
+    run_free(&r);
+    const char *info[] = {"ATLAS_LOG_LEVEL=info", NULL};
+    rz_run(&r, "nonoom", NULL, info);
+    ck_assert_int_eq(count_lines(r.log, "alloc failed"), 1);
+    HAS(r.log, "alloc failed: alloc#2 cuMemAllocAsync bytes=4096 status=CUDA_ERROR_INVALID_CONTEXT "
+               "(not out of memory; the driver's error is returned unchanged)");
+    run_free(&r);
+    run_free(&plain);
+}
+END_TEST
+
 START_TEST(failed_alloc_report)
 {
     struct run_result r, plain;
@@ -427,6 +449,7 @@ int main(void)
     tcase_add_test(tc, leaks_without_redzone);
     tcase_add_test(tc, teardown_no_false_alarm);
     tcase_add_test(tc, failed_alloc_report);
+    tcase_add_test(tc, failed_alloc_not_oom_is_quiet);
     tcase_add_test(tc, unknown_and_double_free);
     tcase_add_test(tc, stream_ordered);
     tcase_add_test(tc, pitch_allocation);

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "../integration/run.h"
+#include "file_vars.h"
 
 #include <check.h>
 #include <errno.h>
@@ -457,55 +458,6 @@ START_TEST(bad_settings)
 END_TEST
 
 /* ---- files named by settings ------------------------------------------------ */
-
-/* The settings that name an output file, with what else must be set for the
- * file to be written: ATL_FILE_VARS, space-separated "VAR" or
- * "VAR:OTHER=1,OTHER2=x" (default "ATLAS_LOG"; the make target lists the
- * others as their features land). Each is checked the same way: a symlink is
- * refused, a created file is 0600. */
-struct file_var {
-    char name[64];
-    char extra[8][128];
-    int nextra;
-};
-
-static int file_vars(struct file_var *fv, int cap)
-{
-    const char *spec = getenv("ATL_FILE_VARS");
-    char *copy = strdup(spec && *spec ? spec : "ATLAS_LOG"), *save = NULL;
-    int n = 0;
-    for (char *tok = strtok_r(copy, " ", &save); tok && n < cap; tok = strtok_r(NULL, " ", &save)) {
-        struct file_var *v = &fv[n++];
-        memset(v, 0, sizeof *v);
-        char *colon = strchr(tok, ':');
-        if (colon)
-            *colon = '\0';
-        snprintf(v->name, sizeof v->name, "%s", tok);
-        char *save2 = NULL;
-        for (char *e = colon ? strtok_r(colon + 1, ",", &save2) : NULL; e && v->nextra < 8;
-             e = strtok_r(NULL, ",", &save2))
-            snprintf(v->extra[v->nextra++], sizeof v->extra[0], "%s", e);
-    }
-    free(copy);
-    return n;
-}
-
-/* Runs tp_linked with `var`=path plus the variable's companions and
- * ATLAS_STATS=1. */
-static void run_with_file(struct run_result *r, const struct file_var *v, const char *path)
-{
-    char kv[256];
-    const char *env[12];
-    int n = 0;
-    snprintf(kv, sizeof kv, "%s=%s", v->name, path);
-    env[n++] = kv;
-    env[n++] = "ATLAS_STATS=1";
-    for (int i = 0; i < v->nextra; i++)
-        env[n++] = v->extra[i];
-    env[n] = NULL;
-    char *argv[] = {T("tp_linked"), NULL};
-    run_target(r, argv, env, 1);
-}
 
 START_TEST(file_symlink_refused)
 {

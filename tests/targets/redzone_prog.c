@@ -158,6 +158,17 @@ int main(int argc, char **argv)
         rz_alloc(65536);
         CUdeviceptr p;
         printf("big alloc: %d\n", (int)cuMemAlloc(&p, (size_t)2 << 20));
+    } else if (strcmp(what, "nonoom") == 0) {
+        /* an allocation that fails for another reason than memory: no
+         * current context (PyTorch's cudaMallocAsync backend was seen
+         * getting CUDA_ERROR_INVALID_CONTEXT so, and running on) */
+        rz_alloc(4096);
+        CUcontext cur;
+        CHECK(cuCtxGetCurrent(&cur));
+        CHECK(cuCtxSetCurrent(NULL));
+        CUdeviceptr p;
+        printf("async alloc without a context: %d\n", (int)cuMemAllocAsync(&p, 4096, NULL));
+        CHECK(cuCtxSetCurrent(cur));
     } else if (strcmp(what, "badfree") == 0) {
         CUdeviceptr a = rz_alloc(4096);
         printf("free: %d\n", (int)cuMemFree(a));

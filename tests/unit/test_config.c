@@ -165,6 +165,127 @@ START_TEST(expand_pid_and_rank)
 }
 END_TEST
 
+/* Decimal, or hex after 0x, as the table says: never octal. */
+START_TEST(numbers_decimal_or_hex)
+{
+    struct atl_config c;
+    ck_assert_int_eq(parse1(&c, "ATLAS_REDZONE_TRACE_IDX=010"), 0);
+    ck_assert_uint_eq(c.redzone_trace_idx, 10);
+    ck_assert_int_eq(parse1(&c, "ATLAS_REDZONE_TRACE_IDX=09"), 0);
+    ck_assert_uint_eq(c.redzone_trace_idx, 9);
+    ck_assert_int_eq(parse1(&c, "ATLAS_REDZONE_FILL=0x5A"), 0);
+    ck_assert_uint_eq(c.redzone_fill, 0x5A);
+    ck_assert_int_eq(parse1(&c, "ATLAS_REDZONE_FILL=0XfF"), 0);
+    ck_assert_uint_eq(c.redzone_fill, 0xff);
+    const struct atl_cfg_var *v = &atl_cfg_vars[atl_config_find("ATLAS_REDZONE_FILL")];
+    expect_rejected(v, "0x", "not a number");
+    expect_rejected(v, "0x-1", "not a number");
+    expect_rejected(v, "0b1", "not a number");
+}
+END_TEST
+
+/* Wrong case: named, with the right spelling. */
+START_TEST(wrong_case_suggests)
+{
+    struct atl_config c;
+    ck_assert_int_eq(parse1(&c, "ATLAS_redzone=64"), 1);
+    ck_assert_str_eq(lines[0], "unknown setting ATLAS_redzone; did you mean ATLAS_REDZONE? (names "
+                               "are upper case)");
+    ck_assert_int_eq(parse1(&c, "atlas_trace=1"), 1);
+    ck_assert_str_eq(lines[0], "unknown setting atlas_trace; did you mean ATLAS_TRACE? (names are "
+                               "upper case)");
+    ck_assert_uint_eq(c.trace, 0);
+    ck_assert_int_eq(parse1(&c, "Atlas_Stat=1"), 1);
+    ck_assert_str_eq(lines[0], "unknown setting Atlas_Stat; did you mean ATLAS_STATS?");
+}
+END_TEST
+
+/* ATLAS_STEP is checked with the other settings (so a bad one is said even
+ * with tracing off), its keywords in any case like ENUM choices. */
+START_TEST(step_checked)
+{
+    struct atl_config c;
+    const char *ok[] = {"sync", "SYNC", "Capture", "api", "nvtx:step", "NVTX:Step"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char kv[64];
+        snprintf(kv, sizeof kv, "ATLAS_STEP=%s", ok[i]);
+        ck_assert_msg(parse1(&c, kv) == 0, "%s refused: %s", kv, lines[0]);
+        ck_assert_str_eq(c.step, ok[i]);
+    }
+    const struct atl_cfg_var *v = &atl_cfg_vars[atl_config_find("ATLAS_STEP")];
+    expect_rejected(v, "bogus", "not sync, capture, nvtx:NAME or api");
+    expect_rejected(v, "nvtx:", "not sync, capture, nvtx:NAME or api");
+    ck_assert_ptr_nonnull(strstr(lines[0], "; using sync"));
+    char kv[160] = "nvtx:";
+    memset(kv + 5, 'n', 70);
+    kv[75] = '\0';
+    char set[200];
+    snprintf(set, sizeof set, "ATLAS_STEP=%s", kv);
+    ck_assert_int_eq(parse1(&c, set), 1);
+    ck_assert_ptr_nonnull(strstr(lines[0], "...': range name too long; using sync"));
+}
+END_TEST
+
+/* ATLAS_DIFF_IGNORE: the entry that cannot parse is named; more entries
+ * than are kept is said, never dropped quietly. */
+START_TEST(diff_ignore_checked)
+{
+    struct atl_config c;
+    ck_assert_int_eq(parse1(&c, "ATLAS_DIFF_IGNORE=scale,axpy:arg2,void k<int>(int*):arg10"), 0);
+    ck_assert_int_eq(parse1(&c, "ATLAS_DIFF_IGNORE=ns::kern,ns::kern:arg1"), 0);
+    const struct atl_cfg_var *v = &atl_cfg_vars[atl_config_find("ATLAS_DIFF_IGNORE")];
+    expect_rejected(v, "scale,axpy:argx", "entry 2 'axpy:argx' is not KERNEL or KERNEL:argN");
+    expect_rejected(v, "scale:arg1x", "entry 1 'scale:arg1x' is not KERNEL or KERNEL:argN");
+    expect_rejected(v, "scale,,axpy", "entry 2 '' is an empty entry");
+    expect_rejected(v, "scale:", "entry 1 'scale:' is not KERNEL or KERNEL:argN");
+    expect_rejected(v, ":arg1", "entry 1 ':arg1' is not KERNEL or KERNEL:argN");
+    char many[400] = "";
+    for (int i = 0; i < ATL_IGNORE_MAX; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%sk%d", i ? "," : "", i);
+    char kv[450];
+    snprintf(kv, sizeof kv, "ATLAS_DIFF_IGNORE=%s", many);
+    ck_assert_int_eq(parse1(&c, kv), 0);
+    strcat(kv, ",one_more");
+    ck_assert_int_eq(parse1(&c, kv), 1);
+    ck_assert_ptr_nonnull(strstr(lines[0], "...': more than 32 entries; using none"));
+    ck_assert_ptr_null(c.diff_ignore);
+}
+END_TEST
+
+START_TEST(expand_percent_and_overflow)
+{
+    char out[64];
+    ck_assert_int_eq(atl_config_expand_path("a%%p-%%%%", out, sizeof out), 0);
+    ck_assert_str_eq(out, "a%p-%%");
+    /* a name that does not fit is refused, not cut */
+    ck_assert_int_eq(atl_config_expand_path("0123456789", out, 10), -1);
+    ck_assert_int_eq(atl_config_expand_path("012345678", out, 10), 0);
+    ck_assert_int_eq(atl_config_expand_path("0123456%p", out, 10), -1);
+}
+END_TEST
+
+/* A rank variable that is not a number is reported (the next one is used). */
+START_TEST(rank_problem_named)
+{
+    char line[200], out[32];
+    unsetenv("LOCAL_RANK");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("SLURM_PROCID");
+    setenv("RANK", "7", 1);
+    ck_assert_int_eq(atl_config_rank_problem(line, sizeof line), 0);
+    setenv("RANK", "abc\n", 1);
+    ck_assert_int_eq(atl_config_rank_problem(line, sizeof line), 1);
+    ck_assert_str_eq(line, "ignoring RANK='abc?': not a rank (a number); %r uses 0");
+    setenv("LOCAL_RANK", "2", 1);
+    ck_assert_int_eq(atl_config_rank_problem(line, sizeof line), 1);
+    ck_assert_str_eq(line, "ignoring RANK='abc?': not a rank (a number); %r uses 2");
+    atl_config_expand_path("%r", out, sizeof out);
+    ck_assert_str_eq(out, "2");
+    unsetenv("RANK");
+    unsetenv("LOCAL_RANK");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("config");
@@ -175,6 +296,12 @@ int main(void)
     tcase_add_test(tc, unknown_names_suggest);
     tcase_add_test(tc, values_shown_safely);
     tcase_add_test(tc, expand_pid_and_rank);
+    tcase_add_test(tc, numbers_decimal_or_hex);
+    tcase_add_test(tc, wrong_case_suggests);
+    tcase_add_test(tc, step_checked);
+    tcase_add_test(tc, diff_ignore_checked);
+    tcase_add_test(tc, expand_percent_and_overflow);
+    tcase_add_test(tc, rank_problem_named);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -376,6 +376,33 @@ START_TEST(corrupt_input_says_which_line)
 }
 END_TEST
 
+/* A run killed mid-step: its whole steps are read, and what was cut off is
+ * said (a torn last line, an unfinished last step). */
+START_TEST(killed_run_read_to_last_whole_step)
+{
+    char err[256], text[800];
+    const char *step1 = "{\"step\":1,\"name\":\"s\",\"op\":0,\"stream\":\"0x0\",\"kind\":"
+                        "\"memset\",\"ptr\":\"0x10\",\"value\":0,\"elem\":4,\"count\":1,"
+                        "\"pitch\":0,\"height\":0}\n"
+                        "{\"step\":1,\"name\":\"s\",\"end\":true,\"ops\":1}\n";
+    const char *op2 = "{\"step\":2,\"name\":\"s\",\"op\":0,\"stream\":\"0x0\",\"kind\":"
+                      "\"memset\",\"ptr\":\"0x10\",\"value\":0,\"elem\":4,\"count\":1,"
+                      "\"pitch\":0,\"height\":0}\n";
+    /* step 2 open, its first line whole */
+    snprintf(text, sizeof text, "%s%s", step1, op2);
+    ck_assert_int_eq(read_text(text, err, sizeof err), 0);
+    ck_assert_str_eq(err, "the file ends inside step 2 (the run was killed?): its 1 ops skipped");
+    /* and with a torn line after it */
+    snprintf(text, sizeof text, "%s%s%.40s", step1, op2, op2);
+    ck_assert_int_eq(read_text(text, err, sizeof err), 0);
+    ck_assert_str_eq(err, "line 4: the last line is incomplete (the run was killed?); skipped; "
+                          "the file ends inside step 2 (the run was killed?): its 1 ops skipped");
+    /* a whole file says nothing */
+    ck_assert_int_eq(read_text(step1, err, sizeof err), 0);
+    ck_assert_str_eq(err, "");
+}
+END_TEST
+
 /* The bar: two steps of a million ops each diff in under half a second. The
  * assertion is looser (2 s) so a loaded CI machine does not flake; the
  * figure is printed. */
@@ -437,6 +464,7 @@ int main(void)
     tcase_add_test(tc, diff_max_and_ignore);
     tcase_add_test(tc, json_lines_round_trip);
     tcase_add_test(tc, corrupt_input_says_which_line);
+    tcase_add_test(tc, killed_run_read_to_last_whole_step);
     tcase_add_test(tc, million_ops_diff_fast);
     tcase_add_test(tc, many_insertions_fall_back);
     suite_add_tcase(s, tc);
