@@ -11,32 +11,36 @@ check-deps:
 	@$(ENSURE_DEB) "make check" "pkg-config --exists check" check pkg-config
 
 TARGET_COMMON := tests/targets/workload.c
+# workload.c, tp_every.c and test_preload.c include the hook list: a binary
+# built from them goes stale when a hook is added (recipes compile only the
+# .c prerequisites).
+HOOK_LIST := hooks/hooks.def
 TARGET_BINS := $(BUILD)/tests/tp_linked $(BUILD)/tests/tp_linked_ptds $(BUILD)/tests/tp_dlsym \
                $(BUILD)/tests/tp_gpa $(BUILD)/tests/tp_threads $(BUILD)/tests/tp_every
 
-$(BUILD)/tests/tp_linked: tests/targets/tp_linked.c $(TARGET_COMMON) $(FAKE_DIR)/libcuda.so
+$(BUILD)/tests/tp_linked: tests/targets/tp_linked.c $(TARGET_COMMON) $(HOOK_LIST) $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/targets/tp_linked.c $(TARGET_COMMON) -L$(BUILD)/fake -lcuda -ldl
 
-$(BUILD)/tests/tp_linked_ptds: tests/targets/tp_linked.c $(TARGET_COMMON) $(FAKE_DIR)/libcuda.so
+$(BUILD)/tests/tp_linked_ptds: tests/targets/tp_linked.c $(TARGET_COMMON) $(HOOK_LIST) $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DCUDA_API_PER_THREAD_DEFAULT_STREAM -o $@ tests/targets/tp_linked.c $(TARGET_COMMON) -L$(BUILD)/fake -lcuda -ldl
 
-$(BUILD)/tests/tp_dlsym: tests/targets/tp_dlsym.c $(TARGET_COMMON)
+$(BUILD)/tests/tp_dlsym: tests/targets/tp_dlsym.c $(TARGET_COMMON) $(HOOK_LIST)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) -ldl
 
-$(BUILD)/tests/tp_every: tests/targets/tp_every.c
+$(BUILD)/tests/tp_every: tests/targets/tp_every.c $(HOOK_LIST)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) -ldl
 
-$(BUILD)/tests/tp_gpa: tests/targets/tp_gpa.c tests/targets/gpa_resolve.c $(TARGET_COMMON)
+$(BUILD)/tests/tp_gpa: tests/targets/tp_gpa.c tests/targets/gpa_resolve.c $(TARGET_COMMON) $(HOOK_LIST)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) -ldl
 
-$(BUILD)/tests/tp_threads: tests/targets/tp_threads.c tests/targets/gpa_resolve.c $(TARGET_COMMON)
+$(BUILD)/tests/tp_threads: tests/targets/tp_threads.c tests/targets/gpa_resolve.c $(TARGET_COMMON) $(HOOK_LIST)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl -lpthread
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) -ldl -lpthread
 
 $(BUILD)/tests/test_config: tests/unit/test_config.c $(BUILD)/libatlas_engine.a | check-deps
 	@mkdir -p $(dir $@)
@@ -46,9 +50,9 @@ $(BUILD)/tests/test_engine: tests/unit/test_engine.c $(BUILD)/libatlas_engine.a 
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
 
-$(BUILD)/tests/test_preload: tests/integration/test_preload.c tests/integration/run.c | check-deps
+$(BUILD)/tests/test_preload: tests/integration/test_preload.c tests/integration/run.c $(HOOK_LIST) | check-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS) -ldl
+	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $(filter %.c,$^) $(CHECK_LIBS) -ldl
 
 .PHONY: core-check
 core-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(TARGET_BINS) $(BUILD)/tests/test_config $(BUILD)/tests/test_engine $(BUILD)/tests/test_preload

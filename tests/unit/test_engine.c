@@ -81,7 +81,7 @@ END_TEST
  * tree rebalances on both), re-adds of live addresses and interior lookups. */
 START_TEST(ledger_matches_reference)
 {
-    enum { SLOTS = 4096, ROUNDS = 60000 };
+    enum { SLOTS = 2048, ROUNDS = 30000 };
     static struct atl_alloc_rec ref[SLOTS]; /* slot i: address 0x100000 + i * 0x1000 */
     static int live[SLOTS];
     memset(live, 0, sizeof live);
@@ -156,7 +156,7 @@ START_TEST(addrmap_matches_reference)
     memset(in, 0, sizeof in);
     struct atl_addrmap m = {0};
     unsigned long long x = 777;
-    for (int r = 0; r < 200000; r++) {
+    for (int r = 0; r < 50000; r++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         int i = (int)(x % KEYS);
         uint64_t key = 0x7f0000000000ULL + (uint64_t)i * 256; /* aligned, as bases are */
