@@ -116,6 +116,8 @@ static void *watch(void *arg)
     struct timespec ts = {(time_t)(period / 1000000000u), (long)(period % 1000000000u)};
     for (;;) {
         nanosleep(&ts, NULL);
+        if (!__atomic_load_n(&atl_on, __ATOMIC_ACQUIRE))
+            continue; /* the exit report is out (or never came): nothing more is said */
         uint64_t now = now_ns();
         int n = __atomic_load_n(&nslots, __ATOMIC_ACQUIRE);
         for (int i = 0; i < n && i < HANG_SLOTS; i++) {

@@ -341,6 +341,26 @@ START_TEST(hang_reported_once)
 }
 END_TEST
 
+/* loss.item(): a synchronous copy to the host waits like a sync. Without
+ * ATLAS_TRACE, which would take such copies off the hooks' light path by
+ * itself: the watch must, to see them before they block. */
+START_TEST(hang_in_blocking_copy)
+{
+    const char *env[] = {"ATLAS_HANG_SECONDS=1", "FAKE_SYNC_SLEEP_MS=2600", "FAKE_SYNC_SLEEP_AT=2",
+                         NULL};
+    char *argv[] = {T("ranks"), "loss", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "ranks exited %d\n%s", r.status, r.err);
+    ck_assert_int_eq(count_lines(r.log, " has waited "), 1);
+    HAS(r.log, "hang: the main thread has waited more than 1 s in cuMemcpyDtoH_v2 "
+               "(ATLAS_HANG_SECONDS)");
+    HAS(r.log, "hang: 4 kernel launches so far in this process");
+    HASNT(r.log, "steps finished"); /* no step trace: no steps */
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(no_hang_report_below_limit_or_off)
 {
     struct run_result r;
@@ -373,6 +393,7 @@ int main(void)
     tcase_add_test(tc, two_processes_one_branches);
     tcase_add_test(tc, killed_rank_file_complete);
     tcase_add_test(tc, hang_reported_once);
+    tcase_add_test(tc, hang_in_blocking_copy);
     tcase_add_test(tc, no_hang_report_below_limit_or_off);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
