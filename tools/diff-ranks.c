@@ -80,9 +80,9 @@ static uint64_t hex_hash(uint64_t h, const char *hs, const char *he, const char 
     size_t at = 0, n = (size_t)(he - hs);
     for (const char *a = he; (a = memmem(a, (size_t)(end - a), "\"alloc", 6)); a += 6) {
         size_t w = 0;
-        for (const char *d = a + 6; d < end && isdigit((unsigned char)*d); d++)
+        for (const char *d = a + 6; d < end && isdigit((unsigned char)*d) && w <= n; d++)
             w = w * 10 + (size_t)(*d - '0');
-        if (2 * w < at || 2 * w + 16 > n)
+        if (w > n / 2 || 2 * w < at || 2 * w + 16 > n) /* not a word of this hex */
             continue;
         h = span_hash(h, hs + at, 2 * w - at);
         at = 2 * w + 16;
@@ -151,7 +151,9 @@ struct rd {
 static const char *next_line(struct rd *r, size_t *len, int *complete, int *oom)
 {
     for (size_t scanned = 0;;) {
-        char *nl = memchr(r->buf + r->beg + scanned, '\n', r->end - r->beg - scanned);
+        char *nl = r->end > r->beg + scanned
+                       ? memchr(r->buf + r->beg + scanned, '\n', r->end - r->beg - scanned)
+                       : NULL;
         if (nl) {
             const char *line = r->buf + r->beg;
             *len = (size_t)(nl - line);
