@@ -17,6 +17,7 @@
  * handlers and sigwait loops see exactly the threads they saw before), and
  * calls nothing of the driver.
  */
+#define _GNU_SOURCE /* dladdr */
 #include "hang.h"
 
 #include "config.h"
@@ -24,6 +25,7 @@
 #include "ring.h"
 #include "trace.h"
 
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -134,6 +136,11 @@ static void *watch(void *arg)
 
 static void watch_start(void)
 {
+    /* the thread runs our code until the process ends: pin the library, in
+     * case it came by dlopen (NVTX injection) and someone closes it */
+    Dl_info self;
+    if (dladdr((void *)watch_start, &self) && self.dli_fname)
+        dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
     pthread_t t;
     pthread_attr_t a;
     sigset_t all, old;
