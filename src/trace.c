@@ -767,7 +767,7 @@ static void step_finish(const char *name)
         return;
     }
     order_by_stream(&s);
-    s.index = ++step_count;
+    s.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
     stats.steps++;
     int slot = 0;
     while (slot < nnames && strcmp(names[slot].name, s.name) != 0)

@@ -24,11 +24,15 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- the fast pass: one hash per step and rank ---------------------------------- */
@@ -138,74 +142,41 @@ static uint64_t line_hash(const char *p, size_t n)
 
 /* ---- reading a rank's file a step at a time ------------------------------------- */
 
+/* A rank's file, mapped: lines are read in place (no copy out of the page
+ * cache, which cost as much as the rest of the work), and the lines of the
+ * previous step stay where they are for the comparison below. */
 struct rd {
-    FILE *f;
-    char *buf;
-    size_t cap, beg, end;
-    uint64_t off; /* file offset of buf[beg] */
-    int eof;
+    const char *map;
+    size_t size;
+    uint64_t off; /* of the next line */
 };
 
-/* The next line (without its newline), valid until the next call; NULL at
- * the end. *complete is 0 for a last line without a newline. */
-static const char *next_line(struct rd *r, size_t *len, int *complete, int *oom)
+/* The next line (without its newline); NULL at the end. *complete is 0 for a
+ * last line without a newline. */
+static const char *next_line(struct rd *r, size_t *len, int *complete)
 {
-    for (size_t scanned = 0;;) {
-        char *nl = r->end > r->beg + scanned
-                       ? memchr(r->buf + r->beg + scanned, '\n', r->end - r->beg - scanned)
-                       : NULL;
-        if (nl) {
-            const char *line = r->buf + r->beg;
-            *len = (size_t)(nl - line);
-            *complete = 1;
-            r->beg += *len + 1;
-            r->off += *len + 1;
-            return line;
-        }
-        scanned = r->end - r->beg;
-        if (r->eof) {
-            if (r->end == r->beg)
-                return NULL;
-            const char *line = r->buf + r->beg;
-            *len = r->end - r->beg;
-            *complete = 0;
-            r->off += *len;
-            r->beg = r->end;
-            return line;
-        }
-        if (r->beg > 0) {
-            memmove(r->buf, r->buf + r->beg, r->end - r->beg);
-            r->end -= r->beg, r->beg = 0;
-        }
-        if (r->end == r->cap) {
-            size_t nc = r->cap ? r->cap * 2 : 1 << 18;
-            char *nb = realloc(r->buf, nc);
-            if (!nb) {
-                *oom = 1;
-                return NULL;
-            }
-            r->buf = nb, r->cap = nc;
-        }
-        size_t got = fread(r->buf + r->end, 1, r->cap - r->end, r->f);
-        r->end += got;
-        if (got == 0)
-            r->eof = 1;
-    }
+    if (r->off >= r->size)
+        return NULL;
+    const char *line = r->map + r->off;
+    const char *nl = memchr(line, '\n', r->size - r->off);
+    *complete = nl != NULL;
+    *len = nl ? (size_t)(nl - line) : r->size - r->off;
+    r->off += *len + (nl != NULL);
+    return line;
 }
 
-/* A line of the previous step of a rank, kept to skip hashing the same
- * line again: a training loop's steps are byte for byte the same but for
- * their number, and memcmp is much cheaper than the hash. */
+/* The lines of a rank's previous step, to skip hashing the same line again:
+ * a training loop's steps are byte for byte the same but for their number,
+ * and memcmp is much cheaper than the hash. */
 struct seen_line {
-    size_t at, len;
+    const char *rest; /* the line after its step number, in the mapping */
+    size_t len;
     uint64_t h;
 };
 
 struct line_cache {
-    char *text;
-    size_t len, cap;
     struct seen_line *l;
-    size_t n, capl;
+    size_t n, cap;
 };
 
 struct name_count {
@@ -289,13 +260,9 @@ static int read_step(struct rank *r, char *err, size_t errlen)
     int open = 0;
     for (;;) {
         size_t len;
-        int complete, oom = 0;
+        int complete;
         uint64_t at = r->rd.off;
-        const char *line = next_line(&r->rd, &len, &complete, &oom);
-        if (oom) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
+        const char *line = next_line(&r->rd, &len, &complete);
         if (!line || !complete) { /* a last line without its newline: cut while written */
             if (open || line) {
                 r->cut = 1;
@@ -323,7 +290,7 @@ static int read_step(struct rank *r, char *err, size_t errlen)
             r->namelen = nl < sizeof r->name ? nl : sizeof r->name - 1;
             memcpy(r->name, name, r->namelen);
             r->name[r->namelen] = '\0';
-            r->cur.len = r->cur.n = 0;
+            r->cur.n = 0;
         } else if (step != r->index || nl != r->namelen || memcmp(name, r->name, nl)) {
             snprintf(err, errlen,
                      "line %" PRIu64 ": step %" PRIu64 " begins before step %" PRIu64 " ended",
@@ -347,7 +314,7 @@ static int read_step(struct rank *r, char *err, size_t errlen)
             struct line_cache t = r->prev;
             r->prev = r->cur;
             r->cur = t;
-            r->cur.len = r->cur.n = 0;
+            r->cur.n = 0;
             return 1;
         }
         /* the line after its step number */
@@ -357,17 +324,12 @@ static int read_step(struct rank *r, char *err, size_t errlen)
         size_t rl = len - (size_t)(rest - line);
         uint64_t lh;
         struct line_cache *pv = &r->prev, *cu = &r->cur;
-        if (count < pv->n && pv->l[count].len == rl &&
-            !memcmp(pv->text + pv->l[count].at, rest, rl))
+        if (count < pv->n && pv->l[count].len == rl && !memcmp(pv->l[count].rest, rest, rl))
             lh = pv->l[count].h;
         else
             lh = line_hash(line, len);
-        if (!atl_grow((void **)&cu->text, &cu->cap, cu->len + rl, 1, 1 << 16) &&
-            !atl_grow((void **)&cu->l, &cu->capl, cu->n + 1, sizeof *cu->l, 256)) {
-            memcpy(cu->text + cu->len, rest, rl);
-            cu->l[cu->n++] = (struct seen_line){cu->len, rl, lh};
-            cu->len += rl;
-        }
+        if (cu->n < cu->cap || !atl_grow((void **)&cu->l, &cu->cap, cu->n + 1, sizeof *cu->l, 256))
+            cu->l[cu->n++] = (struct seen_line){rest, rl, lh};
         h = mix(h, lh);
         count++;
     }
@@ -526,9 +488,8 @@ static int load_step(struct job *j, int r, const struct slot *sl, struct atl_ste
     char *buf = malloc(sl->len + 1), err[256] = "out of memory";
     struct one_step one = {.got = 0};
     int rc = -1;
-    if (buf && pread(fileno(rk->rd.f), buf, sl->len, (off_t)sl->off) != (ssize_t)sl->len) {
-        snprintf(err, sizeof err, "the file changed while read");
-    } else if (buf) {
+    if (buf) {
+        memcpy(buf, rk->rd.map + sl->off, sl->len);
         FILE *f = fmemopen(buf, sl->len, "r");
         rc = f ? atl_trace_read(f, keep_one, &one, err, sizeof err) : -1;
         if (f)
@@ -809,6 +770,52 @@ static int expand(const char *pat, struct rank **out, int *nout,
     return 0;
 }
 
+/* A file that shrinks while mapped (a job rewriting it) would kill us with
+ * SIGBUS at the first page past its new end: said as trouble instead. */
+static void on_sigbus(int sig)
+{
+    static const char msg[] = "atlas-diff: a rank file shrank while it was read\n";
+    (void)sig;
+    if (write(2, msg, sizeof msg - 1) < 0) {
+    }
+    _exit(2);
+}
+
+static int map_file(struct rank *rk, void (*fail)(const char *, const char *))
+{
+    if (!rk->path) {
+        fail("?", "out of memory");
+        return -1;
+    }
+    int fd = open(rk->path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fail(rk->path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fail(rk->path, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    rk->rd.size = (size_t)st.st_size;
+    if (rk->rd.size) {
+        void *m = mmap(NULL, rk->rd.size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            fail(rk->path, strerror(errno));
+            rk->rd.size = 0;
+            close(fd);
+            return -1;
+        }
+        madvise(m, rk->rd.size, MADV_SEQUENTIAL);
+        rk->rd.map = m;
+    }
+    close(fd);
+    return 0;
+}
+
 static int by_order(const void *x, const void *y)
 {
     const struct finding *a = x, *b = y;
@@ -825,6 +832,7 @@ int atl_diff_ranks(char *const *args, int nargs, const struct atl_diff_opts *o,
         return 2;
     j->o = o;
     int status = 2;
+    signal(SIGBUS, on_sigbus);
     const char *pattern = nargs == 1 && strstr(args[0], "%r") ? args[0] : NULL;
     if (pattern) {
         if (expand(pattern, &j->r, &j->n, fail))
@@ -850,12 +858,9 @@ int atl_diff_ranks(char *const *args, int nargs, const struct atl_diff_opts *o,
             j->r[i].id = i, j->r[i].path = strdup(args[i]);
         j->n = nargs;
     }
-    for (int i = 0; i < j->n; i++) {
-        if (!j->r[i].path || !(j->r[i].rd.f = fopen(j->r[i].path, "r"))) {
-            fail(j->r[i].path ? j->r[i].path : "?", strerror(errno));
+    for (int i = 0; i < j->n; i++)
+        if (map_file(&j->r[i], fail))
             goto out;
-        }
-    }
     /* ranks the pattern skips: their process never opened its file */
     if (pattern)
         for (int i = 0; i + 1 < j->n; i++)
@@ -933,13 +938,11 @@ out:
             free(b);
         }
     for (int i = 0; i < j->n; i++) {
-        if (j->r[i].rd.f)
-            fclose(j->r[i].rd.f);
-        free(j->r[i].rd.buf);
+        if (j->r[i].rd.size)
+            munmap((void *)j->r[i].rd.map, j->r[i].rd.size);
         free(j->r[i].path);
         free(j->r[i].names);
-        free(j->r[i].prev.text), free(j->r[i].prev.l);
-        free(j->r[i].cur.text), free(j->r[i].cur.l);
+        free(j->r[i].prev.l), free(j->r[i].cur.l);
     }
     for (size_t i = 0; i < j->nfound; i++)
         free(j->found[i].text);
