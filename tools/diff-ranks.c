@@ -194,8 +194,9 @@ struct rank {
     struct name_count *names;
     size_t nnames, capnames;
     /* the step just read */
-    char name[64];
-    size_t namelen;
+    char name[64]; /* as written (JSON escapes kept), cut to 63 bytes */
+    const char *rawname;
+    size_t rawlen;
     uint64_t index, hash, off, len, nops, nth;
     struct line_cache prev, cur;
     /* steps the other ranks have and this one does not, past its end */
@@ -287,11 +288,12 @@ static int read_step(struct rank *r, char *err, size_t errlen)
         if (!open) {
             open = 1;
             r->index = step, r->off = at;
-            r->namelen = nl < sizeof r->name ? nl : sizeof r->name - 1;
-            memcpy(r->name, name, r->namelen);
-            r->name[r->namelen] = '\0';
+            r->rawname = name, r->rawlen = nl; /* in the mapping, whole */
+            size_t keep = nl < sizeof r->name ? nl : sizeof r->name - 1;
+            memcpy(r->name, name, keep);
+            r->name[keep] = '\0';
             r->cur.n = 0;
-        } else if (step != r->index || nl != r->namelen || memcmp(name, r->name, nl)) {
+        } else if (step != r->index || nl != r->rawlen || memcmp(name, r->rawname, nl)) {
             snprintf(err, errlen,
                      "line %" PRIu64 ": step %" PRIu64 " begins before step %" PRIu64 " ended",
                      r->lineno, step, r->index);

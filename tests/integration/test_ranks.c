@@ -171,6 +171,38 @@ START_TEST(extra_step_on_some_ranks)
 }
 END_TEST
 
+/* Hand-written files: a step name longer than the 63 bytes kept for the
+ * report, and a memset whose address differs between the ranks (raw
+ * addresses are not compared) while its count differs on rank 1. */
+START_TEST(long_names_and_memsets)
+{
+    static const char name[] =
+        "a_step_name_longer_than_the_sixty_three_bytes_that_the_report_keeps";
+    for (int rank = 0; rank < 2; rank++) {
+        char path[160];
+        snprintf(path, sizeof path, "%s/trace.%d.jsonl", tmpdir, rank);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f,
+                "{\"step\":1,\"name\":\"%s\",\"op\":0,\"stream\":\"0x%x\",\"kind\":"
+                "\"memset\",\"ptr\":\"0x%x\",\"value\":0,\"elem\":4,\"count\":%d,"
+                "\"pitch\":0,\"height\":0}\n"
+                "{\"step\":1,\"name\":\"%s\",\"end\":true,\"ops\":1}\n",
+                name, 0x100 + rank, 0x7000 + 0x100 * rank, rank ? 32 : 64, name);
+        fclose(f);
+    }
+    struct run_result r;
+    diff_ranks(&r, NULL, 1);
+    ck_assert_str_eq(r.out,
+                     "step \"a_step_name_longer_than_the_sixty_three_bytes_that_the_report_k\" "
+                     "#1: rank 1 differs from rank 0: op 0 [memset] count: 0x40 -> 0x20 "
+                     "(delta -32)\n"
+                     "ranks summary: 2 ranks (0..1), 1 steps aligned, 1 where ranks differ, "
+                     "1 finding\n");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(files_in_rank_order)
 {
     gen("3", "5", "10", "size:0:2", NULL);
@@ -387,6 +419,7 @@ int main(void)
     tcase_add_test(tc, sixty_four_ranks);
     tcase_add_test(tc, killed_while_writing);
     tcase_add_test(tc, extra_step_on_some_ranks);
+    tcase_add_test(tc, long_names_and_memsets);
     tcase_add_test(tc, files_in_rank_order);
     tcase_add_test(tc, missing_rank_file);
     tcase_add_test(tc, refusals);
