@@ -43,11 +43,13 @@ static uint64_t limit_ns;
  * start of the wait last reported, so a wait is reported once. */
 #define HANG_SLOTS 256
 struct hang_slot {
-    uint64_t since;
+    uint64_t since; /* the start in ns, its low bits the call's hook id */
     uint64_t said;
-    int hook;
     int tid;
 };
+#define HOOK_BITS                                                                                  \
+    0xfffu /* the start's last 4 us hold the hook id (the clock is far past 4 us: never 0) */
+_Static_assert(ATL_ID_COUNT <= HOOK_BITS, "hook ids fit in the low bits of a wait's start");
 static struct hang_slot slots[HANG_SLOTS];
 static int nslots;
 static __thread int my_slot
@@ -87,7 +89,7 @@ static void recent_launches(void)
             __atomic_load_n(&atl_launch_seq, __ATOMIC_RELAXED));
 }
 
-static void report(const struct hang_slot *s)
+static void report(const struct hang_slot *s, int hook)
 {
     uint64_t steps = 0, ops = 0;
     char who[48];
@@ -97,7 +99,7 @@ static void report(const struct hang_slot *s)
         snprintf(who, sizeof who, "thread %d", s->tid);
     /* said once, as soon as the limit passes: "more than S s" is exact */
     atl_log(ATL_ERROR, "hang: %s has waited more than %llu s in %s (ATLAS_HANG_SECONDS)", who,
-            atl_cfg.hang_seconds, atl_hook_names[s->hook]);
+            atl_cfg.hang_seconds, atl_hook_names[hook]);
     if (atl_trace_progress(&steps, &ops, 0, log_op_line)) {
         atl_log(ATL_ERROR,
                 "hang: steps finished: %" PRIu64 "; the step under way (step %" PRIu64
@@ -127,8 +129,9 @@ static void *watch(void *arg)
             uint64_t since = __atomic_load_n(&s->since, __ATOMIC_ACQUIRE);
             if (!since || now - since < limit_ns || s->said == since)
                 continue;
+            int hook = (int)(since & HOOK_BITS);
             s->said = since;
-            report(s);
+            report(s, hook);
         }
     }
     return NULL;
@@ -171,8 +174,10 @@ void atl_hang_enter(int hook)
     if (i < 0)
         return;
     struct hang_slot *s = &slots[i - 1];
-    s->hook = hook;
-    __atomic_store_n(&s->since, now_ns() | 1, __ATOMIC_RELEASE); /* never 0 */
+    /* one word: a wait's start and its call are read together, never the
+     * start of one wait with the name of the next */
+    __atomic_store_n(&s->since, (now_ns() & ~(uint64_t)HOOK_BITS) | (uint64_t)hook,
+                     __ATOMIC_RELEASE);
 }
 
 void atl_hang_leave(void)
