@@ -5,10 +5,12 @@ TRACE_DIFF_OBJS := $(BUILD)/src/tracediff.o $(BUILD)/src/stack.o
 
 # tools/atlas-diff: the live step diff, offline; one diff module for both.
 # Beside atlas-trace in the build tree, as in an installed bin/.
-$(BUILD)/atlas-diff: tools/atlas-diff.c $(BUILD)/libatlas_engine.a VERSION
+# tools/diff-ranks.c: its --ranks mode (N ranks of one job, the odd one out).
+$(BUILD)/atlas-diff: tools/atlas-diff.c tools/diff-ranks.c tools/diff-ranks.h \
+                     $(BUILD)/libatlas_engine.a VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DATLAS_VERSION='"$(shell cat VERSION 2>/dev/null || echo unknown)"' \
-		-o $@ $< $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
+		-o $@ tools/atlas-diff.c tools/diff-ranks.c $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
 
 $(BUILD)/tests/trace_steps: tests/targets/trace_steps.c include/atlas/trace.h $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)

@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "flight.h"
+#include "hang.h"
 #include "kaudit.h"
 #include "kernels.h"
 #include "ledger.h"
@@ -52,6 +53,7 @@ int atl_ledger_on;
 /* Which event classes the enabled features need, and whether they need the
  * allocation ledger. Each feature adds its own lines here. */
 static unsigned trace_events; /* what the step tracer needs (src/trace.c) */
+static unsigned hang_events;  /* what the hang watch needs (src/hang.c) */
 
 static unsigned wanted_events(void)
 {
@@ -63,7 +65,7 @@ static unsigned wanted_events(void)
         on |= ATL_ON_ALLOC;
     on |= atl_sync_wanted() | atl_kaudit_wanted();
     on |= atl_redzone_events();
-    on |= trace_events;
+    on |= trace_events | hang_events;
     return on;
 }
 
@@ -91,6 +93,7 @@ static void init_body(void)
     atl_kaudit_init();
     atl_redzone_init();
     trace_events = atl_trace_init();
+    hang_events = atl_hang_init();
 
     pthread_atfork(NULL, NULL, atl_engine_atfork_child);
     atexit(atl_engine_exit);
@@ -329,13 +332,16 @@ static CUresult own_error_deliver(CUresult r)
 
 void atl_copy_pre(struct atl_copy *c)
 {
-    (void)c;
+    if (atl_hang_on && !c->async) /* a synchronous copy may wait on the GPU */
+        atl_hang_enter(c->hook);
 }
 
 CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 {
     if (!c->async)
         r = own_error_deliver(r);
+    if (atl_hang_on && !c->async)
+        atl_hang_leave();
     atl_sync_copy_post(c, r);
     if (atl_trace_on)
         atl_trace_copy(c, r);
@@ -358,11 +364,15 @@ CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 void atl_sync_pre(struct atl_sync *s)
 {
     s->launches_before = atl_flight_last_launch();
+    if (atl_hang_on)
+        atl_hang_enter(s->hook);
 }
 
 CUresult atl_sync_post(struct atl_sync *s, CUresult r)
 {
     r = own_error_deliver(r);
+    if (atl_hang_on)
+        atl_hang_leave();
     atl_sync_host_sync_post(s, r);
     atl_redzone_sync_post(s, r);
     if (atl_trace_on)

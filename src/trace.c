@@ -972,7 +972,7 @@ static void step_finish(const char *name)
         return;
     }
     order_by_stream(&s);
-    s.index = ++step_count;
+    s.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
     stats.steps++;
     int slot = 0;
     while (slot < nnames && strcmp(names[slot].name, s.name) != 0)
@@ -1040,6 +1040,49 @@ static void step_finish(const char *name)
 }
 
 static int trace_done; /* the exit summary is out: later markers are ignored */
+
+int atl_trace_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line)(const char *))
+{
+    if (!atl_trace_on)
+        return 0;
+    *steps = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
+    *ops = 0;
+    /* each buffer's own lock, held by its thread for one op at a time: the
+     * launch path gains no lock, and a thread stuck in a sync holds none */
+    for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        buf_lock(b);
+        *ops += b->nops;
+        for (size_t i = b->nops > max ? b->nops - max : 0; i < b->nops; i++) {
+            const struct atl_op *o = &b->ops[i];
+            char text[512];
+            if (o->kind == ATL_OP_LAUNCH)
+                snprintf(text, sizeof text,
+                         "op %zu: %s grid=(%u,%u,%u) block=(%u,%u,%u) stream=0x%" PRIx64, i,
+                         name_for_people(o->u.k.kfn), o->u.k.grid[0], o->u.k.grid[1],
+                         o->u.k.grid[2], o->u.k.block[0], o->u.k.block[1], o->u.k.block[2],
+                         o->stream);
+            else
+                snprintf(text, sizeof text, "op %zu: %s stream=0x%" PRIx64, i,
+                         o->kind == ATL_OP_MEMSET ? "memset"
+                         : o->kind == ATL_OP_COPY ? "copy"
+                                                  : "graph",
+                         o->stream);
+            line(text);
+        }
+        buf_unlock(b);
+    }
+    return 1;
+}
+
+void atl_trace_flush(void)
+{
+    if (!atl_trace_on || pthread_mutex_trylock(&step_mu) != 0)
+        return;
+    if (json)
+        fflush(json);
+    pthread_mutex_unlock(&step_mu);
+}
 
 void atl_trace_step_begin(const char *name)
 {

@@ -35,4 +35,13 @@ unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, 
 /* The exit summary. */
 void atl_trace_exit(void);
 
+/* For the hang report (src/hang.c), from any thread, taking no lock the
+ * launch path waits on for long: the steps finished so far, the ops
+ * recorded since the last one ended, and up to `max` of the last of them,
+ * one line each through `line`. Returns 0 when the trace is off. */
+int atl_trace_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line)(const char *));
+/* Pushes the JSON lines written so far to the file, unless a step end is
+ * writing them right now (it then flushes them itself). */
+void atl_trace_flush(void);
+
 #endif

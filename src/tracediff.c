@@ -157,12 +157,7 @@ static const char *kind_name(int k)
 
 /* ---- hashing ----------------------------------------------------------------- */
 
-static inline uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v;
-    h *= 0x9e3779b97f4a7c15ULL;
-    return h ^ (h >> 29);
-}
+#define mix atl_hash_mix
 
 static uint64_t str_hash(const char *s)
 {
@@ -172,8 +167,9 @@ static uint64_t str_hash(const char *s)
     return h;
 }
 
-static uint64_t bytes_hash(uint64_t h, const uint8_t *p, size_t n)
+uint64_t atl_hash_bytes(uint64_t h, const void *bytes, size_t n)
 {
+    const uint8_t *p = bytes;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
@@ -214,7 +210,7 @@ static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct a
     const uint8_t *p = atl_op_bytes(s, o);
     uint8_t tmp[4096];
     if (!s->nann || k->total > sizeof tmp)
-        return bytes_hash(h, p, k->total);
+        return atl_hash_bytes(h, p, k->total);
     memcpy(tmp, p, k->total);
     const uint32_t op = (uint32_t)(o - s->ops);
     for (size_t i = ann_lower(s, op, 0); i < s->nann && s->ann[i].op == op; i++) {
@@ -224,7 +220,7 @@ static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct a
             memcpy(tmp + an->at, &v, 8);
         }
     }
-    return bytes_hash(h, tmp, k->total);
+    return atl_hash_bytes(h, tmp, k->total);
 }
 
 static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint64_t shape)

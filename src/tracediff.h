@@ -152,6 +152,15 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
 void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *),
                       void *ctx);
 
+/* The hashes the diff aligns ops by (and atlas-diff --ranks groups ranks by). */
+static inline uint64_t atl_hash_mix(uint64_t h, uint64_t v)
+{
+    h ^= v;
+    h *= 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 29);
+}
+uint64_t atl_hash_bytes(uint64_t h, const void *p, size_t n);
+
 /* JSON lines: one op per line. */
 void atl_step_write_json(const struct atl_step *s, FILE *f);
 

@@ -6,12 +6,16 @@
  *                                name, as the live report does
  *   atlas-diff A.jsonl B.jsonl   run A against run B: the n-th step named X
  *                                in A against the n-th step named X in B
+ *   atlas-diff --ranks 'trace.%r.jsonl'   (or --ranks FILE...) N ranks of
+ *                                one job: for each step where they do not
+ *                                all agree, the odd rank out (diff-ranks.c)
  *
  * The report comes from the same diff module (src/tracediff.c) as the live
  * one. Exit status as diff(1): 0 no differences, 1 differences, 2 trouble
  * (unreadable, truncated or corrupt input, with the line number).
  */
 #include "config.h"
+#include "diff-ranks.h"
 #include "tracediff.h"
 
 #include <errno.h>
@@ -119,7 +123,9 @@ static void out_line(void *ctx, const char *text)
     putc('\n', stdout);
 }
 
-#define SYNOPSIS "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] A.jsonl [B.jsonl]\n"
+#define SYNOPSIS                                                                                   \
+    "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] A.jsonl [B.jsonl]\n"                 \
+    "       atlas-diff [--max N] [--ignore ...] --ranks 'trace.%%r.jsonl' | FILE...\n"
 
 static void usage(void)
 {
@@ -128,6 +134,10 @@ static void usage(void)
            "\n"
            "  one file:  each step against the previous step of the same name\n"
            "  two files: the n-th step named X in A against the n-th named X in B\n"
+           "  --ranks:   N ranks of one job (a pattern whose %%r is each rank's number,\n"
+           "             or files in rank order): for each step where they do not all\n"
+           "             agree, the ranks that differ from the rest and how, and the\n"
+           "             ranks whose file ends early (hung or killed)\n"
            "  -         read a file from standard input\n"
            "\n"
            "  --max N, --max=N        difference lines printed per step (default %u, at most\n"
@@ -189,16 +199,23 @@ int main(int argc, char **argv)
 {
     unsigned max = default_max();
     const char *ign = getenv("ATLAS_DIFF_IGNORE");
-    const char *files[2];
-    int nf = 0, options_end = 0;
+    /* at most argc names: --ranks takes any number */
+    const char **files = calloc((size_t)argc + 1, sizeof *files);
+    int nf = 0, options_end = 0, ranks = 0;
+    if (!files)
+        return 2;
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        ranks |= !strcmp(argv[i], "--ranks"); /* anywhere: then any number of files */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (options_end || a[0] != '-' || !strcmp(a, "-")) {
-            if (nf == 2)
+            if (nf == 2 && !ranks)
                 bad_usage("%s: a third file (atlas-diff compares one or two)", a);
             files[nf++] = a;
         } else if (!strcmp(a, "--")) {
             options_end = 1;
+        } else if (!strcmp(a, "--ranks")) {
+            ranks = 1; /* found by the scan above */
         } else if ((v = option_value(argc, argv, &i, "--max"))) {
             max = parse_max(v);
         } else if ((v = option_value(argc, argv, &i, "--ignore"))) {
@@ -215,10 +232,21 @@ int main(int argc, char **argv)
     }
     if (nf == 0)
         bad_usage("%s", "no trace file given");
+    if (ranks) {
+        struct atl_ignore rig;
+        atl_ignore_parse(&rig, ign);
+        struct atl_diff_opts ro = {
+            .max_lines = max, .max_name = "--max", .ignore = &rig, .line = out_line};
+        int rc = atl_diff_ranks((char *const *)files, nf, &ro, fail);
+        atl_ignore_free(&rig);
+        free(files);
+        return rc;
+    }
     struct run a = {0}, b = {0};
     if (load(files[0], &a) || (nf == 2 && load(files[1], &b))) {
         run_free(&a);
         run_free(&b);
+        free(files);
         return 2;
     }
 
@@ -271,5 +299,6 @@ int main(int argc, char **argv)
     run_free(&a);
     run_free(&b);
     atl_ignore_free(&ig);
+    free(files);
     return found ? 1 : 0;
 }

@@ -2600,9 +2600,27 @@ CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t
     return copy_sync(&x);
 }
 
+/* A GPU that takes its time: FAKE_SYNC_SLEEP_MS=MS makes the FAKE_SYNC_SLEEP_AT-th call
+ * (default the first) of cuStreamSynchronize or cuMemcpyDtoH_v2, counted together, wait MS
+ * milliseconds before it returns, as a rank waiting on a collective does (the hang report's
+ * tests). Outside the driver lock. */
+static void sync_sleep(void)
+{
+    static _Atomic unsigned long calls;
+    const char *ms = getenv("FAKE_SYNC_SLEEP_MS"), *at = getenv("FAKE_SYNC_SLEEP_AT");
+    unsigned long n = atomic_fetch_add(&calls, 1) + 1;
+    if (!ms || n != (at ? strtoul(at, NULL, 10) : 1))
+        return;
+    unsigned long v = strtoul(ms, NULL, 10);
+    struct timespec t = {(time_t)(v / 1000), (long)(v % 1000) * 1000000};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR)
+        ;
+}
+
 CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
     ENTER(cuMemcpyDtoH_v2);
+    sync_sleep();
     struct xfer x = xfer_1d(side_dev(srcDevice), side_host(dstHost), ByteCount);
     return copy_sync(&x);
 }
@@ -3265,6 +3283,7 @@ static CUresult stream_sync(CUstream hStream)
 CUresult cuStreamSynchronize(CUstream hStream)
 {
     ENTER(cuStreamSynchronize);
+    sync_sleep();
     return stream_sync(hStream);
 }
 

@@ -6,7 +6,8 @@
  * one extra kernel (scale) between the two: the op a collective would wait
  * on in a real program. With "same", every rank enqueues the same ops. With
  * "hang", it enqueues one more op after the second step and waits for ever
- * (the test kills it).
+ * (the test kills it). With "loss", each step ends by reading a value back
+ * with cuMemcpyDtoH (a training loop's loss.item()) instead of a stream sync.
  */
 #include "../fake/fakecuda.h"
 
@@ -44,6 +45,7 @@ int main(int argc, char **argv)
 {
     int diverge = argc > 1 && strcmp(argv[1], "diverge") == 0;
     int hang = argc > 1 && strcmp(argv[1], "hang") == 0; /* stops after two steps */
+    int loss = argc > 1 && strcmp(argv[1], "loss") == 0;
     const char *rank_env = getenv("RANK");
     int rank = rank_env ? atoi(rank_env) : 0;
     CUdevice dev;
@@ -73,7 +75,12 @@ int main(int argc, char **argv)
         if (diverge && rank == 1 && i == 1) /* the branch only rank 1 takes */
             CHECK(cuLaunchKernel(f_scale, 1, 1, 1, 32, 1, 1, 0, stream, kscale, NULL));
         CHECK(cuLaunchKernel(f_add, 4, 1, 1, 32, 1, 1, 0, stream, kadd, NULL));
-        CHECK(cuStreamSynchronize(stream));
+        if (loss) {
+            float h;
+            CHECK(cuMemcpyDtoH(&h, buf, sizeof h));
+        } else {
+            CHECK(cuStreamSynchronize(stream));
+        }
         if (hang && i == 1) {
             CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 32, 1, 1, 0, stream, kfill, NULL));
             for (;;) /* a collective that never returns: the test kills us */
