@@ -30,6 +30,12 @@ void atl_step_init(struct atl_step *s, const char *name)
     snprintf(s->name, sizeof s->name, "%s", name ? name : "");
 }
 
+int atl_step_same_key(const struct atl_step *a, const struct atl_step *b, int cross)
+{
+    return strcmp(a->name, b->name) == 0 && strcmp(a->thread, b->thread) == 0 &&
+           (cross || a->stream == b->stream);
+}
+
 void atl_step_free(struct atl_step *s)
 {
     free(s->ops);
@@ -682,10 +688,15 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
                      const struct atl_diff_opts *opts, struct atl_diff_stats *st)
 {
     struct report r = {.o = opts, .st = st, .a = a, .b = b};
+    char where[96] = "";
+    if (opts->where && b->stream)
+        snprintf(where, sizeof where, " (thread %s, stream 0x%" PRIx64 ")", b->thread, b->stream);
+    else if (opts->where)
+        snprintf(where, sizeof where, " (thread %s)", b->thread);
     snprintf(r.header, sizeof r.header,
-             "step \"%s\" #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
+             "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
              ": %zu op%s (was %zu, %+ld)",
-             b->name, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s", a->nops,
+             b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s", a->nops,
              (long)b->nops - (long)a->nops);
     if (st)
         st->compared++;
@@ -890,7 +901,9 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
     }
     fprintf(f, "{\"step\":%" PRIu64 ",\"name\":", s->index);
     json_str(f, s->name);
-    fprintf(f, ",\"end\":true,\"ops\":%zu}\n", s->nops);
+    fputs(",\"thread\":", f);
+    json_str(f, s->thread);
+    fprintf(f, ",\"stream\":\"0x%" PRIx64 "\",\"end\":true,\"ops\":%zu}\n", s->stream, s->nops);
 }
 
 /* ---- reading JSON lines back ------------------------------------------------------ */
@@ -1092,7 +1105,7 @@ static int jbool(struct jp *j, int *v)
 struct jline {
     uint64_t step, op, nops;
     int has_step, has_op, end;
-    char name[64], kind[16], kernel[1024], dir[16];
+    char name[64], kind[16], kernel[1024], dir[16], thread[24];
     struct atl_op o;
     unsigned np;
     uint32_t off[512], size[512];
@@ -1240,6 +1253,8 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
             rc = jbool(j, &L->end);
         else if (!strcmp(key, "ops"))
             rc = jnum(j, &L->nops);
+        else if (!strcmp(key, "thread"))
+            rc = jstr(j, L->thread, sizeof L->thread);
         else if (!strcmp(key, "stream"))
             rc = jhex(j, &L->o.stream);
         else if (!strcmp(key, "kind"))
@@ -1401,6 +1416,9 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                 goto out;
             }
             steps++;
+            /* the end record says whose step it was */
+            snprintf(cur.thread, sizeof cur.thread, "%s", L->thread);
+            cur.stream = L->o.stream;
             struct atl_step done = cur;
             atl_step_init(&cur, "");
             open = 0;

@@ -80,8 +80,15 @@ struct atl_ann {
  * atl_step_free. */
 struct atl_step {
     char name[64];
+    /* Who the step belongs to (see docs/trace.md, "Steps and threads"): the
+     * thread that ended it ("main", its pthread name, or "#N": the N-th
+     * thread to trace) and the stream it is keyed by (the synchronised or
+     * capturing stream, or the one stream of all its ops; 0: several). Steps
+     * are compared only with steps of the same name, thread and stream. */
+    char thread[24];
+    uint64_t stream;
     uint64_t index; /* step number in the run (from 1) */
-    uint64_t nth;   /* occurrence of this name (from 1) */
+    uint64_t nth;   /* occurrence of this name, thread and stream (from 1) */
     struct atl_op *ops;
     size_t nops, capops;
     uint8_t *bytes;
@@ -99,6 +106,10 @@ struct atl_step {
 int atl_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
 
 void atl_step_init(struct atl_step *s, const char *name);
+/* Steps a and b are of one kind (name, thread and stream): the live tracer
+ * and atlas-diff compare only such. Across two runs (`cross`) stream handles
+ * are addresses of different processes, so the stream is not compared. */
+int atl_step_same_key(const struct atl_step *a, const struct atl_step *b, int cross);
 void atl_step_free(struct atl_step *s);
 /* Appends an op, copying its parameter bytes into the step. Returns 0, -1
  * when out of memory. */
@@ -138,6 +149,8 @@ struct atl_diff_opts {
     const char *max_name; /* what sets max_lines, for the "not shown" hint (NULL: ATLAS_DIFF_MAX) */
     const struct atl_ignore *ignore;
     const char *replay; /* capture mode: say replay-safe (non-NULL) */
+    int where;          /* name the step's thread and stream in its header (more than one
+                         * thread or stream has steps) */
     void (*line)(void *ctx, const char *text);
     void *ctx;
 };

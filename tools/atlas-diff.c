@@ -46,10 +46,10 @@ static int keep_step(void *ctx, struct atl_step *s)
             return -1;
         r->steps = ns, r->cap = nc;
     }
-    /* occurrence of this name in this run */
+    /* occurrence of this name (and thread and stream) in this run */
     s->nth = 1;
     for (size_t i = r->n; i-- > 0;)
-        if (strcmp(r->steps[i].name, s->name) == 0) {
+        if (atl_step_same_key(&r->steps[i], s, 0)) {
             s->nth = r->steps[i].nth + 1;
             break;
         }
@@ -226,13 +226,17 @@ int main(int argc, char **argv)
     memset(&st, 0, sizeof st);
     struct atl_diff_opts o = {
         .max_lines = max, .max_name = "--max", .ignore = &ig, .line = out_line};
+    /* the steps' thread and stream are named when there is more than one */
+    for (size_t i = 1; i < a.n && !o.where; i++)
+        o.where = strcmp(a.steps[i].thread, a.steps[0].thread) != 0 ||
+                  a.steps[i].stream != a.steps[0].stream;
     size_t found = 0;
     char line[256];
     if (nf == 1) {
         st.steps = a.n;
         for (size_t i = 0; i < a.n; i++)
             for (size_t j = i; j-- > 0;)
-                if (strcmp(a.steps[j].name, a.steps[i].name) == 0) {
+                if (atl_step_same_key(&a.steps[j], &a.steps[i], 0)) {
                     found += atl_step_diff(&a.steps[j], &a.steps[i], &o, &st) != 0;
                     break;
                 }
@@ -241,7 +245,7 @@ int main(int argc, char **argv)
         for (size_t j = 0; j < b.n; j++) {
             const struct atl_step *sb = &b.steps[j], *sa = NULL;
             for (size_t i = 0; i < a.n && !sa; i++)
-                if (a.steps[i].nth == sb->nth && strcmp(a.steps[i].name, sb->name) == 0)
+                if (a.steps[i].nth == sb->nth && atl_step_same_key(&a.steps[i], sb, 1))
                     sa = &a.steps[i];
             if (!sa) {
                 snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", sb->name,
@@ -255,8 +259,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < a.n; i++) {
             int seen = 0;
             for (size_t j = 0; j < b.n && !seen; j++)
-                seen =
-                    b.steps[j].nth == a.steps[i].nth && !strcmp(b.steps[j].name, a.steps[i].name);
+                seen = b.steps[j].nth == a.steps[i].nth &&
+                       atl_step_same_key(&b.steps[j], &a.steps[i], 1);
             if (!seen) {
                 snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", a.steps[i].name,
                          (unsigned long long)a.steps[i].nth, files[0]);

@@ -33,6 +33,15 @@ static void trace_run(struct run_result *r, const char *sc, const char *steps,
     ck_assert_msg(strstr(r->out, "ok\n"), "no ok from %s", sc);
 }
 
+/* NVTX_INJECTION64_PATH=<this build's libatlastrace.so>, in buf. */
+static const char *nvtx_injection(char *buf, size_t len)
+{
+    char lib[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/libatlastrace.so", lib));
+    snprintf(buf, len, "NVTX_INJECTION64_PATH=%s", lib);
+    return buf;
+}
+
 /* Report lines that name one field of one op. */
 static int op_lines(const char *log)
 {
@@ -195,6 +204,85 @@ START_TEST(threads_ordered_per_stream)
 }
 END_TEST
 
+/* Four threads, each with its own stream and buffer, 50 identical steps
+ * each, synchronising their own stream or the context: every thread's
+ * steps are its own, so nothing differs (one global step, ended by any
+ * thread's sync, reported dozens of interleavings). */
+START_TEST(threads_own_steps_silent)
+{
+    struct run_result r;
+    trace_run(&r, "tsteps", "0", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs"), 0);
+    ck_assert_int_eq(count_lines(r.log, "steps=200 compared=196 identical=196 differing=0"), 1);
+    run_free(&r);
+    trace_run(&r, "tsteps-ctx", "0", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs"), 0);
+    ck_assert_int_eq(count_lines(r.log, "steps=200 compared=196 identical=196 differing=0"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* The one thread whose scalar changes is named: its pthread name, or its
+ * number when it has none, and its stream. */
+START_TEST(thread_named_in_report)
+{
+    struct run_result r;
+    trace_run(&r, "tsteps-change", "0", NULL);
+    ck_assert_int_eq(count_lines(r.log, "step \"cuStreamSynchronize\" (thread worker-2, stream 0x"),
+                     2);
+    ck_assert_int_eq(count_lines(r.log, "#21 (step "), 1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x7d0 -> 0x7d1 (delta +1)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+    trace_run(&r, "tsteps-ctx-change", "0", NULL);
+    ck_assert_int_eq(count_lines(r.log, "step \"cuCtxSynchronize\" (thread #"), 2);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+}
+END_TEST
+
+/* PyTorch's shape: forward from the main thread, backward from a helper
+ * thread on the same stream, optimizer from the main thread. The step the
+ * main thread ends (its sync, or its NVTX range) holds the backward ops. */
+START_TEST(helper_thread_ops_in_step)
+{
+    struct run_result r;
+    trace_run(&r, "autograd", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs from #1: 5 ops (was 5, +0)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0xc8 -> 0xc9 (delta +1)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+    trace_run(&r, "autograd-same", "5", NULL);
+    ck_assert_int_eq(count_lines(r.log, "steps=5 compared=4 identical=4 differing=0"), 1);
+    run_free(&r);
+
+    char inj[PATH_MAX + 32];
+    const char *env[] = {"ATLAS_STEP=nvtx:step", nvtx_injection(inj, sizeof inj), NULL};
+    trace_run(&r, "autograd", "3", env);
+    ck_assert_int_eq(count_lines(r.log, "step \"step\" #2 (step 2) differs from #1: 5 ops (was 5"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0xc8 -> 0xc9 (delta +1)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+    trace_run(&r, "autograd-same", "4", env);
+    ck_assert_int_eq(count_lines(r.log, "steps=4 compared=3 identical=3 differing=0"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* Captured once, replayed every step: the captured launches were not
+ * executed where they were enqueued, so the first step holds the graph
+ * launch only, like every later one. */
+START_TEST(captured_ops_not_in_eager_step)
+{
+    struct run_result r;
+    trace_run(&r, "replay", "10", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs"), 0);
+    ck_assert_int_eq(count_lines(r.log, "steps=10 compared=9 identical=9 differing=0"), 1);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(diff_max)
 {
     struct run_result r;
@@ -262,10 +350,8 @@ END_TEST
 
 START_TEST(nvtx_mode)
 {
-    char lib[PATH_MAX], inj[PATH_MAX + 32];
-    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/libatlastrace.so", lib));
-    snprintf(inj, sizeof inj, "NVTX_INJECTION64_PATH=%s", lib);
-    const char *env[] = {"ATLAS_STEP=nvtx:step", inj, NULL};
+    char inj[PATH_MAX + 32];
+    const char *env[] = {"ATLAS_STEP=nvtx:step", nvtx_injection(inj, sizeof inj), NULL};
     struct run_result r;
     trace_run(&r, "nvtx", "3", env);
     /* ranges named "step" only: the enclosing "other" range and the launch
@@ -573,6 +659,10 @@ int main(void)
     tcase_add_test(tc, layout_unknown_said_once);
     tcase_add_test(tc, nvtx_without_injection_says_so);
     tcase_add_test(tc, threads_ordered_per_stream);
+    tcase_add_test(tc, threads_own_steps_silent);
+    tcase_add_test(tc, thread_named_in_report);
+    tcase_add_test(tc, helper_thread_ops_in_step);
+    tcase_add_test(tc, captured_ops_not_in_eager_step);
     tcase_add_test(tc, diff_max);
     tcase_add_test(tc, diff_ignore);
     tcase_add_test(tc, capture_mode);
