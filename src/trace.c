@@ -905,12 +905,47 @@ static void order_by_stream(struct atl_step *s)
  * passes tensor pointers in a by-value array), that point into a live
  * allocation, so the diff can tell "the same buffer at another offset" from
  * "another buffer", and two processes' pointers can be compared by name. */
+/* The last allocation found: consecutive pointers mostly fall in one. */
+struct last_alloc {
+    uint64_t lo, hi, seq;
+};
+
+/* Annotates the word at (op, at) when v points into a live allocation. */
+static void note_pointer(struct atl_step *s, uint32_t op, uint32_t at, uint64_t v,
+                         struct last_alloc *c)
+{
+    if (v < 65536)
+        return;
+    if (!(v >= c->lo && v < c->hi)) {
+        struct atl_alloc_rec rec;
+        if (!atl_ledger_find((CUdeviceptr)v, &rec))
+            return;
+        c->lo = rec.ptr, c->hi = rec.ptr + (rec.padded > rec.bytes ? rec.padded : rec.bytes);
+        if (c->hi == c->lo)
+            c->hi = c->lo + 1;
+        c->seq = rec.seq;
+    }
+    atl_step_annotate(s, op, at, c->seq, v - c->lo);
+}
+
 static void resolve_pointers(struct atl_step *s)
 {
-    struct atl_alloc_rec rec;
-    uint64_t lo = 1, hi = 0, seq = 0; /* the last allocation found */
+    struct last_alloc c = {.lo = 1, .hi = 0, .seq = 0};
     for (size_t i = 0; i < s->nops; i++) {
         const struct atl_op *o = &s->ops[i];
+        /* memsets and copies: their device addresses, so that two runs
+         * compare them by allocation too */
+        if (o->kind == ATL_OP_MEMSET) {
+            note_pointer(s, (uint32_t)i, ATL_ANN_DST, o->u.m.ptr, &c);
+            continue;
+        }
+        if (o->kind == ATL_OP_COPY) {
+            if (o->sub != ATL_DIR_DTOH && o->sub != ATL_DIR_HTOH)
+                note_pointer(s, (uint32_t)i, ATL_ANN_DST, o->u.c.dst, &c);
+            if (o->sub != ATL_DIR_HTOD && o->sub != ATL_DIR_HTOH)
+                note_pointer(s, (uint32_t)i, ATL_ANN_SRC, o->u.c.src, &c);
+            continue;
+        }
         if (o->kind != ATL_OP_LAUNCH)
             continue;
         const struct atl_kfn *k = o->u.k.kfn;
@@ -921,17 +956,7 @@ static void resolve_pointers(struct atl_step *s)
             for (uint32_t w = 0; w + 8 <= k->size[j]; w += 8) {
                 uint64_t v;
                 memcpy(&v, p + k->off[j] + w, 8);
-                if (v < 65536)
-                    continue;
-                if (!(v >= lo && v < hi)) {
-                    if (!atl_ledger_find((CUdeviceptr)v, &rec))
-                        continue;
-                    lo = rec.ptr, hi = rec.ptr + (rec.padded > rec.bytes ? rec.padded : rec.bytes);
-                    if (hi == lo)
-                        hi = lo + 1;
-                    seq = rec.seq;
-                }
-                atl_step_annotate(s, (uint32_t)i, k->off[j] + w, seq, v - lo);
+                note_pointer(s, (uint32_t)i, k->off[j] + w, v, &c);
             }
         }
     }

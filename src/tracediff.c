@@ -231,6 +231,15 @@ static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct a
     return bytes_hash(h, tmp, k->total);
 }
 
+/* A memset's or copy's address: its allocation and offset where the ledger
+ * knew it (the same buffer in two processes), else the address. */
+static uint64_t addr_key(const struct atl_step *s, const struct atl_op *o, uint32_t at,
+                         uint64_t raw)
+{
+    const struct atl_ann *an = s->nann ? atl_step_ann(s, (uint32_t)(o - s->ops), at) : NULL;
+    return an ? mix(an->seq, an->off) : raw;
+}
+
 static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint64_t shape)
 {
     uint64_t h = mix(shape, o->shmem);
@@ -244,10 +253,13 @@ static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint
             h = params_hash(h, s, o);
         break;
     case ATL_OP_MEMSET:
-        h = mix(mix(mix(mix(h, o->u.m.ptr), o->u.m.count), o->u.m.pitch), o->u.m.height);
+        h = mix(h, addr_key(s, o, ATL_ANN_DST, o->u.m.ptr));
+        h = mix(mix(mix(h, o->u.m.count), o->u.m.pitch), o->u.m.height);
         break;
     case ATL_OP_COPY:
-        h = mix(mix(mix(mix(mix(h, o->u.c.dst), o->u.c.src), o->u.c.w), o->u.c.h), o->u.c.d);
+        h = mix(mix(h, addr_key(s, o, ATL_ANN_DST, o->u.c.dst)),
+                addr_key(s, o, ATL_ANN_SRC, o->u.c.src));
+        h = mix(mix(mix(h, o->u.c.w), o->u.c.h), o->u.c.d);
         break;
     default:
         h = mix(h, o->u.g.exec);
@@ -346,12 +358,15 @@ static void emit(struct report *r, const char *text)
     }
 }
 
-static void count_top(struct report *r, const struct atl_kfn *k, const char *field)
+/* Counts a differing field of op o for the summary: "add_pos arg1",
+ * "memset ptr", "copy width". */
+static void count_top(struct report *r, const struct atl_op *o, const char *field)
 {
     if (!r->st)
         return;
     char what[160], base[120];
-    base_name(k ? k->pretty : "?", base, sizeof base);
+    const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
+    base_name(k ? k->pretty : kind_name(o->kind), base, sizeof base);
     snprintf(what, sizeof what, "%s %s", base, field);
     struct atl_diff_stats *st = r->st;
     for (int i = 0; i < st->ntop; i++)
@@ -406,7 +421,20 @@ static void field_u64(struct report *r, size_t idx, const struct atl_op *o, cons
              "  op %zu %s %s: 0x%" PRIx64 " -> 0x%" PRIx64 " (delta %+" PRId64 ")", idx,
              op_label(o, lab, sizeof lab), field, a, b, (int64_t)(b - a));
     emit(r, line);
-    count_top(r, o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL, field);
+    count_top(r, o, field);
+}
+
+/* A size or a count, in decimal (`unit`: " bytes" or ""). */
+static void field_num(struct report *r, size_t idx, const struct atl_op *o, const char *field,
+                      uint64_t a, uint64_t b, const char *unit)
+{
+    if (a == b)
+        return;
+    char lab[256], line[640];
+    snprintf(line, sizeof line, "  op %zu %s %s: %" PRIu64 " -> %" PRIu64 "%s (delta %+" PRId64 ")",
+             idx, op_label(o, lab, sizeof lab), field, a, b, unit, (int64_t)(b - a));
+    emit(r, line);
+    count_top(r, o, field);
 }
 
 static void field_dim(struct report *r, size_t idx, const struct atl_op *o, const char *field,
@@ -418,7 +446,7 @@ static void field_dim(struct report *r, size_t idx, const struct atl_op *o, cons
     snprintf(line, sizeof line, "  op %zu %s %s: (%u,%u,%u) -> (%u,%u,%u)", idx,
              op_label(o, lab, sizeof lab), field, a[0], a[1], a[2], b[0], b[1], b[2]);
     emit(r, line);
-    count_top(r, o->u.k.kfn, field);
+    count_top(r, o, field);
 }
 
 static void fmt_alloc(const struct atl_ann *an, char *buf, size_t len)
@@ -475,7 +503,7 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             if (!counted++) {
                 char field[32];
                 snprintf(field, sizeof field, "arg%u", i);
-                count_top(r, kb, field);
+                count_top(r, ob, field);
             }
             char where[48], aa[64] = "", ab[64] = "";
             const char *verdict = "";
@@ -507,6 +535,29 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
     }
 }
 
+/* A memset's or copy's address (`at`: ATL_ANN_DST or ATL_ANN_SRC): by
+ * allocation and offset where both steps know it, else by value; the raw
+ * addresses are printed for people. `host`: the address is host memory,
+ * which two processes never share (not compared across runs). */
+static void field_addr(struct report *r, size_t ia, size_t ib, const char *field, uint32_t at,
+                       uint64_t a, uint64_t b, int host)
+{
+    const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, at);
+    const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, at);
+    if (xa && xb ? xa->seq == xb->seq && xa->off == xb->off : a == b || (host && r->o->cross))
+        return;
+    const struct atl_op *o = &r->b->ops[ib];
+    char lab[256], line[640], aa[64], ab[64];
+    fmt_alloc(xa, aa, sizeof aa);
+    fmt_alloc(xb, ab, sizeof ab);
+    snprintf(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s", ib,
+             op_label(o, lab, sizeof lab), field, a, aa, b, ab,
+             xa && xb ? (xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer")
+                      : "");
+    emit(r, line);
+    count_top(r, o, field);
+}
+
 static void diff_pair(struct report *r, size_t ia, size_t ib)
 {
     const struct atl_op *oa = &r->a->ops[ia], *ob = &r->b->ops[ib];
@@ -516,7 +567,7 @@ static void diff_pair(struct report *r, size_t ia, size_t ib)
             return;
         field_dim(r, ib, ob, "grid", oa->u.k.grid, ob->u.k.grid);
         field_dim(r, ib, ob, "block", oa->u.k.block, ob->u.k.block);
-        field_u64(r, ib, ob, "shmem", oa->shmem, ob->shmem);
+        field_num(r, ib, ob, "shmem", oa->shmem, ob->shmem, " bytes");
         {
             uint32_t ca[3] = {oa->cluster[0], oa->cluster[1], oa->cluster[2]};
             uint32_t cb[3] = {ob->cluster[0], ob->cluster[1], ob->cluster[2]};
@@ -525,18 +576,20 @@ static void diff_pair(struct report *r, size_t ia, size_t ib)
         diff_params(r, ia, ib, oa, ob);
         break;
     case ATL_OP_MEMSET:
-        field_u64(r, ib, ob, "ptr", oa->u.m.ptr, ob->u.m.ptr);
+        field_addr(r, ia, ib, "ptr", ATL_ANN_DST, oa->u.m.ptr, ob->u.m.ptr, 0);
         field_u64(r, ib, ob, "value", oa->shmem, ob->shmem);
-        field_u64(r, ib, ob, "count", oa->u.m.count, ob->u.m.count);
-        field_u64(r, ib, ob, "pitch", oa->u.m.pitch, ob->u.m.pitch);
-        field_u64(r, ib, ob, "height", oa->u.m.height, ob->u.m.height);
+        field_num(r, ib, ob, "count", oa->u.m.count, ob->u.m.count, "");
+        field_num(r, ib, ob, "pitch", oa->u.m.pitch, ob->u.m.pitch, " bytes");
+        field_num(r, ib, ob, "height", oa->u.m.height, ob->u.m.height, "");
         break;
     case ATL_OP_COPY:
-        field_u64(r, ib, ob, "dst", oa->u.c.dst, ob->u.c.dst);
-        field_u64(r, ib, ob, "src", oa->u.c.src, ob->u.c.src);
-        field_u64(r, ib, ob, "width", oa->u.c.w, ob->u.c.w);
-        field_u64(r, ib, ob, "height", oa->u.c.h, ob->u.c.h);
-        field_u64(r, ib, ob, "depth", oa->u.c.d, ob->u.c.d);
+        field_addr(r, ia, ib, "dst", ATL_ANN_DST, oa->u.c.dst, ob->u.c.dst,
+                   ob->sub == ATL_DIR_DTOH || ob->sub == ATL_DIR_HTOH);
+        field_addr(r, ia, ib, "src", ATL_ANN_SRC, oa->u.c.src, ob->u.c.src,
+                   ob->sub == ATL_DIR_HTOD || ob->sub == ATL_DIR_HTOH);
+        field_num(r, ib, ob, "width", oa->u.c.w, ob->u.c.w, " bytes");
+        field_num(r, ib, ob, "height", oa->u.c.h, ob->u.c.h, "");
+        field_num(r, ib, ob, "depth", oa->u.c.d, ob->u.c.d, "");
         break;
     default:
         field_u64(r, ib, ob, "exec", oa->u.g.exec, ob->u.g.exec);
@@ -838,6 +891,14 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* ,"key":"alloc#N+0xOFF" when the ledger named the address at (op, at). */
+static void json_alloc(FILE *f, const struct atl_step *s, size_t op, uint32_t at, const char *key)
+{
+    const struct atl_ann *an = atl_step_ann(s, (uint32_t)op, at);
+    if (an)
+        fprintf(f, ",\"%s\":\"alloc#%" PRIu64 "+0x%" PRIx64 "\"", key, an->seq, an->off);
+}
+
 void atl_step_write_json(const struct atl_step *s, FILE *f)
 {
     static const char hx[] = "0123456789abcdef";
@@ -884,16 +945,21 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
         case ATL_OP_MEMSET:
             fprintf(f,
                     ",\"ptr\":\"0x%" PRIx64 "\",\"value\":%u,\"elem\":%u,\"count\":%" PRIu64
-                    ",\"pitch\":%" PRIu64 ",\"height\":%" PRIu64 "}\n",
+                    ",\"pitch\":%" PRIu64 ",\"height\":%" PRIu64,
                     o->u.m.ptr, o->shmem, o->sub, o->u.m.count, o->u.m.pitch, o->u.m.height);
+            json_alloc(f, s, i, ATL_ANN_DST, "alloc");
+            fputs("}\n", f);
             break;
         case ATL_OP_COPY:
             fprintf(f,
                     ",\"dir\":\"%s\",\"dst\":\"0x%" PRIx64 "\",\"src\":\"0x%" PRIx64
                     "\",\"bytes\":%" PRIu64 ",\"width\":%" PRIu64 ",\"height\":%" PRIu64
-                    ",\"depth\":%" PRIu64 "}\n",
+                    ",\"depth\":%" PRIu64,
                     atl_dir_name(o->sub), o->u.c.dst, o->u.c.src, o->u.c.w * o->u.c.h * o->u.c.d,
                     o->u.c.w, o->u.c.h, o->u.c.d);
+            json_alloc(f, s, i, ATL_ANN_DST, "dstalloc");
+            json_alloc(f, s, i, ATL_ANN_SRC, "srcalloc");
+            fputs("}\n", f);
             break;
         default:
             fprintf(f, ",\"exec\":\"0x%" PRIx64 "\"}\n", o->u.g.exec);
@@ -1304,7 +1370,15 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
             rc = jnum(j, &L->o.u.c.d);
         else if (!strcmp(key, "exec"))
             rc = jhex(j, &L->o.u.g.exec);
-        else {
+        else if (!strcmp(key, "alloc") || !strcmp(key, "dstalloc") || !strcmp(key, "srcalloc")) {
+            /* a memset's or copy's address by allocation (written dst first) */
+            char alloc[64];
+            uint64_t seq, off;
+            rc = jstr(j, alloc, sizeof alloc);
+            if (!rc && sscanf(alloc, "alloc#%" SCNu64 "+0x%" SCNx64, &seq, &off) == 2)
+                atl_step_annotate(annstep, opidx, key[0] == 's' ? ATL_ANN_SRC : ATL_ANN_DST, seq,
+                                  off);
+        } else {
             /* named, so a newer writer's field is recognisable (key is at most 15 bytes; the
              * reader of the message strips control bytes) */
             snprintf(j->errbuf, sizeof j->errbuf, "unknown field \"%s\"", key);

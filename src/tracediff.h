@@ -71,7 +71,9 @@ int atl_dir_parse(const char *s);
  * pointers in a by-value array). */
 struct atl_ann {
     uint32_t op;
-    uint32_t at;  /* byte offset of the word in the op's parameter block */
+    uint32_t at;  /* byte offset of the word in the op's parameter block; memsets and
+                   * copies: ATL_ANN_DST (the memset's pointer, the destination) or
+                   * ATL_ANN_SRC */
     uint64_t seq; /* alloc#seq */
     uint64_t off;
 };
@@ -99,6 +101,8 @@ struct atl_step {
      * cache: the step is compared against its predecessor and successor) */
     uint64_t *shape, *full;
 };
+
+enum { ATL_ANN_DST = 0, ATL_ANN_SRC = 8 };
 
 /* Makes room for `need` elements of `elem` bytes in *p (capacity *cap, in
  * elements): doubling from *cap, or from `first` when empty. Returns 0, or
@@ -151,6 +155,8 @@ struct atl_diff_opts {
     const char *replay; /* capture mode: say replay-safe (non-NULL) */
     int where;          /* name the step's thread and stream in its header (more than one
                          * thread or stream has steps) */
+    int cross;          /* a and b come from two processes: host addresses of copies are
+                         * not compared (they never match) */
     void (*line)(void *ctx, const char *text);
     void *ctx;
 };

@@ -226,6 +226,7 @@ int main(int argc, char **argv)
     memset(&st, 0, sizeof st);
     struct atl_diff_opts o = {
         .max_lines = max, .max_name = "--max", .ignore = &ig, .line = out_line};
+    o.cross = nf == 2; /* host addresses of two processes never match */
     /* the steps' thread and stream are named when there is more than one */
     for (size_t i = 1; i < a.n && !o.where; i++)
         o.where = strcmp(a.steps[i].thread, a.steps[0].thread) != 0 ||

@@ -283,6 +283,18 @@ START_TEST(captured_ops_not_in_eager_step)
 }
 END_TEST
 
+/* Sizes read in decimal bytes, and the summary names the op kind. */
+START_TEST(sizes_in_decimal)
+{
+    struct run_result r;
+    trace_run(&r, "copy-grow", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "op 0 [copy] width: 1024 -> 2048 bytes (delta +1024)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "most often differing: copy width (2x)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(diff_max)
 {
     struct run_result r;
@@ -465,6 +477,39 @@ START_TEST(json_lines_and_tool)
     ck_assert_int_eq(r.status, 1);
     ck_assert_int_ge(count_lines(r.out, "arg1 @0x8 (4 bytes): 0x7 -> 0x64"), 1);
     run_free(&r);
+}
+END_TEST
+
+/* Two runs of one program place its buffers (and the host's) at other
+ * addresses: memsets and copies compare by allocation and offset, host
+ * addresses not at all across runs, so atlas-diff finds the runs equal. */
+START_TEST(two_runs_compare_equal)
+{
+    char a[512], b[512], c[512], d[512];
+    record_to("same", "3", "same-a", a, sizeof a);
+    record_to("same", "3", "same-b", b, sizeof b);
+    record_to("copies", "3", "copies-a", c, sizeof c);
+    record_to("copies", "3", "copies-b", d, sizeof d);
+    struct run_result r;
+    tool(&r, a, b);
+    ck_assert_msg(r.status == 0, "%s", r.out);
+    run_free(&r);
+    tool(&r, c, d);
+    ck_assert_msg(r.status == 0, "%s", r.out);
+    run_free(&r);
+    /* the memset's and copies' allocations are in the file */
+    FILE *f = fopen(c, "r");
+    char line[4096];
+    int memset_alloc = 0, copy_alloc = 0;
+    while (fgets(line, sizeof line, f)) {
+        memset_alloc +=
+            strstr(line, "\"kind\":\"memset\"") && strstr(line, "\"alloc\":\"alloc#1+0xc00\"");
+        copy_alloc += strstr(line, "\"dir\":\"DtoD\"") &&
+                      strstr(line, "\"dstalloc\":\"alloc#1+0x800\",\"srcalloc\":\"alloc#1+0x0\"");
+    }
+    fclose(f);
+    ck_assert_int_eq(memset_alloc, 3);
+    ck_assert_int_eq(copy_alloc, 3);
 }
 END_TEST
 
@@ -663,6 +708,7 @@ int main(void)
     tcase_add_test(tc, thread_named_in_report);
     tcase_add_test(tc, helper_thread_ops_in_step);
     tcase_add_test(tc, captured_ops_not_in_eager_step);
+    tcase_add_test(tc, sizes_in_decimal);
     tcase_add_test(tc, diff_max);
     tcase_add_test(tc, diff_ignore);
     tcase_add_test(tc, capture_mode);
@@ -678,6 +724,7 @@ int main(void)
     tcase_add_test(tj, tool_names_what_is_wrong);
     tcase_add_test(tj, tool_command_line);
     tcase_add_test(tj, steps_end_under_concurrent_launches);
+    tcase_add_test(tj, two_runs_compare_equal);
     suite_add_tcase(s, tj);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -263,6 +263,18 @@ static void step(const char *sc, int i)
             pthread_create(&th[t], NULL, worker, (void *)t);
         for (int t = 0; t < 4; t++)
             pthread_join(th[t], NULL);
+    } else if (!strcmp(sc, "copies") || !strcmp(sc, "copy-grow")) {
+        /* a host-to-device copy from a host buffer, a device-to-device copy
+         * within buf and a memset: addresses that differ from run to run
+         * (ASLR), the same buffers in every run; copy-grow: the first
+         * copy's size doubles each step */
+        static unsigned char *host;
+        if (!host)
+            host = calloc(1, 8192);
+        size_t n = !strcmp(sc, "copy-grow") ? 1024u << i : 1024;
+        CHECK(cuMemcpyHtoDAsync(buf, host, n, stream));
+        CHECK(cuMemcpyDtoDAsync(buf + 2048, buf, 512, stream));
+        CHECK(cuMemsetD8Async(buf + 3072, 0, 16, stream));
     } else if (!strcmp(sc, "noinfo")) {
         /* the driver cannot give add_step's layout: its argument changes,
          * and atlastrace must say it could not see it rather than call the
