@@ -10,6 +10,7 @@ extern const char *const atl_log_level_names[];
 extern const char *const atl_redzone_check_names[];
 extern const char *const atl_redzone_pools_names[];
 extern const char *const atl_error_on_names[];
+extern const char *const atl_diff_pointers_names[];
 
 struct atl_config {
 #define ATL_CFG_FIELD_BOOL(f) unsigned long long f;

@@ -1133,6 +1133,7 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
         .ignore = &ignore_list,
         .replay = mode == MODE_CAPTURE ? "capture" : NULL,
         .where = where,
+        .pointers = (int)atl_cfg.diff_pointers,
         .line = log_line_cb,
     };
     /* The steady state of a replayable loop: byte-identical to the previous

@@ -335,26 +335,101 @@ static int ignored(const struct atl_ignore *ig, const struct atl_kfn *k, int arg
 
 /* ---- the report ------------------------------------------------------------- */
 
+/* A report's lines are ranked before they are printed, so what a person
+ * reads first is about host values: */
+enum rank {
+    RANK_VALUE,  /* scalars and sizes */
+    RANK_LAUNCH, /* grid, block, shared memory, cluster, parameter layout */
+    RANK_OPS,    /* ops inserted or removed */
+    RANK_PTR,    /* pointers (another buffer; moved within one, collapsed) */
+    NRANKS
+};
+
 struct report {
     const struct atl_diff_opts *o;
     struct atl_diff_stats *st;
     const struct atl_step *a, *b;
-    size_t lines;   /* differences found */
-    size_t printed; /* lines printed */
-    int header_done;
+    size_t lines; /* differences found */
+    /* the lines kept for printing: at most max_lines of each rank (no more
+     * can be printed), in the order found */
+    struct kept_line {
+        char *text;
+        int rank;
+    } * kept;
+    size_t nkept, capkept, per_rank[NRANKS];
+    /* pointers moved within their allocations (ATLAS_DIFF_POINTERS=collapse) */
+    size_t moved;
+    char moved_names[256];
     char header[512];
 };
 
-static void emit(struct report *r, const char *text)
+static void emit(struct report *r, enum rank rank, const char *text)
 {
     r->lines++;
-    if (!r->header_done) {
-        r->header_done = 1;
-        r->o->line(r->o->ctx, r->header);
+    if (r->per_rank[rank] >= r->o->max_lines)
+        return;
+    char *t = strdup(text);
+    if (!t || grow((void **)&r->kept, &r->capkept, r->nkept + 1, sizeof *r->kept)) {
+        free(t);
+        return;
     }
-    if (r->printed < r->o->max_lines) {
-        r->printed++;
-        r->o->line(r->o->ctx, text);
+    r->per_rank[rank]++;
+    r->kept[r->nkept++] = (struct kept_line){t, rank};
+}
+
+/* A pointer that moved within its allocation (the same alloc#N, another
+ * offset), `what` ("add_pos arg0"): a caching allocator handing an
+ * intermediate another block of its segment does this every step, so by
+ * default (collapse) they are one line per step. Returns 1 when the caller
+ * is not to report it itself. */
+static int moved_within(struct report *r, const char *what)
+{
+    if (r->o->pointers == ATL_PTRS_ALL)
+        return 0;
+    if (r->o->pointers == ATL_PTRS_NONE)
+        return 1;
+    if (!strstr(r->moved_names, what)) {
+        size_t l = strlen(r->moved_names);
+        if (l + strlen(what) + 8 < sizeof r->moved_names)
+            snprintf(r->moved_names + l, sizeof r->moved_names - l, "%s%s", l ? ", " : "", what);
+        else if (!strstr(r->moved_names, ", ..."))
+            snprintf(r->moved_names + l, sizeof r->moved_names - l, ", ...");
+    }
+    r->moved++;
+    return 1;
+}
+
+/* Prints the header and the kept lines, rank by rank, at most max_lines,
+ * then a count of the rest. */
+static void report_print(struct report *r)
+{
+    if (r->moved) {
+        char line[512];
+        snprintf(line, sizeof line,
+                 "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s",
+                 r->moved, r->moved == 1 ? "" : "s", r->moved == 1 ? "its" : "their",
+                 r->moved == 1 ? "" : "s", r->moved_names);
+        emit(r, RANK_PTR, line);
+    }
+    if (r->lines)
+        r->o->line(r->o->ctx, r->header);
+    size_t printed = 0;
+    for (int k = 0; k < NRANKS; k++)
+        for (size_t i = 0; i < r->nkept; i++)
+            if (r->kept[i].rank == k && printed < r->o->max_lines) {
+                r->o->line(r->o->ctx, r->kept[i].text);
+                printed++;
+            }
+    for (size_t i = 0; i < r->nkept; i++)
+        free(r->kept[i].text);
+    free(r->kept);
+    r->kept = NULL, r->nkept = 0;
+    if (r->lines > printed) {
+        char line[128];
+        snprintf(line, sizeof line, "  ... %zu more differences not shown (%s=%u)",
+                 r->lines - printed, r->o->max_name ? r->o->max_name : "ATLAS_DIFF_MAX",
+                 r->o->max_lines);
+        r->o->line(r->o->ctx, line);
     }
 }
 
@@ -412,7 +487,7 @@ static void op_summary(const struct atl_step *s, const struct atl_op *o, char *b
 }
 
 static void field_u64(struct report *r, size_t idx, const struct atl_op *o, const char *field,
-                      uint64_t a, uint64_t b)
+                      uint64_t a, uint64_t b, enum rank rank)
 {
     if (a == b)
         return;
@@ -420,20 +495,20 @@ static void field_u64(struct report *r, size_t idx, const struct atl_op *o, cons
     snprintf(line, sizeof line,
              "  op %zu %s %s: 0x%" PRIx64 " -> 0x%" PRIx64 " (delta %+" PRId64 ")", idx,
              op_label(o, lab, sizeof lab), field, a, b, (int64_t)(b - a));
-    emit(r, line);
+    emit(r, rank, line);
     count_top(r, o, field);
 }
 
 /* A size or a count, in decimal (`unit`: " bytes" or ""). */
 static void field_num(struct report *r, size_t idx, const struct atl_op *o, const char *field,
-                      uint64_t a, uint64_t b, const char *unit)
+                      uint64_t a, uint64_t b, const char *unit, enum rank rank)
 {
     if (a == b)
         return;
     char lab[256], line[640];
     snprintf(line, sizeof line, "  op %zu %s %s: %" PRIu64 " -> %" PRIu64 "%s (delta %+" PRId64 ")",
              idx, op_label(o, lab, sizeof lab), field, a, b, unit, (int64_t)(b - a));
-    emit(r, line);
+    emit(r, rank, line);
     count_top(r, o, field);
 }
 
@@ -445,7 +520,7 @@ static void field_dim(struct report *r, size_t idx, const struct atl_op *o, cons
     char lab[256], line[640];
     snprintf(line, sizeof line, "  op %zu %s %s: (%u,%u,%u) -> (%u,%u,%u)", idx,
              op_label(o, lab, sizeof lab), field, a[0], a[1], a[2], b[0], b[1], b[2]);
-    emit(r, line);
+    emit(r, RANK_LAUNCH, line);
     count_top(r, o, field);
 }
 
@@ -478,7 +553,7 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
     if (ka->nparams != kb->nparams || ka->total != kb->total) {
         snprintf(line, sizeof line, "  op %zu %s parameter layout: %u params/%u bytes -> %u/%u", ib,
                  lab, ka->nparams, ka->total, kb->nparams, kb->total);
-        emit(r, line);
+        emit(r, RANK_LAUNCH, line);
         return;
     }
     for (unsigned i = 0; i < kb->nparams; i++) {
@@ -500,22 +575,29 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             memcpy(&vb, pb + off + w, n);
             if (va == vb || same_alloc(r, ia, ib, off + w, n))
                 continue;
-            if (!counted++) {
-                char field[32];
-                snprintf(field, sizeof field, "arg%u", i);
-                count_top(r, ob, field);
+            char field[32], where[48], aa[64] = "", ab[64] = "";
+            snprintf(field, sizeof field, "arg%u", i);
+            const struct atl_ann *xa = NULL, *xb = NULL;
+            if (n == 8) {
+                xa = atl_step_ann(r->a, (uint32_t)ia, off + w);
+                xb = atl_step_ann(r->b, (uint32_t)ib, off + w);
+                char what[160];
+                base_name(kb->pretty, what, 120);
+                snprintf(what + strlen(what), sizeof what - strlen(what), " %s", field);
+                if (xa && xb && xa->seq == xb->seq && moved_within(r, what))
+                    continue;
             }
-            char where[48], aa[64] = "", ab[64] = "";
+            if (!counted++)
+                count_top(r, ob, field);
             const char *verdict = "";
             if (sz > 8)
                 snprintf(where, sizeof where, "+0x%x @0x%x (%u of %u bytes)", w, off + w, n, sz);
             else
                 snprintf(where, sizeof where, " @0x%x (%u bytes)", off, sz);
             if (n == 8) {
-                /* Pointers: the same buffer at another offset usually means
-                 * a position baked in; another buffer, a fresh allocation. */
-                const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, off + w);
-                const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, off + w);
+                /* Pointers: the same buffer at another offset (a position
+                 * baked in, or allocator reuse); another buffer, a fresh
+                 * allocation. */
                 fmt_alloc(xa, aa, sizeof aa);
                 fmt_alloc(xb, ab, sizeof ab);
                 if (xa && xb)
@@ -530,7 +612,7 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
                      "  op %zu %s arg%u%s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s (delta %+" PRId64
                      ")%s",
                      ib, lab, i, where, va, aa, vb, ab, delta, verdict);
-            emit(r, line);
+            emit(r, xa || xb ? RANK_PTR : RANK_VALUE, line);
         }
     }
 }
@@ -548,13 +630,16 @@ static void field_addr(struct report *r, size_t ia, size_t ib, const char *field
         return;
     const struct atl_op *o = &r->b->ops[ib];
     char lab[256], line[640], aa[64], ab[64];
+    snprintf(line, sizeof line, "%s %s", kind_name(o->kind), field);
+    if (xa && xb && xa->seq == xb->seq && moved_within(r, line))
+        return;
     fmt_alloc(xa, aa, sizeof aa);
     fmt_alloc(xb, ab, sizeof ab);
     snprintf(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s", ib,
              op_label(o, lab, sizeof lab), field, a, aa, b, ab,
              xa && xb ? (xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer")
                       : "");
-    emit(r, line);
+    emit(r, RANK_PTR, line);
     count_top(r, o, field);
 }
 
@@ -567,7 +652,7 @@ static void diff_pair(struct report *r, size_t ia, size_t ib)
             return;
         field_dim(r, ib, ob, "grid", oa->u.k.grid, ob->u.k.grid);
         field_dim(r, ib, ob, "block", oa->u.k.block, ob->u.k.block);
-        field_num(r, ib, ob, "shmem", oa->shmem, ob->shmem, " bytes");
+        field_num(r, ib, ob, "shmem", oa->shmem, ob->shmem, " bytes", RANK_LAUNCH);
         {
             uint32_t ca[3] = {oa->cluster[0], oa->cluster[1], oa->cluster[2]};
             uint32_t cb[3] = {ob->cluster[0], ob->cluster[1], ob->cluster[2]};
@@ -577,22 +662,22 @@ static void diff_pair(struct report *r, size_t ia, size_t ib)
         break;
     case ATL_OP_MEMSET:
         field_addr(r, ia, ib, "ptr", ATL_ANN_DST, oa->u.m.ptr, ob->u.m.ptr, 0);
-        field_u64(r, ib, ob, "value", oa->shmem, ob->shmem);
-        field_num(r, ib, ob, "count", oa->u.m.count, ob->u.m.count, "");
-        field_num(r, ib, ob, "pitch", oa->u.m.pitch, ob->u.m.pitch, " bytes");
-        field_num(r, ib, ob, "height", oa->u.m.height, ob->u.m.height, "");
+        field_u64(r, ib, ob, "value", oa->shmem, ob->shmem, RANK_VALUE);
+        field_num(r, ib, ob, "count", oa->u.m.count, ob->u.m.count, "", RANK_VALUE);
+        field_num(r, ib, ob, "pitch", oa->u.m.pitch, ob->u.m.pitch, " bytes", RANK_VALUE);
+        field_num(r, ib, ob, "height", oa->u.m.height, ob->u.m.height, "", RANK_VALUE);
         break;
     case ATL_OP_COPY:
         field_addr(r, ia, ib, "dst", ATL_ANN_DST, oa->u.c.dst, ob->u.c.dst,
                    ob->sub == ATL_DIR_DTOH || ob->sub == ATL_DIR_HTOH);
         field_addr(r, ia, ib, "src", ATL_ANN_SRC, oa->u.c.src, ob->u.c.src,
                    ob->sub == ATL_DIR_HTOD || ob->sub == ATL_DIR_HTOH);
-        field_num(r, ib, ob, "width", oa->u.c.w, ob->u.c.w, " bytes");
-        field_num(r, ib, ob, "height", oa->u.c.h, ob->u.c.h, "");
-        field_num(r, ib, ob, "depth", oa->u.c.d, ob->u.c.d, "");
+        field_num(r, ib, ob, "width", oa->u.c.w, ob->u.c.w, " bytes", RANK_VALUE);
+        field_num(r, ib, ob, "height", oa->u.c.h, ob->u.c.h, "", RANK_VALUE);
+        field_num(r, ib, ob, "depth", oa->u.c.d, ob->u.c.d, "", RANK_VALUE);
         break;
     default:
-        field_u64(r, ib, ob, "exec", oa->u.g.exec, ob->u.g.exec);
+        field_u64(r, ib, ob, "exec", oa->u.g.exec, ob->u.g.exec, RANK_PTR);
     }
 }
 
@@ -613,7 +698,7 @@ static void insdel(struct report *r, const struct atl_step *s, size_t idx, size_
         snprintf(line, sizeof line, "  %s inserted: %s", at, sum);
     else
         snprintf(line, sizeof line, "  %s of the previous step removed: %s", at, sum);
-    emit(r, line);
+    emit(r, RANK_OPS, line);
 }
 
 /* ---- alignment ----------------------------------------------------------------- */
@@ -815,14 +900,8 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
         if (fa[n - q + t] != fb[m - q + t])
             diff_pair(&r, n - q + t, m - q + t);
 
-    if (r.lines > r.printed) {
-        char line[128];
-        snprintf(line, sizeof line, "  ... %zu more differences not shown (%s=%u)",
-                 r.lines - r.printed, opts->max_name ? opts->max_name : "ATLAS_DIFF_MAX",
-                 opts->max_lines);
-        opts->line(opts->ctx, line);
-    }
 done:
+    report_print(&r);
     if (r.lines == 0) {
         if (st)
             st->identical++;

@@ -148,6 +148,9 @@ struct atl_diff_stats {
     int ntop;
 };
 
+/* ATLAS_DIFF_POINTERS, in its table order (src/config.def) */
+enum { ATL_PTRS_COLLAPSE, ATL_PTRS_ALL, ATL_PTRS_NONE };
+
 struct atl_diff_opts {
     unsigned max_lines;   /* lines per step, then a count of the rest */
     const char *max_name; /* what sets max_lines, for the "not shown" hint (NULL: ATLAS_DIFF_MAX) */
@@ -157,6 +160,7 @@ struct atl_diff_opts {
                          * thread or stream has steps) */
     int cross;          /* a and b come from two processes: host addresses of copies are
                          * not compared (they never match) */
+    int pointers;       /* pointers that moved within their allocation: ATL_PTRS_* */
     void (*line)(void *ctx, const char *text);
     void *ctx;
 };

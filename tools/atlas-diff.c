@@ -117,7 +117,9 @@ static void out_line(void *ctx, const char *text)
     putc('\n', stdout);
 }
 
-#define SYNOPSIS "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] A.jsonl [B.jsonl]\n"
+#define SYNOPSIS                                                                                   \
+    "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] [--pointers MODE] A.jsonl "          \
+    "[B.jsonl]\n"
 
 static void usage(void)
 {
@@ -133,6 +135,10 @@ static void usage(void)
            "  --ignore LIST, --ignore=LIST\n"
            "                          expected differences to stay quiet about:\n"
            "                          kernel[:argN],... (default: $ATLAS_DIFF_IGNORE)\n"
+           "  --pointers MODE, --pointers=MODE\n"
+           "                          pointers that moved within their allocation: collapse\n"
+           "                          (one line per step, the default), all or none\n"
+           "                          (default: $ATLAS_DIFF_POINTERS)\n"
            "  -h, --help              print this help and exit\n"
            "  -V, --version           print the version and exit\n"
            "\n"
@@ -168,6 +174,19 @@ static unsigned parse_max(const char *v)
     return (unsigned)strtoull(v, NULL, 0);
 }
 
+/* --pointers' value (or ATLAS_DIFF_POINTERS'), by the rules of that setting: its index. */
+static int parse_pointers(const char *v, const char *what)
+{
+    unsigned long long i = 0;
+    const char *why = atl_config_value(atl_config_find("ATLAS_DIFF_POINTERS"), v, &i);
+    if (why) {
+        char fmt[160];
+        snprintf(fmt, sizeof fmt, "%s%%s: %s (collapse, all or none)", what, why);
+        bad_usage(fmt, v);
+    }
+    return (int)i;
+}
+
 /* "--max=N" or "--max N": the value, advancing *i past it; NULL when argv[*i] is not `opt`. */
 static const char *option_value(int argc, char **argv, int *i, const char *opt)
 {
@@ -187,6 +206,8 @@ int main(int argc, char **argv)
 {
     unsigned max = default_max();
     const char *ign = getenv("ATLAS_DIFF_IGNORE");
+    const char *pv = getenv("ATLAS_DIFF_POINTERS");
+    int pointers = pv && *pv ? parse_pointers(pv, "ATLAS_DIFF_POINTERS=") : ATL_PTRS_COLLAPSE;
     const char *files[2];
     int nf = 0, options_end = 0;
     for (int i = 1; i < argc; i++) {
@@ -201,6 +222,8 @@ int main(int argc, char **argv)
             max = parse_max(v);
         } else if ((v = option_value(argc, argv, &i, "--ignore"))) {
             ign = v;
+        } else if ((v = option_value(argc, argv, &i, "--pointers"))) {
+            pointers = parse_pointers(v, "--pointers ");
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             return 0;
@@ -227,6 +250,7 @@ int main(int argc, char **argv)
     struct atl_diff_opts o = {
         .max_lines = max, .max_name = "--max", .ignore = &ig, .line = out_line};
     o.cross = nf == 2; /* host addresses of two processes never match */
+    o.pointers = pointers;
     /* the steps' thread and stream are named when there is more than one */
     for (size_t i = 1; i < a.n && !o.where; i++)
         o.where = strcmp(a.steps[i].thread, a.steps[0].thread) != 0 ||

@@ -73,7 +73,8 @@ END_TEST
 START_TEST(pointer_parameters)
 {
     struct run_result r;
-    trace_run(&r, "ptr", "3", NULL);
+    const char *all[] = {"ATLAS_DIFF_POINTERS=all", NULL};
+    trace_run(&r, "ptr", "3", all);
     /* arg0: a fresh allocation every step; arg1: the same buffer, 16 bytes on */
     ck_assert_int_eq(count_lines(r.log, "arg0 @0x0 (8 bytes)"), 2);
     ck_assert_int_eq(count_lines(r.log, "(delta +16): same buffer, another offset"), 2);
@@ -81,6 +82,23 @@ START_TEST(pointer_parameters)
     ck_assert_int_eq(count_lines(r.log, "): another buffer"), 2);
     ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (8 bytes): 0x"), 2);
     ck_assert_int_eq(op_lines(r.log), 4);
+    run_free(&r);
+    /* by default a pointer that moved within its allocation is one line a step */
+    trace_run(&r, "ptr", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer"), 2);
+    ck_assert_int_eq(
+        count_lines(
+            r.log,
+            ":   1 pointer argument moved within its allocation (allocator reuse): pair arg1"),
+        2);
+    ck_assert_int_eq(count_lines(r.log, "same buffer, another offset"), 0);
+    run_free(&r);
+    /* none: not reported; the fresh buffer still is */
+    const char *none[] = {"ATLAS_DIFF_POINTERS=none", NULL};
+    trace_run(&r, "ptr", "3", none);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer"), 2);
+    ck_assert_int_eq(count_lines(r.log, "allocator reuse"), 0);
+    ck_assert_int_eq(op_lines(r.log), 2);
     run_free(&r);
 }
 END_TEST
