@@ -841,16 +841,25 @@ static int u64_cmp(const void *a, const void *b)
 /* Orders the ops per stream: streams by handle (stable from step to step
  * whatever thread enqueued first), and within a stream the order of the
  * threads' buffers (a stable counting sort). */
+static void order_streams(struct atl_step *s);
+
 static void order_by_stream(struct atl_step *s)
+{
+    for (size_t i = 1; i < s->nops; i++)
+        if (s->ops[i].stream != s->ops[0].stream) {
+            order_streams(s);
+            return;
+        }
+    /* one stream (the common case): nothing to reorder */
+}
+
+/* order_by_stream's work when there are several streams: out of line, so
+ * that a one-stream step does not pay for zeroing its counters. */
+static __attribute__((noinline)) void order_streams(struct atl_step *s)
 {
     enum { MAXS = 256 };
     uint64_t str[MAXS];
     size_t cnt[MAXS + 1] = {0}, ns = 0;
-    if (s->nops < 2)
-        return;
-    for (size_t i = 1; i < s->nops && s->ops[i].stream == s->ops[0].stream; i++)
-        if (i == s->nops - 1)
-            return; /* one stream (the common case): nothing to reorder */
     uint16_t *rank = malloc(s->nops * sizeof *rank);
     struct atl_op *out = malloc(s->nops * sizeof *out);
     if (!rank || !out) {
@@ -1056,7 +1065,7 @@ static void reclaim_retired(size_t upto)
 /* The thread's name in reports: "main", the name it was given
  * (pthread_setname_np), or "#N" (its buffer's number) when it has none of
  * its own (a new thread inherits the program's name). */
-static void thread_label(const struct tbuf *me, char *out, size_t len)
+static void thread_label_now(const struct tbuf *me, char *out, size_t len)
 {
     char nm[16] = "";
     if ((pid_t)syscall(SYS_gettid) == getpid()) {
@@ -1072,6 +1081,19 @@ static void thread_label(const struct tbuf *me, char *out, size_t len)
         return;
     }
     snprintf(out, len, "#%u", me ? me->idx : 0);
+}
+
+/* thread_label_now costs three system calls, too many for a step end per
+ * synchronous copy: it is asked again every 256th step of the thread only
+ * (a thread names itself when it starts, if at all). */
+static __thread char my_label[24];
+static __thread unsigned my_label_age;
+
+static void thread_label(const struct tbuf *me, char out[sizeof my_label])
+{
+    if (!my_label[0] || my_label_age++ % 256 == 0)
+        thread_label_now(me, my_label, sizeof my_label);
+    memcpy(out, my_label, sizeof my_label);
 }
 
 /* Ends a step on the calling thread (its buffer `me`, NULL when it has
@@ -1103,7 +1125,8 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
     order_by_stream(&s);
     s.index = ++step_count;
     stats.steps++;
-    thread_label(me, s.thread, sizeof s.thread);
+    _Static_assert(sizeof s.thread == sizeof my_label, "a label fills the step's");
+    thread_label(me, s.thread);
     s.stream = stream;
     if (take != TAKE_STREAM && mode != MODE_CAPTURE) {
         s.stream = s.ops[0].stream; /* ordered by stream: one stream iff first == last */

@@ -27,7 +27,9 @@
 void atl_step_init(struct atl_step *s, const char *name)
 {
     memset(s, 0, sizeof *s);
-    snprintf(s->name, sizeof s->name, "%s", name ? name : "");
+    /* not snprintf: a step ends at every synchronous copy */
+    size_t n = name ? strnlen(name, sizeof s->name - 1) : 0;
+    memcpy(s->name, name ? name : "", n);
 }
 
 int atl_step_same_key(const struct atl_step *a, const struct atl_step *b, int cross)
