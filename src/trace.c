@@ -209,7 +209,10 @@ static const char *name_for_people(const struct atl_kfn *ck)
         return p ? p : k->mangled;
     }
     if (!k->pretty) {
-        char *p = strdup(atl_demangle(k->mangled));
+        /* steps end on any thread, and threads exit: nothing kept per thread */
+        char *p = atl_demangle_dup(k->mangled);
+        if (!p)
+            p = strdup(k->mangled);
         k->pretty = p ? p : k->mangled;
     }
     pthread_mutex_unlock(&kc_mu);
@@ -991,7 +994,7 @@ static int same_as(const struct atl_step *a, const struct atl_step *b)
 {
     return a->ops && a->nops == b->nops && a->nbytes == b->nbytes &&
            memcmp(a->ops, b->ops, a->nops * sizeof *a->ops) == 0 &&
-           memcmp(a->bytes, b->bytes, a->nbytes) == 0;
+           (a->nbytes == 0 || memcmp(a->bytes, b->bytes, a->nbytes) == 0);
 }
 
 /* Under step_mu: the step's slice and ops into the Chrome trace. Pointers

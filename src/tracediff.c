@@ -187,7 +187,8 @@ static uint64_t bytes_hash(uint64_t h, const uint8_t *p, size_t n)
         h = mix(h, w);
     }
     uint64_t t = 0;
-    memcpy(&t, p + i, n - i);
+    if (n > i) /* p is NULL when n is 0 (a step without parameter bytes) */
+        memcpy(&t, p + i, n - i);
     return mix(h, t ^ ((uint64_t)n << 56));
 }
 
@@ -219,7 +220,7 @@ static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct a
     const struct atl_kfn *k = o->u.k.kfn;
     const uint8_t *p = atl_op_bytes(s, o);
     uint8_t tmp[4096];
-    if (!s->nann || k->total > sizeof tmp)
+    if (!s->nann || k->total == 0 || k->total > sizeof tmp)
         return bytes_hash(h, p, k->total);
     memcpy(tmp, p, k->total);
     const uint32_t op = (uint32_t)(o - s->ops);
@@ -457,6 +458,37 @@ static void count_top(struct report *r, const struct atl_op *o, const char *fiel
     }
 }
 
+/* A value of kernel parameter `what` changed from va to vb (by `delta`,
+ * sign-extended) in step b: counted once per step for the frozen-value
+ * summary, with the shape of its changes. */
+static void note_frozen(struct report *r, const char *what, uint64_t va, uint64_t vb, int64_t delta)
+{
+    struct atl_diff_stats *st = r->st;
+    if (!st)
+        return;
+    struct atl_frozen *f = NULL;
+    for (int i = 0; i < st->nfrozen && !f; i++)
+        if (strcmp(st->frozen[i].what, what) == 0)
+            f = &st->frozen[i];
+    if (!f) {
+        if (st->nfrozen == 64)
+            return; /* the summary names the first 64 */
+        f = &st->frozen[st->nfrozen++];
+        snprintf(f->what, sizeof f->what, "%s", what);
+        f->n = 1, f->step = r->b->index, f->first = va, f->v[0] = va, f->v[1] = vb;
+        f->last = vb, f->delta = delta, f->steady = 1, f->many = 0;
+        return;
+    }
+    if (f->step == r->b->index)
+        return;
+    f->n++, f->step = r->b->index;
+    if (delta != f->delta || va != f->last)
+        f->steady = 0;
+    if ((va != f->v[0] && va != f->v[1]) || (vb != f->v[0] && vb != f->v[1]))
+        f->many = 1;
+    f->last = vb;
+}
+
 static const char *op_label(const struct atl_op *o, char *buf, size_t len)
 {
     if (o->kind == ATL_OP_LAUNCH)
@@ -610,6 +642,16 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             int sh = 64 - 8 * (int)n;
             int64_t delta = n == 8 ? (int64_t)(vb - va)
                                    : ((int64_t)(vb << sh) >> sh) - ((int64_t)(va << sh) >> sh);
+            {
+                char what[160];
+                base_name(kb->pretty, what, 120);
+                size_t l = strlen(what);
+                if (sz > 8)
+                    snprintf(what + l, sizeof what - l, " %s+0x%x", field, w);
+                else
+                    snprintf(what + l, sizeof what - l, " %s", field);
+                note_frozen(r, what, va, vb, delta);
+            }
             snprintf(line, sizeof line,
                      "  op %zu %s arg%u%s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s (delta %+" PRId64
                      ")%s",
@@ -932,6 +974,50 @@ static int top_cmp(const void *x, const void *y)
     return a < b ? 1 : a > b ? -1 : 0;
 }
 
+static int frozen_cmp(const void *x, const void *y)
+{
+    const struct atl_frozen *a = x, *b = y;
+    return a->n < b->n ? 1 : a->n > b->n ? -1 : strcmp(a->what, b->what);
+}
+
+/* One line per kernel parameter that changed: in how many steps, and how
+ * ("pos increments every step" is one line, not twenty diffs). */
+static void frozen_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *),
+                           void *ctx)
+{
+    if (!st->nfrozen)
+        return;
+    struct atl_frozen f[64];
+    int n = st->nfrozen;
+    memcpy(f, st->frozen, (size_t)n * sizeof *f);
+    qsort(f, (size_t)n, sizeof *f, frozen_cmp);
+    for (int i = 0; i < n && i < 16; i++) {
+        char how[160], buf[400];
+        if (f[i].n == 1)
+            snprintf(how, sizeof how, "changed once, 0x%" PRIx64 " -> 0x%" PRIx64, f[i].v[0],
+                     f[i].v[1]);
+        else if (f[i].steady)
+            snprintf(how, sizeof how, "%+" PRId64 " per step (0x%" PRIx64 " -> 0x%" PRIx64 ")",
+                     f[i].delta, f[i].first, f[i].last);
+        else if (!f[i].many)
+            snprintf(how, sizeof how, "alternates between 2 values (0x%" PRIx64 ", 0x%" PRIx64 ")",
+                     f[i].v[0], f[i].v[1]);
+        else
+            snprintf(how, sizeof how, "random (0x%" PRIx64 " first, 0x%" PRIx64 " last)",
+                     f[i].first, f[i].last);
+        snprintf(buf, sizeof buf,
+                 "trace summary: frozen value: %.160s changed in %" PRIu64 " step%s: %.160s",
+                 f[i].what, f[i].n, f[i].n == 1 ? "" : "s", how);
+        line(ctx, buf);
+    }
+    if (n > 16) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "trace summary: frozen value: %d more parameters changed",
+                 n - 16);
+        line(ctx, buf);
+    }
+}
+
 void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *),
                       void *ctx)
 {
@@ -941,6 +1027,7 @@ void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, cons
              " differing=%" PRIu64,
              st->steps, st->compared, st->identical, st->compared - st->identical);
     line(ctx, buf);
+    frozen_summary(st, line, ctx);
     if (!st->ntop)
         return;
     struct atl_diff_stats tmp = *st;

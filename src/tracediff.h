@@ -146,6 +146,20 @@ struct atl_diff_stats {
         uint64_t n;
     } top[64];
     int ntop;
+    /* The frozen-value summary: per kernel parameter (or 8-byte word of a
+     * larger one) that ever differed, the steps it changed in and what its
+     * changes looked like. */
+    struct atl_frozen {
+        char what[160];       /* "add_step arg1", "blob arg1+0x40" */
+        uint64_t n;           /* steps it changed in */
+        uint64_t step;        /* the last of them (one change counted per step) */
+        uint64_t first, v[2]; /* its first value; the first two it took */
+        uint64_t last;        /* its latest value */
+        int64_t delta;        /* the change, while every change was the same */
+        uint8_t steady;       /* every change was `delta` */
+        uint8_t many;         /* it took more than two values */
+    } frozen[64];
+    int nfrozen;
 };
 
 /* ATLAS_DIFF_POINTERS, in its table order (src/config.def) */

@@ -65,6 +65,10 @@ START_TEST(scalar_parameter)
     ck_assert_int_eq(op_lines(r.log), 2);
     ck_assert_int_eq(
         count_lines(r.log, "trace summary: steps=3 compared=2 identical=0 differing=2"), 1);
+    ck_assert_int_eq(
+        count_lines(r.log, "trace summary: frozen value: add_step arg1 changed in 2 steps: +1 per "
+                           "step (0x64 -> 0x66)"),
+        1);
     ck_assert_int_eq(count_lines(r.log, "most often differing: add_step arg1 (2x)"), 1);
     run_free(&r);
 }

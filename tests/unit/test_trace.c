@@ -179,6 +179,46 @@ START_TEST(findings_ranked_and_collapsed)
 }
 END_TEST
 
+/* The frozen-value summary: one line per parameter that changed, with the
+ * shape of its changes. */
+START_TEST(frozen_value_summary)
+{
+    struct atl_diff_stats st;
+    memset(&st, 0, sizeof st);
+    struct atl_diff_opts o = {.max_lines = 20, .line = collect};
+    static const uint32_t off[] = {0, 4, 8}, size[] = {4, 4, 4};
+    const struct atl_kfn *k = atl_kfn_intern("_Z3tri", "tri(int, int, int)", 3, off, size);
+    struct atl_step s[6];
+    for (int i = 0; i < 6; i++) {
+        /* arg0: 100 + i; arg1: 1, 2, 1, 2, ...; arg2: no pattern */
+        static const int noise[] = {5, 90, 7, 3000, 12, 8};
+        int v[3] = {100 + i, 1 + i % 2, noise[i]};
+        atl_step_init(&s[i], "s");
+        s[i].index = (uint64_t)i + 1;
+        struct atl_op op = {.kind = ATL_OP_LAUNCH};
+        op.u.k.kfn = k;
+        op.u.k.bytes = (uintptr_t)v;
+        ck_assert_int_eq(atl_step_push(&s[i], &op), 0);
+        ck_assert_int_eq(atl_step_push(&s[i], &op), 0); /* twice a step: counted once */
+        if (i)
+            atl_step_diff(&s[i - 1], &s[i], &o, &st);
+    }
+    out[0] = '\0';
+    atl_diff_summary(&st, collect, NULL);
+    ck_assert_msg(
+        strstr(out, "frozen value: tri arg0 changed in 5 steps: +1 per step (0x64 -> 0x69)"), "%s",
+        out);
+    ck_assert_msg(strstr(out, "frozen value: tri arg1 changed in 5 steps: alternates between 2 "
+                              "values (0x1, 0x2)"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "frozen value: tri arg2 changed in 5 steps: random (0x5 first, 0x8 "
+                              "last)"),
+                  "%s", out);
+    for (int i = 0; i < 6; i++)
+        atl_step_free(&s[i]);
+}
+END_TEST
+
 START_TEST(grid_change)
 {
     struct atl_step a, b;
@@ -486,6 +526,7 @@ int main(void)
     tcase_add_test(tc, pointer_resolution_reads_differently);
     tcase_add_test(tc, pointers_inside_a_by_value_array);
     tcase_add_test(tc, findings_ranked_and_collapsed);
+    tcase_add_test(tc, frozen_value_summary);
     tcase_add_test(tc, grid_change);
     tcase_add_test(tc, insert_in_the_middle_reports_only_it);
     tcase_add_test(tc, big_by_value_parameter_one_byte);
