@@ -315,6 +315,10 @@ struct tbuf {
     int owner;    /* its thread has ended a step of its own (a sync, its own NVTX range):
                    * its ops go to its own steps only; until then they are lent to the
                    * steps other threads end (written under step_mu) */
+    /* under step_mu, in step ends (step_count): its thread's last step end of
+     * its own, and since when ops it lent have been left (0: none) */
+    uint64_t last_own, lent_since;
+    int open; /* nvtx/api: its thread has a step open (never lends then) */
 };
 
 static struct tbuf *threads; /* list head; entries live for the process */
@@ -365,6 +369,8 @@ static pthread_key_t exit_key;
  * holds for the current step, passes to the next new thread. */
 static void tbuf_release(void *p)
 {
+    /* what its thread left unsynchronised goes to whichever step ends next */
+    __atomic_store_n(&((struct tbuf *)p)->owner, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&((struct tbuf *)p)->free_, 1, __ATOMIC_RELEASE);
 }
 
@@ -784,6 +790,13 @@ enum take {
     TAKE_ALL,    /* every op of every thread (capture mode, the exit) */
 };
 
+/* Ops must not pile up where no step will take them: a thread that ended
+ * no step of its own during this many step ends lends its ops again (it
+ * synchronised once, then left that to others), and lent ops that no step
+ * took for this long (on a stream only other streams' syncs follow) are
+ * dropped. */
+#define STALE_STEPS 4096
+
 /* Under step_mu: moves the ops that `take` says into s (NULL: drops them);
  * a buffer taken whole is reset for the next step. `me` is the buffer of the
  * thread ending the step (NULL: none). */
@@ -793,6 +806,9 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
      * without its lock */
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        if (b != me && !__atomic_load_n(&b->open, __ATOMIC_RELAXED) &&
+            step_count - b->last_own > STALE_STEPS)
+            __atomic_store_n(&b->owner, 0, __ATOMIC_RELAXED);
         int lent = !__atomic_load_n(&b->owner, __ATOMIC_RELAXED);
         int whole = b == me || take == TAKE_ALL || take == TAKE_NONE || (lent && take == TAKE_LENT);
         if (!whole && !(lent && take == TAKE_STREAM))
@@ -804,9 +820,16 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
         if (!whole) {
             if (s && take_stream(s, b, stream) != 0)
                 atl_log_once_oom("the step trace");
+            if (!b->nops)
+                b->lent_since = 0;
+            else if (!b->lent_since)
+                b->lent_since = step_count + 1;
+            else if (step_count + 1 - b->lent_since > STALE_STEPS)
+                b->nops = 0, b->nbytes = 0, b->oom = 0, b->lent_since = 0;
             buf_unlock(b);
             continue;
         }
+        b->lent_since = 0;
         if (s && b->nops) {
             size_t first = s->nops;
             if (atl_chrome_on && b->ts) {
@@ -1109,6 +1132,8 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
 {
     struct atl_step s;
     uint64_t end = atl_chrome_on ? atl_chrome_now() : 0;
+    if (!begin)
+        begin = end; /* the thread's first step: when it began is not known */
     if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
         return;
     pthread_mutex_lock(&kc_mu);
@@ -1118,6 +1143,8 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
     /* before the harvest: its own ops are taken whole */
     if (me && !__atomic_exchange_n(&me->owner, 1, __ATOMIC_RELAXED))
         where |= ++nowners > 1;
+    if (me)
+        me->last_own = step_count;
     harvest(&s, me, take, stream);
     if (s.nops == 0) {
         atl_step_free(&s);
@@ -1233,6 +1260,8 @@ void atl_trace_step_begin(const char *name)
         pthread_mutex_lock(&step_mu);
         if (!__atomic_exchange_n(&b->owner, 1, __ATOMIC_RELAXED))
             where |= ++nowners > 1;
+        b->last_own = step_count;
+        __atomic_store_n(&b->open, 1, __ATOMIC_RELAXED);
         buf_lock(b);
         b->nops = 0, b->nbytes = 0, b->oom = 0;
         buf_unlock(b);
@@ -1250,6 +1279,8 @@ void atl_trace_step_end(void)
         return;
     my_in_step = 0;
     step_finish(my_step, my_buf, TAKE_LENT, 0, my_begin_ns);
+    if (my_buf)
+        __atomic_store_n(&my_buf->open, 0, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&recording, 1, __ATOMIC_ACQ_REL);
 }
 

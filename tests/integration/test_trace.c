@@ -535,6 +535,26 @@ START_TEST(two_runs_compare_equal)
 }
 END_TEST
 
+/* Ops do not pile up where no step takes them: a thread that synchronised
+ * once and then left that to others lends its ops again after a few
+ * thousand step ends, and lent ops that no step claims are dropped. */
+START_TEST(stale_ops_do_not_pile_up)
+{
+    char path[512];
+    record_to("stale", "0", "stale", path, sizeof path);
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "\"name\":\"cuCtxSynchronize\"") && strstr(line, "\"end\":true")) {
+            found++;
+            ck_assert_msg(strstr(line, "\"ops\":10}"), "%s", line);
+        }
+    fclose(f);
+    ck_assert_int_eq(found, 1);
+}
+END_TEST
+
 /* Workers launch while the main thread ends steps under them: every op is
  * in exactly one step, none lost, none twice. */
 START_TEST(steps_end_under_concurrent_launches)
@@ -747,6 +767,7 @@ int main(void)
     tcase_add_test(tj, tool_command_line);
     tcase_add_test(tj, steps_end_under_concurrent_launches);
     tcase_add_test(tj, two_runs_compare_equal);
+    tcase_add_test(tj, stale_ops_do_not_pile_up);
     suite_add_tcase(s, tj);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

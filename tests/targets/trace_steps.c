@@ -201,6 +201,67 @@ static void autograd_step(int i)
     CHECK(cuMemsetD32Async(buf, 0, 16, stream)); /* the optimizer */
 }
 
+/* "stale": thread A synchronises once, then launches 10 ops and leaves
+ * synchronising to others; thread H launches 7 memsets on a stream nobody
+ * synchronises. The main thread ends 5000 steps of its own stream, then
+ * synchronises the context: by then A lends its ops again (they are in that
+ * step) and H's, claimed by no step for thousands of step ends, were
+ * dropped. */
+static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t st_cv = PTHREAD_COND_INITIALIZER;
+static int st_ready, st_done;
+
+static void st_signal(int *flag)
+{
+    pthread_mutex_lock(&st_mu);
+    (*flag)++;
+    pthread_cond_broadcast(&st_cv);
+    pthread_mutex_unlock(&st_mu);
+}
+
+static void st_wait(int *flag, int n)
+{
+    pthread_mutex_lock(&st_mu);
+    while (*flag < n)
+        pthread_cond_wait(&st_cv, &st_mu);
+    pthread_mutex_unlock(&st_mu);
+}
+
+static void *stale_worker(void *arg)
+{
+    int helper = (int)(long)arg;
+    CHECK(cuCtxSetCurrent(tctx));
+    if (!helper)
+        CHECK(cuStreamSynchronize(tstreams[0]));
+    for (int k = 0; k < (helper ? 7 : 10); k++) {
+        if (helper) {
+            CHECK(cuMemsetD8Async(buf, 0, 16, tstreams[1]));
+        } else {
+            void *kp[] = {&buf};
+            CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 32, 1, 1, 0, tstreams[0], kp, NULL));
+        }
+    }
+    st_signal(&st_ready);
+    st_wait(&st_done, 1); /* alive until the main thread is done */
+    return NULL;
+}
+
+static void stale(void)
+{
+    pthread_t th[2];
+    for (long t = 0; t < 2; t++)
+        pthread_create(&th[t], NULL, stale_worker, (void *)t);
+    st_wait(&st_ready, 2);
+    for (int k = 0; k < 5000; k++) {
+        fill();
+        CHECK(cuStreamSynchronize(stream));
+    }
+    CHECK(cuCtxSynchronize());
+    st_signal(&st_done);
+    for (int t = 0; t < 2; t++)
+        pthread_join(th[t], NULL);
+}
+
 /* One step of each scenario; `i` is the step index. */
 static void step(const char *sc, int i)
 {
@@ -321,6 +382,10 @@ int main(int argc, char **argv)
         CHECK(cuStreamCreate(&tstreams[t], 0));
     CHECK(cuCtxSynchronize()); /* setup ends here (an empty step) */
 
+    if (!strcmp(sc, "stale")) {
+        stale();
+        steps = 0;
+    }
     if (!strncmp(sc, "tsteps", 6)) {
         tsc = sc;
         tsteps();
