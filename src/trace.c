@@ -936,10 +936,6 @@ static __attribute__((noinline)) void order_streams(struct atl_step *s)
     free(rank);
 }
 
-/* Names 8-byte parameters, and the 8-byte words of larger ones (PyTorch
- * passes tensor pointers in a by-value array), that point into a live
- * allocation, so the diff can tell "the same buffer at another offset" from
- * "another buffer", and two processes' pointers can be compared by name. */
 /* The last allocation found: consecutive pointers mostly fall in one. */
 struct last_alloc {
     uint64_t lo, hi, seq;
@@ -963,6 +959,10 @@ static void note_pointer(struct atl_step *s, uint32_t op, uint32_t at, uint64_t 
     atl_step_annotate(s, op, at, c->seq, v - c->lo);
 }
 
+/* Names 8-byte parameters, and the 8-byte words of larger ones (PyTorch
+ * passes tensor pointers in a by-value array), that point into a live
+ * allocation, so the diff can tell "the same buffer at another offset" from
+ * "another buffer", and two processes' pointers can be compared by name. */
 static void resolve_pointers(struct atl_step *s)
 {
     struct last_alloc c = {.lo = 1, .hi = 0, .seq = 0};
