@@ -1499,8 +1499,10 @@ void atl_trace_sync(const struct atl_sync *s, CUresult r)
     if (mode != MODE_SYNC)
         return;
     /* a stream's sync waits for that stream only: the lent ops of other
-     * streams wait for their own */
-    if (s->kind == ATL_SYNC_STREAM)
+     * streams wait for their own. The legacy default stream (NULL, or
+     * CU_STREAM_LEGACY: the runtime may name it either way when it launches
+     * and when it synchronises) waits for every blocking stream: all. */
+    if (s->kind == ATL_SYNC_STREAM && s->stream != NULL && s->stream != CU_STREAM_LEGACY)
         sync_step(atl_hook_names[s->hook], TAKE_STREAM, (uint64_t)(uintptr_t)s->stream);
     else
         sync_step(atl_hook_names[s->hook], TAKE_LENT, 0);

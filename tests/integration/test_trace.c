@@ -277,6 +277,12 @@ START_TEST(helper_thread_ops_in_step)
     trace_run(&r, "autograd-same", "5", NULL);
     ck_assert_int_eq(count_lines(r.log, "steps=5 compared=4 identical=4 differing=0"), 1);
     run_free(&r);
+    /* on the default stream, named NULL by the launches and CU_STREAM_LEGACY
+     * by the sync */
+    trace_run(&r, "autograd-legacy", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs from #1: 5 ops (was 5, +0)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
 
     char inj[PATH_MAX + 32];
     const char *env[] = {"ATLAS_STEP=nvtx:step", nvtx_injection(inj, sizeof inj), NULL};

@@ -153,7 +153,7 @@ static void tsteps(void)
         pthread_join(th[t], NULL);
 }
 
-/* "autograd[-same]": a training step as PyTorch runs it: the forward pass
+/* "autograd[-same][-legacy]": a training step as PyTorch runs it: the forward pass
  * launched from the main thread, the backward pass from a long-lived helper
  * thread (autograd's engine) on the same stream while the main thread
  * waits, then the optimizer step from the main thread again. The helper
@@ -394,6 +394,8 @@ int main(int argc, char **argv)
     pthread_t engine;
     if (!strncmp(sc, "autograd", 8)) {
         ag_same = strstr(sc, "-same") != NULL;
+        if (strstr(sc, "-legacy"))
+            stream = NULL; /* launches name the default stream NULL, its sync CU_STREAM_LEGACY */
         pthread_create(&engine, NULL, ag_engine, NULL);
     }
     CUgraphExec replay_exec = NULL;
@@ -403,7 +405,7 @@ int main(int argc, char **argv)
             nvtxRangePushA("step");
             autograd_step(i);
             nvtxRangePop();
-            CHECK(cuStreamSynchronize(stream));
+            CHECK(cuStreamSynchronize(stream ? stream : CU_STREAM_LEGACY));
         } else if (!strcmp(sc, "replay")) {
             /* captured once, replayed every step */
             if (!replay_exec) {
