@@ -48,11 +48,10 @@ static void *worker(void *arg)
     float *x;
     CHECK(cudaSetDevice(0));
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    CHECK(cudaMalloc(&x, 256 * sizeof(float)));
-    CHECK(cudaMemsetAsync(x, 0, 256 * sizeof(float), s));
-    // the first sync makes the thread's ops its own (before, they are lent
-    // to whichever thread synchronises); the barrier lets every thread get
-    // there before any runs its steps
+    CHECK(cudaMalloc(&x, 256 * sizeof(float))); // its values do not matter
+    // the first sync (a step with nothing in it) makes the thread's ops its
+    // own (before, they are lent to whichever thread synchronises); the
+    // barrier lets every thread get there before any runs its steps
     CHECK(ctx ? cudaDeviceSynchronize() : cudaStreamSynchronize(s));
     pthread_barrier_wait(&barrier);
     for (int k = 0; k < 50; k++) {
