@@ -39,8 +39,13 @@ $(GPU_DIR)/trace_loop: tests/gpu/trace/trace_loop.cu include/atlas/trace.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -I include -o $@ $< -ldl
 
+$(GPU_DIR)/trace_threads: tests/gpu/trace/trace_threads.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -o $@ $< -lpthread
+
 .PHONY: trace-gpu-check
-trace-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/atlas-diff $(GPU_DIR)/trace_loop
+trace-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/atlas-diff $(GPU_DIR)/trace_loop \
+                 $(GPU_DIR)/trace_threads
 	sh tests/gpu/trace/run_trace.sh $(BUILD)
 
 GPU_TARGETS += trace-gpu-check

@@ -70,13 +70,14 @@ uint64_t atl_stack_hash(const struct atl_stack *s)
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
 
-const char *atl_demangle(const char *name)
+/* The demangled name in a new malloc'd string (the caller frees it), NULL
+ * when `name` is not a mangled one or cannot be demangled. */
+char *atl_demangle_dup(const char *name)
 {
-    static __thread char *last;
     static demangle_fn fn;
     static int looked;
     if (!name || name[0] != '_' || name[1] != 'Z')
-        return name;
+        return NULL;
     if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
         demangle_fn f = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
         if (!f) {
@@ -89,13 +90,22 @@ const char *atl_demangle(const char *name)
     }
     demangle_fn f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
     if (!f)
-        return name;
+        return NULL;
     int status = 0;
     char *d = f(name, NULL, NULL, &status);
     if (status != 0 || !d) {
         free(d);
-        return name;
+        return NULL;
     }
+    return d;
+}
+
+const char *atl_demangle(const char *name)
+{
+    static __thread char *last;
+    char *d = atl_demangle_dup(name);
+    if (!d)
+        return name;
     free(last);
     last = d;
     return d;

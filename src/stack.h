@@ -32,5 +32,9 @@ int atl_stack_site_index(const struct atl_stack *s);
  * __cxa_demangle when the process has one; returns `name` itself otherwise.
  * The result is valid until the next call on this thread. */
 const char *atl_demangle(const char *name);
+/* The same in a new malloc'd string that the caller frees (NULL: not a mangled
+ * name): for a thread that may exit, which would leave atl_demangle's last
+ * result behind. */
+char *atl_demangle_dup(const char *name);
 
 #endif

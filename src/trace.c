@@ -14,6 +14,7 @@
  * Everything heavier (merging threads, ordering by stream, resolving
  * pointers through the ledger, the diff, JSON) runs at the step end.
  */
+#define _GNU_SOURCE /* pthread_getname_np, program_invocation_short_name */
 #include "trace.h"
 
 #include "chrome.h"
@@ -32,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <nvtx3/nvToolsExt.h>
@@ -207,7 +209,10 @@ static const char *name_for_people(const struct atl_kfn *ck)
         return p ? p : k->mangled;
     }
     if (!k->pretty) {
-        char *p = strdup(atl_demangle(k->mangled));
+        /* steps end on any thread, and threads exit: nothing kept per thread */
+        char *p = atl_demangle_dup(k->mangled);
+        if (!p)
+            p = strdup(k->mangled);
         k->pretty = p ? p : k->mangled;
     }
     pthread_mutex_unlock(&kc_mu);
@@ -305,7 +310,15 @@ struct tbuf {
      * out of the 64-byte record, which same_as compares byte for byte. */
     uint64_t *ts;
     size_t tscap;
-    size_t held; /* bytes of the arrays above (atomic: other threads sum it) */
+    size_t held;  /* bytes of the arrays above (atomic: other threads sum it) */
+    unsigned idx; /* "#N" in reports: the N-th buffer made (a reused one keeps its N) */
+    int owner;    /* its thread has ended a step of its own (a sync, its own NVTX range):
+                   * its ops go to its own steps only; until then they are lent to the
+                   * steps other threads end (written under step_mu) */
+    /* under step_mu, in step ends (step_count): its thread's last step end of
+     * its own, and since when ops it lent have been left (0: none) */
+    uint64_t last_own, lent_since;
+    int open; /* nvtx/api: its thread has a step open (never lends then) */
 };
 
 static struct tbuf *threads; /* list head; entries live for the process */
@@ -356,6 +369,8 @@ static pthread_key_t exit_key;
  * holds for the current step, passes to the next new thread. */
 static void tbuf_release(void *p)
 {
+    /* what its thread left unsynchronised goes to whichever step ends next */
+    __atomic_store_n(&((struct tbuf *)p)->owner, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&((struct tbuf *)p)->free_, 1, __ATOMIC_RELEASE);
 }
 
@@ -369,6 +384,7 @@ static struct tbuf *tbuf_get(void)
         int one = 1;
         if (__atomic_compare_exchange_n(&b->free_, &one, 0, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
+            __atomic_store_n(&b->owner, 0, __ATOMIC_RELAXED); /* a new thread: not yet */
             my_buf = b;
             pthread_setspecific(exit_key, b);
             return b;
@@ -382,6 +398,8 @@ static struct tbuf *tbuf_get(void)
     pthread_mutex_lock(&threads_mu);
     /* appended at the tail: step merges walk threads in the order they
      * first enqueued, which keeps merged steps stable from step to step */
+    static unsigned nmade;
+    b->idx = ++nmade;
     struct tbuf **pp = &threads;
     while (*pp)
         pp = &(*pp)->next;
@@ -628,22 +646,23 @@ out:
 /* ---- steps --------------------------------------------------------------------- */
 
 static pthread_mutex_t step_mu = PTHREAD_MUTEX_INITIALIZER;
-static char step_name[64];
 /* ATLAS_CHROME_TRACE: the enqueue times of the step being finished, in the
  * order of its ops, and when it began (under step_mu) */
 static uint64_t *step_ts;
 static size_t step_tscap;
-static uint64_t step_begin_ns;
 static uint64_t step_count;
 static struct atl_diff_stats stats;
 
-#define MAX_NAMES 64
+/* The previous step of each kind (name, thread, stream): what the next one
+ * of its kind is compared with. */
+#define MAX_NAMES 256
 static struct {
-    char name[64];
     uint64_t nth;
-    struct atl_step prev;
+    struct atl_step prev; /* its name, thread and stream are the kind's */
 } names[MAX_NAMES];
 static int nnames;
+static int where;   /* more than one thread or stream has steps: reports name them */
+static int nowners; /* threads that have ended a step of their own (ever) */
 
 static void log_line_cb(void *ctx, const char *text)
 {
@@ -715,18 +734,102 @@ static int append(struct atl_step *s, const struct tbuf *b)
     return 0;
 }
 
-/* Under step_mu. Moves every thread's ops into s (or drops them), then
- * resets the buffers for the next step. */
-static void harvest(struct atl_step *s)
+/* Under step_mu and b's lock: b's ops on `stream` move to the end of s (with
+ * their Chrome times), the others stay in b, packed to its front in their
+ * order. Returns -1 when out of memory (b is then left as it was). */
+static int take_stream(struct atl_step *s, struct tbuf *b, uint64_t stream)
+{
+    size_t n = 0, nb = 0;
+    for (size_t i = 0; i < b->nops; i++)
+        if (b->ops[i].stream == stream) {
+            n++;
+            nb += b->ops[i].kind == ATL_OP_LAUNCH ? b->ops[i].u.k.kfn->total : 0;
+        }
+    if (n == 0)
+        return 0;
+    if (atl_grow((void **)&s->ops, &s->capops, s->nops + n, sizeof *s->ops, 4096) ||
+        atl_grow((void **)&s->bytes, &s->capbytes, s->nbytes + nb, 1, 65536) ||
+        (atl_chrome_on && b->ts &&
+         atl_grow((void **)&step_ts, &step_tscap, s->nops + n, sizeof *step_ts, 4096)))
+        return -1;
+    size_t keep = 0, keepb = 0;
+    for (size_t i = 0; i < b->nops; i++) {
+        struct atl_op o = b->ops[i];
+        size_t len = o.kind == ATL_OP_LAUNCH ? o.u.k.kfn->total : 0;
+        const uint8_t *from = len ? b->bytes + o.u.k.bytes : NULL;
+        if (o.stream == stream) {
+            if (atl_chrome_on && b->ts)
+                step_ts[s->nops] = b->ts[i];
+            if (len) {
+                memcpy(s->bytes + s->nbytes, from, len);
+                o.u.k.bytes = s->nbytes;
+                s->nbytes += len;
+            }
+            s->ops[s->nops++] = o;
+        } else {
+            if (len) {
+                memmove(b->bytes + keepb, from, len); /* keepb <= the offset: moves down */
+                o.u.k.bytes = keepb;
+                keepb += len;
+            }
+            if (atl_chrome_on && b->ts)
+                b->ts[keep] = b->ts[i];
+            b->ops[keep++] = o;
+        }
+    }
+    b->nops = keep, b->nbytes = keepb;
+    return 0;
+}
+
+/* What a step end takes from the threads' buffers (see docs/trace.md, "Steps
+ * and threads"). */
+enum take {
+    TAKE_NONE,   /* drop every thread's ops (a capture begins) */
+    TAKE_STREAM, /* the ender's ops, and the lent ops on the step's stream */
+    TAKE_LENT,   /* the ender's ops, and every lent op */
+    TAKE_ALL,    /* every op of every thread (capture mode, the exit) */
+};
+
+/* Ops must not pile up where no step will take them: a thread that ended
+ * no step of its own during this many step ends lends its ops again (it
+ * synchronised once, then left that to others), and lent ops that no step
+ * took for this long (on a stream only other streams' syncs follow) are
+ * dropped. */
+#define STALE_STEPS 4096
+
+/* Under step_mu: moves the ops that `take` says into s (NULL: drops them);
+ * a buffer taken whole is reset for the next step. `me` is the buffer of the
+ * thread ending the step (NULL: none). */
+static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_t stream)
 {
     /* entries are only ever appended (release), so the list can be walked
      * without its lock */
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        if (b != me && !__atomic_load_n(&b->open, __ATOMIC_RELAXED) &&
+            step_count - b->last_own > STALE_STEPS)
+            __atomic_store_n(&b->owner, 0, __ATOMIC_RELAXED);
+        int lent = !__atomic_load_n(&b->owner, __ATOMIC_RELAXED);
+        int whole = b == me || take == TAKE_ALL || take == TAKE_NONE || (lent && take == TAKE_LENT);
+        if (!whole && !(lent && take == TAKE_STREAM))
+            continue; /* another thread's own steps */
         if (buf_lock_step(b) != 0) {
             atl_exit_skipped("the ops of a thread still recording");
             continue;
         }
+        if (!whole) {
+            if (s && take_stream(s, b, stream) != 0)
+                atl_log_once_oom("the step trace");
+            if (!b->nops)
+                b->lent_since = 0;
+            else if (!b->lent_since)
+                b->lent_since = step_count + 1;
+            else if (step_count + 1 - b->lent_since > STALE_STEPS)
+                b->nops = 0, b->nbytes = 0, b->oom = 0, b->lent_since = 0;
+            buf_unlock(b);
+            continue;
+        }
+        b->lent_since = 0;
         if (s && b->nops) {
             size_t first = s->nops;
             if (atl_chrome_on && b->ts) {
@@ -764,16 +867,25 @@ static int u64_cmp(const void *a, const void *b)
 /* Orders the ops per stream: streams by handle (stable from step to step
  * whatever thread enqueued first), and within a stream the order of the
  * threads' buffers (a stable counting sort). */
+static void order_streams(struct atl_step *s);
+
 static void order_by_stream(struct atl_step *s)
+{
+    for (size_t i = 1; i < s->nops; i++)
+        if (s->ops[i].stream != s->ops[0].stream) {
+            order_streams(s);
+            return;
+        }
+    /* one stream (the common case): nothing to reorder */
+}
+
+/* order_by_stream's work when there are several streams: out of line, so
+ * that a one-stream step does not pay for zeroing its counters. */
+static __attribute__((noinline)) void order_streams(struct atl_step *s)
 {
     enum { MAXS = 256 };
     uint64_t str[MAXS];
     size_t cnt[MAXS + 1] = {0}, ns = 0;
-    if (s->nops < 2)
-        return;
-    for (size_t i = 1; i < s->nops && s->ops[i].stream == s->ops[0].stream; i++)
-        if (i == s->nops - 1)
-            return; /* one stream (the common case): nothing to reorder */
     uint16_t *rank = malloc(s->nops * sizeof *rank);
     struct atl_op *out = malloc(s->nops * sizeof *out);
     if (!rank || !out) {
@@ -824,16 +936,51 @@ static void order_by_stream(struct atl_step *s)
     free(rank);
 }
 
+/* The last allocation found: consecutive pointers mostly fall in one. */
+struct last_alloc {
+    uint64_t lo, hi, seq;
+};
+
+/* Annotates the word at (op, at) when v points into a live allocation. */
+static void note_pointer(struct atl_step *s, uint32_t op, uint32_t at, uint64_t v,
+                         struct last_alloc *c)
+{
+    if (v < 65536)
+        return;
+    if (!(v >= c->lo && v < c->hi)) {
+        struct atl_alloc_rec rec;
+        if (!atl_ledger_find((CUdeviceptr)v, &rec))
+            return;
+        c->lo = rec.ptr, c->hi = rec.ptr + (rec.padded > rec.bytes ? rec.padded : rec.bytes);
+        if (c->hi == c->lo)
+            c->hi = c->lo + 1;
+        c->seq = rec.seq;
+    }
+    atl_step_annotate(s, op, at, c->seq, v - c->lo);
+}
+
 /* Names 8-byte parameters, and the 8-byte words of larger ones (PyTorch
  * passes tensor pointers in a by-value array), that point into a live
  * allocation, so the diff can tell "the same buffer at another offset" from
  * "another buffer", and two processes' pointers can be compared by name. */
 static void resolve_pointers(struct atl_step *s)
 {
-    struct atl_alloc_rec rec;
-    uint64_t lo = 1, hi = 0, seq = 0; /* the last allocation found */
+    struct last_alloc c = {.lo = 1, .hi = 0, .seq = 0};
     for (size_t i = 0; i < s->nops; i++) {
         const struct atl_op *o = &s->ops[i];
+        /* memsets and copies: their device addresses, so that two runs
+         * compare them by allocation too */
+        if (o->kind == ATL_OP_MEMSET) {
+            note_pointer(s, (uint32_t)i, ATL_ANN_DST, o->u.m.ptr, &c);
+            continue;
+        }
+        if (o->kind == ATL_OP_COPY) {
+            if (o->sub != ATL_DIR_DTOH && o->sub != ATL_DIR_HTOH)
+                note_pointer(s, (uint32_t)i, ATL_ANN_DST, o->u.c.dst, &c);
+            if (o->sub != ATL_DIR_HTOD && o->sub != ATL_DIR_HTOH)
+                note_pointer(s, (uint32_t)i, ATL_ANN_SRC, o->u.c.src, &c);
+            continue;
+        }
         if (o->kind != ATL_OP_LAUNCH)
             continue;
         const struct atl_kfn *k = o->u.k.kfn;
@@ -844,17 +991,7 @@ static void resolve_pointers(struct atl_step *s)
             for (uint32_t w = 0; w + 8 <= k->size[j]; w += 8) {
                 uint64_t v;
                 memcpy(&v, p + k->off[j] + w, 8);
-                if (v < 65536)
-                    continue;
-                if (!(v >= lo && v < hi)) {
-                    if (!atl_ledger_find((CUdeviceptr)v, &rec))
-                        continue;
-                    lo = rec.ptr, hi = rec.ptr + (rec.padded > rec.bytes ? rec.padded : rec.bytes);
-                    if (hi == lo)
-                        hi = lo + 1;
-                    seq = rec.seq;
-                }
-                atl_step_annotate(s, (uint32_t)i, k->off[j] + w, seq, v - lo);
+                note_pointer(s, (uint32_t)i, k->off[j] + w, v, &c);
             }
         }
     }
@@ -880,7 +1017,7 @@ static int same_as(const struct atl_step *a, const struct atl_step *b)
 {
     return a->ops && a->nops == b->nops && a->nbytes == b->nbytes &&
            memcmp(a->ops, b->ops, a->nops * sizeof *a->ops) == 0 &&
-           memcmp(a->bytes, b->bytes, a->nbytes) == 0;
+           (a->nbytes == 0 || memcmp(a->bytes, b->bytes, a->nbytes) == 0);
 }
 
 /* Under step_mu: the step's slice and ops into the Chrome trace. Pointers
@@ -951,20 +1088,64 @@ static void reclaim_retired(size_t upto)
     pthread_mutex_unlock(&kc_mu);
 }
 
-static void step_finish(const char *name)
+/* The thread's name in reports: "main", the name it was given
+ * (pthread_setname_np), or "#N" (its buffer's number) when it has none of
+ * its own (a new thread inherits the program's name). */
+static void thread_label_now(const struct tbuf *me, char *out, size_t len)
+{
+    char nm[16] = "";
+    if ((pid_t)syscall(SYS_gettid) == getpid()) {
+        snprintf(out, len, "main");
+        return;
+    }
+    if (pthread_getname_np(pthread_self(), nm, sizeof nm) == 0 && nm[0] &&
+        strncmp(nm, program_invocation_short_name, sizeof nm - 1) != 0) {
+        size_t n = 0;
+        for (; nm[n] && n + 1 < len; n++) /* only printable text reaches the log */
+            out[n] = nm[n] > ' ' && nm[n] < 127 && nm[n] != '"' && nm[n] != '\\' ? nm[n] : '_';
+        out[n] = '\0';
+        return;
+    }
+    snprintf(out, len, "#%u", me ? me->idx : 0);
+}
+
+/* thread_label_now costs three system calls, too many for a step end per
+ * synchronous copy: it is asked again every 256th step of the thread only
+ * (a thread names itself when it starts, if at all). */
+static __thread char my_label[24];
+static __thread unsigned my_label_age;
+
+static void thread_label(const struct tbuf *me, char out[sizeof my_label])
+{
+    if (!my_label[0] || my_label_age++ % 256 == 0)
+        thread_label_now(me, my_label, sizeof my_label);
+    memcpy(out, my_label, sizeof my_label);
+}
+
+/* Ends a step on the calling thread (its buffer `me`, NULL when it has
+ * none): takes what `take` says (harvest), keys the step by the thread and
+ * `stream` (0: the one stream of its ops, if they share one) and compares it
+ * with the previous step of its kind. `begin` is the Chrome export's start
+ * of the step. */
+static void step_finish(const char *name, struct tbuf *me, enum take take, uint64_t stream,
+                        uint64_t begin)
 {
     struct atl_step s;
     uint64_t end = atl_chrome_on ? atl_chrome_now() : 0;
+    if (!begin)
+        begin = end; /* the thread's first step: when it began is not known */
     if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
         return;
     pthread_mutex_lock(&kc_mu);
     size_t retired_before = nretired; /* before the harvest: see reclaim_retired */
     pthread_mutex_unlock(&kc_mu);
     atl_step_init(&s, name);
-    harvest(&s);
-    uint64_t begin = step_begin_ns;
-    if (atl_chrome_on)
-        step_begin_ns = end; /* sync mode: the next step opens here */
+    /* before the harvest: its own ops are taken whole */
+    if (me && !__atomic_exchange_n(&me->owner, 1, __ATOMIC_RELAXED))
+        where |= ++nowners > 1;
+    if (me)
+        me->last_own = step_count;
+    harvest(&s, me, take, stream);
     if (s.nops == 0) {
         atl_step_free(&s);
         reclaim_retired(retired_before);
@@ -974,14 +1155,29 @@ static void step_finish(const char *name)
     order_by_stream(&s);
     s.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
     stats.steps++;
+    _Static_assert(sizeof s.thread == sizeof my_label, "a label fills the step's");
+    thread_label(me, s.thread);
+    s.stream = stream;
+    if (take != TAKE_STREAM && mode != MODE_CAPTURE) {
+        s.stream = s.ops[0].stream; /* ordered by stream: one stream iff first == last */
+        if (s.ops[s.nops - 1].stream != s.stream)
+            s.stream = 0;
+    }
     int slot = 0;
-    while (slot < nnames && strcmp(names[slot].name, s.name) != 0)
+    while (slot < nnames && !atl_step_same_key(&names[slot].prev, &s, 0))
         slot++;
     if (slot == nnames) {
-        if (nnames == MAX_NAMES)
-            slot = MAX_NAMES - 1; /* more step names than that: the last slot is shared */
-        else
-            snprintf(names[nnames++].name, sizeof names[0].name, "%s", s.name);
+        if (nnames == MAX_NAMES) {
+            slot = MAX_NAMES - 1; /* more kinds of step than that: the last slot is shared */
+        } else {
+            struct atl_step *k = &names[nnames++].prev;
+            snprintf(k->name, sizeof k->name, "%s", s.name);
+            memcpy(k->thread, s.thread, sizeof k->thread);
+            k->stream = s.stream;
+            if (nnames > 1 &&
+                (strcmp(names[0].prev.thread, s.thread) != 0 || names[0].prev.stream != s.stream))
+                where = 1;
+        }
     }
     s.nth = ++names[slot].nth;
     struct atl_step *prev = &names[slot].prev;
@@ -989,6 +1185,8 @@ static void step_finish(const char *name)
         .max_lines = (unsigned)atl_cfg.diff_max,
         .ignore = &ignore_list,
         .replay = mode == MODE_CAPTURE ? "capture" : NULL,
+        .where = where,
+        .pointers = (int)atl_cfg.diff_pointers,
         .line = log_line_cb,
     };
     /* The steady state of a replayable loop: byte-identical to the previous
@@ -1084,41 +1282,73 @@ void atl_trace_flush(void)
     pthread_mutex_unlock(&step_mu);
 }
 
+/* NVTX and api steps are the calling thread's: its open range (or
+ * atlas_step_begin), its name and when it began. `recording` counts the
+ * threads with a step open, so that the ops of threads without one are
+ * recorded meanwhile (lent to the step that ends next; see harvest). */
+static __thread char my_step[64];
+static __thread int my_in_step;
+static __thread uint64_t my_begin_ns; /* the Chrome export: this thread's step began */
+
 void atl_trace_step_begin(const char *name)
 {
     if (!atl_trace_on || __atomic_load_n(&trace_done, __ATOMIC_ACQUIRE))
         return;
     /* api: a begin inside a step ends that step first */
-    if (__atomic_load_n(&recording, __ATOMIC_ACQUIRE))
+    if (my_in_step)
         atl_trace_step_end();
-    pthread_mutex_lock(&step_mu);
-    harvest(NULL); /* whatever was enqueued outside a step is not part of it */
-    if (atl_chrome_on)
-        step_begin_ns = atl_chrome_now();
-    snprintf(step_name, sizeof step_name, "%s", name && *name ? name : "step");
-    __atomic_store_n(&recording, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&step_mu);
+    struct tbuf *b = tbuf_get();
+    if (b) {
+        /* whatever this thread enqueued outside its steps is not part of one */
+        pthread_mutex_lock(&step_mu);
+        if (!__atomic_exchange_n(&b->owner, 1, __ATOMIC_RELAXED))
+            where |= ++nowners > 1;
+        b->last_own = step_count;
+        __atomic_store_n(&b->open, 1, __ATOMIC_RELAXED);
+        buf_lock(b);
+        b->nops = 0, b->nbytes = 0, b->oom = 0;
+        buf_unlock(b);
+        pthread_mutex_unlock(&step_mu);
+    }
+    my_begin_ns = atl_chrome_on ? atl_chrome_now() : 0;
+    snprintf(my_step, sizeof my_step, "%s", name && *name ? name : "step");
+    my_in_step = 1;
+    __atomic_add_fetch(&recording, 1, __ATOMIC_ACQ_REL);
 }
 
 void atl_trace_step_end(void)
 {
-    if (!atl_trace_on || __atomic_load_n(&trace_done, __ATOMIC_ACQUIRE) ||
-        !__atomic_load_n(&recording, __ATOMIC_ACQUIRE))
+    if (!atl_trace_on || __atomic_load_n(&trace_done, __ATOMIC_ACQUIRE) || !my_in_step)
         return;
-    __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
-    char name[64];
-    if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
-        return;
-    memcpy(name, step_name, sizeof name);
-    pthread_mutex_unlock(&step_mu);
-    step_finish(name);
+    my_in_step = 0;
+    step_finish(my_step, my_buf, TAKE_LENT, 0, my_begin_ns);
+    if (my_buf)
+        __atomic_store_n(&my_buf->open, 0, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&recording, 1, __ATOMIC_ACQ_REL);
 }
 
 /* ---- events ----------------------------------------------------------------------- */
 
 static inline int rec_now(void)
 {
-    return __atomic_load_n(&recording, __ATOMIC_RELAXED);
+    return __atomic_load_n(&recording, __ATOMIC_RELAXED) > 0;
+}
+
+/* Stream captures in progress (any mode): while there are, each op asks the
+ * driver whether its stream captures. A captured op is not executed where
+ * it is enqueued: it belongs to the capture step only (ATLAS_STEP=capture),
+ * and the eager step records the graph's launch instead. */
+static int captures_live;
+
+static int skip_op(uint64_t stream)
+{
+    if (__builtin_expect(!__atomic_load_n(&captures_live, __ATOMIC_RELAXED), 1))
+        return 0;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!atl_drv.cuStreamIsCapturing ||
+        atl_drv.cuStreamIsCapturing((CUstream)(uintptr_t)stream, &st) != CUDA_SUCCESS)
+        st = CU_STREAM_CAPTURE_STATUS_NONE;
+    return (st == CU_STREAM_CAPTURE_STATUS_ACTIVE) != (mode == MODE_CAPTURE);
 }
 
 static void warn_inexact(const struct atl_kfn *k)
@@ -1144,7 +1374,7 @@ out:
 
 void atl_trace_launch(const struct atl_launch *l, CUresult r)
 {
-    if (r != CUDA_SUCCESS || !rec_now())
+    if (r != CUDA_SUCCESS || !rec_now() || skip_op((uint64_t)(uintptr_t)l->stream))
         return;
     const void *packed = NULL;
     size_t packed_size = 0;
@@ -1173,7 +1403,7 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
 
 void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
 {
-    if (r != CUDA_SUCCESS || !rec_now())
+    if (r != CUDA_SUCCESS || !rec_now() || skip_op((uint64_t)(uintptr_t)g->stream))
         return;
     struct atl_op o = {.kind = ATL_OP_GRAPH, .stream = (uint64_t)(uintptr_t)g->stream};
     o.u.g.exec = (uint64_t)(uintptr_t)g->exec;
@@ -1182,7 +1412,7 @@ void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
 
 void atl_trace_memset(const struct atl_memset *m, CUresult r)
 {
-    if (r == CUDA_SUCCESS && rec_now()) {
+    if (r == CUDA_SUCCESS && rec_now() && !skip_op((uint64_t)(uintptr_t)m->stream)) {
         struct atl_op o = {.kind = ATL_OP_MEMSET,
                            .sub = (uint8_t)m->elem,
                            .stream = (uint64_t)(uintptr_t)m->stream,
@@ -1277,9 +1507,11 @@ static void copy_op(const struct atl_copy *c, struct atl_op *o)
     }
 }
 
+static void sync_step(const char *name, enum take take, uint64_t stream);
+
 void atl_trace_copy(const struct atl_copy *c, CUresult r)
 {
-    if (r == CUDA_SUCCESS && rec_now()) {
+    if (r == CUDA_SUCCESS && rec_now() && !skip_op((uint64_t)(uintptr_t)c->stream)) {
         struct atl_op o = {0};
         copy_op(c, &o);
         record(&o);
@@ -1291,33 +1523,76 @@ void atl_trace_copy(const struct atl_copy *c, CUresult r)
     if (mode == MODE_SYNC && !c->async &&
         (c->kind == ATL_CPY_DTOH || c->kind == ATL_CPY_ATOH || c->kind == ATL_CPY_GENERIC ||
          c->kind == ATL_CPY_DTOD || c->kind == ATL_CPY_2D || c->kind == ATL_CPY_3D))
-        step_finish(atl_hook_names[c->hook]);
+        sync_step(atl_hook_names[c->hook], TAKE_LENT, 0);
+}
+
+/* Sync mode: the calling thread's host synchronisation ends its step. */
+static void sync_step(const char *name, enum take take, uint64_t stream)
+{
+    if (!atl_trace_on || __atomic_load_n(&trace_done, __ATOMIC_ACQUIRE))
+        return;
+    step_finish(name, tbuf_get(), take, stream, my_begin_ns);
+    if (atl_chrome_on)
+        my_begin_ns = atl_chrome_now(); /* the thread's next step opens here */
 }
 
 void atl_trace_sync(const struct atl_sync *s, CUresult r)
 {
     (void)r;
-    if (mode == MODE_SYNC)
-        step_finish(atl_hook_names[s->hook]);
+    if (mode != MODE_SYNC)
+        return;
+    /* a stream's sync waits for that stream only: the lent ops of other
+     * streams wait for their own. The legacy default stream (NULL, or
+     * CU_STREAM_LEGACY: the runtime may name it either way when it launches
+     * and when it synchronises) waits for every blocking stream: all. */
+    if (s->kind == ATL_SYNC_STREAM && s->stream != NULL && s->stream != CU_STREAM_LEGACY)
+        sync_step(atl_hook_names[s->hook], TAKE_STREAM, (uint64_t)(uintptr_t)s->stream);
+    else
+        sync_step(atl_hook_names[s->hook], TAKE_LENT, 0);
 }
 
 /* Captures on several streams at once (one region forked into others)
- * make one step: it begins with the first capture and ends with the last. */
+ * make one step: it begins with the first capture and ends with the last,
+ * and is keyed by the stream the first one began on. */
 static int captures_open;
+static uint64_t cap_stream, cap_begin_ns;
+
+static void capture_step_end(void)
+{
+    step_finish("capture", tbuf_get(), TAKE_ALL, cap_stream, cap_begin_ns);
+    __atomic_sub_fetch(&recording, 1, __ATOMIC_ACQ_REL);
+}
 
 void atl_trace_capture_pre(const struct atl_capture *c)
 {
-    if (mode == MODE_CAPTURE && !c->begin &&
-        __atomic_load_n(&captures_open, __ATOMIC_ACQUIRE) > 0 &&
-        __atomic_sub_fetch(&captures_open, 1, __ATOMIC_ACQ_REL) == 0)
-        atl_trace_step_end();
+    if (c->begin)
+        return;
+    /* ops enqueued from now on are not in this capture (a failed end
+     * leaves the count low: those ops are then not told apart) */
+    int live = __atomic_load_n(&captures_live, __ATOMIC_RELAXED);
+    while (live > 0 && !__atomic_compare_exchange_n(&captures_live, &live, live - 1, 0,
+                                                    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        ;
+    if (mode == MODE_CAPTURE && __atomic_load_n(&captures_open, __ATOMIC_ACQUIRE) > 0 &&
+        __atomic_sub_fetch(&captures_open, 1, __ATOMIC_ACQ_REL) == 0 &&
+        !__atomic_load_n(&trace_done, __ATOMIC_ACQUIRE))
+        capture_step_end();
 }
 
 void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
 {
-    if (mode == MODE_CAPTURE && c->begin && r == CUDA_SUCCESS &&
-        __atomic_fetch_add(&captures_open, 1, __ATOMIC_ACQ_REL) == 0)
-        atl_trace_step_begin("capture");
+    if (!c->begin || r != CUDA_SUCCESS)
+        return;
+    __atomic_add_fetch(&captures_live, 1, __ATOMIC_ACQ_REL);
+    if (mode == MODE_CAPTURE && __atomic_fetch_add(&captures_open, 1, __ATOMIC_ACQ_REL) == 0 &&
+        !__atomic_load_n(&trace_done, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&step_mu);
+        harvest(NULL, NULL, TAKE_NONE, 0); /* nothing before the capture is part of it */
+        cap_stream = (uint64_t)(uintptr_t)c->stream;
+        pthread_mutex_unlock(&step_mu);
+        cap_begin_ns = atl_chrome_on ? atl_chrome_now() : 0;
+        __atomic_add_fetch(&recording, 1, __ATOMIC_ACQ_REL);
+    }
 }
 
 /* ---- NVTX: ranges named ATLAS_STEP=nvtx:NAME are steps ---------------------------- */
@@ -1478,7 +1753,7 @@ unsigned atl_trace_init(void)
     if (atl_cfg.trace_file)
         json = atl_report_stream("ATLAS_TRACE_FILE", atl_cfg.trace_file, "no JSON lines");
     if (atl_cfg.chrome_trace && atl_chrome_open(atl_cfg.chrome_trace) == 0)
-        step_begin_ns = atl_chrome_now();
+        my_begin_ns = atl_chrome_now(); /* the initialising thread's; others' start at 0 */
     max_bytes = (size_t)atl_cfg.trace_max_mb << 20;
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */
     atl_trace_on = 1;
@@ -1538,7 +1813,9 @@ void atl_trace_exit(void)
      * mode (a program that ends without a final sync); an open api/nvtx step
      * is closed the same way */
     if (mode == MODE_SYNC)
-        step_finish("exit");
+        sync_step("exit", TAKE_ALL, 0);
+    else if (mode == MODE_CAPTURE && __atomic_exchange_n(&captures_open, 0, __ATOMIC_ACQ_REL) > 0)
+        capture_step_end();
     else
         atl_trace_step_end();
     __atomic_store_n(&trace_done, 1, __ATOMIC_RELEASE);

@@ -29,7 +29,15 @@
 void atl_step_init(struct atl_step *s, const char *name)
 {
     memset(s, 0, sizeof *s);
-    snprintf(s->name, sizeof s->name, "%s", name ? name : "");
+    /* not snprintf: a step ends at every synchronous copy */
+    size_t n = name ? strnlen(name, sizeof s->name - 1) : 0;
+    memcpy(s->name, name ? name : "", n);
+}
+
+int atl_step_same_key(const struct atl_step *a, const struct atl_step *b, int cross)
+{
+    return strcmp(a->name, b->name) == 0 && strcmp(a->thread, b->thread) == 0 &&
+           (cross || a->stream == b->stream);
 }
 
 void atl_step_free(struct atl_step *s)
@@ -177,7 +185,8 @@ uint64_t atl_hash_bytes(uint64_t h, const void *bytes, size_t n)
         h = mix(h, w);
     }
     uint64_t t = 0;
-    memcpy(&t, p + i, n - i);
+    if (n > i) /* p is NULL when n is 0 (a step without parameter bytes) */
+        memcpy(&t, p + i, n - i);
     return mix(h, t ^ ((uint64_t)n << 56));
 }
 
@@ -209,7 +218,7 @@ static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct a
     const struct atl_kfn *k = o->u.k.kfn;
     const uint8_t *p = atl_op_bytes(s, o);
     uint8_t tmp[4096];
-    if (!s->nann || k->total > sizeof tmp)
+    if (!s->nann || k->total == 0 || k->total > sizeof tmp)
         return atl_hash_bytes(h, p, k->total);
     memcpy(tmp, p, k->total);
     const uint32_t op = (uint32_t)(o - s->ops);
@@ -221,6 +230,15 @@ static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct a
         }
     }
     return atl_hash_bytes(h, tmp, k->total);
+}
+
+/* A memset's or copy's address: its allocation and offset where the ledger
+ * knew it (the same buffer in two processes), else the address. */
+static uint64_t addr_key(const struct atl_step *s, const struct atl_op *o, uint32_t at,
+                         uint64_t raw)
+{
+    const struct atl_ann *an = s->nann ? atl_step_ann(s, (uint32_t)(o - s->ops), at) : NULL;
+    return an ? mix(an->seq, an->off) : raw;
 }
 
 static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint64_t shape)
@@ -236,10 +254,13 @@ static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint
             h = params_hash(h, s, o);
         break;
     case ATL_OP_MEMSET:
-        h = mix(mix(mix(mix(h, o->u.m.ptr), o->u.m.count), o->u.m.pitch), o->u.m.height);
+        h = mix(h, addr_key(s, o, ATL_ANN_DST, o->u.m.ptr));
+        h = mix(mix(mix(h, o->u.m.count), o->u.m.pitch), o->u.m.height);
         break;
     case ATL_OP_COPY:
-        h = mix(mix(mix(mix(mix(h, o->u.c.dst), o->u.c.src), o->u.c.w), o->u.c.h), o->u.c.d);
+        h = mix(mix(h, addr_key(s, o, ATL_ANN_DST, o->u.c.dst)),
+                addr_key(s, o, ATL_ANN_SRC, o->u.c.src));
+        h = mix(mix(mix(h, o->u.c.w), o->u.c.h), o->u.c.d);
         break;
     default:
         h = mix(h, o->u.g.exec);
@@ -320,35 +341,113 @@ static int ignored(const struct atl_ignore *ig, const struct atl_kfn *k, int arg
 
 /* ---- the report ------------------------------------------------------------- */
 
+/* A report's lines are ranked before they are printed, so what a person
+ * reads first is about host values: */
+enum rank {
+    RANK_VALUE,  /* scalars and sizes */
+    RANK_LAUNCH, /* grid, block, shared memory, cluster, parameter layout */
+    RANK_OPS,    /* ops inserted or removed */
+    RANK_PTR,    /* pointers (another buffer; moved within one, collapsed) */
+    NRANKS
+};
+
 struct report {
     const struct atl_diff_opts *o;
     struct atl_diff_stats *st;
     const struct atl_step *a, *b;
-    size_t lines;   /* differences found */
-    size_t printed; /* lines printed */
-    int header_done;
+    size_t lines; /* differences found */
+    /* the lines kept for printing: at most max_lines of each rank (no more
+     * can be printed), in the order found */
+    struct kept_line {
+        char *text;
+        int rank;
+    } * kept;
+    size_t nkept, capkept, per_rank[NRANKS];
+    /* pointers moved within their allocations (ATLAS_DIFF_POINTERS=collapse) */
+    size_t moved;
+    char moved_names[256];
     char header[512];
 };
 
-static void emit(struct report *r, const char *text)
+static void emit(struct report *r, enum rank rank, const char *text)
 {
     r->lines++;
-    if (!r->header_done) {
-        r->header_done = 1;
-        r->o->line(r->o->ctx, r->header);
+    if (r->per_rank[rank] >= r->o->max_lines)
+        return;
+    char *t = strdup(text);
+    if (!t || grow((void **)&r->kept, &r->capkept, r->nkept + 1, sizeof *r->kept)) {
+        free(t);
+        return;
     }
-    if (r->printed < r->o->max_lines) {
-        r->printed++;
-        r->o->line(r->o->ctx, text);
+    r->per_rank[rank]++;
+    r->kept[r->nkept++] = (struct kept_line){t, rank};
+}
+
+/* A pointer that moved within its allocation (the same alloc#N, another
+ * offset), `what` ("add_pos arg0"): a caching allocator handing an
+ * intermediate another block of its segment does this every step, so by
+ * default (collapse) they are one line per step. Returns 1 when the caller
+ * is not to report it itself. */
+static int moved_within(struct report *r, const char *what)
+{
+    if (r->o->pointers == ATL_PTRS_ALL)
+        return 0;
+    if (r->o->pointers == ATL_PTRS_NONE)
+        return 1;
+    if (!strstr(r->moved_names, what)) {
+        size_t l = strlen(r->moved_names);
+        if (l + strlen(what) + 8 < sizeof r->moved_names)
+            snprintf(r->moved_names + l, sizeof r->moved_names - l, "%s%s", l ? ", " : "", what);
+        else if (!strstr(r->moved_names, ", ..."))
+            snprintf(r->moved_names + l, sizeof r->moved_names - l, ", ...");
+    }
+    r->moved++;
+    return 1;
+}
+
+/* Prints the header and the kept lines, rank by rank, at most max_lines,
+ * then a count of the rest. */
+static void report_print(struct report *r)
+{
+    if (r->moved) {
+        char line[512];
+        snprintf(line, sizeof line,
+                 "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s",
+                 r->moved, r->moved == 1 ? "" : "s", r->moved == 1 ? "its" : "their",
+                 r->moved == 1 ? "" : "s", r->moved_names);
+        emit(r, RANK_PTR, line);
+    }
+    if (r->lines)
+        r->o->line(r->o->ctx, r->header);
+    size_t printed = 0;
+    for (int k = 0; k < NRANKS; k++)
+        for (size_t i = 0; i < r->nkept; i++)
+            if (r->kept[i].rank == k && printed < r->o->max_lines) {
+                r->o->line(r->o->ctx, r->kept[i].text);
+                printed++;
+            }
+    for (size_t i = 0; i < r->nkept; i++)
+        free(r->kept[i].text);
+    free(r->kept);
+    r->kept = NULL, r->nkept = 0;
+    if (r->lines > printed) {
+        char line[128];
+        snprintf(line, sizeof line, "  ... %zu more differences not shown (%s=%u)",
+                 r->lines - printed, r->o->max_name ? r->o->max_name : "ATLAS_DIFF_MAX",
+                 r->o->max_lines);
+        r->o->line(r->o->ctx, line);
     }
 }
 
-static void count_top(struct report *r, const struct atl_kfn *k, const char *field)
+/* Counts a differing field of op o for the summary: "add_pos arg1",
+ * "memset ptr", "copy width". */
+static void count_top(struct report *r, const struct atl_op *o, const char *field)
 {
     if (!r->st)
         return;
     char what[160], base[120];
-    base_name(k ? k->pretty : "?", base, sizeof base);
+    const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
+    base_name(k ? k->pretty : kind_name(o->kind), base, sizeof base);
     snprintf(what, sizeof what, "%s %s", base, field);
     struct atl_diff_stats *st = r->st;
     for (int i = 0; i < st->ntop; i++)
@@ -360,6 +459,37 @@ static void count_top(struct report *r, const struct atl_kfn *k, const char *fie
         snprintf(st->top[st->ntop].what, sizeof st->top[0].what, "%s", what);
         st->top[st->ntop++].n = 1;
     }
+}
+
+/* A value of kernel parameter `what` changed from va to vb (by `delta`,
+ * sign-extended) in step b: counted once per step for the frozen-value
+ * summary, with the shape of its changes. */
+static void note_frozen(struct report *r, const char *what, uint64_t va, uint64_t vb, int64_t delta)
+{
+    struct atl_diff_stats *st = r->st;
+    if (!st)
+        return;
+    struct atl_frozen *f = NULL;
+    for (int i = 0; i < st->nfrozen && !f; i++)
+        if (strcmp(st->frozen[i].what, what) == 0)
+            f = &st->frozen[i];
+    if (!f) {
+        if (st->nfrozen == 64)
+            return; /* the summary names the first 64 */
+        f = &st->frozen[st->nfrozen++];
+        snprintf(f->what, sizeof f->what, "%s", what);
+        f->n = 1, f->step = r->b->index, f->first = va, f->v[0] = va, f->v[1] = vb;
+        f->last = vb, f->delta = delta, f->steady = 1, f->many = 0;
+        return;
+    }
+    if (f->step == r->b->index)
+        return;
+    f->n++, f->step = r->b->index;
+    if (delta != f->delta || va != f->last)
+        f->steady = 0;
+    if ((va != f->v[0] && va != f->v[1]) || (vb != f->v[0] && vb != f->v[1]))
+        f->many = 1;
+    f->last = vb;
 }
 
 static const char *op_label(const struct atl_op *o, char *buf, size_t len)
@@ -394,7 +524,7 @@ static void op_summary(const struct atl_step *s, const struct atl_op *o, char *b
 }
 
 static void field_u64(struct report *r, size_t idx, const struct atl_op *o, const char *field,
-                      uint64_t a, uint64_t b)
+                      uint64_t a, uint64_t b, enum rank rank)
 {
     if (a == b)
         return;
@@ -402,8 +532,21 @@ static void field_u64(struct report *r, size_t idx, const struct atl_op *o, cons
     snprintf(line, sizeof line,
              "  op %zu %s %s: 0x%" PRIx64 " -> 0x%" PRIx64 " (delta %+" PRId64 ")", idx,
              op_label(o, lab, sizeof lab), field, a, b, (int64_t)(b - a));
-    emit(r, line);
-    count_top(r, o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL, field);
+    emit(r, rank, line);
+    count_top(r, o, field);
+}
+
+/* A size or a count, in decimal (`unit`: " bytes" or ""). */
+static void field_num(struct report *r, size_t idx, const struct atl_op *o, const char *field,
+                      uint64_t a, uint64_t b, const char *unit, enum rank rank)
+{
+    if (a == b)
+        return;
+    char lab[256], line[640];
+    snprintf(line, sizeof line, "  op %zu %s %s: %" PRIu64 " -> %" PRIu64 "%s (delta %+" PRId64 ")",
+             idx, op_label(o, lab, sizeof lab), field, a, b, unit, (int64_t)(b - a));
+    emit(r, rank, line);
+    count_top(r, o, field);
 }
 
 static void field_dim(struct report *r, size_t idx, const struct atl_op *o, const char *field,
@@ -414,8 +557,8 @@ static void field_dim(struct report *r, size_t idx, const struct atl_op *o, cons
     char lab[256], line[640];
     snprintf(line, sizeof line, "  op %zu %s %s: (%u,%u,%u) -> (%u,%u,%u)", idx,
              op_label(o, lab, sizeof lab), field, a[0], a[1], a[2], b[0], b[1], b[2]);
-    emit(r, line);
-    count_top(r, o->u.k.kfn, field);
+    emit(r, RANK_LAUNCH, line);
+    count_top(r, o, field);
 }
 
 static void fmt_alloc(const struct atl_ann *an, char *buf, size_t len)
@@ -447,7 +590,7 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
     if (ka->nparams != kb->nparams || ka->total != kb->total) {
         snprintf(line, sizeof line, "  op %zu %s parameter layout: %u params/%u bytes -> %u/%u", ib,
                  lab, ka->nparams, ka->total, kb->nparams, kb->total);
-        emit(r, line);
+        emit(r, RANK_LAUNCH, line);
         return;
     }
     for (unsigned i = 0; i < kb->nparams; i++) {
@@ -469,22 +612,29 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             memcpy(&vb, pb + off + w, n);
             if (va == vb || same_alloc(r, ia, ib, off + w, n))
                 continue;
-            if (!counted++) {
-                char field[32];
-                snprintf(field, sizeof field, "arg%u", i);
-                count_top(r, kb, field);
+            char field[32], where[48], aa[64] = "", ab[64] = "";
+            snprintf(field, sizeof field, "arg%u", i);
+            const struct atl_ann *xa = NULL, *xb = NULL;
+            if (n == 8) {
+                xa = atl_step_ann(r->a, (uint32_t)ia, off + w);
+                xb = atl_step_ann(r->b, (uint32_t)ib, off + w);
+                char what[160];
+                base_name(kb->pretty, what, 120);
+                snprintf(what + strlen(what), sizeof what - strlen(what), " %s", field);
+                if (xa && xb && xa->seq == xb->seq && moved_within(r, what))
+                    continue;
             }
-            char where[48], aa[64] = "", ab[64] = "";
+            if (!counted++)
+                count_top(r, ob, field);
             const char *verdict = "";
             if (sz > 8)
                 snprintf(where, sizeof where, "+0x%x @0x%x (%u of %u bytes)", w, off + w, n, sz);
             else
                 snprintf(where, sizeof where, " @0x%x (%u bytes)", off, sz);
             if (n == 8) {
-                /* Pointers: the same buffer at another offset usually means
-                 * a position baked in; another buffer, a fresh allocation. */
-                const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, off + w);
-                const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, off + w);
+                /* Pointers: the same buffer at another offset (a position
+                 * baked in, or allocator reuse); another buffer, a fresh
+                 * allocation. */
                 fmt_alloc(xa, aa, sizeof aa);
                 fmt_alloc(xb, ab, sizeof ab);
                 if (xa && xb)
@@ -495,13 +645,49 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             int sh = 64 - 8 * (int)n;
             int64_t delta = n == 8 ? (int64_t)(vb - va)
                                    : ((int64_t)(vb << sh) >> sh) - ((int64_t)(va << sh) >> sh);
+            {
+                char what[160];
+                base_name(kb->pretty, what, 120);
+                size_t l = strlen(what);
+                if (sz > 8)
+                    snprintf(what + l, sizeof what - l, " %s+0x%x", field, w);
+                else
+                    snprintf(what + l, sizeof what - l, " %s", field);
+                note_frozen(r, what, va, vb, delta);
+            }
             snprintf(line, sizeof line,
                      "  op %zu %s arg%u%s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s (delta %+" PRId64
                      ")%s",
                      ib, lab, i, where, va, aa, vb, ab, delta, verdict);
-            emit(r, line);
+            emit(r, xa || xb ? RANK_PTR : RANK_VALUE, line);
         }
     }
+}
+
+/* A memset's or copy's address (`at`: ATL_ANN_DST or ATL_ANN_SRC): by
+ * allocation and offset where both steps know it, else by value; the raw
+ * addresses are printed for people. `host`: the address is host memory,
+ * which two processes never share (not compared across runs). */
+static void field_addr(struct report *r, size_t ia, size_t ib, const char *field, uint32_t at,
+                       uint64_t a, uint64_t b, int host)
+{
+    const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, at);
+    const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, at);
+    if (xa && xb ? xa->seq == xb->seq && xa->off == xb->off : a == b || (host && r->o->cross))
+        return;
+    const struct atl_op *o = &r->b->ops[ib];
+    char lab[256], line[640], aa[64], ab[64];
+    snprintf(line, sizeof line, "%s %s", kind_name(o->kind), field);
+    if (xa && xb && xa->seq == xb->seq && moved_within(r, line))
+        return;
+    fmt_alloc(xa, aa, sizeof aa);
+    fmt_alloc(xb, ab, sizeof ab);
+    snprintf(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s", ib,
+             op_label(o, lab, sizeof lab), field, a, aa, b, ab,
+             xa && xb ? (xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer")
+                      : "");
+    emit(r, RANK_PTR, line);
+    count_top(r, o, field);
 }
 
 static void diff_pair(struct report *r, size_t ia, size_t ib)
@@ -513,7 +699,7 @@ static void diff_pair(struct report *r, size_t ia, size_t ib)
             return;
         field_dim(r, ib, ob, "grid", oa->u.k.grid, ob->u.k.grid);
         field_dim(r, ib, ob, "block", oa->u.k.block, ob->u.k.block);
-        field_u64(r, ib, ob, "shmem", oa->shmem, ob->shmem);
+        field_num(r, ib, ob, "shmem", oa->shmem, ob->shmem, " bytes", RANK_LAUNCH);
         {
             uint32_t ca[3] = {oa->cluster[0], oa->cluster[1], oa->cluster[2]};
             uint32_t cb[3] = {ob->cluster[0], ob->cluster[1], ob->cluster[2]};
@@ -522,21 +708,23 @@ static void diff_pair(struct report *r, size_t ia, size_t ib)
         diff_params(r, ia, ib, oa, ob);
         break;
     case ATL_OP_MEMSET:
-        field_u64(r, ib, ob, "ptr", oa->u.m.ptr, ob->u.m.ptr);
-        field_u64(r, ib, ob, "value", oa->shmem, ob->shmem);
-        field_u64(r, ib, ob, "count", oa->u.m.count, ob->u.m.count);
-        field_u64(r, ib, ob, "pitch", oa->u.m.pitch, ob->u.m.pitch);
-        field_u64(r, ib, ob, "height", oa->u.m.height, ob->u.m.height);
+        field_addr(r, ia, ib, "ptr", ATL_ANN_DST, oa->u.m.ptr, ob->u.m.ptr, 0);
+        field_u64(r, ib, ob, "value", oa->shmem, ob->shmem, RANK_VALUE);
+        field_num(r, ib, ob, "count", oa->u.m.count, ob->u.m.count, "", RANK_VALUE);
+        field_num(r, ib, ob, "pitch", oa->u.m.pitch, ob->u.m.pitch, " bytes", RANK_VALUE);
+        field_num(r, ib, ob, "height", oa->u.m.height, ob->u.m.height, "", RANK_VALUE);
         break;
     case ATL_OP_COPY:
-        field_u64(r, ib, ob, "dst", oa->u.c.dst, ob->u.c.dst);
-        field_u64(r, ib, ob, "src", oa->u.c.src, ob->u.c.src);
-        field_u64(r, ib, ob, "width", oa->u.c.w, ob->u.c.w);
-        field_u64(r, ib, ob, "height", oa->u.c.h, ob->u.c.h);
-        field_u64(r, ib, ob, "depth", oa->u.c.d, ob->u.c.d);
+        field_addr(r, ia, ib, "dst", ATL_ANN_DST, oa->u.c.dst, ob->u.c.dst,
+                   ob->sub == ATL_DIR_DTOH || ob->sub == ATL_DIR_HTOH);
+        field_addr(r, ia, ib, "src", ATL_ANN_SRC, oa->u.c.src, ob->u.c.src,
+                   ob->sub == ATL_DIR_HTOD || ob->sub == ATL_DIR_HTOH);
+        field_num(r, ib, ob, "width", oa->u.c.w, ob->u.c.w, " bytes", RANK_VALUE);
+        field_num(r, ib, ob, "height", oa->u.c.h, ob->u.c.h, "", RANK_VALUE);
+        field_num(r, ib, ob, "depth", oa->u.c.d, ob->u.c.d, "", RANK_VALUE);
         break;
     default:
-        field_u64(r, ib, ob, "exec", oa->u.g.exec, ob->u.g.exec);
+        field_u64(r, ib, ob, "exec", oa->u.g.exec, ob->u.g.exec, RANK_PTR);
     }
 }
 
@@ -557,7 +745,7 @@ static void insdel(struct report *r, const struct atl_step *s, size_t idx, size_
         snprintf(line, sizeof line, "  %s inserted: %s", at, sum);
     else
         snprintf(line, sizeof line, "  %s of the previous step removed: %s", at, sum);
-    emit(r, line);
+    emit(r, RANK_OPS, line);
 }
 
 /* ---- alignment ----------------------------------------------------------------- */
@@ -685,10 +873,15 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
                      const struct atl_diff_opts *opts, struct atl_diff_stats *st)
 {
     struct report r = {.o = opts, .st = st, .a = a, .b = b};
+    char where[96] = "";
+    if (opts->where && b->stream)
+        snprintf(where, sizeof where, " (thread %s, stream 0x%" PRIx64 ")", b->thread, b->stream);
+    else if (opts->where)
+        snprintf(where, sizeof where, " (thread %s)", b->thread);
     snprintf(r.header, sizeof r.header,
-             "step \"%s\" #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
+             "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
              ": %zu op%s (was %zu, %+ld)",
-             b->name, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s", a->nops,
+             b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s", a->nops,
              (long)b->nops - (long)a->nops);
     if (st)
         st->compared++;
@@ -754,14 +947,8 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
         if (fa[n - q + t] != fb[m - q + t])
             diff_pair(&r, n - q + t, m - q + t);
 
-    if (r.lines > r.printed) {
-        char line[128];
-        snprintf(line, sizeof line, "  ... %zu more differences not shown (%s=%u)",
-                 r.lines - r.printed, opts->max_name ? opts->max_name : "ATLAS_DIFF_MAX",
-                 opts->max_lines);
-        opts->line(opts->ctx, line);
-    }
 done:
+    report_print(&r);
     if (r.lines == 0) {
         if (st)
             st->identical++;
@@ -790,6 +977,50 @@ static int top_cmp(const void *x, const void *y)
     return a < b ? 1 : a > b ? -1 : 0;
 }
 
+static int frozen_cmp(const void *x, const void *y)
+{
+    const struct atl_frozen *a = x, *b = y;
+    return a->n < b->n ? 1 : a->n > b->n ? -1 : strcmp(a->what, b->what);
+}
+
+/* One line per kernel parameter that changed: in how many steps, and how
+ * ("pos increments every step" is one line, not twenty diffs). */
+static void frozen_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *),
+                           void *ctx)
+{
+    if (!st->nfrozen)
+        return;
+    struct atl_frozen f[64];
+    int n = st->nfrozen;
+    memcpy(f, st->frozen, (size_t)n * sizeof *f);
+    qsort(f, (size_t)n, sizeof *f, frozen_cmp);
+    for (int i = 0; i < n && i < 16; i++) {
+        char how[160], buf[400];
+        if (f[i].n == 1)
+            snprintf(how, sizeof how, "changed once, 0x%" PRIx64 " -> 0x%" PRIx64, f[i].v[0],
+                     f[i].v[1]);
+        else if (f[i].steady)
+            snprintf(how, sizeof how, "%+" PRId64 " per step (0x%" PRIx64 " -> 0x%" PRIx64 ")",
+                     f[i].delta, f[i].first, f[i].last);
+        else if (!f[i].many)
+            snprintf(how, sizeof how, "alternates between 2 values (0x%" PRIx64 ", 0x%" PRIx64 ")",
+                     f[i].v[0], f[i].v[1]);
+        else
+            snprintf(how, sizeof how, "random (0x%" PRIx64 " first, 0x%" PRIx64 " last)",
+                     f[i].first, f[i].last);
+        snprintf(buf, sizeof buf,
+                 "trace summary: frozen value: %.160s changed in %" PRIu64 " step%s: %.160s",
+                 f[i].what, f[i].n, f[i].n == 1 ? "" : "s", how);
+        line(ctx, buf);
+    }
+    if (n > 16) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "trace summary: frozen value: %d more parameters changed",
+                 n - 16);
+        line(ctx, buf);
+    }
+}
+
 void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *),
                       void *ctx)
 {
@@ -799,6 +1030,7 @@ void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, cons
              " differing=%" PRIu64,
              st->steps, st->compared, st->identical, st->compared - st->identical);
     line(ctx, buf);
+    frozen_summary(st, line, ctx);
     if (!st->ntop)
         return;
     struct atl_diff_stats tmp = *st;
@@ -828,6 +1060,14 @@ static void json_str(FILE *f, const char *s)
             fputc(c, f);
     }
     fputc('"', f);
+}
+
+/* ,"key":"alloc#N+0xOFF" when the ledger named the address at (op, at). */
+static void json_alloc(FILE *f, const struct atl_step *s, size_t op, uint32_t at, const char *key)
+{
+    const struct atl_ann *an = atl_step_ann(s, (uint32_t)op, at);
+    if (an)
+        fprintf(f, ",\"%s\":\"alloc#%" PRIu64 "+0x%" PRIx64 "\"", key, an->seq, an->off);
 }
 
 void atl_step_write_json(const struct atl_step *s, FILE *f)
@@ -876,16 +1116,21 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
         case ATL_OP_MEMSET:
             fprintf(f,
                     ",\"ptr\":\"0x%" PRIx64 "\",\"value\":%u,\"elem\":%u,\"count\":%" PRIu64
-                    ",\"pitch\":%" PRIu64 ",\"height\":%" PRIu64 "}\n",
+                    ",\"pitch\":%" PRIu64 ",\"height\":%" PRIu64,
                     o->u.m.ptr, o->shmem, o->sub, o->u.m.count, o->u.m.pitch, o->u.m.height);
+            json_alloc(f, s, i, ATL_ANN_DST, "alloc");
+            fputs("}\n", f);
             break;
         case ATL_OP_COPY:
             fprintf(f,
                     ",\"dir\":\"%s\",\"dst\":\"0x%" PRIx64 "\",\"src\":\"0x%" PRIx64
                     "\",\"bytes\":%" PRIu64 ",\"width\":%" PRIu64 ",\"height\":%" PRIu64
-                    ",\"depth\":%" PRIu64 "}\n",
+                    ",\"depth\":%" PRIu64,
                     atl_dir_name(o->sub), o->u.c.dst, o->u.c.src, o->u.c.w * o->u.c.h * o->u.c.d,
                     o->u.c.w, o->u.c.h, o->u.c.d);
+            json_alloc(f, s, i, ATL_ANN_DST, "dstalloc");
+            json_alloc(f, s, i, ATL_ANN_SRC, "srcalloc");
+            fputs("}\n", f);
             break;
         default:
             fprintf(f, ",\"exec\":\"0x%" PRIx64 "\"}\n", o->u.g.exec);
@@ -893,7 +1138,9 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
     }
     fprintf(f, "{\"step\":%" PRIu64 ",\"name\":", s->index);
     json_str(f, s->name);
-    fprintf(f, ",\"end\":true,\"ops\":%zu}\n", s->nops);
+    fputs(",\"thread\":", f);
+    json_str(f, s->thread);
+    fprintf(f, ",\"stream\":\"0x%" PRIx64 "\",\"end\":true,\"ops\":%zu}\n", s->stream, s->nops);
 }
 
 /* ---- reading JSON lines back ------------------------------------------------------ */
@@ -1095,7 +1342,7 @@ static int jbool(struct jp *j, int *v)
 struct jline {
     uint64_t step, op, nops;
     int has_step, has_op, end;
-    char name[64], kind[16], kernel[1024], dir[16];
+    char name[64], kind[16], kernel[1024], dir[16], thread[24];
     struct atl_op o;
     unsigned np;
     uint32_t off[512], size[512];
@@ -1243,6 +1490,8 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
             rc = jbool(j, &L->end);
         else if (!strcmp(key, "ops"))
             rc = jnum(j, &L->nops);
+        else if (!strcmp(key, "thread"))
+            rc = jstr(j, L->thread, sizeof L->thread);
         else if (!strcmp(key, "stream"))
             rc = jhex(j, &L->o.stream);
         else if (!strcmp(key, "kind"))
@@ -1292,7 +1541,15 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
             rc = jnum(j, &L->o.u.c.d);
         else if (!strcmp(key, "exec"))
             rc = jhex(j, &L->o.u.g.exec);
-        else {
+        else if (!strcmp(key, "alloc") || !strcmp(key, "dstalloc") || !strcmp(key, "srcalloc")) {
+            /* a memset's or copy's address by allocation (written dst first) */
+            char alloc[64];
+            uint64_t seq, off;
+            rc = jstr(j, alloc, sizeof alloc);
+            if (!rc && sscanf(alloc, "alloc#%" SCNu64 "+0x%" SCNx64, &seq, &off) == 2)
+                atl_step_annotate(annstep, opidx, key[0] == 's' ? ATL_ANN_SRC : ATL_ANN_DST, seq,
+                                  off);
+        } else {
             /* named, so a newer writer's field is recognisable (key is at most 15 bytes; the
              * reader of the message strips control bytes) */
             snprintf(j->errbuf, sizeof j->errbuf, "unknown field \"%s\"", key);
@@ -1415,6 +1672,9 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                 goto out;
             }
             steps++;
+            /* the end record says whose step it was */
+            snprintf(cur.thread, sizeof cur.thread, "%s", L->thread);
+            cur.stream = L->o.stream;
             struct atl_step done = cur;
             atl_step_init(&cur, "");
             open = 0;

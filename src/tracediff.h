@@ -71,7 +71,9 @@ int atl_dir_parse(const char *s);
  * pointers in a by-value array). */
 struct atl_ann {
     uint32_t op;
-    uint32_t at;  /* byte offset of the word in the op's parameter block */
+    uint32_t at;  /* byte offset of the word in the op's parameter block; memsets and
+                   * copies: ATL_ANN_DST (the memset's pointer, the destination) or
+                   * ATL_ANN_SRC */
     uint64_t seq; /* alloc#seq */
     uint64_t off;
 };
@@ -80,8 +82,15 @@ struct atl_ann {
  * atl_step_free. */
 struct atl_step {
     char name[64];
+    /* Who the step belongs to (see docs/trace.md, "Steps and threads"): the
+     * thread that ended it ("main", its pthread name, or "#N": the N-th
+     * thread to trace) and the stream it is keyed by (the synchronised or
+     * capturing stream, or the one stream of all its ops; 0: several). Steps
+     * are compared only with steps of the same name, thread and stream. */
+    char thread[24];
+    uint64_t stream;
     uint64_t index; /* step number in the run (from 1) */
-    uint64_t nth;   /* occurrence of this name (from 1) */
+    uint64_t nth;   /* occurrence of this name, thread and stream (from 1) */
     struct atl_op *ops;
     size_t nops, capops;
     uint8_t *bytes;
@@ -93,12 +102,18 @@ struct atl_step {
     uint64_t *shape, *full;
 };
 
+enum { ATL_ANN_DST = 0, ATL_ANN_SRC = 8 };
+
 /* Makes room for `need` elements of `elem` bytes in *p (capacity *cap, in
  * elements): doubling from *cap, or from `first` when empty. Returns 0, or
  * -1 (nothing changed) when out of memory. */
 int atl_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
 
 void atl_step_init(struct atl_step *s, const char *name);
+/* Steps a and b are of one kind (name, thread and stream): the live tracer
+ * and atlas-diff compare only such. Across two runs (`cross`) stream handles
+ * are addresses of different processes, so the stream is not compared. */
+int atl_step_same_key(const struct atl_step *a, const struct atl_step *b, int cross);
 void atl_step_free(struct atl_step *s);
 /* Appends an op, copying its parameter bytes into the step. Returns 0, -1
  * when out of memory. */
@@ -131,13 +146,35 @@ struct atl_diff_stats {
         uint64_t n;
     } top[64];
     int ntop;
+    /* The frozen-value summary: per kernel parameter (or 8-byte word of a
+     * larger one) that ever differed, the steps it changed in and what its
+     * changes looked like. */
+    struct atl_frozen {
+        char what[160];       /* "add_step arg1", "blob arg1+0x40" */
+        uint64_t n;           /* steps it changed in */
+        uint64_t step;        /* the last of them (one change counted per step) */
+        uint64_t first, v[2]; /* its first value; the first two it took */
+        uint64_t last;        /* its latest value */
+        int64_t delta;        /* the change, while every change was the same */
+        uint8_t steady;       /* every change was `delta` */
+        uint8_t many;         /* it took more than two values */
+    } frozen[64];
+    int nfrozen;
 };
+
+/* ATLAS_DIFF_POINTERS, in its table order (src/config.def) */
+enum { ATL_PTRS_COLLAPSE, ATL_PTRS_ALL, ATL_PTRS_NONE };
 
 struct atl_diff_opts {
     unsigned max_lines;   /* lines per step, then a count of the rest */
     const char *max_name; /* what sets max_lines, for the "not shown" hint (NULL: ATLAS_DIFF_MAX) */
     const struct atl_ignore *ignore;
     const char *replay; /* capture mode: say replay-safe (non-NULL) */
+    int where;          /* name the step's thread and stream in its header (more than one
+                         * thread or stream has steps) */
+    int cross;          /* a and b come from two processes: host addresses of copies are
+                         * not compared (they never match) */
+    int pointers;       /* pointers that moved within their allocation: ATL_PTRS_* */
     void (*line)(void *ctx, const char *text);
     void *ctx;
 };

@@ -50,10 +50,10 @@ static int keep_step(void *ctx, struct atl_step *s)
             return -1;
         r->steps = ns, r->cap = nc;
     }
-    /* occurrence of this name in this run */
+    /* occurrence of this name (and thread and stream) in this run */
     s->nth = 1;
     for (size_t i = r->n; i-- > 0;)
-        if (strcmp(r->steps[i].name, s->name) == 0) {
+        if (atl_step_same_key(&r->steps[i], s, 0)) {
             s->nth = r->steps[i].nth + 1;
             break;
         }
@@ -124,8 +124,9 @@ static void out_line(void *ctx, const char *text)
 }
 
 #define SYNOPSIS                                                                                   \
-    "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] A.jsonl [B.jsonl]\n"                 \
-    "       atlas-diff [--max N] [--ignore ...] --ranks 'trace.%%r.jsonl' | FILE...\n"
+    "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] [--pointers MODE] A.jsonl "          \
+    "[B.jsonl]\n"                                                                              \
+    "       atlas-diff [--max N] [--ignore ...] [--pointers MODE] --ranks 'trace.%%r.jsonl' | FILE...\n"
 
 static void usage(void)
 {
@@ -145,6 +146,10 @@ static void usage(void)
            "  --ignore LIST, --ignore=LIST\n"
            "                          expected differences to stay quiet about:\n"
            "                          kernel[:argN],... (default: $ATLAS_DIFF_IGNORE)\n"
+           "  --pointers MODE, --pointers=MODE\n"
+           "                          pointers that moved within their allocation: collapse\n"
+           "                          (one line per step, the default), all or none\n"
+           "                          (default: $ATLAS_DIFF_POINTERS)\n"
            "  -h, --help              print this help and exit\n"
            "  -V, --version           print the version and exit\n"
            "\n"
@@ -180,6 +185,19 @@ static unsigned parse_max(const char *v)
     return (unsigned)strtoull(v, NULL, 0);
 }
 
+/* --pointers' value (or ATLAS_DIFF_POINTERS'), by the rules of that setting: its index. */
+static int parse_pointers(const char *v, const char *what)
+{
+    unsigned long long i = 0;
+    const char *why = atl_config_value(atl_config_find("ATLAS_DIFF_POINTERS"), v, &i);
+    if (why) {
+        char fmt[160];
+        snprintf(fmt, sizeof fmt, "%s%%s: %s (collapse, all or none)", what, why);
+        bad_usage(fmt, v);
+    }
+    return (int)i;
+}
+
 /* "--max=N" or "--max N": the value, advancing *i past it; NULL when argv[*i] is not `opt`. */
 static const char *option_value(int argc, char **argv, int *i, const char *opt)
 {
@@ -199,6 +217,8 @@ int main(int argc, char **argv)
 {
     unsigned max = default_max();
     const char *ign = getenv("ATLAS_DIFF_IGNORE");
+    const char *pv = getenv("ATLAS_DIFF_POINTERS");
+    int pointers = pv && *pv ? parse_pointers(pv, "ATLAS_DIFF_POINTERS=") : ATL_PTRS_COLLAPSE;
     /* at most argc names: --ranks takes any number */
     const char **files = calloc((size_t)argc + 1, sizeof *files);
     int nf = 0, options_end = 0, ranks = 0;
@@ -220,6 +240,8 @@ int main(int argc, char **argv)
             max = parse_max(v);
         } else if ((v = option_value(argc, argv, &i, "--ignore"))) {
             ign = v;
+        } else if ((v = option_value(argc, argv, &i, "--pointers"))) {
+            pointers = parse_pointers(v, "--pointers ");
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             return 0;
@@ -235,8 +257,12 @@ int main(int argc, char **argv)
     if (ranks) {
         struct atl_ignore rig;
         atl_ignore_parse(&rig, ign);
-        struct atl_diff_opts ro = {
-            .max_lines = max, .max_name = "--max", .ignore = &rig, .line = out_line};
+        struct atl_diff_opts ro = {.max_lines = max,
+                                   .max_name = "--max",
+                                   .ignore = &rig,
+                                   .line = out_line,
+                                   .cross = 1, /* ranks are other processes */
+                                   .pointers = pointers};
         int rc = atl_diff_ranks((char *const *)files, nf, &ro, fail);
         atl_ignore_free(&rig);
         free(files);
@@ -256,13 +282,19 @@ int main(int argc, char **argv)
     memset(&st, 0, sizeof st);
     struct atl_diff_opts o = {
         .max_lines = max, .max_name = "--max", .ignore = &ig, .line = out_line};
+    o.cross = nf == 2; /* host addresses of two processes never match */
+    o.pointers = pointers;
+    /* the steps' thread and stream are named when there is more than one */
+    for (size_t i = 1; i < a.n && !o.where; i++)
+        o.where = strcmp(a.steps[i].thread, a.steps[0].thread) != 0 ||
+                  a.steps[i].stream != a.steps[0].stream;
     size_t found = 0;
     char line[256];
     if (nf == 1) {
         st.steps = a.n;
         for (size_t i = 0; i < a.n; i++)
             for (size_t j = i; j-- > 0;)
-                if (strcmp(a.steps[j].name, a.steps[i].name) == 0) {
+                if (atl_step_same_key(&a.steps[j], &a.steps[i], 0)) {
                     found += atl_step_diff(&a.steps[j], &a.steps[i], &o, &st) != 0;
                     break;
                 }
@@ -271,7 +303,7 @@ int main(int argc, char **argv)
         for (size_t j = 0; j < b.n; j++) {
             const struct atl_step *sb = &b.steps[j], *sa = NULL;
             for (size_t i = 0; i < a.n && !sa; i++)
-                if (a.steps[i].nth == sb->nth && strcmp(a.steps[i].name, sb->name) == 0)
+                if (a.steps[i].nth == sb->nth && atl_step_same_key(&a.steps[i], sb, 1))
                     sa = &a.steps[i];
             if (!sa) {
                 snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", sb->name,
@@ -285,8 +317,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < a.n; i++) {
             int seen = 0;
             for (size_t j = 0; j < b.n && !seen; j++)
-                seen =
-                    b.steps[j].nth == a.steps[i].nth && !strcmp(b.steps[j].name, a.steps[i].name);
+                seen = b.steps[j].nth == a.steps[i].nth &&
+                       atl_step_same_key(&b.steps[j], &a.steps[i], 1);
             if (!seen) {
                 snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", a.steps[i].name,
                          (unsigned long long)a.steps[i].nth, files[0]);

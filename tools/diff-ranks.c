@@ -228,6 +228,18 @@ static int line_head(const char *p, size_t n, uint64_t *step, const char **name,
         return -1;
     *name = p, *namelen = (size_t)(ne - p);
     p = ne + 1;
+    /* an end record names the step's thread and stream first: the stream is
+     * an address of its process, and a rank's steps are its main thread's */
+    static const char *const skip[] = {",\"thread\":\"", ",\"stream\":\""};
+    for (int k = 0; k < 2; k++) {
+        size_t sl = strlen(skip[k]);
+        if ((size_t)(e - p) > sl && !memcmp(p, skip[k], sl)) {
+            const char *q = str_end(p + sl, e);
+            if (q >= e)
+                return -1;
+            p = q + 1;
+        }
+    }
     static const char endrec[] = ",\"end\":true,\"ops\":";
     *end = 0;
     if ((size_t)(e - p) > sizeof endrec - 1 && !memcmp(p, endrec, sizeof endrec - 1)) {

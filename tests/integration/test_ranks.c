@@ -195,7 +195,7 @@ START_TEST(long_names_and_memsets)
     diff_ranks(&r, NULL, 1);
     ck_assert_str_eq(r.out,
                      "step \"a_step_name_longer_than_the_sixty_three_bytes_that_the_report_k\" "
-                     "#1: rank 1 differs from rank 0: op 0 [memset] count: 0x40 -> 0x20 "
+                     "#1: rank 1 differs from rank 0: op 0 [memset] count: 64 -> 32 "
                      "(delta -32)\n"
                      "ranks summary: 2 ranks (0..1), 1 steps aligned, 1 where ranks differ, "
                      "1 finding\n");

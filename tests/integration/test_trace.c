@@ -33,6 +33,15 @@ static void trace_run(struct run_result *r, const char *sc, const char *steps,
     ck_assert_msg(strstr(r->out, "ok\n"), "no ok from %s", sc);
 }
 
+/* NVTX_INJECTION64_PATH=<this build's libatlastrace.so>, in buf. */
+static const char *nvtx_injection(char *buf, size_t len)
+{
+    char lib[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/libatlastrace.so", lib));
+    snprintf(buf, len, "NVTX_INJECTION64_PATH=%s", lib);
+    return buf;
+}
+
 /* Report lines that name one field of one op. */
 static int op_lines(const char *log)
 {
@@ -56,6 +65,10 @@ START_TEST(scalar_parameter)
     ck_assert_int_eq(op_lines(r.log), 2);
     ck_assert_int_eq(
         count_lines(r.log, "trace summary: steps=3 compared=2 identical=0 differing=2"), 1);
+    ck_assert_int_eq(
+        count_lines(r.log, "trace summary: frozen value: add_step arg1 changed in 2 steps: +1 per "
+                           "step (0x64 -> 0x66)"),
+        1);
     ck_assert_int_eq(count_lines(r.log, "most often differing: add_step arg1 (2x)"), 1);
     run_free(&r);
 }
@@ -64,7 +77,8 @@ END_TEST
 START_TEST(pointer_parameters)
 {
     struct run_result r;
-    trace_run(&r, "ptr", "3", NULL);
+    const char *all[] = {"ATLAS_DIFF_POINTERS=all", NULL};
+    trace_run(&r, "ptr", "3", all);
     /* arg0: a fresh allocation every step; arg1: the same buffer, 16 bytes on */
     ck_assert_int_eq(count_lines(r.log, "arg0 @0x0 (8 bytes)"), 2);
     ck_assert_int_eq(count_lines(r.log, "(delta +16): same buffer, another offset"), 2);
@@ -72,6 +86,23 @@ START_TEST(pointer_parameters)
     ck_assert_int_eq(count_lines(r.log, "): another buffer"), 2);
     ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (8 bytes): 0x"), 2);
     ck_assert_int_eq(op_lines(r.log), 4);
+    run_free(&r);
+    /* by default a pointer that moved within its allocation is one line a step */
+    trace_run(&r, "ptr", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer"), 2);
+    ck_assert_int_eq(
+        count_lines(
+            r.log,
+            ":   1 pointer argument moved within its allocation (allocator reuse): pair arg1"),
+        2);
+    ck_assert_int_eq(count_lines(r.log, "same buffer, another offset"), 0);
+    run_free(&r);
+    /* none: not reported; the fresh buffer still is */
+    const char *none[] = {"ATLAS_DIFF_POINTERS=none", NULL};
+    trace_run(&r, "ptr", "3", none);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer"), 2);
+    ck_assert_int_eq(count_lines(r.log, "allocator reuse"), 0);
+    ck_assert_int_eq(op_lines(r.log), 2);
     run_free(&r);
 }
 END_TEST
@@ -195,6 +226,103 @@ START_TEST(threads_ordered_per_stream)
 }
 END_TEST
 
+/* Four threads, each with its own stream and buffer, 50 identical steps
+ * each, synchronising their own stream or the context: every thread's
+ * steps are its own, so nothing differs (one global step, ended by any
+ * thread's sync, reported dozens of interleavings). */
+START_TEST(threads_own_steps_silent)
+{
+    struct run_result r;
+    trace_run(&r, "tsteps", "0", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs"), 0);
+    ck_assert_int_eq(count_lines(r.log, "steps=200 compared=196 identical=196 differing=0"), 1);
+    run_free(&r);
+    trace_run(&r, "tsteps-ctx", "0", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs"), 0);
+    ck_assert_int_eq(count_lines(r.log, "steps=200 compared=196 identical=196 differing=0"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* The one thread whose scalar changes is named: its pthread name, or its
+ * number when it has none, and its stream. */
+START_TEST(thread_named_in_report)
+{
+    struct run_result r;
+    trace_run(&r, "tsteps-change", "0", NULL);
+    ck_assert_int_eq(count_lines(r.log, "step \"cuStreamSynchronize\" (thread worker-2, stream 0x"),
+                     2);
+    ck_assert_int_eq(count_lines(r.log, "#21 (step "), 1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x7d0 -> 0x7d1 (delta +1)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+    trace_run(&r, "tsteps-ctx-change", "0", NULL);
+    ck_assert_int_eq(count_lines(r.log, "step \"cuCtxSynchronize\" (thread #"), 2);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+}
+END_TEST
+
+/* PyTorch's shape: forward from the main thread, backward from a helper
+ * thread on the same stream, optimizer from the main thread. The step the
+ * main thread ends (its sync, or its NVTX range) holds the backward ops. */
+START_TEST(helper_thread_ops_in_step)
+{
+    struct run_result r;
+    trace_run(&r, "autograd", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs from #1: 5 ops (was 5, +0)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0xc8 -> 0xc9 (delta +1)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+    trace_run(&r, "autograd-same", "5", NULL);
+    ck_assert_int_eq(count_lines(r.log, "steps=5 compared=4 identical=4 differing=0"), 1);
+    run_free(&r);
+    /* on the default stream, named NULL by the launches and CU_STREAM_LEGACY
+     * by the sync */
+    trace_run(&r, "autograd-legacy", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs from #1: 5 ops (was 5, +0)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+
+    char inj[PATH_MAX + 32];
+    const char *env[] = {"ATLAS_STEP=nvtx:step", nvtx_injection(inj, sizeof inj), NULL};
+    trace_run(&r, "autograd", "3", env);
+    ck_assert_int_eq(count_lines(r.log, "step \"step\" #2 (step 2) differs from #1: 5 ops (was 5"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0xc8 -> 0xc9 (delta +1)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+    trace_run(&r, "autograd-same", "4", env);
+    ck_assert_int_eq(count_lines(r.log, "steps=4 compared=3 identical=3 differing=0"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* Captured once, replayed every step: the captured launches were not
+ * executed where they were enqueued, so the first step holds the graph
+ * launch only, like every later one. */
+START_TEST(captured_ops_not_in_eager_step)
+{
+    struct run_result r;
+    trace_run(&r, "replay", "10", NULL);
+    ck_assert_int_eq(count_lines(r.log, "differs"), 0);
+    ck_assert_int_eq(count_lines(r.log, "steps=10 compared=9 identical=9 differing=0"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* Sizes read in decimal bytes, and the summary names the op kind. */
+START_TEST(sizes_in_decimal)
+{
+    struct run_result r;
+    trace_run(&r, "copy-grow", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "op 0 [copy] width: 1024 -> 2048 bytes (delta +1024)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "most often differing: copy width (2x)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 2);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(diff_max)
 {
     struct run_result r;
@@ -262,10 +390,8 @@ END_TEST
 
 START_TEST(nvtx_mode)
 {
-    char lib[PATH_MAX], inj[PATH_MAX + 32];
-    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/libatlastrace.so", lib));
-    snprintf(inj, sizeof inj, "NVTX_INJECTION64_PATH=%s", lib);
-    const char *env[] = {"ATLAS_STEP=nvtx:step", inj, NULL};
+    char inj[PATH_MAX + 32];
+    const char *env[] = {"ATLAS_STEP=nvtx:step", nvtx_injection(inj, sizeof inj), NULL};
     struct run_result r;
     trace_run(&r, "nvtx", "3", env);
     /* ranges named "step" only: the enclosing "other" range and the launch
@@ -382,6 +508,59 @@ START_TEST(json_lines_and_tool)
 }
 END_TEST
 
+/* Two runs of one program place its buffers (and the host's) at other
+ * addresses: memsets and copies compare by allocation and offset, host
+ * addresses not at all across runs, so atlas-diff finds the runs equal. */
+START_TEST(two_runs_compare_equal)
+{
+    char a[512], b[512], c[512], d[512];
+    record_to("same", "3", "same-a", a, sizeof a);
+    record_to("same", "3", "same-b", b, sizeof b);
+    record_to("copies", "3", "copies-a", c, sizeof c);
+    record_to("copies", "3", "copies-b", d, sizeof d);
+    struct run_result r;
+    tool(&r, a, b);
+    ck_assert_msg(r.status == 0, "%s", r.out);
+    run_free(&r);
+    tool(&r, c, d);
+    ck_assert_msg(r.status == 0, "%s", r.out);
+    run_free(&r);
+    /* the memset's and copies' allocations are in the file */
+    FILE *f = fopen(c, "r");
+    char line[4096];
+    int memset_alloc = 0, copy_alloc = 0;
+    while (fgets(line, sizeof line, f)) {
+        memset_alloc +=
+            strstr(line, "\"kind\":\"memset\"") && strstr(line, "\"alloc\":\"alloc#1+0xc00\"");
+        copy_alloc += strstr(line, "\"dir\":\"DtoD\"") &&
+                      strstr(line, "\"dstalloc\":\"alloc#1+0x800\",\"srcalloc\":\"alloc#1+0x0\"");
+    }
+    fclose(f);
+    ck_assert_int_eq(memset_alloc, 3);
+    ck_assert_int_eq(copy_alloc, 3);
+}
+END_TEST
+
+/* Ops do not pile up where no step takes them: a thread that synchronised
+ * once and then left that to others lends its ops again after a few
+ * thousand step ends, and lent ops that no step claims are dropped. */
+START_TEST(stale_ops_do_not_pile_up)
+{
+    char path[512];
+    record_to("stale", "0", "stale", path, sizeof path);
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "\"name\":\"cuCtxSynchronize\"") && strstr(line, "\"end\":true")) {
+            found++;
+            ck_assert_msg(strstr(line, "\"ops\":10}"), "%s", line);
+        }
+    fclose(f);
+    ck_assert_int_eq(found, 1);
+}
+END_TEST
+
 /* Workers launch while the main thread ends steps under them: every op is
  * in exactly one step, none lost, none twice. */
 START_TEST(steps_end_under_concurrent_launches)
@@ -415,9 +594,13 @@ START_TEST(tool_rejects_bad_input)
     snprintf(path, sizeof path, "%s/cut.jsonl", tmpdir);
     FILE *in = fopen(diffp, "r"), *o = fopen(path, "w");
     char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf, in);
-    ck_assert_uint_gt(n, 900);
-    fwrite(buf, 1, 900, o);
+    size_t n = fread(buf, 1, sizeof buf - 1, in);
+    buf[n] = '\0';
+    /* 40 bytes into the line after the first step's end record */
+    const char *end1 = strstr(buf, "\"end\":true");
+    const char *nl = end1 ? strchr(end1, '\n') : NULL;
+    ck_assert_msg(nl && (size_t)(nl + 1 + 40 - buf) < n, "no whole step in the first %zu bytes", n);
+    fwrite(buf, 1, (size_t)(nl + 1 + 40 - buf), o);
     fclose(in), fclose(o);
     tool(&r, path, NULL);
     /* after a whole step: read up to it (a killed run), the cut said */
@@ -575,6 +758,11 @@ int main(void)
     tcase_add_test(tc, layout_unknown_said_once);
     tcase_add_test(tc, nvtx_without_injection_says_so);
     tcase_add_test(tc, threads_ordered_per_stream);
+    tcase_add_test(tc, threads_own_steps_silent);
+    tcase_add_test(tc, thread_named_in_report);
+    tcase_add_test(tc, helper_thread_ops_in_step);
+    tcase_add_test(tc, captured_ops_not_in_eager_step);
+    tcase_add_test(tc, sizes_in_decimal);
     tcase_add_test(tc, diff_max);
     tcase_add_test(tc, diff_ignore);
     tcase_add_test(tc, capture_mode);
@@ -590,6 +778,8 @@ int main(void)
     tcase_add_test(tj, tool_names_what_is_wrong);
     tcase_add_test(tj, tool_command_line);
     tcase_add_test(tj, steps_end_under_concurrent_launches);
+    tcase_add_test(tj, two_runs_compare_equal);
+    tcase_add_test(tj, stale_ops_do_not_pile_up);
     suite_add_tcase(s, tj);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

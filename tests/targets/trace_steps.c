@@ -4,6 +4,7 @@
  * change between steps (see tests/integration/test_trace.c for what the
  * report must say about each).
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "../fake/fakecuda.h"
 
 #include <atlas/trace.h>
@@ -104,8 +105,160 @@ static void race(void)
     for (long t = 0; t < 4; t++)
         pthread_create(&th[t], NULL, race_worker, (void *)t);
     for (int k = 0; k < 200; k++)
-        CHECK(cuStreamSynchronize(stream)); /* each one ends a step */
+        CHECK(cuCtxSynchronize()); /* each one ends a step, with the workers' ops */
     for (int t = 0; t < 4; t++)
+        pthread_join(th[t], NULL);
+}
+
+/* "tsteps[-ctx][-change]": four threads, each with its own stream and
+ * buffer, each running 50 steps of three ops and then synchronising its own
+ * stream (-ctx: the context). Without -ctx the threads are named
+ * ("worker-N"); with -change thread 2 passes another scalar in its step 20
+ * (and back in 21). Each thread synchronises once before its loop: from its
+ * first sync on, its ops are its own (before, they are lent to others). */
+static const char *tsc;
+static pthread_barrier_t tbarrier;
+
+static void *tsteps_worker(void *arg)
+{
+    int t = (int)(long)arg, ctxsync = strstr(tsc, "-ctx") != NULL;
+    CUdeviceptr mine;
+    CHECK(cuCtxSetCurrent(tctx));
+    if (!ctxsync) {
+        char name[16];
+        snprintf(name, sizeof name, "worker-%d", t);
+        pthread_setname_np(pthread_self(), name);
+    }
+    CHECK(cuMemAlloc(&mine, 1024));
+    CHECK(ctxsync ? cuCtxSynchronize() : cuStreamSynchronize(tstreams[t]));
+    pthread_barrier_wait(&tbarrier); /* four threads have steps before any reports one */
+    for (int k = 0; k < 50; k++) {
+        int v = t * 1000 + (strstr(tsc, "-change") && t == 2 && k == 20);
+        void *kp[] = {&mine, &v}, *kf[] = {&mine};
+        CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 32, 1, 1, 0, tstreams[t], kf, NULL));
+        CHECK(cuLaunchKernel(f_add, 1, 1, 1, 32, 1, 1, 0, tstreams[t], kp, NULL));
+        CHECK(cuMemsetD32Async(mine, 0, 16, tstreams[t]));
+        CHECK(ctxsync ? cuCtxSynchronize() : cuStreamSynchronize(tstreams[t]));
+    }
+    return NULL;
+}
+
+static void tsteps(void)
+{
+    pthread_t th[4];
+    pthread_barrier_init(&tbarrier, NULL, 4);
+    for (long t = 0; t < 4; t++)
+        pthread_create(&th[t], NULL, tsteps_worker, (void *)t);
+    for (int t = 0; t < 4; t++)
+        pthread_join(th[t], NULL);
+}
+
+/* "autograd[-same][-legacy]": a training step as PyTorch runs it: the forward pass
+ * launched from the main thread, the backward pass from a long-lived helper
+ * thread (autograd's engine) on the same stream while the main thread
+ * waits, then the optimizer step from the main thread again. The helper
+ * never synchronises. The backward kernel's scalar changes each step
+ * (-same: it does not). */
+static pthread_mutex_t ag_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ag_cv = PTHREAD_COND_INITIALIZER;
+static int ag_todo = -1, ag_done = -1, ag_same;
+
+static void *ag_engine(void *arg)
+{
+    (void)arg;
+    CHECK(cuCtxSetCurrent(tctx));
+    for (;;) {
+        pthread_mutex_lock(&ag_mu);
+        while (ag_todo == ag_done)
+            pthread_cond_wait(&ag_cv, &ag_mu);
+        int i = ag_todo;
+        pthread_mutex_unlock(&ag_mu);
+        if (i < 0)
+            return NULL;
+        int v = ag_same ? 5 : 200 + i;
+        void *kp[] = {&buf, &v};
+        fill();
+        launch(f_add, 2, kp);
+        fill();
+        pthread_mutex_lock(&ag_mu);
+        ag_done = i;
+        pthread_cond_broadcast(&ag_cv);
+        pthread_mutex_unlock(&ag_mu);
+    }
+}
+
+static void autograd_step(int i)
+{
+    int v = 7;
+    void *kp[] = {&buf, &v};
+    launch(f_add, 1, kp); /* forward */
+    pthread_mutex_lock(&ag_mu);
+    ag_todo = i; /* backward, on the engine's thread */
+    pthread_cond_broadcast(&ag_cv);
+    while (ag_done != i)
+        pthread_cond_wait(&ag_cv, &ag_mu);
+    pthread_mutex_unlock(&ag_mu);
+    CHECK(cuMemsetD32Async(buf, 0, 16, stream)); /* the optimizer */
+}
+
+/* "stale": thread A synchronises once, then launches 10 ops and leaves
+ * synchronising to others; thread H launches 7 memsets on a stream nobody
+ * synchronises. The main thread ends 5000 steps of its own stream, then
+ * synchronises the context: by then A lends its ops again (they are in that
+ * step) and H's, claimed by no step for thousands of step ends, were
+ * dropped. */
+static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t st_cv = PTHREAD_COND_INITIALIZER;
+static int st_ready, st_done;
+
+static void st_signal(int *flag)
+{
+    pthread_mutex_lock(&st_mu);
+    (*flag)++;
+    pthread_cond_broadcast(&st_cv);
+    pthread_mutex_unlock(&st_mu);
+}
+
+static void st_wait(int *flag, int n)
+{
+    pthread_mutex_lock(&st_mu);
+    while (*flag < n)
+        pthread_cond_wait(&st_cv, &st_mu);
+    pthread_mutex_unlock(&st_mu);
+}
+
+static void *stale_worker(void *arg)
+{
+    int helper = (int)(long)arg;
+    CHECK(cuCtxSetCurrent(tctx));
+    if (!helper)
+        CHECK(cuStreamSynchronize(tstreams[0]));
+    for (int k = 0; k < (helper ? 7 : 10); k++) {
+        if (helper) {
+            CHECK(cuMemsetD8Async(buf, 0, 16, tstreams[1]));
+        } else {
+            void *kp[] = {&buf};
+            CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 32, 1, 1, 0, tstreams[0], kp, NULL));
+        }
+    }
+    st_signal(&st_ready);
+    st_wait(&st_done, 1); /* alive until the main thread is done */
+    return NULL;
+}
+
+static void stale(void)
+{
+    pthread_t th[2];
+    for (long t = 0; t < 2; t++)
+        pthread_create(&th[t], NULL, stale_worker, (void *)t);
+    st_wait(&st_ready, 2);
+    for (int k = 0; k < 5000; k++) {
+        fill();
+        CHECK(cuStreamSynchronize(stream));
+    }
+    CHECK(cuCtxSynchronize());
+    st_signal(&st_done);
+    for (int t = 0; t < 2; t++)
         pthread_join(th[t], NULL);
 }
 
@@ -171,6 +324,18 @@ static void step(const char *sc, int i)
             pthread_create(&th[t], NULL, worker, (void *)t);
         for (int t = 0; t < 4; t++)
             pthread_join(th[t], NULL);
+    } else if (!strcmp(sc, "copies") || !strcmp(sc, "copy-grow")) {
+        /* a host-to-device copy from a host buffer, a device-to-device copy
+         * within buf and a memset: addresses that differ from run to run
+         * (ASLR), the same buffers in every run; copy-grow: the first
+         * copy's size doubles each step */
+        static unsigned char *host;
+        if (!host)
+            host = calloc(1, 8192);
+        size_t n = !strcmp(sc, "copy-grow") ? 1024u << i : 1024;
+        CHECK(cuMemcpyHtoDAsync(buf, host, n, stream));
+        CHECK(cuMemcpyDtoDAsync(buf + 2048, buf, 512, stream));
+        CHECK(cuMemsetD8Async(buf + 3072, 0, 16, stream));
     } else if (!strcmp(sc, "noinfo")) {
         /* the driver cannot give add_step's layout: its argument changes,
          * and atlastrace must say it could not see it rather than call the
@@ -217,8 +382,42 @@ int main(int argc, char **argv)
         CHECK(cuStreamCreate(&tstreams[t], 0));
     CHECK(cuCtxSynchronize()); /* setup ends here (an empty step) */
 
+    if (!strcmp(sc, "stale")) {
+        stale();
+        steps = 0;
+    }
+    if (!strncmp(sc, "tsteps", 6)) {
+        tsc = sc;
+        tsteps();
+        steps = 0;
+    }
+    pthread_t engine;
+    if (!strncmp(sc, "autograd", 8)) {
+        ag_same = strstr(sc, "-same") != NULL;
+        if (strstr(sc, "-legacy"))
+            stream = NULL; /* launches name the default stream NULL, its sync CU_STREAM_LEGACY */
+        pthread_create(&engine, NULL, ag_engine, NULL);
+    }
+    CUgraphExec replay_exec = NULL;
     for (int i = 0; i < steps; i++) {
-        if (!strcmp(sc, "api")) {
+        if (!strncmp(sc, "autograd", 8)) {
+            /* under ATLAS_STEP=nvtx:step the range is the step; else the sync */
+            nvtxRangePushA("step");
+            autograd_step(i);
+            nvtxRangePop();
+            CHECK(cuStreamSynchronize(stream ? stream : CU_STREAM_LEGACY));
+        } else if (!strcmp(sc, "replay")) {
+            /* captured once, replayed every step */
+            if (!replay_exec) {
+                CUgraph g;
+                CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+                step("scalar", 0);
+                CHECK(cuStreamEndCapture(stream, &g));
+                CHECK(cuGraphInstantiate(&replay_exec, g, 0));
+            }
+            CHECK(cuGraphLaunch(replay_exec, stream));
+            CHECK(cuStreamSynchronize(stream));
+        } else if (!strcmp(sc, "api")) {
             atlas_step_begin("train");
             step(sc, i);
             atlas_step_end();
@@ -247,6 +446,13 @@ int main(int argc, char **argv)
             step(sc, i);
             CHECK(!strcmp(sc, "threads") ? cuCtxSynchronize() : cuStreamSynchronize(stream));
         }
+    }
+    if (!strncmp(sc, "autograd", 8)) {
+        pthread_mutex_lock(&ag_mu);
+        ag_todo = -2; /* the engine stops */
+        pthread_cond_broadcast(&ag_cv);
+        pthread_mutex_unlock(&ag_mu);
+        pthread_join(engine, NULL);
     }
     printf("ok\n");
     return 0;

@@ -24,12 +24,15 @@ static void collect(void *ctx, const char *text)
     nlines++;
 }
 
+static int pointers = ATL_PTRS_ALL; /* ATLAS_DIFF_POINTERS for diff() */
+
 static size_t diff(const struct atl_step *a, const struct atl_step *b, unsigned max,
                    const struct atl_ignore *ig)
 {
     out[0] = '\0';
     nlines = 0;
-    struct atl_diff_opts o = {.max_lines = max, .ignore = ig, .line = collect};
+    struct atl_diff_opts o = {
+        .max_lines = max, .ignore = ig, .pointers = pointers, .line = collect};
     return atl_step_diff(a, b, &o, NULL);
 }
 
@@ -122,6 +125,97 @@ START_TEST(pointer_resolution_reads_differently)
         strstr(out, "0x20000 alloc#4+0x0 -> 0x90000 alloc#9+0x0 (delta +458752): another buffer"),
         "%s", out);
     atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+/* Host values first: a scalar that changed in a later op is printed before
+ * a pointer of an earlier one; a pointer that moved within its allocation
+ * is collapsed by default, or not reported (none). */
+START_TEST(findings_ranked_and_collapsed)
+{
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    push_launch(&a, kfn_ptr_int(), 0x10000, 1, 4);
+    push_launch(&a, kfn_ptr_int(), 0x20000, 1, 4);
+    push_launch(&a, kfn_ptr_int(), 0x30000, 5, 4);
+    push_memset(&a, 0x20000);
+    push_launch(&b, kfn_ptr_int(), 0x10040, 1, 4); /* same buffer, +0x40 */
+    push_launch(&b, kfn_ptr_int(), 0x90000, 1, 4); /* another buffer */
+    push_launch(&b, kfn_ptr_int(), 0x30000, 6, 8); /* scalar and grid */
+    push_memset(&b, 0x20010);                      /* same buffer, +0x10 */
+    atl_step_annotate(&a, 0, 0, 3, 0);
+    atl_step_annotate(&a, 1, 0, 4, 0);
+    atl_step_annotate(&a, 3, ATL_ANN_DST, 4, 0);
+    atl_step_annotate(&b, 0, 0, 3, 0x40);
+    atl_step_annotate(&b, 1, 0, 9, 0);
+    atl_step_annotate(&b, 3, ATL_ANN_DST, 4, 0x10);
+    pointers = ATL_PTRS_COLLAPSE;
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 4);
+    const char *scalar =
+        strstr(out, "op 2 step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x5 -> 0x6");
+    const char *grid = strstr(out, "op 2 step(float*, int) [launch] grid: (4,1,1) -> (8,1,1)");
+    const char *other = strstr(out, "op 1 step(float*, int) [launch] arg0 @0x0 (8 bytes): 0x20000 "
+                                    "alloc#4+0x0 -> 0x90000 alloc#9+0x0 (delta +458752): another "
+                                    "buffer");
+    const char *moved = strstr(out, "  2 pointer arguments moved within their allocations "
+                                    "(allocator reuse): step arg0, memset ptr\n");
+    ck_assert_msg(scalar && grid && other && moved, "%s", out);
+    ck_assert_msg(scalar < grid && grid < other && other < moved, "%s", out);
+    ck_assert_int_eq(nlines, 5); /* the header and four */
+    /* ATLAS_DIFF_MAX counts the ranked lines: the scalar is the one shown */
+    ck_assert_uint_eq(diff(&a, &b, 1, NULL), 4);
+    ck_assert_msg(strstr(out, "arg1 @0x8 (4 bytes): 0x5 -> 0x6") &&
+                      strstr(out, "... 3 more differences not shown"),
+                  "%s", out);
+    pointers = ATL_PTRS_NONE;
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 3);
+    ck_assert_msg(!strstr(out, "allocator reuse") && !strstr(out, "alloc#3"), "%s", out);
+    pointers = ATL_PTRS_ALL;
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 5);
+    ck_assert_msg(strstr(out, "memset] ptr: 0x20000 alloc#4+0x0 -> 0x20010 alloc#4+0x10: same "
+                              "buffer, another offset"),
+                  "%s", out);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+/* The frozen-value summary: one line per parameter that changed, with the
+ * shape of its changes. */
+START_TEST(frozen_value_summary)
+{
+    struct atl_diff_stats st;
+    memset(&st, 0, sizeof st);
+    struct atl_diff_opts o = {.max_lines = 20, .line = collect};
+    static const uint32_t off[] = {0, 4, 8}, size[] = {4, 4, 4};
+    const struct atl_kfn *k = atl_kfn_intern("_Z3tri", "tri(int, int, int)", 3, off, size);
+    struct atl_step s[6];
+    for (int i = 0; i < 6; i++) {
+        /* arg0: 100 + i; arg1: 1, 2, 1, 2, ...; arg2: no pattern */
+        static const int noise[] = {5, 90, 7, 3000, 12, 8};
+        int v[3] = {100 + i, 1 + i % 2, noise[i]};
+        atl_step_init(&s[i], "s");
+        s[i].index = (uint64_t)i + 1;
+        struct atl_op op = {.kind = ATL_OP_LAUNCH};
+        op.u.k.kfn = k;
+        op.u.k.bytes = (uintptr_t)v;
+        ck_assert_int_eq(atl_step_push(&s[i], &op), 0);
+        ck_assert_int_eq(atl_step_push(&s[i], &op), 0); /* twice a step: counted once */
+        if (i)
+            atl_step_diff(&s[i - 1], &s[i], &o, &st);
+    }
+    out[0] = '\0';
+    atl_diff_summary(&st, collect, NULL);
+    ck_assert_msg(
+        strstr(out, "frozen value: tri arg0 changed in 5 steps: +1 per step (0x64 -> 0x69)"), "%s",
+        out);
+    ck_assert_msg(strstr(out, "frozen value: tri arg1 changed in 5 steps: alternates between 2 "
+                              "values (0x1, 0x2)"),
+                  "%s", out);
+    ck_assert_msg(strstr(out, "frozen value: tri arg2 changed in 5 steps: random (0x5 first, 0x8 "
+                              "last)"),
+                  "%s", out);
+    for (int i = 0; i < 6; i++)
+        atl_step_free(&s[i]);
 }
 END_TEST
 
@@ -458,6 +552,8 @@ int main(void)
     tcase_add_test(tc, negative_delta_of_small_value);
     tcase_add_test(tc, pointer_resolution_reads_differently);
     tcase_add_test(tc, pointers_inside_a_by_value_array);
+    tcase_add_test(tc, findings_ranked_and_collapsed);
+    tcase_add_test(tc, frozen_value_summary);
     tcase_add_test(tc, grid_change);
     tcase_add_test(tc, insert_in_the_middle_reports_only_it);
     tcase_add_test(tc, big_by_value_parameter_one_byte);

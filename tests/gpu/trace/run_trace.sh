@@ -98,4 +98,59 @@ if traced torch_graph ATLAS_STEP=capture -- python3 $here/torch_nvtx.py graph; t
     fi
 fi
 
+echo "== CUDA C, four threads with their own streams, identical steps"
+for m in same ctx; do
+    if traced threads_$m -- "$build/gpu/trace_threads" $m; then
+        log=$out/threads_$m.log
+        show "$log"
+        if ! grep -q 'differs' "$log" && grep -q 'steps=200 compared=196 identical=196' "$log"; then
+            pass "threads_$m: 4 threads x 50 steps, each thread's its own: no report"
+        else
+            fail "threads_$m: expected no report and steps=200 compared=196 identical=196"
+        fi
+    fi
+done
+
+echo "== CUDA C, four threads, one of them changes a scalar"
+if traced threads_change -- "$build/gpu/trace_threads" change; then
+    log=$out/threads_change.log
+    show "$log"
+    named=$(grep -c 'step "cuStreamSynchronize" (thread worker-2, stream 0x[0-9a-f]*) #2[12] ' "$log")
+    if [ "$named" -eq 2 ] && [ "$(oplines "$log")" -eq 2 ] &&
+        [ "$(grep ':   op ' "$log" | grep -c 'add_step.*arg1 @0x8 (4 bytes)')" -eq 2 ]; then
+        pass "threads_change: the two reports name worker-2, its stream and add_step arg1"
+    else
+        fail "threads_change: $named headers naming worker-2 (want 2), $(oplines "$log") op lines (want 2)"
+    fi
+fi
+
+# training: no host value reported once warmed up, and every step holds the
+# backward pass (its marker kernel, launched from autograd's thread)
+echo "== PyTorch training (MLP, SGD), NVTX steps"
+if traced torch_train_nvtx $nvtx -- python3 $here/torch_train.py nvtx; then
+    log=$out/torch_train_nvtx.log
+    show "$log"
+    r=$(python3 $here/check_train.py "$log" "$out/torch_train_nvtx.jsonl" step 1 | tail -n 1)
+    if [ "$r" = "host=0 marked=10" ] && grep -q 'steps=10 compared=9' "$log"; then
+        pass "torch_train_nvtx: no host value reported; all 10 steps hold the backward pass"
+    else
+        fail "torch_train_nvtx: $r (want host=0 marked=10, and steps=10 compared=9)"
+    fi
+fi
+
+echo "== PyTorch training (MLP, SGD), steps ended by loss.item()"
+if traced torch_train_sync -- python3 $here/torch_train.py sync; then
+    log=$out/torch_train_sync.log
+    show "$log"
+    # 3 warm-up iterations, then 10: from the fifth on, a training step is
+    # compared with a warmed-up one
+    r=$(python3 $here/check_train.py "$log" "$out/torch_train_sync.jsonl" cuStreamSynchronize 4 |
+        tail -n 1)
+    if [ "$r" = "host=0 marked=13" ]; then
+        pass "torch_train_sync: no host value reported; all 13 steps hold the backward pass"
+    else
+        fail "torch_train_sync: $r (want host=0 marked=13)"
+    fi
+fi
+
 exit $status
