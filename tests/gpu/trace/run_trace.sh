@@ -116,11 +116,12 @@ if traced threads_change -- "$build/gpu/trace_threads" change; then
     log=$out/threads_change.log
     show "$log"
     named=$(grep -c 'step "cuStreamSynchronize" (thread worker-2, stream 0x[0-9a-f]*) #2[12] ' "$log")
-    if [ "$named" -eq 2 ] && [ "$(oplines "$log")" -eq 2 ] &&
-        [ "$(grep ':   op ' "$log" | grep -c 'add_step.*arg1 @0x8 (4 bytes)')" -eq 2 ]; then
+    # each step passes v and -v (two add_step launches): two lines a report
+    if [ "$named" -eq 2 ] && [ "$(oplines "$log")" -eq 4 ] &&
+        [ "$(grep ':   op ' "$log" | grep -c 'add_step.*arg1 @0x8 (4 bytes)')" -eq 4 ]; then
         pass "threads_change: the two reports name worker-2, its stream and add_step arg1"
     else
-        fail "threads_change: $named headers naming worker-2 (want 2), $(oplines "$log") op lines (want 2)"
+        fail "threads_change: $named headers naming worker-2 (want 2), $(oplines "$log") op lines (want 4)"
     fi
 fi
 
