@@ -88,6 +88,40 @@ static inline void atlas_step_end(void)
 
 /* ---- end of step markers ---- */
 
+/* ---- counters and statistics --------------------------------------------
+ * atlas_sync_count(name): a blocking-copy and sync counter by its name
+ * ("blocking_d2h", "dtoh", "stream-sync", "async-h2d-pageable", ...: docs/sync.md);
+ * -1 for an unknown name, and without the preload.
+ * atlas_stats_snapshot(label): prints the statistics table (ATLAS_STATS's)
+ * now, each row tagged with `label`; nothing without the preload.
+ * Both are also exported under these names for ctypes and dlsym. */
+
+typedef long long (*atlas_sync_count_fn)(const char *);
+typedef void (*atlas_stats_snapshot_fn)(const char *);
+
+static inline long long atlas_sync_count(const char *name)
+{
+    static atlas_sync_count_fn fn;
+    static int looked;
+    if (!looked) {
+        fn = (atlas_sync_count_fn)dlsym(RTLD_DEFAULT, "atlas_sync_count");
+        looked = 1;
+    }
+    return fn ? fn(name) : -1;
+}
+
+static inline void atlas_stats_snapshot(const char *label)
+{
+    static atlas_stats_snapshot_fn fn;
+    static int looked;
+    if (!looked) {
+        fn = (atlas_stats_snapshot_fn)dlsym(RTLD_DEFAULT, "atlas_stats_snapshot");
+        looked = 1;
+    }
+    if (fn)
+        fn(label);
+}
+
 #ifdef __cplusplus
 }
 #endif

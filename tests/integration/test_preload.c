@@ -8,9 +8,11 @@
  */
 #include "run.h"
 
+#include "../targets/gpa_resolve.h"
 #include "../targets/workload.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +141,7 @@ START_TEST(gpa_default)
     /* the resolver itself came from dlsym, once per name asked */
     struct stat_row row;
     ck_assert(stats_row(r.log, "cuGetProcAddress_v2", &row));
-    ck_assert_uint_eq(row.dlsym, 14);
+    ck_assert_uint_eq(row.dlsym, GPA_CALLS);
     ck_assert_uint_eq(row.got_dlsym, 1);
     run_free(&r);
 }
@@ -169,12 +171,12 @@ START_TEST(gpa_self)
     run_ok(&r, argv, stats_env);
     assert_complete(&r, GPA);
     ck_assert_uint_eq(calls_of(&r, "cuLaunchKernel_ptsz"), WL_LAUNCHES + 1);
-    /* one call through dlsym fetched the resolver; the other 14 went through
-     * the resolver it returned, which must have been ours */
+    /* one call through dlsym fetched the resolver; the others (GPA_CALLS)
+     * went through the resolver it returned, which must have been ours */
     struct stat_row row;
     ck_assert(stats_row(r.log, "cuGetProcAddress_v2", &row));
     ck_assert_uint_eq(row.dlsym, 1);
-    ck_assert_uint_eq(row.gpa, 14);
+    ck_assert_uint_eq(row.gpa, GPA_CALLS);
     ck_assert_uint_eq(row.got_gpa, 1);
     run_free(&r);
 }
@@ -338,21 +340,39 @@ START_TEST(bad_settings)
 }
 END_TEST
 
-/* ATLAS_LOG with %p names a file per process; reports land there. */
+/* ATLAS_LOG with %p names a file per process; reports land there. In a
+ * directory of this run's own, so a file left by another run (or a run in
+ * parallel) can neither pass nor fail the test. */
 START_TEST(log_file_pid)
 {
+    char dir[] = "/tmp/atlas-logtest-XXXXXX";
+    ck_assert(mkdtemp(dir) != NULL);
+    char setting[128];
+    snprintf(setting, sizeof setting, "ATLAS_LOG=%s/log-%%p.log", dir);
     char *argv[] = {T("tp_linked"), NULL};
-    static const char *const env[] = {"ATLAS_STATS=1", "ATLAS_LOG=/tmp/atlas-logtest-%p.log", NULL};
+    const char *env[] = {"ATLAS_STATS=1", setting, NULL};
     struct run_result r;
     run_target(&r, argv, env, 1);
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(r.err, "");
-    /* find the file by glob: one per PID */
-    FILE *ls = popen("ls /tmp/atlas-logtest-*.log", "r");
-    char name[256] = "";
-    ck_assert(fgets(name, sizeof name, ls) != NULL);
-    pclose(ls);
-    name[strcspn(name, "\n")] = '\0';
+    /* exactly one file, named after a PID that is not ours */
+    DIR *d = opendir(dir);
+    ck_assert(d != NULL);
+    char name[512] = "";
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        files++;
+        snprintf(name, sizeof name, "%s/%s", dir, e->d_name);
+        long pid = 0;
+        char tail[8] = "";
+        ck_assert_msg(sscanf(e->d_name, "log-%ld%7s", &pid, tail) == 2 && !strcmp(tail, ".log") &&
+                          pid > 0 && pid != (long)getpid(),
+                      "unexpected file %s", e->d_name);
+    }
+    closedir(d);
+    ck_assert_int_eq(files, 1);
     FILE *f = fopen(name, "r");
     ck_assert(f != NULL);
     char line[512];
@@ -361,6 +381,7 @@ START_TEST(log_file_pid)
         rows += strstr(line, " stats: cuLaunchKernel ") != NULL;
     fclose(f);
     unlink(name);
+    rmdir(dir);
     ck_assert_int_eq(rows, 1);
     run_free(&r);
 }

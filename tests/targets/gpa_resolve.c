@@ -29,20 +29,8 @@ int gpa_resolve(struct wl_api *api, cuuint64_t flags, int self)
         const char *name;
         size_t off;
     } want[] = {
-#define W(field, name) {name, offsetof(struct wl_api, field)}
-        W(Init, "cuInit"),
-        W(DeviceGet, "cuDeviceGet"),
-        W(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
-        W(CtxSetCurrent, "cuCtxSetCurrent"),
-        W(ModuleLoadData, "cuModuleLoadData"),
-        W(ModuleGetFunction, "cuModuleGetFunction"),
-        W(MemAlloc, "cuMemAlloc"),
-        W(MemFree, "cuMemFree"),
-        W(MemcpyHtoD, "cuMemcpyHtoD"),
-        W(MemcpyDtoH, "cuMemcpyDtoH"),
-        W(MemsetD32Async, "cuMemsetD32Async"),
-        W(LaunchKernel, "cuLaunchKernel"),
-        W(StreamSynchronize, "cuStreamSynchronize"),
+#define W(field, name) {name, offsetof(struct wl_api, field)},
+        GPA_NAMES(W)
 #undef W
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

@@ -18,6 +18,8 @@
  */
 #include "../fake/fakecuda.h"
 
+#include <atlas/trace.h>
+
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -161,11 +163,11 @@ __attribute__((noinline)) int mode_copies(void)
     CHECK(cuEventRecord(ev, NULL));
     CHECK(cuEventSynchronize(ev));
 
-    long long (*count)(const char *) =
-        (long long (*)(const char *))dlsym(RTLD_DEFAULT, "atlas_sync_count");
-    if (count)
-        printf("api blocking_d2h=%lld hidden_h2d=%lld stream_syncs=%lld\n", count("blocking_d2h"),
-               count("async-h2d-pageable"), count("stream-sync"));
+    /* through the program API's header (include/atlas/trace.h) */
+    if (atlas_sync_count("blocking_d2h") >= 0)
+        printf("api blocking_d2h=%lld hidden_h2d=%lld stream_syncs=%lld\n",
+               atlas_sync_count("blocking_d2h"), atlas_sync_count("async-h2d-pageable"),
+               atlas_sync_count("stream-sync"));
     CHECK(cuMemFreeHost(pinned));
     printf("ok\n");
     return 0;

@@ -117,9 +117,19 @@ START_TEST(two_and_three_d)
 }
 END_TEST
 
+/* The mock, counting its calls: a test that a copy does not query must be
+ * able to see a query. */
+static unsigned queries;
+static CUresult counting_attr(void *data, CUpointer_attribute a, CUdeviceptr p)
+{
+    queries++;
+    return mock_attr(data, a, p);
+}
+
 START_TEST(device_to_device_never_queries)
 {
-    atl_drv.cuPointerGetAttribute = NULL; /* would make every copy unknown anyway */
+    atl_drv.cuPointerGetAttribute = counting_attr;
+    queries = 0;
     uint64_t before = atl_sync_blocking_d2h();
     struct atl_copy d = {.kind = ATL_CPY_DTOD, .dst = DEV, .src = DEV + 8, .bytes = 8};
     copy(&d, CUDA_SUCCESS);
@@ -127,6 +137,16 @@ START_TEST(device_to_device_never_queries)
         .kind = ATL_CPY_DTOH, .host_dst = (void *)(uintptr_t)PAGEABLE, .src = DEV, .bytes = 8};
     copy(&s, CUDA_SUCCESS); /* synchronous: blocking without asking */
     ck_assert_uint_eq(atl_sync_blocking_d2h() - before, 1);
+    ck_assert_uint_eq(queries, 0);
+    /* and the counter does count: an async copy from device to a host
+     * address asks whether the host side is pinned */
+    struct atl_copy a = {.kind = ATL_CPY_DTOH,
+                         .async = 1,
+                         .host_dst = (void *)(uintptr_t)PAGEABLE,
+                         .src = DEV,
+                         .bytes = 8};
+    copy(&a, CUDA_SUCCESS);
+    ck_assert_uint_gt(queries, 0);
 }
 END_TEST
 
