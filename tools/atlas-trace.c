@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "dsk.h"
 
 #ifndef ATLAS_VERSION
 #define ATLAS_VERSION "unknown"
@@ -59,7 +60,8 @@ static void usage(FILE *f)
             "  --redzone-check=WHEN  when guard bands are checked: free, sync or launch\n"
             "  --d2h[=N]             count blocking device-to-host copies; backtrace of the Nth\n"
             "                        (default %s)\n"
-            "  --debug-sync          synchronize after every launch, to name a faulting kernel\n"
+            "  --debug-sync[=KERNELS] synchronize after every launch (or only after launches of\n"
+            "                        the comma-separated KERNELS), to name a faulting kernel\n"
             "  --leaks               report device allocations still live at exit\n"
             "  --audit               report every kernel looked up, found or missing\n"
             "  --stats               print each intercepted function's call count at exit\n"
@@ -228,7 +230,7 @@ static const struct option long_opts[] = {
     {"redzone", required_argument, NULL, OPT_REDZONE},
     {"redzone-check", required_argument, NULL, OPT_REDZONE_CHECK},
     {"d2h", optional_argument, NULL, OPT_D2H},
-    {"debug-sync", no_argument, NULL, OPT_DEBUG_SYNC},
+    {"debug-sync", optional_argument, NULL, OPT_DEBUG_SYNC},
     {"leaks", no_argument, NULL, OPT_LEAKS},
     {"audit", no_argument, NULL, OPT_AUDIT},
     {"stats", no_argument, NULL, OPT_STATS},
@@ -243,7 +245,8 @@ static const struct option long_opts[] = {
 
 /* The settings the options ask for, applied only once every option has been checked. */
 struct settings {
-    int trace, debug_sync, leaks, audit, stats, no_children;
+    int trace, leaks, audit, stats, no_children;
+    const char *debug_sync; /* "1", or a list of kernel names */
     const char *step, *redzone, *redzone_check, *d2h, *error_exitcode, *error_on;
     char *json, *chrome, *log;
 };
@@ -310,9 +313,19 @@ static void parse_options(int argc, char **argv, struct settings *s)
             check_setting("--error-on", "ATLAS_ERROR_ON", optarg, "WHAT is findings or diff");
             s->error_on = optarg;
             break;
-        case OPT_DEBUG_SYNC:
-            s->debug_sync = 1;
+        case OPT_DEBUG_SYNC: {
+            const char *why;
+            if (optarg && atl_dsk_parse(optarg, &why) != ATL_DSK_LIST) {
+                char shown[72], msg[512];
+                atl_config_show_value(optarg, shown, sizeof shown);
+                snprintf(msg, sizeof msg,
+                         "--debug-sync=%s: KERNELS is a comma-separated list of kernel names%s%s",
+                         shown, why ? ": " : "", why ? why : "");
+                bad_usage("%s", msg);
+            }
+            s->debug_sync = optarg ? optarg : "1";
             break;
+        }
         case OPT_LEAKS:
             s->leaks = 1;
             break;
@@ -368,7 +381,7 @@ static void apply(const struct settings *s, const char *lib)
     if (s->d2h)
         set("ATLAS_D2H_TRACE", s->d2h);
     if (s->debug_sync)
-        set("ATLAS_DEBUG_SYNC_KERNELS", "1");
+        set("ATLAS_DEBUG_SYNC_KERNELS", s->debug_sync);
     if (s->leaks)
         set("ATLAS_LEAKS", "1");
     if (s->audit)

@@ -133,6 +133,12 @@ START_TEST(value_defaults_and_modes)
     ck_assert_int_eq(count_lines(r.out, "ATLAS_STEP"), 0);
     run_free(&r);
 
+    /* debug sync limited to the kernels the fault report names */
+    const char *dsk[] = {"--debug-sync=bad_kernel,other", target, "env", NULL};
+    run_ok(&r, dsk, NULL);
+    ck_line(r.out, "ATLAS_DEBUG_SYNC_KERNELS=bad_kernel,other");
+    run_free(&r);
+
     static const char *const modes[] = {"sync", "capture", "api", "nvtx:train step"};
     for (int i = 0; i < 4; i++) {
         char opt[64];
@@ -188,6 +194,9 @@ static const struct {
     {"--error-exitcode=-1", "--error-exitcode=-1: negative value"},
     {"--error-exitcode=x", "--error-exitcode=x: not a number"},
     {"--error-on=leaks", "--error-on=leaks: not one of the accepted values for ATLAS_ERROR_ON"},
+    /* a kernel list: names only (on and off are spelled --debug-sync and nothing) */
+    {"--debug-sync=,", "--debug-sync=,: KERNELS is a comma-separated list of kernel names"},
+    {"--debug-sync=yes", "--debug-sync=yes: KERNELS is a comma-separated list"},
 };
 
 START_TEST(bad_option_is_usage_error)
