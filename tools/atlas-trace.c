@@ -95,18 +95,31 @@ static _Noreturn void bad_usage(const char *fmt, const char *arg)
     exit(EXIT_USAGE);
 }
 
-/* Refuses `value` for option `opt` when the library would ignore it as setting `var`: the
- * reason is the library's own ("out of range 0..1048576"), from the one table both read. */
-static void check_setting(const char *opt, const char *var, const char *value, const char *what)
+/* Exits with "OPT=VALUE: REASON" and the usage; the value is shown as the library shows
+ * setting values (printable, bounded). */
+static _Noreturn void refuse(const char *opt, const char *value, const char *reason)
 {
-    int idx = atl_config_find(var);
-    const char *why = idx < 0 ? "unknown setting" : atl_config_check(idx, value);
-    if (!why)
-        return;
     char shown[72], msg[512];
     atl_config_show_value(value, shown, sizeof shown);
-    snprintf(msg, sizeof msg, "%s=%s: %s for %s; %s", opt, shown, why, var, what);
+    snprintf(msg, sizeof msg, "%s=%s: %s", opt, shown, reason);
     bad_usage("%s", msg);
+}
+
+/* Refuses `value` for option `opt` when the library would ignore it as setting `var`: the
+ * reason is the library's own ("out of range 0..1048576"), from the one table both read.
+ * Returns the value as the library reads it (a number, an enum's index). */
+static unsigned long long check_setting(const char *opt, const char *var, const char *value,
+                                        const char *what)
+{
+    int idx = atl_config_find(var);
+    unsigned long long num = 0;
+    const char *why = idx < 0 ? "unknown setting" : atl_config_value(idx, value, &num);
+    if (why) {
+        char reason[384];
+        snprintf(reason, sizeof reason, "%s for %s; %s", why, var, what);
+        refuse(opt, value, reason);
+    }
+    return num;
 }
 
 static int valid_step_mode(const char *m)
@@ -295,13 +308,10 @@ static void parse_options(int argc, char **argv, struct settings *s)
             s->redzone_check = optarg;
             break;
         case OPT_D2H:
-            if (optarg) {
-                check_setting("--d2h", "ATLAS_D2H_TRACE", optarg,
-                              "N is the number of the copy to backtrace");
-                if (strtoull(optarg, NULL, 0) == 0)
-                    bad_usage("--d2h=%s: N is the number (1 or more) of the copy to backtrace",
-                              optarg);
-            }
+            /* by the library's reading of the number: 010 is ten, 08 is eight */
+            if (optarg && check_setting("--d2h", "ATLAS_D2H_TRACE", optarg,
+                                        "N is the number of the copy to backtrace") == 0)
+                refuse("--d2h", optarg, "N is the number (1 or more) of the copy to backtrace");
             s->d2h = optarg ? optarg : D2H_DEFAULT;
             break;
         case OPT_ERROR_EXITCODE:
@@ -316,12 +326,11 @@ static void parse_options(int argc, char **argv, struct settings *s)
         case OPT_DEBUG_SYNC: {
             const char *why;
             if (optarg && atl_dsk_parse(optarg, &why) != ATL_DSK_LIST) {
-                char shown[72], msg[512];
-                atl_config_show_value(optarg, shown, sizeof shown);
-                snprintf(msg, sizeof msg,
-                         "--debug-sync=%s: KERNELS is a comma-separated list of kernel names%s%s",
-                         shown, why ? ": " : "", why ? why : "");
-                bad_usage("%s", msg);
+                char reason[256];
+                snprintf(reason, sizeof reason,
+                         "KERNELS is a comma-separated list of kernel names%s%s", why ? ": " : "",
+                         why ? why : "");
+                refuse("--debug-sync", optarg, reason);
             }
             s->debug_sync = optarg ? optarg : "1";
             break;

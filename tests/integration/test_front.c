@@ -133,6 +133,12 @@ START_TEST(value_defaults_and_modes)
     ck_assert_int_eq(count_lines(r.out, "ATLAS_STEP"), 0);
     run_free(&r);
 
+    /* numbers as the library reads them: 08 is eight, not a bad octal */
+    const char *d2h8[] = {"--d2h=08", target, "env", NULL};
+    run_ok(&r, d2h8, NULL);
+    ck_line(r.out, "ATLAS_D2H_TRACE=08");
+    run_free(&r);
+
     /* debug sync limited to the kernels the fault report names */
     const char *dsk[] = {"--debug-sync=bad_kernel,other", target, "env", NULL};
     run_ok(&r, dsk, NULL);
