@@ -17,7 +17,6 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 
@@ -37,22 +36,13 @@ static int is_self(const char *name, size_t n, const struct stat *self, const ch
     return stat(path, &st) == 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino;
 }
 
-static int truthy(const char *v)
-{
-    static const char *const yes[] = {"1", "true", "yes", "on"};
-    for (int i = 0; i < 4; i++)
-        if (strcasecmp(v, yes[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* The environment is read and edited in `environ` itself (src/envedit.h says why: bash). */
 
 __attribute__((constructor)) static void children_strip_preload(void)
 {
-    char **vs = atl_env_slot("ATLAS_NO_CHILDREN");
+    unsigned long long on = 0;
     /* A set-uid program reads no settings (as init_body), and its ld.so ignored us anyway. */
-    if (!vs || !truthy(strchr(*vs, '=') + 1) || getauxval(AT_SECURE))
+    if (!atl_env_setting("ATLAS_NO_CHILDREN", &on) || !on || getauxval(AT_SECURE))
         return;
 
     Dl_info info;

@@ -1,5 +1,7 @@
 #include "envedit.h"
 
+#include "config.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +52,13 @@ int atl_env_set(const char *name, const char *value)
     grown[count + 1] = NULL;
     environ = grown;
     return 0;
+}
+
+int atl_env_setting(const char *name, unsigned long long *num)
+{
+    const char *v = atl_env_get(name);
+    int idx = atl_config_find(name);
+    return v && idx >= 0 && atl_config_value(idx, v, num) == NULL;
 }
 
 void atl_env_drop(char **slot)

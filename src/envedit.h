@@ -21,6 +21,12 @@ const char *atl_env_get(const char *name);
  * 0, or -1 when out of memory (the environment is then unchanged). */
 int atl_env_set(const char *name, const char *value);
 
+/* Setting NAME as found in `environ`, read by the settings table's own rules
+ * (src/config.def): 1 and *num (a BOOL or UINT's number, an ENUM's index)
+ * when it is set and valid, else 0. For load-time constructors, which run
+ * before the engine reads its settings (and then says what is wrong). */
+int atl_env_setting(const char *name, unsigned long long *num);
+
 /* Takes the entry out of `environ`: the later ones move up one place. */
 void atl_env_drop(char **slot);
 

@@ -5,24 +5,25 @@
  * carve tensors out of large driver allocations, so a kernel that writes past a tensor lands in
  * the next tensor of the same segment and no red zone sees it. Both frameworks can instead take
  * each tensor from the driver's stream-ordered allocator, one driver allocation per tensor:
- *   PyTorch   PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF, its newer name) backend:cudaMallocAsync
- *   JAX       XLA_PYTHON_CLIENT_ALLOCATOR=platform
- * Both read their variable when they initialise CUDA, long after this library is loaded, so a
- * load-time constructor can set them: the program, and every child that inherits the preload,
- * sees them from its first instruction. What the user set is kept: other PyTorch options stay
- * (the backend is appended), and an explicit backend or allocator is left alone. CuPy's pool is
- * chosen in code (cupy.cuda.set_allocator(None)), which no variable reaches: docs/redzone.md.
+ *   PyTorch   PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF, its newer name)
+ * backend:cudaMallocAsync JAX       XLA_PYTHON_CLIENT_ALLOCATOR=platform Both read their variable
+ * when they initialise CUDA, long after this library is loaded, so a load-time constructor can set
+ * them: the program, and every child that inherits the preload, sees them from its first
+ * instruction. What the user set is kept: other PyTorch options stay (the backend is appended), and
+ * an explicit backend or allocator is left alone. CuPy's pool is chosen in code
+ * (cupy.cuda.set_allocator(None)), which no variable reaches: docs/redzone.md.
  */
 #define _GNU_SOURCE
 #include "pools.h"
 
-#include "config.h"
 #include "envedit.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/auxv.h>
+
+/* ATLAS_REDZONE_POOLS's values, in atl_redzone_pools_names' order */
+enum { POOLS_ROUTE, POOLS_KEEP };
 
 static char routed[256];
 
@@ -35,15 +36,6 @@ static void note(const char *what)
 {
     size_t k = strlen(routed);
     snprintf(routed + k, sizeof routed - k, "%s%s", k ? "; " : "", what);
-}
-
-/* Is ATLAS_REDZONE set to a valid, nonzero value (by the settings table's own rules)? */
-static int redzones_asked(void)
-{
-    const char *v = atl_env_get("ATLAS_REDZONE");
-    int idx = atl_config_find("ATLAS_REDZONE");
-    unsigned long long n = 0;
-    return v && idx >= 0 && atl_config_value(idx, v, &n) == NULL && n > 0;
 }
 
 static void route_pytorch(void)
@@ -81,10 +73,10 @@ static void route_jax(void)
 __attribute__((constructor)) static void pools_route(void)
 {
     /* a set-uid program reads no settings */
-    if (getauxval(AT_SECURE) || !redzones_asked())
+    unsigned long long pad = 0, pools = 0;
+    if (getauxval(AT_SECURE) || !atl_env_setting("ATLAS_REDZONE", &pad) || pad == 0)
         return;
-    const char *keep = atl_env_get("ATLAS_REDZONE_POOLS");
-    if (keep && strcasecmp(keep, "keep") == 0)
+    if (atl_env_setting("ATLAS_REDZONE_POOLS", &pools) && pools == POOLS_KEEP)
         return;
     route_pytorch();
     route_jax();
