@@ -211,7 +211,7 @@ struct owned {
 static void collect_owned(const struct atl_kernel *k, void *ctx)
 {
     struct owned *o = ctx;
-    if (k->owner != o->owner)
+    if (!atl_kernel_gone_with(k, o->owner))
         return;
     if (o->n == o->cap) {
         size_t cap = o->cap ? o->cap * 2 : 64;

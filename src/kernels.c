@@ -209,9 +209,7 @@ void atl_kernels_forget_owner(void *owner)
         struct atl_kernel *k = &table[i];
         if (!k->handle)
             continue;
-        /* unknown owner: fetched by name from the driver; it may be this
-         * module's, and asking again costs one call */
-        int gone = k->owner == owner || !k->owner;
+        int gone = atl_kernel_gone_with(k, owner);
         if (!nt) { /* out of memory: forget the names only */
             if (gone)
                 k->name = NULL, k->owner = NULL;

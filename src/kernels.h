@@ -43,6 +43,14 @@ void atl_kernels_each(void (*fn)(const struct atl_kernel *k, void *ctx), void *c
  * named afresh. */
 void atl_kernels_forget_owner(void *owner);
 
+/* The rule both the registry and the flight recorder's table forget by: 1
+ * when k goes with owner (it is owner's, or its owner is unknown: fetched by
+ * name from the driver, it may be owner's, and asking again costs one call). */
+static inline int atl_kernel_gone_with(const struct atl_kernel *k, const void *owner)
+{
+    return k->owner == owner || !k->owner;
+}
+
 /* Adds to the launch statistics of a handle. */
 void atl_kernels_count_launch(void *handle, uint64_t blocks);
 

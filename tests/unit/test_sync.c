@@ -220,7 +220,7 @@ END_TEST
 
 START_TEST(a_module_unload_forgets_its_kernels)
 {
-    static char mod_a, mod_b, fa[2][16], fb[16];
+    static char mod_a, mod_b, fa[2][16], fb[16], fc[16];
     struct atl_lookup l = {.kind = ATL_LOOKUP_MODULE_FUNCTION, .name = "_Z2kav", .owner = &mod_a};
     for (int i = 0; i < 2; i++) {
         l.result = fa[i];
@@ -230,10 +230,15 @@ START_TEST(a_module_unload_forgets_its_kernels)
     l.owner = &mod_b, l.result = fb, l.name = "_Z2kbv";
     atl_kernels_note_lookup(&l, CUDA_SUCCESS);
     atl_flight_note_lookup(fb);
+    /* a kernel of unknown owner may be any module's: it goes too, as in the registry */
+    l.owner = NULL, l.result = fc, l.name = "_Z2kcv";
+    atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+    atl_flight_note_lookup(fc);
     atl_flight_forget_owner(&mod_a);
     ck_assert_ptr_null(atl_ktab_find(atl_fl.ktab, fa[0]));
     ck_assert_ptr_null(atl_ktab_find(atl_fl.ktab, fa[1]));
     ck_assert_ptr_nonnull(atl_ktab_find(atl_fl.ktab, fb));
+    ck_assert_ptr_null(atl_ktab_find(atl_fl.ktab, fc));
 }
 END_TEST
 
