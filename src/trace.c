@@ -20,6 +20,7 @@
 #include "chrome.h"
 #include "config.h"
 #include "driver.h"
+#include "hostmap.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
@@ -1187,6 +1188,8 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
         .replay = mode == MODE_CAPTURE ? "capture" : NULL,
         .where = where,
         .pointers = (int)atl_cfg.diff_pointers,
+        .residue = (int)atl_cfg.diff_residue,
+        .host_addr = atl_host_addr,
         .line = log_line_cb,
     };
     /* The steady state of a replayable loop: byte-identical to the previous
@@ -1220,16 +1223,18 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
     }
     if (atl_ledger_on)
         resolve_pointers(&s);
+    name_ops(prev);
+    name_ops(&s);
+    /* the diff first: what it learns about the kernels (parameters holding
+     * uninitialised bytes) goes into this step's JSON lines already */
+    if (prev->ops && atl_step_diff(prev, &s, &o, &stats))
+        atl_note_finding(ATL_FINDING_DIFF, 1);
     if (json) {
         atl_step_write_json(&s, json);
         fflush(json);
     }
     if (atl_chrome_on)
         chrome_write(&s, begin, end);
-    name_ops(prev);
-    name_ops(&s);
-    if (prev->ops && atl_step_diff(prev, &s, &o, &stats))
-        atl_note_finding(ATL_FINDING_DIFF, 1);
     spare_put(prev);
     *prev = s;
     kept_note();

@@ -344,10 +344,11 @@ static int ignored(const struct atl_ignore *ig, const struct atl_kfn *k, int arg
 /* A report's lines are ranked before they are printed, so what a person
  * reads first is about host values: */
 enum rank {
-    RANK_VALUE,  /* scalars and sizes */
-    RANK_LAUNCH, /* grid, block, shared memory, cluster, parameter layout */
-    RANK_OPS,    /* ops inserted or removed */
-    RANK_PTR,    /* pointers (another buffer; moved within one, collapsed) */
+    RANK_VALUE,   /* scalars and sizes */
+    RANK_LAUNCH,  /* grid, block, shared memory, cluster, parameter layout */
+    RANK_OPS,     /* ops inserted or removed */
+    RANK_PTR,     /* pointers (another buffer; moved within one, collapsed) */
+    RANK_RESIDUE, /* uninitialised bytes of by-value parameters */
     NRANKS
 };
 
@@ -366,12 +367,17 @@ struct report {
     /* pointers moved within their allocations (ATLAS_DIFF_POINTERS=collapse) */
     size_t moved;
     char moved_names[256];
+    /* changed words of by-value parameters holding host-memory residue */
+    size_t resid;
+    char resid_names[256];
+    size_t noted; /* lines about residue: printed, but no difference in a host value */
     char header[512];
 };
 
 static void emit(struct report *r, enum rank rank, const char *text)
 {
     r->lines++;
+    r->noted += rank == RANK_RESIDUE;
     if (r->per_rank[rank] >= r->o->max_lines)
         return;
     char *t = strdup(text);
@@ -388,20 +394,40 @@ static void emit(struct report *r, enum rank rank, const char *text)
  * intermediate another block of its segment does this every step, so by
  * default (collapse) they are one line per step. Returns 1 when the caller
  * is not to report it itself. */
+static void name_once(char *names, size_t len, const char *what)
+{
+    if (strstr(names, what))
+        return;
+    size_t l = strlen(names);
+    if (l + strlen(what) + 8 < len)
+        snprintf(names + l, len - l, "%s%s", l ? ", " : "", what);
+    else if (!strstr(names, ", ..."))
+        snprintf(names + l, len - l, ", ...");
+}
+
 static int moved_within(struct report *r, const char *what)
 {
     if (r->o->pointers == ATL_PTRS_ALL)
         return 0;
     if (r->o->pointers == ATL_PTRS_NONE)
         return 1;
-    if (!strstr(r->moved_names, what)) {
-        size_t l = strlen(r->moved_names);
-        if (l + strlen(what) + 8 < sizeof r->moved_names)
-            snprintf(r->moved_names + l, sizeof r->moved_names - l, "%s%s", l ? ", " : "", what);
-        else if (!strstr(r->moved_names, ", ..."))
-            snprintf(r->moved_names + l, sizeof r->moved_names - l, ", ...");
-    }
+    name_once(r->moved_names, sizeof r->moved_names, what);
     r->moved++;
+    return 1;
+}
+
+/* A changed word of a by-value parameter that holds host-memory residue,
+ * `what` ("reduce_kernel arg0"): collapsed into one line per step by
+ * default, like moved pointers. Returns 1 when the caller is not to report
+ * it itself. */
+static int residue_word(struct report *r, const char *what)
+{
+    if (r->o->residue == ATL_PTRS_ALL)
+        return 0;
+    if (r->o->residue == ATL_PTRS_NONE)
+        return 1;
+    name_once(r->resid_names, sizeof r->resid_names, what);
+    r->resid++;
     return 1;
 }
 
@@ -416,6 +442,14 @@ static void report_print(struct report *r)
                  r->moved, r->moved == 1 ? "" : "s", r->moved == 1 ? "its" : "their",
                  r->moved == 1 ? "" : "s", r->moved_names);
         emit(r, RANK_PTR, line);
+    }
+    if (r->resid) {
+        char line[512];
+        snprintf(line, sizeof line,
+                 "  %zu changed word%s of by-value parameters that hold host addresses "
+                 "(uninitialised bytes, most likely): %s",
+                 r->resid, r->resid == 1 ? "" : "s", r->resid_names);
+        emit(r, RANK_RESIDUE, line);
     }
     if (r->lines)
         r->o->line(r->o->ctx, r->header);
@@ -580,6 +614,50 @@ static int same_alloc(const struct report *r, size_t ia, size_t ib, uint32_t at,
     return xa && xb && xa->seq == xb->seq && xa->off == xb->off;
 }
 
+/* Uninitialised bytes. A struct passed by value is copied whole, including
+ * the fields the launching code never set: whatever its stack held there.
+ * PyTorch's TensorListMetadata and ReduceOp fill only their first entries,
+ * and on the H200 the rest held stack, heap and library addresses and
+ * counters of the Python interpreter, different every step. A kernel
+ * cannot use the address of the launching thread's stack, so a by-value
+ * parameter whose changed words include an address of host memory
+ * (src/hostmap.h; not pinned memory, not a device allocation) is marked as
+ * holding residue, for the rest of the run: its changed words that do not
+ * name an allocation in both steps are reported as residue, collapsed by
+ * default (ATLAS_DIFF_RESIDUE), and left out of the frozen-value summary.
+ * Only the 8-byte words that changed are asked about, so a step costs
+ * nothing more when the struct did not change. */
+static int holds_residue(struct report *r, size_t ia, size_t ib, const struct atl_kfn *ka,
+                         const struct atl_kfn *kb, unsigned i, const uint8_t *pa, const uint8_t *pb,
+                         uint32_t sz, uint32_t off)
+{
+    if (i >= 64)
+        return 0;
+    uint64_t bit = 1ull << i;
+    if ((__atomic_load_n(&ka->residue, __ATOMIC_RELAXED) |
+         __atomic_load_n(&kb->residue, __ATOMIC_RELAXED)) &
+        bit)
+        return 1;
+    if (!r->o->host_addr)
+        return 0;
+    for (uint32_t w = 0; w + 8 <= sz; w += 8) {
+        uint64_t va, vb;
+        memcpy(&va, pa + w, 8);
+        memcpy(&vb, pb + w, 8);
+        if (va == vb || atl_step_ann(r->a, (uint32_t)ia, off + w) ||
+            atl_step_ann(r->b, (uint32_t)ib, off + w))
+            continue;
+        if (r->o->host_addr(va) || r->o->host_addr(vb)) {
+            /* the records are shared and learned from: const only to the
+             * rest of the diff */
+            __atomic_fetch_or((uint64_t *)&ka->residue, bit, __ATOMIC_RELAXED);
+            __atomic_fetch_or((uint64_t *)&kb->residue, bit, __ATOMIC_RELAXED);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl_op *oa,
                         const struct atl_op *ob)
 {
@@ -605,6 +683,7 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
          * processes is the same pointer: a parameter whose every differing
          * word is one counts as unchanged. */
         int counted = 0;
+        int resid = sz > 8 && holds_residue(r, ia, ib, ka, kb, i, pa + off, pb + off, sz, off);
         for (uint32_t w = 0; w < sz; w += 8) {
             uint32_t n = sz - w < 8 ? sz - w : 8;
             uint64_t va = 0, vb = 0;
@@ -612,54 +691,57 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             memcpy(&vb, pb + off + w, n);
             if (va == vb || same_alloc(r, ia, ib, off + w, n))
                 continue;
-            char field[32], where[48], aa[64] = "", ab[64] = "";
+            char field[32], where[48], aa[64] = "", ab[64] = "", what[160];
             snprintf(field, sizeof field, "arg%u", i);
+            base_name(kb->pretty, what, 120);
+            snprintf(what + strlen(what), sizeof what - strlen(what), " %s", field);
             const struct atl_ann *xa = NULL, *xb = NULL;
             if (n == 8) {
                 xa = atl_step_ann(r->a, (uint32_t)ia, off + w);
                 xb = atl_step_ann(r->b, (uint32_t)ib, off + w);
-                char what[160];
-                base_name(kb->pretty, what, 120);
-                snprintf(what + strlen(what), sizeof what - strlen(what), " %s", field);
                 if (xa && xb && xa->seq == xb->seq && moved_within(r, what))
                     continue;
             }
-            if (!counted++)
+            /* a word naming an allocation in both steps stays a pointer */
+            int junk = resid && !(xa && xb);
+            if (junk && residue_word(r, what))
+                continue;
+            if (!counted++ && !junk)
                 count_top(r, ob, field);
-            const char *verdict = "";
+            const char *verdict = junk ? " (host-memory residue)" : "";
             if (sz > 8)
                 snprintf(where, sizeof where, "+0x%x @0x%x (%u of %u bytes)", w, off + w, n, sz);
             else
                 snprintf(where, sizeof where, " @0x%x (%u bytes)", off, sz);
-            if (n == 8) {
+            if (n == 8 && !junk) {
                 /* Pointers: the same buffer at another offset (a position
                  * baked in, or allocator reuse); another buffer, a fresh
                  * allocation. */
-                fmt_alloc(xa, aa, sizeof aa);
-                fmt_alloc(xb, ab, sizeof ab);
                 if (xa && xb)
                     verdict =
                         xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer";
             }
+            fmt_alloc(xa, aa, sizeof aa);
+            fmt_alloc(xb, ab, sizeof ab);
             /* small values are sign-extended, so 0xffffffff -> 0 reads as +1 */
             int sh = 64 - 8 * (int)n;
             int64_t delta = n == 8 ? (int64_t)(vb - va)
                                    : ((int64_t)(vb << sh) >> sh) - ((int64_t)(va << sh) >> sh);
-            {
-                char what[160];
-                base_name(kb->pretty, what, 120);
-                size_t l = strlen(what);
+            if (!junk) {
+                char fz[160];
+                base_name(kb->pretty, fz, 120);
+                size_t l = strlen(fz);
                 if (sz > 8)
-                    snprintf(what + l, sizeof what - l, " %s+0x%x", field, w);
+                    snprintf(fz + l, sizeof fz - l, " %s+0x%x", field, w);
                 else
-                    snprintf(what + l, sizeof what - l, " %s", field);
-                note_frozen(r, what, va, vb, delta);
+                    snprintf(fz + l, sizeof fz - l, " %s", field);
+                note_frozen(r, fz, va, vb, delta);
             }
             snprintf(line, sizeof line,
                      "  op %zu %s arg%u%s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s (delta %+" PRId64
                      ")%s",
                      ib, lab, i, where, va, aa, vb, ab, delta, verdict);
-            emit(r, xa || xb ? RANK_PTR : RANK_VALUE, line);
+            emit(r, junk ? RANK_RESIDUE : xa || xb ? RANK_PTR : RANK_VALUE, line);
         }
     }
 }
@@ -949,6 +1031,8 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
 
 done:
     report_print(&r);
+    /* residue is printed, but the step holds no other host value */
+    r.lines -= r.noted;
     if (r.lines == 0) {
         if (st)
             st->identical++;
@@ -1098,6 +1182,8 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
                     fputc(hx[p[k->off[j] + b] & 15], f);
                 }
                 fputc('"', f);
+                if (j < 64 && (__atomic_load_n(&k->residue, __ATOMIC_RELAXED) >> j & 1))
+                    fputs(",\"residue\":1", f);
                 for (uint32_t w = 0; w + 8 <= k->size[j]; w += 8) {
                     const struct atl_ann *an = atl_step_ann(s, (uint32_t)i, k->off[j] + w);
                     if (!an)
@@ -1346,7 +1432,8 @@ struct jline {
     struct atl_op o;
     unsigned np;
     uint32_t off[512], size[512];
-    uint8_t *pbytes; /* owned by the reader */
+    uint64_t residue; /* "residue":1 on parameter i: bit i */
+    uint8_t *pbytes;  /* owned by the reader */
     size_t pcap;
 };
 
@@ -1387,7 +1474,7 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
             j->err = "too many parameters";
             return -1;
         }
-        uint64_t i = 0, off = 0, size = 0;
+        uint64_t i = 0, off = 0, size = 0, resid = 0;
         int got_hex = 0;
         /* "alloc" names the pointer in the parameter's first word, "allocW"
          * the one W bytes in (a larger by-value parameter) */
@@ -1415,6 +1502,9 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
                 if (jstr(j, hex, HEXMAX))
                     return -1;
                 got_hex = 1;
+            } else if (strcmp(key, "residue") == 0) {
+                if (jnum(j, &resid))
+                    return -1;
             } else if (strncmp(key, "alloc", 5) == 0) {
                 char alloc[64], *end;
                 uint64_t w = key[5] ? strtoull(key + 5, &end, 10) : 0;
@@ -1457,6 +1547,8 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
             return -1;
         }
         L->off[L->np] = (uint32_t)off, L->size[L->np] = (uint32_t)size;
+        if (resid && L->np < 64)
+            L->residue |= 1ull << L->np;
         for (int a = 0; a < nal; a++)
             if (al[a].w + 8 <= size && (a == 0 || al[a].w > al[a - 1].w))
                 atl_step_annotate(annstep, opidx, (uint32_t)(off + al[a].w), al[a].seq, al[a].off);
@@ -1705,6 +1797,10 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                 snprintf(err, errlen, "line %zu: out of memory", lineno);
                 goto out;
             }
+            /* learned by the recording process: kept for every later op
+             * of the kernel (the record is shared) */
+            if (L->residue)
+                __atomic_fetch_or((uint64_t *)&L->o.u.k.kfn->residue, L->residue, __ATOMIC_RELAXED);
             L->o.u.k.bytes = (uintptr_t)L->pbytes;
         } else if (!strcmp(L->kind, "memset")) {
             L->o.kind = ATL_OP_MEMSET;

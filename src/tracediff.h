@@ -29,6 +29,10 @@ struct atl_kfn {
     int gapless;          /* the parameters cover [0, total) without padding */
     const void *plan;     /* the live recorder's copy plan (trace.c), or NULL */
     unsigned long gen;    /* the live recorder: atl_unload_gen when last checked */
+    /* bit i: by-value parameter i (i < 64) was seen holding host addresses
+     * among its changing words: uninitialised bytes (learned by the diff,
+     * never forgotten; written to the JSON lines as "residue") */
+    uint64_t residue;
 };
 
 /* One op: 64 bytes, plus the kernel's parameter bytes kept elsewhere. The
@@ -162,7 +166,7 @@ struct atl_diff_stats {
     int nfrozen;
 };
 
-/* ATLAS_DIFF_POINTERS, in its table order (src/config.def) */
+/* ATLAS_DIFF_POINTERS and ATLAS_DIFF_RESIDUE, in their table order (src/config.def) */
 enum { ATL_PTRS_COLLAPSE, ATL_PTRS_ALL, ATL_PTRS_NONE };
 
 struct atl_diff_opts {
@@ -175,6 +179,12 @@ struct atl_diff_opts {
     int cross;          /* a and b come from two processes: host addresses of copies are
                          * not compared (they never match) */
     int pointers;       /* pointers that moved within their allocation: ATL_PTRS_* */
+    int residue;        /* words of by-value parameters holding host-memory residue
+                         * (uninitialised bytes): ATL_PTRS_* (collapse, all, none) */
+    /* 1 when a value is an address of the process's own host memory
+     * (src/hostmap.h); NULL offline, where only the "residue" marks of the
+     * JSON lines say it */
+    int (*host_addr)(uint64_t v);
     void (*line)(void *ctx, const char *text);
     void *ctx;
 };

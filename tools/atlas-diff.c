@@ -123,10 +123,13 @@ static void out_line(void *ctx, const char *text)
     putc('\n', stdout);
 }
 
+/* clang-format off: one line of the usage per line here */
 #define SYNOPSIS                                                                                   \
-    "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] [--pointers MODE] A.jsonl "          \
-    "[B.jsonl]\n"                                                                              \
-    "       atlas-diff [--max N] [--ignore ...] [--pointers MODE] --ranks 'trace.%%r.jsonl' | FILE...\n"
+    "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] [--pointers MODE] [--residue MODE]\n" \
+    "                  A.jsonl [B.jsonl]\n"                                                        \
+    "       atlas-diff [--max N] [--ignore ...] [--pointers MODE] [--residue MODE]\n"              \
+    "                  --ranks 'trace.%%r.jsonl' | FILE...\n"
+/* clang-format on */
 
 static void usage(void)
 {
@@ -150,6 +153,11 @@ static void usage(void)
            "                          pointers that moved within their allocation: collapse\n"
            "                          (one line per step, the default), all or none\n"
            "                          (default: $ATLAS_DIFF_POINTERS)\n"
+           "  --residue MODE, --residue=MODE\n"
+           "                          changed words of by-value parameters that the\n"
+           "                          recording process found holding host addresses\n"
+           "                          (uninitialised bytes): collapse (the default), all\n"
+           "                          or none (default: $ATLAS_DIFF_RESIDUE)\n"
            "  -h, --help              print this help and exit\n"
            "  -V, --version           print the version and exit\n"
            "\n"
@@ -185,11 +193,12 @@ static unsigned parse_max(const char *v)
     return (unsigned)strtoull(v, NULL, 0);
 }
 
-/* --pointers' value (or ATLAS_DIFF_POINTERS'), by the rules of that setting: its index. */
-static int parse_pointers(const char *v, const char *what)
+/* --pointers' or --residue's value (or the setting's, `name`), by the rules of that
+ * setting: its index. */
+static int parse_mode(const char *name, const char *v, const char *what)
 {
     unsigned long long i = 0;
-    const char *why = atl_config_value(atl_config_find("ATLAS_DIFF_POINTERS"), v, &i);
+    const char *why = atl_config_value(atl_config_find(name), v, &i);
     if (why) {
         char fmt[160];
         snprintf(fmt, sizeof fmt, "%s%%s: %s (collapse, all or none)", what, why);
@@ -218,7 +227,11 @@ int main(int argc, char **argv)
     unsigned max = default_max();
     const char *ign = getenv("ATLAS_DIFF_IGNORE");
     const char *pv = getenv("ATLAS_DIFF_POINTERS");
-    int pointers = pv && *pv ? parse_pointers(pv, "ATLAS_DIFF_POINTERS=") : ATL_PTRS_COLLAPSE;
+    int pointers = pv && *pv ? parse_mode("ATLAS_DIFF_POINTERS", pv, "ATLAS_DIFF_POINTERS=")
+                             : ATL_PTRS_COLLAPSE;
+    const char *rv = getenv("ATLAS_DIFF_RESIDUE");
+    int residue =
+        rv && *rv ? parse_mode("ATLAS_DIFF_RESIDUE", rv, "ATLAS_DIFF_RESIDUE=") : ATL_PTRS_COLLAPSE;
     /* at most argc names: --ranks takes any number */
     const char **files = calloc((size_t)argc + 1, sizeof *files);
     int nf = 0, options_end = 0, ranks = 0;
@@ -241,7 +254,9 @@ int main(int argc, char **argv)
         } else if ((v = option_value(argc, argv, &i, "--ignore"))) {
             ign = v;
         } else if ((v = option_value(argc, argv, &i, "--pointers"))) {
-            pointers = parse_pointers(v, "--pointers ");
+            pointers = parse_mode("ATLAS_DIFF_POINTERS", v, "--pointers ");
+        } else if ((v = option_value(argc, argv, &i, "--residue"))) {
+            residue = parse_mode("ATLAS_DIFF_RESIDUE", v, "--residue ");
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             return 0;
@@ -262,7 +277,8 @@ int main(int argc, char **argv)
                                    .ignore = &rig,
                                    .line = out_line,
                                    .cross = 1, /* ranks are other processes */
-                                   .pointers = pointers};
+                                   .pointers = pointers,
+                                   .residue = residue};
         int rc = atl_diff_ranks((char *const *)files, nf, &ro, fail);
         atl_ignore_free(&rig);
         free(files);
@@ -284,6 +300,7 @@ int main(int argc, char **argv)
         .max_lines = max, .max_name = "--max", .ignore = &ig, .line = out_line};
     o.cross = nf == 2; /* host addresses of two processes never match */
     o.pointers = pointers;
+    o.residue = residue;
     /* the steps' thread and stream are named when there is more than one */
     for (size_t i = 1; i < a.n && !o.where; i++)
         o.where = strcmp(a.steps[i].thread, a.steps[0].thread) != 0 ||

@@ -158,6 +158,30 @@ START_TEST(big_by_value_parameter)
 }
 END_TEST
 
+/* The uninitialised tail of a by-value struct (a stack address and a
+ * counter, different every step) is not a host value: one collapsed line
+ * per step, none with ATLAS_DIFF_RESIDUE=none, a line each with =all. */
+START_TEST(uninitialised_struct_bytes)
+{
+    struct run_result r;
+    trace_run(&r, "residue", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "  2 changed words of by-value parameters that hold host "
+                                        "addresses (uninitialised bytes, most likely): blob arg1"),
+                     2);
+    ck_assert_int_eq(op_lines(r.log), 0);
+    ck_assert_msg(!strstr(r.log, "frozen value"), "%s", r.log);
+    run_free(&r);
+    const char *none[] = {"ATLAS_DIFF_RESIDUE=none", NULL};
+    trace_run(&r, "residue", "3", none);
+    ck_assert_msg(!strstr(r.log, "differs"), "%s", r.log);
+    run_free(&r);
+    const char *all[] = {"ATLAS_DIFF_RESIDUE=all", NULL};
+    trace_run(&r, "residue", "3", all);
+    ck_assert_int_eq(count_lines(r.log, "(host-memory residue)"), 4);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(packed_extra_buffer)
 {
     struct run_result r;
@@ -508,6 +532,36 @@ START_TEST(json_lines_and_tool)
 }
 END_TEST
 
+/* The JSON lines carry what the recording process learned about the
+ * uninitialised bytes of a by-value struct, so atlas-diff reads them as
+ * residue too, in one run and across two runs (whose stack addresses
+ * differ): no host value differs, exit 0. */
+START_TEST(residue_in_json_lines)
+{
+    char a[512], b[512];
+    record_to("residue", "3", "residue-a", a, sizeof a);
+    record_to("residue", "3", "residue-b", b, sizeof b);
+    FILE *f = fopen(a, "r");
+    char line[4096];
+    int marked = 0;
+    while (fgets(line, sizeof line, f))
+        marked += strstr(line, "\"size\":128,\"hex\":\"") && strstr(line, "\"residue\":1");
+    fclose(f);
+    ck_assert_int_eq(marked, 2); /* learned at the end of step 2, so from step 2 on */
+    struct run_result r;
+    tool(&r, a, NULL);
+    ck_assert_msg(r.status == 0, "%s", r.out);
+    ck_assert_int_eq(count_lines(r.out, "2 changed words of by-value parameters that hold host "
+                                        "addresses (uninitialised bytes, most likely): blob arg1"),
+                     2);
+    ck_assert_int_eq(count_lines(r.out, "  op "), 0);
+    run_free(&r);
+    tool(&r, a, b);
+    ck_assert_msg(r.status == 0, "%s", r.out);
+    run_free(&r);
+}
+END_TEST
+
 /* Two runs of one program place its buffers (and the host's) at other
  * addresses: memsets and copies compare by allocation and offset, host
  * addresses not at all across runs, so atlas-diff finds the runs equal. */
@@ -753,6 +807,7 @@ int main(void)
     tcase_add_test(tc, kernels_without_parameters);
     tcase_add_test(tc, inserted_op_only);
     tcase_add_test(tc, big_by_value_parameter);
+    tcase_add_test(tc, uninitialised_struct_bytes);
     tcase_add_test(tc, packed_extra_buffer);
     tcase_add_test(tc, identical_steps_silent);
     tcase_add_test(tc, layout_unknown_said_once);
@@ -779,6 +834,7 @@ int main(void)
     tcase_add_test(tj, tool_command_line);
     tcase_add_test(tj, steps_end_under_concurrent_launches);
     tcase_add_test(tj, two_runs_compare_equal);
+    tcase_add_test(tj, residue_in_json_lines);
     tcase_add_test(tj, stale_ops_do_not_pile_up);
     suite_add_tcase(s, tj);
     SRunner *sr = srunner_create(s);

@@ -311,6 +311,17 @@ static void step(const char *sc, int i)
         b.b[64] = (unsigned char)(0x11 + i);
         void *kp[] = {&buf, &b};
         launch(f_blob, 1, kp);
+    } else if (!strcmp(sc, "residue")) {
+        /* a struct whose tail the code never set, as PyTorch's
+         * TensorListMetadata: it holds what the stack held, here an address
+         * of the stack and a counter, both different every step */
+        struct blob b;
+        memset(&b, 0x11, 64);
+        uint64_t junk[2] = {(uint64_t)(uintptr_t)&b + 8u * (unsigned)i, 0x10 + 4u * (unsigned)i};
+        memcpy(b.b + 64, junk, sizeof junk);
+        memset(b.b + 80, 0, 48);
+        void *kp[] = {&buf, &b};
+        launch(f_blob, 1, kp);
     } else if (!strcmp(sc, "eight")) {
         int v[8];
         void *kp[8];

@@ -4,13 +4,16 @@
  * into the same steps, and that a million-op step diffs fast enough to run
  * at every step end.
  */
+#include "hostmap.h"
 #include "tracediff.h"
 
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The report lines of one diff, joined. */
 static char out[1 << 16];
@@ -447,6 +450,215 @@ START_TEST(pointers_inside_a_by_value_array)
 }
 END_TEST
 
+/* Uninitialised bytes: a PyTorch-like by-value struct (8-byte pointer,
+ * then a 56-byte metadata block whose tail the launching code never set).
+ * Values with 0x7ff0 in their top bits stand for addresses of host memory. */
+static int fake_host(uint64_t v)
+{
+    return (v >> 36) == 0x7ff;
+}
+
+static const struct atl_kfn *kfn_meta(const char *mangled)
+{
+    static const uint32_t off[] = {0, 8}, size[] = {8, 64};
+    return atl_kfn_intern(mangled, "meta(float*, Meta)", 2, off, size);
+}
+
+/* word 2 of the struct: a counter; word 5: a stack address (when `stack`) */
+static void push_meta(struct atl_step *s, const struct atl_kfn *k, uint64_t counter, uint64_t stack)
+{
+    uint8_t bytes[72] = {0};
+    uint64_t p = 0x100000;
+    memcpy(bytes, &p, 8);
+    memcpy(bytes + 8 + 16, &counter, 8);
+    memcpy(bytes + 8 + 40, &stack, 8);
+    struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = 0x10};
+    o.u.k.kfn = k;
+    o.u.k.bytes = (uintptr_t)bytes;
+    o.u.k.grid[0] = o.u.k.grid[1] = o.u.k.grid[2] = 1;
+    o.u.k.block[0] = o.u.k.block[1] = o.u.k.block[2] = 1;
+    ck_assert_int_eq(atl_step_push(s, &o), 0);
+}
+
+/* Steps a and b, one launch of k each: (counter, stack) then (counter2, stack2). */
+static void meta_steps(struct atl_step *a, struct atl_step *b, const struct atl_kfn *k,
+                       uint64_t counter, uint64_t stack, uint64_t counter2, uint64_t stack2)
+{
+    atl_step_init(a, "s"), atl_step_init(b, "s");
+    push_meta(a, k, counter, stack);
+    push_meta(b, k, counter2, stack2);
+}
+
+static size_t diff_residue(const struct atl_step *a, const struct atl_step *b, int mode,
+                           int (*host)(uint64_t), struct atl_diff_stats *st)
+{
+    out[0] = '\0';
+    nlines = 0;
+    struct atl_diff_opts o = {.max_lines = 20,
+                              .pointers = ATL_PTRS_ALL,
+                              .residue = mode,
+                              .host_addr = host,
+                              .line = collect};
+    return atl_step_diff(a, b, &o, st);
+}
+
+START_TEST(residue_of_uninitialised_struct_collapsed)
+{
+    const struct atl_kfn *k = kfn_meta("_Z4metaPf4Meta");
+    struct atl_step s[3];
+    for (int i = 0; i < 3; i++) {
+        atl_step_init(&s[i], "s");
+        s[i].index = s[i].nth = (uint64_t)i + 1;
+    }
+    push_meta(&s[0], k, 0x10, 0x7ff000001000);
+    push_meta(&s[1], k, 0x14, 0x7ff000002000); /* both words change */
+    push_meta(&s[2], k, 0x18, 0x7ff000002000); /* only the counter changes */
+    struct atl_diff_stats st;
+    memset(&st, 0, sizeof st);
+    /* printed, but no host value differs: 0 differences, counted identical */
+    ck_assert_uint_eq(diff_residue(&s[0], &s[1], ATL_PTRS_COLLAPSE, fake_host, &st), 0);
+    ck_assert_msg(strstr(out, "  2 changed words of by-value parameters that hold host addresses "
+                              "(uninitialised bytes, most likely): meta arg1"),
+                  "%s", out);
+    ck_assert_msg(!strstr(out, "  op "), "a residue word reported as a value:\n%s", out);
+    ck_assert_int_eq(nlines, 2); /* the header and the one collapsed line */
+    /* learned for the rest of the run: the counter alone is residue too,
+     * even with no host-address check at all (as offline) */
+    ck_assert_uint_eq(diff_residue(&s[1], &s[2], ATL_PTRS_COLLAPSE, NULL, &st), 0);
+    ck_assert_msg(strstr(out, "  1 changed word of by-value parameters"), "%s", out);
+    /* not in the frozen-value summary */
+    out[0] = '\0';
+    atl_diff_summary(&st, collect, NULL);
+    ck_assert_msg(!strstr(out, "meta arg1"), "%s", out);
+    /* all: a line each, marked, ranked after everything else */
+    ck_assert_uint_eq(st.identical, 2);
+    ck_assert_uint_eq(diff_residue(&s[0], &s[1], ATL_PTRS_ALL, fake_host, NULL), 0);
+    ck_assert_msg(strstr(out, "arg1+0x10 @0x18 (8 of 64 bytes): 0x10 -> 0x14 (delta +4) "
+                              "(host-memory residue)"),
+                  "%s", out);
+    /* with a real change beside it, the step differs by that one value */
+    struct atl_step t;
+    atl_step_init(&t, "s");
+    t.index = t.nth = 4;
+    push_meta(&t, k, 0x1c, 0x7ff000002000);
+    push_launch(&t, kfn_ptr_int(), 0x1000, 5, 4);
+    push_launch(&s[2], kfn_ptr_int(), 0x1000, 6, 4);
+    ck_assert_uint_eq(diff_residue(&s[2], &t, ATL_PTRS_COLLAPSE, fake_host, NULL), 1);
+    ck_assert_msg(strstr(out, "arg1 @0x8 (4 bytes): 0x6 -> 0x5 (delta -1)"), "%s", out);
+    ck_assert_msg(strstr(out, "  1 changed word of by-value"), "%s", out);
+    atl_step_free(&t);
+    /* none: not reported, not counted */
+    ck_assert_uint_eq(diff_residue(&s[0], &s[1], ATL_PTRS_NONE, fake_host, NULL), 0);
+    ck_assert_int_eq(nlines, 0);
+    for (int i = 0; i < 3; i++)
+        atl_step_free(&s[i]);
+}
+END_TEST
+
+START_TEST(residue_needs_a_host_address)
+{
+    /* the same struct whose changing word holds no host address: a value */
+    const struct atl_kfn *k = kfn_meta("_Z5meta2Pf4Meta");
+    struct atl_step a, b;
+    meta_steps(&a, &b, k, 0x10, 0x1234, 0x14, 0x1234);
+    ck_assert_uint_eq(diff_residue(&a, &b, ATL_PTRS_COLLAPSE, fake_host, NULL), 1);
+    ck_assert_msg(strstr(out, "arg1+0x10 @0x18 (8 of 64 bytes): 0x10 -> 0x14 (delta +4)\n"), "%s",
+                  out);
+    ck_assert_uint_eq(k->residue, 0);
+    /* a host address passed as a parameter of its own (8 bytes) is a
+     * finding, not residue: only structs carry uninitialised tails */
+    struct atl_step c, d;
+    atl_step_init(&c, "s"), atl_step_init(&d, "s");
+    push_launch(&c, kfn_ptr_int(), 0x7ff000001000, 1, 4);
+    push_launch(&d, kfn_ptr_int(), 0x7ff000002000, 1, 4);
+    ck_assert_uint_eq(diff_residue(&c, &d, ATL_PTRS_COLLAPSE, fake_host, NULL), 1);
+    ck_assert_msg(strstr(out, "arg0 @0x0 (8 bytes): 0x7ff000001000 -> 0x7ff000002000"), "%s", out);
+    atl_step_free(&a), atl_step_free(&b), atl_step_free(&c), atl_step_free(&d);
+}
+END_TEST
+
+START_TEST(residue_mark_survives_the_json_lines)
+{
+    /* the recording process learned it; atlas-diff reads it from the file */
+    const struct atl_kfn *k = kfn_meta("_Z5meta3Pf4Meta");
+    struct atl_step a, b;
+    meta_steps(&a, &b, k, 0x10, 0x7ff000001000, 0x14, 0x7ff000002000);
+    ck_assert_uint_eq(diff_residue(&a, &b, ATL_PTRS_COLLAPSE, fake_host, NULL), 0);
+    ck_assert_uint_eq(k->residue, 2); /* parameter 1 */
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    atl_step_write_json(&b, f);
+    rewind(f);
+    char text[8192];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    text[len] = '\0';
+    fclose(f);
+    ck_assert_msg(strstr(text, "\"size\":64,\"hex\":\"") && strstr(text, "\"residue\":1"), "%s",
+                  text);
+    /* read back under another name, so the record is a fresh one */
+    char *at = strstr(text, "_Z5meta3");
+    ck_assert_ptr_nonnull(at);
+    at[6] = '4';
+    f = tmpfile();
+    fputs(text, f);
+    rewind(f);
+    char err[256] = "";
+    ngot = 0;
+    int rc = atl_trace_read(f, keep, NULL, err, sizeof err);
+    fclose(f);
+    ck_assert_msg(rc == 0, "%s", err);
+    ck_assert_int_eq(ngot, 1);
+    ck_assert_uint_eq(got[0].ops[0].u.k.kfn->residue, 2);
+    atl_step_free(&got[0]);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
+/* What counts as host memory: the stack, the heap and host mappings; not
+ * the driver's device files (pinned memory a kernel may be given), not a
+ * reservation without access, not an unmapped value. */
+START_TEST(host_addresses_from_the_maps)
+{
+    int local = 0;
+    void *heap = malloc(64);
+    ck_assert_int_eq(atl_host_addr((uint64_t)(uintptr_t)&local), 1);
+    ck_assert_int_eq(atl_host_addr((uint64_t)(uintptr_t)heap), 1);
+    ck_assert_int_eq(atl_host_addr((uint64_t)(uintptr_t)&atl_host_addr), 1);
+    ck_assert_int_eq(atl_host_addr(0x1234), 0);
+    ck_assert_int_eq(atl_host_addr(0x3835383732363034ull), 0); /* text, not an address */
+    void *none = mmap(NULL, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(none, MAP_FAILED);
+    usleep(60000); /* past the re-read interval: the new mapping is seen */
+    ck_assert_int_eq(atl_host_addr((uint64_t)(uintptr_t)none + 4096), 0);
+    void *rw = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(rw, MAP_FAILED);
+    usleep(60000);
+    ck_assert_int_eq(atl_host_addr((uint64_t)(uintptr_t)rw + 4096), 1);
+    munmap(none, 1 << 20), munmap(rw, 1 << 20);
+    free(heap);
+
+    uint64_t lo, hi;
+    int host;
+    ck_assert_int_eq(atl_hostmap_parse_line("7fe37a600000-7fe37a800000 rw-s 00000000 00:06 142     "
+                                            "                   /dev/nvidiactl\n",
+                                            &lo, &hi, &host),
+                     1);
+    ck_assert_uint_eq(lo, 0x7fe37a600000ull);
+    ck_assert_uint_eq(hi, 0x7fe37a800000ull);
+    ck_assert_int_eq(host, 0);
+    ck_assert_int_eq(atl_hostmap_parse_line("7fe358000000-7fe37a000000 ---p 00000000 00:00 0 \n",
+                                            &lo, &hi, &host),
+                     1);
+    ck_assert_int_eq(host, 0);
+    ck_assert_int_eq(atl_hostmap_parse_line("22b03000-33aaa000 rw-p 00000000 00:00 0       "
+                                            "                           [heap]\n",
+                                            &lo, &hi, &host),
+                     1);
+    ck_assert_int_eq(host, 1);
+    ck_assert_int_eq(atl_hostmap_parse_line("garbage\n", &lo, &hi, &host), 0);
+}
+END_TEST
+
 START_TEST(corrupt_input_says_which_line)
 {
     char err[256];
@@ -559,6 +771,10 @@ int main(void)
     tcase_add_test(tc, big_by_value_parameter_one_byte);
     tcase_add_test(tc, diff_max_and_ignore);
     tcase_add_test(tc, json_lines_round_trip);
+    tcase_add_test(tc, host_addresses_from_the_maps);
+    tcase_add_test(tc, residue_of_uninitialised_struct_collapsed);
+    tcase_add_test(tc, residue_needs_a_host_address);
+    tcase_add_test(tc, residue_mark_survives_the_json_lines);
     tcase_add_test(tc, corrupt_input_says_which_line);
     tcase_add_test(tc, killed_run_read_to_last_whole_step);
     tcase_add_test(tc, million_ops_diff_fast);
