@@ -310,11 +310,19 @@ static void base_name(const char *pretty, char *out, size_t len)
     const char *p = pretty;
     if (strncmp(p, "void ", 5) == 0)
         p += 5;
-    size_t n = strcspn(p, "(<");
-    if (n >= len)
-        n = len - 1;
-    memcpy(out, p, n);
-    out[n] = '\0';
+    /* "(anonymous namespace)::" is a scope, not the parameter list */
+    size_t n = 0, o = 0;
+    static const char anon[] = "(anonymous namespace)::";
+    while (p[n] && o + 1 < len) {
+        if (strncmp(p + n, anon, sizeof anon - 1) == 0) {
+            n += sizeof anon - 1;
+            continue;
+        }
+        if (p[n] == '(' || p[n] == '<')
+            break;
+        out[o++] = p[n++];
+    }
+    out[o] = '\0';
 }
 
 static int kernel_matches(const char *want, const struct atl_kfn *k)

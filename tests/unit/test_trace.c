@@ -555,6 +555,37 @@ START_TEST(residue_of_uninitialised_struct_collapsed)
 }
 END_TEST
 
+/* PyTorch's kernels live in anonymous namespaces: the short name skips the
+ * scope, not the name ("at::native::multi_tensor_apply_kernel arg0", which
+ * read "at::native:: arg0") */
+START_TEST(short_name_through_anonymous_namespace)
+{
+    static const uint32_t off[] = {0}, size[] = {4};
+    const struct atl_kfn *k = atl_kfn_intern(
+        "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelEi",
+        "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+        "namespace)::TensorListMetadata<2> >(int)",
+        1, off, size);
+    struct atl_diff_stats st;
+    memset(&st, 0, sizeof st);
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    int va = 1, vb = 2;
+    struct atl_op o = {.kind = ATL_OP_LAUNCH};
+    o.u.k.kfn = k;
+    o.u.k.bytes = (uintptr_t)&va;
+    atl_step_push(&a, &o);
+    o.u.k.bytes = (uintptr_t)&vb;
+    atl_step_push(&b, &o);
+    ck_assert_uint_eq(diff_residue(&a, &b, ATL_PTRS_COLLAPSE, NULL, &st), 1);
+    out[0] = '\0';
+    atl_diff_summary(&st, collect, NULL);
+    ck_assert_msg(strstr(out, "frozen value: at::native::multi_tensor_apply_kernel arg0 changed"),
+                  "%s", out);
+    atl_step_free(&a), atl_step_free(&b);
+}
+END_TEST
+
 START_TEST(residue_needs_a_host_address)
 {
     /* the same struct whose changing word holds no host address: a value */
@@ -772,6 +803,7 @@ int main(void)
     tcase_add_test(tc, diff_max_and_ignore);
     tcase_add_test(tc, json_lines_round_trip);
     tcase_add_test(tc, host_addresses_from_the_maps);
+    tcase_add_test(tc, short_name_through_anonymous_namespace);
     tcase_add_test(tc, residue_of_uninitialised_struct_collapsed);
     tcase_add_test(tc, residue_needs_a_host_address);
     tcase_add_test(tc, residue_mark_survives_the_json_lines);
