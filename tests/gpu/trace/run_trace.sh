@@ -69,6 +69,12 @@ if traced torch_changing $nvtx -- python3 $here/torch_nvtx.py changing; then
     else
         fail "torch_changing: $n op lines, $a naming add_pos arg1 (want 4, 4; and steps=5 compared=4)"
     fi
+    if grep -q 'frozen value: add_pos arg1 changed in 4 steps: +1 per step' "$log"; then
+        pass "torch_changing: the frozen-value summary says add_pos arg1 grows by one per step"
+    else
+        fail "torch_changing: no 'add_pos arg1 changed in 4 steps: +1 per step' summary line"
+        grep 'frozen value' "$log"
+    fi
 fi
 
 echo "== PyTorch + Triton, NVTX steps, nothing changing"
@@ -151,6 +157,23 @@ if traced torch_train_sync -- python3 $here/torch_train.py sync; then
         pass "torch_train_sync: no host value reported; all 13 steps hold the backward pass"
     else
         fail "torch_train_sync: $r (want host=0 marked=13)"
+    fi
+fi
+
+# two runs of one program: pointers by allocation, host addresses of copies
+# not compared across processes, residue marks from the files: no host value
+# differs, so atlas-diff exits 0
+echo "== PyTorch training, two runs compared with atlas-diff"
+if [ -f "$out/torch_train_nvtx.jsonl" ] &&
+    traced torch_train_nvtx2 $nvtx -- python3 $here/torch_train.py nvtx; then
+    "$build/atlas-diff" "$out/torch_train_nvtx.jsonl" "$out/torch_train_nvtx2.jsonl" \
+        >"$out/torch_train_two.offline"
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        pass "torch_train: two runs compared with atlas-diff: exit 0"
+    else
+        fail "torch_train: two runs compared with atlas-diff exited $rc; its report:"
+        grep -v '^  op .*alloc#' "$out/torch_train_two.offline" | head -20
     fi
 fi
 
