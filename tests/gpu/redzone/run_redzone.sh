@@ -113,4 +113,13 @@ has torch_train_nocache "redzone: 0 overruns found in [1-9][0-9]* guarded alloca
 under torch_train_launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_torch_train.py
 hasnt torch_train_launch "redzone overrun|alloc failed|free failed|unknown pointer|cannot check" "training, launch mode: no report"
 
+# 4. JAX: its pool routed to one driver allocation per buffer, a clean run
+if python3 -c 'import jax' 2>/dev/null; then
+    under jax_clean ATLAS_REDZONE=64 ATLAS_LOG_LEVEL=info -- python3 $here/rz_jax_overrun.py
+    has jax_clean "framework pools routed .*XLA_PYTHON_CLIENT_ALLOCATOR=platform" "JAX's allocator routed, said at info"
+    has jax_clean "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "JAX buffers guarded, nothing reported"
+    under jax_clean_launch ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_jax_overrun.py
+    hasnt jax_clean_launch "redzone overrun|alloc failed|free failed|unknown pointer|cannot check" "JAX, launch mode: no report"
+fi
+
 exit $status
