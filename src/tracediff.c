@@ -380,6 +380,7 @@ struct report {
     char resid_names[256];
     size_t noted; /* lines about residue: printed, but no difference in a host value */
     char header[512];
+    char header_noted[512]; /* when every line is about residue */
 };
 
 static void emit(struct report *r, enum rank rank, const char *text)
@@ -460,7 +461,7 @@ static void report_print(struct report *r)
         emit(r, RANK_RESIDUE, line);
     }
     if (r->lines)
-        r->o->line(r->o->ctx, r->header);
+        r->o->line(r->o->ctx, r->lines == r->noted ? r->header_noted : r->header);
     size_t printed = 0;
     for (int k = 0; k < NRANKS; k++)
         for (size_t i = 0; i < r->nkept; i++)
@@ -973,6 +974,10 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
              ": %zu op%s (was %zu, %+ld)",
              b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s", a->nops,
              (long)b->nops - (long)a->nops);
+    snprintf(r.header_noted, sizeof r.header_noted,
+             "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") has the host values of #%" PRIu64
+             "; only uninitialised bytes differ: %zu op%s",
+             b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s");
     if (st)
         st->compared++;
 

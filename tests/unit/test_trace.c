@@ -522,6 +522,9 @@ START_TEST(residue_of_uninitialised_struct_collapsed)
                   "%s", out);
     ck_assert_msg(!strstr(out, "  op "), "a residue word reported as a value:\n%s", out);
     ck_assert_int_eq(nlines, 2); /* the header and the one collapsed line */
+    ck_assert_msg(strstr(out, "step \"s\" #2 (step 2) has the host values of #1; only "
+                              "uninitialised bytes differ: 1 op\n"),
+                  "%s", out);
     /* learned for the rest of the run: the counter alone is residue too,
      * even with no host-address check at all (as offline) */
     ck_assert_uint_eq(diff_residue(&s[1], &s[2], ATL_PTRS_COLLAPSE, NULL, &st), 0);
