@@ -3991,14 +3991,18 @@ CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 /* Modules and libraries                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* tests/fake/fake_redzone.c: the host twin of atlastrace's red-zone PTX, or NULL */
+const struct fake_image *fake_redzone_twin(const void *image);
+
 static CUresult module_load_image(CUmodule *module, const void *image)
 {
     struct fake_ctx *c;
     TRY(ctx_enter(&c));
     if (!module || !image)
         return CUDA_ERROR_INVALID_VALUE;
+    const struct fake_image *twin = fake_redzone_twin(image);
     struct fake_mod *m;
-    TRY(mod_create(image, NULL, 0, &m));
+    TRY(mod_create(twin ? twin : image, NULL, 0, &m));
     *module = (CUmodule)&m->as_module;
     return CUDA_SUCCESS;
 }
