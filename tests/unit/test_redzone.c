@@ -78,7 +78,7 @@ static CUstream stream_of_check;
 static struct {
     struct slot_out verdict;
     struct slot_out *slot;
-} queued[64];
+} queued[2048];
 static int nqueued;
 
 static void run_check(const struct zone_in *z, unsigned n, struct slot_out *slot,
@@ -118,7 +118,7 @@ static CUresult s_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     unsigned n = *(unsigned *)kp[1];
     if (f == (CUfunction)0x3) {
         ck_assert_uint_eq(gx, 1);
-        ck_assert_int_lt(nqueued, 64);
+        ck_assert_int_lt(nqueued, 2048);
         checks_queued++;
         stream_of_check = s;
         memset(&queued[nqueued].verdict, 0, sizeof queued[nqueued].verdict);
@@ -348,6 +348,37 @@ START_TEST(launch_mode_queued)
 }
 END_TEST
 
+/* The ring of verdicts fills only when the program never synchronises: the
+ * oldest check is then waited for (its stream), and not before. */
+START_TEST(launch_mode_ring_full)
+{
+    async_on = 1;
+    setup(2);
+    atl_drv.cuFuncGetParamInfo = s_paraminfo;
+    CUfunction k = (CUfunction)0x77;
+    atl_flight_note_lookup(k);
+    CUdeviceptr a = alloc(512);
+    int n = 64;
+    void *params[] = {&a, &n};
+    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
+                           .func = k,
+                           .grid = {1, 1, 1},
+                           .block = {64, 1, 1},
+                           .stream = (CUstream)0x51,
+                           .params = params};
+    int i = 0;
+    for (; syncs == 0 && i < 2000; i++) {
+        l.seq = (uint64_t)i + 1;
+        atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    }
+    /* the 1025th check found the ring (1024 slots) full */
+    ck_assert_int_eq(i, 1025);
+    ck_assert_int_eq(syncs, 1);
+    ck_assert_int_eq(checks_queued, 1025);
+    ck_assert_msg(!strstr(read_log(), "redzone overrun"), "%s", read_log());
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("redzone-unit");
@@ -355,6 +386,7 @@ int main(void)
     tcase_add_test(tc, gpu_scan_finds_overrun);
     tcase_add_test(tc, launch_mode_names_culprit);
     tcase_add_test(tc, launch_mode_queued);
+    tcase_add_test(tc, launch_mode_ring_full);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_FORK);
