@@ -267,9 +267,9 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
     if (how->by == BY_LAUNCH) {
         launch_line("culprit: ", how->seq, how->func, how->grid, how->block);
         atl_log(ATL_ERROR,
-                "redzone: found by the check after launch#%llu on stream %p, which reached "
-                "alloc#%llu through arg%u+0x%x",
-                (unsigned long long)how->seq, (void *)how->stream, (unsigned long long)z->seq,
+                "redzone: found by the check after launch#%llu on stream 0x%llx, which "
+                "reached alloc#%llu through arg%u+0x%x",
+                (unsigned long long)how->seq, (unsigned long long)(uintptr_t)how->stream, (unsigned long long)z->seq,
                 how->arg, how->off);
     } else {
         suspects(z->seq, how);

@@ -183,7 +183,7 @@ START_TEST(copy_fallback)
     run_free(&r);
     rz_run(&r, "over", "1", launch);
     HAS(r.log, "redzone: culprit: launch#4 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
-    HAS(r.log, "redzone: found by the check after launch#4 on stream (nil), which reached alloc#2 "
+    HAS(r.log, "redzone: found by the check after launch#4 on stream 0x0, which reached alloc#2 "
                "through arg0+0x0\n");
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
     run_free(&r);
@@ -202,7 +202,7 @@ START_TEST(check_at_launch_names_culprit)
     HAS(r.log, "redzone overrun: alloc#2 4096 bytes");
     HAS(r.log, "1 bytes corrupted at +4096..+4096\natlas[");
     HAS(r.log, "redzone: culprit: launch#4 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
-    HAS(r.log, "redzone: found by the check after launch#4 on stream (nil), which reached alloc#2 "
+    HAS(r.log, "redzone: found by the check after launch#4 on stream 0x0, which reached alloc#2 "
                "through arg0+0x0\n");
     ck_assert_int_eq(count_lines(r.log, "culprit:"), 1);
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
@@ -227,7 +227,7 @@ START_TEST(check_at_launch_reach)
     const char *c = strstr(r.log, "redzone overrun: alloc#3 4096 bytes");
     ck_assert(a && b && c && a < b && b < c);
     HAS(a, "redzone: culprit: launch#1 kernel=spoke grid=(1,1,1) block=(1,1,1)\n");
-    HAS(a, "redzone: found by the check after launch#1 on stream (nil), which reached alloc#1 "
+    HAS(a, "redzone: found by the check after launch#1 on stream 0x0, which reached alloc#1 "
            "through arg0+0x8\n");
     HAS(b, "redzone: culprit: launch#2 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
     HAS(b, "which reached alloc#2 through arg0+0x0\n");
