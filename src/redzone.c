@@ -269,8 +269,8 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
         atl_log(ATL_ERROR,
                 "redzone: found by the check after launch#%llu on stream 0x%llx, which "
                 "reached alloc#%llu through arg%u+0x%x",
-                (unsigned long long)how->seq, (unsigned long long)(uintptr_t)how->stream, (unsigned long long)z->seq,
-                how->arg, how->off);
+                (unsigned long long)how->seq, (unsigned long long)(uintptr_t)how->stream,
+                (unsigned long long)z->seq, how->arg, how->off);
     } else {
         suspects(z->seq, how);
     }
