@@ -317,6 +317,7 @@ START_TEST(launch_mode_queued)
                            .stream = s1,
                            .params = params,
                            .seq = 1};
+    memset((char *)a + 512, 0, 3); /* launch 1 writes 3 bytes past a */
     atl_redzone_launch_post(&l, CUDA_SUCCESS);
     ck_assert_int_eq(checks_queued, 1);
     ck_assert_ptr_eq(stream_of_check, s1);
@@ -344,7 +345,14 @@ START_TEST(launch_mode_queued)
     ck_assert_msg(strstr(log, "redzone: found by the check after launch#2 on stream 0x52, which "
                               "reached alloc#2 through arg0+0x0\n"),
                   "%s", log);
-    ck_assert_int_eq(count_of(log, "redzone overrun"), 1);
+    ck_assert_int_eq(count_of(log, "redzone overrun"), 2);
+    /* in the order the checks were queued, each naming its launch and stream */
+    const char *first = strstr(log, "found by the check after launch#1 on stream 0x51, which "
+                                    "reached alloc#1 through arg0+0x0\n");
+    const char *second = strstr(log, "found by the check after launch#2 on stream 0x52");
+    ck_assert_msg(first && second && first < second, "%s", log);
+    const char *three = strstr(log, "3 bytes corrupted at +512..+514\n");
+    ck_assert_msg(three && three < first, "%s", log);
 }
 END_TEST
 
