@@ -295,6 +295,7 @@ extern const int atl_redzone_ptx_stub; /* built without nvcc: entry names only *
 
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
 static int kernel_state; /* 0 untried, 1 loaded, -1 unavailable */
+static CUmodule kernel_mod;
 static CUfunction scan_fn;
 static CUfunction check_fn;       /* the queued check; NULL: synchronous checks */
 static struct atl_rz_zone *tab;   /* mapped host memory */
@@ -315,8 +316,10 @@ static void kernel_load(void)
         atl_drv.cuLaunchKernel && atl_drv.cuMemAllocHost_v2) {
         CUmodule m;
         CUresult r = atl_drv.cuModuleLoadData(&m, atl_redzone_ptx);
-        if (r == CUDA_SUCCESS)
+        if (r == CUDA_SUCCESS) {
+            kernel_mod = m;
             r = atl_drv.cuModuleGetFunction(&scan_fn, m, ATL_RZ_SCAN_ENTRY);
+        }
         if (r == CUDA_SUCCESS) {
             kernel_state = 1;
             if (atl_drv.cuModuleGetFunction(&check_fn, m, ATL_RZ_CHECK_ENTRY) != CUDA_SUCCESS)
@@ -590,6 +593,35 @@ static int check_queue_locked(const struct pending *p)
     __atomic_store_n(&pend_head, k + 1, __ATOMIC_RELAXED);
     slots_poll(0);
     return 0;
+}
+
+/* A context is being torn down, perhaps the one the kernels and the mapped
+ * buffers live in: the driver would free them with it, and the next check
+ * would write into freed memory. They are freed now, while valid, and made
+ * again at the next check, in whatever context is current then (a
+ * teardown of another context costs a reload). Checks still in flight
+ * (the sync before failed) keep their memory: it is let go, not freed. */
+static void kernels_forget_locked(void)
+{
+    int idle = pend_tail == pend_head;
+    __atomic_store_n(&pend_tail, pend_head, __ATOMIC_RELAXED);
+    if (idle && slots && atl_drv.cuMemFreeHost)
+        atl_drv.cuMemFreeHost(slots);
+    if (idle && tab && atl_drv.cuMemFreeHost) {
+        atl_drv.cuMemFreeHost(tab);
+        atl_drv.cuMemFreeHost(res);
+    }
+    if (idle && kernel_mod && atl_drv.cuModuleUnload)
+        atl_drv.cuModuleUnload(kernel_mod);
+    slots = NULL;
+    tab = NULL;
+    res = NULL;
+    captab = 0;
+    snap_version = (uint64_t)-1;
+    kernel_mod = NULL;
+    scan_fn = check_fn = NULL;
+    if (kernel_state == 1) /* a driver that refused the PTX refuses it again */
+        kernel_state = 0;
 }
 
 /* ---- full checks --------------------------------------------------------------------
@@ -1180,6 +1212,7 @@ void atl_redzone_teardown(const char *where)
         return;
     struct finder how = {.by = BY_FULL, .where = where, .unreached = mode == CHECK_LAUNCH};
     scan_locked(&how, NULL);
+    kernels_forget_locked();
     if (atl_exit_lock(&zones_lock, "the red-zone check at exit") == 0) {
         nzones = 0;
         atl_addrmap_clear(&zone_at);

@@ -19,6 +19,8 @@
 
 static atomic_ulong zones_checked; /* by the queued check, over the process */
 
+int fake_host_mapped(const void *p, size_t n); /* fakecuda.c */
+
 unsigned long fake_redzone_zones_checked(void)
 {
     return atomic_load(&zones_checked);
@@ -64,6 +66,9 @@ static CUresult k_check(const struct fake_launch *l, void **params)
     unsigned long long ticket = *(unsigned long long *)params[3];
     unsigned nbad = 0;
     (void)l;
+    /* mapped memory freed meanwhile (with its context, say): a GPU faults */
+    if (!fake_host_mapped(slot, sizeof *slot) || (n && !fake_host_mapped(zones, n * sizeof *zones)))
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
     for (unsigned z = 0; z < n; z++) {
         struct atl_rz_result r = verdict(&zones[z], z);
         if (r.bad && nbad < ATL_RZ_RECS)

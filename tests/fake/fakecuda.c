@@ -674,6 +674,19 @@ static void ctx_free_allocs_locked(struct fake_ctx *ctx)
     }
 }
 
+/* For the red-zone twin (fake_redzone.c): 1 when [p, p + n) lies in live
+ * page-locked host memory, which a real GPU could reach through its mapping;
+ * else the twin faults as the GPU would. */
+int fake_host_mapped(const void *p, size_t n)
+{
+    LOCK();
+    const struct alloc *a = alloc_find_locked((uintptr_t)p);
+    int ok = a && (a->kind == AK_HOST || a->kind == AK_REGISTERED) && n &&
+             holds(a, (uintptr_t)p + n - 1);
+    UNLOCK();
+    return ok;
+}
+
 size_t fake_live_allocations(void)
 {
     size_t n = 0;

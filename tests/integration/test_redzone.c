@@ -457,6 +457,21 @@ START_TEST(stream_ordered)
 }
 END_TEST
 
+/* A context reset frees the library's mapped buffers with it: they are let
+ * go before, and made again in the next context (no write into freed
+ * memory, which a GPU answers with a fault). */
+START_TEST(context_reset)
+{
+    struct run_result r;
+    rz_run(&r, "reset", NULL, NULL);
+    HAS(r.out, "checked by the kernel after the reset: 1\n");
+    HAS(r.log, "redzone overrun: alloc#2 4096 bytes");
+    HAS(r.log, "redzone: alloc#2 found at cuMemFree_v2:");
+    HASNT(r.log, "unavailable");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(pitch_allocation)
 {
     struct run_result r;
@@ -600,6 +615,7 @@ int main(void)
     tcase_add_test(tc, failed_alloc_not_oom_is_quiet);
     tcase_add_test(tc, unknown_and_double_free);
     tcase_add_test(tc, stream_ordered);
+    tcase_add_test(tc, context_reset);
     tcase_add_test(tc, pitch_allocation);
     tcase_add_test(tc, program_api);
     tcase_add_test(tc, off_by_default);

@@ -289,6 +289,23 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             CHECK(cuMemFree(p[i]));
         free(p);
+    } else if (strcmp(what, "reset") == 0) {
+        /* the primary context is reset (its page-locked memory goes with it,
+         * the library's included), then used again: alloc#2 is overrun */
+        CUdeviceptr a = rz_alloc(4096);
+        CHECK(cuMemFree(a));
+        CHECK(cuDevicePrimaryCtxReset(dev));
+        CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+        CHECK(cuCtxSetCurrent(ctx));
+        CHECK(cuModuleLoadData(&mod, &image));
+        CHECK(cuModuleGetFunction(&f_poke, mod, "poke"));
+        CUdeviceptr b = rz_alloc(4096);
+        unsigned long before = fake_redzone_zones_checked();
+        poke(b, 4096, 1, NULL);
+        CHECK(cuMemFree(b));
+        CHECK(cuCtxSynchronize());
+        printf("checked by the kernel after the reset: %lu\n",
+               fake_redzone_zones_checked() - before);
     } else if (strcmp(what, "pitch") == 0) {
         /* 10 rows of 100 bytes; one byte written just past the last row */
         CUdeviceptr p;
