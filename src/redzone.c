@@ -195,6 +195,7 @@ struct finder {
     unsigned grid[3], block[3];
     CUstream stream;
     unsigned arg, off;
+    const char *whole; /* BY_LAUNCH: a full check, and why (what the launch reaches is not known) */
 };
 
 static void suspects(uint64_t seq, const struct finder *how)
@@ -266,11 +267,18 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
                                : "");
     if (how->by == BY_LAUNCH) {
         launch_line("culprit: ", how->seq, how->func, how->grid, how->block);
-        atl_log(ATL_ERROR,
-                "redzone: found by the check after launch#%llu on stream 0x%llx, which "
-                "reached alloc#%llu through arg%u+0x%x",
-                (unsigned long long)how->seq, (unsigned long long)(uintptr_t)how->stream,
-                (unsigned long long)z->seq, how->arg, how->off);
+        if (how->whole)
+            atl_log(ATL_ERROR,
+                    "redzone: found by the full check after launch#%llu on stream 0x%llx (%s: "
+                    "every zone was checked)",
+                    (unsigned long long)how->seq, (unsigned long long)(uintptr_t)how->stream,
+                    how->whole);
+        else
+            atl_log(ATL_ERROR,
+                    "redzone: found by the check after launch#%llu on stream 0x%llx, which "
+                    "reached alloc#%llu through arg%u+0x%x",
+                    (unsigned long long)how->seq, (unsigned long long)(uintptr_t)how->stream,
+                    (unsigned long long)z->seq, how->arg, how->off);
     } else {
         suspects(z->seq, how);
     }
@@ -632,7 +640,7 @@ static void kernels_forget_locked(void)
  * launch whose reach could not be told). Called with scan_lock held (it
  * guards the mapped tables; the driver calls made under it never call back
  * into atlastrace). */
-static int scan_locked(const struct finder *how, const struct atl_launch *culprit)
+static int scan_locked(const struct finder *how, const struct atl_launch *culprit, const char *why)
 {
     if (!pad)
         return 0;
@@ -660,7 +668,7 @@ static int scan_locked(const struct finder *how, const struct atl_launch *culpri
         memcpy(f.grid, culprit->grid, sizeof f.grid);
         memcpy(f.block, culprit->block, sizeof f.block);
         f.stream = culprit->stream;
-        f.arg = f.off = 0;
+        f.whole = why;
     }
     __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
     int found = 0;
@@ -707,7 +715,7 @@ static int scan_all(const char *where, int unreached)
         return 0;
     struct finder how = {.by = BY_FULL, .where = where, .unreached = unreached};
     pthread_mutex_lock(&scan_lock);
-    int n = scan_locked(&how, NULL);
+    int n = scan_locked(&how, NULL, NULL);
     pthread_mutex_unlock(&scan_lock);
     return n;
 }
@@ -727,7 +735,9 @@ int atl_redzone_scan_all(const char *where)
  * with the parameter bytes, never with the allocations live. Returns how
  * many zones (each once), or -1 when it cannot tell (no layout, more zones
  * than REACH_MAX): the caller then checks every zone. */
-#define REACH_MAX (4 * ATL_RZ_SLOT_ZONES)
+#define REACH_MAX 32 /* 4 slots of ATL_RZ_SLOT_ZONES */
+#define ATL_STR_(x) #x
+#define ATL_STR(x) ATL_STR_(x)
 struct reach {
     struct zone z;
     unsigned arg, off;
@@ -752,12 +762,14 @@ static int reach_word(const unsigned char *p, unsigned arg, unsigned off, struct
     return n + 1;
 }
 
-static int reach_of(const struct atl_launch *l, struct reach *out)
+static int reach_of(const struct atl_launch *l, struct reach *out, const char **why)
 {
     const uint32_t *off, *size;
     int np = atl_flight_param_layout((void *)l->func, &off, &size);
+    *why = "the driver gave no parameter layout for its kernel";
     if (np < 0)
         return -1;
+    *why = "its parameter buffer could not be read";
     const unsigned char *buf = NULL;
     size_t buflen = 0;
     if (!l->params && l->extra) {
@@ -787,6 +799,7 @@ static int reach_of(const struct atl_launch *l, struct reach *out)
         for (uint32_t o = (8 - off[i] % 8) % 8; o + 8 <= size[i] && n >= 0; o += 8)
             n = reach_word(p + o, (unsigned)i, o, out, n);
     }
+    *why = "its parameters point into more than " ATL_STR(REACH_MAX) " guarded allocations";
     return n;
 }
 
@@ -1143,14 +1156,15 @@ void atl_redzone_launch_post(const struct atl_launch *l, CUresult r)
     if (!pad || r != CUDA_SUCCESS || mode != CHECK_LAUNCH || stream_capturing(l->stream))
         return;
     struct reach reach[REACH_MAX];
-    int n = reach_of(l, reach);
+    const char *why;
+    int n = reach_of(l, reach, &why);
     if (n > 0) {
         launch_check(l, reach, n);
     } else if (n < 0) {
         /* what it reaches cannot be told: check every zone, and wait */
         struct finder how = {.by = BY_FULL, .where = "launch"};
         pthread_mutex_lock(&scan_lock);
-        scan_locked(&how, l);
+        scan_locked(&how, l, why);
         pthread_mutex_unlock(&scan_lock);
     }
 }
@@ -1211,7 +1225,7 @@ void atl_redzone_teardown(const char *where)
     if (atl_exit_lock(&scan_lock, "the red-zone check at exit") != 0)
         return;
     struct finder how = {.by = BY_FULL, .where = where, .unreached = mode == CHECK_LAUNCH};
-    scan_locked(&how, NULL);
+    scan_locked(&how, NULL, NULL);
     kernels_forget_locked();
     if (atl_exit_lock(&zones_lock, "the red-zone check at exit") == 0) {
         nzones = 0;

@@ -238,6 +238,28 @@ START_TEST(check_at_launch_reach)
 }
 END_TEST
 
+/* A launch that reaches 20 allocations gets three queued checks (8 zones a
+ * slot); one that reaches more than 32 gets a full check, and says why. */
+START_TEST(check_at_launch_wide)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    struct run_result r;
+    rz_run(&r, "wide", "20", env);
+    HAS(r.log, "redzone overrun: alloc#20 4096 bytes");
+    HAS(r.log, "redzone: culprit: launch#1 kernel=wpoke grid=(1,1,1) block=(1,1,1)\n");
+    HAS(r.log, "redzone: found by the check after launch#1 on stream 0x0, which reached alloc#20 "
+               "through arg0+0x98\n");
+    run_free(&r);
+    rz_run(&r, "wide", "40", env);
+    HAS(r.log, "redzone overrun: alloc#40 4096 bytes");
+    HAS(r.log, "redzone: culprit: launch#1 kernel=wpoke grid=(1,1,1) block=(1,1,1)\n");
+    HAS(r.log, "redzone: found by the full check after launch#1 on stream 0x0 (its parameters "
+               "point into more than 32 guarded allocations: every zone was checked)\n");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    run_free(&r);
+}
+END_TEST
+
 /* A pointer held in device memory: no launch's parameters reach the
  * allocation, its launch check never sees it, and the full check at the
  * program's sync (the backstop) finds it and says so. */
@@ -603,6 +625,7 @@ int main(void)
     tcase_add_test(tc, copy_fallback);
     tcase_add_test(tc, check_at_launch_names_culprit);
     tcase_add_test(tc, check_at_launch_reach);
+    tcase_add_test(tc, check_at_launch_wide);
     tcase_add_test(tc, check_at_launch_indirect);
     tcase_add_test(tc, check_at_launch_two_streams);
     tcase_add_test(tc, check_at_launch_flat_cost);

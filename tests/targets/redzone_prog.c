@@ -61,19 +61,33 @@ static CUresult k_ipoke(const struct fake_launch *l, void **params)
     return CUDA_SUCCESS;
 }
 
+/* wpoke(struct { unsigned char *p[40]; } s, int k): s.p[k][4096] = 0x44 */
+#define WIDE 40
+struct wide {
+    unsigned char *p[WIDE];
+};
+static CUresult k_wpoke(const struct fake_launch *l, void **params)
+{
+    const struct wide *w = params[0];
+    int k = *(int *)params[1];
+    (void)l;
+    w->p[k][4096] = 0x44;
+    return CUDA_SUCCESS;
+}
+
 static const size_t poke_sizes[] = {8, 8, 4, 4};
 static const size_t fill_sizes[] = {8, 4};
 static const size_t spoke_sizes[] = {sizeof(struct sp)};
 static const size_t ipoke_sizes[] = {8, 8, 4};
+static const size_t wpoke_sizes[] = {sizeof(struct wide), 4};
 static const struct fake_kernel_def kernels[] = {
-    {"poke", k_poke, 4, poke_sizes, NULL},
-    {"fill", k_fill, 2, fill_sizes, NULL},
-    {"spoke", k_spoke, 1, spoke_sizes, NULL},
-    {"ipoke", k_ipoke, 3, ipoke_sizes, NULL},
+    {"poke", k_poke, 4, poke_sizes, NULL},    {"fill", k_fill, 2, fill_sizes, NULL},
+    {"spoke", k_spoke, 1, spoke_sizes, NULL}, {"ipoke", k_ipoke, 3, ipoke_sizes, NULL},
+    {"wpoke", k_wpoke, 2, wpoke_sizes, NULL},
 };
-static const struct fake_image image = {FAKE_IMAGE_MAGIC, 4, kernels};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 5, kernels};
 
-static CUfunction f_poke, f_fill, f_spoke, f_ipoke;
+static CUfunction f_poke, f_fill, f_spoke, f_ipoke, f_wpoke;
 
 #define CHECK(call)                                                                                \
     do {                                                                                           \
@@ -151,6 +165,7 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&f_fill, mod, "fill"));
     CHECK(cuModuleGetFunction(&f_spoke, mod, "spoke"));
     CHECK(cuModuleGetFunction(&f_ipoke, mod, "ipoke"));
+    CHECK(cuModuleGetFunction(&f_wpoke, mod, "wpoke"));
 
     if (strcmp(what, "over") == 0) {
         two_buffers(argc > 2 ? (unsigned)atoi(argv[2]) : 1);
@@ -289,6 +304,18 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             CHECK(cuMemFree(p[i]));
         free(p);
+    } else if (strcmp(what, "wide") == 0) {
+        /* one launch given N pointers in a struct, overrunning the last */
+        int n = argc > 2 ? atoi(argv[2]) : WIDE;
+        struct wide w = {{0}};
+        for (int i = 0; i < n && i < WIDE; i++)
+            w.p[i] = (unsigned char *)(uintptr_t)rz_alloc(4096);
+        int k = n - 1;
+        void *args[] = {&w, &k};
+        CHECK(cuLaunchKernel(f_wpoke, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+        CHECK(cuCtxSynchronize());
+        for (int i = 0; i < n && i < WIDE; i++)
+            CHECK(cuMemFree((CUdeviceptr)(uintptr_t)w.p[i]));
     } else if (strcmp(what, "reset") == 0) {
         /* the primary context is reset (its page-locked memory goes with it,
          * the library's included), then used again: alloc#2 is overrun */

@@ -280,6 +280,11 @@ START_TEST(launch_mode_names_culprit)
                          "block=(128,1,1)\n"),
                   "%s", log);
     ck_assert_msg(!strstr(log, "launch#41"), "%s", log);
+    /* no layout for the kernel: a full check, said so */
+    ck_assert_msg(strstr(log, "redzone: found by the full check after launch#42 on stream 0x0 (the "
+                              "driver gave no parameter layout for its kernel: every zone was "
+                              "checked)\n"),
+                  "%s", log);
 }
 END_TEST
 
