@@ -576,6 +576,11 @@ static int slots_ready(void)
  * -1 when the caller must check another way. With scan_lock held. */
 static int check_queue_locked(const struct pending *p)
 {
+    /* loading a module and allocating page-locked memory are among the
+     * calls a capture in the global mode forbids: not while one is on (a
+     * launch onto a stream that is not capturing is fine) */
+    if ((kernel_state == 0 || !slots) && capture_active())
+        return -1;
     if (kernel_state == 0)
         kernel_load();
     if (kernel_state != 1 || !check_fn || slots_ready() != 0)
@@ -828,7 +833,9 @@ static void launch_check(const struct atl_launch *l, const struct reach *r, int 
     }
     /* not queued (no kernel, or its launch failed): every zone with copies;
      * a zone a queued slot reports too is reported once */
-    if (!queued && atl_own_result(atl_drv.cuStreamSynchronize(l->stream)) == CUDA_SUCCESS) {
+    if (!queued && capture_active())
+        __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
+    else if (!queued && atl_own_result(atl_drv.cuStreamSynchronize(l->stream)) == CUDA_SUCCESS) {
         for (int i = 0; i < n; i++) {
             unsigned bad;
             size_t first = 0, last = 0;
