@@ -1,8 +1,11 @@
 /*
- * The red-zone checking kernel. Built to PTX at build time (mk/redzone.mk)
+ * The red-zone checking kernels. Built to PTX at build time (mk/redzone.mk)
  * and embedded in libatlastrace.so; loaded lazily through the real driver.
+ * Their argument structs are in redzone_gpu.h, shared with the engine and
+ * with the fake driver's host twin of these kernels (tests/fake/
+ * fake_redzone.c), which must answer exactly as they do.
  *
- * One pass over every live zone: block z takes zone z (grid-stride over
+ * The full check, one pass over every live zone: block z takes zone z (grid-stride over
  * zones), its threads compare the zone's bytes with the fill byte, and
  * thread 0 writes the zone's count of wrong bytes and the first and last
  * wrong offset into `out`. `out` is page-locked host memory mapped into
