@@ -7,7 +7,7 @@
 
 FAKE_DIR     := $(BUILD)/fake
 FAKE_LIB     := $(FAKE_DIR)/libcuda.so.1
-FAKE_SRCS    := tests/fake/fakecuda.c
+FAKE_SRCS    := tests/fake/fakecuda.c tests/fake/fake_redzone.c
 FAKE_OBJS    := $(FAKE_SRCS:%.c=$(BUILD)/%.o)
 # the engine's address map, for O(1) lookups by allocation base
 FAKE_LINK_OBJS := $(FAKE_OBJS) $(BUILD)/src/addrmap.o

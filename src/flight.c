@@ -311,6 +311,18 @@ int atl_flight_debug_sync_wanted(void *func)
     return atl_dsk_match(dsk_list, atl_kernel_mangled(func));
 }
 
+int atl_flight_param_layout(void *func, const uint32_t **off, const uint32_t **size)
+{
+    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), func);
+    const struct atl_krec *r = e && func ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE) : NULL;
+    /* PARAMS_MAX described: there may be more */
+    if (!r || r->nparams == 0 || r->nparams >= PARAMS_MAX)
+        return -1;
+    *off = r->off;
+    *size = r->size;
+    return (int)r->nparams;
+}
+
 /* ---- graphs ------------------------------------------------------------------------ */
 
 /* The kernel nodes of the last GRAPHS executable graphs instantiated (the
@@ -490,7 +502,7 @@ static uint64_t stream_mark(CUstream s)
 #define RLD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 /* Copies launch s out of the ring; 0 when its slot holds another by now. */
-static int ring_get(uint64_t s, struct atl_ring_ent *dst)
+int atl_flight_ring_get(uint64_t s, struct atl_ring_ent *dst)
 {
     struct atl_ring_ent *src = &atl_fl.ring[s & atl_fl.mask];
     if (__atomic_load_n(&src->seq, __ATOMIC_ACQUIRE) != s)
@@ -688,7 +700,7 @@ void atl_flight_report(const char *tag)
     pthread_mutex_lock(&marks_lock); /* the stream marks and capture windows */
     for (uint64_t s = start; g && st && s <= last; s++) {
         struct atl_ring_ent e;
-        if (!ring_get(s, &e)) {
+        if (!atl_flight_ring_get(s, &e)) {
             unreadable++;
             continue;
         }
@@ -827,7 +839,7 @@ void atl_flight_report(const char *tag)
             (unsigned long long)(last - first + 1));
     for (uint64_t s = first; s <= last; s++) {
         struct atl_ring_ent e;
-        if (ring_get(s, &e))
+        if (atl_flight_ring_get(s, &e))
             print_launch(tag, &e, "   ");
     }
     (void)unreadable;

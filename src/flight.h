@@ -52,6 +52,16 @@ void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upt
  * launches into it in between are no suspects. */
 void atl_flight_capture(CUstream stream, int begin);
 
+/* Copies launch s out of the ring, without a lock; 0 when the ring has
+ * reused its slot (or it is being written). */
+struct atl_ring_ent;
+int atl_flight_ring_get(uint64_t s, struct atl_ring_ent *dst);
+
+/* The parameter layout of a launched kernel (offsets and sizes, as the
+ * driver gave them at its first launch), without a lock; the number of
+ * parameters, or -1 when unknown (no layout, none, or more than are kept). */
+int atl_flight_param_layout(void *func, const uint32_t **off, const uint32_t **size);
+
 /* With an ATLAS_DEBUG_SYNC_KERNELS list: 1 when launches of func synchronise. */
 int atl_flight_debug_sync_wanted(void *func);
 

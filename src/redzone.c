@@ -9,24 +9,37 @@
  * and one read per check, so it can stay on; it finds overruns past the end
  * of each driver allocation (writes before the start are not seen).
  *
- * Checks read device memory, so they synchronise first, and never while a
- * stream capture is active (a sync or a launch on the legacy stream would
- * invalidate the capture, and a memset into a capturing stream would be
- * recorded into the user's graph). A check skipped for a capture is simply
- * made at the next opportunity.
+ * Two kinds of check (docs/redzone.md):
+ * - queued checks, of a few zones, on the program's own stream and never
+ *   waited for: before every free of a guarded allocation (that zone), and
+ *   in launch mode after every launch (the zones of the allocations its
+ *   parameters point into). Stream order places them exactly; their
+ *   verdicts land in mapped host memory and are read at the program's next
+ *   synchronisation, at the next check queued, or when the ring of verdicts
+ *   fills (only then is the oldest waited for);
+ * - full checks of every zone, at host syncs (sync and launch modes), at
+ *   context teardown and exit: they synchronise the context first.
+ * No check runs while a stream capture is in progress (a sync or a launch on
+ * the legacy stream would invalidate the capture, and a kernel or memset
+ * into a capturing stream would be recorded into the user's graph). A check
+ * skipped for a capture is simply made at the next opportunity.
  */
 #include "redzone.h"
 
 #include "addrmap.h"
 #include "config.h"
 #include "driver.h"
+#include "flight.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
 #include "pools.h"
+#include "redzone_gpu.h"
+#include "ring.h"
 #include "stack.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +59,9 @@ static uint64_t overruns, guarded_total, checks, skipped_capture;
 /* ---- the zone set -----------------------------------------------------------
  * The ledger holds full records (call stacks and all); a scan needs only
  * (start, length), so the zones keep their own compact array, and the copy
- * into the scan's table is redone only when `version` moved. In a launch-
- * bound loop with ATLAS_REDZONE_CHECK=launch that makes a check one kernel
- * launch and one stream sync, nothing more. */
+ * into the full check's table is redone only when `version` moved. `lo` and
+ * `hi` bound every zone's allocation (never shrunk): a parameter word outside
+ * them is no pointer to a guarded allocation, without a lookup. */
 struct zone {
     CUdeviceptr base, start; /* allocation base; first byte of the tail */
     size_t bytes, len;       /* what the program asked for; tail length */
@@ -60,11 +73,16 @@ static struct zone *zones;
 static size_t nzones, capzones;
 static struct atl_addrmap zone_at; /* base -> index in zones */
 static uint64_t version;
+static uint64_t zones_lo = UINT64_MAX, zones_hi; /* read without the lock */
 
 static void zone_add(const struct zone *z)
 {
     pthread_mutex_lock(&zones_lock);
     size_t i;
+    if (z->base < __atomic_load_n(&zones_lo, __ATOMIC_RELAXED))
+        __atomic_store_n(&zones_lo, z->base, __ATOMIC_RELAXED);
+    if (z->start + z->len > __atomic_load_n(&zones_hi, __ATOMIC_RELAXED))
+        __atomic_store_n(&zones_hi, z->start + z->len, __ATOMIC_RELAXED);
     if (atl_addrmap_get(&zone_at, z->base, &i)) {
         /* the base came back without a free we saw: the new zone wins */
         zones[i] = *z;
@@ -113,45 +131,46 @@ static int zone_remove(CUdeviceptr base, struct zone *out)
     return found;
 }
 
-static void zone_set_watched(CUdeviceptr base, int watched)
+/* Sets the watch of allocation seq's zone (if still live: its base may be
+ * another allocation's by now). */
+static void zone_set_watched(CUdeviceptr base, uint64_t seq, int watched)
 {
     size_t i;
     pthread_mutex_lock(&zones_lock);
-    if (atl_addrmap_get(&zone_at, base, &i)) {
+    if (atl_addrmap_get(&zone_at, base, &i) && zones[i].seq == seq) {
         zones[i].watched = watched;
         version++;
     }
     pthread_mutex_unlock(&zones_lock);
 }
 
-/* ---- recent launches ----------------------------------------------------------
- * Outside launch mode an overrun is found later than it happened; the
- * launches since the last clean check are the suspects. A ring of the last
- * RING of them, under a mutex (uncontended: some tens of ns per launch, next
- * to a launch's 4 us). */
-#define RING 16
-struct launch_note {
-    uint64_t seq;
-    void *func;
-    unsigned grid[3], block[3];
-};
-static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct launch_note ring[RING];
-static uint64_t ring_last;  /* seq of the newest launch noted */
-static uint64_t clean_upto; /* launches up to this seq passed a full check */
-
-static void ring_note(const struct atl_launch *l)
+/* The watched zone of the guarded allocation that address v points into
+ * (its first byte up to the end of its red zone, so a pointer one past the
+ * end counts), O(log n) in the ledger, then O(1) here. */
+static int zone_holding(uint64_t v, struct zone *out)
 {
-    pthread_mutex_lock(&ring_lock);
-    struct launch_note *n = &ring[l->seq % RING];
-    n->seq = l->seq;
-    n->func = (void *)l->func;
-    memcpy(n->grid, l->grid, sizeof n->grid);
-    memcpy(n->block, l->block, sizeof n->block);
-    if (l->seq > ring_last)
-        ring_last = l->seq;
-    pthread_mutex_unlock(&ring_lock);
+    struct atl_alloc_rec rec;
+    if (!atl_ledger_find(v, &rec) || !rec.guarded)
+        return 0;
+    size_t i;
+    int found = 0;
+    pthread_mutex_lock(&zones_lock);
+    if (atl_addrmap_get(&zone_at, rec.ptr, &i) && zones[i].watched) {
+        *out = zones[i];
+        found = 1;
+    }
+    pthread_mutex_unlock(&zones_lock);
+    return found;
 }
+
+/* ---- recent launches ----------------------------------------------------------
+ * Outside a launch's own check an overrun is found later than it happened;
+ * the launches since the last clean full check are the suspects. They are
+ * read from the flight recorder's ring (src/ring.h, numbered by the launch
+ * counter), which every launch writes without a lock anyway: nothing of
+ * ours on the launch path. */
+#define SUSPECTS 16
+static uint64_t clean_upto; /* launches up to this one passed a full check */
 
 static void launch_line(const char *lead, uint64_t seq, void *func, const unsigned g[3],
                         const unsigned b[3])
@@ -162,54 +181,81 @@ static void launch_line(const char *lead, uint64_t seq, void *func, const unsign
             (unsigned long long)seq, name, g[0], g[1], g[2], b[0], b[1], b[2]);
 }
 
-static void suspects(uint64_t seq, const char *where)
+/* ---- reports ------------------------------------------------------------------
+ * Who found an overrun, for the report. */
+enum { BY_LAUNCH, BY_FREE, BY_FULL };
+struct finder {
+    int by;
+    const char *where; /* BY_FREE, BY_FULL: the entry point (or "exit") */
+    uint64_t upto;     /* BY_FREE, BY_FULL: the newest launch made before the check */
+    int unreached;     /* BY_FULL after launch checks: no launch's parameters reached it */
+    /* BY_LAUNCH: the launch, its stream, and the parameter word that reached the zone */
+    uint64_t seq;
+    void *func;
+    unsigned grid[3], block[3];
+    CUstream stream;
+    unsigned arg, off;
+    const char *whole; /* BY_LAUNCH: a full check, and why (what the launch reaches is not known) */
+};
+
+static void suspects(uint64_t seq, const struct finder *how)
 {
-    struct launch_note copy[RING];
-    uint64_t last, from;
-    pthread_mutex_lock(&ring_lock);
-    memcpy(copy, ring, sizeof copy);
-    last = ring_last;
-    from = clean_upto;
-    pthread_mutex_unlock(&ring_lock);
+    uint64_t from = __atomic_load_n(&clean_upto, __ATOMIC_ACQUIRE), last = how->upto;
     uint64_t n = last > from ? last - from : 0;
+    char lead[256];
+    if (how->unreached)
+        snprintf(lead, sizeof lead,
+                 "redzone: alloc#%llu found by the full check at %s; no launch's parameters "
+                 "reached it (a pointer held in device memory?)",
+                 (unsigned long long)seq, how->where);
+    else
+        snprintf(lead, sizeof lead, "redzone: alloc#%llu found at %s", (unsigned long long)seq,
+                 how->where);
     if (n == 0) {
         atl_log(ATL_ERROR,
-                "redzone: alloc#%llu found at %s: no kernel launch since the last clean "
-                "check (a graph launch, a copy, a memset or a host write through managed memory?)",
-                (unsigned long long)seq, where);
+                "%s: no kernel launch since the last clean check (a graph launch, a copy, a "
+                "memset or a host write through managed memory?)",
+                lead);
         return;
     }
     atl_log(ATL_ERROR,
-            "redzone: alloc#%llu found at %s: written by one of the %llu launches since the last "
-            "clean check%s:",
-            (unsigned long long)seq, where, (unsigned long long)n,
-            n > RING ? " (the newest listed)" : "");
-    uint64_t s = last - (n > RING ? RING : n) + 1;
-    for (; s <= last; s++) {
-        const struct launch_note *e = &copy[s % RING];
-        if (e->seq == s)
-            launch_line("  ", s, e->func, e->grid, e->block);
+            "%s: written by one of the %llu launches since the last clean check%s:", lead,
+            (unsigned long long)n, n > SUSPECTS ? " (the newest listed)" : "");
+    for (uint64_t s = last - (n > SUSPECTS ? SUSPECTS : n) + 1; s <= last; s++) {
+        struct atl_ring_ent e;
+        if (!atl_flight_ring_get(s, &e))
+            continue;
+        if (e.hook & ATL_RING_GRAPH)
+            atl_log(ATL_ERROR, "redzone:   launch#%llu graph=%p", (unsigned long long)s, e.obj);
+        else
+            launch_line("  ", s, e.obj, e.grid, e.block);
     }
 }
-
-/* ---- reports ------------------------------------------------------------------ */
 
 static void site_of(CUdeviceptr base, const struct atl_stack *known, char *buf, size_t len)
 {
     struct atl_alloc_rec rec;
     if (known)
         atl_stack_site(known, buf, len);
-    else if (atl_ledger_find(base, &rec))
+    else if (atl_ledger_find(base, &rec) && rec.ptr == base)
         atl_stack_site(&rec.site, buf, len);
     else
         snprintf(buf, len, "?");
 }
 
+/* Allocations reported, by number: a zone is reported once, though a check
+ * queued before the report saw it too (called with scan_lock held). */
+static struct atl_addrmap reported;
+
 /* One report per corrupted zone; afterwards the zone is no longer watched
  * (atlas_redzone_poison() re-arms it). */
-static void report(const struct zone *z, const struct atl_stack *known_site, unsigned bad,
-                   size_t first, size_t last, const char *where, const struct atl_launch *culprit)
+static int report(const struct zone *z, const struct atl_stack *known_site, unsigned bad,
+                  size_t first, size_t last, const struct finder *how)
 {
+    size_t was;
+    if (atl_addrmap_get(&reported, z->seq, &was))
+        return 0;
+    atl_addrmap_put(&reported, z->seq, 1);
     char site[512];
     site_of(z->base, known_site, site, sizeof site);
     size_t lo = z->bytes + first, hi = z->bytes + last;
@@ -219,41 +265,49 @@ static void report(const struct zone *z, const struct atl_stack *known_site, uns
             (unsigned long long)z->seq, z->bytes, (unsigned long long)z->base, site, bad, lo, hi,
             last + 1 == z->len ? " (up to the end of the red zone: the write may reach further)"
                                : "");
-    if (culprit)
-        launch_line("culprit: ", culprit->seq, (void *)culprit->func, culprit->grid,
-                    culprit->block);
-    else
-        suspects(z->seq, where);
+    if (how->by == BY_LAUNCH) {
+        launch_line("culprit: ", how->seq, how->func, how->grid, how->block);
+        if (how->whole)
+            atl_log(ATL_ERROR,
+                    "redzone: found by the full check after launch#%llu on stream 0x%llx (%s: "
+                    "every zone was checked)",
+                    (unsigned long long)how->seq, (unsigned long long)(uintptr_t)how->stream,
+                    how->whole);
+        else
+            atl_log(ATL_ERROR,
+                    "redzone: found by the check after launch#%llu on stream 0x%llx, which "
+                    "reached alloc#%llu through arg%u+0x%x",
+                    (unsigned long long)how->seq, (unsigned long long)(uintptr_t)how->stream,
+                    (unsigned long long)z->seq, how->arg, how->off);
+    } else {
+        suspects(z->seq, how);
+    }
     __atomic_add_fetch(&overruns, 1, __ATOMIC_RELAXED);
     atl_note_finding(ATL_FINDING_OVERRUN, 1);
-    zone_set_watched(z->base, 0);
+    zone_set_watched(z->base, z->seq, 0);
+    return 1;
 }
 
-/* ---- the GPU scan ---------------------------------------------------------------
- * The kernel is PTX built from src/redzone_scan.cu at build time and embedded
+/* ---- the kernels ----------------------------------------------------------------
+ * PTX built from src/redzone_scan.cu at build time and embedded
  * (build/gen/redzone_ptx.c): PTX, not a cubin, so the driver JIT-compiles it
  * for whatever GPU is there; generated from CUDA source rather than written
- * by hand so that it stays readable and checked by the compiler. Its zone
- * table and results live in page-locked host memory mapped into the device:
- * the host reads the answer after one sync, without a copy call.
+ * by hand so that it stays readable and checked by the compiler. Their zone
+ * lists and answers live in page-locked host memory mapped into the device:
+ * the host reads an answer without a copy call.
  *
- * Where the kernel cannot be loaded (the fake driver of the tests, a build
- * without nvcc), each zone is read back with one device-to-host copy:
- * correct, slower; said once at info level. */
-struct gpu_zone {
-    unsigned long long ptr, len;
-    unsigned fill, pad_;
-};
-struct gpu_result {
-    unsigned bad, first, last, pad_;
-};
+ * Where the kernels cannot be loaded (a build without nvcc, a driver that
+ * refuses the PTX) each zone is read back with one device-to-host copy
+ * after a sync: correct, slower; said once at info level. */
+extern const int atl_redzone_ptx_stub; /* built without nvcc: entry names only */
 
 static pthread_mutex_t scan_lock = PTHREAD_MUTEX_INITIALIZER;
 static int kernel_state; /* 0 untried, 1 loaded, -1 unavailable */
+static CUmodule kernel_mod;
 static CUfunction scan_fn;
-static CUfunction check_fn;    /* launch mode, asynchronous; NULL: synchronous scans */
-static struct gpu_zone *tab;   /* mapped host memory */
-static struct gpu_result *res; /* mapped host memory */
+static CUfunction check_fn;       /* the queued check; NULL: synchronous checks */
+static struct atl_rz_zone *tab;   /* mapped host memory */
+static struct atl_rz_result *res; /* mapped host memory */
 static CUdeviceptr dtab, dres;
 static size_t captab;
 static struct zone *snap; /* host copy of the zones scanned */
@@ -270,18 +324,20 @@ static void kernel_load(void)
         atl_drv.cuLaunchKernel && atl_drv.cuMemAllocHost_v2) {
         CUmodule m;
         CUresult r = atl_drv.cuModuleLoadData(&m, atl_redzone_ptx);
-        if (r == CUDA_SUCCESS)
-            r = atl_drv.cuModuleGetFunction(&scan_fn, m, "atl_redzone_scan");
+        if (r == CUDA_SUCCESS) {
+            kernel_mod = m;
+            r = atl_drv.cuModuleGetFunction(&scan_fn, m, ATL_RZ_SCAN_ENTRY);
+        }
         if (r == CUDA_SUCCESS) {
             kernel_state = 1;
-            if (atl_drv.cuModuleGetFunction(&check_fn, m, "atl_redzone_check_launch") !=
-                CUDA_SUCCESS)
+            if (atl_drv.cuModuleGetFunction(&check_fn, m, ATL_RZ_CHECK_ENTRY) != CUDA_SUCCESS)
                 check_fn = NULL;
             return;
         }
         char nm[64];
-        snprintf(why, sizeof why, "the driver refused its PTX: %s",
-                 atl_error_name(r, nm, sizeof nm));
+        if (!atl_redzone_ptx_stub)
+            snprintf(why, sizeof why, "the driver refused its PTX: %s",
+                     atl_error_name(r, nm, sizeof nm));
     }
     atl_log(ATL_INFO, "redzone: scan kernel unavailable (%s): checking each zone with a copy", why);
 }
@@ -323,7 +379,7 @@ static int tables_reserve(size_t n)
 }
 
 /* Copies the watched zones into snap (and the mapped table) when they
- * changed since the last scan. */
+ * changed since the last full check. */
 static int snapshot_zones(int to_gpu)
 {
     pthread_mutex_lock(&zones_lock);
@@ -354,7 +410,7 @@ static int snapshot_zones(int to_gpu)
         if (tables_reserve(nsnap) != 0)
             return -1;
         for (size_t i = 0; i < nsnap; i++)
-            tab[i] = (struct gpu_zone){snap[i].start, snap[i].len, fill, 0};
+            tab[i] = (struct atl_rz_zone){snap[i].start, snap[i].len, fill, 0};
     }
     snap_version = v;
     return 0;
@@ -414,59 +470,53 @@ static int sync_for_scan(void)
     return -1;
 }
 
-/* ---- launch mode without waiting ----------------------------------------------
- * Waiting for every launch and its check costs a round trip per launch
- * (about 3x a bare launch). Instead the check kernel is queued on the
- * launch's stream right after it and leaves its verdict in a ring of slots
- * in mapped host memory; the host reads finished slots at the next launches
- * and at every synchronisation. Stream order makes the culprit exact as long
- * as one stream runs at a time: before a launch on another stream than the
- * previous one, the host waits for the checks in flight (launch_pre). A slot
- * refers to zones by index in `snap`, which is only rebuilt after a context
- * sync and a drain. */
-#define SLOTS 256
-#define SLOT_RECS 4
-struct gpu_slot {
-    unsigned long long done; /* the launch number, written last by the kernel */
-    unsigned nbad, pad_;
-    struct gpu_result rec[SLOT_RECS]; /* .pad_: zone index */
-};
+/* ---- queued checks ----------------------------------------------------------------
+ * A check of a few zones is queued on the program's stream (after a launch,
+ * before a free) and never waited for: its verdict goes to a slot of a ring
+ * in mapped host memory, and the zones' details (and who queued the check)
+ * stay here, in `pend`, for the report. Slots are read in the order they
+ * were queued, at the program's syncs, at the next check queued and at
+ * frees; only when the ring is full is the oldest waited for (its stream
+ * synchronised). A check reads only the zones listed in its own slot, so a
+ * zone table rebuilt meanwhile cannot change what a check in flight reads.
+ * All of it under scan_lock. */
+#define SLOTS 1024
 struct pending {
-    struct atl_launch l; /* the launch checked (seq, func, grid, block, stream) */
+    uint64_t ticket; /* what the kernel writes into `done` */
+    struct finder how;
+    unsigned nz;
+    struct zone z[ATL_RZ_SLOT_ZONES];
+    unsigned arg[ATL_RZ_SLOT_ZONES], off[ATL_RZ_SLOT_ZONES]; /* BY_LAUNCH */
+    int has_site;
+    struct atl_stack site; /* BY_FREE: the ledger has dropped the record */
 };
-static struct gpu_slot *slots; /* mapped host memory */
+static struct atl_rz_slot *slots; /* mapped host memory */
 static CUdeviceptr dslots;
 static struct pending pend[SLOTS];
 static uint64_t pend_head, pend_tail; /* checks queued [tail, head) */
-static CUstream last_stream;
 
 static void slot_process(uint64_t k)
 {
-    volatile struct gpu_slot *sl = &slots[k % SLOTS];
-    const struct atl_launch *l = &pend[k % SLOTS].l;
+    struct atl_rz_slot *sl = &slots[k % SLOTS];
+    struct pending *p = &pend[k % SLOTS];
     __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
     /* the kernel writes `done` last: an acquire load of it orders the reads
      * of the record after it (a plain fence is not supported under TSan) */
-    (void)__atomic_load_n(&slots[k % SLOTS].done, __ATOMIC_ACQUIRE);
-    unsigned nbad = sl->nbad;
-    if (nbad == 0) {
-        pthread_mutex_lock(&ring_lock);
-        if (l->seq > clean_upto)
-            clean_upto = l->seq;
-        pthread_mutex_unlock(&ring_lock);
-        return;
-    }
-    for (unsigned i = 0; i < nbad && i < SLOT_RECS; i++) {
-        unsigned z = sl->rec[i].pad_;
-        /* a later check in flight sees the same zone: report it once */
-        if (z >= nsnap || !snap[z].watched)
+    (void)__atomic_load_n(&sl->done, __ATOMIC_ACQUIRE);
+    unsigned nbad = __atomic_load_n(&sl->nbad, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < nbad && i < ATL_RZ_RECS; i++) {
+        struct atl_rz_result r;
+        memcpy(&r, &sl->rec[i], sizeof r);
+        if (r.zone >= p->nz)
             continue;
-        report(&snap[z], NULL, sl->rec[i].bad, sl->rec[i].first, sl->rec[i].last, "launch", l);
-        snap[z].watched = 0;
+        struct finder how = p->how;
+        how.arg = p->arg[r.zone];
+        how.off = p->off[r.zone];
+        report(&p->z[r.zone], p->has_site ? &p->site : NULL, r.bad, r.first, r.last, &how);
     }
-    if (nbad > SLOT_RECS)
-        atl_log(ATL_ERROR, "redzone: launch#%llu corrupted %u more zones, not listed",
-                (unsigned long long)l->seq, nbad - SLOT_RECS);
+    if (nbad > ATL_RZ_RECS)
+        atl_log(ATL_ERROR, "redzone: the check after launch#%llu found %u more zones, not listed",
+                (unsigned long long)p->how.seq, nbad - ATL_RZ_RECS);
 }
 
 /* Reads the finished slots, in order; with `all` (after a context sync),
@@ -475,8 +525,7 @@ static void slots_poll(int all)
 {
     while (pend_tail < pend_head) {
         uint64_t k = pend_tail;
-        unsigned long long done = ((volatile struct gpu_slot *)&slots[k % SLOTS])->done;
-        if (done == pend[k % SLOTS].l.seq)
+        if (__atomic_load_n(&slots[k % SLOTS].done, __ATOMIC_ACQUIRE) == pend[k % SLOTS].ticket)
             slot_process(k);
         else if (!all)
             break;
@@ -484,9 +533,24 @@ static void slots_poll(int all)
     }
 }
 
-static void slots_drain(void)
+static int pending_any(void)
 {
-    if (slots)
+    return __atomic_load_n(&pend_head, __ATOMIC_RELAXED) !=
+           __atomic_load_n(&pend_tail, __ATOMIC_RELAXED);
+}
+
+/* The ring is full: waits for the oldest check (its stream; the context if
+ * that fails, say the program destroyed the stream) and reads it. */
+static void wait_oldest(void)
+{
+    const struct pending *p = &pend[pend_tail % SLOTS];
+    if (atl_own_result(atl_drv.cuStreamSynchronize(p->how.stream)) != CUDA_SUCCESS &&
+        sync_for_scan() != 0) {
+        __atomic_store_n(&pend_tail, pend_tail + 1, __ATOMIC_RELAXED); /* give it up */
+        return;
+    }
+    slots_poll(0);
+    if (pend_head - pend_tail == SLOTS)
         slots_poll(1);
 }
 
@@ -508,76 +572,90 @@ static int slots_ready(void)
     return 0;
 }
 
-static int sync_for_scan(void);
-static int snapshot_zones(int to_gpu);
-
-/* Queues the check of launch l. 0 when queued (or nothing to check), -1
- * when the caller must check synchronously instead. */
-static int check_queue_locked(const struct atl_launch *l)
+/* Queues the check of p's zones on `stream` (p->how.stream). 0 when queued,
+ * -1 when the caller must check another way. With scan_lock held. */
+static int check_queue_locked(const struct pending *p)
 {
-    pthread_mutex_lock(&zones_lock);
-    int changed = version != snap_version;
-    pthread_mutex_unlock(&zones_lock);
-    if (changed || pend_head - pend_tail == SLOTS) {
-        /* new zones may still be being poisoned on another stream; a full
-         * ring means the host is far ahead of the GPU */
-        if (sync_for_scan() != 0)
-            return 0;
-        slots_drain();
-        if (snapshot_zones(1) != 0)
-            return -1;
-    } else if (capture_active()) {
-        __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
-        return 0;
-    }
-    if (nsnap == 0)
-        return 0;
-    if (slots_ready() != 0)
+    /* loading a module and allocating page-locked memory are among the
+     * calls a capture in the global mode forbids: not while one is on (a
+     * launch onto a stream that is not capturing is fine) */
+    if ((kernel_state == 0 || !slots) && capture_active())
         return -1;
+    if (kernel_state == 0)
+        kernel_load();
+    if (kernel_state != 1 || !check_fn || slots_ready() != 0)
+        return -1;
+    if (pend_head - pend_tail == SLOTS)
+        wait_oldest();
     uint64_t k = pend_head;
-    slots[k % SLOTS].done = 0;
-    slots[k % SLOTS].nbad = 0;
-    pend[k % SLOTS].l = *l;
-    unsigned n = (unsigned)nsnap;
-    unsigned long long seq = l->seq;
+    struct atl_rz_slot *sl = &slots[k % SLOTS];
+    sl->done = 0;
+    sl->nbad = 0;
+    for (unsigned i = 0; i < p->nz; i++)
+        sl->zone[i] = (struct atl_rz_zone){p->z[i].start, p->z[i].len, fill, 0};
+    pend[k % SLOTS] = *p;
+    pend[k % SLOTS].ticket = k + 1;
+    unsigned n = p->nz;
+    unsigned long long ticket = k + 1;
     CUdeviceptr ds = dslots + (k % SLOTS) * sizeof *slots;
-    void *args[] = {&dtab, &n, &ds, &seq};
-    if (atl_drv.cuLaunchKernel(check_fn, 1, 1, 1, 256, 1, 1, 0, l->stream, args, NULL) !=
+    CUdeviceptr dz = ds + offsetof(struct atl_rz_slot, zone);
+    void *args[] = {&dz, &n, &ds, &ticket};
+    if (atl_drv.cuLaunchKernel(check_fn, 1, 1, 1, 256, 1, 1, 0, p->how.stream, args, NULL) !=
         CUDA_SUCCESS)
         return -1;
     __atomic_store_n(&pend_head, k + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&last_stream, l->stream, __ATOMIC_RELAXED);
     slots_poll(0);
     return 0;
 }
 
-/* The scan proper. `culprit` (launch mode): run on its stream, right after
- * it, and name it; otherwise synchronise the context first. Called with
- * scan_lock held (it guards the mapped tables; the driver calls made under
- * it never call back into atlastrace). */
-static int scan_locked(const char *where, const struct atl_launch *culprit)
+/* A context is being torn down, perhaps the one the kernels and the mapped
+ * buffers live in: the driver would free them with it, and the next check
+ * would write into freed memory. They are freed now, while valid, and made
+ * again at the next check, in whatever context is current then (a
+ * teardown of another context costs a reload). Checks still in flight
+ * (the sync before failed) keep their memory: it is let go, not freed. */
+static void kernels_forget_locked(void)
+{
+    int idle = pend_tail == pend_head;
+    __atomic_store_n(&pend_tail, pend_head, __ATOMIC_RELAXED);
+    if (idle && slots && atl_drv.cuMemFreeHost)
+        atl_drv.cuMemFreeHost(slots);
+    if (idle && tab && atl_drv.cuMemFreeHost) {
+        atl_drv.cuMemFreeHost(tab);
+        atl_drv.cuMemFreeHost(res);
+    }
+    if (idle && kernel_mod && atl_drv.cuModuleUnload)
+        atl_drv.cuModuleUnload(kernel_mod);
+    slots = NULL;
+    tab = NULL;
+    res = NULL;
+    captab = 0;
+    snap_version = (uint64_t)-1;
+    kernel_mod = NULL;
+    scan_fn = check_fn = NULL;
+    if (kernel_state == 1) /* a driver that refused the PTX refuses it again */
+        kernel_state = 0;
+}
+
+/* ---- full checks --------------------------------------------------------------------
+ * Every watched zone, after a context sync. The sync is what makes a zone
+ * safe to include: its poison (a memset on the allocation's stream, which
+ * the check's stream need not wait for) is complete, as is every queued
+ * check, whose verdicts are read first. `culprit`: name that launch (a
+ * launch whose reach could not be told). Called with scan_lock held (it
+ * guards the mapped tables; the driver calls made under it never call back
+ * into atlastrace). */
+static int scan_locked(const struct finder *how, const struct atl_launch *culprit, const char *why)
 {
     if (!pad)
         return 0;
     if (kernel_state == 0)
         kernel_load();
     int gpu = kernel_state == 1;
-    CUstream stream = culprit ? culprit->stream : NULL;
-    /* A zone poisoned (or re-poisoned) since the last scan was poisoned on
-     * the legacy or its own stream, which the culprit's stream need not wait
-     * for: the first scan that sees it synchronises the whole context, or a
-     * memset still in flight would read as an overrun. */
-    pthread_mutex_lock(&zones_lock);
-    int changed = version != snap_version;
-    pthread_mutex_unlock(&zones_lock);
-    if (!culprit || !gpu || changed) {
-        if (sync_for_scan() != 0)
-            return 0;
-        slots_drain();
-    } else if (capture_active()) {
-        __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
+    uint64_t upto = atl_flight_last_launch();
+    if (sync_for_scan() != 0)
         return 0;
-    }
+    slots_poll(1);
     if (snapshot_zones(gpu) != 0) {
         if (!gpu)
             return 0;
@@ -586,7 +664,17 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
         if (snapshot_zones(0) != 0)
             return 0;
     }
-    uint64_t upto = __atomic_load_n(&ring_last, __ATOMIC_RELAXED);
+    struct finder f = *how;
+    f.upto = upto;
+    if (culprit) {
+        f.by = BY_LAUNCH;
+        f.seq = culprit->seq;
+        f.func = (void *)culprit->func;
+        memcpy(f.grid, culprit->grid, sizeof f.grid);
+        memcpy(f.block, culprit->block, sizeof f.block);
+        f.stream = culprit->stream;
+        f.whole = why;
+    }
     __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
     int found = 0;
     if (nsnap == 0)
@@ -595,54 +683,171 @@ static int scan_locked(const char *where, const struct atl_launch *culprit)
         unsigned n = (unsigned)nsnap;
         void *args[] = {&dtab, &n, &dres};
         unsigned blocks = n < 1024 ? n : 1024;
-        CUresult r =
-            atl_drv.cuLaunchKernel(scan_fn, blocks, 1, 1, 128, 1, 1, 0, stream, args, NULL);
+        CUresult r = atl_drv.cuLaunchKernel(scan_fn, blocks, 1, 1, 128, 1, 1, 0, NULL, args, NULL);
         if (r != CUDA_SUCCESS) {
             /* e.g. another context is current than the one the kernel was
              * loaded into: check this time with copies */
             gpu = 0;
             goto copies;
         }
-        if (atl_own_result(atl_drv.cuStreamSynchronize(stream)) != CUDA_SUCCESS)
+        if (atl_own_result(atl_drv.cuStreamSynchronize(NULL)) != CUDA_SUCCESS)
             return 0; /* a fault of the program's own: its next call reports it (latched) */
         for (size_t i = 0; i < nsnap; i++) {
-            volatile struct gpu_result *g = &res[i];
-            if (g->bad) {
-                report(&snap[i], NULL, g->bad, g->first, g->last, where, culprit);
-                found++;
-            }
+            volatile struct atl_rz_result *g = &res[i];
+            if (g->bad)
+                found += report(&snap[i], NULL, g->bad, g->first, g->last, &f);
         }
     } else {
     copies:
-        if (culprit && atl_own_result(atl_drv.cuStreamSynchronize(stream)) != CUDA_SUCCESS)
-            return 0;
         for (size_t i = 0; i < nsnap; i++) {
             unsigned bad;
             size_t first = 0, last = 0;
-            if (zone_read(&snap[i], &bad, &first, &last) == 0 && bad) {
-                report(&snap[i], NULL, bad, first, last, where, culprit);
-                found++;
-            }
+            if (zone_read(&snap[i], &bad, &first, &last) == 0 && bad)
+                found += report(&snap[i], NULL, bad, first, last, &f);
         }
     }
     if (found)
         return found;
 clean:
-    pthread_mutex_lock(&ring_lock);
-    if (upto > clean_upto)
-        clean_upto = upto;
-    pthread_mutex_unlock(&ring_lock);
+    if (upto > __atomic_load_n(&clean_upto, __ATOMIC_RELAXED))
+        __atomic_store_n(&clean_upto, upto, __ATOMIC_RELEASE);
     return 0;
+}
+
+static int scan_all(const char *where, int unreached)
+{
+    if (!pad)
+        return 0;
+    struct finder how = {.by = BY_FULL, .where = where, .unreached = unreached};
+    pthread_mutex_lock(&scan_lock);
+    int n = scan_locked(&how, NULL, NULL);
+    pthread_mutex_unlock(&scan_lock);
+    return n;
 }
 
 int atl_redzone_scan_all(const char *where)
 {
-    if (!pad)
-        return 0;
-    pthread_mutex_lock(&scan_lock);
-    int n = scan_locked(where, NULL);
-    pthread_mutex_unlock(&scan_lock);
+    return scan_all(where, 0);
+}
+
+/* ---- what a launch can reach ---------------------------------------------------------
+ * The zones of the guarded allocations a launch's parameters point into:
+ * every 8-byte-aligned word of every parameter (by-value structs included)
+ * whose value falls in a guarded allocation, from its base up to the end of
+ * its red zone (a pointer one past the end counts: kernels are given end
+ * pointers). The layout comes from the flight recorder, which asked the
+ * driver at the kernel's first launch: no driver call here. The cost grows
+ * with the parameter bytes, never with the allocations live. Returns how
+ * many zones (each once), or -1 when it cannot tell (no layout, more zones
+ * than REACH_MAX): the caller then checks every zone. */
+#define REACH_MAX 32 /* 4 slots of ATL_RZ_SLOT_ZONES */
+#define ATL_STR_(x) #x
+#define ATL_STR(x) ATL_STR_(x)
+struct reach {
+    struct zone z;
+    unsigned arg, off;
+};
+
+static int reach_word(const unsigned char *p, unsigned arg, unsigned off, struct reach *out, int n)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    if (v < __atomic_load_n(&zones_lo, __ATOMIC_RELAXED) ||
+        v > __atomic_load_n(&zones_hi, __ATOMIC_RELAXED))
+        return n;
+    struct zone z;
+    if (!zone_holding(v, &z))
+        return n;
+    for (int i = 0; i < n; i++)
+        if (out[i].z.base == z.base)
+            return n;
+    if (n == REACH_MAX)
+        return -1;
+    out[n] = (struct reach){z, arg, off};
+    return n + 1;
+}
+
+static int reach_of(const struct atl_launch *l, struct reach *out, const char **why)
+{
+    const uint32_t *off, *size;
+    int np = atl_flight_param_layout((void *)l->func, &off, &size);
+    *why = "the driver gave no parameter layout for its kernel";
+    if (np < 0)
+        return -1;
+    *why = "its parameter buffer could not be read";
+    const unsigned char *buf = NULL;
+    size_t buflen = 0;
+    if (!l->params && l->extra) {
+        for (void **e = l->extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+            if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER)
+                buf = e[1];
+            else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE && e[1])
+                buflen = *(size_t *)e[1];
+            else if (*e != CU_LAUNCH_PARAM_BUFFER_POINTER && *e != CU_LAUNCH_PARAM_BUFFER_SIZE)
+                return -1;
+        }
+    }
+    if (!l->params && !buf)
+        return -1;
+    int n = 0;
+    for (int i = 0; i < np && n >= 0; i++) {
+        const unsigned char *p;
+        if (l->params) {
+            p = l->params[i];
+        } else {
+            if ((size_t)off[i] + size[i] > buflen)
+                return -1;
+            p = buf + off[i];
+        }
+        if (!p)
+            continue;
+        for (uint32_t o = (8 - off[i] % 8) % 8; o + 8 <= size[i] && n >= 0; o += 8)
+            n = reach_word(p + o, (unsigned)i, o, out, n);
+    }
+    *why = "its parameters point into more than " ATL_STR(REACH_MAX) " guarded allocations";
     return n;
+}
+
+/* The launch's own check of the zones it reaches: queued right after it, on
+ * its stream. No context sync, even for a zone made since the last check:
+ * the zone was poisoned on its allocation's stream, and a launch that uses
+ * the allocation is ordered after that in any correctly ordered program,
+ * so the check (after the launch on the launch's stream) is too. With no
+ * kernel: the launch's stream is synchronised and the zones are copied. */
+static void launch_check(const struct atl_launch *l, const struct reach *r, int n)
+{
+    struct pending p = {
+        .how = {.by = BY_LAUNCH, .seq = l->seq, .func = (void *)l->func, .stream = l->stream}};
+    memcpy(p.how.grid, l->grid, sizeof p.how.grid);
+    memcpy(p.how.block, l->block, sizeof p.how.block);
+    pthread_mutex_lock(&scan_lock);
+    int queued = 1;
+    for (int i = 0; i < n && queued; i += ATL_RZ_SLOT_ZONES) {
+        p.nz = 0;
+        for (int j = i; j < n && p.nz < ATL_RZ_SLOT_ZONES; j++, p.nz++) {
+            p.z[p.nz] = r[j].z;
+            p.arg[p.nz] = r[j].arg;
+            p.off[p.nz] = r[j].off;
+        }
+        queued = check_queue_locked(&p) == 0;
+    }
+    /* not queued (no kernel, or its launch failed): every zone with copies;
+     * a zone a queued slot reports too is reported once */
+    if (!queued && capture_active())
+        __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
+    else if (!queued && atl_own_result(atl_drv.cuStreamSynchronize(l->stream)) == CUDA_SUCCESS) {
+        for (int i = 0; i < n; i++) {
+            unsigned bad;
+            size_t first = 0, last = 0;
+            __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
+            struct finder how = p.how;
+            how.arg = r[i].arg;
+            how.off = r[i].off;
+            if (zone_read(&r[i].z, &bad, &first, &last) == 0 && bad)
+                report(&r[i].z, NULL, bad, first, last, &how);
+        }
+    }
+    pthread_mutex_unlock(&scan_lock);
 }
 
 /* ---- events ---------------------------------------------------------------------- */
@@ -668,8 +873,14 @@ unsigned atl_redzone_events(void)
     if (!active)
         return 0;
     unsigned on = ATL_ON_ALLOC | ATL_ON_CTX;
+    /* Syncs: the queued checks' verdicts are read there in every mode.
+     * Launches: only launch mode looks at them; the suspects of the other
+     * modes are read from the flight recorder's ring, which the hooks' light
+     * path writes, unless ATLAS_LAUNCH_RING=0 (the engine's path writes it
+     * then). */
     if (pad)
-        on |= ATL_ON_LAUNCH | ATL_ON_CAPTURE | (mode != CHECK_FREE ? ATL_ON_SYNC : 0);
+        on |= ATL_ON_CAPTURE | ATL_ON_SYNC |
+              (mode == CHECK_LAUNCH || !atl_flight_ring_on() ? ATL_ON_LAUNCH : 0);
     return on;
 }
 
@@ -863,26 +1074,45 @@ void atl_redzone_free_pre(struct atl_free *f)
     freed_next++;
     pthread_mutex_unlock(&freed_lock);
     struct zone z;
-    if (!pad || !zone_remove(f->ptr, &z))
+    if (!pad || !zone_remove(f->ptr, &z) || !z.watched)
         return;
-    /* Taking scan_lock waits for a scan in progress that may still read this
-     * zone; queued launch-mode checks may read it too, so they are waited
-     * for before the real free. The last moment the zone is readable: check
-     * it alone, after the work queued before the free (cuMemFree
-     * synchronises anyway). */
+    /* The last moment the zone is readable: a check of it alone is queued
+     * on the free's stream, before the real free, so it runs after the work
+     * the free is ordered after and before the memory can be handed out
+     * again (a pool reuses it only after the free, in stream order).
+     * cuMemFreeAsync: the free's stream. cuMemFree: the legacy stream, which
+     * runs after the work of every blocking stream; the driver completes the
+     * work queued on the device before it releases memory with cuMemFree
+     * (cuMemFree synchronises), so the check has run, and its verdict is
+     * read, when the free returns (free_post). A kernel of a non-blocking
+     * stream still writing the allocation then is the program's own use
+     * after free. Checks queued earlier that list this zone ran before it
+     * too: each was queued right after a launch that used the allocation,
+     * which the free must follow. No context sync, no copy. */
+    struct pending p = {.how = {.by = BY_FREE,
+                                .where = atl_hook_names[f->hook],
+                                .upto = atl_flight_last_launch(),
+                                .stream = f->async ? f->stream : NULL},
+                        .nz = 1,
+                        .has_site = 1,
+                        .site = f->rec.site};
+    p.z[0] = z;
+    if (f->async ? stream_capturing(f->stream) : capture_active()) {
+        /* a check now would become a node of the program's graph (or
+         * invalidate its capture): this zone goes unchecked */
+        __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
+        return;
+    }
     pthread_mutex_lock(&scan_lock);
-    int queued = pend_head != pend_tail;
-    if ((z.watched || queued) && sync_for_scan() == 0) {
-        slots_drain();
-        if (!z.watched)
-            goto out;
+    if (check_queue_locked(&p) != 0 && sync_for_scan() == 0) {
+        /* no kernel: read the zone with a copy, after everything queued */
+        slots_poll(1);
         unsigned bad;
         size_t first = 0, last = 0;
         __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
         if (zone_read(&z, &bad, &first, &last) == 0 && bad)
-            report(&z, &f->rec.site, bad, first, last, atl_hook_names[f->hook], NULL);
+            report(&z, &f->rec.site, bad, first, last, &p.how);
     }
-out:
     pthread_mutex_unlock(&scan_lock);
 }
 
@@ -890,6 +1120,12 @@ void atl_redzone_free_post(struct atl_free *f, CUresult r)
 {
     if (!active || !f->ptr)
         return;
+    if (pad && !f->async && pending_any()) {
+        /* cuMemFree waited for the device: the check before it is done */
+        pthread_mutex_lock(&scan_lock);
+        slots_poll(0);
+        pthread_mutex_unlock(&scan_lock);
+    }
     char nm[64];
     if (f->known) {
         /* status 4: the driver is being torn down and has reclaimed it */
@@ -924,19 +1160,20 @@ void atl_redzone_free_post(struct atl_free *f, CUresult r)
 
 void atl_redzone_launch_post(const struct atl_launch *l, CUresult r)
 {
-    if (!pad || r != CUDA_SUCCESS)
+    if (!pad || r != CUDA_SUCCESS || mode != CHECK_LAUNCH || stream_capturing(l->stream))
         return;
-    ring_note(l);
-    if (mode != CHECK_LAUNCH || stream_capturing(l->stream))
-        return;
-    pthread_mutex_lock(&scan_lock);
-    if (kernel_state == 0)
-        kernel_load();
-    /* queued and read later when the check kernel runs; else one scan and
-     * one stream sync per launch */
-    if (!(kernel_state == 1 && check_fn && check_queue_locked(l) == 0))
-        scan_locked("launch", l);
-    pthread_mutex_unlock(&scan_lock);
+    struct reach reach[REACH_MAX];
+    const char *why;
+    int n = reach_of(l, reach, &why);
+    if (n > 0) {
+        launch_check(l, reach, n);
+    } else if (n < 0) {
+        /* what it reaches cannot be told: check every zone, and wait */
+        struct finder how = {.by = BY_FULL, .where = "launch"};
+        pthread_mutex_lock(&scan_lock);
+        scan_locked(&how, l, why);
+        pthread_mutex_unlock(&scan_lock);
+    }
 }
 
 /* Launch mode: a graph's kernels are not seen one by one; check right after
@@ -945,37 +1182,19 @@ void atl_redzone_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
 {
     if (!pad || mode != CHECK_LAUNCH || r != CUDA_SUCCESS || stream_capturing(g->stream))
         return;
-    pthread_mutex_lock(&scan_lock);
-    scan_locked(atl_hook_names[g->hook], NULL);
-    pthread_mutex_unlock(&scan_lock);
-}
-
-void atl_redzone_launch_pre(const struct atl_launch *l)
-{
-    if (!pad || mode != CHECK_LAUNCH)
-        return;
-    /* About to launch on another stream while checks are queued: wait for
-     * them, so that the two streams' kernels never run at the same time and
-     * each check still names exactly one launch. */
-    if (__atomic_load_n(&pend_head, __ATOMIC_RELAXED) ==
-            __atomic_load_n(&pend_tail, __ATOMIC_RELAXED) ||
-        l->stream == __atomic_load_n(&last_stream, __ATOMIC_RELAXED))
-        return;
-    pthread_mutex_lock(&scan_lock);
-    if (pend_head != pend_tail && sync_for_scan() == 0)
-        slots_drain();
-    pthread_mutex_unlock(&scan_lock);
+    scan_all(atl_hook_names[g->hook], 0);
 }
 
 void atl_redzone_sync_post(const struct atl_sync *s, CUresult r)
 {
     if (!pad || r != CUDA_SUCCESS)
         return;
-    if (mode == CHECK_SYNC) {
-        atl_redzone_scan_all(atl_hook_names[s->hook]);
-    } else if (mode == CHECK_LAUNCH && __atomic_load_n(&pend_head, __ATOMIC_RELAXED) !=
-                                           __atomic_load_n(&pend_tail, __ATOMIC_RELAXED)) {
-        /* the program waited: the queued checks are likely done; read them */
+    if (mode != CHECK_FREE) {
+        /* the backstop: every zone, for what no launch's check saw (a
+         * pointer the kernel read from device memory) */
+        scan_all(atl_hook_names[s->hook], mode == CHECK_LAUNCH);
+    } else if (pending_any()) {
+        /* the program waited: the checks queued before are likely done */
         pthread_mutex_lock(&scan_lock);
         slots_poll(0);
         pthread_mutex_unlock(&scan_lock);
@@ -1012,7 +1231,9 @@ void atl_redzone_teardown(const char *where)
      * are waited for only so long (atl_exit_lock). */
     if (atl_exit_lock(&scan_lock, "the red-zone check at exit") != 0)
         return;
-    scan_locked(where, NULL);
+    struct finder how = {.by = BY_FULL, .where = where, .unreached = mode == CHECK_LAUNCH};
+    scan_locked(&how, NULL, NULL);
+    kernels_forget_locked();
     if (atl_exit_lock(&zones_lock, "the red-zone check at exit") == 0) {
         nzones = 0;
         atl_addrmap_clear(&zone_at);
@@ -1090,7 +1311,10 @@ int atl_redzone_poison(uint64_t lo, uint64_t hi)
         if (copy[i].seq < lo || copy[i].seq > hi)
             continue;
         if (atl_drv.cuMemsetD8_v2(copy[i].start, fill, copy[i].len) == CUDA_SUCCESS) {
-            zone_set_watched(copy[i].base, 1);
+            zone_set_watched(copy[i].base, copy[i].seq, 1);
+            pthread_mutex_lock(&scan_lock);
+            atl_addrmap_del(&reported, copy[i].seq);
+            pthread_mutex_unlock(&scan_lock);
             n++;
         }
     }

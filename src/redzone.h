@@ -3,10 +3,12 @@
  *
  * Every guarded driver allocation is over-allocated by a poisoned tail; the
  * program keeps the base pointer the driver returned. The tails are checked
- * on the GPU in one pass (a small kernel embedded as PTX), at free, at host
- * syncs or after every launch, and at exit; an overrun is reported once,
- * with the allocation's site and the launch (or launches) that could have
- * written it. The engine calls the functions below from its event entry
+ * on the GPU (small kernels embedded as PTX): each by a check queued before
+ * its free; those a launch's parameters reach by a check queued after the
+ * launch (launch mode); all of them at host syncs (sync and launch modes),
+ * at teardown and at exit. An overrun is reported once, with the
+ * allocation's site and the launch (or launches) that could have written
+ * it. The engine calls the functions below from its event entry
  * points; each returns at once when the feature is off.
  */
 #ifndef ATL_REDZONE_H
@@ -27,7 +29,6 @@ void atl_redzone_alloc_pre(struct atl_alloc *a);
 int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r);
 void atl_redzone_free_pre(struct atl_free *f);
 void atl_redzone_free_post(struct atl_free *f, CUresult r);
-void atl_redzone_launch_pre(const struct atl_launch *l);
 void atl_redzone_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
 void atl_redzone_launch_post(const struct atl_launch *l, CUresult r);
 void atl_redzone_sync_post(const struct atl_sync *s, CUresult r);

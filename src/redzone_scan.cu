@@ -1,8 +1,11 @@
 /*
- * The red-zone checking kernel. Built to PTX at build time (mk/redzone.mk)
+ * The red-zone checking kernels. Built to PTX at build time (mk/redzone.mk)
  * and embedded in libatlastrace.so; loaded lazily through the real driver.
+ * Their argument structs are in redzone_gpu.h, shared with the engine and
+ * with the fake driver's host twin of these kernels (tests/fake/
+ * fake_redzone.c), which must answer exactly as they do.
  *
- * One pass over every live zone: block z takes zone z (grid-stride over
+ * The full check, one pass over every live zone: block z takes zone z (grid-stride over
  * zones), its threads compare the zone's bytes with the fill byte, and
  * thread 0 writes the zone's count of wrong bytes and the first and last
  * wrong offset into `out`. `out` is page-locked host memory mapped into
@@ -12,22 +15,10 @@
  * platform has): the shared-memory counters are per block, and the host
  * looks at every zone's result.
  */
-struct atl_zone {
-    unsigned long long ptr; /* first byte of the zone (base + bytes asked) */
-    unsigned long long len;
-    unsigned int fill;
-    unsigned int pad_;
-};
+#include "redzone_gpu.h"
 
-struct atl_zone_result {
-    unsigned int bad;   /* bytes that differ from the fill */
-    unsigned int first; /* offset of the first, from the zone start */
-    unsigned int last;
-    unsigned int pad_;
-};
-
-extern "C" __global__ void atl_redzone_scan(const atl_zone *zones, unsigned int n,
-                                            atl_zone_result *out)
+extern "C" __global__ void atl_redzone_scan(const atl_rz_zone *zones, unsigned int n,
+                                            atl_rz_result *out)
 {
     __shared__ unsigned int bad, first, last;
     for (unsigned int z = blockIdx.x; z < n; z += gridDim.x) {
@@ -58,27 +49,21 @@ extern "C" __global__ void atl_redzone_scan(const atl_zone *zones, unsigned int 
 }
 
 /*
- * The launch-mode check: one block, queued on the launch's own stream right
- * after it, never waited for. It writes a compact verdict into its slot of
- * a ring in mapped host memory: how many zones are corrupted and the first
- * four of them; `done` is written last (after a system-wide fence), so the
- * host reads a slot only once it is complete. A warp takes a zone at a time,
- * its lanes stride over the bytes and the counts are combined with shuffles:
- * no block-wide barrier per zone.
+ * The queued check: one block, queued on a stream (right after a launch,
+ * for the zones the launch's parameters reach; right before a free, for the
+ * zone freed) and never waited for. `zones` is the list in its own slot.
+ * It writes a compact verdict into the slot, in mapped host memory: how
+ * many zones are corrupted and the first four of them; `done` is written
+ * last (after a system-wide fence), so the host reads a slot only once it
+ * is complete. A warp takes a zone at a time, its lanes stride over the
+ * bytes and the counts are combined with shuffles: no block-wide barrier
+ * per zone.
  */
-#define ATL_SLOT_RECS 4
-struct atl_slot {
-    unsigned long long done; /* the launch number, written last */
-    unsigned int nbad;
-    unsigned int pad_;
-    atl_zone_result rec[ATL_SLOT_RECS]; /* .pad_ holds the zone index */
-};
-
-extern "C" __global__ void atl_redzone_check_launch(const atl_zone *zones, unsigned int n,
-                                                    atl_slot *slot, unsigned long long seq)
+extern "C" __global__ void atl_redzone_check_launch(const atl_rz_zone *zones, unsigned int n,
+                                                    atl_rz_slot *slot, unsigned long long ticket)
 {
     __shared__ unsigned int nbad;
-    __shared__ atl_zone_result rec[ATL_SLOT_RECS];
+    __shared__ atl_rz_result rec[ATL_RZ_RECS];
     if (threadIdx.x == 0)
         nbad = 0;
     __syncthreads();
@@ -103,20 +88,21 @@ extern "C" __global__ void atl_redzone_check_launch(const atl_zone *zones, unsig
         }
         if (lane == 0 && bad) {
             unsigned int k = atomicAdd(&nbad, 1u);
-            if (k < ATL_SLOT_RECS) {
+            if (k < ATL_RZ_RECS) {
                 rec[k].bad = bad;
                 rec[k].first = first;
                 rec[k].last = last;
-                rec[k].pad_ = z;
+                rec[k].zone = z;
             }
         }
     }
     __syncthreads();
     if (threadIdx.x == 0) {
         slot->nbad = nbad;
-        for (unsigned int k = 0; k < ATL_SLOT_RECS && k < nbad; k++)
+        slot->scanned = n;
+        for (unsigned int k = 0; k < ATL_RZ_RECS && k < nbad; k++)
             slot->rec[k] = rec[k];
         __threadfence_system();
-        *(volatile unsigned long long *)&slot->done = seq;
+        *(volatile unsigned long long *)&slot->done = ticket;
     }
 }

@@ -674,6 +674,19 @@ static void ctx_free_allocs_locked(struct fake_ctx *ctx)
     }
 }
 
+/* For the red-zone twin (fake_redzone.c): 1 when [p, p + n) lies in live
+ * page-locked host memory, which a real GPU could reach through its mapping;
+ * else the twin faults as the GPU would. */
+int fake_host_mapped(const void *p, size_t n)
+{
+    LOCK();
+    const struct alloc *a = alloc_find_locked((uintptr_t)p);
+    int ok = a && (a->kind == AK_HOST || a->kind == AK_REGISTERED) && n &&
+             holds(a, (uintptr_t)p + n - 1);
+    UNLOCK();
+    return ok;
+}
+
 size_t fake_live_allocations(void)
 {
     size_t n = 0;
@@ -3991,14 +4004,18 @@ CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 /* Modules and libraries                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* tests/fake/fake_redzone.c: the host twin of atlastrace's red-zone PTX, or NULL */
+const struct fake_image *fake_redzone_twin(const void *image);
+
 static CUresult module_load_image(CUmodule *module, const void *image)
 {
     struct fake_ctx *c;
     TRY(ctx_enter(&c));
     if (!module || !image)
         return CUDA_ERROR_INVALID_VALUE;
+    const struct fake_image *twin = fake_redzone_twin(image);
     struct fake_mod *m;
-    TRY(mod_create(image, NULL, 0, &m));
+    TRY(mod_create(twin ? twin : image, NULL, 0, &m));
     *module = (CUmodule)&m->as_module;
     return CUDA_SUCCESS;
 }

@@ -94,6 +94,11 @@ int fake_fail_next(const char *symbol, CUresult err);
 unsigned long fake_calls(const char *symbol);
 void fake_reset_counts(void);
 
+/* atlastrace's red-zone PTX (src/redzone_scan.cu) loads as a host twin of
+ * its kernels (tests/fake/fake_redzone.c) unless FAKE_REFUSE_PTX=1 is set.
+ * The zones the twin's queued check has read, over the process. */
+unsigned long fake_redzone_zones_checked(void);
+
 /* Device memory size: cuMemGetInfo_v2 / cuDeviceTotalMem_v2 report it, and a
  * device allocation that would take the used total past it fails with
  * CUDA_ERROR_OUT_OF_MEMORY. Default 80 GiB. */

@@ -3,8 +3,10 @@
  * tests/targets/redzone_prog.c overruns its buffers on purpose, and each
  * test checks what a user reads in the report: which allocation, how many
  * bytes at which offsets, where it was allocated, which launch wrote it.
- * The fake cannot run the PTX scan kernel, so these tests cover the copy
- * fallback; tests/gpu/redzone covers the kernel on a real GPU.
+ * The fake loads a host twin of the red-zone kernels when it is given their
+ * PTX (tests/fake/fake_redzone.c), so these tests run the queued checks;
+ * FAKE_REFUSE_PTX=1 makes it refuse the PTX, for the copy fallback.
+ * tests/gpu/redzone covers the kernels themselves on a real GPU.
  */
 #include "run.h"
 
@@ -54,6 +56,9 @@ START_TEST(overrun_one_byte)
     six_suspects(r.log, "cuMemFree_v2");
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
     HAS(r.log, "redzone: 1 overruns found in 2 guarded allocations");
+    /* the frees were checked by kernels queued before them: the program's
+     * own sync is the only one, and nothing was copied back */
+    HAS(r.out, "context syncs: 1, copies back: 0\n");
     run_free(&r);
 }
 END_TEST
@@ -154,11 +159,40 @@ START_TEST(check_at_sync)
     six_suspects(r.log, "cuCtxSynchronize");
     /* found once, not again at the free */
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
-    /* the fake cannot run the scan kernel: said once */
+    HASNT(r.log, "scan kernel unavailable");
+    run_free(&r);
+}
+END_TEST
+
+/* A driver that refuses the PTX: every check is made with copies, the
+ * reports are the same, and that is said once. */
+START_TEST(copy_fallback)
+{
+    static const char *const sync[] = {"ATLAS_REDZONE_CHECK=sync", "ATLAS_LOG_LEVEL=info",
+                                       "FAKE_REFUSE_PTX=1", NULL};
+    static const char *const dflt[] = {"FAKE_REFUSE_PTX=1", NULL};
+    static const char *const launch[] = {"ATLAS_REDZONE_CHECK=launch", "FAKE_REFUSE_PTX=1", NULL};
+    struct run_result r;
+    rz_run(&r, "over", "1", sync);
+    six_suspects(r.log, "cuCtxSynchronize");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
     ck_assert_int_eq(count_lines(r.log, "redzone: scan kernel unavailable (the driver refused its "
                                         "PTX: CUDA_ERROR_INVALID_IMAGE): checking each zone with "
                                         "a copy"),
                      1);
+    run_free(&r);
+    rz_run(&r, "over", "1", dflt);
+    six_suspects(r.log, "cuMemFree_v2");
+    run_free(&r);
+    rz_run(&r, "over", "1", launch);
+    HAS(r.log, "redzone: culprit: launch#4 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
+    HAS(r.log, "redzone: found by the check after launch#4 on stream 0x0, which reached alloc#2 "
+               "through arg0+0x0\n");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    run_free(&r);
+    rz_run(&r, "async", NULL, dflt);
+    HAS(r.log, "2 bytes corrupted at +1000..+1001");
+    HAS(r.log, "redzone: alloc#2 found at cuMemFreeAsync:");
     run_free(&r);
 }
 END_TEST
@@ -171,10 +205,139 @@ START_TEST(check_at_launch_names_culprit)
     HAS(r.log, "redzone overrun: alloc#2 4096 bytes");
     HAS(r.log, "1 bytes corrupted at +4096..+4096\natlas[");
     HAS(r.log, "redzone: culprit: launch#4 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
+    HAS(r.log, "redzone: found by the check after launch#4 on stream 0x0, which reached alloc#2 "
+               "through arg0+0x0\n");
     ck_assert_int_eq(count_lines(r.log, "culprit:"), 1);
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
     HASNT(r.log, "since the last clean check");
+    HASNT(r.log, "scan kernel unavailable");
     run_free(&r);
+}
+END_TEST
+
+/* What a launch can reach: a pointer inside a by-value struct, a pointer to
+ * the middle of an allocation, a pointer just past its end. Each overrun is
+ * found by the check after the launch that wrote it, which names the
+ * parameter word. */
+START_TEST(check_at_launch_reach)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    struct run_result r;
+    rz_run(&r, "reach", NULL, env);
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 3);
+    const char *a = strstr(r.log, "redzone overrun: alloc#1 4096 bytes");
+    const char *b = strstr(r.log, "redzone overrun: alloc#2 4096 bytes");
+    const char *c = strstr(r.log, "redzone overrun: alloc#3 4096 bytes");
+    ck_assert(a && b && c && a < b && b < c);
+    HAS(a, "redzone: culprit: launch#1 kernel=spoke grid=(1,1,1) block=(1,1,1)\n");
+    HAS(a, "redzone: found by the check after launch#1 on stream 0x0, which reached alloc#1 "
+           "through arg0+0x8\n");
+    HAS(b, "redzone: culprit: launch#2 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
+    HAS(b, "which reached alloc#2 through arg0+0x0\n");
+    HAS(c, "redzone: culprit: launch#3 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
+    HAS(c, "which reached alloc#3 through arg0+0x0\n");
+    HASNT(r.log, "full check");
+    run_free(&r);
+}
+END_TEST
+
+/* A launch that reaches 20 allocations gets three queued checks (8 zones a
+ * slot); one that reaches more than 32 gets a full check, and says why. */
+START_TEST(check_at_launch_wide)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    struct run_result r;
+    rz_run(&r, "wide", "20", env);
+    HAS(r.log, "redzone overrun: alloc#20 4096 bytes");
+    HAS(r.log, "redzone: culprit: launch#1 kernel=wpoke grid=(1,1,1) block=(1,1,1)\n");
+    HAS(r.log, "redzone: found by the check after launch#1 on stream 0x0, which reached alloc#20 "
+               "through arg0+0x98\n");
+    run_free(&r);
+    rz_run(&r, "wide", "40", env);
+    HAS(r.log, "redzone overrun: alloc#40 4096 bytes");
+    HAS(r.log, "redzone: culprit: launch#1 kernel=wpoke grid=(1,1,1) block=(1,1,1)\n");
+    HAS(r.log, "redzone: found by the full check after launch#1 on stream 0x0 (its parameters "
+               "point into more than 32 guarded allocations: every zone was checked)\n");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* A pointer held in device memory: no launch's parameters reach the
+ * allocation, its launch check never sees it, and the full check at the
+ * program's sync (the backstop) finds it and says so. */
+START_TEST(check_at_launch_indirect)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    struct run_result r;
+    rz_run(&r, "indirect", NULL, env);
+    HAS(r.log, "redzone overrun: alloc#2 4096 bytes");
+    HAS(r.log, "2 bytes corrupted at +4096..+4097\n");
+    HAS(r.log, "redzone: alloc#2 found by the full check at cuCtxSynchronize; no launch's "
+               "parameters reached it (a pointer held in device memory?): written by one of the 1 "
+               "launches since the last clean check:\n");
+    HAS(r.log, "redzone:   launch#1 kernel=ipoke grid=(1,1,1) block=(32,1,1)\n");
+    HASNT(r.log, "culprit:");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* Two streams, never serialised: each verdict names its launch and its
+ * stream, in the order the checks were queued. */
+START_TEST(check_at_launch_two_streams)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    struct run_result r;
+    rz_run(&r, "streams", NULL, env);
+    void *s1, *s2;
+    const char *line = strstr(r.out, "s1=");
+    ck_assert(line && sscanf(line, "s1=%p s2=%p", &s1, &s2) == 2);
+    char w1[160], w2[160];
+    snprintf(w1, sizeof w1, "found by the check after launch#1 on stream %p, which reached alloc#1",
+             s1);
+    snprintf(w2, sizeof w2, "found by the check after launch#2 on stream %p, which reached alloc#2",
+             s2);
+    const char *a = strstr(r.log, w1), *b = strstr(r.log, w2);
+    ck_assert_msg(a && b && a < b, "%s", r.log);
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 2);
+    run_free(&r);
+}
+END_TEST
+
+/* The cost of a launch's check does not grow with the allocations live:
+ * the twin counts the zones each check reads. And a clean program with
+ * thousands of live allocations reports nothing, in every mode. */
+START_TEST(check_at_launch_flat_cost)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    struct run_result r;
+    rz_run(&r, "many", "10", env);
+    HAS(r.out, "zones checked per launch: 1\n");
+    run_free(&r);
+    rz_run(&r, "many", "5000", env);
+    HAS(r.out, "zones checked per launch: 1\n");
+    HASNT(r.log, "redzone overrun");
+    HAS(r.log, "redzone: 0 overruns found in 5000 guarded allocations");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(clean_with_many_live)
+{
+    static const char *const modes[][2] = {
+        {"ATLAS_REDZONE_CHECK=free", NULL},
+        {"ATLAS_REDZONE_CHECK=sync", NULL},
+        {"ATLAS_REDZONE_CHECK=launch", NULL},
+    };
+    for (int i = 0; i < 3; i++) {
+        struct run_result r;
+        rz_run(&r, "many", "1500", modes[i]);
+        HASNT(r.log, "redzone overrun");
+        HASNT(r.log, "redzone: alloc#");
+        HAS(r.log, "redzone: 0 overruns found in 1500 guarded allocations");
+        run_free(&r);
+    }
 }
 END_TEST
 
@@ -313,6 +476,23 @@ START_TEST(stream_ordered)
     HAS(r.log, "redzone overrun: alloc#2 1000 bytes");
     HAS(r.log, "2 bytes corrupted at +1000..+1001");
     HAS(r.log, "redzone: alloc#2 found at cuMemFreeAsync:");
+    /* checked on the stream before the free: no stall, no copy */
+    HAS(r.out, "context syncs: 0, copies back: 0\n");
+    run_free(&r);
+}
+END_TEST
+
+/* A context reset frees the library's mapped buffers with it: they are let
+ * go before, and made again in the next context (no write into freed
+ * memory, which a GPU answers with a fault). */
+START_TEST(context_reset)
+{
+    struct run_result r;
+    rz_run(&r, "reset", NULL, NULL);
+    HAS(r.out, "checked by the kernel after the reset: 1\n");
+    HAS(r.log, "redzone overrun: alloc#2 4096 bytes");
+    HAS(r.log, "redzone: alloc#2 found at cuMemFree_v2:");
+    HASNT(r.log, "unavailable");
     run_free(&r);
 }
 END_TEST
@@ -363,12 +543,13 @@ END_TEST
  * program started from it see them. */
 static void pools_run(struct run_result *r, const char *const env[])
 {
-    char *argv[] = {"/bin/bash", "-c",
-                    "echo \"PT=${PYTORCH_CUDA_ALLOC_CONF-unset} PTN=${PYTORCH_ALLOC_CONF-unset} "
-                    "XLA=${XLA_PYTHON_CLIENT_ALLOCATOR-unset}\"; "
-                    "python3 -c 'import os; print(\"py\", os.environ.get(\"PYTORCH_CUDA_ALLOC_CONF\"))' "
-                    "2>/dev/null || echo py none",
-                    NULL};
+    char *argv[] = {
+        "/bin/bash", "-c",
+        "echo \"PT=${PYTORCH_CUDA_ALLOC_CONF-unset} PTN=${PYTORCH_ALLOC_CONF-unset} "
+        "XLA=${XLA_PYTHON_CLIENT_ALLOCATOR-unset}\"; "
+        "python3 -c 'import os; print(\"py\", os.environ.get(\"PYTORCH_CUDA_ALLOC_CONF\"))' "
+        "2>/dev/null || echo py none",
+        NULL};
     run_target(r, argv, env, 1);
     ck_assert_msg(r->status == 0, "bash exited %d: %s", r->status, r->err);
 }
@@ -376,8 +557,9 @@ static void pools_run(struct run_result *r, const char *const env[])
 START_TEST(pools_routed_with_redzones)
 {
     struct run_result r;
-    const char *env[] = {"ATLAS_REDZONE=64", "ATLAS_LOG_LEVEL=info", "PYTORCH_CUDA_ALLOC_CONF",
-                         "PYTORCH_ALLOC_CONF", "XLA_PYTHON_CLIENT_ALLOCATOR", NULL};
+    const char *env[] = {
+        "ATLAS_REDZONE=64",   "ATLAS_LOG_LEVEL=info",        "PYTORCH_CUDA_ALLOC_CONF",
+        "PYTORCH_ALLOC_CONF", "XLA_PYTHON_CLIENT_ALLOCATOR", NULL};
     pools_run(&r, env);
     HAS(r.out, "PT=backend:cudaMallocAsync PTN=unset XLA=platform\n");
     HAS(r.out, "py backend:cudaMallocAsync\n");
@@ -443,7 +625,14 @@ int main(void)
     tcase_add_test(tc, bisect_min_idx);
     tcase_add_test(tc, trace_idx_backtrace);
     tcase_add_test(tc, check_at_sync);
+    tcase_add_test(tc, copy_fallback);
     tcase_add_test(tc, check_at_launch_names_culprit);
+    tcase_add_test(tc, check_at_launch_reach);
+    tcase_add_test(tc, check_at_launch_wide);
+    tcase_add_test(tc, check_at_launch_indirect);
+    tcase_add_test(tc, check_at_launch_two_streams);
+    tcase_add_test(tc, check_at_launch_flat_cost);
+    tcase_add_test(tc, clean_with_many_live);
     tcase_add_test(tc, check_at_launch_with_capture);
     tcase_add_test(tc, leaks_and_exit_scan);
     tcase_add_test(tc, leaks_without_redzone);
@@ -452,6 +641,7 @@ int main(void)
     tcase_add_test(tc, failed_alloc_not_oom_is_quiet);
     tcase_add_test(tc, unknown_and_double_free);
     tcase_add_test(tc, stream_ordered);
+    tcase_add_test(tc, context_reset);
     tcase_add_test(tc, pitch_allocation);
     tcase_add_test(tc, program_api);
     tcase_add_test(tc, off_by_default);

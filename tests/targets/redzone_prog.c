@@ -35,15 +35,59 @@ static CUresult k_fill(const struct fake_launch *l, void **params)
     return CUDA_SUCCESS;
 }
 
+/* spoke(struct sp s): s.p[s.off] = 0x22, the pointer inside a by-value struct */
+struct sp {
+    int off;
+    int pad;
+    unsigned char *p;
+};
+static CUresult k_spoke(const struct fake_launch *l, void **params)
+{
+    const struct sp *s = params[0];
+    (void)l;
+    s->p[s->off] = 0x22;
+    return CUDA_SUCCESS;
+}
+
+/* ipoke(unsigned char **pp, long off, unsigned n): (*pp)[off..off+n) = 0x33, through a
+ * pointer the kernel reads from device memory */
+static CUresult k_ipoke(const struct fake_launch *l, void **params)
+{
+    unsigned char *p = **(unsigned char ***)params[0];
+    long off = *(long *)params[1];
+    unsigned n = *(unsigned *)params[2];
+    (void)l;
+    memset(p + off, 0x33, n);
+    return CUDA_SUCCESS;
+}
+
+/* wpoke(struct { unsigned char *p[40]; } s, int k): s.p[k][4096] = 0x44 */
+#define WIDE 40
+struct wide {
+    unsigned char *p[WIDE];
+};
+static CUresult k_wpoke(const struct fake_launch *l, void **params)
+{
+    const struct wide *w = params[0];
+    int k = *(int *)params[1];
+    (void)l;
+    w->p[k][4096] = 0x44;
+    return CUDA_SUCCESS;
+}
+
 static const size_t poke_sizes[] = {8, 8, 4, 4};
 static const size_t fill_sizes[] = {8, 4};
+static const size_t spoke_sizes[] = {sizeof(struct sp)};
+static const size_t ipoke_sizes[] = {8, 8, 4};
+static const size_t wpoke_sizes[] = {sizeof(struct wide), 4};
 static const struct fake_kernel_def kernels[] = {
-    {"poke", k_poke, 4, poke_sizes, NULL},
-    {"fill", k_fill, 2, fill_sizes, NULL},
+    {"poke", k_poke, 4, poke_sizes, NULL},    {"fill", k_fill, 2, fill_sizes, NULL},
+    {"spoke", k_spoke, 1, spoke_sizes, NULL}, {"ipoke", k_ipoke, 3, ipoke_sizes, NULL},
+    {"wpoke", k_wpoke, 2, wpoke_sizes, NULL},
 };
-static const struct fake_image image = {FAKE_IMAGE_MAGIC, 2, kernels};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 5, kernels};
 
-static CUfunction f_poke, f_fill;
+static CUfunction f_poke, f_fill, f_spoke, f_ipoke, f_wpoke;
 
 #define CHECK(call)                                                                                \
     do {                                                                                           \
@@ -75,9 +119,23 @@ static void fill(CUdeviceptr p, unsigned n)
     CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 64, 1, 1, 0, NULL, args, NULL));
 }
 
+static void spoke(CUdeviceptr p, int off)
+{
+    struct sp s = {off, 0, (unsigned char *)(uintptr_t)p};
+    void *args[] = {&s};
+    CHECK(cuLaunchKernel(f_spoke, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+}
+
+static void ipoke(CUdeviceptr pp, long off, unsigned n)
+{
+    void *args[] = {&pp, &off, &n};
+    CHECK(cuLaunchKernel(f_ipoke, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+}
+
 /* Two 4096-byte buffers; alloc#2 is overrun by `n` bytes by launch#4 of 6. */
 static void two_buffers(unsigned n)
 {
+    fake_reset_counts();
     CUdeviceptr a = rz_alloc(4096), b = rz_alloc(4096);
     fill(a, 4096);
     fill(a, 4096);
@@ -91,6 +149,8 @@ static void two_buffers(unsigned n)
     CHECK(cuCtxSynchronize());
     CHECK(cuMemFree(a));
     CHECK(cuMemFree(b));
+    printf("context syncs: %lu, copies back: %lu\n", fake_calls("cuCtxSynchronize"),
+           fake_calls("cuMemcpyDtoH_v2"));
 }
 
 int main(int argc, char **argv)
@@ -106,6 +166,9 @@ int main(int argc, char **argv)
     CHECK(cuModuleLoadData(&mod, &image));
     CHECK(cuModuleGetFunction(&f_poke, mod, "poke"));
     CHECK(cuModuleGetFunction(&f_fill, mod, "fill"));
+    CHECK(cuModuleGetFunction(&f_spoke, mod, "spoke"));
+    CHECK(cuModuleGetFunction(&f_ipoke, mod, "ipoke"));
+    CHECK(cuModuleGetFunction(&f_wpoke, mod, "wpoke"));
 
     if (strcmp(what, "over") == 0) {
         two_buffers(argc > 2 ? (unsigned)atoi(argv[2]) : 1);
@@ -191,6 +254,88 @@ int main(int argc, char **argv)
         CHECK(cuStreamSynchronize(s));
         printf("poisoned on the stream: %lu, synchronously: %lu\n", fake_calls("cuMemsetD8Async"),
                fake_calls("cuMemsetD8_v2"));
+        /* the guarded frees checked their zones without stalling */
+        printf("context syncs: %lu, copies back: %lu\n", fake_calls("cuCtxSynchronize"),
+               fake_calls("cuMemcpyDtoH_v2"));
+    } else if (strcmp(what, "reach") == 0) {
+        /* three ways a launch reaches an allocation, each overrunning it by
+         * one byte: a pointer inside a by-value struct (alloc#1, launch#1),
+         * a pointer to its middle (alloc#2, launch#2), a pointer just past
+         * its end (alloc#3, launch#3) */
+        CUdeviceptr a = rz_alloc(4096), b = rz_alloc(4096), c = rz_alloc(4096);
+        spoke(a, 4096);
+        poke(b + 100, 3996, 1, NULL);
+        poke(c + 4096, 0, 1, NULL);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemFree(a));
+        CHECK(cuMemFree(b));
+        CHECK(cuMemFree(c));
+    } else if (strcmp(what, "indirect") == 0) {
+        /* alloc#2 is overrun through a pointer the kernel reads from device
+         * memory (alloc#1): no parameter reaches alloc#2 */
+        CUdeviceptr pp = rz_alloc(8), b = rz_alloc(4096);
+        CHECK(cuMemcpyHtoD(pp, &b, sizeof b));
+        ipoke(pp, 4096, 2);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemFree(b));
+        CHECK(cuMemFree(pp));
+    } else if (strcmp(what, "streams") == 0) {
+        /* launch#1 on s1 overruns alloc#1, launch#2 on s2 overruns alloc#2 */
+        CUstream s1, s2;
+        CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+        CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+        printf("s1=%p s2=%p\n", (void *)s1, (void *)s2);
+        CUdeviceptr a = rz_alloc(4096), b = rz_alloc(4096);
+        poke(a, 4096, 1, s1);
+        poke(b, 4096, 2, s2);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemFree(a));
+        CHECK(cuMemFree(b));
+    } else if (strcmp(what, "many") == 0) {
+        /* N live allocations; 100 launches that each reach one of them */
+        size_t n = argc > 2 ? (size_t)atol(argv[2]) : 1000;
+        CUdeviceptr *p = calloc(n, sizeof *p);
+        if (!p)
+            return 1;
+        for (size_t i = 0; i < n; i++)
+            p[i] = rz_alloc(64);
+        unsigned long before = fake_redzone_zones_checked();
+        for (int i = 0; i < 100; i++)
+            fill(p[i % n], 64);
+        printf("zones checked per launch: %lu\n", (fake_redzone_zones_checked() - before) / 100);
+        CHECK(cuCtxSynchronize());
+        for (size_t i = 0; i < n; i++)
+            CHECK(cuMemFree(p[i]));
+        free(p);
+    } else if (strcmp(what, "wide") == 0) {
+        /* one launch given N pointers in a struct, overrunning the last */
+        int n = argc > 2 ? atoi(argv[2]) : WIDE;
+        struct wide w = {{0}};
+        for (int i = 0; i < n && i < WIDE; i++)
+            w.p[i] = (unsigned char *)(uintptr_t)rz_alloc(4096);
+        int k = n - 1;
+        void *args[] = {&w, &k};
+        CHECK(cuLaunchKernel(f_wpoke, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+        CHECK(cuCtxSynchronize());
+        for (int i = 0; i < n && i < WIDE; i++)
+            CHECK(cuMemFree((CUdeviceptr)(uintptr_t)w.p[i]));
+    } else if (strcmp(what, "reset") == 0) {
+        /* the primary context is reset (its page-locked memory goes with it,
+         * the library's included), then used again: alloc#2 is overrun */
+        CUdeviceptr a = rz_alloc(4096);
+        CHECK(cuMemFree(a));
+        CHECK(cuDevicePrimaryCtxReset(dev));
+        CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+        CHECK(cuCtxSetCurrent(ctx));
+        CHECK(cuModuleLoadData(&mod, &image));
+        CHECK(cuModuleGetFunction(&f_poke, mod, "poke"));
+        CUdeviceptr b = rz_alloc(4096);
+        unsigned long before = fake_redzone_zones_checked();
+        poke(b, 4096, 1, NULL);
+        CHECK(cuMemFree(b));
+        CHECK(cuCtxSynchronize());
+        printf("checked by the kernel after the reset: %lu\n",
+               fake_redzone_zones_checked() - before);
     } else if (strcmp(what, "pitch") == 0) {
         /* 10 rows of 100 bytes; one byte written just past the last row */
         CUdeviceptr p;

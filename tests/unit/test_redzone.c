@@ -10,6 +10,7 @@
 #include "config.h"
 #include "driver.h"
 #include "engine.h"
+#include "flight.h"
 #include "log.h"
 #include "redzone.h"
 
@@ -77,7 +78,7 @@ static CUstream stream_of_check;
 static struct {
     struct slot_out verdict;
     struct slot_out *slot;
-} queued[64];
+} queued[2048];
 static int nqueued;
 
 static void run_check(const struct zone_in *z, unsigned n, struct slot_out *slot,
@@ -117,7 +118,7 @@ static CUresult s_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     unsigned n = *(unsigned *)kp[1];
     if (f == (CUfunction)0x3) {
         ck_assert_uint_eq(gx, 1);
-        ck_assert_int_lt(nqueued, 64);
+        ck_assert_int_lt(nqueued, 2048);
         checks_queued++;
         stream_of_check = s;
         memset(&queued[nqueued].verdict, 0, sizeof queued[nqueued].verdict);
@@ -279,66 +280,115 @@ START_TEST(launch_mode_names_culprit)
                          "block=(128,1,1)\n"),
                   "%s", log);
     ck_assert_msg(!strstr(log, "launch#41"), "%s", log);
+    /* no layout for the kernel: a full check, said so */
+    ck_assert_msg(strstr(log, "redzone: found by the full check after launch#42 on stream 0x0 (the "
+                              "driver gave no parameter layout for its kernel: every zone was "
+                              "checked)\n"),
+                  "%s", log);
 }
 END_TEST
 
-/* Launch mode, queued checks: the launch is never waited for, the verdict
- * is read later and still names exactly the launch that wrote the zone. */
+static CUresult s_paraminfo(CUfunction f, size_t i, size_t *off, size_t *size)
+{
+    /* bad_kern(char *p, int n) */
+    if (i > 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    *off = i * 8;
+    *size = i ? 4 : 8;
+    return CUDA_SUCCESS;
+}
+
+/* Launch mode, queued checks: only the zones a launch's parameters reach
+ * are checked, on the launch's own stream, with no sync of any kind (not
+ * even for zones made since the last check); the verdicts are read at the
+ * program's next sync and name the launch, its stream and the parameter. */
 START_TEST(launch_mode_queued)
 {
     async_on = 1;
     setup(2);
+    atl_drv.cuFuncGetParamInfo = s_paraminfo;
+    CUfunction k = (CUfunction)0x77;
+    atl_flight_note_lookup(k);
     CUdeviceptr a = alloc(512), b = alloc(512);
+    alloc(64); /* reached by no launch */
     CUstream s1 = (CUstream)0x51, s2 = (CUstream)0x52;
+    int n = 64;
+    CUdeviceptr arg0 = a;
+    void *params[] = {&arg0, &n};
     struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
-                           .func = (CUfunction)0x77,
+                           .func = k,
                            .grid = {8, 1, 1},
                            .block = {64, 1, 1},
-                           .stream = s1};
-    /* launch 1: the zone set is new, so the context is synchronised once */
-    l.seq = 1;
-    atl_redzone_launch_pre(&l);
+                           .stream = s1,
+                           .params = params,
+                           .seq = 1};
+    memset((char *)a + 512, 0, 3); /* launch 1 writes 3 bytes past a */
     atl_redzone_launch_post(&l, CUDA_SUCCESS);
     ck_assert_int_eq(checks_queued, 1);
     ck_assert_ptr_eq(stream_of_check, s1);
-    int syncs_after_first = syncs;
-    /* launches 2 and 3 on the same stream: queued, no waiting */
+    /* launch 2, on another stream, is given a pointer one past the end of b
+     * and writes 7 bytes there */
+    memset((char *)b + 512, 0, 7);
+    arg0 = b + 512;
     l.seq = 2;
-    atl_redzone_launch_pre(&l);
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
-    memset((char *)b + 512, 0, 7); /* launch 3 writes 7 bytes past b */
-    l.seq = 3;
+    l.stream = s2;
     l.grid[0] = 9;
-    atl_redzone_launch_pre(&l);
     atl_redzone_launch_post(&l, CUDA_SUCCESS);
-    ck_assert_int_eq(checks_queued, 3);
-    ck_assert_int_eq(syncs, syncs_after_first);
+    ck_assert_int_eq(checks_queued, 2);
+    ck_assert_ptr_eq(stream_of_check, s2);
+    ck_assert_int_eq(syncs, 0);    /* never waited */
     ck_assert_int_eq(launches, 0); /* no full scan either */
     ck_assert_msg(!strstr(read_log(), "redzone overrun"), "%s", read_log());
-    /* launch 4 on another stream: the queued checks are waited for first,
-     * and the verdict names launch 3 */
-    l.seq = 4;
-    l.stream = s2;
-    l.grid[0] = 10;
-    atl_redzone_launch_pre(&l);
-    ck_assert_int_eq(syncs, syncs_after_first + 1);
+    /* the program synchronises: the verdicts are read, in order */
+    struct atl_sync sy = {.hook = ATL_ID_cuCtxSynchronize, .kind = ATL_SYNC_CTX};
+    atl_redzone_sync_post(&sy, CUDA_SUCCESS);
     const char *log = read_log();
     ck_assert_msg(strstr(log, "7 bytes corrupted at +512..+518\n"), "%s", log);
-    ck_assert_msg(strstr(log, "redzone: culprit: launch#3 kernel=bad_kern(char*, int) grid=(9,1,1) "
+    ck_assert_msg(strstr(log, "redzone: culprit: launch#2 kernel=bad_kern(char*, int) grid=(9,1,1) "
                               "block=(64,1,1)\n"),
                   "%s", log);
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
-    /* reported once, though later checks still see the zone */
-    memset((char *)a + 512, 0, 1);
-    l.seq = 5;
-    atl_redzone_launch_pre(&l);
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
-    atl_redzone_scan_all("test");
-    log = read_log();
+    ck_assert_msg(strstr(log, "redzone: found by the check after launch#2 on stream 0x52, which "
+                              "reached alloc#2 through arg0+0x0\n"),
+                  "%s", log);
     ck_assert_int_eq(count_of(log, "redzone overrun"), 2);
-    ck_assert_msg(strstr(log, "1 bytes corrupted at +512..+512\n"), "%s", log);
-    ck_assert_msg(strstr(log, "redzone: culprit: launch#5 kernel="), "%s", log);
-    ck_assert_int_eq(count_of(log, "culprit:"), 2);
+    /* in the order the checks were queued, each naming its launch and stream */
+    const char *first = strstr(log, "found by the check after launch#1 on stream 0x51, which "
+                                    "reached alloc#1 through arg0+0x0\n");
+    const char *second = strstr(log, "found by the check after launch#2 on stream 0x52");
+    ck_assert_msg(first && second && first < second, "%s", log);
+    const char *three = strstr(log, "3 bytes corrupted at +512..+514\n");
+    ck_assert_msg(three && three < first, "%s", log);
+}
+END_TEST
+
+/* The ring of verdicts fills only when the program never synchronises: the
+ * oldest check is then waited for (its stream), and not before. */
+START_TEST(launch_mode_ring_full)
+{
+    async_on = 1;
+    setup(2);
+    atl_drv.cuFuncGetParamInfo = s_paraminfo;
+    CUfunction k = (CUfunction)0x77;
+    atl_flight_note_lookup(k);
+    CUdeviceptr a = alloc(512);
+    int n = 64;
+    void *params[] = {&a, &n};
+    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
+                           .func = k,
+                           .grid = {1, 1, 1},
+                           .block = {64, 1, 1},
+                           .stream = (CUstream)0x51,
+                           .params = params};
+    int i = 0;
+    for (; syncs == 0 && i < 2000; i++) {
+        l.seq = (uint64_t)i + 1;
+        atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    }
+    /* the 1025th check found the ring (1024 slots) full */
+    ck_assert_int_eq(i, 1025);
+    ck_assert_int_eq(syncs, 1);
+    ck_assert_int_eq(checks_queued, 1025);
+    ck_assert_msg(!strstr(read_log(), "redzone overrun"), "%s", read_log());
 }
 END_TEST
 
@@ -349,6 +399,7 @@ int main(void)
     tcase_add_test(tc, gpu_scan_finds_overrun);
     tcase_add_test(tc, launch_mode_names_culprit);
     tcase_add_test(tc, launch_mode_queued);
+    tcase_add_test(tc, launch_mode_ring_full);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_FORK);

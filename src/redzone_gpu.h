@@ -1,0 +1,51 @@
+/*
+ * What the red-zone check kernels read and write, in one place: the kernels
+ * (src/redzone_scan.cu, built to PTX), the engine that launches them and
+ * reads their answers (src/redzone.c) and the fake driver's host twin of the
+ * kernels (tests/fake/fake_redzone.c) all include this file, so the three
+ * cannot drift apart. Plain C, valid CUDA C++: fixed-width unsigned fields,
+ * no pointers (the device sees these through mapped host memory).
+ */
+#ifndef ATL_REDZONE_GPU_H
+#define ATL_REDZONE_GPU_H
+
+/* One zone to check: its first byte, its length and the fill it must hold. */
+struct atl_rz_zone {
+    unsigned long long ptr;
+    unsigned long long len;
+    unsigned int fill;
+    unsigned int pad_;
+};
+
+/* A zone's verdict: the bytes that differ from the fill, the first and last
+ * of them (offsets from the zone's start), and the zone's index in the list
+ * the kernel was given. */
+struct atl_rz_result {
+    unsigned int bad;
+    unsigned int first;
+    unsigned int last;
+    unsigned int zone;
+};
+
+/* atl_redzone_check_launch's answer, one slot of a ring in mapped host
+ * memory. The host writes the zones to check into `zone` and passes the
+ * slot's own `zone` as the kernel's list; the kernel writes nbad, the first
+ * ATL_RZ_RECS corrupted zones and, last (after a system-wide fence), `done`
+ * = the ticket it was given, so the host reads a slot only once it is
+ * complete. `scanned` counts the zones the kernel read (tests use it to
+ * show a check's cost does not grow with the live allocations). */
+#define ATL_RZ_RECS 4
+#define ATL_RZ_SLOT_ZONES 8
+struct atl_rz_slot {
+    unsigned long long done;
+    unsigned int nbad;
+    unsigned int scanned;
+    struct atl_rz_result rec[ATL_RZ_RECS];
+    struct atl_rz_zone zone[ATL_RZ_SLOT_ZONES];
+};
+
+/* The kernels' entry names (and what the fake driver looks for in the PTX). */
+#define ATL_RZ_SCAN_ENTRY "atl_redzone_scan"
+#define ATL_RZ_CHECK_ENTRY "atl_redzone_check_launch"
+
+#endif
