@@ -1,6 +1,9 @@
 #include "ledger.h"
 
+#include "engine.h"
+
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,18 +12,27 @@
  * never moves once made. A sorted array was simpler but moved the tail of
  * 264-byte records on every change: about 1.5 ms per allocation + free with
  * 100,000 allocations live (make alloc-bench), which a program without a
- * caching allocator reaches. */
+ * caching allocator reaches. Physical VMM allocations (cuMemCreate) have a
+ * second tree, by handle; their mappings sit in the address tree. */
 struct node { /* links and key first: a lookup touches one cache line per level */
     struct node *kid[2];
+    uint64_t key; /* rec.ptr, or rec.handle in the handle tree */
     int height;
     struct atl_alloc_rec rec;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct node *root;
+static struct node *root;  /* by address: allocations and VMM mappings */
+static struct node *hroot; /* by handle: physical VMM allocations */
 static size_t nlive;
-static size_t live_bytes;
+static size_t live_bytes, vmm_bytes;
 static uint64_t seq;
+
+/* A mapping is where an allocation is, not one more allocation. */
+static int counted(const struct atl_alloc_rec *r)
+{
+    return r->kind != ATL_ALLOC_VMM_MAP;
+}
 
 uint64_t atl_ledger_next_seq(void)
 {
@@ -63,19 +75,20 @@ static struct node *balance(struct node *n)
     return n;
 }
 
-/* Inserts `nn` (or, when its address is already live, overwrites that record
- * and sets *old to the bytes it had). */
-static struct node *insert(struct node *n, struct node *nn, size_t *old, int *replaced)
+/* Inserts `nn` (or, when its key is already live, overwrites that record
+ * and copies the record it had into *old). */
+static struct node *insert(struct node *n, struct node *nn, struct atl_alloc_rec *old,
+                           int *replaced)
 {
     if (!n)
         return nn;
-    if (nn->rec.ptr == n->rec.ptr) {
-        *old = n->rec.bytes;
+    if (nn->key == n->key) {
+        *old = n->rec;
         *replaced = 1;
         n->rec = nn->rec;
         return n;
     }
-    int d = nn->rec.ptr > n->rec.ptr;
+    int d = nn->key > n->key;
     n->kid[d] = insert(n->kid[d], nn, old, replaced);
     return balance(n);
 }
@@ -91,12 +104,12 @@ static struct node *take_min(struct node *n, struct node **min)
     return balance(n);
 }
 
-static struct node *erase(struct node *n, CUdeviceptr ptr, struct node **gone)
+static struct node *erase(struct node *n, uint64_t ptr, struct node **gone)
 {
     if (!n)
         return NULL;
-    if (ptr != n->rec.ptr) {
-        int d = ptr > n->rec.ptr;
+    if (ptr != n->key) {
+        int d = ptr > n->key;
         n->kid[d] = erase(n->kid[d], ptr, gone);
         return balance(n);
     }
@@ -110,45 +123,141 @@ static struct node *erase(struct node *n, CUdeviceptr ptr, struct node **gone)
     return balance(m);
 }
 
-int atl_ledger_add(const struct atl_alloc_rec *r)
+static void account(const struct atl_alloc_rec *r, int sign)
+{
+    if (!counted(r))
+        return;
+    nlive += (size_t)sign;
+    live_bytes += (size_t)sign * r->bytes;
+    if (r->kind == ATL_ALLOC_VMM)
+        vmm_bytes += (size_t)sign * r->bytes;
+}
+
+static int add_to(struct node **tree, uint64_t key, const struct atl_alloc_rec *r)
 {
     struct node *nn = malloc(sizeof *nn);
     if (!nn)
         return -1;
     nn->rec = *r;
+    nn->key = key;
     nn->kid[0] = nn->kid[1] = NULL;
     nn->height = 1;
-    size_t old = 0;
+    struct atl_alloc_rec old;
     int replaced = 0;
     pthread_mutex_lock(&lock);
-    /* an address we think is live handed out again: the free went past us
-     * (a path we do not hook); the new record wins */
-    root = insert(root, nn, &old, &replaced);
+    /* an address (handle) we think is live handed out again: the free went
+     * past us (a path we do not hook); the new record wins */
+    *tree = insert(*tree, nn, &old, &replaced);
     if (replaced)
-        live_bytes -= old;
-    else
-        nlive++;
-    live_bytes += r->bytes;
+        account(&old, -1);
+    account(r, 1);
     pthread_mutex_unlock(&lock);
     if (replaced)
         free(nn);
     return 0;
 }
 
-int atl_ledger_remove(CUdeviceptr ptr, struct atl_alloc_rec *out)
+int atl_ledger_add(const struct atl_alloc_rec *r)
+{
+    return add_to(&root, r->ptr, r);
+}
+
+int atl_ledger_add_handle(const struct atl_alloc_rec *r)
+{
+    return add_to(&hroot, r->handle, r);
+}
+
+static const struct node *exact(const struct node *n, uint64_t key)
+{
+    while (n && n->key != key)
+        n = n->kid[key > n->key];
+    return n;
+}
+
+static int remove_from(struct node **tree, uint64_t key, struct atl_alloc_rec *out)
 {
     struct node *gone = NULL;
     pthread_mutex_lock(&lock);
-    root = erase(root, ptr, &gone);
+    /* a free of a mapped address is not a free of the mapping's allocation */
+    const struct node *n = exact(*tree, key);
+    if (n && counted(&n->rec))
+        *tree = erase(*tree, key, &gone);
     if (gone) {
         if (out)
             *out = gone->rec;
-        live_bytes -= gone->rec.bytes;
-        nlive--;
+        account(&gone->rec, -1);
     }
     pthread_mutex_unlock(&lock);
     free(gone);
     return gone != NULL;
+}
+
+int atl_ledger_remove(CUdeviceptr ptr, struct atl_alloc_rec *out)
+{
+    return remove_from(&root, ptr, out);
+}
+
+int atl_ledger_remove_handle(uint64_t handle, struct atl_alloc_rec *out)
+{
+    return remove_from(&hroot, handle, out);
+}
+
+int atl_ledger_map(CUdeviceptr va, size_t bytes, uint64_t handle)
+{
+    struct atl_alloc_rec m;
+    pthread_mutex_lock(&lock);
+    const struct node *h = exact(hroot, handle);
+    if (h)
+        m = h->rec;
+    pthread_mutex_unlock(&lock);
+    if (!h)
+        return 0;
+    m.kind = ATL_ALLOC_VMM_MAP;
+    m.ptr = va;
+    m.bytes = m.padded = bytes;
+    return add_to(&root, va, &m) == 0 ? 1 : -1;
+}
+
+/* The record with the smallest key at or above lo, or NULL. */
+static const struct node *lower_bound(const struct node *n, uint64_t lo)
+{
+    const struct node *best = NULL;
+    while (n) {
+        if (n->key >= lo) {
+            best = n;
+            n = n->kid[0];
+        } else {
+            n = n->kid[1];
+        }
+    }
+    return best;
+}
+
+size_t atl_ledger_unmap(CUdeviceptr va, size_t bytes)
+{
+    size_t k = 0;
+    uint64_t hi = va + bytes < va ? UINT64_MAX : va + bytes;
+    pthread_mutex_lock(&lock);
+    for (const struct node *n; (n = lower_bound(root, va)) != NULL && n->key < hi;) {
+        va = n->key + 1; /* in address order, past the records that stay */
+        if (counted(&n->rec))
+            continue;
+        struct node *gone = NULL;
+        root = erase(root, n->key, &gone);
+        free(gone);
+        k++;
+    }
+    pthread_mutex_unlock(&lock);
+    return k;
+}
+
+const char *atl_ledger_where(const struct atl_alloc_rec *r, char *buf, size_t n)
+{
+    if (r->kind == ATL_ALLOC_VMM)
+        snprintf(buf, n, "through cuMemCreate (handle 0x%llx)", (unsigned long long)r->handle);
+    else
+        snprintf(buf, n, "at 0x%llx", (unsigned long long)r->ptr);
+    return buf;
 }
 
 int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out)
@@ -157,7 +266,7 @@ int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out)
     pthread_mutex_lock(&lock);
     const struct node *best = NULL; /* the last record starting at or below addr */
     for (const struct node *n = root; n;) {
-        if (n->rec.ptr <= addr) {
+        if (n->key <= addr) {
             best = n;
             n = n->kid[1];
         } else {
@@ -187,13 +296,21 @@ size_t atl_ledger_count(size_t *bytes)
     return n;
 }
 
-/* In address order, without recursion deeper than the tree (about 1.44
+size_t atl_ledger_vmm_bytes(void)
+{
+    pthread_mutex_lock(&lock);
+    size_t b = vmm_bytes;
+    pthread_mutex_unlock(&lock);
+    return b;
+}
+
+/* In key order, without recursion deeper than the tree (about 1.44
  * log2 n: 29 levels for a million records). */
 static void walk(const struct node *n, struct atl_alloc_rec *out, size_t max, size_t *k)
 {
     while (n && *k < max) {
         walk(n->kid[0], out, max, k);
-        if (*k < max)
+        if (*k < max && counted(&n->rec))
             out[(*k)++] = n->rec;
         n = n->kid[1];
     }
@@ -204,6 +321,7 @@ size_t atl_ledger_snapshot(struct atl_alloc_rec *out, size_t max)
     size_t k = 0;
     pthread_mutex_lock(&lock);
     walk(root, out, max, &k);
+    walk(hroot, out, max, &k);
     pthread_mutex_unlock(&lock);
     return k;
 }
@@ -221,11 +339,12 @@ static void drop(struct node *n)
 void atl_ledger_reset(void)
 {
     pthread_mutex_lock(&lock);
-    struct node *old = root;
-    root = NULL;
+    struct node *old = root, *hold = hroot;
+    root = hroot = NULL;
     nlive = 0;
-    live_bytes = 0;
+    live_bytes = vmm_bytes = 0;
     seq = 0;
     pthread_mutex_unlock(&lock);
     drop(old);
+    drop(hold);
 }
