@@ -94,6 +94,36 @@ static void clean(void)
     CHECK(vmm.addr_free(va, 4 * MiB));
 }
 
+/* oob_write(float *p): a kernel that faults (the fake's model of an illegal
+ * address, reported at the next sync) */
+static CUresult k_oob(const struct fake_launch *l, void **params)
+{
+    (void)l, (void)params;
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+}
+static const size_t oob_sizes[] = {8};
+static const struct fake_kernel_def kernels[] = {{"oob_write", k_oob, 1, oob_sizes, NULL}};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 1, kernels};
+
+/* A kernel given a pointer 0x40 into a mapped cuMemCreate allocation
+ * faults: the fault report names its argument after the allocation. */
+static void fault(void)
+{
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va;
+    CUmodule mod;
+    CUfunction f;
+    CHECK(vmm_create(&h, 2 * MiB));
+    CHECK(vmm.reserve(&va, 2 * MiB, 0, 0, 0));
+    map_rw(va, 2 * MiB, h);
+    CHECK(cuModuleLoadData(&mod, &image));
+    CHECK(cuModuleGetFunction(&f, mod, "oob_write"));
+    CUdeviceptr p = va + 0x40;
+    void *args[] = {&p};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+    printf("sync returned %d\n", (int)cuCtxSynchronize());
+}
+
 int main(int argc, char **argv)
 {
     CUdevice dev;
@@ -120,6 +150,9 @@ int main(int argc, char **argv)
         CHECK(vmm.release(a));
         CHECK(vmm.unmap(va, 2 * MiB));
         CHECK(vmm.addr_free(va, 2 * MiB));
+    } else if (strcmp(what, "fault") == 0) {
+        fault();
+        return 0;
     } else if (strcmp(what, "oom") == 0) {
         /* 64 MiB held through cuMemCreate and 4 KB through cuMemAlloc when a
          * cuMemCreate runs out of memory */
