@@ -220,6 +220,49 @@
     atl_free_pre(&ev_);
 #define ATL_K_FREE_ASYNC_POST atl_free_post(&ev_, r_);
 
+/* ---- virtual memory management (src/vmm.c); no light path ---- */
+#define ATL_VMM_EVENT(...)                                                                         \
+    struct atl_vmm ev_ = {.hook = id_, __VA_ARGS__};                                               \
+    atl_vmm_pre(&ev_);
+#define ATL_K_VMM_CREATE_P                                                                         \
+    CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,            \
+        unsigned long long flags
+#define ATL_K_VMM_CREATE_A handle, size, prop, flags
+#define ATL_K_VMM_CREATE_PRE                                                                       \
+    ATL_VMM_EVENT(.op = ATL_VMM_CREATE, .handle_out = handle, .bytes = size)
+#define ATL_K_VMM_RELEASE_P CUmemGenericAllocationHandle handle
+#define ATL_K_VMM_RELEASE_A handle
+#define ATL_K_VMM_RELEASE_PRE ATL_VMM_EVENT(.op = ATL_VMM_RELEASE, .handle = handle)
+#define ATL_K_VMM_RESERVE_P                                                                        \
+    CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags
+#define ATL_K_VMM_RESERVE_A ptr, size, alignment, addr, flags
+#define ATL_K_VMM_RESERVE_PRE ATL_VMM_EVENT(.op = ATL_VMM_RESERVE, .ptr_out = ptr, .bytes = size)
+#define ATL_K_VMM_ADDR_FREE_P CUdeviceptr ptr, size_t size
+#define ATL_K_VMM_ADDR_FREE_A ptr, size
+#define ATL_K_VMM_ADDR_FREE_PRE ATL_VMM_EVENT(.op = ATL_VMM_ADDR_FREE, .ptr = ptr, .bytes = size)
+#define ATL_K_VMM_MAP_P                                                                            \
+    CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,              \
+        unsigned long long flags
+#define ATL_K_VMM_MAP_A ptr, size, offset, handle, flags
+#define ATL_K_VMM_MAP_PRE                                                                          \
+    ATL_VMM_EVENT(.op = ATL_VMM_MAP, .ptr = ptr, .bytes = size, .offset = offset, .handle = handle)
+#define ATL_K_VMM_UNMAP_P CUdeviceptr ptr, size_t size
+#define ATL_K_VMM_UNMAP_A ptr, size
+#define ATL_K_VMM_UNMAP_PRE ATL_VMM_EVENT(.op = ATL_VMM_UNMAP, .ptr = ptr, .bytes = size)
+/* the rest is the same for every VMM kind */
+#define ATL_K_VMM_CREATE_BIT ATL_ON_ALLOC
+#define ATL_K_VMM_RELEASE_BIT ATL_ON_ALLOC
+#define ATL_K_VMM_RESERVE_BIT ATL_ON_ALLOC
+#define ATL_K_VMM_ADDR_FREE_BIT ATL_ON_ALLOC
+#define ATL_K_VMM_MAP_BIT ATL_ON_ALLOC
+#define ATL_K_VMM_UNMAP_BIT ATL_ON_ALLOC
+#define ATL_K_VMM_CREATE_POST atl_vmm_post(&ev_, r_);
+#define ATL_K_VMM_RELEASE_POST atl_vmm_post(&ev_, r_);
+#define ATL_K_VMM_RESERVE_POST atl_vmm_post(&ev_, r_);
+#define ATL_K_VMM_ADDR_FREE_POST atl_vmm_post(&ev_, r_);
+#define ATL_K_VMM_MAP_POST atl_vmm_post(&ev_, r_);
+#define ATL_K_VMM_UNMAP_POST atl_vmm_post(&ev_, r_);
+
 /* ---- copies ---- */
 #define ATL_COPY_EVENT(...)                                                                        \
     struct atl_copy ev_ = {.hook = id_, __VA_ARGS__};                                              \
@@ -732,6 +775,30 @@
 #define ATL_K_ALLOC_POOL_NAMED
 #define ATL_K_ALLOC_POOL_RECORD
 #define ATL_K_ALLOC_POOL_LIGHT(again)
+#define ATL_K_VMM_CREATE_LIGHTBIT 0
+#define ATL_K_VMM_CREATE_NAMED
+#define ATL_K_VMM_CREATE_RECORD
+#define ATL_K_VMM_CREATE_LIGHT(again)
+#define ATL_K_VMM_RELEASE_LIGHTBIT 0
+#define ATL_K_VMM_RELEASE_NAMED
+#define ATL_K_VMM_RELEASE_RECORD
+#define ATL_K_VMM_RELEASE_LIGHT(again)
+#define ATL_K_VMM_RESERVE_LIGHTBIT 0
+#define ATL_K_VMM_RESERVE_NAMED
+#define ATL_K_VMM_RESERVE_RECORD
+#define ATL_K_VMM_RESERVE_LIGHT(again)
+#define ATL_K_VMM_ADDR_FREE_LIGHTBIT 0
+#define ATL_K_VMM_ADDR_FREE_NAMED
+#define ATL_K_VMM_ADDR_FREE_RECORD
+#define ATL_K_VMM_ADDR_FREE_LIGHT(again)
+#define ATL_K_VMM_MAP_LIGHTBIT 0
+#define ATL_K_VMM_MAP_NAMED
+#define ATL_K_VMM_MAP_RECORD
+#define ATL_K_VMM_MAP_LIGHT(again)
+#define ATL_K_VMM_UNMAP_LIGHTBIT 0
+#define ATL_K_VMM_UNMAP_NAMED
+#define ATL_K_VMM_UNMAP_RECORD
+#define ATL_K_VMM_UNMAP_LIGHT(again)
 #define ATL_K_CAPTURE_BEGIN1_LIGHTBIT 0
 #define ATL_K_CAPTURE_BEGIN1_NAMED
 #define ATL_K_CAPTURE_BEGIN1_RECORD

@@ -14,3 +14,28 @@ core-bench: $(BUILD)/libatlastrace.so $(BUILD)/bench/kern_bench.cubin $(BUILD)/b
 
 BENCH_REPS ?= 7
 BENCH_TARGETS += core-bench
+
+# Red zones at scale (issue #16): launch mode against 10 / 1,000 / 10,000
+# live allocations (native, each ATLAS_REDZONE_CHECK mode, memcheck) and the
+# PyTorch training step with only ATLAS_REDZONE=64; markdown tables.
+#   make redzone-bench [RZ_BENCH_REPS=5]
+#   make redzone-bench-fake     the same programs on the fake driver (no GPU):
+#                               checks they run and the tables' format only
+RZ_BENCH_REPS ?= 5
+
+$(BUILD)/bench/rz_launch_bench: bench/redzone/rz_launch_bench.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
+
+$(BUILD)/bench/fake_kernels.so: bench/redzone/fake_kernels.c tests/fake/fakecuda.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
+
+.PHONY: redzone-bench redzone-bench-fake
+redzone-bench: $(BUILD)/libatlastrace.so $(BUILD)/bench/kern_bench.cubin $(BUILD)/bench/rz_launch_bench
+	sh bench/redzone/run_redzone_bench.sh $(BUILD) $(RZ_BENCH_REPS)
+
+redzone-bench-fake: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/rz_launch_bench $(BUILD)/bench/fake_kernels.so
+	LD_LIBRARY_PATH=$(FAKE_DIR) RZ_BENCH_LAUNCHES=300 sh bench/redzone/run_redzone_bench.sh $(BUILD) 1 $(realpath $(BUILD))/bench/fake_kernels.so
+
+BENCH_TARGETS += redzone-bench

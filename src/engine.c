@@ -15,6 +15,7 @@
 #include "ring.h"
 #include "sync.h"
 #include "trace.h"
+#include "vmm.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -273,6 +274,20 @@ void atl_free_pre(struct atl_free *f)
 void atl_free_post(struct atl_free *f, CUresult r)
 {
     atl_redzone_free_post(f, r);
+}
+
+void atl_vmm_pre(struct atl_vmm *v)
+{
+    register_late_atexit();
+    if (atl_ledger_on)
+        atl_vmm_ledger_pre(v);
+}
+
+void atl_vmm_post(struct atl_vmm *v, CUresult r)
+{
+    atl_fault_check(v->hook, r);
+    if (atl_ledger_on)
+        atl_vmm_ledger_post(v, r);
 }
 
 /* ---- errors the library's own calls observed ----------------------------- */

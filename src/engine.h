@@ -121,7 +121,17 @@ struct atl_graph_inst {
 void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r);
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r);
 
-enum atl_alloc_kind { ATL_ALLOC_DEVICE, ATL_ALLOC_PITCH, ATL_ALLOC_MANAGED, ATL_ALLOC_ASYNC };
+/* ATL_ALLOC_VMM: a physical allocation (cuMemCreate), keyed by its handle;
+ * ATL_ALLOC_VMM_MAP: where one is mapped (cuMemMap), so an address in the
+ * mapping resolves to it. */
+enum atl_alloc_kind {
+    ATL_ALLOC_DEVICE,
+    ATL_ALLOC_PITCH,
+    ATL_ALLOC_MANAGED,
+    ATL_ALLOC_ASYNC,
+    ATL_ALLOC_VMM,
+    ATL_ALLOC_VMM_MAP,
+};
 struct atl_alloc {
     int hook;
     enum atl_alloc_kind kind;
@@ -149,6 +159,33 @@ struct atl_free {
 };
 void atl_free_pre(struct atl_free *f);
 void atl_free_post(struct atl_free *f, CUresult r);
+
+/* Virtual memory management (src/vmm.c): cuMemCreate and cuMemRelease
+ * make and drop physical allocations, cuMemMap and cuMemUnmap put them at
+ * addresses reserved with cuMemAddressReserve. */
+enum atl_vmm_op {
+    ATL_VMM_CREATE,
+    ATL_VMM_RELEASE,
+    ATL_VMM_RESERVE,
+    ATL_VMM_ADDR_FREE,
+    ATL_VMM_MAP,
+    ATL_VMM_UNMAP,
+};
+struct atl_vmm {
+    int hook;
+    enum atl_vmm_op op;
+    CUmemGenericAllocationHandle handle;      /* RELEASE, MAP */
+    CUmemGenericAllocationHandle *handle_out; /* CREATE */
+    CUdeviceptr ptr;                          /* MAP, UNMAP, ADDR_FREE */
+    CUdeviceptr *ptr_out;                     /* RESERVE */
+    size_t bytes;
+    size_t offset;            /* MAP: into the physical allocation */
+    uint64_t seq;             /* CREATE: creation number (the ledger's) */
+    int known;                /* RELEASE: the ledger knew the handle (rec filled) */
+    struct atl_alloc_rec rec; /* RELEASE: what the ledger had, removed before the call */
+};
+void atl_vmm_pre(struct atl_vmm *v);
+void atl_vmm_post(struct atl_vmm *v, CUresult r);
 
 enum atl_copy_kind {
     ATL_CPY_GENERIC, /* cuMemcpy*: direction found through unified addressing */

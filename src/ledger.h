@@ -22,6 +22,7 @@ struct atl_alloc_rec {
     int hook;        /* the entry point that made it */
     CUstream stream; /* stream-ordered allocations */
     int guarded;     /* has a poisoned red zone */
+    uint64_t handle; /* ATL_ALLOC_VMM(_MAP): the cuMemCreate handle */
     struct atl_stack site;
 };
 
@@ -39,12 +40,42 @@ int atl_ledger_remove(CUdeviceptr ptr, struct atl_alloc_rec *out);
 /* The live allocation whose [ptr, ptr+padded) holds addr; 1 if found. */
 int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out);
 
-/* Number of live allocations, and their requested bytes. */
+/* Number of live allocations (physical VMM allocations included, their
+ * mappings not), and their requested bytes. */
 size_t atl_ledger_count(size_t *bytes);
 
-/* Copies up to max live records into out, in address order; returns how
- * many were copied. */
+/* Bytes of the live physical VMM allocations (cuMemCreate). */
+size_t atl_ledger_vmm_bytes(void);
+
+/* Copies up to max live records into out: the allocations with an address
+ * in address order, then the physical VMM allocations in handle order;
+ * returns how many were copied. */
 size_t atl_ledger_snapshot(struct atl_alloc_rec *out, size_t max);
+
+/* ---- virtual memory management --------------------------------------------
+ * A cuMemCreate allocation has a handle, not an address: it is kept by
+ * handle. Each cuMemMap of it adds a mapping record (kind ATL_ALLOC_VMM_MAP,
+ * a copy of the handle's record at the mapped address) that atl_ledger_find
+ * answers with, so an address in the mapping is named after the physical
+ * allocation. Mappings are not allocations: atl_ledger_remove, count and
+ * snapshot leave them out. */
+
+/* Adds a physical allocation keyed by r->handle. 0, or -1 out of memory. */
+int atl_ledger_add_handle(const struct atl_alloc_rec *r);
+
+/* Removes the physical allocation `handle`; fills *out; 1 if it was live. */
+int atl_ledger_remove_handle(uint64_t handle, struct atl_alloc_rec *out);
+
+/* Records that `handle` is mapped at [va, va+bytes): 1 when the handle is
+ * on the ledger, 0 when not (nothing recorded), -1 out of memory. */
+int atl_ledger_map(CUdeviceptr va, size_t bytes, uint64_t handle);
+
+/* Forgets the mappings that start in [va, va+bytes); returns how many. */
+size_t atl_ledger_unmap(CUdeviceptr va, size_t bytes);
+
+/* Where a record lives, for reports: "at 0x..." or, for a physical VMM
+ * allocation, "through cuMemCreate (handle 0x...)". */
+const char *atl_ledger_where(const struct atl_alloc_rec *r, char *buf, size_t n);
 
 /* Forgets everything (tests; a forked child). */
 void atl_ledger_reset(void);

@@ -924,11 +924,13 @@ static void alloc_failed(const struct atl_alloc *a, CUresult r)
     }
     if (atl_drv.cuMemGetInfo_v2)
         atl_drv.cuMemGetInfo_v2(&freeb, &total);
+    size_t live_bytes, nlive = atl_ledger_count(&live_bytes);
     atl_log(ATL_WARN,
             "alloc failed: alloc#%llu %s bytes=%zu status=%s device free=%zu total=%zu live=%zu "
-            "(the driver's error is returned unchanged)",
+            "(%zu bytes, %zu through cuMemCreate) (the driver's error is returned unchanged)",
             (unsigned long long)a->seq, atl_hook_names[a->hook], a->bytes,
-            atl_error_name(r, nm, sizeof nm), freeb, total, atl_ledger_count(NULL));
+            atl_error_name(r, nm, sizeof nm), freeb, total, nlive, live_bytes,
+            atl_ledger_vmm_bytes());
     /* The largest live allocations, for the first few failures only: a
      * program that retries smaller sizes fails dozens of times, and the
      * list (a pass over the ledger) rarely changes between tries. */
@@ -962,11 +964,11 @@ static void alloc_failed(const struct atl_alloc *a, CUresult r)
     }
     free(all);
     for (size_t i = 0; i < ntop; i++) {
-        char site[512];
+        char site[512], where[64];
         atl_stack_site(&top[i].site, site, sizeof site);
-        atl_log(ATL_WARN,
-                "alloc failed:   largest live: alloc#%llu %zu bytes at 0x%llx, allocated at %s",
-                (unsigned long long)top[i].seq, top[i].bytes, (unsigned long long)top[i].ptr, site);
+        atl_log(ATL_WARN, "alloc failed:   largest live: alloc#%llu %zu bytes %s, allocated at %s",
+                (unsigned long long)top[i].seq, top[i].bytes,
+                atl_ledger_where(&top[i], where, sizeof where), site);
     }
 }
 
@@ -1269,10 +1271,11 @@ static void leak_report(void)
     atl_log(ATL_WARN, "leaks: %zu allocations never freed, %zu bytes in total (largest first):", n,
             total);
     for (size_t i = 0; i < n && i < 100; i++) {
-        char site[512];
+        char site[512], where[64];
         atl_stack_site(&all[i].site, site, sizeof site);
-        atl_log(ATL_WARN, "leaks:   alloc#%llu %zu bytes at 0x%llx, allocated at %s",
-                (unsigned long long)all[i].seq, all[i].bytes, (unsigned long long)all[i].ptr, site);
+        atl_log(ATL_WARN, "leaks:   alloc#%llu %zu bytes %s, allocated at %s",
+                (unsigned long long)all[i].seq, all[i].bytes,
+                atl_ledger_where(&all[i], where, sizeof where), site);
     }
     if (n > 100)
         atl_log(ATL_WARN, "leaks:   ... and %zu more", n - 100);

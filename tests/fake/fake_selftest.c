@@ -555,6 +555,55 @@ START_TEST(free_errors_and_live_count)
 }
 END_TEST
 
+/* VMM: a handle's memory is seen through every mapping of it, kernels and
+ * copies accept mapped addresses, memory is charged at cuMemCreate, and the
+ * misuse the real driver refuses is refused. */
+START_TEST(vmm_maps_one_handle_at_two_addresses)
+{
+    const size_t g = (size_t)2 << 20;
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    size_t gran = 0, freeb, total, free0;
+    CU_OK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    ck_assert_uint_eq(gran, g);
+    CU_OK(cuMemGetInfo(&free0, &total));
+    CUmemGenericAllocationHandle h;
+    ck_assert_int_eq(cuMemCreate(&h, g + 1, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemCreate(&h, g, &prop, 0));
+    CU_OK(cuMemGetInfo(&freeb, &total));
+    ck_assert_uint_eq(free0 - freeb, g);
+    CUdeviceptr va;
+    CU_OK(cuMemAddressReserve(&va, 2 * g, 0, 0, 0));
+    ck_assert_uint_eq(va % g, 0);
+    CU_OK(cuMemMap(va, g, 0, h, 0));
+    ck_assert_int_eq(cuMemMap(va, g, 0, h, 0), CUDA_ERROR_INVALID_VALUE); /* mapped already */
+    CU_OK(cuMemMap(va + g, g, 0, h, 0));
+    CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CU_OK(cuMemSetAccess(va, 2 * g, &acc, 1));
+
+    launch_fill(get_fn("fill"), NULL, va + 256, 5, 16);
+    uint32_t back[16];
+    CU_OK(cuMemcpyDtoH(back, va + g + 256, sizeof back));
+    ck_assert_uint_eq(back[0], 5);
+    ck_assert_uint_eq(back[15], 20);
+
+    ck_assert_int_eq(cuMemAddressFree(va, 2 * g), CUDA_ERROR_INVALID_VALUE); /* still mapped */
+    CU_OK(cuMemRelease(h)); /* the memory stays until its last mapping goes */
+    ck_assert_int_eq(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemcpyDtoH(back, va + 256, sizeof back));
+    ck_assert_uint_eq(back[1], 6);
+    CU_OK(cuMemUnmap(va, 2 * g));
+    ck_assert_int_eq(cuMemUnmap(va, 2 * g), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuMemcpyDtoH(back, va + 256, sizeof back), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemGetInfo(&freeb, &total));
+    ck_assert_uint_eq(freeb, free0);
+    CU_OK(cuMemAddressFree(va, 2 * g));
+
+    fake_set_total_mem(g);
+    ck_assert_int_eq(cuMemCreate(&h, 2 * g, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
+}
+END_TEST
+
 START_TEST(fail_next_and_counts)
 {
     fake_reset_counts();
@@ -1031,6 +1080,7 @@ static Suite *fake_suite(void)
     tcase_add_test(tc, sync_during_capture_invalidates);
     tcase_add_test(tc, pointer_attributes);
     tcase_add_test(tc, free_errors_and_live_count);
+    tcase_add_test(tc, vmm_maps_one_handle_at_two_addresses);
     tcase_add_test(tc, fail_next_and_counts);
     tcase_add_test(tc, oom_by_total_mem);
     tcase_add_test(tc, copies_2d_3d_arrays_memsets);

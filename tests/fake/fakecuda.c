@@ -26,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
 /* Exported symbols: call counts, fail_next, deinitialisation                */
@@ -76,6 +78,14 @@
     X(cuMemFree_v2) \
     X(cuMemFreeAsync) \
     X(cuMemFreeAsync_ptsz) \
+    X(cuMemCreate) \
+    X(cuMemRelease) \
+    X(cuMemAddressReserve) \
+    X(cuMemAddressFree) \
+    X(cuMemMap) \
+    X(cuMemUnmap) \
+    X(cuMemSetAccess) \
+    X(cuMemGetAllocationGranularity) \
     X(cuMemGetInfo_v2) \
     X(cuMemGetAddressRange_v2) \
     X(cuMemAllocHost_v2) \
@@ -365,6 +375,7 @@ enum {
     MAGIC_GRAPH = 0x62A90008,
     MAGIC_EXEC = 0xE8EC0009,
     MAGIC_ARRAY = 0xA22A000A,
+    MAGIC_VMM = 0x7A3A000B,
 };
 
 struct hdr {
@@ -509,7 +520,9 @@ static void ctx_fault(struct fake_ctx *ctx, CUresult err)
 /* Allocations (device, managed, pinned host, registered host)               */
 /* ------------------------------------------------------------------------ */
 
-enum alloc_kind { AK_DEVICE, AK_MANAGED, AK_HOST, AK_REGISTERED };
+/* AK_VMM: a cuMemMap mapping; its memory belongs to the physical
+ * allocation (fake_vmm), not to the record */
+enum alloc_kind { AK_DEVICE, AK_MANAGED, AK_HOST, AK_REGISTERED, AK_VMM };
 
 struct alloc {
     uintptr_t base;
@@ -598,7 +611,7 @@ static int alloc_add_locked(uintptr_t base, size_t size, size_t charged, enum al
 static void alloc_remove_locked(struct alloc *a)
 {
     g_used_mem -= a->charged;
-    if (a->kind != AK_REGISTERED)
+    if (a->kind != AK_REGISTERED && a->kind != AK_VMM)
         free((void *)a->base);
     atl_addrmap_del(&g_byb, a->base);
     size_t last = --g_nallocs;
@@ -667,7 +680,8 @@ static CUresult mem_free(uintptr_t p, unsigned kinds)
 static void ctx_free_allocs_locked(struct fake_ctx *ctx)
 {
     for (size_t i = 0; i < g_nallocs;) {
-        if (g_allocs[i].ctx == ctx && g_allocs[i].kind != AK_REGISTERED)
+        if (g_allocs[i].ctx == ctx && g_allocs[i].kind != AK_REGISTERED &&
+            g_allocs[i].kind != AK_VMM) /* VMM memory outlives contexts */
             alloc_remove_locked(&g_allocs[i]);
         else
             i++;
@@ -2068,6 +2082,248 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
     return mem_free_async(dptr, hStream);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Virtual memory management (cuMemCreate, cuMemMap, ...)                    */
+/* ------------------------------------------------------------------------ */
+
+/* A physical allocation is a memfd of its size; a reservation is
+ * inaccessible address space; cuMemMap maps the memfd over part of a
+ * reservation, so what the program writes through the mapped address lands
+ * in the handle's memory and is seen through every other mapping of it, as
+ * on the device. Each mapping is also an AK_VMM allocation record, so copies
+ * and kernels accept its addresses. */
+#define VMM_GRANULARITY ((size_t)2 << 20)
+
+struct fake_vmm {
+    struct hdr h;
+    int fd;
+    size_t size;
+    int maps;     /* live mappings */
+    int released; /* cuMemRelease'd: gone with its last mapping */
+};
+
+struct vmm_range {
+    uintptr_t base;
+    size_t size;
+    struct fake_vmm *v; /* mappings only */
+};
+static struct vmm_range *g_reserved, *g_mapped;
+static size_t g_nreserved, g_nmapped;
+
+static int range_push(struct vmm_range **arr, size_t *n, struct vmm_range r)
+{
+    struct vmm_range *na = realloc(*arr, (*n + 1) * sizeof *na);
+    if (!na)
+        return -1;
+    *arr = na;
+    na[(*n)++] = r;
+    return 0;
+}
+
+static void vmm_destroy_locked(struct fake_vmm *v)
+{
+    handle_remove(&v->h);
+    g_used_mem -= v->size;
+    close(v->fd);
+    free(v);
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       CUmemAllocationGranularity_flags option)
+{
+    ENTER(cuMemGetAllocationGranularity);
+    TRY(need_init());
+    if (!granularity || !prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = VMM_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                     const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    ENTER(cuMemCreate);
+    TRY(need_init());
+    if (!handle || !prop || flags || !size || size % VMM_GRANULARITY ||
+        prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev_check(prop->location.id) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct fake_vmm *v = calloc(1, sizeof *v);
+    if (!v)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    v->h = (struct hdr){MAGIC_VMM, v};
+    v->size = size;
+    v->fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
+    if (v->fd < 0 || ftruncate(v->fd, (off_t)size) != 0) {
+        if (v->fd >= 0)
+            close(v->fd);
+        free(v);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    LOCK();
+    if (size > g_total_mem - g_used_mem || handle_add(&v->h) != 0) {
+        UNLOCK();
+        close(v->fd);
+        free(v);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g_used_mem += size;
+    UNLOCK();
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)&v->h;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    ENTER(cuMemRelease);
+    TRY(need_init());
+    LOCK();
+    struct fake_vmm *v = handle_get((void *)(uintptr_t)handle, MAGIC_VMM);
+    if (!v || v->released) {
+        UNLOCK();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    v->released = 1;
+    if (!v->maps)
+        vmm_destroy_locked(v);
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags)
+{
+    ENTER(cuMemAddressReserve);
+    TRY(need_init());
+    if (!ptr || !size || size % VMM_GRANULARITY || (alignment & (alignment - 1)))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t align = alignment > VMM_GRANULARITY ? alignment : VMM_GRANULARITY;
+    /* `addr` is a hint: the fake takes whatever the kernel gives */
+    char *raw =
+        mmap(NULL, size + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uintptr_t base = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
+    if (base > (uintptr_t)raw)
+        munmap(raw, base - (uintptr_t)raw);
+    if ((uintptr_t)raw + size + align > base + size)
+        munmap((void *)(base + size), (uintptr_t)raw + size + align - (base + size));
+    LOCK();
+    int bad = range_push(&g_reserved, &g_nreserved, (struct vmm_range){base, size, NULL});
+    UNLOCK();
+    if (bad) {
+        munmap((void *)base, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *ptr = base;
+    return CUDA_SUCCESS;
+}
+
+static int overlaps(const struct vmm_range *r, uintptr_t p, size_t n)
+{
+    return p < r->base + r->size && r->base < p + n;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    ENTER(cuMemAddressFree);
+    TRY(need_init());
+    LOCK();
+    for (size_t i = 0; i < g_nreserved; i++) {
+        if (g_reserved[i].base != ptr || g_reserved[i].size != size)
+            continue;
+        for (size_t m = 0; m < g_nmapped; m++)
+            if (overlaps(&g_mapped[m], ptr, size)) { /* still mapped: unmap first */
+                UNLOCK();
+                return CUDA_ERROR_INVALID_VALUE;
+            }
+        g_reserved[i] = g_reserved[--g_nreserved];
+        UNLOCK();
+        munmap((void *)(uintptr_t)ptr, size);
+        return CUDA_SUCCESS;
+    }
+    UNLOCK();
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags)
+{
+    ENTER(cuMemMap);
+    TRY(need_init());
+    if (!ptr || !size || flags || ptr % VMM_GRANULARITY || size % VMM_GRANULARITY ||
+        offset % VMM_GRANULARITY)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    struct fake_vmm *v = handle_get((void *)(uintptr_t)handle, MAGIC_VMM);
+    int inside = 0;
+    for (size_t i = 0; i < g_nreserved; i++)
+        inside |=
+            ptr >= g_reserved[i].base && ptr + size <= g_reserved[i].base + g_reserved[i].size;
+    for (size_t m = 0; m < g_nmapped; m++)
+        if (overlaps(&g_mapped[m], ptr, size))
+            inside = 0; /* mapped already */
+    if (!v || v->released || offset > v->size || size > v->size - offset || !inside) {
+        UNLOCK();
+        return v && !v->released ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, v->fd,
+             (off_t)offset) == MAP_FAILED) {
+        UNLOCK();
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (range_push(&g_mapped, &g_nmapped, (struct vmm_range){ptr, size, v}) != 0 ||
+        alloc_add_locked(ptr, size, 0, AK_VMM, NULL) != 0) {
+        UNLOCK();
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    v->maps++;
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    ENTER(cuMemUnmap);
+    TRY(need_init());
+    if (!ptr || !size)
+        return CUDA_ERROR_INVALID_VALUE;
+    int found = 0;
+    LOCK();
+    for (size_t m = 0; m < g_nmapped;) {
+        struct vmm_range r = g_mapped[m];
+        if (r.base < ptr || r.base + r.size > ptr + size) {
+            m++;
+            continue;
+        }
+        found = 1;
+        /* back to reserved, inaccessible address space */
+        mmap((void *)r.base, r.size, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        size_t i;
+        if (atl_addrmap_get(&g_byb, r.base, &i))
+            alloc_remove_locked(&g_allocs[i]);
+        g_mapped[m] = g_mapped[--g_nmapped];
+        if (--r.v->maps == 0 && r.v->released)
+            vmm_destroy_locked(r.v);
+    }
+    UNLOCK();
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Every mapping is readable and writable from the start; this only checks
+ * its arguments. */
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    ENTER(cuMemSetAccess);
+    TRY(need_init());
+    if (!ptr || !size || !desc || !count)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
     ENTER(cuMemGetInfo_v2);
@@ -2185,8 +2441,9 @@ static CUresult ptr_attr_locked(const struct alloc *a, CUdeviceptr ptr, CUpointe
 {
     unsigned mt = 0;
     if (a)
-        mt = a->kind == AK_DEVICE || a->kind == AK_MANAGED ? CU_MEMORYTYPE_DEVICE
-                                                           : CU_MEMORYTYPE_HOST;
+        mt = a->kind == AK_DEVICE || a->kind == AK_MANAGED || a->kind == AK_VMM
+                 ? CU_MEMORYTYPE_DEVICE
+                 : CU_MEMORYTYPE_HOST;
     switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
         *(CUcontext *)data = a ? (CUcontext)a->ctx : NULL;
@@ -2198,7 +2455,8 @@ static CUresult ptr_attr_locked(const struct alloc *a, CUdeviceptr ptr, CUpointe
         *(CUdeviceptr *)data = a ? ptr : 0;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        *(void **)data = a && a->kind != AK_DEVICE ? (void *)(uintptr_t)ptr : NULL;
+        *(void **)data =
+            a && a->kind != AK_DEVICE && a->kind != AK_VMM ? (void *)(uintptr_t)ptr : NULL;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
         *(unsigned *)data = a && a->kind == AK_MANAGED;
@@ -4427,6 +4685,14 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
     GPA(cuMemFreeAsync, 11020, 0, cuMemFreeAsync)                                                  \
     GPA(cuMemFreeAsync, 11020, PT, cuMemFreeAsync_ptsz)                                            \
     GPA(cuMemGetInfo, 3020, 0, cuMemGetInfo_v2)                                                    \
+    GPA(cuMemCreate, 10020, 0, cuMemCreate)                                                        \
+    GPA(cuMemRelease, 10020, 0, cuMemRelease)                                                      \
+    GPA(cuMemAddressReserve, 10020, 0, cuMemAddressReserve)                                        \
+    GPA(cuMemAddressFree, 10020, 0, cuMemAddressFree)                                              \
+    GPA(cuMemMap, 10020, 0, cuMemMap)                                                              \
+    GPA(cuMemUnmap, 10020, 0, cuMemUnmap)                                                          \
+    GPA(cuMemSetAccess, 10020, 0, cuMemSetAccess)                                                  \
+    GPA(cuMemGetAllocationGranularity, 10020, 0, cuMemGetAllocationGranularity)                    \
     GPA(cuMemGetAddressRange, 3020, 0, cuMemGetAddressRange_v2)                                    \
     GPA(cuMemAllocHost, 3020, 0, cuMemAllocHost_v2)                                                \
     GPA(cuMemHostAlloc, 2020, 0, cuMemHostAlloc)                                                   \

@@ -50,6 +50,48 @@ START_TEST(ledger_finds_interior_pointers)
 }
 END_TEST
 
+/* A cuMemCreate allocation is kept by handle; an address inside any of
+ * its mappings names it (alloc#N+0xOFF), and unmapping forgets only the
+ * mappings. */
+START_TEST(ledger_vmm_handles_and_mappings)
+{
+    atl_ledger_reset();
+    struct atl_alloc_rec dev = rec(1, 0x500000, 4096, 4096), out;
+    struct atl_alloc_rec h = {.seq = 2, .bytes = 2 << 20, .kind = ATL_ALLOC_VMM, .handle = 0xabc};
+    ck_assert_int_eq(atl_ledger_add(&dev), 0);
+    ck_assert_int_eq(atl_ledger_add_handle(&h), 0);
+    ck_assert_int_eq(atl_ledger_map(0x10000000, 2 << 20, 0xabc), 1);
+    ck_assert_int_eq(atl_ledger_map(0x20000000, 2 << 20, 0xabc), 1);
+    ck_assert_int_eq(atl_ledger_map(0x30000000, 2 << 20, 0xdef), 0); /* unknown handle */
+    ck_assert(atl_ledger_find(0x10000000 + 0x1234, &out) && out.seq == 2 && out.ptr == 0x10000000);
+    ck_assert(atl_ledger_find(0x20000000 + (2 << 20) - 1, &out) && out.seq == 2);
+    ck_assert(!atl_ledger_find(0x20000000 + (2 << 20), &out));
+    ck_assert(!atl_ledger_find(0x30000000, &out));
+    size_t bytes;
+    ck_assert_uint_eq(atl_ledger_count(&bytes), 2); /* mappings are not allocations */
+    ck_assert_uint_eq(bytes, 4096 + (2 << 20));
+    ck_assert_uint_eq(atl_ledger_vmm_bytes(), 2 << 20);
+    struct atl_alloc_rec snap[8];
+    ck_assert_uint_eq(atl_ledger_snapshot(snap, 8), 2);
+    ck_assert(snap[0].seq == 1 && snap[1].seq == 2 && snap[1].kind == ATL_ALLOC_VMM);
+    char where[64];
+    ck_assert_str_eq(atl_ledger_where(&snap[1], where, sizeof where),
+                     "through cuMemCreate (handle 0xabc)");
+    ck_assert(!atl_ledger_remove(0x10000000, &out)); /* a free of a mapped address */
+    /* an unmap of a range covering the device allocation leaves it alone */
+    ck_assert_uint_eq(atl_ledger_unmap(0x400000, 0x10000000 - 0x400000 + (2 << 20)), 1);
+    ck_assert(!atl_ledger_find(0x10000000, &out));
+    ck_assert(atl_ledger_find(0x500000, &out) && out.seq == 1);
+    ck_assert(atl_ledger_find(0x20000000, &out) && out.seq == 2);
+    ck_assert(atl_ledger_remove_handle(0xabc, &out) && out.seq == 2);
+    ck_assert(!atl_ledger_remove_handle(0xabc, &out));
+    ck_assert_uint_eq(atl_ledger_count(&bytes), 1);
+    ck_assert_uint_eq(atl_ledger_vmm_bytes(), 0);
+    ck_assert_uint_eq(atl_ledger_unmap(0x20000000, 2 << 20), 1);
+    ck_assert(!atl_ledger_find(0x20000000, &out));
+}
+END_TEST
+
 START_TEST(ledger_numbers_in_order)
 {
     atl_ledger_reset();
@@ -276,6 +318,7 @@ int main(void)
     Suite *s = suite_create("engine");
     TCase *tc = tcase_create("shared");
     tcase_add_test(tc, ledger_finds_interior_pointers);
+    tcase_add_test(tc, ledger_vmm_handles_and_mappings);
     tcase_add_test(tc, ledger_numbers_in_order);
     tcase_add_test(tc, ledger_many);
     tcase_add_test(tc, ledger_matches_reference);

@@ -1,0 +1,142 @@
+#!/bin/sh
+# Red zones at the scale of real programs (issue #16), ratios against the
+# native program in the same run; every repetition runs each configuration
+# once (interleaved), and each figure is the median over REPS repetitions.
+#   1. Launch mode per tiny launch with N live 4 KB allocations
+#      (bench/redzone/rz_launch_bench.c): native, ATLAS_REDZONE=64 with
+#      ATLAS_REDZONE_CHECK=launch, sync and free, and compute-sanitizer
+#      memcheck when it is installed. Bars: launch mode within 1.3x across N,
+#      at most 2x native at 10,000.
+#   2. PyTorch MLP training step (bench/core/torch_steps.py) with PyTorch's
+#      default allocator and no setting but ATLAS_REDZONE=64 (the library
+#      routes the pool itself), in default and in launch mode, against native
+#      with the default allocator. Bars: 1.35x and 2x. Skipped without torch
+#      and a GPU.
+#
+#   run_redzone_bench.sh BUILD [REPS] [MODULE]
+# MODULE: the kernels' module, BUILD/bench/kern_bench.cubin by default (a
+# GPU); make redzone-bench-fake passes the fake driver's shared object.
+# RZ_BENCH_LIVE ("10 1000 10000"), RZ_BENCH_LAUNCHES (3000) and
+# RZ_BENCH_STEPS (2000) change the sizes.
+set -eu
+build=${1:-build}
+reps=${2:-5}
+module=${3:-$build/bench/kern_bench.cubin}
+lib=$(realpath "$build/libatlastrace.so")
+bin=$build/bench/rz_launch_bench
+here=$(dirname "$0")
+live_sizes=${RZ_BENCH_LIVE:-10 1000 10000}
+launches=${RZ_BENCH_LAUNCHES:-3000}
+steps=${RZ_BENCH_STEPS:-2000}
+tmp=$(mktemp -d /tmp/atlas-rzbench-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# name|environment ("-": no preload)|command prefix
+configs="native|-|
+launch|ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch|
+sync|ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=sync|
+free|ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=free|"
+if command -v compute-sanitizer >/dev/null 2>&1; then
+    configs="$configs
+memcheck|-|compute-sanitizer --tool memcheck --print-limit 1"
+fi
+
+# envs prefix command... -> its stdout. The framework pool settings the
+# library would route are cleared, so every row starts from PyTorch's default.
+run() {
+    envs=$1 prefix=$2
+    shift 2
+    if [ "$envs" = "-" ]; then
+        # shellcheck disable=SC2086
+        env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF ATLAS_LOG=/dev/null $prefix "$@"
+    else
+        # shellcheck disable=SC2086
+        env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF ATLAS_LOG=/dev/null $envs \
+            LD_PRELOAD="$lib" $prefix "$@"
+    fi 2>/dev/null
+}
+
+median() { # file -> median, or "-" when the file is missing or empty
+    [ -s "$1" ] || { echo -; return; }
+    sort -n "$1" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
+}
+
+cell() { # value native -> "v (r.rrx)"
+    if [ "$1" = - ] || [ "$2" = - ]; then echo "$1"; return; fi
+    awk -v v="$1" -v b="$2" 'BEGIN { printf "%.2f (%.2fx)", v, v / b }'
+}
+
+r=0
+while [ $r -lt "$reps" ]; do
+    for live in $live_sizes; do
+        echo "$configs" | while IFS='|' read -r name envs prefix; do
+            v=$(run "$envs" "$prefix" "$bin" "$module" "$live" "$launches" |
+                awk '/^us_per_launch/ { print $3 }')
+            [ -n "$v" ] && echo "$v" >>"$tmp/launch.$name.$live"
+        done
+    done
+    r=$((r + 1))
+done
+
+echo "### Launch mode against live allocations"
+echo
+echo "us per launch ($launches launches of a 3-pointer kernel, N live 4 KB allocations), median of"
+echo "$reps interleaved runs; ratio to native in brackets."
+echo
+# shellcheck disable=SC2016
+echo '| live allocations | native | `ATLAS_REDZONE_CHECK=launch` | `=sync` | `=free` | memcheck |'
+echo '|---:|---:|---:|---:|---:|---:|'
+for live in $live_sizes; do
+    nat=$(median "$tmp/launch.native.$live")
+    printf '| %s | %s | %s | %s | %s | %s |\n' "$live" "$nat" \
+        "$(cell "$(median "$tmp/launch.launch.$live")" "$nat")" \
+        "$(cell "$(median "$tmp/launch.sync.$live")" "$nat")" \
+        "$(cell "$(median "$tmp/launch.free.$live")" "$nat")" \
+        "$(cell "$(median "$tmp/launch.memcheck.$live")" "$nat")"
+done
+echo
+lo=$(for live in $live_sizes; do median "$tmp/launch.launch.$live"; done | grep -v '^-$' | sort -n | head -1)
+hi=$(for live in $live_sizes; do median "$tmp/launch.launch.$live"; done | grep -v '^-$' | sort -n | tail -1)
+last=$(echo "$live_sizes" | awk '{ print $NF }')
+if [ -n "$lo" ]; then
+    awk -v lo="$lo" -v hi="$hi" -v l="$(median "$tmp/launch.launch.$last")" \
+        -v n="$(median "$tmp/launch.native.$last")" -v last="$last" 'BEGIN {
+        printf "launch mode: slowest/fastest across N %.2fx (bar 1.3x); at %s live %.2fx native (bar 2x)\n",
+            hi / lo, last, (n > 0) ? l / n : 0 }'
+fi
+
+if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    echo
+    echo "(PyTorch with a GPU not found: the training-step rows are skipped)"
+    exit 0
+fi
+tconfigs="native|-|
+redzone|ATLAS_REDZONE=64|
+redzone-launch|ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch|"
+r=0
+while [ $r -lt "$reps" ]; do
+    echo "$tconfigs" | while IFS='|' read -r name envs prefix; do
+        v=$(run "$envs" "$prefix" python3 "$here/../core/torch_steps.py" "$steps" |
+            awk '/^ns_per_op/ { printf "%.1f\n", $2 / 1000 }')
+        [ -n "$v" ] && echo "$v" >>"$tmp/torch.$name"
+    done
+    r=$((r + 1))
+done
+nat=$(median "$tmp/torch.native")
+echo
+echo "### PyTorch MLP training step, default allocator, no setting but ATLAS_REDZONE"
+echo
+echo "us per step ($steps steps), median of $reps interleaved runs."
+echo
+echo "| configuration | us/step | ratio | bar |"
+echo "|---|---:|---:|---:|"
+echo "| native | $nat | 1.00x | |"
+for row in "redzone|\`ATLAS_REDZONE=64\`|1.35x" \
+    "redzone-launch|\`ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch\`|2x"; do
+    name=${row%%|*} rest=${row#*|}
+    label=${rest%%|*} bar=${rest#*|}
+    v=$(median "$tmp/torch.$name")
+    awk -v v="$v" -v b="$nat" -v l="$label" -v bar="$bar" 'BEGIN {
+        if (v == "-" || b == "-") printf "| %s | %s | - | %s |\n", l, v, bar;
+        else printf "| %s | %s | %.2fx | %s |\n", l, v, v / b, bar }'
+done
