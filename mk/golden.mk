@@ -4,7 +4,7 @@
 #   make golden-check    compare (part of make check)
 #   make golden-update   rewrite the .out files after an intended change
 GOLDEN_DEPS := $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/redzone_prog \
-               $(BUILD)/tests/sync_target $(BUILD)/tests/trace_steps
+               $(BUILD)/tests/sync_target $(BUILD)/tests/trace_steps $(BUILD)/tests/vmm_prog
 
 .PHONY: golden-check golden-update
 golden-check: $(GOLDEN_DEPS)

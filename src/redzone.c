@@ -1268,8 +1268,8 @@ static void leak_report(void)
     }
     n = atl_ledger_snapshot(all, n);
     qsort(all, n, sizeof *all, by_size_desc);
-    atl_log(ATL_WARN, "leaks: %zu allocations never freed, %zu bytes in total (largest first):", n,
-            total);
+    atl_log(ATL_WARN, "leaks: %zu allocation%s never freed, %zu bytes in total (largest first):", n,
+            n == 1 ? "" : "s", total);
     for (size_t i = 0; i < n && i < 100; i++) {
         char site[512], where[64];
         atl_stack_site(&all[i].site, site, sizeof site);

@@ -401,7 +401,7 @@ START_TEST(teardown_no_false_alarm)
     HASNT(r.log, "unknown pointer");
     HASNT(r.log, "cannot check");
     HASNT(r.log, "redzone overrun");
-    HAS(r.log, "leaks: 1 allocations never freed, 512 bytes in total");
+    HAS(r.log, "leaks: 1 allocation never freed, 512 bytes in total");
     ck_assert_int_eq(count_lines(r.log, "atlas["), 3);
     run_free(&r);
 }

@@ -45,7 +45,7 @@ END_TEST
 
 static void leak_listed(const char *log)
 {
-    HAS(log, "leaks: 1 allocations never freed, 4194304 bytes in total");
+    HAS(log, "leaks: 1 allocation never freed, 4194304 bytes in total");
     HAS(log, "leaks:   alloc#2 4194304 bytes through cuMemCreate (handle 0x");
     HAS(log, "), allocated at vmm_create+0x");
     HASNT(log, "leaks:   alloc#1 ");
