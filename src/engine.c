@@ -1,6 +1,7 @@
 /*
  * Engine core: lifecycle (lazy init, exit reports, fork), the re-entrancy
- * guard, call statistics, and the event entry points the hooks call.
+ * guard, and the event entry points the hooks call (the one place that fans
+ * each event out to the features). The call statistics are src/stats.c's.
  */
 #include "engine.h"
 
@@ -13,6 +14,7 @@
 #include "log.h"
 #include "redzone.h"
 #include "ring.h"
+#include "stats.h"
 #include "sync.h"
 #include "trace.h"
 
@@ -38,9 +40,7 @@ static int late_atexit;  /* second atexit registration done */
 
 static __thread int depth __attribute__((tls_model("initial-exec")));
 
-static uint64_t calls[ATL_ID_COUNT][ATL_PATH_COUNT];
 static uint64_t findings[ATL_FINDING_KINDS];
-static uint64_t resolved[ATL_ID_COUNT][ATL_PATH_COUNT];
 
 static void warn_line(void *ctx, const char *line)
 {
@@ -128,28 +128,19 @@ int atl_enter(int hook, int path)
      * touches: only paid when someone will read it (about half of the
      * always-on launch path's cost, measured against the fake driver). */
     if (atl_cfg.stats)
-        __atomic_fetch_add(&calls[hook][path], 1, __ATOMIC_RELAXED);
+        atl_stats_count_call(hook, path);
     return 1;
+}
+
+void atl_hold(void)
+{
+    atl_engine_init();
+    depth++;
 }
 
 void atl_leave(void)
 {
     depth--;
-}
-
-void atl_note_resolved(int hook, int path)
-{
-    __atomic_fetch_add(&resolved[hook][path], 1, __ATOMIC_RELAXED);
-}
-
-uint64_t atl_stat_calls(int hook, int path)
-{
-    return __atomic_load_n(&calls[hook][path], __ATOMIC_RELAXED);
-}
-
-uint64_t atl_stat_resolved(int hook, int path)
-{
-    return __atomic_load_n(&resolved[hook][path], __ATOMIC_RELAXED);
 }
 
 /* cudart registers its own exit handler (which tears the context down) when
@@ -435,62 +426,6 @@ void atl_log_once_oom(const char *what)
                 "out of memory in %s: atlastrace's reports are incomplete from here on "
                 "(the program is not affected)",
                 what);
-}
-
-/* ---- reports --------------------------------------------------------------- */
-
-static void stats_table(const char *tag)
-{
-    char line[320];
-    uint64_t total = 0;
-    snprintf(line, sizeof line,
-             "%s: function                              calls     linked      dlsym        gpa  "
-             "got:dlsym  got:gpa",
-             tag);
-    atl_log_line(line);
-    for (int h = 0; h < ATL_ID_COUNT; h++) {
-        uint64_t c[ATL_PATH_COUNT], sum = 0;
-        for (int p = 0; p < ATL_PATH_COUNT; p++)
-            sum += c[p] = atl_stat_calls(h, p);
-        uint64_t rd = atl_stat_resolved(h, ATL_PATH_DLSYM), rg = atl_stat_resolved(h, ATL_PATH_GPA);
-        if (sum == 0 && rd == 0 && rg == 0)
-            continue;
-        total += sum;
-        snprintf(line, sizeof line, "%s: %-36s %10llu %10llu %10llu %10llu %10llu %8llu", tag,
-                 atl_hook_names[h], (unsigned long long)sum, (unsigned long long)c[0],
-                 (unsigned long long)c[1], (unsigned long long)c[2], (unsigned long long)rd,
-                 (unsigned long long)rg);
-        atl_log_line(line);
-    }
-    snprintf(line, sizeof line, "%s: total intercepted calls=%llu", tag, (unsigned long long)total);
-    atl_log_line(line);
-}
-
-void atl_stats_report(int fd)
-{
-    (void)fd;
-    stats_table("stats");
-}
-
-void atl_stats_snapshot(const char *label)
-{
-    char tag[80];
-    atl_engine_init();
-    /* only printable, space-free label text reaches the log */
-    size_t n = 0;
-    n += (size_t)snprintf(tag, sizeof tag, "snapshot[");
-    for (const char *p = label ? label : ""; *p && n < 60; p++)
-        tag[n++] = (*p > ' ' && *p < 127 && *p != ']') ? *p : '_';
-    tag[n++] = ']';
-    tag[n] = '\0';
-    depth++;
-    stats_table(tag);
-    depth--;
-}
-
-__attribute__((visibility("default"))) void atlas_stats_snapshot(const char *label)
-{
-    atl_stats_snapshot(label);
 }
 
 /* ---- exit -------------------------------------------------------------------- */

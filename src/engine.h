@@ -84,9 +84,10 @@ void atl_leave(void);
 /* atl_enter for the library's own API entry points (atlas_* functions):
  * marks the thread re-entrant without counting a hook call. */
 int atl_self_enter(void);
-
-/* Counts one hand-out of a wrapper by dlsym or cuGetProcAddress. */
-void atl_note_resolved(int hook, int path);
+/* Marks the thread re-entrant unconditionally (initialising first), also
+ * after the exit report: for a report the program asks for (atl_leave
+ * ends it). */
+void atl_hold(void);
 
 /* ---- events ---------------------------------------------------------- */
 
@@ -283,16 +284,6 @@ int atl_exiting(void);
 int atl_exit_past_deadline(void);
 /* Says once per report that it was skipped at exit, and why. */
 void atl_exit_skipped(const char *what);
-
-/* Statistics, readable by tests. */
-uint64_t atl_stat_calls(int hook, int path);
-uint64_t atl_stat_resolved(int hook, int path);
-void atl_stats_report(int fd);
-
-/* Exported as atlas_stats_snapshot(label): prints the statistics table now,
- * each row tagged with `label`, so a program (or a Python script through
- * ctypes) can bracket a region and compare it with another tool's counts. */
-void atl_stats_snapshot(const char *label);
 
 /* Fork support: prepare/parent/child handlers for pthread_atfork. */
 void atl_engine_atfork_child(void);

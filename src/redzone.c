@@ -1097,24 +1097,3 @@ int atl_redzone_poison(uint64_t lo, uint64_t hi)
     free(copy);
     return n;
 }
-
-/* ---- the program's API (include/atlas/trace.h) ------------------------------------ */
-
-__attribute__((visibility("default"))) int atlas_redzone_scan_impl(void)
-{
-    if (!atl_self_enter())
-        return 0;
-    int n = atl_redzone_scan_all("atlas_redzone_scan");
-    atl_leave();
-    return n;
-}
-
-__attribute__((visibility("default"))) int atlas_redzone_poison_impl(unsigned long long lo,
-                                                                     unsigned long long hi)
-{
-    if (!atl_self_enter())
-        return 0;
-    int n = atl_redzone_poison(lo, hi);
-    atl_leave();
-    return n;
-}

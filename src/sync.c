@@ -594,9 +594,7 @@ void atl_sync_report(void)
     pthread_mutex_unlock(&sites_lock);
 }
 
-/* For scripts (ctypes) and tests: one counter by name, or the blocking
- * total for "blocking_d2h"; -1 for an unknown name. */
-__attribute__((visibility("default"))) long long atlas_sync_count(const char *name)
+long long atl_sync_count_named(const char *name)
 {
     if (!name)
         return -1;

@@ -54,5 +54,8 @@ void atl_sync_report(void);
 
 uint64_t atl_sync_counter(enum atl_sync_counter k);
 uint64_t atl_sync_blocking_d2h(void);
+/* One counter by its name, or the blocking total for "blocking_d2h"; -1 for
+ * an unknown name (exported as atlas_sync_count, src/api.c). */
+long long atl_sync_count_named(const char *name);
 
 #endif
