@@ -45,6 +45,25 @@ enum {
  * forked child, and when nothing is enabled. */
 extern unsigned atl_on;
 
+/* The features the engine fans events out to. Each has one init of one
+ * shape, `unsigned atl_<feature>_init(void)`: it reads its settings (and
+ * sets atl_ledger_on when it needs the ledger) and returns the ATL_ON_*
+ * classes it needs, 0 when it is off (never 0 when on). The engine keeps
+ * each answer (atl_engine_enable), sets atl_on to what they ask together,
+ * and calls a feature's event functions only while its answer is non-zero:
+ * that is the one gate; a feature's own early returns only refine it. */
+enum atl_feature {
+    ATL_FEAT_SYNC,    /* src/sync.c: blocking-copy counts, fault latch, debug sync */
+    ATL_FEAT_KAUDIT,  /* src/kaudit.c: ATLAS_KERNEL_AUDIT */
+    ATL_FEAT_REDZONE, /* src/redzone.c: ATLAS_REDZONE, ATLAS_LEAKS */
+    ATL_FEAT_TRACE,   /* src/trace.c: ATLAS_TRACE */
+    ATL_FEAT_HANG,    /* src/hang.c: ATLAS_HANG_SECONDS */
+    ATL_FEAT_COUNT,
+};
+/* Records a feature's answer. The engine's init calls every feature's init
+ * through here; a unit test that drives one feature calls it itself. */
+void atl_engine_enable(enum atl_feature f, unsigned events);
+
 /* Set by features that need the allocation ledger (step diffs, red zones,
  * leak lists), before initialisation ends. */
 extern int atl_ledger_on;

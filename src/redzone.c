@@ -647,7 +647,7 @@ int atl_redzone_scan_all(const char *where)
 
 /* ---- events ---------------------------------------------------------------------- */
 
-void atl_redzone_init(void)
+unsigned atl_redzone_init(void)
 {
     pad = (size_t)atl_cfg.redzone;
     fill = (unsigned char)atl_cfg.redzone_fill;
@@ -661,6 +661,7 @@ void atl_redzone_init(void)
     if (pad && *atl_pools_routed())
         atl_log(ATL_INFO, "redzone: framework pools routed to one driver allocation per tensor: %s",
                 atl_pools_routed());
+    return atl_redzone_events();
 }
 
 unsigned atl_redzone_events(void)

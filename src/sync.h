@@ -33,9 +33,9 @@ enum atl_sync_counter {
 };
 #define ATL_SC_BLOCKING_D2H_LAST ATL_SC_ASYNC_D2H_PAGEABLE
 
-/* Reads the settings (init_body) and says which event classes it needs. */
-void atl_sync_init(void);
-unsigned atl_sync_wanted(void);
+/* Reads the settings (the engine's init) and returns the event classes it
+ * needs (never 0: counting and the fault latch are always on). */
+unsigned atl_sync_init(void);
 
 /* Event entry points, called from the engine's. */
 CUresult atl_sync_launch_post(const struct atl_launch *l, CUresult r);
