@@ -55,7 +55,7 @@ int atl_ledger_on;
 static unsigned feature_events[ATL_FEAT_COUNT];
 
 static unsigned (*const feature_init[ATL_FEAT_COUNT])(void) = {
-    [ATL_FEAT_SYNC] = atl_sync_init,   [ATL_FEAT_KAUDIT] = atl_kaudit_init,
+    [ATL_FEAT_SYNC] = atl_sync_init,       [ATL_FEAT_KAUDIT] = atl_kaudit_init,
     [ATL_FEAT_REDZONE] = atl_redzone_init, [ATL_FEAT_TRACE] = atl_trace_init,
     [ATL_FEAT_HANG] = atl_hang_init,
 };

@@ -73,4 +73,3 @@ void atl_stats_snapshot(const char *label)
     stats_table(tag);
     atl_leave();
 }
-
