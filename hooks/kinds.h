@@ -37,16 +37,23 @@
         void **extra
 #define ATL_K_LAUNCH_A f, gx, gy, gz, bx, by, bz, shmem, hStream, kp, extra
 #define ATL_K_LAUNCH_BIT ATL_ON_LAUNCH
-/* Every field assigned, none left to a zeroing initializer: GCC zeroes the
- * whole event with `rep stos` first, a slow start on every traced launch. */
+/* The event of a grid launch. Every field assigned, none left to a zeroing
+ * initializer: GCC zeroes the whole event with `rep stos` first, a slow start
+ * on every traced launch. */
+static inline void atl_launch_event(struct atl_launch *ev, int hook, CUfunction f, unsigned gx,
+                                    unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                    unsigned shmem, CUstream stream, void **kp, void **extra)
+{
+    ev->hook = hook, ev->func = f;
+    ev->grid[0] = gx, ev->grid[1] = gy, ev->grid[2] = gz;
+    ev->block[0] = bx, ev->block[1] = by, ev->block[2] = bz;
+    ev->cluster[0] = ev->cluster[1] = ev->cluster[2] = 0;
+    ev->shmem = shmem, ev->stream = stream, ev->params = kp, ev->extra = extra;
+    ev->config = NULL, ev->seq = 0;
+}
 #define ATL_LAUNCH_EVENT(kp_, extra_)                                                              \
     struct atl_launch ev_;                                                                         \
-    ev_.hook = id_, ev_.func = f;                                                                  \
-    ev_.grid[0] = gx, ev_.grid[1] = gy, ev_.grid[2] = gz;                                          \
-    ev_.block[0] = bx, ev_.block[1] = by, ev_.block[2] = bz;                                       \
-    ev_.cluster[0] = ev_.cluster[1] = ev_.cluster[2] = 0;                                          \
-    ev_.shmem = shmem, ev_.stream = hStream, ev_.params = kp_, ev_.extra = extra_;                 \
-    ev_.config = NULL, ev_.seq = 0;                                                                \
+    atl_launch_event(&ev_, id_, f, gx, gy, gz, bx, by, bz, shmem, hStream, kp_, extra_);           \
     atl_launch_pre(&ev_);
 #define ATL_K_LAUNCH_PRE ATL_LAUNCH_EVENT(kp, extra)
 #define ATL_K_LAUNCH_POST r_ = atl_launch_post(&ev_, r_);
@@ -140,15 +147,26 @@
     ev_.graph = (r_ == CUDA_SUCCESS && phGraph) ? *phGraph : NULL;                                 \
     atl_capture_post(&ev_, r_);
 
-/* ---- allocation ---- */
+/* ---- allocation ----
+ * The engine (red zones) may ask the driver for more than the program did:
+ * these return what goes to the driver in place of the program's size. */
+static inline size_t atl_alloc_bytes(struct atl_alloc *ev)
+{
+    atl_alloc_pre(ev);
+    return ev->padded;
+}
+static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
+{
+    atl_alloc_pre(ev);
+    return ev->padded_height ? ev->padded_height : height;
+}
 #define ATL_K_ALLOC_P CUdeviceptr *dptr, size_t bytesize
 #define ATL_K_ALLOC_A dptr, bytesize
 #define ATL_K_ALLOC_BIT ATL_ON_ALLOC
 #define ATL_K_ALLOC_PRE                                                                            \
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_DEVICE, .dptr = dptr, .bytes = bytesize};                   \
-    atl_alloc_pre(&ev_);                                                                           \
-    bytesize = ev_.padded;
+    bytesize = atl_alloc_bytes(&ev_);
 #define ATL_K_ALLOC_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_PITCH_P                                                                        \
@@ -164,9 +182,7 @@
                             .height = height,                                                      \
                             .elem = elemSize,                                                      \
                             .bytes = width * height};                                              \
-    atl_alloc_pre(&ev_);                                                                           \
-    if (ev_.padded_height)                                                                         \
-        height = ev_.padded_height;
+    height = atl_alloc_rows(&ev_, height);
 #define ATL_K_ALLOC_PITCH_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_MANAGED_P CUdeviceptr *dptr, size_t bytesize, unsigned int mflags
@@ -175,8 +191,7 @@
 #define ATL_K_ALLOC_MANAGED_PRE                                                                    \
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_MANAGED, .dptr = dptr, .bytes = bytesize};                  \
-    atl_alloc_pre(&ev_);                                                                           \
-    bytesize = ev_.padded;
+    bytesize = atl_alloc_bytes(&ev_);
 #define ATL_K_ALLOC_MANAGED_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_ASYNC_P CUdeviceptr *dptr, size_t bytesize, CUstream hStream
@@ -185,8 +200,7 @@
 #define ATL_K_ALLOC_ASYNC_PRE                                                                      \
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_ASYNC, .dptr = dptr, .bytes = bytesize, .stream = hStream}; \
-    atl_alloc_pre(&ev_);                                                                           \
-    bytesize = ev_.padded;
+    bytesize = atl_alloc_bytes(&ev_);
 #define ATL_K_ALLOC_ASYNC_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_POOL_P CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream
@@ -199,8 +213,7 @@
                             .bytes = bytesize,                                                     \
                             .stream = hStream,                                                     \
                             .pool = pool};                                                         \
-    atl_alloc_pre(&ev_);                                                                           \
-    bytesize = ev_.padded;
+    bytesize = atl_alloc_bytes(&ev_);
 #define ATL_K_ALLOC_POOL_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_FREE_P CUdeviceptr dptr
