@@ -55,6 +55,36 @@ LDLIBS_CORE := -ldl -lpthread
 # through sudo (tools/ensure-deb.sh WHO PROBE PACKAGE...).
 ENSURE_DEB := sh tools/ensure-deb.sh
 
+# ---- shared by the fragments: defined here, before any of them is read,
+# so that none depends on the order mk/*.mk are included in ----
+# The fake driver (mk/fake.mk builds it).
+FAKE_DIR := $(BUILD)/fake
+FAKE_LIB := $(FAKE_DIR)/libcuda.so.1
+# Check, the test framework: its flags, expanded when used (make check may
+# install it first: check-deps).
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
+TEST_DEFS    := -DBUILD_DIR='"$(BUILD)"'
+
+# Check (the test framework) is installed when missing ($(ENSURE_DEB)).
+.PHONY: check-deps
+check-deps:
+	@$(ENSURE_DEB) "make check" "pkg-config --exists check" check pkg-config
+
+# Test binaries by pattern; a fragment names the binary (and any extra
+# prerequisite, such as a header it includes) and the recipe comes from here.
+# A unit test: tests/unit/test_X.c against the engine alone, no preload.
+UNIT_TEST_LINK = $(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a \
+                 $(CHECK_LIBS) $(LDLIBS_CORE)
+$(BUILD)/tests/test_%_unit: tests/unit/test_%.c $(BUILD)/libatlas_engine.a | check-deps
+	@mkdir -p $(dir $@)
+	$(UNIT_TEST_LINK)
+# An integration test: tests/integration/test_X.c and the runner that starts
+# target programs under the preload.
+$(BUILD)/tests/test_%: tests/integration/test_%.c tests/integration/run.c | check-deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $(filter %.c %.a,$^) $(CHECK_LIBS) $(LDLIBS_CORE)
+
 ALL_TARGETS   :=
 CHECK_TARGETS :=
 GPU_TARGETS   :=

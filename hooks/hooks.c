@@ -16,50 +16,73 @@ void *atl_real_ptr[ATL_ID_COUNT];
 #define ATL_REAL_OF(sym)                                                                           \
     ((__typeof__(&sym))__atomic_load_n(&atl_real_ptr[ATL_ID_##sym], __ATOMIC_ACQUIRE))
 
-/* The light path's cold half, named_: a kernel the recorder's table lacks,
- * or its first launch since the last good sync (ring.h). It records the
- * launch itself and calls the driver: never back to mid_, which would come
- * here again for a handle that cannot be entered (NULL, out of memory). */
+/* Which bit of atl_on turns each light path on (hooks.def's LIGHT column). */
+#define ATL_LIGHT_RING_BIT ATL_ON_LAUNCH_RING
+#define ATL_LIGHT_DTOH_BIT ATL_ON_DTOH_COUNT
+
+/* The common head of mid_ and named_: the hook's id and real function. */
+#define ATL_HEAD(sym)                                                                              \
+    const int id_ = ATL_ID_##sym;                                                                  \
+    (void)id_;                                                                                     \
+    __typeof__(&sym) real_ = ATL_REAL_OF(sym);
+
+/* The RING light path's cold half, named_: a kernel the recorder's table
+ * lacks, or its first launch since the last good sync (ring.h). It records
+ * the launch itself and calls the driver: never back to mid_, which would
+ * come here again for a handle that cannot be entered (NULL, out of memory). */
 #define ATL_NAMED(sym, KIND, fname, attr)                                                          \
     static __attribute__((noinline, cold, attr)) CUresult named_##fname(ATL_K_##KIND##_P)          \
     {                                                                                              \
-        const int id_ = ATL_ID_##sym;                                                              \
-        (void)id_;                                                                                 \
-        __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
+        ATL_HEAD(sym)                                                                              \
         if (!real_)                                                                                \
             return slow_##fname(ATL_K_##KIND##_A);                                                 \
-        ATL_K_##KIND##_NAMED ATL_K_##KIND##_RECORD return real_(ATL_K_##KIND##_A);                 \
+        atl_light_first_##KIND(ATL_K_##KIND##_A);                                                  \
+        atl_light_record_##KIND(id_, ATL_K_##KIND##_A);                                            \
+        return real_(ATL_K_##KIND##_A);                                                            \
     }
 
-/* The light path in C: ATL_K_KIND_LIGHT inline, then the driver. */
-#define ATL_MID_C(sym, KIND, fname)                                                                \
-    ATL_NAMED(sym, KIND, fname, unused)                                                            \
+/* mid_, the light path in C: steps(KIND, fname), statements that end in a
+ * return, while the engine does not want the call; else the engine. */
+#define ATL_MID_BODY(sym, KIND, fname, steps)                                                      \
     static __attribute__((noinline, noclone, used)) CUresult mid_##fname(ATL_K_##KIND##_P)         \
     {                                                                                              \
-        const int id_ = ATL_ID_##sym;                                                              \
-        (void)id_;                                                                                 \
-        __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
+        ATL_HEAD(sym)                                                                              \
         unsigned on_ = __atomic_load_n(&atl_on, __ATOMIC_RELAXED);                                 \
         if (__builtin_expect(!(on_ & (ATL_K_##KIND##_BIT)) && real_, 1)) {                         \
-            ATL_K_##KIND##_LIGHT(named_##fname) return real_(ATL_K_##KIND##_A);                    \
+            steps(KIND, fname)                                                                     \
         }                                                                                          \
         return slow_##fname(ATL_K_##KIND##_A);                                                     \
     }
+
+/* RING in C: kinds.h's atl_light_* of the kind, then the driver. */
+#define ATL_RING_STEPS(KIND, fname)                                                                \
+    if (__builtin_expect(!atl_light_ready_##KIND(ATL_K_##KIND##_A), 0))                            \
+        return named_##fname(ATL_K_##KIND##_A);                                                    \
+    atl_light_record_##KIND(id_, ATL_K_##KIND##_A);                                                \
+    return real_(ATL_K_##KIND##_A);
+#define ATL_MID_RING_C(sym, KIND, fname)                                                           \
+    ATL_NAMED(sym, KIND, fname, unused)                                                            \
+    ATL_MID_BODY(sym, KIND, fname, ATL_RING_STEPS)
 
 /* ATL_PICK(ATL_K_KIND_ASM_MID, dflt): the kind's own mid_ maker when it is
  * defined (as `~, maker`), else dflt. */
 #define ATL_SECOND(a, b, ...) b
 #define ATL_PICK(probe, dflt) ATL_SECOND(probe, dflt, ~)
-#define ATL_MID(sym, KIND, fname) ATL_PICK(ATL_K_##KIND##_ASM_MID, ATL_MID_C)(sym, KIND, fname)
+#define ATL_MID_RING(sym, KIND, fname)                                                             \
+    ATL_PICK(ATL_K_##KIND##_ASM_MID, ATL_MID_RING_C)(sym, KIND, fname)
 
-/* Three functions per entry point:
+/* DTOH: the copy, then its count (kinds.h's atl_light_dtoh). */
+#define ATL_DTOH_STEPS(KIND, fname) return atl_light_dtoh(id_, real_, ATL_K_##KIND##_A);
+#define ATL_MID_DTOH(sym, KIND, fname) ATL_MID_BODY(sym, KIND, fname, ATL_DTOH_STEPS)
+
+/* Per entry point:
  *   fname  the entry (ATL_FAST below): atl_on says whether the engine wants
- *          the call (-> slow_) or the kind's light path is on (-> mid_);
- *          otherwise a tail call to the driver, with no stack frame;
- *   mid_   the light path (ATL_K_KIND_LIGHT: the launch ring, the DtoH
- *          count), written inline, then the driver;
+ *          the call (-> slow_) or, for a row with a light path, whether that
+ *          is on (-> mid_); otherwise a tail call to the driver, with no
+ *          stack frame;
+ *   mid_   the light path (hooks.def's LIGHT column), then the driver;
  *   slow_  the engine's full path, cold. */
-#define ATL_ENTRY(sym, KIND, fname, path, storage)                                                 \
+#define ATL_SLOW(sym, KIND, fname, path)                                                           \
     static __attribute__((noinline, noclone, cold, used)) CUresult slow_##fname(ATL_K_##KIND##_P)  \
     {                                                                                              \
         const int id_ = ATL_ID_##sym;                                                              \
@@ -75,13 +98,18 @@ void *atl_real_ptr[ATL_ID_COUNT];
         ATL_K_##KIND##_PRE CUresult r_ = real_(ATL_K_##KIND##_A);                                  \
         ATL_K_##KIND##_POST atl_leave();                                                           \
         return r_;                                                                                 \
-    }                                                                                              \
-    ATL_MID(sym, KIND, fname)                                                                      \
+    }
+#define ATL_ENTRY(sym, KIND, fname, path, storage)                                                 \
+    ATL_SLOW(sym, KIND, fname, path)                                                               \
     ATL_FAST(sym, KIND, fname, storage)
+#define ATL_ENTRY_LIGHT(sym, KIND, fname, path, storage, LIGHT)                                    \
+    ATL_SLOW(sym, KIND, fname, path)                                                               \
+    ATL_MID_##LIGHT(sym, KIND, fname)                                                              \
+        ATL_FAST_LIGHT(sym, KIND, fname, storage, ATL_LIGHT_##LIGHT##_BIT)
 
 #if defined(__x86_64__) && !defined(ATL_C_FAST)
-/* On x86-64 the entry itself is eight instructions of assembly, the same
- * for every signature: in C, GCC reloads and stores back every argument
+/* On x86-64 the entry itself is six instructions of assembly (eight with a
+ * light path), the same for every signature: in C, GCC reloads and stores back every argument
  * passed on the stack before a tail call (cuLaunchKernel has five), which
  * cost 40 instructions a launch. The function is naked: no frame, only the
  * scratch registers rax and r10 (no hooked function is variadic), and the
@@ -154,7 +182,20 @@ void *atl_real_ptr[ATL_ID_COUNT];
 #define ATL_K_LAUNCH_ASM_MID ~, ATL_MID_GRID_ASM
 #define ATL_K_LAUNCH_COOP_ASM_MID ~, ATL_MID_GRID_ASM
 
+/* A row without a light path: the engine, or the driver. */
 #define ATL_FAST(sym, KIND, fname, storage)                                                        \
+    storage __attribute__((naked)) CUresult CUDAAPI fname(ATL_K_##KIND##_P)                        \
+    {                                                                                              \
+        __asm__(ATL_ENDBR "testl %1, atl_on(%%rip)\n\t"                                            \
+                          "jnz slow_" #fname "\n\t"                                                \
+                          "movq atl_real_ptr+%c0(%%rip), %%rax\n\t"                                \
+                          "testq %%rax, %%rax\n\t"                                                 \
+                          "jz slow_" #fname "\n\t"                                                 \
+                          "jmp *%%rax" ::"i"(ATL_ID_##sym * sizeof(void *)),                       \
+                "i"(ATL_K_##KIND##_BIT));                                                          \
+    }
+/* A row with a light path: the engine, the light path (mid_), or the driver. */
+#define ATL_FAST_LIGHT(sym, KIND, fname, storage, lightbit)                                        \
     storage __attribute__((naked)) CUresult CUDAAPI fname(ATL_K_##KIND##_P)                        \
     {                                                                                              \
         __asm__(ATL_ENDBR "movl atl_on(%%rip), %%r10d\n\t"                                         \
@@ -166,7 +207,7 @@ void *atl_real_ptr[ATL_ID_COUNT];
                           "testl %2, %%r10d\n\t"                                                   \
                           "jnz mid_" #fname "\n\t"                                                 \
                           "jmp *%%rax" ::"i"(ATL_ID_##sym * sizeof(void *)),                       \
-                "i"(ATL_K_##KIND##_BIT), "i"(ATL_K_##KIND##_LIGHTBIT));                            \
+                "i"(ATL_K_##KIND##_BIT), "i"(lightbit));                                           \
     }
 #else
 #define ATL_FAST(sym, KIND, fname, storage)                                                        \
@@ -174,7 +215,16 @@ void *atl_real_ptr[ATL_ID_COUNT];
     {                                                                                              \
         __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
         unsigned on_ = __atomic_load_n(&atl_on, __ATOMIC_RELAXED);                                 \
-        if (__builtin_expect(!(on_ & (ATL_K_##KIND##_BIT | ATL_K_##KIND##_LIGHTBIT)) && real_, 1)) \
+        if (__builtin_expect(!(on_ & ATL_K_##KIND##_BIT) && real_, 1))                             \
+            return real_(ATL_K_##KIND##_A);                                                        \
+        return slow_##fname(ATL_K_##KIND##_A);                                                     \
+    }
+#define ATL_FAST_LIGHT(sym, KIND, fname, storage, lightbit)                                        \
+    storage CUresult CUDAAPI fname(ATL_K_##KIND##_P)                                               \
+    {                                                                                              \
+        __typeof__(&sym) real_ = ATL_REAL_OF(sym);                                                 \
+        unsigned on_ = __atomic_load_n(&atl_on, __ATOMIC_RELAXED);                                 \
+        if (__builtin_expect(!(on_ & (ATL_K_##KIND##_BIT | (lightbit))) && real_, 1))              \
             return real_(ATL_K_##KIND##_A);                                                        \
         return mid_##fname(ATL_K_##KIND##_A);                                                      \
     }
@@ -186,8 +236,13 @@ void *atl_real_ptr[ATL_ID_COUNT];
     ATL_ENTRY(sym, KIND, sym, ATL_PATH_LINKED, ATL_EXPORTED)                                       \
     ATL_ENTRY(sym, KIND, atl_dl_##sym, ATL_PATH_DLSYM, static)                                     \
     ATL_ENTRY(sym, KIND, atl_gpa_##sym, ATL_PATH_GPA, static)
+#define ATL_HOOK_LIGHT(sym, KIND, FLAGS, LIGHT)                                                    \
+    ATL_ENTRY_LIGHT(sym, KIND, sym, ATL_PATH_LINKED, ATL_EXPORTED, LIGHT)                          \
+    ATL_ENTRY_LIGHT(sym, KIND, atl_dl_##sym, ATL_PATH_DLSYM, static, LIGHT)                        \
+    ATL_ENTRY_LIGHT(sym, KIND, atl_gpa_##sym, ATL_PATH_GPA, static, LIGHT)
 #include "hooks.def"
 #undef ATL_HOOK
+#undef ATL_HOOK_LIGHT
 
 void *const atl_wrappers[ATL_PATH_COUNT][ATL_ID_COUNT] = {
     {

@@ -9,8 +9,7 @@
  *                    `ev_`, tell the engine; may rewrite parameters (red
  *                    zones pad the size)
  *   ATL_K_KIND_POST  statements run after it, with the real result in `r_`
- *   ATL_K_KIND_LIGHTBIT, ATL_K_KIND_LIGHT(again), ATL_K_KIND_NAMED
- *                    the light path, below
+ * A row of hooks.def with a light path has its functions at the end.
  * In PRE and POST, `id_` is the hook's ATL_ID_*.
  */
 #ifndef ATL_KINDS_H
@@ -38,16 +37,23 @@
         void **extra
 #define ATL_K_LAUNCH_A f, gx, gy, gz, bx, by, bz, shmem, hStream, kp, extra
 #define ATL_K_LAUNCH_BIT ATL_ON_LAUNCH
-/* Every field assigned, none left to a zeroing initializer: GCC zeroes the
- * whole event with `rep stos` first, a slow start on every traced launch. */
+/* The event of a grid launch. Every field assigned, none left to a zeroing
+ * initializer: GCC zeroes the whole event with `rep stos` first, a slow start
+ * on every traced launch. */
+static inline void atl_launch_event(struct atl_launch *ev, int hook, CUfunction f, unsigned gx,
+                                    unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                    unsigned shmem, CUstream stream, void **kp, void **extra)
+{
+    ev->hook = hook, ev->func = f;
+    ev->grid[0] = gx, ev->grid[1] = gy, ev->grid[2] = gz;
+    ev->block[0] = bx, ev->block[1] = by, ev->block[2] = bz;
+    ev->cluster[0] = ev->cluster[1] = ev->cluster[2] = 0;
+    ev->shmem = shmem, ev->stream = stream, ev->params = kp, ev->extra = extra;
+    ev->config = NULL, ev->seq = 0;
+}
 #define ATL_LAUNCH_EVENT(kp_, extra_)                                                              \
     struct atl_launch ev_;                                                                         \
-    ev_.hook = id_, ev_.func = f;                                                                  \
-    ev_.grid[0] = gx, ev_.grid[1] = gy, ev_.grid[2] = gz;                                          \
-    ev_.block[0] = bx, ev_.block[1] = by, ev_.block[2] = bz;                                       \
-    ev_.cluster[0] = ev_.cluster[1] = ev_.cluster[2] = 0;                                          \
-    ev_.shmem = shmem, ev_.stream = hStream, ev_.params = kp_, ev_.extra = extra_;                 \
-    ev_.config = NULL, ev_.seq = 0;                                                                \
+    atl_launch_event(&ev_, id_, f, gx, gy, gz, bx, by, bz, shmem, hStream, kp_, extra_);           \
     atl_launch_pre(&ev_);
 #define ATL_K_LAUNCH_PRE ATL_LAUNCH_EVENT(kp, extra)
 #define ATL_K_LAUNCH_POST r_ = atl_launch_post(&ev_, r_);
@@ -141,15 +147,26 @@
     ev_.graph = (r_ == CUDA_SUCCESS && phGraph) ? *phGraph : NULL;                                 \
     atl_capture_post(&ev_, r_);
 
-/* ---- allocation ---- */
+/* ---- allocation ----
+ * The engine (red zones) may ask the driver for more than the program did:
+ * these return what goes to the driver in place of the program's size. */
+static inline size_t atl_alloc_bytes(struct atl_alloc *ev)
+{
+    atl_alloc_pre(ev);
+    return ev->padded;
+}
+static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
+{
+    atl_alloc_pre(ev);
+    return ev->padded_height ? ev->padded_height : height;
+}
 #define ATL_K_ALLOC_P CUdeviceptr *dptr, size_t bytesize
 #define ATL_K_ALLOC_A dptr, bytesize
 #define ATL_K_ALLOC_BIT ATL_ON_ALLOC
 #define ATL_K_ALLOC_PRE                                                                            \
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_DEVICE, .dptr = dptr, .bytes = bytesize};                   \
-    atl_alloc_pre(&ev_);                                                                           \
-    bytesize = ev_.padded;
+    bytesize = atl_alloc_bytes(&ev_);
 #define ATL_K_ALLOC_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_PITCH_P                                                                        \
@@ -165,9 +182,7 @@
                             .height = height,                                                      \
                             .elem = elemSize,                                                      \
                             .bytes = width * height};                                              \
-    atl_alloc_pre(&ev_);                                                                           \
-    if (ev_.padded_height)                                                                         \
-        height = ev_.padded_height;
+    height = atl_alloc_rows(&ev_, height);
 #define ATL_K_ALLOC_PITCH_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_MANAGED_P CUdeviceptr *dptr, size_t bytesize, unsigned int mflags
@@ -176,8 +191,7 @@
 #define ATL_K_ALLOC_MANAGED_PRE                                                                    \
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_MANAGED, .dptr = dptr, .bytes = bytesize};                  \
-    atl_alloc_pre(&ev_);                                                                           \
-    bytesize = ev_.padded;
+    bytesize = atl_alloc_bytes(&ev_);
 #define ATL_K_ALLOC_MANAGED_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_ASYNC_P CUdeviceptr *dptr, size_t bytesize, CUstream hStream
@@ -186,8 +200,7 @@
 #define ATL_K_ALLOC_ASYNC_PRE                                                                      \
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_ASYNC, .dptr = dptr, .bytes = bytesize, .stream = hStream}; \
-    atl_alloc_pre(&ev_);                                                                           \
-    bytesize = ev_.padded;
+    bytesize = atl_alloc_bytes(&ev_);
 #define ATL_K_ALLOC_ASYNC_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_POOL_P CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream
@@ -200,8 +213,7 @@
                             .bytes = bytesize,                                                     \
                             .stream = hStream,                                                     \
                             .pool = pool};                                                         \
-    atl_alloc_pre(&ev_);                                                                           \
-    bytesize = ev_.padded;
+    bytesize = atl_alloc_bytes(&ev_);
 #define ATL_K_ALLOC_POOL_POST atl_alloc_post(&ev_, r_);
 
 #define ATL_K_FREE_P CUdeviceptr dptr
@@ -707,356 +719,86 @@
 #define ATL_K_PCTX_RELEASE_POST
 
 /* ---- the light path ----
- * ATL_K_KIND_LIGHT(again) runs instead of the engine when the kind's bit is
- * clear and ATL_K_KIND_LIGHTBIT is set in atl_on: the flight recorder's ring
- * of launches (ring.h), inline, with no call, so the arguments stay in their
- * registers and the hook ends in a tail call. A kernel the recorder's table
- * lacks, or its first launch since the last good sync, goes to `again`
- * (hooks.c's named_), which runs ATL_K_KIND_NAMED, then ATL_K_KIND_RECORD
- * (the ring slot), then the driver. ATL_K_KIND_ASM_MID, where defined, makes
- * the kind's light path in assembly instead (hooks.c). Empty, with LIGHTBIT
- * 0, for every other kind. */
-#define ATL_K_GRAPH_LAUNCH_LIGHTBIT ATL_ON_LAUNCH_RING
-#define ATL_K_GRAPH_LAUNCH_NAMED
-#define ATL_K_GRAPH_LAUNCH_RECORD                                                                  \
-    atl_ring_put(id_ | ATL_RING_GRAPH, hExec, hStream, 0, 0, 0, 0, 0, 0, 0);
-#define ATL_K_GRAPH_LAUNCH_LIGHT(again) ATL_K_GRAPH_LAUNCH_RECORD
-#define ATL_K_LAUNCH_LIGHTBIT ATL_ON_LAUNCH_RING
-#define ATL_K_LAUNCH_NAMED atl_ring_first(f, kp, extra);
-/* cuLaunchKernel and the cooperative launch: the same leading parameters */
-#define ATL_RECORD_GRID atl_ring_put(id_, f, hStream, gx, gy, gz, bx, by, bz, shmem);
-#define ATL_LIGHT_READY(again, args)                                                               \
-    if (__builtin_expect(!atl_ring_ready(f), 0))                                                   \
-        return again(args);
-#define ATL_K_LAUNCH_RECORD ATL_RECORD_GRID
-#define ATL_K_LAUNCH_LIGHT(again) ATL_LIGHT_READY(again, ATL_K_LAUNCH_A) ATL_RECORD_GRID
-#define ATL_K_LAUNCH_COOP_LIGHTBIT ATL_ON_LAUNCH_RING
-#define ATL_K_LAUNCH_COOP_NAMED atl_ring_first(f, kp, NULL);
-#define ATL_K_LAUNCH_COOP_RECORD ATL_RECORD_GRID
-#define ATL_K_LAUNCH_COOP_LIGHT(again) ATL_LIGHT_READY(again, ATL_K_LAUNCH_COOP_A) ATL_RECORD_GRID
-#define ATL_K_LAUNCH_EX_LIGHTBIT ATL_ON_LAUNCH_RING
-#define ATL_K_LAUNCH_EX_NAMED atl_ring_first(f, kp, extra);
-#define ATL_K_LAUNCH_EX_RECORD                                                                     \
-    if (config)                                                                                    \
-        atl_ring_put(id_, f, config->hStream, config->gridDimX, config->gridDimY,                  \
-                     config->gridDimZ, config->blockDimX, config->blockDimY, config->blockDimZ,    \
+ * The rows ATL_HOOK_LIGHT(sym, KIND, FLAGS, LIGHT) of hooks.def have one:
+ * while the engine does not want the call (the kind's BIT clear) and the
+ * light path's bit of atl_on is set, hooks.c's mid_ runs it instead of the
+ * engine, then calls the driver. These are functions, so that a debugger
+ * steps into them, and static inline, so that the hook keeps the arguments
+ * in their registers and ends in a tail call (the cost make cpu-bench
+ * measures).
+ *
+ * RING (the flight recorder's ring of launches, src/ring.h), per KIND:
+ *   atl_light_ready_KIND   1 when the launch can go to the ring at once;
+ *                          0 sends it through hooks.c's cold named_, which
+ *                          calls atl_light_first_KIND first (a kernel the
+ *                          recorder's table lacks, or its first launch since
+ *                          the last good sync)
+ *   atl_light_record_KIND  writes the launch's ring slot
+ * On x86-64, cuLaunchKernel and the cooperative launch take the same steps in
+ * assembly (hooks.c, ATL_K_KIND_ASM_MID).
+ *
+ * DTOH: atl_light_dtoh below. */
+static inline int atl_light_ready_LAUNCH(ATL_K_LAUNCH_P)
+{
+    return atl_ring_ready(f);
+}
+static inline void atl_light_first_LAUNCH(ATL_K_LAUNCH_P)
+{
+    atl_ring_first(f, kp, extra);
+}
+static inline void atl_light_record_LAUNCH(int id, ATL_K_LAUNCH_P)
+{
+    atl_ring_put(id, f, hStream, gx, gy, gz, bx, by, bz, shmem);
+}
+
+static inline int atl_light_ready_LAUNCH_COOP(ATL_K_LAUNCH_COOP_P)
+{
+    return atl_ring_ready(f);
+}
+static inline void atl_light_first_LAUNCH_COOP(ATL_K_LAUNCH_COOP_P)
+{
+    atl_ring_first(f, kp, NULL);
+}
+static inline void atl_light_record_LAUNCH_COOP(int id, ATL_K_LAUNCH_COOP_P)
+{
+    atl_ring_put(id, f, hStream, gx, gy, gz, bx, by, bz, shmem);
+}
+
+static inline int atl_light_ready_LAUNCH_EX(ATL_K_LAUNCH_EX_P)
+{
+    return atl_ring_ready(f);
+}
+static inline void atl_light_first_LAUNCH_EX(ATL_K_LAUNCH_EX_P)
+{
+    atl_ring_first(f, kp, extra);
+}
+static inline void atl_light_record_LAUNCH_EX(int id, ATL_K_LAUNCH_EX_P)
+{
+    if (config)
+        atl_ring_put(id, f, config->hStream, config->gridDimX, config->gridDimY, config->gridDimZ,
+                     config->blockDimX, config->blockDimY, config->blockDimZ,
                      config->sharedMemBytes);
-#define ATL_K_LAUNCH_EX_LIGHT(again)                                                               \
-    ATL_LIGHT_READY(again, ATL_K_LAUNCH_EX_A) ATL_K_LAUNCH_EX_RECORD
-#define ATL_K_GRAPH_INST_LEGACY_LIGHTBIT 0
-#define ATL_K_GRAPH_INST_LEGACY_NAMED
-#define ATL_K_GRAPH_INST_LEGACY_RECORD
-#define ATL_K_GRAPH_INST_LEGACY_LIGHT(again)
-#define ATL_K_GRAPH_INST_FLAGS_LIGHTBIT 0
-#define ATL_K_GRAPH_INST_FLAGS_NAMED
-#define ATL_K_GRAPH_INST_FLAGS_RECORD
-#define ATL_K_GRAPH_INST_FLAGS_LIGHT(again)
-#define ATL_K_GRAPH_INST_PARAMS_LIGHTBIT 0
-#define ATL_K_GRAPH_INST_PARAMS_NAMED
-#define ATL_K_GRAPH_INST_PARAMS_RECORD
-#define ATL_K_GRAPH_INST_PARAMS_LIGHT(again)
-#define ATL_K_ALLOC_LIGHTBIT 0
-#define ATL_K_ALLOC_NAMED
-#define ATL_K_ALLOC_RECORD
-#define ATL_K_ALLOC_LIGHT(again)
-#define ATL_K_ALLOC_ASYNC_LIGHTBIT 0
-#define ATL_K_ALLOC_ASYNC_NAMED
-#define ATL_K_ALLOC_ASYNC_RECORD
-#define ATL_K_ALLOC_ASYNC_LIGHT(again)
-#define ATL_K_ALLOC_MANAGED_LIGHTBIT 0
-#define ATL_K_ALLOC_MANAGED_NAMED
-#define ATL_K_ALLOC_MANAGED_RECORD
-#define ATL_K_ALLOC_MANAGED_LIGHT(again)
-#define ATL_K_ALLOC_PITCH_LIGHTBIT 0
-#define ATL_K_ALLOC_PITCH_NAMED
-#define ATL_K_ALLOC_PITCH_RECORD
-#define ATL_K_ALLOC_PITCH_LIGHT(again)
-#define ATL_K_ALLOC_POOL_LIGHTBIT 0
-#define ATL_K_ALLOC_POOL_NAMED
-#define ATL_K_ALLOC_POOL_RECORD
-#define ATL_K_ALLOC_POOL_LIGHT(again)
-#define ATL_K_VMM_CREATE_LIGHTBIT 0
-#define ATL_K_VMM_CREATE_NAMED
-#define ATL_K_VMM_CREATE_RECORD
-#define ATL_K_VMM_CREATE_LIGHT(again)
-#define ATL_K_VMM_RELEASE_LIGHTBIT 0
-#define ATL_K_VMM_RELEASE_NAMED
-#define ATL_K_VMM_RELEASE_RECORD
-#define ATL_K_VMM_RELEASE_LIGHT(again)
-#define ATL_K_VMM_RESERVE_LIGHTBIT 0
-#define ATL_K_VMM_RESERVE_NAMED
-#define ATL_K_VMM_RESERVE_RECORD
-#define ATL_K_VMM_RESERVE_LIGHT(again)
-#define ATL_K_VMM_ADDR_FREE_LIGHTBIT 0
-#define ATL_K_VMM_ADDR_FREE_NAMED
-#define ATL_K_VMM_ADDR_FREE_RECORD
-#define ATL_K_VMM_ADDR_FREE_LIGHT(again)
-#define ATL_K_VMM_MAP_LIGHTBIT 0
-#define ATL_K_VMM_MAP_NAMED
-#define ATL_K_VMM_MAP_RECORD
-#define ATL_K_VMM_MAP_LIGHT(again)
-#define ATL_K_VMM_UNMAP_LIGHTBIT 0
-#define ATL_K_VMM_UNMAP_NAMED
-#define ATL_K_VMM_UNMAP_RECORD
-#define ATL_K_VMM_UNMAP_LIGHT(again)
-#define ATL_K_CAPTURE_BEGIN1_LIGHTBIT 0
-#define ATL_K_CAPTURE_BEGIN1_NAMED
-#define ATL_K_CAPTURE_BEGIN1_RECORD
-#define ATL_K_CAPTURE_BEGIN1_LIGHT(again)
-#define ATL_K_CAPTURE_BEGIN2_LIGHTBIT 0
-#define ATL_K_CAPTURE_BEGIN2_NAMED
-#define ATL_K_CAPTURE_BEGIN2_RECORD
-#define ATL_K_CAPTURE_BEGIN2_LIGHT(again)
-#define ATL_K_CAPTURE_END_LIGHTBIT 0
-#define ATL_K_CAPTURE_END_NAMED
-#define ATL_K_CAPTURE_END_RECORD
-#define ATL_K_CAPTURE_END_LIGHT(again)
-#define ATL_K_CAPTURE_TOGRAPH_LIGHTBIT 0
-#define ATL_K_CAPTURE_TOGRAPH_NAMED
-#define ATL_K_CAPTURE_TOGRAPH_RECORD
-#define ATL_K_CAPTURE_TOGRAPH_LIGHT(again)
-#define ATL_K_CPY_2D_LIGHTBIT 0
-#define ATL_K_CPY_2D_NAMED
-#define ATL_K_CPY_2D_RECORD
-#define ATL_K_CPY_2D_LIGHT(again)
-#define ATL_K_CPY_2D_A_LIGHTBIT 0
-#define ATL_K_CPY_2D_A_NAMED
-#define ATL_K_CPY_2D_A_RECORD
-#define ATL_K_CPY_2D_A_LIGHT(again)
-#define ATL_K_CPY_3D_LIGHTBIT 0
-#define ATL_K_CPY_3D_NAMED
-#define ATL_K_CPY_3D_RECORD
-#define ATL_K_CPY_3D_LIGHT(again)
-#define ATL_K_CPY_3DBATCH_LIGHTBIT 0
-#define ATL_K_CPY_3DBATCH_NAMED
-#define ATL_K_CPY_3DBATCH_RECORD
-#define ATL_K_CPY_3DBATCH_LIGHT(again)
-#define ATL_K_CPY_3DBATCH1_LIGHTBIT 0
-#define ATL_K_CPY_3DBATCH1_NAMED
-#define ATL_K_CPY_3DBATCH1_RECORD
-#define ATL_K_CPY_3DBATCH1_LIGHT(again)
-#define ATL_K_CPY_3DP_LIGHTBIT 0
-#define ATL_K_CPY_3DP_NAMED
-#define ATL_K_CPY_3DP_RECORD
-#define ATL_K_CPY_3DP_LIGHT(again)
-#define ATL_K_CPY_3DP_A_LIGHTBIT 0
-#define ATL_K_CPY_3DP_A_NAMED
-#define ATL_K_CPY_3DP_A_RECORD
-#define ATL_K_CPY_3DP_A_LIGHT(again)
-#define ATL_K_CPY_3D_A_LIGHTBIT 0
-#define ATL_K_CPY_3D_A_NAMED
-#define ATL_K_CPY_3D_A_RECORD
-#define ATL_K_CPY_3D_A_LIGHT(again)
-#define ATL_K_CPY_ATOA_LIGHTBIT 0
-#define ATL_K_CPY_ATOA_NAMED
-#define ATL_K_CPY_ATOA_RECORD
-#define ATL_K_CPY_ATOA_LIGHT(again)
-#define ATL_K_CPY_ATOD_LIGHTBIT 0
-#define ATL_K_CPY_ATOD_NAMED
-#define ATL_K_CPY_ATOD_RECORD
-#define ATL_K_CPY_ATOD_LIGHT(again)
-#define ATL_K_CPY_ATOH_LIGHTBIT 0
-#define ATL_K_CPY_ATOH_NAMED
-#define ATL_K_CPY_ATOH_RECORD
-#define ATL_K_CPY_ATOH_LIGHT(again)
-#define ATL_K_CPY_ATOH_A_LIGHTBIT 0
-#define ATL_K_CPY_ATOH_A_NAMED
-#define ATL_K_CPY_ATOH_A_RECORD
-#define ATL_K_CPY_ATOH_A_LIGHT(again)
-#define ATL_K_CPY_BATCH_LIGHTBIT 0
-#define ATL_K_CPY_BATCH_NAMED
-#define ATL_K_CPY_BATCH_RECORD
-#define ATL_K_CPY_BATCH_LIGHT(again)
-#define ATL_K_CPY_BATCH1_LIGHTBIT 0
-#define ATL_K_CPY_BATCH1_NAMED
-#define ATL_K_CPY_BATCH1_RECORD
-#define ATL_K_CPY_BATCH1_LIGHT(again)
-#define ATL_K_CPY_DTOA_LIGHTBIT 0
-#define ATL_K_CPY_DTOA_NAMED
-#define ATL_K_CPY_DTOA_RECORD
-#define ATL_K_CPY_DTOA_LIGHT(again)
-#define ATL_K_CPY_DTOD_LIGHTBIT 0
-#define ATL_K_CPY_DTOD_NAMED
-#define ATL_K_CPY_DTOD_RECORD
-#define ATL_K_CPY_DTOD_LIGHT(again)
-#define ATL_K_CPY_DTOD_A_LIGHTBIT 0
-#define ATL_K_CPY_DTOD_A_NAMED
-#define ATL_K_CPY_DTOD_A_RECORD
-#define ATL_K_CPY_DTOD_A_LIGHT(again)
-/* A synchronous device-to-host copy always blocks: counted after the real
- * call (its result feeds the fault latch), no event, no engine. */
-#define ATL_K_CPY_DTOH_LIGHTBIT ATL_ON_DTOH_COUNT
-#define ATL_K_CPY_DTOH_NAMED
-#define ATL_K_CPY_DTOH_RECORD
-#define ATL_K_CPY_DTOH_LIGHT(again)                                                                \
-    {                                                                                              \
-        CUresult lr_ = real_(ATL_K_CPY_DTOH_A);                                                    \
-        atl_sync_dtoh_light(id_, n, lr_);                                                          \
-        return lr_;                                                                                \
-    }
-#define ATL_K_CPY_DTOH_A_LIGHTBIT 0
-#define ATL_K_CPY_DTOH_A_NAMED
-#define ATL_K_CPY_DTOH_A_RECORD
-#define ATL_K_CPY_DTOH_A_LIGHT(again)
-#define ATL_K_CPY_GEN_LIGHTBIT 0
-#define ATL_K_CPY_GEN_NAMED
-#define ATL_K_CPY_GEN_RECORD
-#define ATL_K_CPY_GEN_LIGHT(again)
-#define ATL_K_CPY_GEN_A_LIGHTBIT 0
-#define ATL_K_CPY_GEN_A_NAMED
-#define ATL_K_CPY_GEN_A_RECORD
-#define ATL_K_CPY_GEN_A_LIGHT(again)
-#define ATL_K_CPY_HTOA_LIGHTBIT 0
-#define ATL_K_CPY_HTOA_NAMED
-#define ATL_K_CPY_HTOA_RECORD
-#define ATL_K_CPY_HTOA_LIGHT(again)
-#define ATL_K_CPY_HTOA_A_LIGHTBIT 0
-#define ATL_K_CPY_HTOA_A_NAMED
-#define ATL_K_CPY_HTOA_A_RECORD
-#define ATL_K_CPY_HTOA_A_LIGHT(again)
-#define ATL_K_CPY_HTOD_LIGHTBIT 0
-#define ATL_K_CPY_HTOD_NAMED
-#define ATL_K_CPY_HTOD_RECORD
-#define ATL_K_CPY_HTOD_LIGHT(again)
-#define ATL_K_CPY_HTOD_A_LIGHTBIT 0
-#define ATL_K_CPY_HTOD_A_NAMED
-#define ATL_K_CPY_HTOD_A_RECORD
-#define ATL_K_CPY_HTOD_A_LIGHT(again)
-#define ATL_K_CPY_PEER_LIGHTBIT 0
-#define ATL_K_CPY_PEER_NAMED
-#define ATL_K_CPY_PEER_RECORD
-#define ATL_K_CPY_PEER_LIGHT(again)
-#define ATL_K_CPY_PEER_A_LIGHTBIT 0
-#define ATL_K_CPY_PEER_A_NAMED
-#define ATL_K_CPY_PEER_A_RECORD
-#define ATL_K_CPY_PEER_A_LIGHT(again)
-#define ATL_K_CTX_DESTROY_LIGHTBIT 0
-#define ATL_K_CTX_DESTROY_NAMED
-#define ATL_K_CTX_DESTROY_RECORD
-#define ATL_K_CTX_DESTROY_LIGHT(again)
-#define ATL_K_FREE_LIGHTBIT 0
-#define ATL_K_FREE_NAMED
-#define ATL_K_FREE_RECORD
-#define ATL_K_FREE_LIGHT(again)
-#define ATL_K_FREE_ASYNC_LIGHTBIT 0
-#define ATL_K_FREE_ASYNC_NAMED
-#define ATL_K_FREE_ASYNC_RECORD
-#define ATL_K_FREE_ASYNC_LIGHT(again)
-#define ATL_K_GET_FUNCTION_LIGHTBIT 0
-#define ATL_K_GET_FUNCTION_NAMED
-#define ATL_K_GET_FUNCTION_RECORD
-#define ATL_K_GET_FUNCTION_LIGHT(again)
-#define ATL_K_GET_KERNEL_LIGHTBIT 0
-#define ATL_K_GET_KERNEL_NAMED
-#define ATL_K_GET_KERNEL_RECORD
-#define ATL_K_GET_KERNEL_LIGHT(again)
-#define ATL_K_GPA1_LIGHTBIT 0
-#define ATL_K_GPA1_NAMED
-#define ATL_K_GPA1_RECORD
-#define ATL_K_GPA1_LIGHT(again)
-#define ATL_K_GPA2_LIGHTBIT 0
-#define ATL_K_GPA2_NAMED
-#define ATL_K_GPA2_RECORD
-#define ATL_K_GPA2_LIGHT(again)
-#define ATL_K_KERNEL_FUNC_LIGHTBIT 0
-#define ATL_K_KERNEL_FUNC_NAMED
-#define ATL_K_KERNEL_FUNC_RECORD
-#define ATL_K_KERNEL_FUNC_LIGHT(again)
-#define ATL_K_LIB_LOAD_DATA_LIGHTBIT 0
-#define ATL_K_LIB_LOAD_DATA_NAMED
-#define ATL_K_LIB_LOAD_DATA_RECORD
-#define ATL_K_LIB_LOAD_DATA_LIGHT(again)
-#define ATL_K_LIB_LOAD_FILE_LIGHTBIT 0
-#define ATL_K_LIB_LOAD_FILE_NAMED
-#define ATL_K_LIB_LOAD_FILE_RECORD
-#define ATL_K_LIB_LOAD_FILE_LIGHT(again)
-#define ATL_K_LIB_UNLOAD_LIGHTBIT 0
-#define ATL_K_LIB_UNLOAD_NAMED
-#define ATL_K_LIB_UNLOAD_RECORD
-#define ATL_K_LIB_UNLOAD_LIGHT(again)
-#define ATL_K_MOD_LOAD_LIGHTBIT 0
-#define ATL_K_MOD_LOAD_NAMED
-#define ATL_K_MOD_LOAD_RECORD
-#define ATL_K_MOD_LOAD_LIGHT(again)
-#define ATL_K_MOD_LOAD_DATA_LIGHTBIT 0
-#define ATL_K_MOD_LOAD_DATA_NAMED
-#define ATL_K_MOD_LOAD_DATA_RECORD
-#define ATL_K_MOD_LOAD_DATA_LIGHT(again)
-#define ATL_K_MOD_LOAD_EX_LIGHTBIT 0
-#define ATL_K_MOD_LOAD_EX_NAMED
-#define ATL_K_MOD_LOAD_EX_RECORD
-#define ATL_K_MOD_LOAD_EX_LIGHT(again)
-#define ATL_K_MOD_UNLOAD_LIGHTBIT 0
-#define ATL_K_MOD_UNLOAD_NAMED
-#define ATL_K_MOD_UNLOAD_RECORD
-#define ATL_K_MOD_UNLOAD_LIGHT(again)
-#define ATL_K_PCTX_RELEASE_LIGHTBIT 0
-#define ATL_K_PCTX_RELEASE_NAMED
-#define ATL_K_PCTX_RELEASE_RECORD
-#define ATL_K_PCTX_RELEASE_LIGHT(again)
-#define ATL_K_SET_2D16_LIGHTBIT 0
-#define ATL_K_SET_2D16_NAMED
-#define ATL_K_SET_2D16_RECORD
-#define ATL_K_SET_2D16_LIGHT(again)
-#define ATL_K_SET_2D16_A_LIGHTBIT 0
-#define ATL_K_SET_2D16_A_NAMED
-#define ATL_K_SET_2D16_A_RECORD
-#define ATL_K_SET_2D16_A_LIGHT(again)
-#define ATL_K_SET_2D32_LIGHTBIT 0
-#define ATL_K_SET_2D32_NAMED
-#define ATL_K_SET_2D32_RECORD
-#define ATL_K_SET_2D32_LIGHT(again)
-#define ATL_K_SET_2D32_A_LIGHTBIT 0
-#define ATL_K_SET_2D32_A_NAMED
-#define ATL_K_SET_2D32_A_RECORD
-#define ATL_K_SET_2D32_A_LIGHT(again)
-#define ATL_K_SET_2D8_LIGHTBIT 0
-#define ATL_K_SET_2D8_NAMED
-#define ATL_K_SET_2D8_RECORD
-#define ATL_K_SET_2D8_LIGHT(again)
-#define ATL_K_SET_2D8_A_LIGHTBIT 0
-#define ATL_K_SET_2D8_A_NAMED
-#define ATL_K_SET_2D8_A_RECORD
-#define ATL_K_SET_2D8_A_LIGHT(again)
-#define ATL_K_SET_D16_LIGHTBIT 0
-#define ATL_K_SET_D16_NAMED
-#define ATL_K_SET_D16_RECORD
-#define ATL_K_SET_D16_LIGHT(again)
-#define ATL_K_SET_D16_A_LIGHTBIT 0
-#define ATL_K_SET_D16_A_NAMED
-#define ATL_K_SET_D16_A_RECORD
-#define ATL_K_SET_D16_A_LIGHT(again)
-#define ATL_K_SET_D32_LIGHTBIT 0
-#define ATL_K_SET_D32_NAMED
-#define ATL_K_SET_D32_RECORD
-#define ATL_K_SET_D32_LIGHT(again)
-#define ATL_K_SET_D32_A_LIGHTBIT 0
-#define ATL_K_SET_D32_A_NAMED
-#define ATL_K_SET_D32_A_RECORD
-#define ATL_K_SET_D32_A_LIGHT(again)
-#define ATL_K_SET_D8_LIGHTBIT 0
-#define ATL_K_SET_D8_NAMED
-#define ATL_K_SET_D8_RECORD
-#define ATL_K_SET_D8_LIGHT(again)
-#define ATL_K_SET_D8_A_LIGHTBIT 0
-#define ATL_K_SET_D8_A_NAMED
-#define ATL_K_SET_D8_A_RECORD
-#define ATL_K_SET_D8_A_LIGHT(again)
-#define ATL_K_SYNC_CTX_LIGHTBIT 0
-#define ATL_K_SYNC_CTX_NAMED
-#define ATL_K_SYNC_CTX_RECORD
-#define ATL_K_SYNC_CTX_LIGHT(again)
-#define ATL_K_SYNC_CTX2_LIGHTBIT 0
-#define ATL_K_SYNC_CTX2_NAMED
-#define ATL_K_SYNC_CTX2_RECORD
-#define ATL_K_SYNC_CTX2_LIGHT(again)
-#define ATL_K_SYNC_EVENT_LIGHTBIT 0
-#define ATL_K_SYNC_EVENT_NAMED
-#define ATL_K_SYNC_EVENT_RECORD
-#define ATL_K_SYNC_EVENT_LIGHT(again)
-#define ATL_K_SYNC_STREAM_LIGHTBIT 0
-#define ATL_K_SYNC_STREAM_NAMED
-#define ATL_K_SYNC_STREAM_RECORD
-#define ATL_K_SYNC_STREAM_LIGHT(again)
+}
+
+/* A graph launch names no kernel: its slot is recorded as it comes. */
+static inline int atl_light_ready_GRAPH_LAUNCH(ATL_K_GRAPH_LAUNCH_P)
+{
+    return 1;
+}
+static inline void atl_light_first_GRAPH_LAUNCH(ATL_K_GRAPH_LAUNCH_P) {}
+static inline void atl_light_record_GRAPH_LAUNCH(int id, ATL_K_GRAPH_LAUNCH_P)
+{
+    atl_ring_put(id | ATL_RING_GRAPH, hExec, hStream, 0, 0, 0, 0, 0, 0, 0);
+}
+
+/* DTOH: a synchronous device-to-host copy always blocks: counted after the
+ * real call (its result feeds the fault latch), no event, no engine. */
+static inline CUresult atl_light_dtoh(int id, CUresult(CUDAAPI *real)(ATL_K_CPY_DTOH_P),
+                                      ATL_K_CPY_DTOH_P)
+{
+    CUresult r = real(dst, src, n);
+    atl_sync_dtoh_light(id, n, r);
+    return r;
+}
 
 #endif

@@ -12,6 +12,7 @@
 #include "hooks.h"
 
 #include "driver.h"
+#include "stats.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

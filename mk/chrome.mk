@@ -11,8 +11,6 @@ $(BUILD)/tests/ranks: tests/targets/ranks.c $(BUILD)/fake/libcuda.so
 ALL_TARGETS += $(BUILD)/tests/ranks
 
 $(BUILD)/tests/test_chrome: tests/integration/test_chrome.c tests/integration/run.c | check-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
 
 .PHONY: chrome-check
 chrome-check: check-deps $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 \

@@ -1,4 +1,3 @@
-# (fake.mk is read after this file: its paths are spelled out here.)
 # CPU-only overhead benchmark (no GPU): ns and instructions per intercepted
 # call against the fake driver. Part of make bench.
 #
@@ -15,12 +14,12 @@ CPU_BENCH_N       ?= 1000000
 CPU_BENCH_CONFIGS ?=
 CPU_BENCH_KERNELS ?= 256 10000
 
-$(BUILD)/bench/cpu_bench: bench/cpu/cpu_bench.c $(BUILD)/fake/libcuda.so
+$(BUILD)/bench/cpu_bench: bench/cpu/cpu_bench.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(BUILD)/fake -lcuda
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda
 
 .PHONY: cpu-bench
-cpu-bench: $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 $(BUILD)/bench/cpu_bench
+cpu-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/cpu_bench
 	sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) "$(CPU_BENCH_CONFIGS)" "$(CPU_BENCH_KERNELS)"
 
 BENCH_TARGETS += cpu-bench
@@ -30,12 +29,12 @@ BENCH_TARGETS += cpu-bench
 ALLOC_BENCH_SIZES ?= 10 1000 100000 1000000
 ALLOC_BENCH_PAIRS ?= 20000
 
-$(BUILD)/bench/alloc_bench: bench/cpu/alloc_bench.c $(BUILD)/fake/libcuda.so
+$(BUILD)/bench/alloc_bench: bench/cpu/alloc_bench.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(BUILD)/fake -lcuda
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda
 
 .PHONY: alloc-bench
-alloc-bench: $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 $(BUILD)/bench/alloc_bench
+alloc-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/alloc_bench
 	sh bench/cpu/run_alloc_bench.sh $(BUILD) "$(ALLOC_BENCH_SIZES)" $(ALLOC_BENCH_PAIRS)
 
 BENCH_TARGETS += alloc-bench

@@ -5,8 +5,7 @@
 #   make fake         the library
 #   make fake-check   the library's own self-test (Check)
 
-FAKE_DIR     := $(BUILD)/fake
-FAKE_LIB     := $(FAKE_DIR)/libcuda.so.1
+# (FAKE_DIR and FAKE_LIB: Makefile, for every fragment)
 FAKE_SRCS    := tests/fake/fakecuda.c tests/fake/fake_redzone.c
 FAKE_OBJS    := $(FAKE_SRCS:%.c=$(BUILD)/%.o)
 # the engine's address map, for O(1) lookups by allocation base
@@ -28,9 +27,6 @@ $(FAKE_LIB): $(FAKE_LINK_OBJS)
 	ln -sf libcuda.so.1 $(FAKE_DIR)/libcuda.so
 
 $(FAKE_DIR)/libcuda.so: $(FAKE_LIB)
-
-CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
-CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 $(FAKE_TESTMOD): tests/fake/fake_testmod.c tests/fake/fakecuda.h
 	@mkdir -p $(dir $@)

@@ -32,8 +32,8 @@ ALL_TARGETS += $(LAUNCH_A) $(LAUNCH_SO) $(LAUNCH_EXAMPLES:%=$(BUILD)/%.o)
 
 # ---- unit tests (Check, mock driver, no GPU) ------------------------------------------------
 
-LAUNCH_CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
-LAUNCH_CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
+LAUNCH_CHECK_CFLAGS = $(CHECK_CFLAGS)
+LAUNCH_CHECK_LIBS = $(CHECK_LIBS)
 LAUNCH_TEST := $(BUILD)/tests/launch/test_launch
 LAUNCH_TEST_SAN := $(BUILD)/tests/launch/test_launch_san
 LAUNCH_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

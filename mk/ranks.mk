@@ -11,8 +11,6 @@ $(BUILD)/bench/gen_ranks: bench/ranks/gen_ranks.c
 ALL_TARGETS += $(BUILD)/bench/gen_ranks
 
 $(BUILD)/tests/test_ranks: tests/integration/test_ranks.c tests/integration/run.c | check-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
 
 .PHONY: ranks-check
 ranks-check: check-deps $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 \

@@ -50,12 +50,8 @@ $(BUILD)/tests/redzone_prog: tests/targets/redzone_prog.c include/atlas/trace.h 
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(FAKE_DIR) -lcuda -ldl
 
 $(BUILD)/tests/test_redzone: tests/integration/test_redzone.c tests/integration/run.c | check-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
 
 $(BUILD)/tests/test_redzone_unit: tests/unit/test_redzone.c $(BUILD)/libatlas_engine.a | check-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
 
 .PHONY: redzone-check
 redzone-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/redzone_prog $(BUILD)/tests/test_redzone $(BUILD)/tests/test_redzone_unit

@@ -32,7 +32,6 @@ ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-
 TSAN_CFLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
 # A sanitized preload library needs its runtime ahead of it in LD_PRELOAD.
 ASAN_RT := $(shell $(CC) -print-file-name=libasan.so)
-UBSAN_RT := $(shell $(CC) -print-file-name=libubsan.so)
 TSAN_RT := $(shell $(CC) -print-file-name=libtsan.so)
 
 REL_FAKE_LINK := -L$(FAKE_DIR) -lcuda -ldl -lpthread

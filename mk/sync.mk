@@ -8,12 +8,8 @@ $(BUILD)/tests/sync_target: tests/targets/sync_target.c $(FAKE_DIR)/libcuda.so
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(FAKE_DIR) -lcuda -ldl
 
 $(BUILD)/tests/test_sync: tests/integration/test_sync.c tests/integration/run.c | check-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
 
 $(BUILD)/tests/test_sync_unit: tests/unit/test_sync.c $(BUILD)/libatlas_engine.a | check-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
 
 .PHONY: sync-check
 sync-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/sync_target $(BUILD)/tests/test_sync $(BUILD)/tests/test_sync_unit

@@ -1,14 +1,7 @@
 # Tests that need no GPU: unit tests of the engine, and target programs run
 # under the preload against the fake driver (build/fake/libcuda.so.1).
 
-CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
-CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null)
-TEST_DEFS    := -DBUILD_DIR='"$(BUILD)"'
-
-# Check (the test framework) is installed when missing ($(ENSURE_DEB)).
-.PHONY: check-deps
-check-deps:
-	@$(ENSURE_DEB) "make check" "pkg-config --exists check" check pkg-config
+# (Check's flags, check-deps and the pattern rules of test binaries: Makefile.)
 
 TARGET_COMMON := tests/targets/workload.c
 # workload.c, tp_every.c and test_preload.c include the hook list: a binary
@@ -42,17 +35,13 @@ $(BUILD)/tests/tp_threads: tests/targets/tp_threads.c tests/targets/gpa_resolve.
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.c,$^) -ldl -lpthread
 
-$(BUILD)/tests/test_config: tests/unit/test_config.c $(BUILD)/libatlas_engine.a | check-deps
+# Unit tests older than the _unit suffix keep their names (the recipe: Makefile).
+$(BUILD)/tests/test_config $(BUILD)/tests/test_engine: $(BUILD)/tests/%: tests/unit/%.c \
+                                                       $(BUILD)/libatlas_engine.a | check-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
+	$(UNIT_TEST_LINK)
 
-$(BUILD)/tests/test_engine: tests/unit/test_engine.c $(BUILD)/libatlas_engine.a | check-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
-
-$(BUILD)/tests/test_preload: tests/integration/test_preload.c tests/integration/run.c $(HOOK_LIST) | check-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $(filter %.c,$^) $(CHECK_LIBS) -ldl
+$(BUILD)/tests/test_preload: $(HOOK_LIST)
 
 .PHONY: core-check
 core-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(TARGET_BINS) $(BUILD)/tests/test_config $(BUILD)/tests/test_engine $(BUILD)/tests/test_preload

@@ -1,8 +1,6 @@
 # Step traces and step diffs (src/trace.c, src/tracediff.c; docs/trace.md):
 # the offline diff tool, its tests, the fake-driver tests and the GPU suite.
 
-TRACE_DIFF_OBJS := $(BUILD)/src/tracediff.o $(BUILD)/src/stack.o
-
 # tools/atlas-diff: the live step diff, offline; one diff module for both.
 # Beside atlas-trace in the build tree, as in an installed bin/.
 # tools/diff-ranks.c: its --ranks mode (N ranks of one job, the odd one out).
@@ -17,12 +15,8 @@ $(BUILD)/tests/trace_steps: tests/targets/trace_steps.c include/atlas/trace.h $(
 	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda -ldl -lpthread
 
 $(BUILD)/tests/test_trace_unit: tests/unit/test_trace.c $(BUILD)/libatlas_engine.a | check-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(CHECK_LIBS) $(LDLIBS_CORE)
 
 $(BUILD)/tests/test_trace: tests/integration/test_trace.c tests/integration/run.c | check-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(TEST_DEFS) $(CHECK_CFLAGS) -o $@ $^ $(CHECK_LIBS)
 
 .PHONY: trace-check
 trace-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/trace_steps \

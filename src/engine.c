@@ -1,6 +1,7 @@
 /*
  * Engine core: lifecycle (lazy init, exit reports, fork), the re-entrancy
- * guard, call statistics, and the event entry points the hooks call.
+ * guard, and the event entry points the hooks call (the one place that fans
+ * each event out to the features). The call statistics are src/stats.c's.
  */
 #include "engine.h"
 
@@ -13,6 +14,7 @@
 #include "log.h"
 #include "redzone.h"
 #include "ring.h"
+#include "stats.h"
 #include "sync.h"
 #include "trace.h"
 #include "vmm.h"
@@ -39,9 +41,7 @@ static int late_atexit;  /* second atexit registration done */
 
 static __thread int depth __attribute__((tls_model("initial-exec")));
 
-static uint64_t calls[ATL_ID_COUNT][ATL_PATH_COUNT];
 static uint64_t findings[ATL_FINDING_KINDS];
-static uint64_t resolved[ATL_ID_COUNT][ATL_PATH_COUNT];
 
 static void warn_line(void *ctx, const char *line)
 {
@@ -51,23 +51,38 @@ static void warn_line(void *ctx, const char *line)
 
 int atl_ledger_on;
 
-/* Which event classes the enabled features need, and whether they need the
- * allocation ledger. Each feature adds its own lines here. */
-static unsigned trace_events; /* what the step tracer needs (src/trace.c) */
-static unsigned hang_events;  /* what the hang watch needs (src/hang.c) */
+/* What each feature's init answered (engine.h): its event classes, 0 when
+ * it is off. Written before atl_on is published, read-only after. */
+static unsigned feature_events[ATL_FEAT_COUNT];
+
+static unsigned (*const feature_init[ATL_FEAT_COUNT])(void) = {
+    [ATL_FEAT_SYNC] = atl_sync_init,       [ATL_FEAT_KAUDIT] = atl_kaudit_init,
+    [ATL_FEAT_REDZONE] = atl_redzone_init, [ATL_FEAT_TRACE] = atl_trace_init,
+    [ATL_FEAT_HANG] = atl_hang_init,
+};
+
+void atl_engine_enable(enum atl_feature f, unsigned events)
+{
+    feature_events[f] = events;
+}
+
+/* The one gate of the fan-out below. */
+static inline int on(enum atl_feature f)
+{
+    return feature_events[f] != 0;
+}
 
 static unsigned wanted_events(void)
 {
     /* module unloads: they clear the per-handle caches (atl_module_post) */
-    unsigned on = ATL_ON_RESOLVE | ATL_ON_MODULE;
+    unsigned want = ATL_ON_RESOLVE | ATL_ON_MODULE;
     if (atl_cfg.stats)
-        on = ATL_ON_ALL;
+        want = ATL_ON_ALL;
     if (atl_ledger_on)
-        on |= ATL_ON_ALLOC;
-    on |= atl_sync_wanted() | atl_kaudit_wanted();
-    on |= atl_redzone_events();
-    on |= trace_events | hang_events;
-    return on;
+        want |= ATL_ON_ALLOC;
+    for (int f = 0; f < ATL_FEAT_COUNT; f++)
+        want |= feature_events[f];
+    return want;
 }
 
 static void init_body(void)
@@ -90,11 +105,8 @@ static void init_body(void)
 
     /* Features read their settings here (and set atl_ledger_on if they need
      * the ledger), before wanted_events() decides what the hooks report. */
-    atl_sync_init();
-    atl_kaudit_init();
-    atl_redzone_init();
-    trace_events = atl_trace_init();
-    hang_events = atl_hang_init();
+    for (int f = 0; f < ATL_FEAT_COUNT; f++)
+        atl_engine_enable((enum atl_feature)f, feature_init[f]());
 
     pthread_atfork(NULL, NULL, atl_engine_atfork_child);
     atexit(atl_engine_exit);
@@ -129,28 +141,19 @@ int atl_enter(int hook, int path)
      * touches: only paid when someone will read it (about half of the
      * always-on launch path's cost, measured against the fake driver). */
     if (atl_cfg.stats)
-        __atomic_fetch_add(&calls[hook][path], 1, __ATOMIC_RELAXED);
+        atl_stats_count_call(hook, path);
     return 1;
+}
+
+void atl_hold(void)
+{
+    atl_engine_init();
+    depth++;
 }
 
 void atl_leave(void)
 {
     depth--;
-}
-
-void atl_note_resolved(int hook, int path)
-{
-    __atomic_fetch_add(&resolved[hook][path], 1, __ATOMIC_RELAXED);
-}
-
-uint64_t atl_stat_calls(int hook, int path)
-{
-    return __atomic_load_n(&calls[hook][path], __ATOMIC_RELAXED);
-}
-
-uint64_t atl_stat_resolved(int hook, int path)
-{
-    return __atomic_load_n(&resolved[hook][path], __ATOMIC_RELAXED);
 }
 
 /* cudart registers its own exit handler (which tears the context down) when
@@ -195,11 +198,12 @@ void atl_launch_pre(struct atl_launch *l)
 
 CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 {
-    if (__builtin_expect(atl_kaudit_on(), 0))
+    if (on(ATL_FEAT_KAUDIT))
         atl_kaudit_launch(l);
-    CUresult out = atl_sync_launch_post(l, r);
-    atl_redzone_launch_post(l, r);
-    if (atl_trace_on)
+    CUresult out = on(ATL_FEAT_SYNC) ? atl_sync_launch_post(l, r) : r;
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_launch_post(l, r);
+    if (on(ATL_FEAT_TRACE))
         atl_trace_launch(l, r);
     return out;
 }
@@ -218,9 +222,11 @@ void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
-    r = atl_sync_graph_launch_post(g, r);
-    atl_redzone_graph_launch_post(g, r);
-    if (atl_trace_on)
+    if (on(ATL_FEAT_SYNC))
+        r = atl_sync_graph_launch_post(g, r);
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_graph_launch_post(g, r);
+    if (on(ATL_FEAT_TRACE))
         atl_trace_graph_launch(g, r);
     return r;
 }
@@ -230,7 +236,8 @@ void atl_alloc_pre(struct atl_alloc *a)
     register_late_atexit();
     a->seq = atl_ledger_next_seq();
     a->padded = a->bytes;
-    atl_redzone_alloc_pre(a);
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_alloc_pre(a);
 }
 
 static void ledger_note_alloc(const struct atl_alloc *a, CUresult r, int guarded)
@@ -259,7 +266,7 @@ static void ledger_note_alloc(const struct atl_alloc *a, CUresult r, int guarded
 void atl_alloc_post(struct atl_alloc *a, CUresult r)
 {
     atl_fault_check(a->hook, r);
-    int guarded = atl_redzone_alloc_post(a, r);
+    int guarded = on(ATL_FEAT_REDZONE) ? atl_redzone_alloc_post(a, r) : 0;
     if (atl_ledger_on)
         ledger_note_alloc(a, r, guarded);
 }
@@ -268,12 +275,14 @@ void atl_free_pre(struct atl_free *f)
 {
     if (atl_ledger_on)
         f->known = atl_ledger_remove(f->ptr, &f->rec);
-    atl_redzone_free_pre(f);
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_free_pre(f);
 }
 
 void atl_free_post(struct atl_free *f, CUresult r)
 {
-    atl_redzone_free_post(f, r);
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_free_post(f, r);
 }
 
 void atl_vmm_pre(struct atl_vmm *v)
@@ -346,7 +355,7 @@ static CUresult own_error_deliver(CUresult r)
 
 void atl_copy_pre(struct atl_copy *c)
 {
-    if (atl_hang_on && !c->async) /* a synchronous copy may wait on the GPU */
+    if (on(ATL_FEAT_HANG) && !c->async) /* a synchronous copy may wait on the GPU */
         atl_hang_enter(c->hook);
 }
 
@@ -354,10 +363,11 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 {
     if (!c->async)
         r = own_error_deliver(r);
-    if (atl_hang_on && !c->async)
+    if (on(ATL_FEAT_HANG) && !c->async)
         atl_hang_leave();
-    atl_sync_copy_post(c, r);
-    if (atl_trace_on)
+    if (on(ATL_FEAT_SYNC))
+        atl_sync_copy_post(c, r);
+    if (on(ATL_FEAT_TRACE))
         atl_trace_copy(c, r);
     return r;
 }
@@ -370,7 +380,7 @@ void atl_memset_pre(struct atl_memset *m)
 CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 {
     atl_fault_check(m->hook, r);
-    if (atl_trace_on)
+    if (on(ATL_FEAT_TRACE))
         atl_trace_memset(m, r);
     return r;
 }
@@ -378,33 +388,37 @@ CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 void atl_sync_pre(struct atl_sync *s)
 {
     s->launches_before = atl_flight_last_launch();
-    if (atl_hang_on)
+    if (on(ATL_FEAT_HANG))
         atl_hang_enter(s->hook);
 }
 
 CUresult atl_sync_post(struct atl_sync *s, CUresult r)
 {
     r = own_error_deliver(r);
-    if (atl_hang_on)
+    if (on(ATL_FEAT_HANG))
         atl_hang_leave();
-    atl_sync_host_sync_post(s, r);
-    atl_redzone_sync_post(s, r);
-    if (atl_trace_on)
+    if (on(ATL_FEAT_SYNC))
+        atl_sync_host_sync_post(s, r);
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_sync_post(s, r);
+    if (on(ATL_FEAT_TRACE))
         atl_trace_sync(s, r);
     return r;
 }
 
 void atl_capture_pre(struct atl_capture *c)
 {
-    if (atl_trace_on)
+    if (on(ATL_FEAT_TRACE))
         atl_trace_capture_pre(c);
 }
 
 void atl_capture_post(struct atl_capture *c, CUresult r)
 {
-    atl_sync_capture_post(c, r);
-    atl_redzone_capture_post(c, r);
-    if (atl_trace_on)
+    if (on(ATL_FEAT_SYNC))
+        atl_sync_capture_post(c, r);
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_capture_post(c, r);
+    if (on(ATL_FEAT_TRACE))
         atl_trace_capture_post(c, r);
 }
 
@@ -413,7 +427,8 @@ void atl_lookup_post(struct atl_lookup *l, CUresult r)
     atl_kernels_note_lookup(l, r);
     if (r == CUDA_SUCCESS)
         atl_flight_note_lookup(l->result);
-    atl_kaudit_lookup(l, r);
+    if (on(ATL_FEAT_KAUDIT))
+        atl_kaudit_lookup(l, r);
 }
 
 void atl_module_pre(struct atl_module *m)
@@ -425,7 +440,8 @@ unsigned long atl_unload_gen;
 
 void atl_module_post(struct atl_module *m, CUresult r)
 {
-    atl_kaudit_module(m, r);
+    if (on(ATL_FEAT_KAUDIT))
+        atl_kaudit_module(m, r);
     if (m->unload && r == CUDA_SUCCESS) {
         /* Every per-handle record of its kernels goes: the driver may give a
          * later kernel the same address (seen: a 1-parameter kernel at the
@@ -438,7 +454,8 @@ void atl_module_post(struct atl_module *m, CUresult r)
 
 void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
 {
-    atl_redzone_teardown(atl_hook_names[t->hook]);
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_teardown(atl_hook_names[t->hook]);
 }
 
 void atl_log_once_oom(const char *what)
@@ -449,62 +466,6 @@ void atl_log_once_oom(const char *what)
                 "out of memory in %s: atlastrace's reports are incomplete from here on "
                 "(the program is not affected)",
                 what);
-}
-
-/* ---- reports --------------------------------------------------------------- */
-
-static void stats_table(const char *tag)
-{
-    char line[320];
-    uint64_t total = 0;
-    snprintf(line, sizeof line,
-             "%s: function                              calls     linked      dlsym        gpa  "
-             "got:dlsym  got:gpa",
-             tag);
-    atl_log_line(line);
-    for (int h = 0; h < ATL_ID_COUNT; h++) {
-        uint64_t c[ATL_PATH_COUNT], sum = 0;
-        for (int p = 0; p < ATL_PATH_COUNT; p++)
-            sum += c[p] = atl_stat_calls(h, p);
-        uint64_t rd = atl_stat_resolved(h, ATL_PATH_DLSYM), rg = atl_stat_resolved(h, ATL_PATH_GPA);
-        if (sum == 0 && rd == 0 && rg == 0)
-            continue;
-        total += sum;
-        snprintf(line, sizeof line, "%s: %-36s %10llu %10llu %10llu %10llu %10llu %8llu", tag,
-                 atl_hook_names[h], (unsigned long long)sum, (unsigned long long)c[0],
-                 (unsigned long long)c[1], (unsigned long long)c[2], (unsigned long long)rd,
-                 (unsigned long long)rg);
-        atl_log_line(line);
-    }
-    snprintf(line, sizeof line, "%s: total intercepted calls=%llu", tag, (unsigned long long)total);
-    atl_log_line(line);
-}
-
-void atl_stats_report(int fd)
-{
-    (void)fd;
-    stats_table("stats");
-}
-
-void atl_stats_snapshot(const char *label)
-{
-    char tag[80];
-    atl_engine_init();
-    /* only printable, space-free label text reaches the log */
-    size_t n = 0;
-    n += (size_t)snprintf(tag, sizeof tag, "snapshot[");
-    for (const char *p = label ? label : ""; *p && n < 60; p++)
-        tag[n++] = (*p > ' ' && *p < 127 && *p != ']') ? *p : '_';
-    tag[n++] = ']';
-    tag[n] = '\0';
-    depth++;
-    stats_table(tag);
-    depth--;
-}
-
-__attribute__((visibility("default"))) void atlas_stats_snapshot(const char *label)
-{
-    atl_stats_snapshot(label);
 }
 
 /* ---- exit -------------------------------------------------------------------- */
@@ -573,14 +534,18 @@ void atl_engine_exit(void)
                           "from a signal handler?): the red-zone, leak, step-trace, sync and "
                           "kernel-audit reports are skipped; the program is not affected");
     } else {
-        atl_redzone_exit();
-        atl_trace_exit();
+        if (on(ATL_FEAT_REDZONE))
+            atl_redzone_exit();
+        if (on(ATL_FEAT_TRACE))
+            atl_trace_exit();
     }
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
     if (!interrupted) {
-        atl_sync_report();
-        atl_kaudit_report();
+        if (on(ATL_FEAT_SYNC))
+            atl_sync_report();
+        if (on(ATL_FEAT_KAUDIT))
+            atl_kaudit_report();
     }
     __atomic_store_n(&atl_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&finished, 1, __ATOMIC_RELEASE);

@@ -45,6 +45,25 @@ enum {
  * forked child, and when nothing is enabled. */
 extern unsigned atl_on;
 
+/* The features the engine fans events out to. Each has one init of one
+ * shape, `unsigned atl_<feature>_init(void)`: it reads its settings (and
+ * sets atl_ledger_on when it needs the ledger) and returns the ATL_ON_*
+ * classes it needs, 0 when it is off (never 0 when on). The engine keeps
+ * each answer (atl_engine_enable), sets atl_on to what they ask together,
+ * and calls a feature's event functions only while its answer is non-zero:
+ * that is the one gate; a feature's own early returns only refine it. */
+enum atl_feature {
+    ATL_FEAT_SYNC,    /* src/sync.c: blocking-copy counts, fault latch, debug sync */
+    ATL_FEAT_KAUDIT,  /* src/kaudit.c: ATLAS_KERNEL_AUDIT */
+    ATL_FEAT_REDZONE, /* src/redzone.c: ATLAS_REDZONE, ATLAS_LEAKS */
+    ATL_FEAT_TRACE,   /* src/trace.c: ATLAS_TRACE */
+    ATL_FEAT_HANG,    /* src/hang.c: ATLAS_HANG_SECONDS */
+    ATL_FEAT_COUNT,
+};
+/* Records a feature's answer. The engine's init calls every feature's init
+ * through here; a unit test that drives one feature calls it itself. */
+void atl_engine_enable(enum atl_feature f, unsigned events);
+
 /* Set by features that need the allocation ledger (step diffs, red zones,
  * leak lists), before initialisation ends. */
 extern int atl_ledger_on;
@@ -84,9 +103,10 @@ void atl_leave(void);
 /* atl_enter for the library's own API entry points (atlas_* functions):
  * marks the thread re-entrant without counting a hook call. */
 int atl_self_enter(void);
-
-/* Counts one hand-out of a wrapper by dlsym or cuGetProcAddress. */
-void atl_note_resolved(int hook, int path);
+/* Marks the thread re-entrant unconditionally (initialising first), also
+ * after the exit report: for a report the program asks for (atl_leave
+ * ends it). */
+void atl_hold(void);
 
 /* ---- events ---------------------------------------------------------- */
 
@@ -320,16 +340,6 @@ int atl_exiting(void);
 int atl_exit_past_deadline(void);
 /* Says once per report that it was skipped at exit, and why. */
 void atl_exit_skipped(const char *what);
-
-/* Statistics, readable by tests. */
-uint64_t atl_stat_calls(int hook, int path);
-uint64_t atl_stat_resolved(int hook, int path);
-void atl_stats_report(int fd);
-
-/* Exported as atlas_stats_snapshot(label): prints the statistics table now,
- * each row tagged with `label`, so a program (or a Python script through
- * ctypes) can bracket a region and compare it with another tool's counts. */
-void atl_stats_snapshot(const char *label);
 
 /* Fork support: prepare/parent/child handlers for pthread_atfork. */
 void atl_engine_atfork_child(void);

@@ -40,18 +40,9 @@ static size_t nrows, caprows;
 static struct owner *owners;
 static size_t nowners, capowners;
 
-void atl_kaudit_init(void)
+unsigned atl_kaudit_init(void)
 {
     on = (int)atl_cfg.kernel_audit;
-}
-
-int atl_kaudit_on(void)
-{
-    return on;
-}
-
-unsigned atl_kaudit_wanted(void)
-{
     return on ? (ATL_ON_LOOKUP | ATL_ON_MODULE | ATL_ON_LAUNCH) : 0;
 }
 

@@ -9,9 +9,8 @@
 
 #include "engine.h"
 
-void atl_kaudit_init(void);
-int atl_kaudit_on(void);
-unsigned atl_kaudit_wanted(void);
+/* Reads ATLAS_KERNEL_AUDIT; returns the event classes it needs, 0 when off. */
+unsigned atl_kaudit_init(void);
 
 void atl_kaudit_lookup(const struct atl_lookup *l, CUresult r);
 void atl_kaudit_module(const struct atl_module *m, CUresult r);

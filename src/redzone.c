@@ -852,7 +852,7 @@ static void launch_check(const struct atl_launch *l, const struct reach *r, int 
 
 /* ---- events ---------------------------------------------------------------------- */
 
-void atl_redzone_init(void)
+unsigned atl_redzone_init(void)
 {
     pad = (size_t)atl_cfg.redzone;
     fill = (unsigned char)atl_cfg.redzone_fill;
@@ -866,6 +866,7 @@ void atl_redzone_init(void)
     if (pad && *atl_pools_routed())
         atl_log(ATL_INFO, "redzone: framework pools routed to one driver allocation per tensor: %s",
                 atl_pools_routed());
+    return atl_redzone_events();
 }
 
 unsigned atl_redzone_events(void)
@@ -1322,26 +1323,5 @@ int atl_redzone_poison(uint64_t lo, uint64_t hi)
         }
     }
     free(copy);
-    return n;
-}
-
-/* ---- the program's API (include/atlas/trace.h) ------------------------------------ */
-
-__attribute__((visibility("default"))) int atlas_redzone_scan_impl(void)
-{
-    if (!atl_self_enter())
-        return 0;
-    int n = atl_redzone_scan_all("atlas_redzone_scan");
-    atl_leave();
-    return n;
-}
-
-__attribute__((visibility("default"))) int atlas_redzone_poison_impl(unsigned long long lo,
-                                                                     unsigned long long hi)
-{
-    if (!atl_self_enter())
-        return 0;
-    int n = atl_redzone_poison(lo, hi);
-    atl_leave();
     return n;
 }

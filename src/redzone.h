@@ -17,8 +17,8 @@
 #include "engine.h"
 
 /* Reads the settings (called from the engine's init); sets atl_ledger_on
- * when red zones or the leak list are on. */
-void atl_redzone_init(void);
+ * when red zones or the leak list are on. Returns atl_redzone_events(). */
+unsigned atl_redzone_init(void);
 
 /* The event classes the feature needs (ATL_ON_* bits), 0 when off. */
 unsigned atl_redzone_events(void);

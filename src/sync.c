@@ -36,7 +36,13 @@ static int trace_on;            /* ATLAS_D2H_TRACE given */
 static uint64_t trace_at;       /* its value: backtrace at this blocking copy */
 static enum atl_dsk debug_sync; /* ATLAS_DEBUG_SYNC_KERNELS */
 
-void atl_sync_init(void)
+/* Reads the settings and starts the flight recorder; the events it needs:
+ * copies and syncs always, for the counts and the latch; launches always, for
+ * the latch's ring of recent launches (measured: see docs/sync.md); lookups
+ * always, so the ring can name kernels after a fault, when the driver no
+ * longer answers cuFuncGetName (seen on the H200); captures, so debug sync
+ * never synchronises inside one. */
+unsigned atl_sync_init(void)
 {
     int i = atl_config_find("ATLAS_D2H_TRACE");
     trace_on = i >= 0 && atl_cfg.set[i];
@@ -51,15 +57,6 @@ void atl_sync_init(void)
     }
     atl_flight_init(atl_cfg.launch_ring,
                     debug_sync == ATL_DSK_LIST ? atl_cfg.debug_sync_kernels : NULL);
-}
-
-/* Copies and syncs always, for the counts and the latch; launches always, for
- * the latch's ring of recent launches (measured: see docs/sync.md); lookups
- * always, so the ring can name kernels after a fault, when the driver no
- * longer answers cuFuncGetName (seen on the H200); captures, so debug sync
- * never synchronises inside one. */
-unsigned atl_sync_wanted(void)
-{
     /* ...and module unloads, so the flight recorder forgets their kernels */
     unsigned on = ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LOOKUP | ATL_ON_CAPTURE | ATL_ON_MODULE;
     /* The flight recorder's ring is written from the hooks' light path (a
@@ -594,9 +591,7 @@ void atl_sync_report(void)
     pthread_mutex_unlock(&sites_lock);
 }
 
-/* For scripts (ctypes) and tests: one counter by name, or the blocking
- * total for "blocking_d2h"; -1 for an unknown name. */
-__attribute__((visibility("default"))) long long atlas_sync_count(const char *name)
+long long atl_sync_count_named(const char *name)
 {
     if (!name)
         return -1;

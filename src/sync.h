@@ -33,9 +33,9 @@ enum atl_sync_counter {
 };
 #define ATL_SC_BLOCKING_D2H_LAST ATL_SC_ASYNC_D2H_PAGEABLE
 
-/* Reads the settings (init_body) and says which event classes it needs. */
-void atl_sync_init(void);
-unsigned atl_sync_wanted(void);
+/* Reads the settings (the engine's init) and returns the event classes it
+ * needs (never 0: counting and the fault latch are always on). */
+unsigned atl_sync_init(void);
 
 /* Event entry points, called from the engine's. */
 CUresult atl_sync_launch_post(const struct atl_launch *l, CUresult r);
@@ -54,5 +54,8 @@ void atl_sync_report(void);
 
 uint64_t atl_sync_counter(enum atl_sync_counter k);
 uint64_t atl_sync_blocking_d2h(void);
+/* One counter by its name, or the blocking total for "blocking_d2h"; -1 for
+ * an unknown name (exported as atlas_sync_count, src/api.c). */
+long long atl_sync_count_named(const char *name);
 
 #endif

@@ -1718,7 +1718,7 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExpor
 
 static int api_begun; /* atlas_step_begin was called: else the exit says why there are no steps */
 
-__attribute__((visibility("default"))) void atlas_step_begin_impl(const char *name)
+void atl_trace_api_step_begin(const char *name)
 {
     atl_engine_init();
     __atomic_store_n(&api_begun, 1, __ATOMIC_RELAXED);
@@ -1726,7 +1726,7 @@ __attribute__((visibility("default"))) void atlas_step_begin_impl(const char *na
         atl_trace_step_begin(name);
 }
 
-__attribute__((visibility("default"))) void atlas_step_end_impl(void)
+void atl_trace_api_step_end(void)
 {
     atl_engine_init();
     if (mode == MODE_API)

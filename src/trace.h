@@ -26,6 +26,9 @@ void atl_trace_capture_post(const struct atl_capture *c, CUresult r);
 /* Step markers (api mode; NVTX ranges come through the same two). */
 void atl_trace_step_begin(const char *name);
 void atl_trace_step_end(void);
+/* The program's markers (atlas_step_begin/end, src/api.c): steps in api mode. */
+void atl_trace_api_step_begin(const char *name);
+void atl_trace_api_step_end(void);
 
 /* A kernel's parameter layout from the driver (cuFuncGetParamInfo, or
  * cuKernelGetParamInfo for a CUkernel): up to max offsets and sizes; returns

@@ -99,6 +99,7 @@ static inline void atlas_step_end(void)
 typedef long long (*atlas_sync_count_fn)(const char *);
 typedef void (*atlas_stats_snapshot_fn)(const char *);
 
+#ifndef ATLAS_TRACE_LIBRARY
 static inline long long atlas_sync_count(const char *name)
 {
     static atlas_sync_count_fn fn;
@@ -121,6 +122,20 @@ static inline void atlas_stats_snapshot(const char *label)
     if (fn)
         fn(label);
 }
+#endif
+
+/* ---- the library's side ---------------------------------------------------
+ * What libatlastrace.so exports for the functions above, by the names they
+ * resolve (src/api.c defines ATLAS_TRACE_LIBRARY, so the compiler checks its
+ * definitions against these; a program never needs them). */
+#ifdef ATLAS_TRACE_LIBRARY
+int atlas_redzone_scan_impl(void);
+int atlas_redzone_poison_impl(unsigned long long lo, unsigned long long hi);
+void atlas_step_begin_impl(const char *name);
+void atlas_step_end_impl(void);
+long long atlas_sync_count(const char *name);
+void atlas_stats_snapshot(const char *label);
+#endif
 
 #ifdef __cplusplus
 }

@@ -193,7 +193,7 @@ static void setup(int mode)
     atl_cfg.redzone = 256;
     atl_cfg.redzone_fill = 0xA5;
     atl_cfg.redzone_check = mode;
-    atl_redzone_init();
+    atl_engine_enable(ATL_FEAT_REDZONE, atl_redzone_init());
     snprintf(logpath, sizeof logpath, "/tmp/atlas-rzunit-%d.log", (int)getpid());
     unlink(logpath);
     atl_log_open(logpath);

@@ -117,6 +117,23 @@ START_TEST(two_and_three_d)
 }
 END_TEST
 
+/* The engine's one gate (engine.h): a feature whose init answered 0 gets no
+ * events, and gets them again once it answers otherwise. */
+START_TEST(a_feature_that_is_off_gets_no_events)
+{
+    atl_drv.cuPointerGetAttribute = mock_attr;
+    struct atl_copy s = {
+        .kind = ATL_CPY_DTOH, .host_dst = (void *)(uintptr_t)PAGEABLE, .src = DEV, .bytes = 8};
+    uint64_t before = c(ATL_SC_DTOH);
+    atl_engine_enable(ATL_FEAT_SYNC, 0);
+    copy(&s, CUDA_SUCCESS);
+    ck_assert_uint_eq(c(ATL_SC_DTOH) - before, 0);
+    atl_engine_enable(ATL_FEAT_SYNC, ATL_ON_COPY);
+    copy(&s, CUDA_SUCCESS);
+    ck_assert_uint_eq(c(ATL_SC_DTOH) - before, 1);
+}
+END_TEST
+
 /* The mock, counting its calls: a test that a copy does not query must be
  * able to see a query. */
 static unsigned queries;
@@ -244,11 +261,15 @@ END_TEST
 
 int main(void)
 {
+    /* the copies below go through the engine, which hands them to the
+     * feature it was told is on (its init is not run: no settings here) */
+    atl_engine_enable(ATL_FEAT_SYNC, ATL_ON_COPY);
     Suite *s = suite_create("sync-unit");
     TCase *tc = tcase_create("classify");
     tcase_add_test(tc, peer_and_generic);
     tcase_add_test(tc, two_and_three_d);
     tcase_add_test(tc, device_to_device_never_queries);
+    tcase_add_test(tc, a_feature_that_is_off_gets_no_events);
     suite_add_tcase(s, tc);
     tc = tcase_create("flight");
     tcase_add_test(tc, dsk_values);

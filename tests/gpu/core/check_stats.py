@@ -17,7 +17,7 @@ CLASSES = {"launch": ("LAUNCH", "LAUNCH_EX", "LAUNCH_COOP"), "graph": ("GRAPH_LA
 
 def kinds(hooks_def):
     out = {}
-    for m in re.finditer(r"^ATL_HOOK\((\w+),\s*(\w+),", open(hooks_def).read(), re.M):
+    for m in re.finditer(r"^ATL_HOOK(?:_LIGHT)?\((\w+),\s*(\w+),", open(hooks_def).read(), re.M):
         out[m.group(1)] = m.group(2)
     return out
 
