@@ -258,7 +258,7 @@ static void ledger_note_alloc(const struct atl_alloc *a, CUresult r, int guarded
         rec.bytes = *a->pitch * a->height;
         rec.padded = *a->pitch * (a->padded_height ? a->padded_height : a->height);
     }
-    atl_stack_capture(&rec.site);
+    atl_stack_capture_n(&rec.site, (int)atl_cfg.stack_depth);
     if (atl_ledger_add(&rec) != 0)
         atl_log_once_oom("the allocation ledger");
 }

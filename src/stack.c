@@ -2,11 +2,12 @@
 #include "stack.h"
 
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unwind.h>
 
 /* This library's mapped range, found once: a dladdr per frame cost most of
  * an allocation's 4.5 us under the ledger. */
@@ -46,16 +47,113 @@ static int ours(void *pc)
     return (uintptr_t)pc >= self_lo && (uintptr_t)pc < self_hi;
 }
 
+/* Frames of ours above the caller's: the hook, its slow path, the engine's
+ * event and the feature (counted, so that `depth` frames of the caller's are
+ * still asked for). */
+#define OUR_FRAMES 8
+#define UW_MAX (ATL_STACK_MAX + OUR_FRAMES)
+
+/* One unwind: each frame's pc, and the CFA libgcc reports with it (that of
+ * the frame below, whose return address pc is: stored at that CFA - 8 on
+ * x86-64). */
+struct uw {
+    uintptr_t pc[UW_MAX], cfa[UW_MAX];
+    int n, max;
+};
+
+static _Unwind_Reason_Code uw_step(struct _Unwind_Context *ctx, void *arg)
+{
+    struct uw *u = arg;
+    if (u->n >= u->max)
+        return _URC_END_OF_STACK;
+    uintptr_t ip = _Unwind_GetIP(ctx);
+    if (!ip)
+        return _URC_END_OF_STACK;
+    u->pc[u->n] = ip;
+    u->cfa[u->n] = _Unwind_GetCFA(ctx);
+    u->n++;
+    return _URC_NO_REASON;
+}
+
+/* Unwinding costs about 2,400 instructions a frame (libgcc's unwinder: find
+ * the frame's unwind table entry, run its CFI program), and a deep caller (a
+ * Python interpreter under PyTorch) has dozens of frames: most of an
+ * allocation's cost under the ledger. But a loop allocates from the same few
+ * places at the same stack depth, step after step. So the last unwind from
+ * each stack address is kept, with where each return address was found, and
+ * reused when every one of those stack slots still holds the same return
+ * address: the same chain of callers, read in a few loads. The slots lie
+ * between this frame and the top of this thread's stack, so reading them is
+ * safe; entries are per thread (a serial number, not the thread's address,
+ * which a new thread may reuse with another stack). */
+#define CACHE_SLOTS 512
+struct cached {
+    uint64_t thread;
+    uintptr_t sp;
+    int n; /* frames kept (the caller's) */
+    int depth;
+    void *pc[ATL_STACK_MAX];
+    uintptr_t slot[ATL_STACK_MAX]; /* where pc[i] was read, as a return address */
+};
+static struct cached cache[CACHE_SLOTS];
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t next_thread;
+static __thread uint64_t my_thread __attribute__((tls_model("initial-exec")));
+
+static int cache_get(struct cached *c, uint64_t th, uintptr_t sp, int depth, struct atl_stack *s)
+{
+    if (c->thread != th || c->sp != sp || c->depth != depth)
+        return 0;
+    for (int i = 0; i < c->n; i++)
+        if (*(volatile uintptr_t *)c->slot[i] != (uintptr_t)c->pc[i])
+            return 0;
+    s->n = c->n;
+    memcpy(s->pc, c->pc, (size_t)c->n * sizeof *s->pc);
+    return 1;
+}
+
+void atl_stack_capture_n(struct atl_stack *s, int depth)
+{
+    s->n = 0;
+    if (depth <= 0)
+        return;
+    if (depth > ATL_STACK_MAX)
+        depth = ATL_STACK_MAX;
+    if (!my_thread)
+        my_thread = __atomic_add_fetch(&next_thread, 1, __ATOMIC_RELAXED);
+    volatile char here = 0;
+    uintptr_t sp = (uintptr_t)&here;
+    struct cached *c = &cache[(sp >> 4) * 0x9E3779B97F4A7C15ULL >> 55 & (CACHE_SLOTS - 1)];
+    pthread_mutex_lock(&cache_mu);
+    int hit = cache_get(c, my_thread, sp, depth, s);
+    pthread_mutex_unlock(&cache_mu);
+    if (hit)
+        return;
+    struct uw u = {.n = 0, .max = depth + OUR_FRAMES};
+    _Unwind_Backtrace(uw_step, &u);
+    int first = 0;
+    while (first < u.n && ours((void *)u.pc[first]))
+        first++;
+    struct cached fresh = {.thread = my_thread, .sp = sp, .depth = depth};
+    for (int i = first; i < u.n && s->n < depth; i++) {
+        s->pc[s->n] = (void *)u.pc[i];
+        /* the slot holding pc[i]: 8 bytes below the CFA of the frame that
+         * returns to it, which libgcc hands the callback together with pc[i]
+         * (its context's CFA is the callee's, the frame just unwound) */
+        fresh.pc[fresh.n] = (void *)u.pc[i];
+        fresh.slot[fresh.n++] = u.cfa[i] - sizeof(uintptr_t);
+        s->n++;
+    }
+    if (s->n > 0) {
+        pthread_mutex_lock(&cache_mu);
+        *c = fresh;
+        pthread_mutex_unlock(&cache_mu);
+    }
+}
+
 void atl_stack_capture(struct atl_stack *s)
 {
-    void *pcs[ATL_STACK_MAX + 16];
-    int n = backtrace(pcs, ATL_STACK_MAX + 16);
-    int first = 0;
-    while (first < n && ours(pcs[first]))
-        first++;
-    s->n = 0;
-    for (int i = first; i < n && s->n < ATL_STACK_MAX; i++)
-        s->pc[s->n++] = pcs[i];
+    atl_stack_capture_n(s, ATL_STACK_MAX);
 }
 
 uint64_t atl_stack_hash(const struct atl_stack *s)

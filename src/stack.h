@@ -15,6 +15,11 @@ struct atl_stack {
 /* Captures the caller's stack, without the frames inside libatlastrace. */
 void atl_stack_capture(struct atl_stack *s);
 
+/* The same, at most `depth` frames (0: none, s->n = 0). Each frame costs an
+ * unwind step (about 2,400 instructions through libgcc's unwinder), so the
+ * allocation ledger takes ATLAS_STACK_DEPTH frames, not ATL_STACK_MAX. */
+void atl_stack_capture_n(struct atl_stack *s, int depth);
+
 /* A hash of the frames, for grouping reports by stack. */
 uint64_t atl_stack_hash(const struct atl_stack *s);
 

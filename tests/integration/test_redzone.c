@@ -389,6 +389,42 @@ START_TEST(leaks_without_redzone)
 }
 END_TEST
 
+/* Every allocation names its own site: two sites at the same stack depth,
+ * alternating (the unwind cache must tell them apart by their return
+ * addresses), then one leak from each; with the deepest and with a short
+ * stack (ATLAS_STACK_DEPTH), and with none. */
+START_TEST(allocation_sites_at_one_depth)
+{
+    static const char *const env[] = {"ATLAS_LEAKS=1", NULL};
+    struct run_result r;
+    rz_run(&r, "sites", NULL, env);
+    /* each leak line names its own site */
+    static const char *const want[][2] = {
+        {"leaks:   alloc#21 111 bytes", "site_one+0x"},
+        {"leaks:   alloc#22 222 bytes", "site_two+0x"},
+        {"leaks:   alloc#23 333 bytes", "site_one+0x"},
+    };
+    for (int i = 0; i < 3; i++) {
+        const char *line = strstr(r.log, want[i][0]);
+        ck_assert_msg(line, "no '%s' in\n%s", want[i][0], r.log);
+        const char *site = strstr(line, want[i][1]);
+        ck_assert_msg(site && site < strchr(line, '\n'), "%s: not at %s\n%s", want[i][0],
+                      want[i][1], r.log);
+    }
+    run_free(&r);
+    static const char *const shallow[] = {"ATLAS_LEAKS=1", "ATLAS_STACK_DEPTH=1", NULL};
+    rz_run(&r, "sites", NULL, shallow);
+    ck_assert_int_eq(count_lines(r.log, "allocated at site_one+0x"), 2);
+    ck_assert_int_eq(count_lines(r.log, "allocated at site_two+0x"), 1);
+    run_free(&r);
+    static const char *const none[] = {"ATLAS_LEAKS=1", "ATLAS_STACK_DEPTH=0", NULL};
+    rz_run(&r, "sites", NULL, none);
+    HAS(r.log, "leaks: 3 allocations never freed");
+    HASNT(r.log, "allocated at site_");
+    run_free(&r);
+}
+END_TEST
+
 /* Status 4 at teardown is normal: no warning, no failed free, and the
  * allocation the program did free is not a leak. */
 START_TEST(teardown_no_false_alarm)
@@ -636,6 +672,7 @@ int main(void)
     tcase_add_test(tc, check_at_launch_with_capture);
     tcase_add_test(tc, leaks_and_exit_scan);
     tcase_add_test(tc, leaks_without_redzone);
+    tcase_add_test(tc, allocation_sites_at_one_depth);
     tcase_add_test(tc, teardown_no_false_alarm);
     tcase_add_test(tc, failed_alloc_report);
     tcase_add_test(tc, failed_alloc_not_oom_is_quiet);

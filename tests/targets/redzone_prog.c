@@ -106,6 +106,28 @@ __attribute__((noinline)) CUdeviceptr rz_alloc(size_t n)
     return p;
 }
 
+/* Two allocation sites with the same frame, called from one place: the
+ * same stack depth, so the ledger's unwind cache sees the same stack address
+ * for both and must tell them apart by their return addresses ("sites"). */
+__attribute__((noinline)) CUdeviceptr site_one(size_t n)
+{
+    CUdeviceptr p;
+    CHECK(cuMemAlloc(&p, n));
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+__attribute__((noinline)) CUdeviceptr site_two(size_t n)
+{
+    CUdeviceptr p;
+    CHECK(cuMemAlloc(&p, n));
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+__attribute__((noinline)) CUdeviceptr from_site(int which, size_t n)
+{
+    return which ? site_two(n) : site_one(n);
+}
+
 static void poke(CUdeviceptr p, long off, unsigned n, CUstream s)
 {
     unsigned v = 0x11;
@@ -209,6 +231,14 @@ int main(int argc, char **argv)
         CUdeviceptr c = rz_alloc(300);
         poke(c, 300, 4, NULL);
         CHECK(cuMemFree(a));
+    } else if (strcmp(what, "sites") == 0) {
+        /* alternating sites, each allocation freed; then one leak from
+         * each: site_one 111 bytes, site_two 222 bytes */
+        for (int i = 0; i < 20; i++)
+            CHECK(cuMemFree(from_site(i & 1, 64)));
+        from_site(0, 111);
+        from_site(1, 222);
+        from_site(0, 333);
     } else if (strcmp(what, "teardown") == 0) {
         /* the driver is torn down (as at exit) before the program frees */
         CUdeviceptr a = rz_alloc(4096);
