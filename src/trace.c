@@ -678,10 +678,18 @@ static struct {
     size_t capops;
     uint8_t *bytes;
     size_t capbytes;
+    struct atl_ann *ann; /* pointer notes: a million-op step has millions (fresh pages
+                          * for them each step were a third of its end) */
+    size_t capann;
 } spare;
 
 static void spare_put(struct atl_step *s)
 {
+    if (!spare.ann || s->capann > spare.capann) {
+        free(spare.ann);
+        spare.ann = s->ann, spare.capann = s->capann;
+        s->ann = NULL;
+    }
     if (!spare.ops || s->capops > spare.capops) {
         free(spare.ops);
         spare.ops = s->ops, spare.capops = s->capops;
@@ -710,9 +718,11 @@ static void take_over(struct atl_step *s, struct tbuf *b)
 /* Under step_mu, at a step end: what the trace keeps between steps. */
 static void kept_note(void)
 {
-    size_t n = spare.capops * sizeof *spare.ops + spare.capbytes + step_tscap * sizeof *step_ts;
+    size_t n = spare.capops * sizeof *spare.ops + spare.capbytes + step_tscap * sizeof *step_ts +
+               spare.capann * sizeof *spare.ann;
     for (int i = 0; i < nnames; i++)
-        n += names[i].prev.capops * sizeof *names[i].prev.ops + names[i].prev.capbytes;
+        n += names[i].prev.capops * sizeof *names[i].prev.ops + names[i].prev.capbytes +
+             names[i].prev.capann * sizeof *names[i].prev.ann;
     __atomic_store_n(&kept, n, __ATOMIC_RELAXED);
 }
 
@@ -1153,6 +1163,8 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
         return;
     }
     order_by_stream(&s);
+    s.ann = spare.ann, s.capann = spare.capann; /* empty: notes are made below */
+    spare.ann = NULL, spare.capann = 0;
     s.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
     stats.steps++;
     _Static_assert(sizeof s.thread == sizeof my_label, "a label fills the step's");

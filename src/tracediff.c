@@ -94,7 +94,7 @@ int atl_step_push(struct atl_step *s, const struct atl_op *op)
 
 int atl_step_annotate(struct atl_step *s, uint32_t op, uint32_t at, uint64_t seq, uint64_t off)
 {
-    if (grow((void **)&s->ann, &s->capann, s->nann + 1, sizeof *s->ann))
+    if (s->nann == s->capann && grow((void **)&s->ann, &s->capann, s->nann + 1, sizeof *s->ann))
         return -1;
     s->ann[s->nann++] = (struct atl_ann){.op = op, .at = at, .seq = seq, .off = off};
     return 0;
@@ -213,16 +213,19 @@ static uint64_t shape_hash(const struct atl_op *o, const struct atl_kfn **last, 
  * address: two processes (two ranks, or two runs given to atlas-diff) place
  * the same allocation at different addresses. Within one process one name
  * is one address, so the live diff sees no change. */
-static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct atl_op *o)
+/* `first` is the op's first annotation (or where it would be): the hashes
+ * walk the ops and their annotations together, with no search per op. */
+static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct atl_op *o,
+                            size_t first)
 {
     const struct atl_kfn *k = o->u.k.kfn;
     const uint8_t *p = atl_op_bytes(s, o);
     uint8_t tmp[4096];
-    if (!s->nann || k->total == 0 || k->total > sizeof tmp)
+    const uint32_t op = (uint32_t)(o - s->ops);
+    if (first >= s->nann || s->ann[first].op != op || k->total == 0 || k->total > sizeof tmp)
         return atl_hash_bytes(h, p, k->total);
     memcpy(tmp, p, k->total);
-    const uint32_t op = (uint32_t)(o - s->ops);
-    for (size_t i = ann_lower(s, op, 0); i < s->nann && s->ann[i].op == op; i++) {
+    for (size_t i = first; i < s->nann && s->ann[i].op == op; i++) {
         const struct atl_ann *an = &s->ann[i];
         if (an->at + 8 <= k->total) {
             uint64_t v = mix(an->seq, an->off);
@@ -235,13 +238,17 @@ static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct a
 /* A memset's or copy's address: its allocation and offset where the ledger
  * knew it (the same buffer in two processes), else the address. */
 static uint64_t addr_key(const struct atl_step *s, const struct atl_op *o, uint32_t at,
-                         uint64_t raw)
+                         uint64_t raw, size_t first)
 {
-    const struct atl_ann *an = s->nann ? atl_step_ann(s, (uint32_t)(o - s->ops), at) : NULL;
-    return an ? mix(an->seq, an->off) : raw;
+    const uint32_t op = (uint32_t)(o - s->ops);
+    for (size_t i = first; i < s->nann && s->ann[i].op == op; i++)
+        if (s->ann[i].at == at)
+            return mix(s->ann[i].seq, s->ann[i].off);
+    return raw;
 }
 
-static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint64_t shape)
+static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint64_t shape,
+                          size_t first)
 {
     uint64_t h = mix(shape, o->shmem);
     h = mix(h,
@@ -251,15 +258,15 @@ static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint
         for (int i = 0; i < 3; i++)
             h = mix(h, (uint64_t)o->u.k.grid[i] << 32 | o->u.k.block[i]);
         if (o->u.k.kfn)
-            h = params_hash(h, s, o);
+            h = params_hash(h, s, o, first);
         break;
     case ATL_OP_MEMSET:
-        h = mix(h, addr_key(s, o, ATL_ANN_DST, o->u.m.ptr));
+        h = mix(h, addr_key(s, o, ATL_ANN_DST, o->u.m.ptr, first));
         h = mix(mix(mix(h, o->u.m.count), o->u.m.pitch), o->u.m.height);
         break;
     case ATL_OP_COPY:
-        h = mix(mix(h, addr_key(s, o, ATL_ANN_DST, o->u.c.dst)),
-                addr_key(s, o, ATL_ANN_SRC, o->u.c.src));
+        h = mix(mix(h, addr_key(s, o, ATL_ANN_DST, o->u.c.dst, first)),
+                addr_key(s, o, ATL_ANN_SRC, o->u.c.src, first));
         h = mix(mix(mix(h, o->u.c.w), o->u.c.h), o->u.c.d);
         break;
     default:
@@ -862,9 +869,12 @@ static int step_hashes(const struct atl_step *cs)
     }
     const struct atl_kfn *last = NULL;
     uint64_t lasth = 0;
+    size_t an = 0; /* the first annotation of op i (they are in op order) */
     for (size_t i = 0; i < s->nops; i++) {
+        while (an < s->nann && s->ann[an].op < i)
+            an++;
         s->shape[i] = shape_hash(&s->ops[i], &last, &lasth);
-        s->full[i] = full_hash(s, &s->ops[i], s->shape[i]);
+        s->full[i] = full_hash(s, &s->ops[i], s->shape[i], an);
     }
     return 0;
 }
@@ -1066,12 +1076,19 @@ static inline char *jw_room(struct jw *w, size_t need)
     return w->b + w->n;
 }
 
-static void jw_lit(struct jw *w, const char *s)
+static inline void jw_put(struct jw *w, const char *s, size_t len)
 {
-    size_t len = strlen(s);
     memcpy(jw_room(w, len), s, len);
     w->n += len;
 }
+
+static void jw_cstr(struct jw *w, const char *s)
+{
+    jw_put(w, s, strlen(s));
+}
+
+/* a string literal: its length known at compile time */
+#define jw_lit(w, s) jw_put(w, "" s, sizeof(s) - 1)
 
 static void jw_u64(struct jw *w, uint64_t v)
 {
@@ -1142,9 +1159,12 @@ static void jw_hex(struct jw *w, const uint8_t *p, size_t n)
 
 static void jw_dim(struct jw *w, const char *key, const uint32_t d[3])
 {
-    jw_lit(w, key);
+    jw_cstr(w, key);
     for (int i = 0; i < 3; i++) {
-        jw_lit(w, i ? "," : "[");
+        if (i)
+            jw_lit(w, ",");
+        else
+            jw_lit(w, "[");
         jw_u64(w, d[i]);
     }
     jw_lit(w, "]");
@@ -1154,7 +1174,7 @@ static void jw_dim(struct jw *w, const char *key, const uint32_t d[3])
 static void jw_ann(struct jw *w, const char *key, const struct atl_ann *an)
 {
     jw_lit(w, ",\"");
-    jw_lit(w, key);
+    jw_cstr(w, key);
     jw_lit(w, "\":\"alloc#");
     jw_u64(w, an->seq);
     jw_lit(w, "+");
@@ -1196,7 +1216,7 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
         jw_lit(w, ",\"stream\":\"");
         jw_x64(w, o->stream);
         jw_lit(w, "\",\"kind\":\"");
-        jw_lit(w, kind_name(o->kind));
+        jw_cstr(w, kind_name(o->kind));
         jw_lit(w, "\"");
         while (an < s->nann && s->ann[an].op < i)
             an++;
@@ -1211,10 +1231,15 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
             jw_u64(w, o->shmem);
             uint32_t cl[3] = {o->cluster[0], o->cluster[1], o->cluster[2]};
             jw_dim(w, ",\"cluster\":", cl);
-            jw_lit(w, k->exact ? ",\"exact\":1,\"params\":[" : ",\"exact\":0,\"params\":[");
+            if (k->exact)
+                jw_lit(w, ",\"exact\":1,\"params\":[");
+            else
+                jw_lit(w, ",\"exact\":0,\"params\":[");
             const uint8_t *p = atl_op_bytes(s, o);
             for (unsigned j = 0; j < k->nparams; j++) {
-                jw_lit(w, j ? ",{\"i\":" : "{\"i\":");
+                if (j)
+                    jw_lit(w, ",");
+                jw_lit(w, "{\"i\":");
                 jw_u64(w, j);
                 jw_lit(w, ",\"off\":");
                 jw_u64(w, k->off[j]);
@@ -1261,7 +1286,7 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
             break;
         case ATL_OP_COPY:
             jw_lit(w, ",\"dir\":\"");
-            jw_lit(w, atl_dir_name(o->sub));
+            jw_cstr(w, atl_dir_name(o->sub));
             jw_lit(w, "\",\"dst\":\"");
             jw_x64(w, o->u.c.dst);
             jw_lit(w, "\",\"src\":\"");

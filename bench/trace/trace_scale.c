@@ -2,10 +2,11 @@
  * The step trace at scale, against the fake driver (no GPU):
  *
  *   trace_scale big N DIFFS
- *     Two steps of N 8-parameter launches (4 pointers into one allocation,
+ *     Four steps of N 8-parameter launches (4 pointers into one allocation,
  *     2 u32, 1 f32, 1 u64: cpu_bench's args8), each ended by
  *     cuCtxSynchronize; in the second step DIFFS launches spread over the
- *     step pass another u32. Prints the wall time of each step's end (the
+ *     step pass another u32 (so steps 2 and 3 differ from the one before,
+ *     step 4 is identical to step 3). Prints the wall time of each step's end (the
  *     sync: merge, pointer resolution, diff, and the JSON lines under
  *     ATLAS_TRACE_FILE) and the peak RSS. Run under LD_PRELOAD with
  *     ATLAS_TRACE=1 (and ATLAS_TRACE_MAX_MB large enough for two steps).
@@ -57,6 +58,14 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* this thread's CPU time: the step end's own cost on a machine shared with other work */
+static double cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -68,7 +77,8 @@ static void big(long n, long diffs)
     CUdeviceptr buf;
     CHECK(cuMemAlloc(&buf, 1 << 20));
     CHECK(cuCtxSynchronize()); /* setup: a step of its own */
-    for (int step = 0; step < 2; step++) {
+    /* 1: the first; 2: DIFFS ops differ; 3: as 1 again; 4: identical to 3 */
+    for (int step = 0; step < 4; step++) {
         CUdeviceptr a = buf, b = buf + 256, c = buf + 512, d = buf + 768;
         unsigned m = 1024, k = 64;
         float alpha = 1.5f;
@@ -80,10 +90,11 @@ static void big(long n, long diffs)
             k = step == 1 && diffs && i % (n / diffs) == n / diffs / 2 ? 65 : 64;
             CHECK(cuLaunchKernel(nop8, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
         }
-        double t1 = now_ms();
+        double t1 = now_ms(), c1 = cpu_ms();
         CHECK(cuCtxSynchronize());
-        double t2 = now_ms();
-        printf("step %d: %ld launches %.1f ms, step end %.1f ms\n", step + 1, n, t1 - t0, t2 - t1);
+        double t2 = now_ms(), c2 = cpu_ms();
+        printf("step %d: %ld launches %.1f ms, step end %.1f ms (CPU %.1f ms)\n", step + 1, n,
+               t1 - t0, t2 - t1, c2 - c1);
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
