@@ -272,7 +272,7 @@ static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
                 }
             /* out of memory for the list: the layout is kept for good */
             if (atl_grow((void **)&retired, &capretired, nretired + 1, sizeof *retired, 16) == 0)
-                retired[nretired++] = k;
+                retired[nretired] = k, __atomic_store_n(&nretired, nretired + 1, __ATOMIC_RELEASE);
             k = NULL;
         }
     }
@@ -1091,7 +1091,7 @@ static void reclaim_retired(size_t upto)
                 kept_old += i < upto;
             }
         }
-        nretired = keep;
+        __atomic_store_n(&nretired, keep, __ATOMIC_RELEASE);
         reclaim_tried = kept_old;
     }
     free(cand), free(used);
@@ -1146,9 +1146,10 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
         begin = end; /* the thread's first step: when it began is not known */
     if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
         return;
-    pthread_mutex_lock(&kc_mu);
-    size_t retired_before = nretired; /* before the harvest: see reclaim_retired */
-    pthread_mutex_unlock(&kc_mu);
+    /* before the harvest: see reclaim_retired. Written under kc_mu, read
+     * here without it (an atomic load: a step end per synchronous copy must
+     * not take a second lock for a count that rarely changes) */
+    size_t retired_before = __atomic_load_n(&nretired, __ATOMIC_ACQUIRE);
     atl_step_init(&s, name);
     /* before the harvest: its own ops are taken whole */
     if (me && !__atomic_exchange_n(&me->owner, 1, __ATOMIC_RELAXED))

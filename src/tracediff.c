@@ -1426,7 +1426,7 @@ static inline int hexdigit(char c)
  * string has an escape or does not end on its line: jstr then reads it. */
 static const uint8_t str_stop[256] = {['"'] = 1, ['\\'] = 1, ['\0'] = 1, ['\n'] = 1};
 
-static int jspan(struct jp *j, const char **start, size_t *len)
+static inline int jspan(struct jp *j, const char **start, size_t *len)
 {
     if (lit(j, '"'))
         return -1;
@@ -1619,18 +1619,29 @@ struct jline {
     size_t pcap, pused; /* pused: bytes written since the last clear */
 };
 
-/* "alloc#N+0xOFF" (the whole string); -1 when it is not that. */
+/* "alloc#N+0xOFF"; -1 when it does not begin so. */
 static int parse_alloc(const char *a, uint64_t *seq, uint64_t *off)
 {
-    if (strncmp(a, "alloc#", 6) != 0 || !isdigit((unsigned char)a[6]))
+    if (memcmp(a, "alloc#", 6) != 0 || a[6] < '0' || a[6] > '9')
         return -1;
-    char *end;
-    errno = 0;
-    *seq = strtoull(a + 6, &end, 10);
-    if (errno || strncmp(end, "+0x", 3) != 0 || !isxdigit((unsigned char)end[3]))
+    uint64_t x = 0;
+    for (a += 6; *a >= '0' && *a <= '9'; a++) {
+        unsigned d = (unsigned)(*a - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return -1;
+        x = x * 10 + d;
+    }
+    if (a[0] != '+' || a[1] != '0' || a[2] != 'x' || hexdigit(a[3]) < 0)
         return -1;
-    *off = strtoull(end + 3, &end, 16);
-    return errno || *end ? -1 : 0;
+    *seq = x, x = 0;
+    int d;
+    for (a += 3; (d = hexdigit(*a)) >= 0; a++) {
+        if (x >> 60)
+            return -1;
+        x = x << 4 | (uint64_t)d;
+    }
+    *off = x;
+    return 0; /* text after the digits is ignored, as the sscanf this replaced did */
 }
 
 /* hlen hex digits into n bytes: exactly 2n digits. */
