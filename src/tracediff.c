@@ -1063,6 +1063,7 @@ void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, cons
 struct jw {
     FILE *f;
     size_t n;
+    unsigned long flushes;
     char b[1 << 16];
 };
 
@@ -1072,6 +1073,7 @@ static inline char *jw_room(struct jw *w, size_t need)
     if (w->n + need > sizeof w->b) {
         fwrite(w->b, 1, w->n, w->f);
         w->n = 0;
+        w->flushes++;
     }
     return w->b + w->n;
 }
@@ -1200,17 +1202,52 @@ static void json_head(struct jw *w, const struct atl_step *s)
     jw_str(w, s->name);
 }
 
+/* Text that every op of a step repeats (its head, its kernel's quoted name):
+ * formatted by `put` the first time, as it is written, then copied. n is 0
+ * when it did not fit (formatted every time then). */
+struct jw_cache {
+    size_t n;
+    char b[1024];
+};
+
+static void jw_cached(struct jw *w, struct jw_cache *c, int fresh,
+                      void (*put)(struct jw *, const void *), const void *arg)
+{
+    if (!fresh && c->n) {
+        jw_put(w, c->b, c->n);
+        return;
+    }
+    jw_room(w, sizeof c->b); /* what fits is then written without a flush between */
+    size_t start = w->n;
+    unsigned long flushes = w->flushes;
+    put(w, arg);
+    c->n = w->flushes == flushes && w->n - start <= sizeof c->b ? w->n - start : 0;
+    memcpy(c->b, w->b + start, c->n);
+}
+
+static void put_head(struct jw *w, const void *s)
+{
+    json_head(w, s);
+}
+
+static void put_kernel(struct jw *w, const void *k)
+{
+    jw_str(w, ((const struct atl_kfn *)k)->mangled);
+}
+
 void atl_step_write_json(const struct atl_step *s, FILE *f)
 {
     struct jw *w = malloc(sizeof *w);
     if (!w)
         return;
-    w->f = f, w->n = 0;
+    w->f = f, w->n = 0, w->flushes = 0;
     /* annotations are in (op, at) order: one pass alongside the ops */
     size_t an = 0;
+    struct jw_cache head, kname;
+    const struct atl_kfn *klast = NULL;
     for (size_t i = 0; i < s->nops; i++) {
         const struct atl_op *o = &s->ops[i];
-        json_head(w, s);
+        jw_cached(w, &head, i == 0, put_head, s);
         jw_lit(w, ",\"op\":");
         jw_u64(w, i);
         jw_lit(w, ",\"stream\":\"");
@@ -1224,7 +1261,8 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
         case ATL_OP_LAUNCH: {
             const struct atl_kfn *k = o->u.k.kfn;
             jw_lit(w, ",\"kernel\":");
-            jw_str(w, k->mangled);
+            jw_cached(w, &kname, k != klast, put_kernel, k);
+            klast = k;
             jw_dim(w, ",\"grid\":", o->u.k.grid);
             jw_dim(w, ",\"block\":", o->u.k.block);
             jw_lit(w, ",\"shmem\":");
@@ -1526,6 +1564,23 @@ static int jstr(struct jp *j, char *out, size_t len)
     return 0;
 }
 
+/* A key: lowercase letters and digits as the writer writes them, read in
+ * place with no call; anything else (an escape, white space) through jstr. */
+static inline int jkey(struct jp *j, char *key, size_t len)
+{
+    const char *q = j->p + 1;
+    size_t n = 0;
+    if (*j->p == '"')
+        while (n + 1 < len && ((q[n] >= 'a' && q[n] <= 'z') || (q[n] >= '0' && q[n] <= '9')))
+            n++;
+    if (n == 0 || q[n] != '"')
+        return jstr(j, key, len);
+    memcpy(key, q, n);
+    key[n] = '\0';
+    j->p = q + n + 1;
+    return 0;
+}
+
 static int jnum(struct jp *j, uint64_t *v)
 {
     ws(j);
@@ -1698,7 +1753,7 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
             return -1;
         for (;;) {
             char key[16];
-            if (jstr(j, key, sizeof key) || lit(j, ':'))
+            if (jkey(j, key, sizeof key) || lit(j, ':'))
                 return -1;
             if (KEY_IS("i")) {
                 if (jnum(j, &i))
@@ -1779,7 +1834,7 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
         return -1;
     for (;;) {
         char key[16];
-        if (jstr(j, key, sizeof key) || lit(j, ':'))
+        if (jkey(j, key, sizeof key) || lit(j, ':'))
             return -1;
         int rc = 0;
         if (KEY_IS("step"))

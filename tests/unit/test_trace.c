@@ -374,6 +374,36 @@ START_TEST(json_lines_round_trip)
 }
 END_TEST
 
+/* The writer copies what every op repeats (the step's head, the kernel's
+ * quoted name) from its first formatting: across block flushes, with names
+ * too long to keep (formatted each time), and kernels alternating. */
+START_TEST(json_writer_repeated_text)
+{
+    /* 1020 characters (the reader keeps 1023), 10 of them quotes: 1032 bytes
+     * quoted and escaped, more than the writer keeps to copy */
+    static char longname[1021];
+    memset(longname, 'x', sizeof longname - 1);
+    memcpy(longname, "_Z4long", 7);
+    for (int i = 0; i < 10; i++)
+        longname[100 + 50 * i] = '"';
+    static const uint32_t off[] = {0, 8}, size[] = {8, 4};
+    const struct atl_kfn *kl = atl_kfn_intern(longname, NULL, 2, off, size);
+    struct atl_step a;
+    atl_step_init(&a, "a step name long enough to matter");
+    a.index = 3;
+    for (int i = 0; i < 6000; i++) /* about 6 MB: flushes inside and between ops */
+        push_launch(&a, i % 3 == 2 ? kfn_ptr_int() : kl, 0x1000 + (uint64_t)i, i, 1);
+    write_read(&a);
+    ck_assert_uint_eq(got[0].nops, 6000);
+    ck_assert_str_eq(got[0].name, a.name);
+    for (int i = 0; i < 6000; i++)
+        ck_assert_str_eq(got[0].ops[i].u.k.kfn->mangled, a.ops[i].u.k.kfn->mangled);
+    ck_assert_uint_eq(diff(&a, &got[0], 20, NULL), 0);
+    atl_step_free(&got[0]);
+    atl_step_free(&a);
+}
+END_TEST
+
 static int read_text(const char *text, char *err, size_t len)
 {
     FILE *f = tmpfile();
@@ -654,6 +684,7 @@ int main(void)
     tcase_add_test(tc, big_by_value_parameter_one_byte);
     tcase_add_test(tc, diff_max_and_ignore);
     tcase_add_test(tc, json_lines_round_trip);
+    tcase_add_test(tc, json_writer_repeated_text);
     tcase_add_test(tc, corrupt_input_says_which_line);
     tcase_add_test(tc, killed_run_read_to_last_whole_step);
     tcase_add_test(tc, reader_edge_cases);
