@@ -857,9 +857,10 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
                 b->lent_since = 0;
             else if (!b->lent_since)
                 b->lent_since = steps_now + 1;
-            else if (steps_now + 1 - b->lent_since > STALE_STEPS)
-                __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED), b->nbytes = 0, b->oom = 0,
-                b->lent_since = 0;
+            else if (steps_now + 1 - b->lent_since > STALE_STEPS) {
+                __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+                b->nbytes = 0, b->oom = 0, b->lent_since = 0;
+            }
             buf_unlock(b);
             continue;
         }
@@ -887,7 +888,8 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
                     "step trace: more than %u ops on one thread in one step; the rest of "
                     "the step ending now (step %" PRIu64 ") was not recorded",
                     MAX_OPS_PER_THREAD, steps_now + 1);
-        __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED), b->nbytes = 0, b->oom = 0;
+        __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+        b->nbytes = 0, b->oom = 0;
         buf_unlock(b);
     }
 }
@@ -1076,7 +1078,7 @@ static int ptr_cmp(const void *a, const void *b)
  * try, so a steady loop pays nothing; those still in use then wait for the
  * next retirement. */
 static size_t reclaim_tried; /* under step_mu: retired layouts the last try kept (atomic:
-                               * fast_step reads it) */
+                              * fast_step reads it) */
 
 static void reclaim_retired(size_t upto)
 {
@@ -1170,8 +1172,8 @@ static void thread_label(const struct tbuf *me, char out[sizeof my_label])
  * step end is done. */
 static int fast_step(const char *name, struct tbuf *me, enum take take, uint64_t stream)
 {
-    if (!me || !me->fast_slot || json || atl_chrome_on || mode == MODE_CAPTURE ||
-        (take != TAKE_LENT && take != TAKE_STREAM) || atl_exiting() ||
+    if (!me || !me->fast_slot || __atomic_load_n(&json, __ATOMIC_RELAXED) || atl_chrome_on ||
+        mode == MODE_CAPTURE || (take != TAKE_LENT && take != TAKE_STREAM) || atl_exiting() ||
         !__atomic_load_n(&me->owner, __ATOMIC_RELAXED) ||
         __atomic_load_n(&nretired, __ATOMIC_ACQUIRE) >
             __atomic_load_n(&reclaim_tried, __ATOMIC_RELAXED))
@@ -1418,7 +1420,8 @@ void atl_trace_step_begin(const char *name)
                          __ATOMIC_RELAXED);
         __atomic_store_n(&b->open, 1, __ATOMIC_RELAXED);
         buf_lock(b);
-        __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED), b->nbytes = 0, b->oom = 0;
+        __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+        b->nbytes = 0, b->oom = 0;
         buf_unlock(b);
         pthread_mutex_unlock(&step_mu);
     }
@@ -1950,7 +1953,7 @@ void atl_trace_exit(void)
     atl_diff_summary(&stats, log_line_cb, NULL);
     if (json) {
         fclose(json);
-        json = NULL;
+        __atomic_store_n(&json, NULL, __ATOMIC_RELAXED); /* fast_step reads it without step_mu */
     }
     atl_chrome_close();
     pthread_mutex_unlock(&step_mu);

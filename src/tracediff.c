@@ -1448,15 +1448,14 @@ static int lit_fail(struct jp *j, char c)
 
 /* Hex digit values (-1: not one), for the hand-written number parsers. */
 static const signed char hexval[256] = {
-    ['0'] = 0,  ['1'] = 1,  ['2'] = 2,  ['3'] = 3,  ['4'] = 4,  ['5'] = 5,  ['6'] = 6,
-    ['7'] = 7,  ['8'] = 8,  ['9'] = 9,  ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13,
-    ['e'] = 14, ['f'] = 15, ['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14,
-    ['F'] = 15,
+    ['0'] = 0,  ['1'] = 1,  ['2'] = 2,  ['3'] = 3,  ['4'] = 4,  ['5'] = 5,  ['6'] = 6,  ['7'] = 7,
+    ['8'] = 8,  ['9'] = 9,  ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14, ['f'] = 15,
+    ['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
 };
 static inline int hexdigit(char c)
 {
     return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'f') ? hexval[(unsigned char)c]
-                                                                           : -1;
+                                                                          : -1;
 }
 
 /* A string without escapes, in place: *start and *len (the quotes
@@ -1670,7 +1669,7 @@ struct jline {
      * empty until read, off and size are read up to np */
     char kernel[1024];
     uint32_t off[512], size[512];
-    uint8_t *pbytes; /* owned by the reader */
+    uint8_t *pbytes;    /* owned by the reader */
     size_t pcap, pused; /* pused: bytes written since the last clear */
 };
 

@@ -548,18 +548,20 @@ static void read_one(const char *text)
 START_TEST(reader_edge_cases)
 {
     char err[256];
-    const char *launch = "{\"step\":1,\"name\":\"s\",\"op\":%d,\"stream\":\"0x10\",\"kind\":"
-                         "\"launch\",\"kernel\":\"_Z4stepPfi\",\"grid\":[1,1,1],\"block\":[1,1,1],"
-                         "\"shmem\":0,\"cluster\":[0,0,0],\"exact\":1,\"params\":[{\"i\":0,\"off\":0,"
-                         "\"size\":8,\"hex\":\"0010000000000000\",\"alloc\":\"alloc#3+0x10\"},"
-                         "{\"i\":1,\"off\":8,\"size\":4,\"hex\":\"%s\"}]}\n";
+    const char *launch =
+        "{\"step\":1,\"name\":\"s\",\"op\":%d,\"stream\":\"0x10\",\"kind\":"
+        "\"launch\",\"kernel\":\"_Z4stepPfi\",\"grid\":[1,1,1],\"block\":[1,1,1],"
+        "\"shmem\":0,\"cluster\":[0,0,0],\"exact\":1,\"params\":[{\"i\":0,\"off\":0,"
+        "\"size\":8,\"hex\":\"0010000000000000\",\"alloc\":\"alloc#3+0x10\"},"
+        "{\"i\":1,\"off\":8,\"size\":4,\"hex\":\"%s\"}]}\n";
     /* 5000 ops, about 1.5 MB: lines cross the first block's end */
     size_t cap = 6000 * 400, n = 0;
     char *text = malloc(cap);
     ck_assert_ptr_nonnull(text);
     for (int i = 0; i < 5000; i++)
         n += (size_t)snprintf(text + n, cap - n, launch, i, i == 4999 ? "07000000" : "05000000");
-    n += (size_t)snprintf(text + n, cap - n, "{\"step\":1,\"name\":\"s\",\"end\":true,\"ops\":5000}\n");
+    n += (size_t)snprintf(text + n, cap - n,
+                          "{\"step\":1,\"name\":\"s\",\"end\":true,\"ops\":5000}\n");
     read_one(text);
     ck_assert_uint_eq(got[0].nops, 5000);
     int v;
@@ -600,8 +602,9 @@ START_TEST(reader_edge_cases)
                                err, sizeof err),
                      -1);
     ck_assert_msg(strstr(err, "line 1: number out of range"), "%s", err);
-    const char *bad = "{\"step\":1,\"name\":\"s\",\"op\":0,\"stream\":\"0x10\",\"kind\":\"launch\","
-                      "\"kernel\":\"k\",\"params\":[{\"i\":0,\"off\":0,\"size\":2,\"hex\":\"%s\"}]}\n";
+    const char *bad =
+        "{\"step\":1,\"name\":\"s\",\"op\":0,\"stream\":\"0x10\",\"kind\":\"launch\","
+        "\"kernel\":\"k\",\"params\":[{\"i\":0,\"off\":0,\"size\":2,\"hex\":\"%s\"}]}\n";
     const char *hexes[] = {"0a0", "0a0b0c", "0g0b", "0x0b"};
     for (int i = 0; i < 4; i++) {
         char line[400];
