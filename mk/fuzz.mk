@@ -6,7 +6,7 @@
 #
 # To add a harness: write fuzz/fuzz_<name>.c (LLVMFuzzerTestOneInput), seed
 # fuzz/corpus/<name>/, add <name> to FUZZERS and the sources it tests to
-# FUZZ_SRCS_<name>. Findings are written to $(BUILD)/fuzz/ (crash-*, leak-*).
+# FUZZ_SRCS_<name> (and any -D it needs to FUZZ_DEFS_<name>). Findings are written to $(BUILD)/fuzz/ (crash-*, leak-*).
 #
 
 FUZZ_CC            ?= clang
@@ -20,6 +20,8 @@ FUZZ_SRCS_config := src/config.c
 # the trace-file (JSON-lines) reader of tools/atlas-diff, and the diff it feeds
 FUZZERS         += trace
 FUZZ_SRCS_trace := src/tracediff.c src/stack.c
+# the reader's blocks as small as the inputs: lines cross them everywhere
+FUZZ_DEFS_trace := -DATL_READ_BLOCK=61
 
 FUZZ_DIR  := $(BUILD)/fuzz
 FUZZ_BINS := $(FUZZERS:%=$(FUZZ_DIR)/fuzz_%)
@@ -40,7 +42,7 @@ fuzz-deps:
 define fuzz_rule
 $(FUZZ_DIR)/fuzz_$(1): fuzz/fuzz_$(1).c $(FUZZ_SRCS_$(1)) $(wildcard src/*.h src/*.def) | fuzz-deps
 	@mkdir -p $$(dir $$@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $$@ $$< $(FUZZ_SRCS_$(1))
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_DEFS_$(1)) -o $$@ $$< $(FUZZ_SRCS_$(1))
 endef
 $(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
 

@@ -66,3 +66,16 @@ trace-asan-check: check-deps
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=66 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=66 \
 	  sh -c '$(TRACE_ASAN_BUILD)/tests/test_trace_unit && $(TRACE_ASAN_BUILD)/tests/test_trace'
+
+# The trace at scale (fake driver): a 1M-op step's end, atlas-diff on two 1M-op files, memory per
+# op, and T threads against untraced in one process: make trace-scale-bench [TRACE_SCALE_N=1000000]
+TRACE_SCALE_N ?= 1000000
+$(BUILD)/bench/trace_scale: bench/trace/trace_scale.c $(FAKE_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda -ldl -lpthread
+
+.PHONY: trace-scale-bench
+trace-scale-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/trace_scale $(BUILD)/atlas-diff
+	sh bench/trace/run_scale_bench.sh $(BUILD) $(TRACE_SCALE_N)
+
+BENCH_TARGETS += trace-scale-bench

@@ -273,7 +273,7 @@ static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
                 }
             /* out of memory for the list: the layout is kept for good */
             if (atl_grow((void **)&retired, &capretired, nretired + 1, sizeof *retired, 16) == 0)
-                retired[nretired++] = k;
+                retired[nretired] = k, __atomic_store_n(&nretired, nretired + 1, __ATOMIC_RELEASE);
             k = NULL;
         }
     }
@@ -317,9 +317,16 @@ struct tbuf {
                    * its ops go to its own steps only; until then they are lent to the
                    * steps other threads end (written under step_mu) */
     /* under step_mu, in step ends (step_count): its thread's last step end of
-     * its own, and since when ops it lent have been left (0: none) */
+     * its own (atomic: the fast path below reads and writes it without the
+     * lock), and since when ops it lent have been left (0: none) */
     uint64_t last_own, lent_since;
     int open; /* nvtx/api: its thread has a step open (never lends then) */
+    /* The fast path of a step end (fast_step): the kind its thread's last
+     * step went to (its index + 1; 0: none yet), and the steps it ended there
+     * without step_mu, for the exit summary (written by its thread, read at
+     * exit). */
+    int fast_slot;
+    uint64_t fast_steps;
 };
 
 static struct tbuf *threads; /* list head; entries live for the process */
@@ -333,16 +340,26 @@ static inline void cpu_relax(void)
 #endif
 }
 
+static inline void spin_lock(int *busy)
+{
+    while (__atomic_exchange_n(busy, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(busy, __ATOMIC_RELAXED))
+            cpu_relax();
+}
+
+static inline void spin_unlock(int *busy)
+{
+    __atomic_store_n(busy, 0, __ATOMIC_RELEASE);
+}
+
 static inline void buf_lock(struct tbuf *b)
 {
-    while (__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&b->busy, __ATOMIC_RELAXED))
-            cpu_relax();
+    spin_lock(&b->busy);
 }
 
 static inline void buf_unlock(struct tbuf *b)
 {
-    __atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+    spin_unlock(&b->busy);
 }
 
 /* buf_lock for the step end; at exit it gives up at the exit's deadline (the
@@ -523,7 +540,8 @@ static inline void op_done(struct tbuf *b, uint64_t now, size_t nbytes)
 {
     if (atl_chrome_on)
         b->ts[b->nops] = now;
-    b->nops++;
+    /* a store other threads may read (fast_step): atomic, still one plain store on x86 */
+    __atomic_store_n(&b->nops, b->nops + 1, __ATOMIC_RELAXED);
     b->nbytes += nbytes; /* packed: 64 bytes an op plus exactly its parameter bytes */
 }
 
@@ -658,6 +676,8 @@ static struct atl_diff_stats stats;
  * of its kind is compared with. */
 #define MAX_NAMES 256
 static struct {
+    int busy; /* a spin lock over nth and prev: taken after step_mu by a step end, or
+               * alone by fast_step */
     uint64_t nth;
     struct atl_step prev; /* its name, thread and stream are the kind's */
 } names[MAX_NAMES];
@@ -679,10 +699,18 @@ static struct {
     size_t capops;
     uint8_t *bytes;
     size_t capbytes;
+    struct atl_ann *ann; /* pointer notes: a million-op step has millions (fresh pages
+                          * for them each step were a third of its end) */
+    size_t capann;
 } spare;
 
 static void spare_put(struct atl_step *s)
 {
+    if (!spare.ann || s->capann > spare.capann) {
+        free(spare.ann);
+        spare.ann = s->ann, spare.capann = s->capann;
+        s->ann = NULL;
+    }
     if (!spare.ops || s->capops > spare.capops) {
         free(spare.ops);
         spare.ops = s->ops, spare.capops = s->capops;
@@ -711,9 +739,11 @@ static void take_over(struct atl_step *s, struct tbuf *b)
 /* Under step_mu, at a step end: what the trace keeps between steps. */
 static void kept_note(void)
 {
-    size_t n = spare.capops * sizeof *spare.ops + spare.capbytes + step_tscap * sizeof *step_ts;
+    size_t n = spare.capops * sizeof *spare.ops + spare.capbytes + step_tscap * sizeof *step_ts +
+               spare.capann * sizeof *spare.ann;
     for (int i = 0; i < nnames; i++)
-        n += names[i].prev.capops * sizeof *names[i].prev.ops + names[i].prev.capbytes;
+        n += names[i].prev.capops * sizeof *names[i].prev.ops + names[i].prev.capbytes +
+             names[i].prev.capann * sizeof *names[i].prev.ann;
     __atomic_store_n(&kept, n, __ATOMIC_RELAXED);
 }
 
@@ -778,7 +808,8 @@ static int take_stream(struct atl_step *s, struct tbuf *b, uint64_t stream)
             b->ops[keep++] = o;
         }
     }
-    b->nops = keep, b->nbytes = keepb;
+    __atomic_store_n(&b->nops, keep, __ATOMIC_RELAXED);
+    b->nbytes = keepb;
     return 0;
 }
 
@@ -803,12 +834,14 @@ enum take {
  * thread ending the step (NULL: none). */
 static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_t stream)
 {
+    /* fast_step counts its steps without step_mu: read once, atomically */
+    const uint64_t steps_now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
     /* entries are only ever appended (release), so the list can be walked
      * without its lock */
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
         if (b != me && !__atomic_load_n(&b->open, __ATOMIC_RELAXED) &&
-            step_count - b->last_own > STALE_STEPS)
+            steps_now - __atomic_load_n(&b->last_own, __ATOMIC_RELAXED) > STALE_STEPS)
             __atomic_store_n(&b->owner, 0, __ATOMIC_RELAXED);
         int lent = !__atomic_load_n(&b->owner, __ATOMIC_RELAXED);
         int whole = b == me || take == TAKE_ALL || take == TAKE_NONE || (lent && take == TAKE_LENT);
@@ -824,9 +857,11 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
             if (!b->nops)
                 b->lent_since = 0;
             else if (!b->lent_since)
-                b->lent_since = step_count + 1;
-            else if (step_count + 1 - b->lent_since > STALE_STEPS)
-                b->nops = 0, b->nbytes = 0, b->oom = 0, b->lent_since = 0;
+                b->lent_since = steps_now + 1;
+            else if (steps_now + 1 - b->lent_since > STALE_STEPS) {
+                __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+                b->nbytes = 0, b->oom = 0, b->lent_since = 0;
+            }
             buf_unlock(b);
             continue;
         }
@@ -848,13 +883,14 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
             atl_log(ATL_WARN,
                     "step trace: out of memory while recording; the step ending now "
                     "(step %" PRIu64 ") is incomplete",
-                    step_count + 1);
+                    steps_now + 1);
         else if (b->oom == 2 && s)
             atl_log(ATL_WARN,
                     "step trace: more than %u ops on one thread in one step; the rest of "
                     "the step ending now (step %" PRIu64 ") was not recorded",
-                    MAX_OPS_PER_THREAD, step_count + 1);
-        b->nops = 0, b->nbytes = 0, b->oom = 0;
+                    MAX_OPS_PER_THREAD, steps_now + 1);
+        __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+        b->nbytes = 0, b->oom = 0;
         buf_unlock(b);
     }
 }
@@ -1042,7 +1078,8 @@ static int ptr_cmp(const void *a, const void *b)
  * in the kept steps or gone.) Only when layouts were retired since the last
  * try, so a steady loop pays nothing; those still in use then wait for the
  * next retirement. */
-static size_t reclaim_tried; /* under step_mu: retired layouts the last try kept */
+static size_t reclaim_tried; /* under step_mu: retired layouts the last try kept (atomic:
+                              * fast_step reads it) */
 
 static void reclaim_retired(size_t upto)
 {
@@ -1082,8 +1119,8 @@ static void reclaim_retired(size_t upto)
                 kept_old += i < upto;
             }
         }
-        nretired = keep;
-        reclaim_tried = kept_old;
+        __atomic_store_n(&nretired, keep, __ATOMIC_RELEASE);
+        __atomic_store_n(&reclaim_tried, kept_old, __ATOMIC_RELAXED);
     }
     free(cand), free(used);
     pthread_mutex_unlock(&kc_mu);
@@ -1123,6 +1160,67 @@ static void thread_label(const struct tbuf *me, char out[sizeof my_label])
     memcpy(out, my_label, sizeof my_label);
 }
 
+/* The step end of a thread whose step is byte-identical to the previous one
+ * of its kind, without step_mu: a server's threads each syncing their own
+ * stream, or a loop of synchronous copies (a step end each), must not queue
+ * on one process-wide lock to learn that nothing changed. Taken only when
+ * the slow path would do nothing else: the thread owns its ops and its last
+ * step found its kind (fast_slot), no other thread has ops to lend or ops
+ * left stale (harvest would move them), no layout waits to be reclaimed, and
+ * no JSON lines or Chrome trace are written (they keep the steps' order).
+ * Then the thread's buffer is compared with the kind's previous step under
+ * that kind's lock and, if identical, emptied in place. Returns 1 when the
+ * step end is done. */
+static int fast_step(const char *name, struct tbuf *me, enum take take, uint64_t stream)
+{
+    if (!me || !me->fast_slot || __atomic_load_n(&json, __ATOMIC_RELAXED) || atl_chrome_on ||
+        mode == MODE_CAPTURE || (take != TAKE_LENT && take != TAKE_STREAM) || atl_exiting() ||
+        !__atomic_load_n(&me->owner, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&nretired, __ATOMIC_ACQUIRE) >
+            __atomic_load_n(&reclaim_tried, __ATOMIC_RELAXED))
+        return 0;
+    uint64_t now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
+    for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE))
+        if (b != me && __atomic_load_n(&b->nops, __ATOMIC_RELAXED) &&
+            (!__atomic_load_n(&b->owner, __ATOMIC_RELAXED) ||
+             now - __atomic_load_n(&b->last_own, __ATOMIC_RELAXED) > STALE_STEPS))
+            return 0;
+    char label[sizeof my_label];
+    thread_label(me, label);
+    const int slot = me->fast_slot - 1;
+    struct atl_step *prev = &names[slot].prev;
+    int done = 0;
+    spin_lock(&names[slot].busy);
+    buf_lock(me);
+    if (me->nops == 0 && !me->oom) {
+        done = 1; /* nothing recorded, nothing lent: no step (as the slow path decides) */
+    } else if (!me->oom && prev->ops && prev->nops == me->nops && prev->nbytes == me->nbytes &&
+               strncmp(prev->name, name, sizeof prev->name - 1) == 0 &&
+               strcmp(prev->thread, label) == 0) {
+        /* the key's stream: the synchronised one, or the one stream of the ops */
+        uint64_t st = take == TAKE_STREAM ? stream : me->ops[0].stream;
+        size_t i = 0;
+        while (i < me->nops && me->ops[i].stream == me->ops[0].stream)
+            i++;
+        done = i == me->nops && prev->stream == st &&
+               memcmp(prev->ops, me->ops, me->nops * sizeof *me->ops) == 0 &&
+               (me->nbytes == 0 || memcmp(prev->bytes, me->bytes, me->nbytes) == 0);
+        if (done) {
+            __atomic_store_n(&me->nops, 0, __ATOMIC_RELAXED);
+            me->nbytes = 0;
+            prev->index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
+            prev->nth = ++names[slot].nth;
+            __atomic_store_n(&me->fast_steps, me->fast_steps + 1, __ATOMIC_RELAXED);
+        }
+    }
+    buf_unlock(me);
+    spin_unlock(&names[slot].busy);
+    if (done)
+        __atomic_store_n(&me->last_own, now, __ATOMIC_RELAXED);
+    return done;
+}
+
 /* Ends a step on the calling thread (its buffer `me`, NULL when it has
  * none): takes what `take` says (harvest), keys the step by the thread and
  * `stream` (0: the one stream of its ops, if they share one) and compares it
@@ -1135,17 +1233,21 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
     uint64_t end = atl_chrome_on ? atl_chrome_now() : 0;
     if (!begin)
         begin = end; /* the thread's first step: when it began is not known */
+    if (fast_step(name, me, take, stream))
+        return;
     if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
         return;
-    pthread_mutex_lock(&kc_mu);
-    size_t retired_before = nretired; /* before the harvest: see reclaim_retired */
-    pthread_mutex_unlock(&kc_mu);
+    /* before the harvest: see reclaim_retired. Written under kc_mu, read
+     * here without it (an atomic load: a step end per synchronous copy must
+     * not take a second lock for a count that rarely changes) */
+    size_t retired_before = __atomic_load_n(&nretired, __ATOMIC_ACQUIRE);
     atl_step_init(&s, name);
     /* before the harvest: its own ops are taken whole */
     if (me && !__atomic_exchange_n(&me->owner, 1, __ATOMIC_RELAXED))
         where |= ++nowners > 1;
     if (me)
-        me->last_own = step_count;
+        __atomic_store_n(&me->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
     harvest(&s, me, take, stream);
     if (s.nops == 0) {
         atl_step_free(&s);
@@ -1154,6 +1256,8 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
         return;
     }
     order_by_stream(&s);
+    s.ann = spare.ann, s.capann = spare.capann; /* empty: notes are made below */
+    spare.ann = NULL, spare.capann = 0;
     s.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
     stats.steps++;
     _Static_assert(sizeof s.thread == sizeof my_label, "a label fills the step's");
@@ -1180,8 +1284,15 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
                 where = 1;
         }
     }
+    /* the kind's lock (fast_step reads its previous step without step_mu);
+     * released at every return below */
+    spin_lock(&names[slot].busy);
     s.nth = ++names[slot].nth;
     struct atl_step *prev = &names[slot].prev;
+    /* this thread's next step end may take the fast path to this kind (not
+     * to the last slot, which kinds past MAX_NAMES share) */
+    if (me)
+        me->fast_slot = slot < MAX_NAMES - 1 ? slot + 1 : 0;
     struct atl_diff_opts o = {
         .max_lines = (unsigned)atl_cfg.diff_max,
         .ignore = &ignore_list,
@@ -1216,6 +1327,7 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
                      o.replay, prev->nth, was, prev->nops);
             atl_log_line(line);
         }
+        spin_unlock(&names[slot].busy);
         kept_note();
         reclaim_retired(retired_before);
         pthread_mutex_unlock(&step_mu);
@@ -1237,6 +1349,7 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
         chrome_write(&s, begin, end);
     spare_put(prev);
     *prev = s;
+    spin_unlock(&names[slot].busy);
     kept_note();
     reclaim_retired(retired_before);
     pthread_mutex_unlock(&step_mu);
@@ -1308,10 +1421,12 @@ void atl_trace_step_begin(const char *name)
         pthread_mutex_lock(&step_mu);
         if (!__atomic_exchange_n(&b->owner, 1, __ATOMIC_RELAXED))
             where |= ++nowners > 1;
-        b->last_own = step_count;
+        __atomic_store_n(&b->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
         __atomic_store_n(&b->open, 1, __ATOMIC_RELAXED);
         buf_lock(b);
-        b->nops = 0, b->nbytes = 0, b->oom = 0;
+        __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+        b->nbytes = 0, b->oom = 0;
         buf_unlock(b);
         pthread_mutex_unlock(&step_mu);
     }
@@ -1833,10 +1948,17 @@ void atl_trace_exit(void)
         atl_log(ATL_WARN,
                 "step trace: ATLAS_STEP=api but the program never called atlas_step_begin "
                 "(include/atlas/trace.h): no steps were recorded");
+    /* the steps fast_step ended (identical ones) */
+    for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        uint64_t f = __atomic_load_n(&b->fast_steps, __ATOMIC_RELAXED);
+        stats.steps += f, stats.compared += f, stats.identical += f;
+        __atomic_store_n(&b->fast_steps, 0, __ATOMIC_RELAXED);
+    }
     atl_diff_summary(&stats, log_line_cb, NULL);
     if (json) {
         fclose(json);
-        json = NULL;
+        __atomic_store_n(&json, NULL, __ATOMIC_RELAXED); /* fast_step reads it without step_mu */
     }
     atl_chrome_close();
     pthread_mutex_unlock(&step_mu);

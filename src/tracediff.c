@@ -94,7 +94,7 @@ int atl_step_push(struct atl_step *s, const struct atl_op *op)
 
 int atl_step_annotate(struct atl_step *s, uint32_t op, uint32_t at, uint64_t seq, uint64_t off)
 {
-    if (grow((void **)&s->ann, &s->capann, s->nann + 1, sizeof *s->ann))
+    if (s->nann == s->capann && grow((void **)&s->ann, &s->capann, s->nann + 1, sizeof *s->ann))
         return -1;
     s->ann[s->nann++] = (struct atl_ann){.op = op, .at = at, .seq = seq, .off = off};
     return 0;
@@ -213,16 +213,19 @@ static uint64_t shape_hash(const struct atl_op *o, const struct atl_kfn **last, 
  * address: two processes (two ranks, or two runs given to atlas-diff) place
  * the same allocation at different addresses. Within one process one name
  * is one address, so the live diff sees no change. */
-static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct atl_op *o)
+/* `first` is the op's first annotation (or where it would be): the hashes
+ * walk the ops and their annotations together, with no search per op. */
+static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct atl_op *o,
+                            size_t first)
 {
     const struct atl_kfn *k = o->u.k.kfn;
     const uint8_t *p = atl_op_bytes(s, o);
     uint8_t tmp[4096];
-    if (!s->nann || k->total == 0 || k->total > sizeof tmp)
+    const uint32_t op = (uint32_t)(o - s->ops);
+    if (first >= s->nann || s->ann[first].op != op || k->total == 0 || k->total > sizeof tmp)
         return atl_hash_bytes(h, p, k->total);
     memcpy(tmp, p, k->total);
-    const uint32_t op = (uint32_t)(o - s->ops);
-    for (size_t i = ann_lower(s, op, 0); i < s->nann && s->ann[i].op == op; i++) {
+    for (size_t i = first; i < s->nann && s->ann[i].op == op; i++) {
         const struct atl_ann *an = &s->ann[i];
         if (an->at + 8 <= k->total) {
             uint64_t v = mix(an->seq, an->off);
@@ -235,13 +238,17 @@ static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct a
 /* A memset's or copy's address: its allocation and offset where the ledger
  * knew it (the same buffer in two processes), else the address. */
 static uint64_t addr_key(const struct atl_step *s, const struct atl_op *o, uint32_t at,
-                         uint64_t raw)
+                         uint64_t raw, size_t first)
 {
-    const struct atl_ann *an = s->nann ? atl_step_ann(s, (uint32_t)(o - s->ops), at) : NULL;
-    return an ? mix(an->seq, an->off) : raw;
+    const uint32_t op = (uint32_t)(o - s->ops);
+    for (size_t i = first; i < s->nann && s->ann[i].op == op; i++)
+        if (s->ann[i].at == at)
+            return mix(s->ann[i].seq, s->ann[i].off);
+    return raw;
 }
 
-static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint64_t shape)
+static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint64_t shape,
+                          size_t first)
 {
     uint64_t h = mix(shape, o->shmem);
     h = mix(h,
@@ -251,15 +258,15 @@ static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint
         for (int i = 0; i < 3; i++)
             h = mix(h, (uint64_t)o->u.k.grid[i] << 32 | o->u.k.block[i]);
         if (o->u.k.kfn)
-            h = params_hash(h, s, o);
+            h = params_hash(h, s, o, first);
         break;
     case ATL_OP_MEMSET:
-        h = mix(h, addr_key(s, o, ATL_ANN_DST, o->u.m.ptr));
+        h = mix(h, addr_key(s, o, ATL_ANN_DST, o->u.m.ptr, first));
         h = mix(mix(mix(h, o->u.m.count), o->u.m.pitch), o->u.m.height);
         break;
     case ATL_OP_COPY:
-        h = mix(mix(h, addr_key(s, o, ATL_ANN_DST, o->u.c.dst)),
-                addr_key(s, o, ATL_ANN_SRC, o->u.c.src));
+        h = mix(mix(h, addr_key(s, o, ATL_ANN_DST, o->u.c.dst, first)),
+                addr_key(s, o, ATL_ANN_SRC, o->u.c.src, first));
         h = mix(mix(mix(h, o->u.c.w), o->u.c.h), o->u.c.d);
         break;
     default:
@@ -953,9 +960,12 @@ static int step_hashes(const struct atl_step *cs)
     }
     const struct atl_kfn *last = NULL;
     uint64_t lasth = 0;
+    size_t an = 0; /* the first annotation of op i (they are in op order) */
     for (size_t i = 0; i < s->nops; i++) {
+        while (an < s->nann && s->ann[an].op < i)
+            an++;
         s->shape[i] = shape_hash(&s->ops[i], &last, &lasth);
-        s->full[i] = full_hash(s, &s->ops[i], s->shape[i]);
+        s->full[i] = full_hash(s, &s->ops[i], s->shape[i], an);
     }
     return 0;
 }
@@ -1144,102 +1154,308 @@ void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, cons
 
 /* ---- JSON lines --------------------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s)
+/* The writer formats into a block and hands it to stdio whole: a million-op
+ * step is 600 MB of text, and one fputc or fprintf per field made its step
+ * end take seconds. Numbers and hex digits are formatted by hand. */
+struct jw {
+    FILE *f;
+    size_t n;
+    unsigned long flushes;
+    char b[1 << 16];
+};
+
+/* Room for `need` more bytes (need <= sizeof b). */
+static inline char *jw_room(struct jw *w, size_t need)
 {
-    fputc('"', f);
+    if (w->n + need > sizeof w->b) {
+        fwrite(w->b, 1, w->n, w->f);
+        w->n = 0;
+        w->flushes++;
+    }
+    return w->b + w->n;
+}
+
+static inline void jw_put(struct jw *w, const char *s, size_t len)
+{
+    memcpy(jw_room(w, len), s, len);
+    w->n += len;
+}
+
+static void jw_cstr(struct jw *w, const char *s)
+{
+    jw_put(w, s, strlen(s));
+}
+
+/* a string literal: its length known at compile time */
+#define jw_lit(w, s) jw_put(w, "" s, sizeof(s) - 1)
+
+static void jw_u64(struct jw *w, uint64_t v)
+{
+    char tmp[20];
+    size_t k = 0;
+    do
+        tmp[k++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    char *d = jw_room(w, k);
+    for (size_t i = 0; i < k; i++)
+        d[i] = tmp[k - 1 - i];
+    w->n += k;
+}
+
+static const char hexdig[] = "0123456789abcdef";
+
+/* "0x..." without the quotes, lowercase, no leading zeros (as %#x with 0 as 0x0) */
+static void jw_x64(struct jw *w, uint64_t v)
+{
+    char tmp[16];
+    size_t k = 0;
+    do
+        tmp[k++] = hexdig[v & 15];
+    while ((v >>= 4) != 0);
+    char *d = jw_room(w, k + 2);
+    d[0] = '0', d[1] = 'x';
+    for (size_t i = 0; i < k; i++)
+        d[2 + i] = tmp[k - 1 - i];
+    w->n += k + 2;
+}
+
+static void jw_str(struct jw *w, const char *s)
+{
+    *jw_room(w, 1) = '"';
+    w->n++;
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
+        char *d = jw_room(w, 6);
+        if (c == '"' || c == '\\') {
+            d[0] = '\\', d[1] = (char)c;
+            w->n += 2;
+        } else if (c < 0x20) {
+            memcpy(d, "\\u00", 4);
+            d[4] = hexdig[c >> 4], d[5] = hexdig[c & 15];
+            w->n += 6;
+        } else {
+            d[0] = (char)c;
+            w->n++;
+        }
     }
-    fputc('"', f);
+    *jw_room(w, 1) = '"';
+    w->n++;
+}
+
+/* n bytes as hex digits, in chunks that fit the block */
+static void jw_hex(struct jw *w, const uint8_t *p, size_t n)
+{
+    while (n) {
+        size_t k = n < sizeof w->b / 4 ? n : sizeof w->b / 4;
+        char *d = jw_room(w, 2 * k);
+        for (size_t i = 0; i < k; i++) {
+            d[2 * i] = hexdig[p[i] >> 4];
+            d[2 * i + 1] = hexdig[p[i] & 15];
+        }
+        w->n += 2 * k, p += k, n -= k;
+    }
+}
+
+static void jw_dim(struct jw *w, const char *key, const uint32_t d[3])
+{
+    jw_cstr(w, key);
+    for (int i = 0; i < 3; i++) {
+        if (i)
+            jw_lit(w, ",");
+        else
+            jw_lit(w, "[");
+        jw_u64(w, d[i]);
+    }
+    jw_lit(w, "]");
+}
+
+/* ,"key":"alloc#N+0xOFF" */
+static void jw_ann(struct jw *w, const char *key, const struct atl_ann *an)
+{
+    jw_lit(w, ",\"");
+    jw_cstr(w, key);
+    jw_lit(w, "\":\"alloc#");
+    jw_u64(w, an->seq);
+    jw_lit(w, "+");
+    jw_x64(w, an->off);
+    jw_lit(w, "\"");
 }
 
 /* ,"key":"alloc#N+0xOFF" when the ledger named the address at (op, at). */
-static void json_alloc(FILE *f, const struct atl_step *s, size_t op, uint32_t at, const char *key)
+static void json_alloc(struct jw *w, const struct atl_step *s, size_t op, uint32_t at,
+                       const char *key)
 {
     const struct atl_ann *an = atl_step_ann(s, (uint32_t)op, at);
     if (an)
-        fprintf(f, ",\"%s\":\"alloc#%" PRIu64 "+0x%" PRIx64 "\"", key, an->seq, an->off);
+        jw_ann(w, key, an);
+}
+
+/* {"step":N,"name":"..." */
+static void json_head(struct jw *w, const struct atl_step *s)
+{
+    jw_lit(w, "{\"step\":");
+    jw_u64(w, s->index);
+    jw_lit(w, ",\"name\":");
+    jw_str(w, s->name);
+}
+
+/* Text that every op of a step repeats (its head, its kernel's quoted name):
+ * formatted by `put` the first time, as it is written, then copied. n is 0
+ * when it did not fit (formatted every time then). */
+struct jw_cache {
+    size_t n;
+    char b[1024];
+};
+
+static void jw_cached(struct jw *w, struct jw_cache *c, int fresh,
+                      void (*put)(struct jw *, const void *), const void *arg)
+{
+    if (!fresh && c->n) {
+        jw_put(w, c->b, c->n);
+        return;
+    }
+    jw_room(w, sizeof c->b); /* what fits is then written without a flush between */
+    size_t start = w->n;
+    unsigned long flushes = w->flushes;
+    put(w, arg);
+    c->n = w->flushes == flushes && w->n - start <= sizeof c->b ? w->n - start : 0;
+    memcpy(c->b, w->b + start, c->n);
+}
+
+static void put_head(struct jw *w, const void *s)
+{
+    json_head(w, s);
+}
+
+static void put_kernel(struct jw *w, const void *k)
+{
+    jw_str(w, ((const struct atl_kfn *)k)->mangled);
 }
 
 void atl_step_write_json(const struct atl_step *s, FILE *f)
 {
-    static const char hx[] = "0123456789abcdef";
+    struct jw *w = malloc(sizeof *w);
+    if (!w)
+        return;
+    w->f = f, w->n = 0, w->flushes = 0;
+    /* annotations are in (op, at) order: one pass alongside the ops */
+    size_t an = 0;
+    struct jw_cache head, kname;
+    const struct atl_kfn *klast = NULL;
     for (size_t i = 0; i < s->nops; i++) {
         const struct atl_op *o = &s->ops[i];
-        fprintf(f, "{\"step\":%" PRIu64 ",\"name\":", s->index);
-        json_str(f, s->name);
-        fprintf(f, ",\"op\":%zu,\"stream\":\"0x%" PRIx64 "\",\"kind\":\"%s\"", i, o->stream,
-                kind_name(o->kind));
+        jw_cached(w, &head, i == 0, put_head, s);
+        jw_lit(w, ",\"op\":");
+        jw_u64(w, i);
+        jw_lit(w, ",\"stream\":\"");
+        jw_x64(w, o->stream);
+        jw_lit(w, "\",\"kind\":\"");
+        jw_cstr(w, kind_name(o->kind));
+        jw_lit(w, "\"");
+        while (an < s->nann && s->ann[an].op < i)
+            an++;
         switch (o->kind) {
         case ATL_OP_LAUNCH: {
             const struct atl_kfn *k = o->u.k.kfn;
-            fputs(",\"kernel\":", f);
-            json_str(f, k->mangled);
-            fprintf(
-                f, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shmem\":%u,\"cluster\":[%u,%u,%u]",
-                o->u.k.grid[0], o->u.k.grid[1], o->u.k.grid[2], o->u.k.block[0], o->u.k.block[1],
-                o->u.k.block[2], o->shmem, o->cluster[0], o->cluster[1], o->cluster[2]);
-            fprintf(f, ",\"exact\":%d,\"params\":[", k->exact);
+            jw_lit(w, ",\"kernel\":");
+            jw_cached(w, &kname, k != klast, put_kernel, k);
+            klast = k;
+            jw_dim(w, ",\"grid\":", o->u.k.grid);
+            jw_dim(w, ",\"block\":", o->u.k.block);
+            jw_lit(w, ",\"shmem\":");
+            jw_u64(w, o->shmem);
+            uint32_t cl[3] = {o->cluster[0], o->cluster[1], o->cluster[2]};
+            jw_dim(w, ",\"cluster\":", cl);
+            if (k->exact)
+                jw_lit(w, ",\"exact\":1,\"params\":[");
+            else
+                jw_lit(w, ",\"exact\":0,\"params\":[");
             const uint8_t *p = atl_op_bytes(s, o);
             for (unsigned j = 0; j < k->nparams; j++) {
-                fprintf(f, "%s{\"i\":%u,\"off\":%u,\"size\":%u,\"hex\":\"", j ? "," : "", j,
-                        k->off[j], k->size[j]);
-                for (uint32_t b = 0; b < k->size[j] && k->off[j] + b < k->total; b++) {
-                    fputc(hx[p[k->off[j] + b] >> 4], f);
-                    fputc(hx[p[k->off[j] + b] & 15], f);
-                }
-                fputc('"', f);
+                if (j)
+                    jw_lit(w, ",");
+                jw_lit(w, "{\"i\":");
+                jw_u64(w, j);
+                jw_lit(w, ",\"off\":");
+                jw_u64(w, k->off[j]);
+                jw_lit(w, ",\"size\":");
+                jw_u64(w, k->size[j]);
+                jw_lit(w, ",\"hex\":\"");
+                uint32_t len = k->off[j] >= k->total ? 0 : k->total - k->off[j];
+                jw_hex(w, p + k->off[j], k->size[j] < len ? k->size[j] : len);
+                jw_lit(w, "\"");
                 if (j < 64 && (__atomic_load_n(&k->residue, __ATOMIC_RELAXED) >> j & 1))
-                    fputs(",\"residue\":1", f);
-                for (uint32_t w = 0; w + 8 <= k->size[j]; w += 8) {
-                    const struct atl_ann *an = atl_step_ann(s, (uint32_t)i, k->off[j] + w);
-                    if (!an)
+                    jw_lit(w, ",\"residue\":1");
+                for (uint32_t wd = 0; wd + 8 <= k->size[j]; wd += 8) {
+                    uint32_t at = k->off[j] + wd;
+                    const struct atl_ann *a = NULL;
+                    /* this op's annotations start at `an` (a few: no search) */
+                    for (size_t x = an; x < s->nann && s->ann[x].op == i && !a; x++)
+                        if (s->ann[x].at == at)
+                            a = &s->ann[x];
+                    if (!a)
                         continue;
-                    if (w)
-                        fprintf(f, ",\"alloc%u\"", w);
-                    else
-                        fputs(",\"alloc\"", f);
-                    fprintf(f, ":\"alloc#%" PRIu64 "+0x%" PRIx64 "\"", an->seq, an->off);
+                    char key[24] = "alloc";
+                    if (wd)
+                        snprintf(key, sizeof key, "alloc%u", wd);
+                    jw_ann(w, key, a);
                 }
-                fputc('}', f);
+                jw_lit(w, "}");
             }
-            fputs("]}\n", f);
+            jw_lit(w, "]}\n");
             break;
         }
         case ATL_OP_MEMSET:
-            fprintf(f,
-                    ",\"ptr\":\"0x%" PRIx64 "\",\"value\":%u,\"elem\":%u,\"count\":%" PRIu64
-                    ",\"pitch\":%" PRIu64 ",\"height\":%" PRIu64,
-                    o->u.m.ptr, o->shmem, o->sub, o->u.m.count, o->u.m.pitch, o->u.m.height);
-            json_alloc(f, s, i, ATL_ANN_DST, "alloc");
-            fputs("}\n", f);
+            jw_lit(w, ",\"ptr\":\"");
+            jw_x64(w, o->u.m.ptr);
+            jw_lit(w, "\",\"value\":");
+            jw_u64(w, o->shmem);
+            jw_lit(w, ",\"elem\":");
+            jw_u64(w, o->sub);
+            jw_lit(w, ",\"count\":");
+            jw_u64(w, o->u.m.count);
+            jw_lit(w, ",\"pitch\":");
+            jw_u64(w, o->u.m.pitch);
+            jw_lit(w, ",\"height\":");
+            jw_u64(w, o->u.m.height);
+            json_alloc(w, s, i, ATL_ANN_DST, "alloc");
+            jw_lit(w, "}\n");
             break;
         case ATL_OP_COPY:
-            fprintf(f,
-                    ",\"dir\":\"%s\",\"dst\":\"0x%" PRIx64 "\",\"src\":\"0x%" PRIx64
-                    "\",\"bytes\":%" PRIu64 ",\"width\":%" PRIu64 ",\"height\":%" PRIu64
-                    ",\"depth\":%" PRIu64,
-                    atl_dir_name(o->sub), o->u.c.dst, o->u.c.src, o->u.c.w * o->u.c.h * o->u.c.d,
-                    o->u.c.w, o->u.c.h, o->u.c.d);
-            json_alloc(f, s, i, ATL_ANN_DST, "dstalloc");
-            json_alloc(f, s, i, ATL_ANN_SRC, "srcalloc");
-            fputs("}\n", f);
+            jw_lit(w, ",\"dir\":\"");
+            jw_cstr(w, atl_dir_name(o->sub));
+            jw_lit(w, "\",\"dst\":\"");
+            jw_x64(w, o->u.c.dst);
+            jw_lit(w, "\",\"src\":\"");
+            jw_x64(w, o->u.c.src);
+            jw_lit(w, "\",\"bytes\":");
+            jw_u64(w, o->u.c.w * o->u.c.h * o->u.c.d);
+            jw_lit(w, ",\"width\":");
+            jw_u64(w, o->u.c.w);
+            jw_lit(w, ",\"height\":");
+            jw_u64(w, o->u.c.h);
+            jw_lit(w, ",\"depth\":");
+            jw_u64(w, o->u.c.d);
+            json_alloc(w, s, i, ATL_ANN_DST, "dstalloc");
+            json_alloc(w, s, i, ATL_ANN_SRC, "srcalloc");
+            jw_lit(w, "}\n");
             break;
         default:
-            fprintf(f, ",\"exec\":\"0x%" PRIx64 "\"}\n", o->u.g.exec);
+            jw_lit(w, ",\"exec\":\"");
+            jw_x64(w, o->u.g.exec);
+            jw_lit(w, "\"}\n");
         }
     }
-    fprintf(f, "{\"step\":%" PRIu64 ",\"name\":", s->index);
-    json_str(f, s->name);
-    fputs(",\"thread\":", f);
-    json_str(f, s->thread);
-    fprintf(f, ",\"stream\":\"0x%" PRIx64 "\",\"end\":true,\"ops\":%zu}\n", s->stream, s->nops);
+    json_head(w, s);
+    jw_lit(w, ",\"thread\":");
+    jw_str(w, s->thread);
+    jw_lit(w, ",\"stream\":\"");
+    jw_x64(w, s->stream);
+    jw_lit(w, "\",\"end\":true,\"ops\":");
+    jw_u64(w, s->nops);
+    jw_lit(w, "}\n");
+    fwrite(w->b, 1, w->n, f);
+    free(w);
 }
 
 /* ---- reading JSON lines back ------------------------------------------------------ */
@@ -1265,7 +1481,8 @@ const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, un
         goto out;
     struct atl_kfn *k = calloc(1, sizeof *k);
     uint32_t *o = calloc(n + 1, 4), *s = calloc(n + 1, 4);
-    char *mn = strdup(mangled), *pn = strdup(pretty ? pretty : mangled);
+    /* demangled only for a new kernel: a reader passes NULL for every line */
+    char *mn = strdup(mangled), *pn = strdup(pretty ? pretty : atl_demangle(mangled));
     if (!k || !o || !s || !mn || !pn) {
         free(k), free(o), free(s), free(mn), free(pn);
         goto out;
@@ -1291,36 +1508,104 @@ struct jp {
     char errbuf[64]; /* a message naming what was found (err points here) */
 };
 
-static void ws(struct jp *j)
+static inline void ws(struct jp *j)
 {
     while (*j->p == ' ' || *j->p == '\t' || *j->p == '\r')
         j->p++;
 }
 
-static int lit(struct jp *j, char c)
+static __attribute__((noinline)) int lit_fail(struct jp *j, char c);
+
+/* The next character must be c (after white space). Inline: a launch line
+ * has about a hundred of them. */
+static inline int lit(struct jp *j, char c)
 {
-    ws(j);
-    if (*j->p != c) {
-        if (!j->err) {
-            static __thread char msg[64];
-            if (*j->p == '\0' || *j->p == '\n')
-                snprintf(msg, sizeof msg, "expected '%c', the line ends (truncated?)", c);
-            else
-                snprintf(msg, sizeof msg, "expected '%c', found '%c'", c, *j->p);
-            j->err = msg;
-        }
-        return -1;
+    if (__builtin_expect(*j->p == c, 1)) {
+        j->p++;
+        return 0;
     }
-    j->p++;
+    ws(j);
+    if (*j->p == c) {
+        j->p++;
+        return 0;
+    }
+    return lit_fail(j, c);
+}
+
+static int lit_fail(struct jp *j, char c)
+{
+    if (!j->err) {
+        static __thread char msg[64];
+        if (*j->p == '\0' || *j->p == '\n')
+            snprintf(msg, sizeof msg, "expected '%c', the line ends (truncated?)", c);
+        else
+            snprintf(msg, sizeof msg, "expected '%c', found '%c'", c, *j->p);
+        j->err = msg;
+    }
+    return -1;
+}
+
+/* Hex digit values (-1: not one), for the hand-written number parsers. */
+static const signed char hexval[256] = {
+    ['0'] = 0,  ['1'] = 1,  ['2'] = 2,  ['3'] = 3,  ['4'] = 4,  ['5'] = 5,  ['6'] = 6,  ['7'] = 7,
+    ['8'] = 8,  ['9'] = 9,  ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14, ['f'] = 15,
+    ['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
+};
+static inline int hexdigit(char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'f') ? hexval[(unsigned char)c]
+                                                                          : -1;
+}
+
+/* A string without escapes, in place: *start and *len (the quotes
+ * excluded; j->p after the closing one). Returns 1, j->p unmoved, when the
+ * string has an escape or does not end on its line: jstr then reads it. */
+static const uint8_t str_stop[256] = {['"'] = 1, ['\\'] = 1, ['\0'] = 1, ['\n'] = 1};
+
+static inline int jspan(struct jp *j, const char **start, size_t *len)
+{
+    if (lit(j, '"'))
+        return -1;
+    const char *q = j->p;
+    while (!str_stop[(unsigned char)*q])
+        q++;
+    if (*q != '"') {
+        j->p--; /* back to the quote */
+        return 1;
+    }
+    *start = j->p, *len = (size_t)(q - j->p);
+    j->p = q + 1;
     return 0;
 }
 
 static int jstr(struct jp *j, char *out, size_t len)
 {
+    const char *st;
+    size_t n = 0;
+    int sp = jspan(j, &st, &n);
+    if (sp <= 0) { /* no escape (the writer's strings): copied at once, cut to len */
+        if (sp == 0) {
+            n = n < len ? n : len - 1;
+            memcpy(out, st, n);
+            out[n] = '\0';
+        }
+        return sp;
+    }
     if (lit(j, '"'))
         return -1;
-    size_t n = 0;
+    n = 0;
     for (;;) {
+        /* the plain run up to the next quote, escape or line end, at once */
+        const char *q = j->p;
+        while (!str_stop[(unsigned char)*q])
+            q++;
+        size_t run = (size_t)(q - j->p);
+        if (run) {
+            size_t take = n + run < len ? run : (n + 1 < len ? len - 1 - n : 0);
+            memcpy(out + n, j->p, take);
+            n += take;
+            j->p = q;
+        }
         char c = *j->p++;
         if (c == '"')
             break;
@@ -1377,26 +1662,61 @@ static int jstr(struct jp *j, char *out, size_t len)
     return 0;
 }
 
+/* A key: lowercase letters and digits as the writer writes them, read in
+ * place with no call; anything else (an escape, white space) through jstr. */
+static inline int jkey(struct jp *j, char *key, size_t len)
+{
+    const char *q = j->p + 1;
+    size_t n = 0;
+    if (*j->p == '"')
+        while (n + 1 < len && ((q[n] >= 'a' && q[n] <= 'z') || (q[n] >= '0' && q[n] <= '9')))
+            n++;
+    if (n == 0 || q[n] != '"')
+        return jstr(j, key, len);
+    memcpy(key, q, n);
+    key[n] = '\0';
+    j->p = q + n + 1;
+    return 0;
+}
+
 static int jnum(struct jp *j, uint64_t *v)
 {
     ws(j);
-    if (!isdigit((unsigned char)*j->p)) {
+    if (*j->p < '0' || *j->p > '9') {
         j->err = "expected a number";
         return -1;
     }
-    errno = 0;
-    char *end;
-    *v = strtoull(j->p, &end, 10);
-    if (errno) {
-        j->err = "number out of range";
-        return -1;
+    uint64_t x = 0;
+    for (; *j->p >= '0' && *j->p <= '9'; j->p++) {
+        unsigned d = (unsigned)(*j->p - '0');
+        if (x > (UINT64_MAX - d) / 10) {
+            j->err = "number out of range";
+            return -1;
+        }
+        x = x * 10 + d;
     }
-    j->p = end;
+    *v = x;
     return 0;
 }
 
 static int jhex(struct jp *j, uint64_t *v)
 {
+    /* what the writer writes, "0x" and 1 to 16 digits, at once; anything
+     * else as strtoull reads it */
+    const char *q = j->p;
+    while (*q == ' ' || *q == '\t' || *q == '\r')
+        q++;
+    if (q[0] == '"' && q[1] == '0' && q[2] == 'x') {
+        uint64_t x = 0;
+        int nd = 0, d;
+        for (q += 3; nd <= 16 && (d = hexdigit(*q)) >= 0; q++, nd++)
+            x = x << 4 | (uint64_t)d;
+        if (nd >= 1 && nd <= 16 && *q == '"') {
+            *v = x;
+            j->p = q + 1;
+            return 0;
+        }
+    }
     char buf[40];
     if (jstr(j, buf, sizeof buf))
         return -1;
@@ -1441,29 +1761,59 @@ static int jbool(struct jp *j, int *v)
 struct jline {
     uint64_t step, op, nops;
     int has_step, has_op, end;
-    char name[64], kind[16], kernel[1024], dir[16], thread[24];
+    char name[64], kind[16], dir[16], thread[24];
     struct atl_op o;
     unsigned np;
-    uint32_t off[512], size[512];
     uint64_t residue; /* "residue":1 on parameter i: bit i */
-    uint8_t *pbytes;  /* owned by the reader */
-    size_t pcap;
+    /* not cleared per line (a million lines would clear 5 GB): kernel is
+     * empty until read, off and size are read up to np */
+    char kernel[1024];
+    uint32_t off[512], size[512];
+    uint8_t *pbytes;    /* owned by the reader */
+    size_t pcap, pused; /* pused: bytes written since the last clear */
 };
 
-static int hexbytes(const char *h, uint8_t *out, size_t n)
+/* "alloc#N+0xOFF"; -1 when it does not begin so. */
+static int parse_alloc(const char *a, uint64_t *seq, uint64_t *off)
 {
-    for (size_t i = 0; i < n; i++) {
-        int v = 0;
-        for (int k = 0; k < 2; k++) {
-            char c = h[2 * i + k];
-            if (!isxdigit((unsigned char)c))
-                return -1;
-            v = v * 16 + (isdigit((unsigned char)c) ? c - '0' : (c | 32) - 'a' + 10);
-        }
-        out[i] = (uint8_t)v;
+    if (memcmp(a, "alloc#", 6) != 0 || a[6] < '0' || a[6] > '9')
+        return -1;
+    uint64_t x = 0;
+    for (a += 6; *a >= '0' && *a <= '9'; a++) {
+        unsigned d = (unsigned)(*a - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return -1;
+        x = x * 10 + d;
     }
-    return h[2 * n] ? -1 : 0;
+    if (a[0] != '+' || a[1] != '0' || a[2] != 'x' || hexdigit(a[3]) < 0)
+        return -1;
+    *seq = x, x = 0;
+    int d;
+    for (a += 3; (d = hexdigit(*a)) >= 0; a++) {
+        if (x >> 60)
+            return -1;
+        x = x << 4 | (uint64_t)d;
+    }
+    *off = x;
+    return 0; /* text after the digits is ignored, as the sscanf this replaced did */
 }
+
+/* hlen hex digits into n bytes: exactly 2n digits. */
+static int hexbytes(const char *h, size_t hlen, uint8_t *out, size_t n)
+{
+    if (hlen != 2 * n)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int hi = hexdigit(h[2 * i]), lo = hexdigit(h[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+/* key is "s": the first character decides most comparisons without a call */
+#define KEY_IS(s) (key[0] == (s)[0] && strcmp(key, s) == 0)
 
 static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint32_t opidx)
 {
@@ -1489,6 +1839,8 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
         }
         uint64_t i = 0, off = 0, size = 0, resid = 0;
         int got_hex = 0;
+        const char *hx = NULL; /* the digits, in the line or (escaped) copied to hex */
+        size_t hxlen = 0;
         /* "alloc" names the pointer in the parameter's first word, "allocW"
          * the one W bytes in (a larger by-value parameter) */
         enum { MAXA = 64 };
@@ -1500,20 +1852,23 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
             return -1;
         for (;;) {
             char key[16];
-            if (jstr(j, key, sizeof key) || lit(j, ':'))
+            if (jkey(j, key, sizeof key) || lit(j, ':'))
                 return -1;
-            if (strcmp(key, "i") == 0) {
+            if (KEY_IS("i")) {
                 if (jnum(j, &i))
                     return -1;
-            } else if (strcmp(key, "off") == 0) {
+            } else if (KEY_IS("off")) {
                 if (jnum(j, &off))
                     return -1;
-            } else if (strcmp(key, "size") == 0) {
+            } else if (KEY_IS("size")) {
                 if (jnum(j, &size))
                     return -1;
-            } else if (strcmp(key, "hex") == 0) {
-                if (jstr(j, hex, HEXMAX))
+            } else if (KEY_IS("hex")) {
+                int sp = jspan(j, &hx, &hxlen);
+                if (sp < 0 || (sp > 0 && jstr(j, hex, HEXMAX)))
                     return -1;
+                if (sp > 0)
+                    hx = hex, hxlen = strlen(hex);
                 got_hex = 1;
             } else if (strcmp(key, "residue") == 0) {
                 if (jnum(j, &resid))
@@ -1525,8 +1880,7 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
                     j->err = "bad alloc field";
                     return -1;
                 }
-                if (nal < MAXA &&
-                    sscanf(alloc, "alloc#%" SCNu64 "+0x%" SCNx64, &al[nal].seq, &al[nal].off) == 2)
+                if (nal < MAXA && parse_alloc(alloc, &al[nal].seq, &al[nal].off) == 0)
                     al[nal++].w = w;
             } else {
                 j->err = "unknown parameter field";
@@ -1545,6 +1899,8 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
             j->err = "bad parameter record";
             return -1;
         }
+        if (off + size > L->pused)
+            L->pused = off + size;
         if (off + size > L->pcap || !L->pbytes) {
             size_t nc = off + size + 256;
             uint8_t *nb = realloc(L->pbytes, nc);
@@ -1555,7 +1911,7 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
             memset(nb + L->pcap, 0, nc - L->pcap);
             L->pbytes = nb, L->pcap = nc;
         }
-        if (hexbytes(hex, L->pbytes + off, size)) {
+        if (hexbytes(hx, hxlen, L->pbytes + off, size)) {
             j->err = "bad hex bytes in a parameter";
             return -1;
         }
@@ -1582,76 +1938,76 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
         return -1;
     for (;;) {
         char key[16];
-        if (jstr(j, key, sizeof key) || lit(j, ':'))
+        if (jkey(j, key, sizeof key) || lit(j, ':'))
             return -1;
         int rc = 0;
-        if (!strcmp(key, "step"))
+        if (KEY_IS("step"))
             rc = jnum(j, &L->step), L->has_step = 1;
-        else if (!strcmp(key, "name"))
+        else if (KEY_IS("name"))
             rc = jstr(j, L->name, sizeof L->name);
-        else if (!strcmp(key, "op"))
+        else if (KEY_IS("op"))
             rc = jnum(j, &L->op), L->has_op = 1;
-        else if (!strcmp(key, "end"))
+        else if (KEY_IS("end"))
             rc = jbool(j, &L->end);
-        else if (!strcmp(key, "ops"))
+        else if (KEY_IS("ops"))
             rc = jnum(j, &L->nops);
-        else if (!strcmp(key, "thread"))
+        else if (KEY_IS("thread"))
             rc = jstr(j, L->thread, sizeof L->thread);
-        else if (!strcmp(key, "stream"))
+        else if (KEY_IS("stream"))
             rc = jhex(j, &L->o.stream);
-        else if (!strcmp(key, "kind"))
+        else if (KEY_IS("kind"))
             rc = jstr(j, L->kind, sizeof L->kind);
-        else if (!strcmp(key, "kernel"))
+        else if (KEY_IS("kernel"))
             rc = jstr(j, L->kernel, sizeof L->kernel);
-        else if (!strcmp(key, "grid"))
+        else if (KEY_IS("grid"))
             rc = jdim(j, L->o.u.k.grid);
-        else if (!strcmp(key, "block"))
+        else if (KEY_IS("block"))
             rc = jdim(j, L->o.u.k.block);
-        else if (!strcmp(key, "cluster")) {
+        else if (KEY_IS("cluster")) {
             uint32_t c[3];
             rc = jdim(j, c);
             for (int i = 0; i < 3; i++)
                 L->o.cluster[i] = (uint8_t)c[i];
-        } else if (!strcmp(key, "shmem") || !strcmp(key, "value")) {
+        } else if (KEY_IS("shmem") || KEY_IS("value")) {
             rc = jnum(j, &v);
             L->o.shmem = (uint32_t)v;
-        } else if (!strcmp(key, "exact")) {
+        } else if (KEY_IS("exact")) {
             rc = jnum(j, &v);
-        } else if (!strcmp(key, "params"))
+        } else if (KEY_IS("params"))
             rc = jparams(j, L, annstep, opidx);
-        else if (!strcmp(key, "ptr"))
+        else if (KEY_IS("ptr"))
             rc = jhex(j, &L->o.u.m.ptr);
-        else if (!strcmp(key, "elem")) {
+        else if (KEY_IS("elem")) {
             rc = jnum(j, &v);
             L->o.sub = (uint8_t)v;
-        } else if (!strcmp(key, "count"))
+        } else if (KEY_IS("count"))
             rc = jnum(j, &L->o.u.m.count);
-        else if (!strcmp(key, "pitch"))
+        else if (KEY_IS("pitch"))
             rc = jnum(j, &L->o.u.m.pitch);
-        else if (!strcmp(key, "height")) {
+        else if (KEY_IS("height")) {
             rc = jnum(j, &v);
             L->o.u.m.height = v; /* memset */
             L->o.u.c.h = v;      /* copy: the same slot is not shared, see below */
-        } else if (!strcmp(key, "dir"))
+        } else if (KEY_IS("dir"))
             rc = jstr(j, L->dir, sizeof L->dir);
-        else if (!strcmp(key, "dst"))
+        else if (KEY_IS("dst"))
             rc = jhex(j, &L->o.u.c.dst);
-        else if (!strcmp(key, "src"))
+        else if (KEY_IS("src"))
             rc = jhex(j, &L->o.u.c.src);
-        else if (!strcmp(key, "bytes"))
+        else if (KEY_IS("bytes"))
             rc = jnum(j, &v);
-        else if (!strcmp(key, "width"))
+        else if (KEY_IS("width"))
             rc = jnum(j, &L->o.u.c.w);
-        else if (!strcmp(key, "depth"))
+        else if (KEY_IS("depth"))
             rc = jnum(j, &L->o.u.c.d);
-        else if (!strcmp(key, "exec"))
+        else if (KEY_IS("exec"))
             rc = jhex(j, &L->o.u.g.exec);
-        else if (!strcmp(key, "alloc") || !strcmp(key, "dstalloc") || !strcmp(key, "srcalloc")) {
+        else if (KEY_IS("alloc") || KEY_IS("dstalloc") || KEY_IS("srcalloc")) {
             /* a memset's or copy's address by allocation (written dst first) */
             char alloc[64];
             uint64_t seq, off;
             rc = jstr(j, alloc, sizeof alloc);
-            if (!rc && sscanf(alloc, "alloc#%" SCNu64 "+0x%" SCNx64, &seq, &off) == 2)
+            if (!rc && parse_alloc(alloc, &seq, &off) == 0)
                 atl_step_annotate(annstep, opidx, key[0] == 's' ? ATL_ANN_SRC : ATL_ANN_DST, seq,
                                   off);
         } else {
@@ -1679,39 +2035,81 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
     }
 }
 
-/* Reads one line of any length; NULL at end of file. *complete is 0 when
- * the file ended without a newline. */
-static char *read_line(FILE *f, char **buf, size_t *cap, int *complete)
+/* Lines come out of a block read with fread (1 MiB at a time), not a getc
+ * per character: a million-op file is 600 MB. The fuzz build reads 61 bytes
+ * at a time, so its small inputs cross blocks everywhere. */
+#ifndef ATL_READ_BLOCK
+#define ATL_READ_BLOCK ((size_t)1 << 20)
+#endif
+struct lines {
+    FILE *f;
+    char *buf;
+    size_t cap, start, end; /* the unread bytes are buf[start, end) */
+    int eof;
+};
+
+/* The next line of any length, its newline replaced by a NUL; NULL at end
+ * of file or out of memory (*oom set). *complete is 0 when the file ended
+ * without a newline. */
+static char *read_line(struct lines *r, int *complete, int *oom)
 {
-    size_t n = 0;
-    int c;
+    size_t scanned = r->start;
     *complete = 0;
-    while ((c = getc(f)) != EOF) {
-        if (n + 2 > *cap) {
-            size_t nc = *cap ? *cap * 2 : 4096;
-            char *nb = realloc(*buf, nc);
-            if (!nb)
-                return NULL;
-            *buf = nb, *cap = nc;
-        }
-        if (c == '\n') {
+    for (;;) {
+        char *nl = r->end > scanned ? memchr(r->buf + scanned, '\n', r->end - scanned) : NULL;
+        if (nl) {
+            char *line = r->buf + r->start;
+            *nl = '\0';
+            r->start = (size_t)(nl - r->buf) + 1;
             *complete = 1;
-            break;
+            return line;
         }
-        (*buf)[n++] = (char)c;
+        if (r->eof) {
+            if (r->start == r->end)
+                return NULL;
+            if (r->end == r->cap) { /* room for the NUL */
+                char *nb = realloc(r->buf, r->cap + 1);
+                if (!nb) {
+                    *oom = 1;
+                    return NULL;
+                }
+                r->buf = nb, r->cap++;
+            }
+            char *line = r->buf + r->start;
+            r->buf[r->end] = '\0';
+            r->start = r->end;
+            return line;
+        }
+        /* the line goes on past the block: move it to the front (or grow) and read more */
+        size_t have = r->end - r->start;
+        if (r->start > 0) {
+            memmove(r->buf, r->buf + r->start, have);
+            r->start = 0, r->end = have;
+        }
+        if (r->end == r->cap) {
+            size_t nc = r->cap ? r->cap * 2 : ATL_READ_BLOCK;
+            char *nb = realloc(r->buf, nc);
+            if (!nb) {
+                *oom = 1;
+                return NULL;
+            }
+            r->buf = nb, r->cap = nc;
+        }
+        scanned = r->end;
+        size_t got = fread(r->buf + r->end, 1, r->cap - r->end, r->f);
+        r->end += got;
+        if (got == 0)
+            r->eof = 1;
     }
-    if (c == EOF && n == 0)
-        return NULL;
-    (*buf)[n] = '\0';
-    return *buf;
 }
 
 int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx, char *err,
                    size_t errlen)
 {
-    char *buf = NULL;
-    size_t cap = 0, lineno = 0;
-    int complete, rc = -1, open = 0, steps = 0;
+    struct lines rd = {.f = f};
+    size_t lineno = 0;
+    int complete, rc = -1, open = 0, steps = 0, oom = 0;
+    const struct atl_kfn *lastk = NULL; /* the kernel of the last launch read */
     struct atl_step cur;
     struct jline *L = calloc(1, sizeof *L);
     atl_step_init(&cur, "");
@@ -1722,7 +2120,11 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
         return -1;
     }
     for (;;) {
-        char *line = read_line(f, &buf, &cap, &complete);
+        char *line = read_line(&rd, &complete, &oom);
+        if (!line && oom) {
+            snprintf(err, errlen, "line %zu: out of memory", lineno + 1);
+            goto out;
+        }
         if (!line)
             break;
         lineno++;
@@ -1739,12 +2141,11 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
         ws(&j);
         if (!*j.p && complete)
             continue; /* blank line */
-        uint8_t *keep = L->pbytes;
-        size_t keepcap = L->pcap;
-        memset(L, 0, offsetof(struct jline, pbytes));
-        L->pbytes = keep, L->pcap = keepcap;
-        if (L->pbytes)
-            memset(L->pbytes, 0, L->pcap);
+        memset(L, 0, offsetof(struct jline, kernel));
+        L->kernel[0] = '\0';
+        if (L->pused)
+            memset(L->pbytes, 0, L->pused);
+        L->pused = 0;
         if (parse_line(&j, L, &cur, (uint32_t)cur.nops) != 0) {
             snprintf(err, errlen, "line %zu: %s", lineno, j.err ? j.err : "not a trace record");
             goto out;
@@ -1804,8 +2205,13 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                 goto out;
             }
             L->o.kind = ATL_OP_LAUNCH;
-            L->o.u.k.kfn =
-                atl_kfn_intern(L->kernel, atl_demangle(L->kernel), L->np, L->off, L->size);
+            /* a run of launches of one kernel: the last one's record again */
+            if (lastk && lastk->nparams == L->np && strcmp(lastk->mangled, L->kernel) == 0 &&
+                (L->np == 0 || (memcmp(lastk->off, L->off, L->np * 4) == 0 &&
+                                memcmp(lastk->size, L->size, L->np * 4) == 0)))
+                L->o.u.k.kfn = lastk;
+            else
+                L->o.u.k.kfn = lastk = atl_kfn_intern(L->kernel, NULL, L->np, L->off, L->size);
             if (!L->o.u.k.kfn) {
                 snprintf(err, errlen, "line %zu: out of memory", lineno);
                 goto out;
@@ -1855,6 +2261,6 @@ out:
     atl_step_free(&cur);
     free(L->pbytes);
     free(L);
-    free(buf);
+    free(rd.buf);
     return rc;
 }

@@ -19,6 +19,7 @@
 #include "tracediff.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,34 +79,73 @@ static void fail(const char *path, const char *why)
     putc('\n', stderr);
 }
 
-static int load(const char *path, struct run *r)
+/* One file's reading: what it found, and the line to print about it (an error, or what a
+ * file cut short left out), printed by the caller in the order of the files. */
+struct load {
+    const char *path;
+    struct run *r;
+    int rc;
+    char why[256]; /* empty: nothing to say */
+};
+
+static void *load_run(void *arg)
 {
-    char err[256];
+    struct load *l = arg;
+    const char *path = l->path;
     struct stat st;
+    l->rc = -1;
+    l->why[0] = '\0';
     if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        fail(path, "is a directory, not a trace file");
-        return -1;
+        snprintf(l->why, sizeof l->why, "is a directory, not a trace file");
+        return NULL;
     }
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
-        fail(path, strerror(errno));
-        return -1;
+        snprintf(l->why, sizeof l->why, "%s", strerror(errno));
+        return NULL;
     }
-    int rc = atl_trace_read(f, keep_step, r, err, sizeof err);
+    int rc = atl_trace_read(f, keep_step, l->r, l->why, sizeof l->why);
     int read_err = ferror(f) ? errno : 0;
     if (f != stdin)
         fclose(f);
-    if (read_err) {
-        fail(path, strerror(read_err));
+    if (read_err)
+        snprintf(l->why, sizeof l->why, "%s", strerror(read_err));
+    else if (rc == 0)
+        l->rc = 0; /* why, if set, says what was left out */
+    return NULL;
+}
+
+/* Says what load_run found; -1 when the file could not be read. */
+static int load_report(const struct load *l)
+{
+    if (l->rc != 0) {
+        fail(l->path, l->why);
         return -1;
     }
-    if (rc != 0) {
-        fail(path, err);
-        return -1;
-    }
-    if (err[0]) /* read up to its last whole step: say what was left out */
-        fprintf(stderr, "atlas-diff: %s: %s\n", path, err);
+    if (l->why[0]) /* read up to its last whole step: say what was left out */
+        fprintf(stderr, "atlas-diff: %s: %s\n", l->path, l->why);
     return 0;
+}
+
+/* Reads A, and B when given: B on a thread of its own meanwhile (two files of a million ops
+ * are two seconds of parsing each), unless one of them is the standard input. Reports as
+ * reading them in turn would: A's error alone when A cannot be read. */
+static int load_both(const char *pa, struct run *a, const char *pb, struct run *b)
+{
+    struct load la = {.path = pa, .r = a}, lb = {.path = pb, .r = b};
+    pthread_t t;
+    int threaded = pb && strcmp(pa, "-") != 0 && strcmp(pb, "-") != 0 &&
+                   pthread_create(&t, NULL, load_run, &lb) == 0;
+    load_run(&la);
+    if (threaded)
+        pthread_join(t, NULL);
+    if (load_report(&la) != 0)
+        return -1;
+    if (!pb)
+        return 0;
+    if (!threaded)
+        load_run(&lb);
+    return load_report(&lb);
 }
 
 static void run_free(struct run *r)
@@ -285,7 +325,7 @@ int main(int argc, char **argv)
         return rc;
     }
     struct run a = {0}, b = {0};
-    if (load(files[0], &a) || (nf == 2 && load(files[1], &b))) {
+    if (load_both(files[0], &a, nf == 2 ? files[1] : NULL, &b)) {
         run_free(&a);
         run_free(&b);
         free(files);

@@ -685,6 +685,18 @@ START_TEST(tool_rejects_bad_input)
     tool(&r, "/nonexistent/x.jsonl", NULL);
     ck_assert_int_eq(r.status, 2);
     run_free(&r);
+    /* two files, read side by side: the first one's error alone, as when read in turn; then
+     * the second one's when the first is good */
+    tool(&r, path, "/nonexistent/y.jsonl");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "empty.jsonl: the file is empty") && !strstr(r.err, "nonexistent"),
+                  "%s", r.err);
+    run_free(&r);
+    snprintf(path, sizeof path, "%s/garbage.jsonl", tmpdir);
+    tool(&r, "/nonexistent/y.jsonl", path);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "y.jsonl: No such file") && !strstr(r.err, "garbage"), "%s", r.err);
+    run_free(&r);
 }
 END_TEST
 

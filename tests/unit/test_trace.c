@@ -377,6 +377,36 @@ START_TEST(json_lines_round_trip)
 }
 END_TEST
 
+/* The writer copies what every op repeats (the step's head, the kernel's
+ * quoted name) from its first formatting: across block flushes, with names
+ * too long to keep (formatted each time), and kernels alternating. */
+START_TEST(json_writer_repeated_text)
+{
+    /* 1020 characters (the reader keeps 1023), 10 of them quotes: 1032 bytes
+     * quoted and escaped, more than the writer keeps to copy */
+    static char longname[1021];
+    memset(longname, 'x', sizeof longname - 1);
+    memcpy(longname, "_Z4long", 7);
+    for (int i = 0; i < 10; i++)
+        longname[100 + 50 * i] = '"';
+    static const uint32_t off[] = {0, 8}, size[] = {8, 4};
+    const struct atl_kfn *kl = atl_kfn_intern(longname, NULL, 2, off, size);
+    struct atl_step a;
+    atl_step_init(&a, "a step name long enough to matter");
+    a.index = 3;
+    for (int i = 0; i < 6000; i++) /* about 6 MB: flushes inside and between ops */
+        push_launch(&a, i % 3 == 2 ? kfn_ptr_int() : kl, 0x1000 + (uint64_t)i, i, 1);
+    write_read(&a);
+    ck_assert_uint_eq(got[0].nops, 6000);
+    ck_assert_str_eq(got[0].name, a.name);
+    for (int i = 0; i < 6000; i++)
+        ck_assert_str_eq(got[0].ops[i].u.k.kfn->mangled, a.ops[i].u.k.kfn->mangled);
+    ck_assert_uint_eq(diff(&a, &got[0], 20, NULL), 0);
+    atl_step_free(&got[0]);
+    atl_step_free(&a);
+}
+END_TEST
+
 static int read_text(const char *text, char *err, size_t len)
 {
     FILE *f = tmpfile();
@@ -743,6 +773,104 @@ START_TEST(killed_run_read_to_last_whole_step)
 }
 END_TEST
 
+/* The block reader and the hand-written field parsers (tracediff.c): lines
+ * that cross the 1 MiB blocks or are longer than one, strings with escapes
+ * (the writer writes none, a person may), values in the spellings strtoull
+ * took, numbers past 64 bits. */
+/* Reads text, which must hold one step, into got[0]. */
+static void read_one(const char *text)
+{
+    char err[256] = "";
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    rewind(f);
+    ngot = 0;
+    ck_assert_msg(atl_trace_read(f, keep, NULL, err, sizeof err) == 0, "%s", err);
+    fclose(f);
+    ck_assert_int_eq(ngot, 1);
+}
+
+START_TEST(reader_edge_cases)
+{
+    char err[256];
+    const char *launch =
+        "{\"step\":1,\"name\":\"s\",\"op\":%d,\"stream\":\"0x10\",\"kind\":"
+        "\"launch\",\"kernel\":\"_Z4stepPfi\",\"grid\":[1,1,1],\"block\":[1,1,1],"
+        "\"shmem\":0,\"cluster\":[0,0,0],\"exact\":1,\"params\":[{\"i\":0,\"off\":0,"
+        "\"size\":8,\"hex\":\"0010000000000000\",\"alloc\":\"alloc#3+0x10\"},"
+        "{\"i\":1,\"off\":8,\"size\":4,\"hex\":\"%s\"}]}\n";
+    /* 5000 ops, about 1.5 MB: lines cross the first block's end */
+    size_t cap = 6000 * 400, n = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    for (int i = 0; i < 5000; i++)
+        n += (size_t)snprintf(text + n, cap - n, launch, i, i == 4999 ? "07000000" : "05000000");
+    n += (size_t)snprintf(text + n, cap - n,
+                          "{\"step\":1,\"name\":\"s\",\"end\":true,\"ops\":5000}\n");
+    read_one(text);
+    ck_assert_uint_eq(got[0].nops, 5000);
+    int v;
+    memcpy(&v, atl_op_bytes(&got[0], &got[0].ops[4999]) + 8, 4);
+    ck_assert_int_eq(v, 7);
+    const struct atl_ann *an = atl_step_ann(&got[0], 4998, 0);
+    ck_assert_ptr_nonnull(an);
+    ck_assert_uint_eq(an->seq, 3);
+    ck_assert_uint_eq(an->off, 0x10);
+    atl_step_free(&got[0]);
+
+    /* one line longer than a block (2 MB of blank between two fields), escaped hex digits,
+     * a stream written without "0x" (strtoull's spelling) */
+    n = 0;
+    cap = (3u << 20) + 1024;
+    free(text);
+    text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    n += (size_t)snprintf(text + n, cap - n, "{\"step\":1,\"name\":\"s\",");
+    memset(text + n, ' ', 2u << 20);
+    n += 2u << 20;
+    snprintf(text + n, cap - n,
+             "\"op\":0,\"stream\":\"1f\",\"kind\":\"launch\",\"kernel\":\"k\\u0031\","
+             "\"grid\":[1,1,1],\"block\":[1,1,1],\"shmem\":0,\"cluster\":[0,0,0],\"exact\":1,"
+             "\"params\":[{\"i\":0,\"off\":0,\"size\":2,\"hex\":\"\\u0030a0b\"}]}\n"
+             "{\"step\":1,\"name\":\"s\",\"end\":true,\"ops\":1}\n");
+    read_one(text);
+    ck_assert_uint_eq(got[0].ops[0].stream, 0x1f);
+    ck_assert_str_eq(got[0].ops[0].u.k.kfn->mangled, "k1");
+    ck_assert_uint_eq(atl_op_bytes(&got[0], &got[0].ops[0])[0], 0x0a);
+    ck_assert_uint_eq(atl_op_bytes(&got[0], &got[0].ops[0])[1], 0x0b);
+    atl_step_free(&got[0]);
+    free(text);
+
+    /* a number past 64 bits, hex digits of the wrong count, a bad hex digit */
+    ck_assert_int_eq(read_text("{\"step\":18446744073709551616,\"name\":\"s\",\"end\":true,"
+                               "\"ops\":0}\n",
+                               err, sizeof err),
+                     -1);
+    ck_assert_msg(strstr(err, "line 1: number out of range"), "%s", err);
+    const char *bad =
+        "{\"step\":1,\"name\":\"s\",\"op\":0,\"stream\":\"0x10\",\"kind\":\"launch\","
+        "\"kernel\":\"k\",\"params\":[{\"i\":0,\"off\":0,\"size\":2,\"hex\":\"%s\"}]}\n";
+    const char *hexes[] = {"0a0", "0a0b0c", "0g0b", "0x0b"};
+    for (int i = 0; i < 4; i++) {
+        char line[400];
+        snprintf(line, sizeof line, bad, hexes[i]);
+        ck_assert_int_eq(read_text(line, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, "line 1: bad hex bytes"), "%s: %s", hexes[i], err);
+    }
+    /* the largest value, and a stream of 17 digits (out of range) */
+    ck_assert_int_eq(read_text("{\"step\":18446744073709551615,\"name\":\"s\",\"stream\":"
+                               "\"0xffffffffffffffff\",\"end\":true,\"ops\":0}\n",
+                               err, sizeof err),
+                     0);
+    ck_assert_int_eq(read_text("{\"step\":1,\"name\":\"s\",\"stream\":\"0x10000000000000000\","
+                               "\"end\":true,\"ops\":0}\n",
+                               err, sizeof err),
+                     -1);
+    ck_assert_msg(strstr(err, "expected a \"0x...\" value"), "%s", err);
+}
+END_TEST
+
 /* The bar: two steps of a million ops each diff in under half a second. The
  * assertion is looser (2 s) so a loaded CI machine does not flake; the
  * figure is printed. */
@@ -810,8 +938,10 @@ int main(void)
     tcase_add_test(tc, residue_of_uninitialised_struct_collapsed);
     tcase_add_test(tc, residue_needs_a_host_address);
     tcase_add_test(tc, residue_mark_survives_the_json_lines);
+    tcase_add_test(tc, json_writer_repeated_text);
     tcase_add_test(tc, corrupt_input_says_which_line);
     tcase_add_test(tc, killed_run_read_to_last_whole_step);
+    tcase_add_test(tc, reader_edge_cases);
     tcase_add_test(tc, million_ops_diff_fast);
     tcase_add_test(tc, many_insertions_fall_back);
     suite_add_tcase(s, tc);
