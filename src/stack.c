@@ -12,7 +12,6 @@
 /* This library's mapped range, found once: a dladdr per frame cost most of
  * an allocation's 4.5 us under the ledger. */
 static uintptr_t self_lo, self_hi;
-static int self_known;
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *base)
 {
@@ -35,15 +34,20 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *base)
     return 1;
 }
 
-/* Is `pc` inside this library? Our frames are never the answer a user wants. */
+static void self_find(void)
+{
+    Dl_info self;
+    if (dladdr((void *)atl_stack_capture, &self))
+        dl_iterate_phdr(find_self, self.dli_fbase);
+}
+
+/* Is `pc` inside this library? Our frames are never the answer a user wants.
+ * The range is found once, by one thread (pthread_once: two threads racing
+ * to write it was a data race ThreadSanitizer saw). */
 static int ours(void *pc)
 {
-    if (!__atomic_load_n(&self_known, __ATOMIC_ACQUIRE)) {
-        Dl_info self;
-        if (dladdr((void *)atl_stack_capture, &self))
-            dl_iterate_phdr(find_self, self.dli_fbase);
-        __atomic_store_n(&self_known, 1, __ATOMIC_RELEASE);
-    }
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, self_find);
     return (uintptr_t)pc >= self_lo && (uintptr_t)pc < self_hi;
 }
 
@@ -86,7 +90,8 @@ static _Unwind_Reason_Code uw_step(struct _Unwind_Context *ctx, void *arg)
  * between this frame and the top of this thread's stack, so reading them is
  * safe; entries are per thread (a serial number, not the thread's address,
  * which a new thread may reuse with another stack). */
-#define CACHE_SLOTS 512
+#define CACHE_SETS 256
+#define CACHE_WAYS 4 /* a training step allocates from a few dozen places */
 struct cached {
     uint64_t thread;
     uintptr_t sp;
@@ -95,7 +100,8 @@ struct cached {
     void *pc[ATL_STACK_MAX];
     uintptr_t slot[ATL_STACK_MAX]; /* where pc[i] was read, as a return address */
 };
-static struct cached cache[CACHE_SLOTS];
+static struct cached cache[CACHE_SETS][CACHE_WAYS];
+static unsigned char victim[CACHE_SETS]; /* the way the next miss replaces */
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_thread;
 static __thread uint64_t my_thread __attribute__((tls_model("initial-exec")));
@@ -123,9 +129,11 @@ void atl_stack_capture_n(struct atl_stack *s, int depth)
         my_thread = __atomic_add_fetch(&next_thread, 1, __ATOMIC_RELAXED);
     volatile char here = 0;
     uintptr_t sp = (uintptr_t)&here;
-    struct cached *c = &cache[(sp >> 4) * 0x9E3779B97F4A7C15ULL >> 55 & (CACHE_SLOTS - 1)];
+    unsigned set = (unsigned)((sp >> 4) * 0x9E3779B97F4A7C15ULL >> 56) & (CACHE_SETS - 1);
+    int hit = 0;
     pthread_mutex_lock(&cache_mu);
-    int hit = cache_get(c, my_thread, sp, depth, s);
+    for (int w = 0; w < CACHE_WAYS && !hit; w++)
+        hit = cache_get(&cache[set][w], my_thread, sp, depth, s);
     pthread_mutex_unlock(&cache_mu);
     if (hit)
         return;
@@ -146,7 +154,13 @@ void atl_stack_capture_n(struct atl_stack *s, int depth)
     }
     if (s->n > 0) {
         pthread_mutex_lock(&cache_mu);
-        *c = fresh;
+        /* the entry of this stack address, else the next in turn */
+        int w = 0;
+        while (w < CACHE_WAYS && !(cache[set][w].thread == my_thread && cache[set][w].sp == sp))
+            w++;
+        if (w == CACHE_WAYS)
+            w = victim[set]++ % CACHE_WAYS;
+        cache[set][w] = fresh;
         pthread_mutex_unlock(&cache_mu);
     }
 }
