@@ -3,6 +3,7 @@
  * guard, and the event entry points the hooks call (the one place that fans
  * each event out to the features). The call statistics are src/stats.c's.
  */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
 #include "engine.h"
 
 #include "config.h"
@@ -492,6 +493,24 @@ void atl_exit_skipped(const char *what)
             "exit: %s skipped: another thread held its lock for more than %d ms (stopped inside "
             "atlastrace or the driver); the program is not affected",
             what, ATL_EXIT_WAIT_MS);
+}
+
+int atl_exit_bounded(void *(*fn)(void *), void *arg, const char *what)
+{
+    pthread_t t;
+    if (!atl_exiting() || pthread_create(&t, NULL, fn, arg) != 0) {
+        fn(arg);
+        return 0;
+    }
+    int e;
+    while ((e = pthread_timedjoin_np(t, NULL, &exit_deadline)) == EINTR)
+        ;
+    if (e == 0)
+        return 0;
+    pthread_detach(t);
+    if (what)
+        atl_exit_skipped(what);
+    return -1;
 }
 
 int atl_exit_lock(pthread_mutex_t *m, const char *what)

@@ -333,6 +333,13 @@ void atl_engine_exit(void);
  * when locked, -1 when skipped. Outside the exit it is pthread_mutex_lock. */
 #define ATL_EXIT_WAIT_MS 2000
 int atl_exit_lock(pthread_mutex_t *m, const char *what);
+/* At exit, runs fn(arg) on a helper thread and waits for it until the exit's
+ * deadline: for driver calls, which may wait for a lock of the driver's own
+ * that the exiting thread holds (a signal handler that calls exit() may have
+ * interrupted a launch on the light path, which marks nothing). Then says
+ * `what` was skipped and returns -1 (the helper stays blocked; the process is
+ * ending). Outside the exit, or when no thread can be made, calls fn(arg). */
+int atl_exit_bounded(void *(*fn)(void *), void *arg, const char *what);
 /* 1 while the exit reports run: code shared with normal operation takes its
  * locks through atl_exit_lock then. */
 int atl_exiting(void);

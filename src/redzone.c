@@ -1283,12 +1283,27 @@ static void leak_report(void)
     free(all);
 }
 
+/* The exit's last full check, on atl_exit_bounded's helper thread. */
+static void *exit_scan(void *arg)
+{
+    CUcontext ctx = *(CUcontext *)arg;
+    if (ctx && atl_drv.cuCtxSetCurrent)
+        atl_drv.cuCtxSetCurrent(ctx);
+    atl_redzone_teardown("exit");
+    return NULL;
+}
+
 void atl_redzone_exit(void)
 {
     if (!active)
         return;
     if (pad) {
-        atl_redzone_teardown("exit");
+        /* in the exiting thread's context (read without a lock: a real
+         * driver's and the fake's cuCtxGetCurrent take none) */
+        static CUcontext ctx;
+        if (atl_drv.cuCtxGetCurrent && atl_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+            ctx = NULL;
+        atl_exit_bounded(exit_scan, &ctx, "the red-zone check at exit (the driver did not answer)");
         if (skipped_capture)
             atl_log(ATL_INFO, "redzone: %llu checks were skipped while a stream capture was active",
                     (unsigned long long)skipped_capture);

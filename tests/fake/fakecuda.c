@@ -1285,11 +1285,32 @@ static CUresult op_run(struct fake_ctx *ctx, const struct op *o, const void *src
  * run now. A context with a fault pending runs nothing more (the GPU would
  * not), but the enqueue itself still succeeds, as an async call does.
  * For kernels, params points at the caller's argument pointers. */
+/* A driver busy inside its own lock: FAKE_LAUNCH_HOLD_MS=MS makes every
+ * enqueue of the kernel FAKE_LAUNCH_HOLD_KERNEL (a name; default any) hold
+ * the driver lock MS milliseconds (the exit tests: a signal handler that
+ * calls exit() interrupts a launch that holds it). */
+static void launch_hold(const struct op *o)
+{
+    static long ms = -1;
+    static const char *only;
+    if (ms < 0) {
+        const char *v = getenv("FAKE_LAUNCH_HOLD_MS");
+        only = getenv("FAKE_LAUNCH_HOLD_KERNEL");
+        ms = v ? strtol(v, NULL, 10) : 0;
+    }
+    if (ms <= 0 || o->kind != OP_KERNEL ||
+        (only && (!o->fn || !o->fn->def || strcmp(o->fn->def->name, only) != 0)))
+        return;
+    struct timespec t = {(time_t)(ms / 1000), (ms % 1000) * 1000000L};
+    nanosleep(&t, NULL); /* a signal may cut it short, as it may a real call */
+}
+
 static CUresult stream_submit(CUstream s, struct op *o, void **params)
 {
     struct fake_ctx *ctx;
     struct fake_stream *st;
     LOCK();
+    launch_hold(o);
     CUresult r = stream_resolve_locked(s, &ctx, &st);
     if (r != CUDA_SUCCESS) {
         UNLOCK();
@@ -1350,7 +1371,7 @@ CUresult cuInit(unsigned int Flags)
     if (Flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     LOCK();
-    g_initialized = 1;
+    __atomic_store_n(&g_initialized, 1, __ATOMIC_RELEASE);
     UNLOCK();
     return CUDA_SUCCESS;
 }
@@ -1364,12 +1385,13 @@ CUresult cuDriverGetVersion(int *driverVersion)
     return CUDA_SUCCESS;
 }
 
+/* Lock-free, as a real driver's check is: cuCtxGetCurrent must answer while
+ * another call holds the lock (an exit path asks it from a signal handler
+ * that interrupted a launch). */
 static CUresult need_init(void)
 {
-    LOCK();
-    int ok = g_initialized;
-    UNLOCK();
-    return ok ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+    return __atomic_load_n(&g_initialized, __ATOMIC_ACQUIRE) ? CUDA_SUCCESS
+                                                             : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 static CUresult dev_check(CUdevice dev)

@@ -213,6 +213,32 @@ START_TEST(exit_from_signal_handler)
 }
 END_TEST
 
+/* The same with the exit arriving while the driver holds its own lock (the
+ * fake holds it 60 ms per launch of the program's kernel, and launches take
+ * the light path, which
+ * marks nothing): the red-zone check at exit calls the driver on a helper
+ * thread and gives up at the exit's deadline, saying so; before, it waited
+ * for that lock forever. */
+START_TEST(exit_while_the_driver_holds_its_lock)
+{
+    setenv("ATL_TEST_TIMEOUT", "20", 1);
+    const char *const env[] = {"ATLAS_REDZONE=64",
+                               "ATLAS_REDZONE_CHECK=sync",
+                               "FAKE_LAUNCH_HOLD_MS=60",
+                               "FAKE_LAUNCH_HOLD_KERNEL=nop1",
+                               NO_LSAN,
+                               NULL};
+    char *argv[] = {T("rel_harm"), "sigint", "redzone", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 3, "status %d (142: hung); stderr:\n%.2000s", r.status, r.err);
+    ck_assert_msg(strstr(r.log, "the red-zone check at exit (the driver did not answer) skipped"),
+                  "%s", r.log);
+    run_free(&r);
+    unsetenv("ATL_TEST_TIMEOUT");
+}
+END_TEST
+
 /* ---- the library itself dlopened and dlclosed -------------------------------- */
 
 /* Threads that used the library exit after its dlclose: their per-thread
@@ -554,6 +580,7 @@ int main(void)
     tc = tcase_create("harm");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, exit_from_signal_handler);
+    tcase_add_test(tc, exit_while_the_driver_holds_its_lock);
     tcase_add_test(tc, dlclose_then_thread_exit);
     tcase_add_test(tc, no_children_bash_python);
     tcase_add_test(tc, unload_handle_reuse);
