@@ -15,6 +15,7 @@
 
 #include "config.h"
 
+#include "hostmap.h"
 #include "stack.h"
 
 #include <ctype.h>
@@ -227,7 +228,9 @@ static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct a
     memcpy(tmp, p, k->total);
     for (size_t i = first; i < s->nann && s->ann[i].op == op; i++) {
         const struct atl_ann *an = &s->ann[i];
-        if (an->at + 8 <= k->total) {
+        /* host memory keeps its value in the hash: two runs' differ, and
+         * their diff then decides (equal across runs, compared within one) */
+        if (an->at + 8 <= k->total && an->seq != ATL_ANN_HOST) {
             uint64_t v = mix(an->seq, an->off);
             memcpy(tmp + an->at, &v, 8);
         }
@@ -613,7 +616,9 @@ static void field_dim(struct report *r, size_t idx, const struct atl_op *o, cons
 
 static void fmt_alloc(const struct atl_ann *an, char *buf, size_t len)
 {
-    if (an)
+    if (an && an->seq == ATL_ANN_HOST)
+        snprintf(buf, len, " (host memory)");
+    else if (an)
         snprintf(buf, len, " alloc#%" PRIu64 "+0x%" PRIx64, an->seq, an->off);
     else
         buf[0] = '\0';
@@ -627,6 +632,8 @@ static int same_alloc(const struct report *r, size_t ia, size_t ib, uint32_t at,
         return 0;
     const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, at);
     const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, at);
+    if (xa && xa->seq == ATL_ANN_HOST)
+        return r->o->cross && xb && xb->seq == ATL_ANN_HOST;
     return xa && xb && xa->seq == xb->seq && xa->off == xb->off;
 }
 
@@ -715,7 +722,9 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             if (n == 8) {
                 xa = atl_step_ann(r->a, (uint32_t)ia, off + w);
                 xb = atl_step_ann(r->b, (uint32_t)ib, off + w);
-                if (xa && xb && xa->seq == xb->seq && moved_within(r, what))
+                /* host memory (ATL_ANN_HOST) is no allocation to move within */
+                if (xa && xb && xa->seq == xb->seq && xa->seq != ATL_ANN_HOST &&
+                    moved_within(r, what))
                     continue;
             }
             /* a word naming an allocation in both steps stays a pointer */
@@ -733,7 +742,9 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
                 /* Pointers: the same buffer at another offset (a position
                  * baked in, or allocator reuse); another buffer, a fresh
                  * allocation. */
-                if (xa && xb)
+                if (xa && xb && (xa->seq == ATL_ANN_HOST || xb->seq == ATL_ANN_HOST))
+                    verdict = "";
+                else if (xa && xb)
                     verdict =
                         xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer";
             }
@@ -1386,6 +1397,7 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
                 jw_lit(w, "\"");
                 if (j < 64 && (__atomic_load_n(&k->residue, __ATOMIC_RELAXED) >> j & 1))
                     jw_lit(w, ",\"residue\":1");
+                int named = 0; /* the first word names an allocation */
                 for (uint32_t wd = 0; wd + 8 <= k->size[j]; wd += 8) {
                     uint32_t at = k->off[j] + wd;
                     const struct atl_ann *a = NULL;
@@ -1395,10 +1407,18 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
                             a = &s->ann[x];
                     if (!a)
                         continue;
+                    named |= wd == 0;
                     char key[24] = "alloc";
                     if (wd)
                         snprintf(key, sizeof key, "alloc%u", wd);
                     jw_ann(w, key, a);
+                }
+                /* a pointer parameter holding host memory (ATL_ANN_HOST) */
+                if (k->size[j] == 8 && !named && k->off[j] + 8 <= k->total) {
+                    uint64_t v;
+                    memcpy(&v, p + k->off[j], 8);
+                    if (atl_host_addr(v))
+                        jw_lit(w, ",\"host\":1");
                 }
                 jw_lit(w, "}");
             }
@@ -1837,7 +1857,7 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
             j->err = "too many parameters";
             return -1;
         }
-        uint64_t i = 0, off = 0, size = 0, resid = 0;
+        uint64_t i = 0, off = 0, size = 0, resid = 0, host = 0;
         int got_hex = 0;
         const char *hx = NULL; /* the digits, in the line or (escaped) copied to hex */
         size_t hxlen = 0;
@@ -1872,6 +1892,9 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
                 got_hex = 1;
             } else if (strcmp(key, "residue") == 0) {
                 if (jnum(j, &resid))
+                    return -1;
+            } else if (strcmp(key, "host") == 0) {
+                if (jnum(j, &host))
                     return -1;
             } else if (strncmp(key, "alloc", 5) == 0) {
                 char alloc[64], *end;
@@ -1921,6 +1944,8 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
         for (int a = 0; a < nal; a++)
             if (al[a].w + 8 <= size && (a == 0 || al[a].w > al[a - 1].w))
                 atl_step_annotate(annstep, opidx, (uint32_t)(off + al[a].w), al[a].seq, al[a].off);
+        if (host && size == 8 && nal == 0)
+            atl_step_annotate(annstep, opidx, (uint32_t)off, ATL_ANN_HOST, 0);
         L->np++;
         ws(j);
         if (*j->p == ',') {

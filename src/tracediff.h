@@ -107,6 +107,13 @@ struct atl_step {
 };
 
 enum { ATL_ANN_DST = 0, ATL_ANN_SRC = 8 };
+/* The seq of a note that says "host memory", not an allocation: read from the
+ * JSON lines ("host":1 on an 8-byte parameter the recording process found
+ * holding an address of its own host memory). Two processes never share
+ * host addresses, so two runs compare such parameters as equal (a cuBLASLt
+ * kernel's host-side alpha pointer, on the H200); within one run they are
+ * compared by value. */
+#define ATL_ANN_HOST UINT64_MAX
 
 /* Makes room for `need` elements of `elem` bytes in *p (capacity *cap, in
  * elements): doubling from *cap, or from `first` when empty. Returns 0, or

@@ -641,6 +641,21 @@ START_TEST(residue_needs_a_host_address)
 }
 END_TEST
 
+/* Reads one step from JSON-lines text into *into. */
+static int read_step(const char *text, struct atl_step *into)
+{
+    FILE *f = tmpfile();
+    fputs(text, f);
+    rewind(f);
+    char err[256] = "";
+    ngot = 0;
+    int rc = atl_trace_read(f, keep, NULL, err, sizeof err);
+    fclose(f);
+    ck_assert_msg(rc == 0 && ngot == 1, "%s", err);
+    *into = got[0];
+    return rc;
+}
+
 START_TEST(residue_mark_survives_the_json_lines)
 {
     /* the recording process learned it; atlas-diff reads it from the file */
@@ -663,17 +678,10 @@ START_TEST(residue_mark_survives_the_json_lines)
     char *at = strstr(text, "_Z5meta3");
     ck_assert_ptr_nonnull(at);
     at[6] = '4';
-    f = tmpfile();
-    fputs(text, f);
-    rewind(f);
-    char err[256] = "";
-    ngot = 0;
-    int rc = atl_trace_read(f, keep, NULL, err, sizeof err);
-    fclose(f);
-    ck_assert_msg(rc == 0, "%s", err);
-    ck_assert_int_eq(ngot, 1);
-    ck_assert_uint_eq(got[0].ops[0].u.k.kfn->residue, 2);
-    atl_step_free(&got[0]);
+    struct atl_step back;
+    read_step(text, &back);
+    ck_assert_uint_eq(back.ops[0].u.k.kfn->residue, 2);
+    atl_step_free(&back);
     atl_step_free(&a), atl_step_free(&b);
 }
 END_TEST
@@ -720,6 +728,45 @@ START_TEST(host_addresses_from_the_maps)
                      1);
     ck_assert_int_eq(host, 1);
     ck_assert_int_eq(atl_hostmap_parse_line("garbage\n", &lo, &hi, &host), 0);
+}
+END_TEST
+
+/* A pointer parameter holding an address of the recording process's host
+ * memory (a cuBLASLt kernel's alpha pointer on the H200) is marked in the
+ * JSON lines; two runs, whose stacks differ, compare it as equal; one run
+ * compares it by value. */
+
+START_TEST(host_pointer_parameter_across_runs)
+{
+    int on_stack[2];
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    push_launch(&a, kfn_ptr_int(), (uint64_t)(uintptr_t)&on_stack[0], 1, 4);
+    push_launch(&b, kfn_ptr_int(), (uint64_t)(uintptr_t)&on_stack[1], 1, 4);
+    char ta[8192], tb[8192];
+    for (int k = 0; k < 2; k++) {
+        FILE *f = tmpfile();
+        atl_step_write_json(k ? &b : &a, f);
+        rewind(f);
+        size_t n = fread(k ? tb : ta, 1, sizeof ta - 1, f);
+        (k ? tb : ta)[n] = '\0';
+        fclose(f);
+    }
+    ck_assert_msg(strstr(ta, "\"size\":8,\"hex\":\"") && strstr(ta, "\"host\":1"), "%s", ta);
+    struct atl_step ra, rb;
+    read_step(ta, &ra);
+    read_step(tb, &rb);
+    const struct atl_ann *an = atl_step_ann(&ra, 0, 0);
+    ck_assert_ptr_nonnull(an);
+    ck_assert_uint_eq(an->seq, ATL_ANN_HOST);
+    out[0] = '\0';
+    nlines = 0;
+    struct atl_diff_opts o = {.max_lines = 20, .cross = 1, .line = collect};
+    ck_assert_uint_eq(atl_step_diff(&ra, &rb, &o, NULL), 0);
+    o.cross = 0;
+    ck_assert_uint_eq(atl_step_diff(&ra, &rb, &o, NULL), 1);
+    ck_assert_msg(strstr(out, " (host memory) -> 0x") && !strstr(out, "alloc#"), "%s", out);
+    atl_step_free(&ra), atl_step_free(&rb), atl_step_free(&a), atl_step_free(&b);
 }
 END_TEST
 
@@ -938,6 +985,7 @@ int main(void)
     tcase_add_test(tc, residue_of_uninitialised_struct_collapsed);
     tcase_add_test(tc, residue_needs_a_host_address);
     tcase_add_test(tc, residue_mark_survives_the_json_lines);
+    tcase_add_test(tc, host_pointer_parameter_across_runs);
     tcase_add_test(tc, json_writer_repeated_text);
     tcase_add_test(tc, corrupt_input_says_which_line);
     tcase_add_test(tc, killed_run_read_to_last_whole_step);
