@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include "engine.h"
+#include "capture.h"
 
 #include "config.h"
 #include "flight.h"
@@ -409,16 +410,19 @@ CUresult atl_sync_post(struct atl_sync *s, CUresult r)
 
 void atl_capture_pre(struct atl_capture *c)
 {
+    /* the one tracker (src/capture.h), before the features ask it */
+    if (!c->begin)
+        atl_capture_ending(c->stream);
     if (on(ATL_FEAT_TRACE))
         atl_trace_capture_pre(c);
 }
 
 void atl_capture_post(struct atl_capture *c, CUresult r)
 {
+    if (c->begin && r == CUDA_SUCCESS)
+        atl_capture_begun(c->stream, c->mode);
     if (on(ATL_FEAT_SYNC))
         atl_sync_capture_post(c, r);
-    if (on(ATL_FEAT_REDZONE))
-        atl_redzone_capture_post(c, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_capture_post(c, r);
 }

@@ -27,6 +27,7 @@
 #include "redzone.h"
 
 #include "addrmap.h"
+#include "capture.h"
 #include "config.h"
 #include "driver.h"
 #include "flight.h"
@@ -53,7 +54,6 @@ static int leaks_on;
 static int active; /* red zones or leak list on */
 static uint64_t min_idx, trace_idx;
 
-static int captures; /* stream captures in progress (begun, not ended) */
 static uint64_t overruns, guarded_total, checks, skipped_capture;
 
 /* ---- the zone set -----------------------------------------------------------
@@ -442,7 +442,7 @@ static int zone_read(const struct zone *z, unsigned *bad, size_t *first, size_t 
 
 static int capture_active(void)
 {
-    return __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0;
+    return atl_capture_any();
 }
 
 /* The device is readable now? Skips (quietly) during captures and after
@@ -1091,25 +1091,6 @@ void atl_redzone_sync_post(const struct atl_sync *s, CUresult r)
         pthread_mutex_lock(&scan_lock);
         slots_poll(0);
         pthread_mutex_unlock(&scan_lock);
-    }
-}
-
-void atl_redzone_capture_post(const struct atl_capture *c, CUresult r)
-{
-    if (!pad)
-        return;
-    if (c->begin) {
-        if (r == CUDA_SUCCESS)
-            __atomic_add_fetch(&captures, 1, __ATOMIC_ACQ_REL);
-        return;
-    }
-    /* an end that found a capture (valid or invalidated) closes it */
-    if (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
-        r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED) {
-        int n = __atomic_load_n(&captures, __ATOMIC_ACQUIRE);
-        while (n > 0 && !__atomic_compare_exchange_n(&captures, &n, n - 1, 0, __ATOMIC_ACQ_REL,
-                                                     __ATOMIC_ACQUIRE))
-            ;
     }
 }
 

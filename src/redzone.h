@@ -32,7 +32,6 @@ void atl_redzone_free_post(struct atl_free *f, CUresult r);
 void atl_redzone_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
 void atl_redzone_launch_post(const struct atl_launch *l, CUresult r);
 void atl_redzone_sync_post(const struct atl_sync *s, CUresult r);
-void atl_redzone_capture_post(const struct atl_capture *c, CUresult r);
 void atl_redzone_teardown(const char *where);
 void atl_redzone_exit(void);
 

@@ -10,6 +10,7 @@
  */
 #include "sync.h"
 
+#include "capture.h"
 #include "config.h"
 #include "driver.h"
 #include "dsk.h"
@@ -354,51 +355,19 @@ void atl_fault_check(int hook, CUresult r)
 
 /* ---- debug sync --------------------------------------------------------------------- */
 
-/* Captures that forbid a synchronisation elsewhere: global-mode ones on any
- * thread, and thread-local ones on this thread. */
-#define CAPS 64
-static CUstream global_caps[CAPS];
-static int nglobal;
-static pthread_mutex_t caps_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread int local_caps;
 static int debug_reported;
 
+/* The flight recorder's windows of captured launches (open captures
+ * themselves: src/capture.h). */
 void atl_sync_capture_post(const struct atl_capture *c, CUresult r)
 {
     if (c->begin) {
-        if (r != CUDA_SUCCESS)
-            return;
-        atl_flight_capture(c->stream, 1);
-        if (c->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) {
-            local_caps++;
-            return;
-        }
-        if (c->mode != -1 && c->mode != CU_STREAM_CAPTURE_MODE_GLOBAL)
-            return;
-        pthread_mutex_lock(&caps_lock);
-        for (int i = 0; i < CAPS; i++)
-            if (!global_caps[i]) {
-                global_caps[i] = c->stream ? c->stream : (CUstream)1;
-                __atomic_add_fetch(&nglobal, 1, __ATOMIC_RELEASE);
-                break;
-            }
-        pthread_mutex_unlock(&caps_lock);
+        if (r == CUDA_SUCCESS)
+            atl_flight_capture(c->stream, 1);
         return;
     }
     /* the end of a capture ends it, whatever the result */
     atl_flight_capture(c->stream, 0);
-    CUstream key = c->stream ? c->stream : (CUstream)1;
-    int found = 0;
-    pthread_mutex_lock(&caps_lock);
-    for (int i = 0; i < CAPS && !found; i++)
-        if (global_caps[i] == key) {
-            global_caps[i] = NULL;
-            __atomic_sub_fetch(&nglobal, 1, __ATOMIC_RELEASE);
-            found = 1;
-        }
-    pthread_mutex_unlock(&caps_lock);
-    if (!found && local_caps > 0)
-        local_caps--;
 }
 
 /* Synchronises the launch's stream. Success marks the launches so far as
@@ -430,7 +399,7 @@ static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out,
  * launch: the GPU runs one kernel at a time, which is the point. */
 static CUresult debug_sync_after(const struct atl_launch *l)
 {
-    if (__atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || local_caps > 0)
+    if (atl_capture_forbids_sync())
         return CUDA_SUCCESS;
     if (debug_sync == ATL_DSK_LIST && !atl_flight_debug_sync_wanted(l->func))
         return CUDA_SUCCESS;
@@ -475,8 +444,7 @@ CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r
         atl_fault_check(g->hook, r);
         return r;
     }
-    if (!debug_sync || __atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || local_caps > 0 ||
-        !atl_drv.cuStreamSynchronize)
+    if (!debug_sync || atl_capture_forbids_sync() || !atl_drv.cuStreamSynchronize)
         return r;
     char buf[48];
     const char *ename, *text;

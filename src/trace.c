@@ -17,6 +17,7 @@
 #define _GNU_SOURCE /* pthread_getname_np, program_invocation_short_name */
 #include "trace.h"
 
+#include "capture.h"
 #include "chrome.h"
 #include "config.h"
 #include "driver.h"
@@ -1458,11 +1459,9 @@ static inline int rec_now(void)
  * driver whether its stream captures. A captured op is not executed where
  * it is enqueued: it belongs to the capture step only (ATLAS_STEP=capture),
  * and the eager step records the graph's launch instead. */
-static int captures_live;
-
 static int skip_op(uint64_t stream)
 {
-    if (__builtin_expect(!__atomic_load_n(&captures_live, __ATOMIC_RELAXED), 1))
+    if (__builtin_expect(!atl_capture_any(), 1))
         return 0;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     if (!atl_drv.cuStreamIsCapturing ||
@@ -1687,12 +1686,8 @@ void atl_trace_capture_pre(const struct atl_capture *c)
 {
     if (c->begin)
         return;
-    /* ops enqueued from now on are not in this capture (a failed end
-     * leaves the count low: those ops are then not told apart) */
-    int live = __atomic_load_n(&captures_live, __ATOMIC_RELAXED);
-    while (live > 0 && !__atomic_compare_exchange_n(&captures_live, &live, live - 1, 0,
-                                                    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        ;
+    /* ops enqueued from now on are not in this capture: the engine has
+     * already closed it in src/capture.c */
     if (mode == MODE_CAPTURE && __atomic_load_n(&captures_open, __ATOMIC_ACQUIRE) > 0 &&
         __atomic_sub_fetch(&captures_open, 1, __ATOMIC_ACQ_REL) == 0 &&
         !__atomic_load_n(&trace_done, __ATOMIC_ACQUIRE))
@@ -1703,7 +1698,6 @@ void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
 {
     if (!c->begin || r != CUDA_SUCCESS)
         return;
-    __atomic_add_fetch(&captures_live, 1, __ATOMIC_ACQ_REL);
     if (mode == MODE_CAPTURE && __atomic_fetch_add(&captures_open, 1, __ATOMIC_ACQ_REL) == 0 &&
         !__atomic_load_n(&trace_done, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&step_mu);

@@ -1,5 +1,6 @@
 /* The engine's shared modules, called directly (no preload, no driver). */
 #include "addrmap.h"
+#include "capture.h"
 #include "engine.h"
 #include "kernels.h"
 #include "ledger.h"
@@ -313,6 +314,50 @@ START_TEST(exit_lock_gives_up)
 }
 END_TEST
 
+/* The one tracker of open captures (src/capture.c): what each feature asks. */
+static int other_forbids;
+static void *ask_other(void *arg)
+{
+    (void)arg;
+    other_forbids = atl_capture_forbids_sync();
+    return NULL;
+}
+static int forbids_on_another_thread(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, ask_other, NULL);
+    pthread_join(t, NULL);
+    return other_forbids;
+}
+
+START_TEST(captures_one_tracker)
+{
+    CUstream s1 = (CUstream)0x100, s2 = (CUstream)0x200;
+    ck_assert(!atl_capture_any() && !atl_capture_forbids_sync());
+    /* global mode: every thread's synchronisation is forbidden */
+    atl_capture_begun(s1, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    ck_assert(atl_capture_any() && atl_capture_forbids_sync() && forbids_on_another_thread());
+    /* thread-local: only this thread's */
+    atl_capture_begun(s2, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    atl_capture_ending(s1);
+    ck_assert(atl_capture_any() && atl_capture_forbids_sync() && !forbids_on_another_thread());
+    /* ending a stream that never captured changes nothing */
+    atl_capture_ending((CUstream)0x300);
+    ck_assert(atl_capture_any() && atl_capture_forbids_sync());
+    atl_capture_ending(s2);
+    ck_assert(!atl_capture_any() && !atl_capture_forbids_sync());
+    /* relaxed: open (ops ask whether their stream captures), syncs allowed;
+     * the legacy form (-1) and the NULL stream count as global */
+    atl_capture_begun(s1, CU_STREAM_CAPTURE_MODE_RELAXED);
+    ck_assert(atl_capture_any() && !atl_capture_forbids_sync());
+    atl_capture_begun(NULL, -1);
+    ck_assert(forbids_on_another_thread());
+    atl_capture_ending(NULL);
+    atl_capture_ending(s1);
+    ck_assert(!atl_capture_any() && !atl_capture_forbids_sync());
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -326,6 +371,7 @@ int main(void)
     tcase_add_test(tc, kernel_names_from_lookups);
     tcase_add_test(tc, demangles);
     tcase_add_test(tc, exit_lock_gives_up);
+    tcase_add_test(tc, captures_one_tracker);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

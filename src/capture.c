@@ -1,0 +1,83 @@
+#include "capture.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* Open captures by stream: a program captures into a few streams at once.
+ * Past CAPS of them the extra ones are counted in `overflow` only (so "any"
+ * stays right) and forbid synchronisation everywhere, to be safe. */
+#define CAPS 64
+static struct {
+    CUstream stream; /* (CUstream)1 stands for the NULL stream */
+    int mode;
+    pthread_t thread;
+} open_caps[CAPS];
+static int nopen;    /* entries in open_caps, and the overflow: atl_capture_any */
+static int nglobal;  /* of them, global-mode (or overflow) */
+static int overflow; /* captures past CAPS */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread int my_local; /* thread-local captures this thread opened */
+
+static CUstream key(CUstream s)
+{
+    return s ? s : (CUstream)1;
+}
+
+void atl_capture_begun(CUstream stream, int mode)
+{
+    int global =
+        mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+    pthread_mutex_lock(&mu);
+    int i = 0;
+    while (i < CAPS && open_caps[i].stream)
+        i++;
+    if (i < CAPS) {
+        open_caps[i].stream = key(stream);
+        open_caps[i].mode = mode;
+        open_caps[i].thread = pthread_self();
+        if (mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            my_local++;
+    } else {
+        overflow++;
+        global = 1;
+    }
+    __atomic_add_fetch(&nopen, 1, __ATOMIC_RELEASE);
+    if (global)
+        __atomic_add_fetch(&nglobal, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&mu);
+}
+
+void atl_capture_ending(CUstream stream)
+{
+    CUstream k = key(stream);
+    pthread_mutex_lock(&mu);
+    int i = 0;
+    while (i < CAPS && open_caps[i].stream != k)
+        i++;
+    if (i < CAPS) {
+        int mode = open_caps[i].mode;
+        open_caps[i].stream = NULL;
+        __atomic_sub_fetch(&nopen, 1, __ATOMIC_RELEASE);
+        if (mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) {
+            if (pthread_equal(open_caps[i].thread, pthread_self()) && my_local > 0)
+                my_local--;
+        } else if (mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+            __atomic_sub_fetch(&nglobal, 1, __ATOMIC_RELEASE);
+        }
+    } else if (overflow > 0) {
+        overflow--;
+        __atomic_sub_fetch(&nopen, 1, __ATOMIC_RELEASE);
+        __atomic_sub_fetch(&nglobal, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+int atl_capture_any(void)
+{
+    return __atomic_load_n(&nopen, __ATOMIC_RELAXED) > 0;
+}
+
+int atl_capture_forbids_sync(void)
+{
+    return __atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || my_local > 0;
+}
