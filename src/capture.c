@@ -74,7 +74,7 @@ void atl_capture_ending(CUstream stream)
 
 int atl_capture_any(void)
 {
-    return __atomic_load_n(&nopen, __ATOMIC_RELAXED) > 0;
+    return __atomic_load_n(&nopen, __ATOMIC_ACQUIRE) > 0;
 }
 
 int atl_capture_forbids_sync(void)

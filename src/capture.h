@@ -22,7 +22,7 @@ void atl_capture_begun(CUstream stream, int mode);
  * capturing was never counted). */
 void atl_capture_ending(CUstream stream);
 
-/* Captures open on any thread, of any mode (a relaxed load: cheap enough for
+/* Captures open on any thread, of any mode (one acquire load: cheap enough for
  * every op while none is open). */
 int atl_capture_any(void);
 /* A capture forbids a synchronisation here: a global-mode one open on any

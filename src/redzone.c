@@ -440,16 +440,11 @@ static int zone_read(const struct zone *z, unsigned *bad, size_t *first, size_t 
     return 0;
 }
 
-static int capture_active(void)
-{
-    return atl_capture_any();
-}
-
 /* The device is readable now? Skips (quietly) during captures and after
  * teardown, and says once why a sync failed otherwise. */
 static int sync_for_scan(void)
 {
-    if (capture_active()) {
+    if (atl_capture_any()) {
         __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
         return -1;
     }
@@ -579,7 +574,7 @@ static int check_queue_locked(const struct pending *p)
     /* loading a module and allocating page-locked memory are among the
      * calls a capture in the global mode forbids: not while one is on (a
      * launch onto a stream that is not capturing is fine) */
-    if ((kernel_state == 0 || !slots) && capture_active())
+    if ((kernel_state == 0 || !slots) && atl_capture_any())
         return -1;
     if (kernel_state == 0)
         kernel_load();
@@ -833,7 +828,7 @@ static void launch_check(const struct atl_launch *l, const struct reach *r, int 
     }
     /* not queued (no kernel, or its launch failed): every zone with copies;
      * a zone a queued slot reports too is reported once */
-    if (!queued && capture_active())
+    if (!queued && atl_capture_any())
         __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
     else if (!queued && atl_own_result(atl_drv.cuStreamSynchronize(l->stream)) == CUDA_SUCCESS) {
         for (int i = 0; i < n; i++) {
@@ -922,7 +917,7 @@ static void trace_alloc(const struct atl_alloc *a)
 static int stream_capturing(CUstream s)
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!capture_active() || !atl_drv.cuStreamIsCapturing)
+    if (!atl_capture_any() || !atl_drv.cuStreamIsCapturing)
         return 0;
     return atl_drv.cuStreamIsCapturing(s, &st) == CUDA_SUCCESS &&
            st != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -1019,7 +1014,7 @@ void atl_redzone_free_pre(struct atl_free *f)
                         .has_site = 1,
                         .site = f->rec.site};
     p.z[0] = z;
-    if (f->async ? stream_capturing(f->stream) : capture_active()) {
+    if (f->async ? stream_capturing(f->stream) : atl_capture_any()) {
         /* a check now would become a node of the program's graph (or
          * invalidate its capture): this zone goes unchecked */
         __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);

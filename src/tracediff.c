@@ -370,6 +370,13 @@ enum rank {
     NRANKS
 };
 
+/* Findings of one kind that are one line per step by default: how many,
+ * and the names, each once ("add_pos arg0, ..."). */
+struct collapsed {
+    size_t n;
+    char names[256];
+};
+
 struct report {
     const struct atl_diff_opts *o;
     struct atl_diff_stats *st;
@@ -382,12 +389,10 @@ struct report {
         int rank;
     } * kept;
     size_t nkept, capkept, per_rank[NRANKS];
-    /* pointers moved within their allocations (ATLAS_DIFF_POINTERS=collapse) */
-    size_t moved;
-    char moved_names[256];
-    /* changed words of by-value parameters holding host-memory residue */
-    size_t resid;
-    char resid_names[256];
+    /* pointers moved within their allocations (ATLAS_DIFF_POINTERS), and
+     * changed words of by-value parameters holding host-memory residue
+     * (ATLAS_DIFF_RESIDUE): each collapsed into one line per step */
+    struct collapsed moved, resid;
     size_t noted; /* lines about residue: printed, but no difference in a host value */
     char header[512];
     char header_noted[512]; /* when every line is about residue */
@@ -408,45 +413,29 @@ static void emit(struct report *r, enum rank rank, const char *text)
     r->kept[r->nkept++] = (struct kept_line){t, rank};
 }
 
-/* A pointer that moved within its allocation (the same alloc#N, another
- * offset), `what` ("add_pos arg0"): a caching allocator handing an
- * intermediate another block of its segment does this every step, so by
- * default (collapse) they are one line per step. Returns 1 when the caller
- * is not to report it itself. */
-static void name_once(char *names, size_t len, const char *what)
+/* A finding that collapses by default, `what` ("add_pos arg0"), under its
+ * setting's `mode` (ATL_PTRS_*): counted and named in `c` (collapse),
+ * dropped (none), or left to the caller to report (all). Returns 1 when the
+ * caller is not to report it itself. Used for:
+ *  - a pointer that moved within its allocation (the same alloc#N, another
+ *    offset): a caching allocator handing an intermediate another block of
+ *    its segment does this every step;
+ *  - a changed word of a by-value parameter that holds host-memory residue
+ *    (holds_residue). */
+static int collapse(struct collapsed *c, int mode, const char *what)
 {
-    if (strstr(names, what))
-        return;
-    size_t l = strlen(names);
-    if (l + strlen(what) + 8 < len)
-        snprintf(names + l, len - l, "%s%s", l ? ", " : "", what);
-    else if (!strstr(names, ", ..."))
-        snprintf(names + l, len - l, ", ...");
-}
-
-static int moved_within(struct report *r, const char *what)
-{
-    if (r->o->pointers == ATL_PTRS_ALL)
+    if (mode == ATL_PTRS_ALL)
         return 0;
-    if (r->o->pointers == ATL_PTRS_NONE)
+    if (mode == ATL_PTRS_NONE)
         return 1;
-    name_once(r->moved_names, sizeof r->moved_names, what);
-    r->moved++;
-    return 1;
-}
-
-/* A changed word of a by-value parameter that holds host-memory residue,
- * `what` ("reduce_kernel arg0"): collapsed into one line per step by
- * default, like moved pointers. Returns 1 when the caller is not to report
- * it itself. */
-static int residue_word(struct report *r, const char *what)
-{
-    if (r->o->residue == ATL_PTRS_ALL)
-        return 0;
-    if (r->o->residue == ATL_PTRS_NONE)
-        return 1;
-    name_once(r->resid_names, sizeof r->resid_names, what);
-    r->resid++;
+    if (!strstr(c->names, what)) {
+        size_t l = strlen(c->names);
+        if (l + strlen(what) + 8 < sizeof c->names)
+            snprintf(c->names + l, sizeof c->names - l, "%s%s", l ? ", " : "", what);
+        else if (!strstr(c->names, ", ..."))
+            snprintf(c->names + l, sizeof c->names - l, ", ...");
+    }
+    c->n++;
     return 1;
 }
 
@@ -454,20 +443,20 @@ static int residue_word(struct report *r, const char *what)
  * then a count of the rest. */
 static void report_print(struct report *r)
 {
-    if (r->moved) {
+    if (r->moved.n) {
         char line[512];
+        size_t n = r->moved.n;
         snprintf(line, sizeof line,
-                 "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s",
-                 r->moved, r->moved == 1 ? "" : "s", r->moved == 1 ? "its" : "their",
-                 r->moved == 1 ? "" : "s", r->moved_names);
+                 "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s", n,
+                 n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "" : "s", r->moved.names);
         emit(r, RANK_PTR, line);
     }
-    if (r->resid) {
+    if (r->resid.n) {
         char line[512];
         snprintf(line, sizeof line,
                  "  %zu changed word%s of by-value parameters that hold host addresses "
                  "(uninitialised bytes, most likely): %s",
-                 r->resid, r->resid == 1 ? "" : "s", r->resid_names);
+                 r->resid.n, r->resid.n == 1 ? "" : "s", r->resid.names);
         emit(r, RANK_RESIDUE, line);
     }
     if (r->lines)
@@ -724,12 +713,12 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
                 xb = atl_step_ann(r->b, (uint32_t)ib, off + w);
                 /* host memory (ATL_ANN_HOST) is no allocation to move within */
                 if (xa && xb && xa->seq == xb->seq && xa->seq != ATL_ANN_HOST &&
-                    moved_within(r, what))
+                    collapse(&r->moved, r->o->pointers, what))
                     continue;
             }
             /* a word naming an allocation in both steps stays a pointer */
             int junk = resid && !(xa && xb);
-            if (junk && residue_word(r, what))
+            if (junk && collapse(&r->resid, r->o->residue, what))
                 continue;
             if (!counted++ && !junk)
                 count_top(r, ob, field);
@@ -787,7 +776,7 @@ static void field_addr(struct report *r, size_t ia, size_t ib, const char *field
     const struct atl_op *o = &r->b->ops[ib];
     char lab[256], line[640], aa[64], ab[64];
     snprintf(line, sizeof line, "%s %s", kind_name(o->kind), field);
-    if (xa && xb && xa->seq == xb->seq && moved_within(r, line))
+    if (xa && xb && xa->seq == xb->seq && collapse(&r->moved, r->o->pointers, line))
         return;
     fmt_alloc(xa, aa, sizeof aa);
     fmt_alloc(xb, ab, sizeof ab);
