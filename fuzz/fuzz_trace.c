@@ -4,6 +4,7 @@
  * pair of consecutive steps read is diffed too, so the report code sees
  * arbitrary layouts, annotations and op mixes. */
 #include "tracediff.h"
+#include "tracejson.h"
 
 #include <stdint.h>
 #include <stdio.h>

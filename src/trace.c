@@ -27,6 +27,7 @@
 #include "log.h"
 #include "stack.h"
 #include "tracediff.h"
+#include "tracejson.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "diff-ranks.h"
 #include "tracediff.h"
+#include "tracejson.h"
 
 #include <errno.h>
 #include <pthread.h>

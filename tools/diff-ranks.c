@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include "diff-ranks.h"
+#include "tracejson.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -14,6 +14,7 @@
 #include "../integration/run.h"
 #include "file_vars.h"
 #include "tracediff.h"
+#include "tracejson.h"
 
 #include <check.h>
 #include <fcntl.h>

@@ -6,6 +6,7 @@
  */
 #include "hostmap.h"
 #include "tracediff.h"
+#include "tracejson.h"
 
 #include <check.h>
 #include <stdio.h>

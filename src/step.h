@@ -1,0 +1,145 @@
+/*
+ * The step model: one recorded step (the ops it enqueued, in per-stream
+ * order, their parameter bytes and the pointers the ledger resolved).
+ *
+ * It knows nothing of hooks or the driver: the live tracer (src/trace.c)
+ * and the JSON-lines reader (src/tracejson.c) both build steps here, and the
+ * diff (src/tracediff.c) compares them.
+ */
+#ifndef ATL_STEP_H
+#define ATL_STEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum atl_op_kind { ATL_OP_LAUNCH = 1, ATL_OP_MEMSET, ATL_OP_COPY, ATL_OP_GRAPH };
+
+/* A kernel as the diff sees it: its names and its parameter layout. One per
+ * CUfunction/CUkernel live (never freed), one per name+layout offline. */
+struct atl_kfn {
+    void *handle;
+    const char *mangled; /* owned; never NULL ("kernel@0x..." when unknown) */
+    const char *pretty;  /* demangled, owned */
+    unsigned nparams;
+    unsigned total;       /* bytes of the parameter block */
+    int exact;            /* layout came from the driver (or the trace file) */
+    const uint32_t *off;  /* nparams offsets */
+    const uint32_t *size; /* nparams sizes */
+    int gapless;          /* the parameters cover [0, total) without padding */
+    const void *plan;     /* the live recorder's copy plan (trace.c), or NULL */
+    unsigned long gen;    /* the live recorder: atl_unload_gen when last checked */
+    /* bit i: by-value parameter i (i < 64) was seen holding host addresses
+     * among its changing words: uninitialised bytes (learned by the diff,
+     * never forgotten; written to the JSON lines as "residue") */
+    uint64_t residue;
+};
+
+/* One op: 64 bytes, plus the kernel's parameter bytes kept elsewhere. The
+ * union keeps the record at one cache line whatever the kind. */
+struct atl_op {
+    uint8_t kind;       /* enum atl_op_kind */
+    uint8_t sub;        /* memset: element size; copy: direction (atl_dir) */
+    uint8_t cluster[3]; /* launch: cluster dims (0 when not given) */
+    uint8_t pad[3];
+    uint64_t stream;
+    union {
+        struct {
+            const struct atl_kfn *kfn;
+            /* recording: a pointer to the bytes; in a step: their offset in
+             * step->bytes (see atl_op_bytes) */
+            uintptr_t bytes;
+            uint32_t grid[3], block[3];
+        } k;
+        struct {
+            uint64_t ptr, count, pitch, height;
+        } m;
+        struct {
+            uint64_t dst, src, w, h, d; /* w bytes x h rows x d slices */
+        } c;
+        struct {
+            uint64_t exec;
+        } g;
+    } u;
+    uint32_t shmem; /* launch: dynamic shared memory; memset: value */
+    uint32_t spare;
+};
+_Static_assert(sizeof(struct atl_op) == 64, "an op record is one cache line");
+
+enum atl_dir { ATL_DIR_HTOD = 1, ATL_DIR_DTOH, ATL_DIR_DTOD, ATL_DIR_HTOH, ATL_DIR_OTHER };
+const char *atl_dir_name(int dir);
+/* "launch", "memset", "copy", "graph" */
+const char *atl_op_kind_name(int kind);
+int atl_dir_parse(const char *s);
+
+/* A pointer resolved through the allocation ledger: an 8-byte parameter,
+ * or an 8-byte word inside a larger one (PyTorch passes its tensors'
+ * pointers in a by-value array). */
+struct atl_ann {
+    uint32_t op;
+    uint32_t at;  /* byte offset of the word in the op's parameter block; memsets and
+                   * copies: ATL_ANN_DST (the memset's pointer, the destination) or
+                   * ATL_ANN_SRC */
+    uint64_t seq; /* alloc#seq */
+    uint64_t off;
+};
+
+/* One recorded step. ops and bytes are owned (malloc) and freed by
+ * atl_step_free. */
+struct atl_step {
+    char name[64];
+    /* Who the step belongs to (see docs/trace.md, "Steps and threads"): the
+     * thread that ended it ("main", its pthread name, or "#N": the N-th
+     * thread to trace) and the stream it is keyed by (the synchronised or
+     * capturing stream, or the one stream of all its ops; 0: several). Steps
+     * are compared only with steps of the same name, thread and stream. */
+    char thread[24];
+    uint64_t stream;
+    uint64_t index; /* step number in the run (from 1) */
+    uint64_t nth;   /* occurrence of this name, thread and stream (from 1) */
+    struct atl_op *ops;
+    size_t nops, capops;
+    uint8_t *bytes;
+    size_t nbytes, capbytes;
+    struct atl_ann *ann; /* sorted by (op, param) */
+    size_t nann, capann;
+    /* per-op hashes, computed once on the first diff that needs them (a
+     * cache: the step is compared against its predecessor and successor) */
+    uint64_t *shape, *full;
+};
+
+enum { ATL_ANN_DST = 0, ATL_ANN_SRC = 8 };
+/* The seq of a note that says "host memory", not an allocation: read from the
+ * JSON lines ("host":1 on an 8-byte parameter the recording process found
+ * holding an address of its own host memory). Two processes never share
+ * host addresses, so two runs compare such parameters as equal (a cuBLASLt
+ * kernel's host-side alpha pointer, on the H200); within one run they are
+ * compared by value. */
+#define ATL_ANN_HOST UINT64_MAX
+
+/* Makes room for `need` elements of `elem` bytes in *p (capacity *cap, in
+ * elements): doubling from *cap, or from `first` when empty. Returns 0, or
+ * -1 (nothing changed) when out of memory. */
+int atl_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
+
+void atl_step_init(struct atl_step *s, const char *name);
+/* Steps a and b are of one kind (name, thread and stream): the live tracer
+ * and atlas-diff compare only such. Across two runs (`cross`) stream handles
+ * are addresses of different processes, so the stream is not compared. */
+int atl_step_same_key(const struct atl_step *a, const struct atl_step *b, int cross);
+void atl_step_free(struct atl_step *s);
+/* Appends an op, copying its parameter bytes into the step. Returns 0, -1
+ * when out of memory. */
+int atl_step_push(struct atl_step *s, const struct atl_op *op);
+/* Annotations must be added in (op, at) order. */
+int atl_step_annotate(struct atl_step *s, uint32_t op, uint32_t at, uint64_t seq, uint64_t off);
+static inline const uint8_t *atl_op_bytes(const struct atl_step *s, const struct atl_op *op)
+{
+    return s->bytes + op->u.k.bytes;
+}
+const struct atl_ann *atl_step_ann(const struct atl_step *s, uint32_t op, uint32_t at);
+
+/* A kernel record for offline use: interned by name and layout. */
+const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, unsigned n,
+                                     const uint32_t *off, const uint32_t *size);
+
+#endif

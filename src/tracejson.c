@@ -1,0 +1,1101 @@
+/*
+ * The step trace's file form, JSON lines: the writer of the live tracer
+ * (ATLAS_TRACE_FILE) and the reader of atlas-diff. One op per line, a step's
+ * end on its own line; docs/trace.md gives the fields.
+ */
+#include "tracejson.h"
+
+#include "hostmap.h"
+#include "stack.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- JSON lines --------------------------------------------------------------- */
+
+/* The writer formats into a block and hands it to stdio whole: a million-op
+ * step is 600 MB of text, and one fputc or fprintf per field made its step
+ * end take seconds. Numbers and hex digits are formatted by hand. */
+struct jw {
+    FILE *f;
+    size_t n;
+    unsigned long flushes;
+    char b[1 << 16];
+};
+
+/* Room for `need` more bytes (need <= sizeof b). */
+static inline char *jw_room(struct jw *w, size_t need)
+{
+    if (w->n + need > sizeof w->b) {
+        fwrite(w->b, 1, w->n, w->f);
+        w->n = 0;
+        w->flushes++;
+    }
+    return w->b + w->n;
+}
+
+static inline void jw_put(struct jw *w, const char *s, size_t len)
+{
+    memcpy(jw_room(w, len), s, len);
+    w->n += len;
+}
+
+static void jw_cstr(struct jw *w, const char *s)
+{
+    jw_put(w, s, strlen(s));
+}
+
+/* a string literal: its length known at compile time */
+#define jw_lit(w, s) jw_put(w, "" s, sizeof(s) - 1)
+
+static void jw_u64(struct jw *w, uint64_t v)
+{
+    char tmp[20];
+    size_t k = 0;
+    do
+        tmp[k++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    char *d = jw_room(w, k);
+    for (size_t i = 0; i < k; i++)
+        d[i] = tmp[k - 1 - i];
+    w->n += k;
+}
+
+static const char hexdig[] = "0123456789abcdef";
+
+/* "0x..." without the quotes, lowercase, no leading zeros (as %#x with 0 as 0x0) */
+static void jw_x64(struct jw *w, uint64_t v)
+{
+    char tmp[16];
+    size_t k = 0;
+    do
+        tmp[k++] = hexdig[v & 15];
+    while ((v >>= 4) != 0);
+    char *d = jw_room(w, k + 2);
+    d[0] = '0', d[1] = 'x';
+    for (size_t i = 0; i < k; i++)
+        d[2 + i] = tmp[k - 1 - i];
+    w->n += k + 2;
+}
+
+static void jw_str(struct jw *w, const char *s)
+{
+    *jw_room(w, 1) = '"';
+    w->n++;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char *d = jw_room(w, 6);
+        if (c == '"' || c == '\\') {
+            d[0] = '\\', d[1] = (char)c;
+            w->n += 2;
+        } else if (c < 0x20) {
+            memcpy(d, "\\u00", 4);
+            d[4] = hexdig[c >> 4], d[5] = hexdig[c & 15];
+            w->n += 6;
+        } else {
+            d[0] = (char)c;
+            w->n++;
+        }
+    }
+    *jw_room(w, 1) = '"';
+    w->n++;
+}
+
+/* n bytes as hex digits, in chunks that fit the block */
+static void jw_hex(struct jw *w, const uint8_t *p, size_t n)
+{
+    while (n) {
+        size_t k = n < sizeof w->b / 4 ? n : sizeof w->b / 4;
+        char *d = jw_room(w, 2 * k);
+        for (size_t i = 0; i < k; i++) {
+            d[2 * i] = hexdig[p[i] >> 4];
+            d[2 * i + 1] = hexdig[p[i] & 15];
+        }
+        w->n += 2 * k, p += k, n -= k;
+    }
+}
+
+static void jw_dim(struct jw *w, const char *key, const uint32_t d[3])
+{
+    jw_cstr(w, key);
+    for (int i = 0; i < 3; i++) {
+        if (i)
+            jw_lit(w, ",");
+        else
+            jw_lit(w, "[");
+        jw_u64(w, d[i]);
+    }
+    jw_lit(w, "]");
+}
+
+/* ,"key":"alloc#N+0xOFF" */
+static void jw_ann(struct jw *w, const char *key, const struct atl_ann *an)
+{
+    jw_lit(w, ",\"");
+    jw_cstr(w, key);
+    jw_lit(w, "\":\"alloc#");
+    jw_u64(w, an->seq);
+    jw_lit(w, "+");
+    jw_x64(w, an->off);
+    jw_lit(w, "\"");
+}
+
+/* ,"key":"alloc#N+0xOFF" when the ledger named the address at (op, at). */
+static void json_alloc(struct jw *w, const struct atl_step *s, size_t op, uint32_t at,
+                       const char *key)
+{
+    const struct atl_ann *an = atl_step_ann(s, (uint32_t)op, at);
+    if (an)
+        jw_ann(w, key, an);
+}
+
+/* {"step":N,"name":"..." */
+static void json_head(struct jw *w, const struct atl_step *s)
+{
+    jw_lit(w, "{\"step\":");
+    jw_u64(w, s->index);
+    jw_lit(w, ",\"name\":");
+    jw_str(w, s->name);
+}
+
+/* Text that every op of a step repeats (its head, its kernel's quoted name):
+ * formatted by `put` the first time, as it is written, then copied. n is 0
+ * when it did not fit (formatted every time then). */
+struct jw_cache {
+    size_t n;
+    char b[1024];
+};
+
+static void jw_cached(struct jw *w, struct jw_cache *c, int fresh,
+                      void (*put)(struct jw *, const void *), const void *arg)
+{
+    if (!fresh && c->n) {
+        jw_put(w, c->b, c->n);
+        return;
+    }
+    jw_room(w, sizeof c->b); /* what fits is then written without a flush between */
+    size_t start = w->n;
+    unsigned long flushes = w->flushes;
+    put(w, arg);
+    c->n = w->flushes == flushes && w->n - start <= sizeof c->b ? w->n - start : 0;
+    memcpy(c->b, w->b + start, c->n);
+}
+
+static void put_head(struct jw *w, const void *s)
+{
+    json_head(w, s);
+}
+
+static void put_kernel(struct jw *w, const void *k)
+{
+    jw_str(w, ((const struct atl_kfn *)k)->mangled);
+}
+
+void atl_step_write_json(const struct atl_step *s, FILE *f)
+{
+    struct jw *w = malloc(sizeof *w);
+    if (!w)
+        return;
+    w->f = f, w->n = 0, w->flushes = 0;
+    /* annotations are in (op, at) order: one pass alongside the ops */
+    size_t an = 0;
+    struct jw_cache head, kname;
+    const struct atl_kfn *klast = NULL;
+    for (size_t i = 0; i < s->nops; i++) {
+        const struct atl_op *o = &s->ops[i];
+        jw_cached(w, &head, i == 0, put_head, s);
+        jw_lit(w, ",\"op\":");
+        jw_u64(w, i);
+        jw_lit(w, ",\"stream\":\"");
+        jw_x64(w, o->stream);
+        jw_lit(w, "\",\"kind\":\"");
+        jw_cstr(w, atl_op_kind_name(o->kind));
+        jw_lit(w, "\"");
+        while (an < s->nann && s->ann[an].op < i)
+            an++;
+        switch (o->kind) {
+        case ATL_OP_LAUNCH: {
+            const struct atl_kfn *k = o->u.k.kfn;
+            jw_lit(w, ",\"kernel\":");
+            jw_cached(w, &kname, k != klast, put_kernel, k);
+            klast = k;
+            jw_dim(w, ",\"grid\":", o->u.k.grid);
+            jw_dim(w, ",\"block\":", o->u.k.block);
+            jw_lit(w, ",\"shmem\":");
+            jw_u64(w, o->shmem);
+            uint32_t cl[3] = {o->cluster[0], o->cluster[1], o->cluster[2]};
+            jw_dim(w, ",\"cluster\":", cl);
+            if (k->exact)
+                jw_lit(w, ",\"exact\":1,\"params\":[");
+            else
+                jw_lit(w, ",\"exact\":0,\"params\":[");
+            const uint8_t *p = atl_op_bytes(s, o);
+            for (unsigned j = 0; j < k->nparams; j++) {
+                if (j)
+                    jw_lit(w, ",");
+                jw_lit(w, "{\"i\":");
+                jw_u64(w, j);
+                jw_lit(w, ",\"off\":");
+                jw_u64(w, k->off[j]);
+                jw_lit(w, ",\"size\":");
+                jw_u64(w, k->size[j]);
+                jw_lit(w, ",\"hex\":\"");
+                uint32_t len = k->off[j] >= k->total ? 0 : k->total - k->off[j];
+                jw_hex(w, p + k->off[j], k->size[j] < len ? k->size[j] : len);
+                jw_lit(w, "\"");
+                if (j < 64 && (__atomic_load_n(&k->residue, __ATOMIC_RELAXED) >> j & 1))
+                    jw_lit(w, ",\"residue\":1");
+                int named = 0; /* the first word names an allocation */
+                for (uint32_t wd = 0; wd + 8 <= k->size[j]; wd += 8) {
+                    uint32_t at = k->off[j] + wd;
+                    const struct atl_ann *a = NULL;
+                    /* this op's annotations start at `an` (a few: no search) */
+                    for (size_t x = an; x < s->nann && s->ann[x].op == i && !a; x++)
+                        if (s->ann[x].at == at)
+                            a = &s->ann[x];
+                    if (!a)
+                        continue;
+                    named |= wd == 0;
+                    char key[24] = "alloc";
+                    if (wd)
+                        snprintf(key, sizeof key, "alloc%u", wd);
+                    jw_ann(w, key, a);
+                }
+                /* a pointer parameter holding host memory (ATL_ANN_HOST) */
+                if (k->size[j] == 8 && !named && k->off[j] + 8 <= k->total) {
+                    uint64_t v;
+                    memcpy(&v, p + k->off[j], 8);
+                    if (atl_host_addr(v))
+                        jw_lit(w, ",\"host\":1");
+                }
+                jw_lit(w, "}");
+            }
+            jw_lit(w, "]}\n");
+            break;
+        }
+        case ATL_OP_MEMSET:
+            jw_lit(w, ",\"ptr\":\"");
+            jw_x64(w, o->u.m.ptr);
+            jw_lit(w, "\",\"value\":");
+            jw_u64(w, o->shmem);
+            jw_lit(w, ",\"elem\":");
+            jw_u64(w, o->sub);
+            jw_lit(w, ",\"count\":");
+            jw_u64(w, o->u.m.count);
+            jw_lit(w, ",\"pitch\":");
+            jw_u64(w, o->u.m.pitch);
+            jw_lit(w, ",\"height\":");
+            jw_u64(w, o->u.m.height);
+            json_alloc(w, s, i, ATL_ANN_DST, "alloc");
+            jw_lit(w, "}\n");
+            break;
+        case ATL_OP_COPY:
+            jw_lit(w, ",\"dir\":\"");
+            jw_cstr(w, atl_dir_name(o->sub));
+            jw_lit(w, "\",\"dst\":\"");
+            jw_x64(w, o->u.c.dst);
+            jw_lit(w, "\",\"src\":\"");
+            jw_x64(w, o->u.c.src);
+            jw_lit(w, "\",\"bytes\":");
+            jw_u64(w, o->u.c.w * o->u.c.h * o->u.c.d);
+            jw_lit(w, ",\"width\":");
+            jw_u64(w, o->u.c.w);
+            jw_lit(w, ",\"height\":");
+            jw_u64(w, o->u.c.h);
+            jw_lit(w, ",\"depth\":");
+            jw_u64(w, o->u.c.d);
+            json_alloc(w, s, i, ATL_ANN_DST, "dstalloc");
+            json_alloc(w, s, i, ATL_ANN_SRC, "srcalloc");
+            jw_lit(w, "}\n");
+            break;
+        default:
+            jw_lit(w, ",\"exec\":\"");
+            jw_x64(w, o->u.g.exec);
+            jw_lit(w, "\"}\n");
+        }
+    }
+    json_head(w, s);
+    jw_lit(w, ",\"thread\":");
+    jw_str(w, s->thread);
+    jw_lit(w, ",\"stream\":\"");
+    jw_x64(w, s->stream);
+    jw_lit(w, "\",\"end\":true,\"ops\":");
+    jw_u64(w, s->nops);
+    jw_lit(w, "}\n");
+    fwrite(w->b, 1, w->n, f);
+    free(w);
+}
+
+/* ---- reading JSON lines back ------------------------------------------------------ */
+
+struct jp {
+    const char *p;
+    const char *err;
+    char errbuf[64]; /* a message naming what was found (err points here) */
+};
+
+static inline void ws(struct jp *j)
+{
+    while (*j->p == ' ' || *j->p == '\t' || *j->p == '\r')
+        j->p++;
+}
+
+static __attribute__((noinline)) int lit_fail(struct jp *j, char c);
+
+/* The next character must be c (after white space). Inline: a launch line
+ * has about a hundred of them. */
+static inline int lit(struct jp *j, char c)
+{
+    if (__builtin_expect(*j->p == c, 1)) {
+        j->p++;
+        return 0;
+    }
+    ws(j);
+    if (*j->p == c) {
+        j->p++;
+        return 0;
+    }
+    return lit_fail(j, c);
+}
+
+static int lit_fail(struct jp *j, char c)
+{
+    if (!j->err) {
+        static __thread char msg[64];
+        if (*j->p == '\0' || *j->p == '\n')
+            snprintf(msg, sizeof msg, "expected '%c', the line ends (truncated?)", c);
+        else
+            snprintf(msg, sizeof msg, "expected '%c', found '%c'", c, *j->p);
+        j->err = msg;
+    }
+    return -1;
+}
+
+/* Hex digit values (-1: not one), for the hand-written number parsers. */
+static const signed char hexval[256] = {
+    ['0'] = 0,  ['1'] = 1,  ['2'] = 2,  ['3'] = 3,  ['4'] = 4,  ['5'] = 5,  ['6'] = 6,  ['7'] = 7,
+    ['8'] = 8,  ['9'] = 9,  ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14, ['f'] = 15,
+    ['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
+};
+static inline int hexdigit(char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'f') ? hexval[(unsigned char)c]
+                                                                          : -1;
+}
+
+/* A string without escapes, in place: *start and *len (the quotes
+ * excluded; j->p after the closing one). Returns 1, j->p unmoved, when the
+ * string has an escape or does not end on its line: jstr then reads it. */
+static const uint8_t str_stop[256] = {['"'] = 1, ['\\'] = 1, ['\0'] = 1, ['\n'] = 1};
+
+static inline int jspan(struct jp *j, const char **start, size_t *len)
+{
+    if (lit(j, '"'))
+        return -1;
+    const char *q = j->p;
+    while (!str_stop[(unsigned char)*q])
+        q++;
+    if (*q != '"') {
+        j->p--; /* back to the quote */
+        return 1;
+    }
+    *start = j->p, *len = (size_t)(q - j->p);
+    j->p = q + 1;
+    return 0;
+}
+
+static int jstr(struct jp *j, char *out, size_t len)
+{
+    const char *st;
+    size_t n = 0;
+    int sp = jspan(j, &st, &n);
+    if (sp <= 0) { /* no escape (the writer's strings): copied at once, cut to len */
+        if (sp == 0) {
+            n = n < len ? n : len - 1;
+            memcpy(out, st, n);
+            out[n] = '\0';
+        }
+        return sp;
+    }
+    if (lit(j, '"'))
+        return -1;
+    n = 0;
+    for (;;) {
+        /* the plain run up to the next quote, escape or line end, at once */
+        const char *q = j->p;
+        while (!str_stop[(unsigned char)*q])
+            q++;
+        size_t run = (size_t)(q - j->p);
+        if (run) {
+            size_t take = n + run < len ? run : (n + 1 < len ? len - 1 - n : 0);
+            memcpy(out + n, j->p, take);
+            n += take;
+            j->p = q;
+        }
+        char c = *j->p++;
+        if (c == '"')
+            break;
+        if (c == '\0' || c == '\n') {
+            j->err = "unterminated string (truncated?)";
+            j->p--;
+            return -1;
+        }
+        if (c == '\\') {
+            c = *j->p++;
+            switch (c) {
+            case 'n':
+                c = '\n';
+                break;
+            case 't':
+                c = '\t';
+                break;
+            case 'r':
+                c = '\r';
+                break;
+            case 'b':
+                c = '\b';
+                break;
+            case 'f':
+                c = '\f';
+                break;
+            case 'u': {
+                unsigned v = 0;
+                for (int i = 0; i < 4; i++) {
+                    char h = *j->p++;
+                    if (!isxdigit((unsigned char)h)) {
+                        j->err = "bad \\u escape";
+                        return -1;
+                    }
+                    v = v * 16 +
+                        (unsigned)(isdigit((unsigned char)h) ? h - '0' : (h | 32) - 'a' + 10);
+                }
+                c = v < 0x80 ? (char)v : '?';
+                break;
+            }
+            case '"':
+            case '\\':
+            case '/':
+                break;
+            default:
+                j->err = "bad escape in string";
+                return -1;
+            }
+        }
+        if (n + 1 < len)
+            out[n++] = c;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+/* A key: lowercase letters and digits as the writer writes them, read in
+ * place with no call; anything else (an escape, white space) through jstr. */
+static inline int jkey(struct jp *j, char *key, size_t len)
+{
+    const char *q = j->p + 1;
+    size_t n = 0;
+    if (*j->p == '"')
+        while (n + 1 < len && ((q[n] >= 'a' && q[n] <= 'z') || (q[n] >= '0' && q[n] <= '9')))
+            n++;
+    if (n == 0 || q[n] != '"')
+        return jstr(j, key, len);
+    memcpy(key, q, n);
+    key[n] = '\0';
+    j->p = q + n + 1;
+    return 0;
+}
+
+static int jnum(struct jp *j, uint64_t *v)
+{
+    ws(j);
+    if (*j->p < '0' || *j->p > '9') {
+        j->err = "expected a number";
+        return -1;
+    }
+    uint64_t x = 0;
+    for (; *j->p >= '0' && *j->p <= '9'; j->p++) {
+        unsigned d = (unsigned)(*j->p - '0');
+        if (x > (UINT64_MAX - d) / 10) {
+            j->err = "number out of range";
+            return -1;
+        }
+        x = x * 10 + d;
+    }
+    *v = x;
+    return 0;
+}
+
+static int jhex(struct jp *j, uint64_t *v)
+{
+    /* what the writer writes, "0x" and 1 to 16 digits, at once; anything
+     * else as strtoull reads it */
+    const char *q = j->p;
+    while (*q == ' ' || *q == '\t' || *q == '\r')
+        q++;
+    if (q[0] == '"' && q[1] == '0' && q[2] == 'x') {
+        uint64_t x = 0;
+        int nd = 0, d;
+        for (q += 3; nd <= 16 && (d = hexdigit(*q)) >= 0; q++, nd++)
+            x = x << 4 | (uint64_t)d;
+        if (nd >= 1 && nd <= 16 && *q == '"') {
+            *v = x;
+            j->p = q + 1;
+            return 0;
+        }
+    }
+    char buf[40];
+    if (jstr(j, buf, sizeof buf))
+        return -1;
+    char *end;
+    errno = 0;
+    *v = strtoull(buf, &end, 16);
+    if (errno || end == buf || *end) {
+        j->err = "expected a \"0x...\" value";
+        return -1;
+    }
+    return 0;
+}
+
+static int jdim(struct jp *j, uint32_t d[3])
+{
+    if (lit(j, '['))
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        uint64_t v;
+        if ((i && lit(j, ',')) || jnum(j, &v))
+            return -1;
+        d[i] = (uint32_t)v;
+    }
+    return lit(j, ']');
+}
+
+static int jbool(struct jp *j, int *v)
+{
+    ws(j);
+    if (strncmp(j->p, "true", 4) == 0)
+        *v = 1, j->p += 4;
+    else if (strncmp(j->p, "false", 5) == 0)
+        *v = 0, j->p += 5;
+    else {
+        j->err = "expected true or false";
+        return -1;
+    }
+    return 0;
+}
+
+/* One parsed line. */
+struct jline {
+    uint64_t step, op, nops;
+    int has_step, has_op, end;
+    char name[64], kind[16], dir[16], thread[24];
+    struct atl_op o;
+    unsigned np;
+    uint64_t residue; /* "residue":1 on parameter i: bit i */
+    /* not cleared per line (a million lines would clear 5 GB): kernel is
+     * empty until read, off and size are read up to np */
+    char kernel[1024];
+    uint32_t off[512], size[512];
+    uint8_t *pbytes;    /* owned by the reader */
+    size_t pcap, pused; /* pused: bytes written since the last clear */
+};
+
+/* "alloc#N+0xOFF"; -1 when it does not begin so. */
+static int parse_alloc(const char *a, uint64_t *seq, uint64_t *off)
+{
+    if (memcmp(a, "alloc#", 6) != 0 || a[6] < '0' || a[6] > '9')
+        return -1;
+    uint64_t x = 0;
+    for (a += 6; *a >= '0' && *a <= '9'; a++) {
+        unsigned d = (unsigned)(*a - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return -1;
+        x = x * 10 + d;
+    }
+    if (a[0] != '+' || a[1] != '0' || a[2] != 'x' || hexdigit(a[3]) < 0)
+        return -1;
+    *seq = x, x = 0;
+    int d;
+    for (a += 3; (d = hexdigit(*a)) >= 0; a++) {
+        if (x >> 60)
+            return -1;
+        x = x << 4 | (uint64_t)d;
+    }
+    *off = x;
+    return 0; /* text after the digits is ignored, as the sscanf this replaced did */
+}
+
+/* hlen hex digits into n bytes: exactly 2n digits. */
+static int hexbytes(const char *h, size_t hlen, uint8_t *out, size_t n)
+{
+    if (hlen != 2 * n)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int hi = hexdigit(h[2 * i]), lo = hexdigit(h[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+/* key is "s": the first character decides most comparisons without a call */
+#define KEY_IS(s) (key[0] == (s)[0] && strcmp(key, s) == 0)
+
+static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint32_t opidx)
+{
+    /* 128 KiB: on the heap, once per thread. As TLS it made the library's
+     * static TLS block too large for dlopen (NVTX injection loads us so). */
+    enum { HEXMAX = 65536 * 2 + 8 };
+    static __thread char *hex;
+    if (!hex && !(hex = malloc(HEXMAX))) {
+        j->err = "out of memory";
+        return -1;
+    }
+    if (lit(j, '['))
+        return -1;
+    ws(j);
+    if (*j->p == ']') {
+        j->p++;
+        return 0;
+    }
+    for (;;) {
+        if (L->np >= 512) {
+            j->err = "too many parameters";
+            return -1;
+        }
+        uint64_t i = 0, off = 0, size = 0, resid = 0, host = 0;
+        int got_hex = 0;
+        const char *hx = NULL; /* the digits, in the line or (escaped) copied to hex */
+        size_t hxlen = 0;
+        /* "alloc" names the pointer in the parameter's first word, "allocW"
+         * the one W bytes in (a larger by-value parameter) */
+        enum { MAXA = 64 };
+        struct {
+            uint64_t w, seq, off;
+        } al[MAXA];
+        int nal = 0;
+        if (lit(j, '{'))
+            return -1;
+        for (;;) {
+            char key[16];
+            if (jkey(j, key, sizeof key) || lit(j, ':'))
+                return -1;
+            if (KEY_IS("i")) {
+                if (jnum(j, &i))
+                    return -1;
+            } else if (KEY_IS("off")) {
+                if (jnum(j, &off))
+                    return -1;
+            } else if (KEY_IS("size")) {
+                if (jnum(j, &size))
+                    return -1;
+            } else if (KEY_IS("hex")) {
+                int sp = jspan(j, &hx, &hxlen);
+                if (sp < 0 || (sp > 0 && jstr(j, hex, HEXMAX)))
+                    return -1;
+                if (sp > 0)
+                    hx = hex, hxlen = strlen(hex);
+                got_hex = 1;
+            } else if (strcmp(key, "residue") == 0) {
+                if (jnum(j, &resid))
+                    return -1;
+            } else if (strcmp(key, "host") == 0) {
+                if (jnum(j, &host))
+                    return -1;
+            } else if (strncmp(key, "alloc", 5) == 0) {
+                char alloc[64], *end;
+                uint64_t w = key[5] ? strtoull(key + 5, &end, 10) : 0;
+                if ((key[5] && (*end || w % 8)) || jstr(j, alloc, sizeof alloc)) {
+                    j->err = "bad alloc field";
+                    return -1;
+                }
+                if (nal < MAXA && parse_alloc(alloc, &al[nal].seq, &al[nal].off) == 0)
+                    al[nal++].w = w;
+            } else {
+                j->err = "unknown parameter field";
+                return -1;
+            }
+            ws(j);
+            if (*j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (lit(j, '}'))
+                return -1;
+            break;
+        }
+        if (!got_hex || i != L->np || size > 65536 || off > 65536) {
+            j->err = "bad parameter record";
+            return -1;
+        }
+        if (off + size > L->pused)
+            L->pused = off + size;
+        if (off + size > L->pcap || !L->pbytes) {
+            size_t nc = off + size + 256;
+            uint8_t *nb = realloc(L->pbytes, nc);
+            if (!nb) {
+                j->err = "out of memory";
+                return -1;
+            }
+            memset(nb + L->pcap, 0, nc - L->pcap);
+            L->pbytes = nb, L->pcap = nc;
+        }
+        if (hexbytes(hx, hxlen, L->pbytes + off, size)) {
+            j->err = "bad hex bytes in a parameter";
+            return -1;
+        }
+        L->off[L->np] = (uint32_t)off, L->size[L->np] = (uint32_t)size;
+        if (resid && L->np < 64)
+            L->residue |= 1ull << L->np;
+        for (int a = 0; a < nal; a++)
+            if (al[a].w + 8 <= size && (a == 0 || al[a].w > al[a - 1].w))
+                atl_step_annotate(annstep, opidx, (uint32_t)(off + al[a].w), al[a].seq, al[a].off);
+        if (host && size == 8 && nal == 0)
+            atl_step_annotate(annstep, opidx, (uint32_t)off, ATL_ANN_HOST, 0);
+        L->np++;
+        ws(j);
+        if (*j->p == ',') {
+            j->p++;
+            continue;
+        }
+        return lit(j, ']');
+    }
+}
+
+static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, uint32_t opidx)
+{
+    uint64_t v;
+    if (lit(j, '{'))
+        return -1;
+    for (;;) {
+        char key[16];
+        if (jkey(j, key, sizeof key) || lit(j, ':'))
+            return -1;
+        int rc = 0;
+        if (KEY_IS("step"))
+            rc = jnum(j, &L->step), L->has_step = 1;
+        else if (KEY_IS("name"))
+            rc = jstr(j, L->name, sizeof L->name);
+        else if (KEY_IS("op"))
+            rc = jnum(j, &L->op), L->has_op = 1;
+        else if (KEY_IS("end"))
+            rc = jbool(j, &L->end);
+        else if (KEY_IS("ops"))
+            rc = jnum(j, &L->nops);
+        else if (KEY_IS("thread"))
+            rc = jstr(j, L->thread, sizeof L->thread);
+        else if (KEY_IS("stream"))
+            rc = jhex(j, &L->o.stream);
+        else if (KEY_IS("kind"))
+            rc = jstr(j, L->kind, sizeof L->kind);
+        else if (KEY_IS("kernel"))
+            rc = jstr(j, L->kernel, sizeof L->kernel);
+        else if (KEY_IS("grid"))
+            rc = jdim(j, L->o.u.k.grid);
+        else if (KEY_IS("block"))
+            rc = jdim(j, L->o.u.k.block);
+        else if (KEY_IS("cluster")) {
+            uint32_t c[3];
+            rc = jdim(j, c);
+            for (int i = 0; i < 3; i++)
+                L->o.cluster[i] = (uint8_t)c[i];
+        } else if (KEY_IS("shmem") || KEY_IS("value")) {
+            rc = jnum(j, &v);
+            L->o.shmem = (uint32_t)v;
+        } else if (KEY_IS("exact")) {
+            rc = jnum(j, &v);
+        } else if (KEY_IS("params"))
+            rc = jparams(j, L, annstep, opidx);
+        else if (KEY_IS("ptr"))
+            rc = jhex(j, &L->o.u.m.ptr);
+        else if (KEY_IS("elem")) {
+            rc = jnum(j, &v);
+            L->o.sub = (uint8_t)v;
+        } else if (KEY_IS("count"))
+            rc = jnum(j, &L->o.u.m.count);
+        else if (KEY_IS("pitch"))
+            rc = jnum(j, &L->o.u.m.pitch);
+        else if (KEY_IS("height")) {
+            rc = jnum(j, &v);
+            L->o.u.m.height = v; /* memset */
+            L->o.u.c.h = v;      /* copy: the same slot is not shared, see below */
+        } else if (KEY_IS("dir"))
+            rc = jstr(j, L->dir, sizeof L->dir);
+        else if (KEY_IS("dst"))
+            rc = jhex(j, &L->o.u.c.dst);
+        else if (KEY_IS("src"))
+            rc = jhex(j, &L->o.u.c.src);
+        else if (KEY_IS("bytes"))
+            rc = jnum(j, &v);
+        else if (KEY_IS("width"))
+            rc = jnum(j, &L->o.u.c.w);
+        else if (KEY_IS("depth"))
+            rc = jnum(j, &L->o.u.c.d);
+        else if (KEY_IS("exec"))
+            rc = jhex(j, &L->o.u.g.exec);
+        else if (KEY_IS("alloc") || KEY_IS("dstalloc") || KEY_IS("srcalloc")) {
+            /* a memset's or copy's address by allocation (written dst first) */
+            char alloc[64];
+            uint64_t seq, off;
+            rc = jstr(j, alloc, sizeof alloc);
+            if (!rc && parse_alloc(alloc, &seq, &off) == 0)
+                atl_step_annotate(annstep, opidx, key[0] == 's' ? ATL_ANN_SRC : ATL_ANN_DST, seq,
+                                  off);
+        } else {
+            /* named, so a newer writer's field is recognisable (key is at most 15 bytes; the
+             * reader of the message strips control bytes) */
+            snprintf(j->errbuf, sizeof j->errbuf, "unknown field \"%s\"", key);
+            j->err = j->errbuf;
+            return -1;
+        }
+        if (rc)
+            return -1;
+        ws(j);
+        if (*j->p == ',') {
+            j->p++;
+            continue;
+        }
+        if (lit(j, '}'))
+            return -1;
+        ws(j);
+        if (*j->p && *j->p != '\n') {
+            j->err = "text after the record";
+            return -1;
+        }
+        return 0;
+    }
+}
+
+/* Lines come out of a block read with fread (1 MiB at a time), not a getc
+ * per character: a million-op file is 600 MB. The fuzz build reads 61 bytes
+ * at a time, so its small inputs cross blocks everywhere. */
+#ifndef ATL_READ_BLOCK
+#define ATL_READ_BLOCK ((size_t)1 << 20)
+#endif
+struct lines {
+    FILE *f;
+    char *buf;
+    size_t cap, start, end; /* the unread bytes are buf[start, end) */
+    int eof;
+};
+
+/* The next line of any length, its newline replaced by a NUL; NULL at end
+ * of file or out of memory (*oom set). *complete is 0 when the file ended
+ * without a newline. */
+static char *read_line(struct lines *r, int *complete, int *oom)
+{
+    size_t scanned = r->start;
+    *complete = 0;
+    for (;;) {
+        char *nl = r->end > scanned ? memchr(r->buf + scanned, '\n', r->end - scanned) : NULL;
+        if (nl) {
+            char *line = r->buf + r->start;
+            *nl = '\0';
+            r->start = (size_t)(nl - r->buf) + 1;
+            *complete = 1;
+            return line;
+        }
+        if (r->eof) {
+            if (r->start == r->end)
+                return NULL;
+            if (r->end == r->cap) { /* room for the NUL */
+                char *nb = realloc(r->buf, r->cap + 1);
+                if (!nb) {
+                    *oom = 1;
+                    return NULL;
+                }
+                r->buf = nb, r->cap++;
+            }
+            char *line = r->buf + r->start;
+            r->buf[r->end] = '\0';
+            r->start = r->end;
+            return line;
+        }
+        /* the line goes on past the block: move it to the front (or grow) and read more */
+        size_t have = r->end - r->start;
+        if (r->start > 0) {
+            memmove(r->buf, r->buf + r->start, have);
+            r->start = 0, r->end = have;
+        }
+        if (r->end == r->cap) {
+            size_t nc = r->cap ? r->cap * 2 : ATL_READ_BLOCK;
+            char *nb = realloc(r->buf, nc);
+            if (!nb) {
+                *oom = 1;
+                return NULL;
+            }
+            r->buf = nb, r->cap = nc;
+        }
+        scanned = r->end;
+        size_t got = fread(r->buf + r->end, 1, r->cap - r->end, r->f);
+        r->end += got;
+        if (got == 0)
+            r->eof = 1;
+    }
+}
+
+int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx, char *err,
+                   size_t errlen)
+{
+    struct lines rd = {.f = f};
+    size_t lineno = 0;
+    int complete, rc = -1, open = 0, steps = 0, oom = 0;
+    const struct atl_kfn *lastk = NULL; /* the kernel of the last launch read */
+    struct atl_step cur;
+    struct jline *L = calloc(1, sizeof *L);
+    atl_step_init(&cur, "");
+    if (errlen)
+        err[0] = '\0';
+    if (!L) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (;;) {
+        char *line = read_line(&rd, &complete, &oom);
+        if (!line && oom) {
+            snprintf(err, errlen, "line %zu: out of memory", lineno + 1);
+            goto out;
+        }
+        if (!line)
+            break;
+        lineno++;
+        if (!complete && steps > 0) {
+            /* the writer only writes whole lines, but the kernel may cut a
+             * write when the process is killed: keep the whole steps */
+            snprintf(err, errlen,
+                     "line %zu: the last line is incomplete (the run was killed?); "
+                     "skipped",
+                     lineno);
+            break;
+        }
+        struct jp j = {.p = line};
+        ws(&j);
+        if (!*j.p && complete)
+            continue; /* blank line */
+        memset(L, 0, offsetof(struct jline, kernel));
+        L->kernel[0] = '\0';
+        if (L->pused)
+            memset(L->pbytes, 0, L->pused);
+        L->pused = 0;
+        if (parse_line(&j, L, &cur, (uint32_t)cur.nops) != 0) {
+            snprintf(err, errlen, "line %zu: %s", lineno, j.err ? j.err : "not a trace record");
+            goto out;
+        }
+        if (!complete) {
+            snprintf(err, errlen, "line %zu: the file ends in the middle of a line (truncated?)",
+                     lineno);
+            goto out;
+        }
+        if (!L->has_step) {
+            snprintf(err, errlen, "line %zu: record without a \"step\"", lineno);
+            goto out;
+        }
+        if (!open) { /* cur is empty (annotations of this line aside) */
+            snprintf(cur.name, sizeof cur.name, "%s", L->name);
+            cur.index = L->step;
+            open = 1;
+        } else if (L->step != cur.index || strcmp(L->name, cur.name) != 0) {
+            snprintf(err, errlen,
+                     "line %zu: step %" PRIu64 " begins before step %" PRIu64 " ended (truncated?)",
+                     lineno, L->step, cur.index);
+            goto out;
+        }
+        if (L->end) {
+            if (L->nops != cur.nops) {
+                snprintf(err, errlen,
+                         "line %zu: step %" PRIu64
+                         " ends with %zu ops, its end record says %" PRIu64,
+                         lineno, cur.index, cur.nops, L->nops);
+                goto out;
+            }
+            steps++;
+            /* the end record says whose step it was */
+            snprintf(cur.thread, sizeof cur.thread, "%s", L->thread);
+            cur.stream = L->o.stream;
+            struct atl_step done = cur;
+            atl_step_init(&cur, "");
+            open = 0;
+            if (fn(ctx, &done) != 0) {
+                snprintf(err, errlen, "line %zu: out of memory", lineno);
+                goto out;
+            }
+            continue;
+        }
+        if (!L->has_op) {
+            snprintf(err, errlen, "line %zu: record without an \"op\" or an \"end\"", lineno);
+            goto out;
+        }
+        if (L->op != cur.nops) {
+            snprintf(err, errlen, "line %zu: op %" PRIu64 " out of order (expected op %zu)", lineno,
+                     L->op, cur.nops);
+            goto out;
+        }
+        if (!strcmp(L->kind, "launch")) {
+            if (!L->kernel[0]) {
+                snprintf(err, errlen, "line %zu: launch without a kernel", lineno);
+                goto out;
+            }
+            L->o.kind = ATL_OP_LAUNCH;
+            /* a run of launches of one kernel: the last one's record again */
+            if (lastk && lastk->nparams == L->np && strcmp(lastk->mangled, L->kernel) == 0 &&
+                (L->np == 0 || (memcmp(lastk->off, L->off, L->np * 4) == 0 &&
+                                memcmp(lastk->size, L->size, L->np * 4) == 0)))
+                L->o.u.k.kfn = lastk;
+            else
+                L->o.u.k.kfn = lastk = atl_kfn_intern(L->kernel, NULL, L->np, L->off, L->size);
+            if (!L->o.u.k.kfn) {
+                snprintf(err, errlen, "line %zu: out of memory", lineno);
+                goto out;
+            }
+            /* learned by the recording process: kept for every later op
+             * of the kernel (the record is shared) */
+            if (L->residue)
+                __atomic_fetch_or((uint64_t *)&L->o.u.k.kfn->residue, L->residue, __ATOMIC_RELAXED);
+            L->o.u.k.bytes = (uintptr_t)L->pbytes;
+        } else if (!strcmp(L->kind, "memset")) {
+            L->o.kind = ATL_OP_MEMSET;
+        } else if (!strcmp(L->kind, "copy")) {
+            L->o.kind = ATL_OP_COPY;
+            int d = atl_dir_parse(L->dir);
+            L->o.sub = (uint8_t)(d < 0 ? ATL_DIR_OTHER : d);
+        } else if (!strcmp(L->kind, "graph")) {
+            L->o.kind = ATL_OP_GRAPH;
+        } else {
+            snprintf(err, errlen, "line %zu: unknown op kind \"%s\"", lineno, L->kind);
+            goto out;
+        }
+        if (atl_step_push(&cur, &L->o) != 0) {
+            snprintf(err, errlen, "line %zu: out of memory", lineno);
+            goto out;
+        }
+    }
+    if (open && steps > 0) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n,
+                 "%sthe file ends inside step %" PRIu64
+                 " (the run was killed?): its %zu ops skipped",
+                 n ? "; " : "", cur.index, cur.nops);
+    } else if (open) {
+        snprintf(err, errlen, "line %zu: the file ends inside step %" PRIu64 " (truncated?)",
+                 lineno, cur.index);
+        goto out;
+    }
+    if (steps == 0) {
+        if (lineno == 0)
+            snprintf(err, errlen, "the file is empty (no steps)");
+        else
+            snprintf(err, errlen, "line %zu: no complete step in the file", lineno);
+        goto out;
+    }
+    rc = 0;
+out:
+    atl_step_free(&cur);
+    free(L->pbytes);
+    free(L);
+    free(rd.buf);
+    return rc;
+}
