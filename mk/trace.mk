@@ -37,9 +37,13 @@ $(GPU_DIR)/trace_threads: tests/gpu/trace/trace_threads.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -o $@ $< -lpthread
 
+$(GPU_DIR)/trace_graph: tests/gpu/trace/trace_graph.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
+
 .PHONY: trace-gpu-check
 trace-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/atlas-diff $(GPU_DIR)/trace_loop \
-                 $(GPU_DIR)/trace_threads
+                 $(GPU_DIR)/trace_threads $(GPU_DIR)/trace_graph
 	sh tests/gpu/trace/run_trace.sh $(BUILD)
 
 GPU_TARGETS += trace-gpu-check
