@@ -9,6 +9,7 @@
 #include "hookid.h"
 #include "ledger.h"
 #include "log.h"
+#include "stack.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -143,6 +144,11 @@ static int by_size_desc(const void *a, const void *b)
 
 void atl_leaks_report(void)
 {
+    uint64_t hits, misses;
+    atl_stack_cache_counts(&hits, &misses);
+    if (hits + misses)
+        atl_log(ATL_INFO, "leaks: %llu call stacks taken, %llu of them unwound (the rest reused)",
+                (unsigned long long)(hits + misses), (unsigned long long)misses);
     size_t total = 0, n = atl_ledger_count(&total);
     if (n == 0) {
         atl_log(ATL_WARN, "leaks: none: every driver allocation was freed");

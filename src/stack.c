@@ -90,8 +90,13 @@ static _Unwind_Reason_Code uw_step(struct _Unwind_Context *ctx, void *arg)
  * between this frame and the top of this thread's stack, so reading them is
  * safe; entries are per thread (a serial number, not the thread's address,
  * which a new thread may reuse with another stack). */
-#define CACHE_SETS 256
-#define CACHE_WAYS 4 /* a training step allocates from a few dozen places */
+/* Several call chains can meet at one stack address: a Python function
+ * calling two torch ops on two lines reaches the allocator at the same depth
+ * through different return addresses. Each chain gets its own way (a chain
+ * never replaces another of the same address just for sharing it), so a
+ * training step's few dozen allocation sites all stay cached. */
+#define CACHE_SETS 128
+#define CACHE_WAYS 8
 struct cached {
     uint64_t thread;
     uintptr_t sp;
@@ -104,6 +109,7 @@ static struct cached cache[CACHE_SETS][CACHE_WAYS];
 static unsigned char victim[CACHE_SETS]; /* the way the next miss replaces */
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_thread;
+static uint64_t reused, unwound; /* under cache_mu */
 static __thread uint64_t my_thread __attribute__((tls_model("initial-exec")));
 
 static int cache_get(struct cached *c, uint64_t th, uintptr_t sp, int depth, struct atl_stack *s)
@@ -134,6 +140,8 @@ void atl_stack_capture_n(struct atl_stack *s, int depth)
     pthread_mutex_lock(&cache_mu);
     for (int w = 0; w < CACHE_WAYS && !hit; w++)
         hit = cache_get(&cache[set][w], my_thread, sp, depth, s);
+    if (hit)
+        reused++;
     pthread_mutex_unlock(&cache_mu);
     if (hit)
         return;
@@ -154,15 +162,24 @@ void atl_stack_capture_n(struct atl_stack *s, int depth)
     }
     if (s->n > 0) {
         pthread_mutex_lock(&cache_mu);
-        /* the entry of this stack address, else the next in turn */
+        /* an empty way, else the next in turn (round robin: the oldest) */
         int w = 0;
-        while (w < CACHE_WAYS && !(cache[set][w].thread == my_thread && cache[set][w].sp == sp))
+        while (w < CACHE_WAYS && cache[set][w].thread)
             w++;
         if (w == CACHE_WAYS)
             w = victim[set]++ % CACHE_WAYS;
         cache[set][w] = fresh;
+        unwound++;
         pthread_mutex_unlock(&cache_mu);
     }
+}
+
+void atl_stack_cache_counts(uint64_t *hits, uint64_t *misses)
+{
+    pthread_mutex_lock(&cache_mu);
+    *hits = reused;
+    *misses = unwound;
+    pthread_mutex_unlock(&cache_mu);
 }
 
 void atl_stack_capture(struct atl_stack *s)

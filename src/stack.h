@@ -20,6 +20,10 @@ void atl_stack_capture(struct atl_stack *s);
  * allocation ledger takes ATLAS_STACK_DEPTH frames, not ATL_STACK_MAX. */
 void atl_stack_capture_n(struct atl_stack *s, int depth);
 
+/* How many captures reused a cached unwind, and how many unwound (and were
+ * cached): for the exit report and the tests. */
+void atl_stack_cache_counts(uint64_t *hits, uint64_t *misses);
+
 /* A hash of the frames, for grouping reports by stack. */
 uint64_t atl_stack_hash(const struct atl_stack *s);
 
