@@ -34,8 +34,9 @@
 /* Exported symbols: call counts, fail_next, deinitialisation                */
 /* ------------------------------------------------------------------------ */
 
-/* Every exported cu* function, once. Drives the call counters and
- * fake_fail_next; ENTER() checks each name against __func__. */
+/* Every exported cu* function, once: FAKE_SYMBOLS, then both functions of
+ * each row of ptds.def. Drives the call counters and fake_fail_next; ENTER()
+ * checks each name against __func__. */
 /* clang-format off */
 #define FAKE_SYMBOLS(X) \
     X(cuInit) \
@@ -71,13 +72,7 @@
     X(cuMemAlloc_v2) \
     X(cuMemAllocPitch_v2) \
     X(cuMemAllocManaged) \
-    X(cuMemAllocAsync) \
-    X(cuMemAllocAsync_ptsz) \
-    X(cuMemAllocFromPoolAsync) \
-    X(cuMemAllocFromPoolAsync_ptsz) \
     X(cuMemFree_v2) \
-    X(cuMemFreeAsync) \
-    X(cuMemFreeAsync_ptsz) \
     X(cuMemCreate) \
     X(cuMemRelease) \
     X(cuMemAddressReserve) \
@@ -100,124 +95,20 @@
     X(cuArray3DCreate_v2) \
     X(cuArrayDestroy) \
     X(cuArrayGetDescriptor_v2) \
-    X(cuMemcpy) \
-    X(cuMemcpy_ptds) \
-    X(cuMemcpyAsync) \
-    X(cuMemcpyAsync_ptsz) \
-    X(cuMemcpyPeer) \
-    X(cuMemcpyPeer_ptds) \
-    X(cuMemcpyPeerAsync) \
-    X(cuMemcpyPeerAsync_ptsz) \
-    X(cuMemcpyHtoD_v2) \
-    X(cuMemcpyHtoD_v2_ptds) \
-    X(cuMemcpyDtoH_v2) \
-    X(cuMemcpyDtoH_v2_ptds) \
-    X(cuMemcpyDtoD_v2) \
-    X(cuMemcpyDtoD_v2_ptds) \
-    X(cuMemcpyHtoDAsync_v2) \
-    X(cuMemcpyHtoDAsync_v2_ptsz) \
-    X(cuMemcpyDtoHAsync_v2) \
-    X(cuMemcpyDtoHAsync_v2_ptsz) \
-    X(cuMemcpyDtoDAsync_v2) \
-    X(cuMemcpyDtoDAsync_v2_ptsz) \
-    X(cuMemcpyDtoA_v2) \
-    X(cuMemcpyDtoA_v2_ptds) \
-    X(cuMemcpyAtoD_v2) \
-    X(cuMemcpyAtoD_v2_ptds) \
-    X(cuMemcpyHtoA_v2) \
-    X(cuMemcpyHtoA_v2_ptds) \
-    X(cuMemcpyAtoH_v2) \
-    X(cuMemcpyAtoH_v2_ptds) \
-    X(cuMemcpyAtoA_v2) \
-    X(cuMemcpyAtoA_v2_ptds) \
-    X(cuMemcpyHtoAAsync_v2) \
-    X(cuMemcpyHtoAAsync_v2_ptsz) \
-    X(cuMemcpyAtoHAsync_v2) \
-    X(cuMemcpyAtoHAsync_v2_ptsz) \
-    X(cuMemcpy2D_v2) \
-    X(cuMemcpy2D_v2_ptds) \
-    X(cuMemcpy2DUnaligned_v2) \
-    X(cuMemcpy2DUnaligned_v2_ptds) \
-    X(cuMemcpy2DAsync_v2) \
-    X(cuMemcpy2DAsync_v2_ptsz) \
-    X(cuMemcpy3D_v2) \
-    X(cuMemcpy3D_v2_ptds) \
-    X(cuMemcpy3DAsync_v2) \
-    X(cuMemcpy3DAsync_v2_ptsz) \
-    X(cuMemcpy3DPeer) \
-    X(cuMemcpy3DPeer_ptds) \
-    X(cuMemcpy3DPeerAsync) \
-    X(cuMemcpy3DPeerAsync_ptsz) \
-    X(cuMemcpyBatchAsync) \
-    X(cuMemcpyBatchAsync_ptsz) \
-    X(cuMemcpyBatchAsync_v2) \
-    X(cuMemcpyBatchAsync_v2_ptsz) \
-    X(cuMemcpy3DBatchAsync) \
-    X(cuMemcpy3DBatchAsync_ptsz) \
-    X(cuMemcpy3DBatchAsync_v2) \
-    X(cuMemcpy3DBatchAsync_v2_ptsz) \
-    X(cuMemsetD8_v2) \
-    X(cuMemsetD8_v2_ptds) \
-    X(cuMemsetD16_v2) \
-    X(cuMemsetD16_v2_ptds) \
-    X(cuMemsetD32_v2) \
-    X(cuMemsetD32_v2_ptds) \
-    X(cuMemsetD2D8_v2) \
-    X(cuMemsetD2D8_v2_ptds) \
-    X(cuMemsetD2D16_v2) \
-    X(cuMemsetD2D16_v2_ptds) \
-    X(cuMemsetD2D32_v2) \
-    X(cuMemsetD2D32_v2_ptds) \
-    X(cuMemsetD8Async) \
-    X(cuMemsetD8Async_ptsz) \
-    X(cuMemsetD16Async) \
-    X(cuMemsetD16Async_ptsz) \
-    X(cuMemsetD32Async) \
-    X(cuMemsetD32Async_ptsz) \
-    X(cuMemsetD2D8Async) \
-    X(cuMemsetD2D8Async_ptsz) \
-    X(cuMemsetD2D16Async) \
-    X(cuMemsetD2D16Async_ptsz) \
-    X(cuMemsetD2D32Async) \
-    X(cuMemsetD2D32Async_ptsz) \
     X(cuStreamCreate) \
     X(cuStreamCreateWithPriority) \
     X(cuStreamDestroy_v2) \
-    X(cuStreamSynchronize) \
-    X(cuStreamSynchronize_ptsz) \
-    X(cuStreamQuery) \
-    X(cuStreamQuery_ptsz) \
-    X(cuStreamWaitEvent) \
-    X(cuStreamWaitEvent_ptsz) \
     X(cuStreamGetCtx) \
     X(cuEventCreate) \
-    X(cuEventRecord) \
-    X(cuEventRecord_ptsz) \
     X(cuEventSynchronize) \
     X(cuEventQuery) \
     X(cuEventDestroy_v2) \
     X(cuEventElapsedTime) \
     X(cuEventElapsedTime_v2) \
-    X(cuStreamBeginCapture) \
-    X(cuStreamBeginCapture_ptsz) \
-    X(cuStreamBeginCapture_v2) \
-    X(cuStreamBeginCapture_v2_ptsz) \
-    X(cuStreamBeginCaptureToGraph) \
-    X(cuStreamBeginCaptureToGraph_ptsz) \
-    X(cuStreamEndCapture) \
-    X(cuStreamEndCapture_ptsz) \
-    X(cuStreamIsCapturing) \
-    X(cuStreamIsCapturing_ptsz) \
-    X(cuStreamGetCaptureInfo_v3) \
-    X(cuStreamGetCaptureInfo_v3_ptsz) \
     X(cuGraphCreate) \
     X(cuGraphInstantiate) \
     X(cuGraphInstantiate_v2) \
     X(cuGraphInstantiateWithFlags) \
-    X(cuGraphInstantiateWithParams) \
-    X(cuGraphInstantiateWithParams_ptsz) \
-    X(cuGraphLaunch) \
-    X(cuGraphLaunch_ptsz) \
     X(cuGraphDestroy) \
     X(cuGraphExecDestroy) \
     X(cuGraphGetNodes) \
@@ -239,19 +130,16 @@
     X(cuKernelGetName) \
     X(cuFuncGetParamInfo) \
     X(cuKernelGetParamInfo) \
-    X(cuFuncGetModule) \
-    X(cuLaunchKernel) \
-    X(cuLaunchKernel_ptsz) \
-    X(cuLaunchKernelEx) \
-    X(cuLaunchKernelEx_ptsz) \
-    X(cuLaunchCooperativeKernel) \
-    X(cuLaunchCooperativeKernel_ptsz)
+    X(cuFuncGetModule)
 /* clang-format on */
 
 enum fake_sym {
 #define X(s) SYM_##s,
     FAKE_SYMBOLS(X)
 #undef X
+#define FAKE_PT(api, ver, sym, sfx, params, args) SYM_##sym, SYM_##sym##_##sfx,
+#include "ptds.def"
+#undef FAKE_PT
         SYM_COUNT
 };
 
@@ -259,6 +147,9 @@ static const char *const sym_names[SYM_COUNT] = {
 #define X(s) #s,
     FAKE_SYMBOLS(X)
 #undef X
+#define FAKE_PT(api, ver, sym, sfx, params, args) #sym, #sym "_" #sfx,
+#include "ptds.def"
+#undef FAKE_PT
 };
 
 static atomic_ulong sym_calls[SYM_COUNT];
@@ -2039,31 +1930,14 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hSt
     return alloc_dev(c, dptr, bytesize, AK_DEVICE);
 }
 
-CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+static CUresult cuMemAllocAsync_impl(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    ENTER(cuMemAllocAsync);
     return mem_alloc_async(dptr, bytesize, hStream);
 }
 
-CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+static CUresult cuMemAllocFromPoolAsync_impl(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                             CUstream hStream)
 {
-    ENTER(cuMemAllocAsync_ptsz);
-    return mem_alloc_async(dptr, bytesize, hStream);
-}
-
-CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                 CUstream hStream)
-{
-    ENTER(cuMemAllocFromPoolAsync);
-    if (!pool)
-        return CUDA_ERROR_INVALID_VALUE;
-    return mem_alloc_async(dptr, bytesize, hStream);
-}
-
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                      CUstream hStream)
-{
-    ENTER(cuMemAllocFromPoolAsync_ptsz);
     if (!pool)
         return CUDA_ERROR_INVALID_VALUE;
     return mem_alloc_async(dptr, bytesize, hStream);
@@ -2092,15 +1966,8 @@ static CUresult mem_free_async(CUdeviceptr dptr, CUstream hStream)
     return mem_free(dptr, KINDS_DEVICE);
 }
 
-CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+static CUresult cuMemFreeAsync_impl(CUdeviceptr dptr, CUstream hStream)
 {
-    ENTER(cuMemFreeAsync);
-    return mem_free_async(dptr, hStream);
-}
-
-CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-    ENTER(cuMemFreeAsync_ptsz);
     return mem_free_async(dptr, hStream);
 }
 
@@ -2811,84 +2678,40 @@ static CUresult batch3d_copy(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size
     return CUDA_SUCCESS;
 }
 
-CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+static CUresult cuMemcpy_impl(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
-    ENTER(cuMemcpy);
     struct xfer x = xfer_1d(side_uni(src), side_uni(dst), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+static CUresult cuMemcpyAsync_impl(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                                   CUstream hStream)
 {
-    ENTER(cuMemcpy_ptds);
-    struct xfer x = xfer_1d(side_uni(src), side_uni(dst), ByteCount);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
-{
-    ENTER(cuMemcpyAsync);
     struct xfer x = xfer_1d(side_uni(src), side_uni(dst), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+static CUresult cuMemcpyPeer_impl(CUdeviceptr dstDevice, CUcontext dstContext,
+                                  CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
 {
-    ENTER(cuMemcpyAsync_ptsz);
-    struct xfer x = xfer_1d(side_uni(src), side_uni(dst), ByteCount);
-    return copy_async(&x, hStream);
-}
-
-CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                      CUcontext srcContext, size_t ByteCount)
-{
-    ENTER(cuMemcpyPeer);
     TRY(need_init());
     TRY(peer_check(dstContext, srcContext));
     struct xfer x = xfer_1d(side_dev(srcDevice), side_dev(dstDevice), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                           CUcontext srcContext, size_t ByteCount)
+static CUresult cuMemcpyPeerAsync_impl(CUdeviceptr dstDevice, CUcontext dstContext,
+                                       CUdeviceptr srcDevice, CUcontext srcContext,
+                                       size_t ByteCount, CUstream hStream)
 {
-    ENTER(cuMemcpyPeer_ptds);
-    TRY(need_init());
-    TRY(peer_check(dstContext, srcContext));
-    struct xfer x = xfer_1d(side_dev(srcDevice), side_dev(dstDevice), ByteCount);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                           CUcontext srcContext, size_t ByteCount, CUstream hStream)
-{
-    ENTER(cuMemcpyPeerAsync);
     TRY(need_init());
     TRY(peer_check(dstContext, srcContext));
     struct xfer x = xfer_1d(side_dev(srcDevice), side_dev(dstDevice), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                                CUcontext srcContext, size_t ByteCount, CUstream hStream)
+static CUresult cuMemcpyHtoD_v2_impl(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
-    ENTER(cuMemcpyPeerAsync_ptsz);
-    TRY(need_init());
-    TRY(peer_check(dstContext, srcContext));
-    struct xfer x = xfer_1d(side_dev(srcDevice), side_dev(dstDevice), ByteCount);
-    return copy_async(&x, hStream);
-}
-
-CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
-{
-    ENTER(cuMemcpyHtoD_v2);
-    struct xfer x = xfer_1d(side_host(srcHost), side_dev(dstDevice), ByteCount);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
-{
-    ENTER(cuMemcpyHtoD_v2_ptds);
     struct xfer x = xfer_1d(side_host(srcHost), side_dev(dstDevice), ByteCount);
     return copy_sync(&x);
 }
@@ -2910,251 +2733,122 @@ static void sync_sleep(void)
         ;
 }
 
+static CUresult cuMemcpyDtoH_v2_impl(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    struct xfer x = xfer_1d(side_dev(srcDevice), side_host(dstHost), ByteCount);
+    return copy_sync(&x);
+}
+
 CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
     ENTER(cuMemcpyDtoH_v2);
     sync_sleep();
-    struct xfer x = xfer_1d(side_dev(srcDevice), side_host(dstHost), ByteCount);
-    return copy_sync(&x);
+    return cuMemcpyDtoH_v2_impl(dstHost, srcDevice, ByteCount);
 }
 
-CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+static CUresult cuMemcpyDtoD_v2_impl(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
-    ENTER(cuMemcpyDtoH_v2_ptds);
-    struct xfer x = xfer_1d(side_dev(srcDevice), side_host(dstHost), ByteCount);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
-{
-    ENTER(cuMemcpyDtoD_v2);
     struct xfer x = xfer_1d(side_dev(srcDevice), side_dev(dstDevice), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+static CUresult cuMemcpyHtoDAsync_v2_impl(CUdeviceptr dstDevice, const void *srcHost,
+                                          size_t ByteCount, CUstream hStream)
 {
-    ENTER(cuMemcpyDtoD_v2_ptds);
-    struct xfer x = xfer_1d(side_dev(srcDevice), side_dev(dstDevice), ByteCount);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
-                              CUstream hStream)
-{
-    ENTER(cuMemcpyHtoDAsync_v2);
     struct xfer x = xfer_1d(side_host(srcHost), side_dev(dstDevice), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
-                                   CUstream hStream)
+static CUresult cuMemcpyDtoHAsync_v2_impl(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                          CUstream hStream)
 {
-    ENTER(cuMemcpyHtoDAsync_v2_ptsz);
-    struct xfer x = xfer_1d(side_host(srcHost), side_dev(dstDevice), ByteCount);
-    return copy_async(&x, hStream);
-}
-
-CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-                              CUstream hStream)
-{
-    ENTER(cuMemcpyDtoHAsync_v2);
     struct xfer x = xfer_1d(side_dev(srcDevice), side_host(dstHost), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-                                   CUstream hStream)
+static CUresult cuMemcpyDtoDAsync_v2_impl(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                          size_t ByteCount, CUstream hStream)
 {
-    ENTER(cuMemcpyDtoHAsync_v2_ptsz);
-    struct xfer x = xfer_1d(side_dev(srcDevice), side_host(dstHost), ByteCount);
-    return copy_async(&x, hStream);
-}
-
-CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
-                              CUstream hStream)
-{
-    ENTER(cuMemcpyDtoDAsync_v2);
     struct xfer x = xfer_1d(side_dev(srcDevice), side_dev(dstDevice), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
-                                   CUstream hStream)
+static CUresult cuMemcpyDtoA_v2_impl(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice,
+                                     size_t ByteCount)
 {
-    ENTER(cuMemcpyDtoDAsync_v2_ptsz);
-    struct xfer x = xfer_1d(side_dev(srcDevice), side_dev(dstDevice), ByteCount);
-    return copy_async(&x, hStream);
-}
-
-CUresult cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice,
-                         size_t ByteCount)
-{
-    ENTER(cuMemcpyDtoA_v2);
     struct xfer x = xfer_1d(side_dev(srcDevice), side_arr(dstArray, dstOffset), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice,
-                              size_t ByteCount)
+static CUresult cuMemcpyAtoD_v2_impl(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset,
+                                     size_t ByteCount)
 {
-    ENTER(cuMemcpyDtoA_v2_ptds);
-    struct xfer x = xfer_1d(side_dev(srcDevice), side_arr(dstArray, dstOffset), ByteCount);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpyAtoD_v2(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset,
-                         size_t ByteCount)
-{
-    ENTER(cuMemcpyAtoD_v2);
     struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_dev(dstDevice), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset,
-                              size_t ByteCount)
+static CUresult cuMemcpyHtoA_v2_impl(CUarray dstArray, size_t dstOffset, const void *srcHost,
+                                     size_t ByteCount)
 {
-    ENTER(cuMemcpyAtoD_v2_ptds);
-    struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_dev(dstDevice), ByteCount);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
-{
-    ENTER(cuMemcpyHtoA_v2);
     struct xfer x = xfer_1d(side_host(srcHost), side_arr(dstArray, dstOffset), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost,
-                              size_t ByteCount)
+static CUresult cuMemcpyAtoH_v2_impl(void *dstHost, CUarray srcArray, size_t srcOffset,
+                                     size_t ByteCount)
 {
-    ENTER(cuMemcpyHtoA_v2_ptds);
-    struct xfer x = xfer_1d(side_host(srcHost), side_arr(dstArray, dstOffset), ByteCount);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpyAtoH_v2(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
-{
-    ENTER(cuMemcpyAtoH_v2);
     struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_host(dstHost), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount)
+static CUresult cuMemcpyAtoA_v2_impl(CUarray dstArray, size_t dstOffset, CUarray srcArray,
+                                     size_t srcOffset, size_t ByteCount)
 {
-    ENTER(cuMemcpyAtoH_v2_ptds);
-    struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_host(dstHost), ByteCount);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset,
-                         size_t ByteCount)
-{
-    ENTER(cuMemcpyAtoA_v2);
     struct xfer x =
         xfer_1d(side_arr(srcArray, srcOffset), side_arr(dstArray, dstOffset), ByteCount);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray,
-                              size_t srcOffset, size_t ByteCount)
+static CUresult cuMemcpyHtoAAsync_v2_impl(CUarray dstArray, size_t dstOffset, const void *srcHost,
+                                          size_t ByteCount, CUstream hStream)
 {
-    ENTER(cuMemcpyAtoA_v2_ptds);
-    struct xfer x =
-        xfer_1d(side_arr(srcArray, srcOffset), side_arr(dstArray, dstOffset), ByteCount);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstOffset, const void *srcHost,
-                              size_t ByteCount, CUstream hStream)
-{
-    ENTER(cuMemcpyHtoAAsync_v2);
     struct xfer x = xfer_1d(side_host(srcHost), side_arr(dstArray, dstOffset), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset, const void *srcHost,
-                                   size_t ByteCount, CUstream hStream)
+static CUresult cuMemcpyAtoHAsync_v2_impl(void *dstHost, CUarray srcArray, size_t srcOffset,
+                                          size_t ByteCount, CUstream hStream)
 {
-    ENTER(cuMemcpyHtoAAsync_v2_ptsz);
-    struct xfer x = xfer_1d(side_host(srcHost), side_arr(dstArray, dstOffset), ByteCount);
-    return copy_async(&x, hStream);
-}
-
-CUresult cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount,
-                              CUstream hStream)
-{
-    ENTER(cuMemcpyAtoHAsync_v2);
     struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_host(dstHost), ByteCount);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset,
-                                   size_t ByteCount, CUstream hStream)
+static CUresult cuMemcpy2D_v2_impl(const CUDA_MEMCPY2D *pCopy)
 {
-    ENTER(cuMemcpyAtoHAsync_v2_ptsz);
-    struct xfer x = xfer_1d(side_arr(srcArray, srcOffset), side_host(dstHost), ByteCount);
-    return copy_async(&x, hStream);
-}
-
-CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
-{
-    ENTER(cuMemcpy2D_v2);
     if (!pCopy)
         return CUDA_ERROR_INVALID_VALUE;
     struct xfer x = xfer_2d(pCopy);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
+static CUresult cuMemcpy2DUnaligned_v2_impl(const CUDA_MEMCPY2D *pCopy)
 {
-    ENTER(cuMemcpy2D_v2_ptds);
     if (!pCopy)
         return CUDA_ERROR_INVALID_VALUE;
     struct xfer x = xfer_2d(pCopy);
     return copy_sync(&x);
 }
 
-CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
+static CUresult cuMemcpy2DAsync_v2_impl(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 {
-    ENTER(cuMemcpy2DUnaligned_v2);
-    if (!pCopy)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct xfer x = xfer_2d(pCopy);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
-{
-    ENTER(cuMemcpy2DUnaligned_v2_ptds);
-    if (!pCopy)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct xfer x = xfer_2d(pCopy);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{
-    ENTER(cuMemcpy2DAsync_v2);
     if (!pCopy)
         return CUDA_ERROR_INVALID_VALUE;
     struct xfer x = xfer_2d(pCopy);
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+static CUresult cuMemcpy3D_v2_impl(const CUDA_MEMCPY3D *pCopy)
 {
-    ENTER(cuMemcpy2DAsync_v2_ptsz);
-    if (!pCopy)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct xfer x = xfer_2d(pCopy);
-    return copy_async(&x, hStream);
-}
-
-CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
-{
-    ENTER(cuMemcpy3D_v2);
     if (!pCopy)
         return CUDA_ERROR_INVALID_VALUE;
     struct xfer x;
@@ -3162,19 +2856,8 @@ CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
     return copy_sync(&x);
 }
 
-CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
+static CUresult cuMemcpy3DAsync_v2_impl(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 {
-    ENTER(cuMemcpy3D_v2_ptds);
-    if (!pCopy)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct xfer x;
-    XFER_3D(x, pCopy);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
-{
-    ENTER(cuMemcpy3DAsync_v2);
     if (!pCopy)
         return CUDA_ERROR_INVALID_VALUE;
     struct xfer x;
@@ -3182,19 +2865,8 @@ CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
+static CUresult cuMemcpy3DPeer_impl(const CUDA_MEMCPY3D_PEER *pCopy)
 {
-    ENTER(cuMemcpy3DAsync_v2_ptsz);
-    if (!pCopy)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct xfer x;
-    XFER_3D(x, pCopy);
-    return copy_async(&x, hStream);
-}
-
-CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy)
-{
-    ENTER(cuMemcpy3DPeer);
     if (!pCopy)
         return CUDA_ERROR_INVALID_VALUE;
     TRY(need_init());
@@ -3204,21 +2876,8 @@ CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy)
     return copy_sync(&x);
 }
 
-CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy)
+static CUresult cuMemcpy3DPeerAsync_impl(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
 {
-    ENTER(cuMemcpy3DPeer_ptds);
-    if (!pCopy)
-        return CUDA_ERROR_INVALID_VALUE;
-    TRY(need_init());
-    TRY(peer_check(pCopy->dstContext, pCopy->srcContext));
-    struct xfer x;
-    XFER_3D(x, pCopy);
-    return copy_sync(&x);
-}
-
-CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
-{
-    ENTER(cuMemcpy3DPeerAsync);
     if (!pCopy)
         return CUDA_ERROR_INVALID_VALUE;
     TRY(need_init());
@@ -3228,231 +2887,99 @@ CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
     return copy_async(&x, hStream);
 }
 
-CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
+static CUresult cuMemcpyBatchAsync_impl(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                        size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+                                        size_t numAttrs, size_t *failIdx, CUstream hStream)
 {
-    ENTER(cuMemcpy3DPeerAsync_ptsz);
-    if (!pCopy)
-        return CUDA_ERROR_INVALID_VALUE;
-    TRY(need_init());
-    TRY(peer_check(pCopy->dstContext, pCopy->srcContext));
-    struct xfer x;
-    XFER_3D(x, pCopy);
-    return copy_async(&x, hStream);
-}
-
-CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
-                            CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
-                            size_t *failIdx, CUstream hStream)
-{
-    ENTER(cuMemcpyBatchAsync);
     return batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream);
 }
 
-CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
-                                 CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
-                                 size_t *failIdx, CUstream hStream)
+static CUresult cuMemcpyBatchAsync_v2_impl(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                           size_t count, CUmemcpyAttributes *attrs,
+                                           size_t *attrsIdxs, size_t numAttrs, CUstream hStream)
 {
-    ENTER(cuMemcpyBatchAsync_ptsz);
-    return batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream);
-}
-
-CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
-                               CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
-                               CUstream hStream)
-{
-    ENTER(cuMemcpyBatchAsync_v2);
     return batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream);
 }
 
-CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
-                                    size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs,
-                                    size_t numAttrs, CUstream hStream)
+static CUresult cuMemcpy3DBatchAsync_impl(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                          size_t *failIdx, unsigned long long flags,
+                                          CUstream hStream)
 {
-    ENTER(cuMemcpyBatchAsync_v2_ptsz);
-    return batch_copy(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream);
-}
-
-CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
-                              unsigned long long flags, CUstream hStream)
-{
-    ENTER(cuMemcpy3DBatchAsync);
     return batch3d_copy(numOps, opList, failIdx, flags, hStream);
 }
 
-CUresult cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
-                                   unsigned long long flags, CUstream hStream)
+static CUresult cuMemcpy3DBatchAsync_v2_impl(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                             unsigned long long flags, CUstream hStream)
 {
-    ENTER(cuMemcpy3DBatchAsync_ptsz);
-    return batch3d_copy(numOps, opList, failIdx, flags, hStream);
-}
-
-CUresult cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
-                                 unsigned long long flags, CUstream hStream)
-{
-    ENTER(cuMemcpy3DBatchAsync_v2);
     return batch3d_copy(numOps, opList, NULL, flags, hStream);
 }
 
-CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
-                                      unsigned long long flags, CUstream hStream)
+static CUresult cuMemsetD8_v2_impl(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
-    ENTER(cuMemcpy3DBatchAsync_v2_ptsz);
-    return batch3d_copy(numOps, opList, NULL, flags, hStream);
-}
-
-CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
-{
-    ENTER(cuMemsetD8_v2);
     return set_async(dstDevice, 0, uc, 1, N, 1, NULL);
 }
 
-CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+static CUresult cuMemsetD2D8_v2_impl(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+                                     size_t Width, size_t Height)
 {
-    ENTER(cuMemsetD8_v2_ptds);
-    return set_async(dstDevice, 0, uc, 1, N, 1, NULL);
-}
-
-CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
-                         size_t Height)
-{
-    ENTER(cuMemsetD2D8_v2);
     return set_async(dstDevice, dstPitch, uc, 1, Width, Height, NULL);
 }
 
-CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
-                              size_t Width, size_t Height)
+static CUresult cuMemsetD8Async_impl(CUdeviceptr dstDevice, unsigned char uc, size_t N,
+                                     CUstream hStream)
 {
-    ENTER(cuMemsetD2D8_v2_ptds);
-    return set_async(dstDevice, dstPitch, uc, 1, Width, Height, NULL);
-}
-
-CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
-{
-    ENTER(cuMemsetD8Async);
     return set_async(dstDevice, 0, uc, 1, N, 1, hStream);
 }
 
-CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
+static CUresult cuMemsetD2D8Async_impl(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+                                       size_t Width, size_t Height, CUstream hStream)
 {
-    ENTER(cuMemsetD8Async_ptsz);
-    return set_async(dstDevice, 0, uc, 1, N, 1, hStream);
-}
-
-CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
-                           size_t Height, CUstream hStream)
-{
-    ENTER(cuMemsetD2D8Async);
     return set_async(dstDevice, dstPitch, uc, 1, Width, Height, hStream);
 }
 
-CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
-                                size_t Width, size_t Height, CUstream hStream)
+static CUresult cuMemsetD16_v2_impl(CUdeviceptr dstDevice, unsigned short us, size_t N)
 {
-    ENTER(cuMemsetD2D8Async_ptsz);
-    return set_async(dstDevice, dstPitch, uc, 1, Width, Height, hStream);
-}
-
-CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N)
-{
-    ENTER(cuMemsetD16_v2);
     return set_async(dstDevice, 0, us, 2, N, 1, NULL);
 }
 
-CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N)
+static CUresult cuMemsetD2D16_v2_impl(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+                                      size_t Width, size_t Height)
 {
-    ENTER(cuMemsetD16_v2_ptds);
-    return set_async(dstDevice, 0, us, 2, N, 1, NULL);
-}
-
-CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
-                          size_t Height)
-{
-    ENTER(cuMemsetD2D16_v2);
     return set_async(dstDevice, dstPitch, us, 2, Width, Height, NULL);
 }
 
-CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
-                               size_t Width, size_t Height)
+static CUresult cuMemsetD16Async_impl(CUdeviceptr dstDevice, unsigned short us, size_t N,
+                                      CUstream hStream)
 {
-    ENTER(cuMemsetD2D16_v2_ptds);
-    return set_async(dstDevice, dstPitch, us, 2, Width, Height, NULL);
-}
-
-CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream)
-{
-    ENTER(cuMemsetD16Async);
     return set_async(dstDevice, 0, us, 2, N, 1, hStream);
 }
 
-CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream)
+static CUresult cuMemsetD2D16Async_impl(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+                                        size_t Width, size_t Height, CUstream hStream)
 {
-    ENTER(cuMemsetD16Async_ptsz);
-    return set_async(dstDevice, 0, us, 2, N, 1, hStream);
-}
-
-CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
-                            size_t Height, CUstream hStream)
-{
-    ENTER(cuMemsetD2D16Async);
     return set_async(dstDevice, dstPitch, us, 2, Width, Height, hStream);
 }
 
-CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
-                                 size_t Width, size_t Height, CUstream hStream)
+static CUresult cuMemsetD32_v2_impl(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 {
-    ENTER(cuMemsetD2D16Async_ptsz);
-    return set_async(dstDevice, dstPitch, us, 2, Width, Height, hStream);
-}
-
-CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
-{
-    ENTER(cuMemsetD32_v2);
     return set_async(dstDevice, 0, ui, 4, N, 1, NULL);
 }
 
-CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N)
+static CUresult cuMemsetD2D32_v2_impl(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
+                                      size_t Width, size_t Height)
 {
-    ENTER(cuMemsetD32_v2_ptds);
-    return set_async(dstDevice, 0, ui, 4, N, 1, NULL);
-}
-
-CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
-                          size_t Height)
-{
-    ENTER(cuMemsetD2D32_v2);
     return set_async(dstDevice, dstPitch, ui, 4, Width, Height, NULL);
 }
 
-CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
-                               size_t Width, size_t Height)
+static CUresult cuMemsetD32Async_impl(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+                                      CUstream hStream)
 {
-    ENTER(cuMemsetD2D32_v2_ptds);
-    return set_async(dstDevice, dstPitch, ui, 4, Width, Height, NULL);
-}
-
-CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
-{
-    ENTER(cuMemsetD32Async);
     return set_async(dstDevice, 0, ui, 4, N, 1, hStream);
 }
 
-CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream)
+static CUresult cuMemsetD2D32Async_impl(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
+                                        size_t Width, size_t Height, CUstream hStream)
 {
-    ENTER(cuMemsetD32Async_ptsz);
-    return set_async(dstDevice, 0, ui, 4, N, 1, hStream);
-}
-
-CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
-                            size_t Height, CUstream hStream)
-{
-    ENTER(cuMemsetD2D32Async);
-    return set_async(dstDevice, dstPitch, ui, 4, Width, Height, hStream);
-}
-
-CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
-                                 size_t Width, size_t Height, CUstream hStream)
-{
-    ENTER(cuMemsetD2D32Async_ptsz);
     return set_async(dstDevice, dstPitch, ui, 4, Width, Height, hStream);
 }
 
@@ -3573,28 +3100,20 @@ static CUresult stream_sync(CUstream hStream)
     return r;
 }
 
+static CUresult cuStreamSynchronize_impl(CUstream hStream)
+{
+    return stream_sync(hStream);
+}
+
 CUresult cuStreamSynchronize(CUstream hStream)
 {
     ENTER(cuStreamSynchronize);
     sync_sleep();
-    return stream_sync(hStream);
+    return cuStreamSynchronize_impl(hStream);
 }
 
-CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+static CUresult cuStreamQuery_impl(CUstream hStream)
 {
-    ENTER(cuStreamSynchronize_ptsz);
-    return stream_sync(hStream);
-}
-
-CUresult cuStreamQuery(CUstream hStream)
-{
-    ENTER(cuStreamQuery);
-    return stream_sync(hStream);
-}
-
-CUresult cuStreamQuery_ptsz(CUstream hStream)
-{
-    ENTER(cuStreamQuery_ptsz);
     return stream_sync(hStream);
 }
 
@@ -3690,15 +3209,8 @@ static CUresult event_record(CUevent hEvent, CUstream hStream)
     return r;
 }
 
-CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+static CUresult cuEventRecord_impl(CUevent hEvent, CUstream hStream)
 {
-    ENTER(cuEventRecord);
-    return event_record(hEvent, hStream);
-}
-
-CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
-{
-    ENTER(cuEventRecord_ptsz);
     return event_record(hEvent, hStream);
 }
 
@@ -3803,15 +3315,8 @@ static CUresult stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int
     return r;
 }
 
-CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+static CUresult cuStreamWaitEvent_impl(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
-    ENTER(cuStreamWaitEvent);
-    return stream_wait_event(hStream, hEvent, Flags);
-}
-
-CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
-{
-    ENTER(cuStreamWaitEvent_ptsz);
     return stream_wait_event(hStream, hEvent, Flags);
 }
 
@@ -3886,47 +3391,21 @@ static CUresult capture_begin(CUstream hStream, CUstreamCaptureMode mode, CUgrap
     return r;
 }
 
-CUresult cuStreamBeginCapture(CUstream hStream)
+static CUresult cuStreamBeginCapture_impl(CUstream hStream)
 {
-    ENTER(cuStreamBeginCapture);
     return capture_begin(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL);
 }
 
-CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
+static CUresult cuStreamBeginCapture_v2_impl(CUstream hStream, CUstreamCaptureMode mode)
 {
-    ENTER(cuStreamBeginCapture_ptsz);
-    return capture_begin(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL);
-}
-
-CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
-{
-    ENTER(cuStreamBeginCapture_v2);
     return capture_begin(hStream, mode, NULL);
 }
 
-CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+static CUresult cuStreamBeginCaptureToGraph_impl(CUstream hStream, CUgraph hGraph,
+                                                 const CUgraphNode *dependencies,
+                                                 const CUgraphEdgeData *dependencyData,
+                                                 size_t numDependencies, CUstreamCaptureMode mode)
 {
-    ENTER(cuStreamBeginCapture_v2_ptsz);
-    return capture_begin(hStream, mode, NULL);
-}
-
-CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
-                                     const CUgraphNode *dependencies,
-                                     const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                     CUstreamCaptureMode mode)
-{
-    ENTER(cuStreamBeginCaptureToGraph);
-    if (!hGraph)
-        return CUDA_ERROR_INVALID_VALUE;
-    return capture_begin(hStream, mode, hGraph);
-}
-
-CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
-                                          const CUgraphNode *dependencies,
-                                          const CUgraphEdgeData *dependencyData,
-                                          size_t numDependencies, CUstreamCaptureMode mode)
-{
-    ENTER(cuStreamBeginCaptureToGraph_ptsz);
     if (!hGraph)
         return CUDA_ERROR_INVALID_VALUE;
     return capture_begin(hStream, mode, hGraph);
@@ -3960,15 +3439,8 @@ static CUresult capture_end(CUstream hStream, CUgraph *phGraph)
     return r;
 }
 
-CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+static CUresult cuStreamEndCapture_impl(CUstream hStream, CUgraph *phGraph)
 {
-    ENTER(cuStreamEndCapture);
-    return capture_end(hStream, phGraph);
-}
-
-CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
-{
-    ENTER(cuStreamEndCapture_ptsz);
     return capture_end(hStream, phGraph);
 }
 
@@ -4002,36 +3474,18 @@ static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cu
     return r;
 }
 
-CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+static CUresult cuStreamIsCapturing_impl(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 {
-    ENTER(cuStreamIsCapturing);
     return capture_info(hStream, captureStatus, NULL, NULL, NULL, NULL, NULL);
 }
 
-CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+static CUresult cuStreamGetCaptureInfo_v3_impl(CUstream hStream,
+                                               CUstreamCaptureStatus *captureStatus_out,
+                                               cuuint64_t *id_out, CUgraph *graph_out,
+                                               const CUgraphNode **dependencies_out,
+                                               const CUgraphEdgeData **edgeData_out,
+                                               size_t *numDependencies_out)
 {
-    ENTER(cuStreamIsCapturing_ptsz);
-    return capture_info(hStream, captureStatus, NULL, NULL, NULL, NULL, NULL);
-}
-
-CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                   cuuint64_t *id_out, CUgraph *graph_out,
-                                   const CUgraphNode **dependencies_out,
-                                   const CUgraphEdgeData **edgeData_out,
-                                   size_t *numDependencies_out)
-{
-    ENTER(cuStreamGetCaptureInfo_v3);
-    return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
-                        edgeData_out, numDependencies_out);
-}
-
-CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                        cuuint64_t *id_out, CUgraph *graph_out,
-                                        const CUgraphNode **dependencies_out,
-                                        const CUgraphEdgeData **edgeData_out,
-                                        size_t *numDependencies_out)
-{
-    ENTER(cuStreamGetCaptureInfo_v3_ptsz);
     return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
                         edgeData_out, numDependencies_out);
 }
@@ -4197,17 +3651,9 @@ static CUresult graph_instantiate_params(CUgraphExec *phGraphExec, CUgraph hGrap
     return r;
 }
 
-CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                      CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+static CUresult cuGraphInstantiateWithParams_impl(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                  CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
 {
-    ENTER(cuGraphInstantiateWithParams);
-    return graph_instantiate_params(phGraphExec, hGraph, instantiateParams);
-}
-
-CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                           CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
-{
-    ENTER(cuGraphInstantiateWithParams_ptsz);
     return graph_instantiate_params(phGraphExec, hGraph, instantiateParams);
 }
 
@@ -4268,15 +3714,8 @@ static CUresult graph_launch(CUgraphExec hGraphExec, CUstream hStream)
     return CUDA_SUCCESS;
 }
 
-CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+static CUresult cuGraphLaunch_impl(CUgraphExec hGraphExec, CUstream hStream)
 {
-    ENTER(cuGraphLaunch);
-    return graph_launch(hGraphExec, hStream);
-}
-
-CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-    ENTER(cuGraphLaunch_ptsz);
     return graph_launch(hGraphExec, hStream);
 }
 
@@ -4590,22 +4029,12 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
     return stream_submit(s, &o, ptrs);
 }
 
-CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                        void **kernelParams, void **extra)
+static CUresult cuLaunchKernel_impl(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                    unsigned int gridDimZ, unsigned int blockDimX,
+                                    unsigned int blockDimY, unsigned int blockDimZ,
+                                    unsigned int sharedMemBytes, CUstream hStream,
+                                    void **kernelParams, void **extra)
 {
-    ENTER(cuLaunchKernel);
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                  hStream, kernelParams, extra);
-}
-
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                             unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                             void **kernelParams, void **extra)
-{
-    ENTER(cuLaunchKernel_ptsz);
     return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                   hStream, kernelParams, extra);
 }
@@ -4620,49 +4049,49 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **ker
                   kernelParams, extra);
 }
 
-CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-                          void **extra)
+static CUresult cuLaunchKernelEx_impl(const CUlaunchConfig *config, CUfunction f,
+                                      void **kernelParams, void **extra)
 {
-    ENTER(cuLaunchKernelEx);
     return launch_ex(config, f, kernelParams, extra);
 }
 
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-                               void **extra)
+static CUresult cuLaunchCooperativeKernel_impl(CUfunction f, unsigned int gridDimX,
+                                               unsigned int gridDimY, unsigned int gridDimZ,
+                                               unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream hStream, void **kernelParams)
 {
-    ENTER(cuLaunchKernelEx_ptsz);
-    return launch_ex(config, f, kernelParams, extra);
-}
-
-CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                   unsigned int gridDimZ, unsigned int blockDimX,
-                                   unsigned int blockDimY, unsigned int blockDimZ,
-                                   unsigned int sharedMemBytes, CUstream hStream,
-                                   void **kernelParams)
-{
-    ENTER(cuLaunchCooperativeKernel);
     return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
                   hStream, kernelParams, NULL);
 }
 
-CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                        unsigned int gridDimZ, unsigned int blockDimX,
-                                        unsigned int blockDimY, unsigned int blockDimZ,
-                                        unsigned int sharedMemBytes, CUstream hStream,
-                                        void **kernelParams)
-{
-    ENTER(cuLaunchCooperativeKernel_ptsz);
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                  hStream, kernelParams, NULL);
-}
+/* ------------------------------------------------------------------------ */
+/* The per-thread default stream twins and their legacy functions: ptds.def  */
+/* ------------------------------------------------------------------------ */
+
+/* name: the exported function; impl: the body it shares with its twin */
+#define FAKE_PT_FN(name, impl, params, args)                                                       \
+    CUresult name params                                                                           \
+    {                                                                                              \
+        ENTER(name);                                                                               \
+        return impl args;                                                                          \
+    }
+#define FAKE_PT(api, ver, sym, sfx, params, args)                                                  \
+    FAKE_PT_FN(sym, sym##_impl, params, args)                                                      \
+    FAKE_PT_FN(sym##_##sfx, sym##_impl, params, args)
+#define FAKE_PT_TWIN(api, ver, sym, sfx, params, args)                                             \
+    FAKE_PT_FN(sym##_##sfx, sym##_impl, params, args)
+#include "ptds.def"
+#undef FAKE_PT
+#undef FAKE_PT_TWIN
 
 /* ------------------------------------------------------------------------ */
 /* cuGetProcAddress                                                          */
 /* ------------------------------------------------------------------------ */
 
 /* GPA(base name, first CUDA version that returns this variant, per-thread
- * variant?, exported symbol). Versions are those of cudaTypedefs.h's
- * PFN_<base>_v<version> typedefs. A request resolves to the highest version
+ * variant?, exported symbol); the per-thread twins come from ptds.def. Versions are those of
+ * cudaTypedefs.h's PFN_<base>_v<version> typedefs. A request resolves to the highest version
  * <= the requested one, preferring the per-thread variant when the flags ask
  * for per-thread default stream semantics. Only variants the fake exports are
  * listed, so e.g. cuMemAlloc below 3020 (the 32-bit v1) is "version not
@@ -4700,12 +4129,9 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
     GPA(cuMemAllocPitch, 3020, 0, cuMemAllocPitch_v2)                                              \
     GPA(cuMemAllocManaged, 6000, 0, cuMemAllocManaged)                                             \
     GPA(cuMemAllocAsync, 11020, 0, cuMemAllocAsync)                                                \
-    GPA(cuMemAllocAsync, 11020, PT, cuMemAllocAsync_ptsz)                                          \
     GPA(cuMemAllocFromPoolAsync, 11020, 0, cuMemAllocFromPoolAsync)                                \
-    GPA(cuMemAllocFromPoolAsync, 11020, PT, cuMemAllocFromPoolAsync_ptsz)                          \
     GPA(cuMemFree, 3020, 0, cuMemFree_v2)                                                          \
     GPA(cuMemFreeAsync, 11020, 0, cuMemFreeAsync)                                                  \
-    GPA(cuMemFreeAsync, 11020, PT, cuMemFreeAsync_ptsz)                                            \
     GPA(cuMemGetInfo, 3020, 0, cuMemGetInfo_v2)                                                    \
     GPA(cuMemCreate, 10020, 0, cuMemCreate)                                                        \
     GPA(cuMemRelease, 10020, 0, cuMemRelease)                                                      \
@@ -4729,124 +4155,72 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
     GPA(cuArrayDestroy, 2000, 0, cuArrayDestroy)                                                   \
     GPA(cuArrayGetDescriptor, 3020, 0, cuArrayGetDescriptor_v2)                                    \
     GPA(cuMemcpy, 4000, 0, cuMemcpy)                                                               \
-    GPA(cuMemcpy, 7000, PT, cuMemcpy_ptds)                                                         \
     GPA(cuMemcpyAsync, 4000, 0, cuMemcpyAsync)                                                     \
-    GPA(cuMemcpyAsync, 7000, PT, cuMemcpyAsync_ptsz)                                               \
     GPA(cuMemcpyPeer, 4000, 0, cuMemcpyPeer)                                                       \
-    GPA(cuMemcpyPeer, 7000, PT, cuMemcpyPeer_ptds)                                                 \
     GPA(cuMemcpyPeerAsync, 4000, 0, cuMemcpyPeerAsync)                                             \
-    GPA(cuMemcpyPeerAsync, 7000, PT, cuMemcpyPeerAsync_ptsz)                                       \
     GPA(cuMemcpyHtoD, 3020, 0, cuMemcpyHtoD_v2)                                                    \
-    GPA(cuMemcpyHtoD, 7000, PT, cuMemcpyHtoD_v2_ptds)                                              \
     GPA(cuMemcpyDtoH, 3020, 0, cuMemcpyDtoH_v2)                                                    \
-    GPA(cuMemcpyDtoH, 7000, PT, cuMemcpyDtoH_v2_ptds)                                              \
     GPA(cuMemcpyDtoD, 3020, 0, cuMemcpyDtoD_v2)                                                    \
-    GPA(cuMemcpyDtoD, 7000, PT, cuMemcpyDtoD_v2_ptds)                                              \
     GPA(cuMemcpyHtoDAsync, 3020, 0, cuMemcpyHtoDAsync_v2)                                          \
-    GPA(cuMemcpyHtoDAsync, 7000, PT, cuMemcpyHtoDAsync_v2_ptsz)                                    \
     GPA(cuMemcpyDtoHAsync, 3020, 0, cuMemcpyDtoHAsync_v2)                                          \
-    GPA(cuMemcpyDtoHAsync, 7000, PT, cuMemcpyDtoHAsync_v2_ptsz)                                    \
     GPA(cuMemcpyDtoDAsync, 3020, 0, cuMemcpyDtoDAsync_v2)                                          \
-    GPA(cuMemcpyDtoDAsync, 7000, PT, cuMemcpyDtoDAsync_v2_ptsz)                                    \
     GPA(cuMemcpyDtoA, 3020, 0, cuMemcpyDtoA_v2)                                                    \
-    GPA(cuMemcpyDtoA, 7000, PT, cuMemcpyDtoA_v2_ptds)                                              \
     GPA(cuMemcpyAtoD, 3020, 0, cuMemcpyAtoD_v2)                                                    \
-    GPA(cuMemcpyAtoD, 7000, PT, cuMemcpyAtoD_v2_ptds)                                              \
     GPA(cuMemcpyHtoA, 3020, 0, cuMemcpyHtoA_v2)                                                    \
-    GPA(cuMemcpyHtoA, 7000, PT, cuMemcpyHtoA_v2_ptds)                                              \
     GPA(cuMemcpyAtoH, 3020, 0, cuMemcpyAtoH_v2)                                                    \
-    GPA(cuMemcpyAtoH, 7000, PT, cuMemcpyAtoH_v2_ptds)                                              \
     GPA(cuMemcpyAtoA, 3020, 0, cuMemcpyAtoA_v2)                                                    \
-    GPA(cuMemcpyAtoA, 7000, PT, cuMemcpyAtoA_v2_ptds)                                              \
     GPA(cuMemcpyHtoAAsync, 3020, 0, cuMemcpyHtoAAsync_v2)                                          \
-    GPA(cuMemcpyHtoAAsync, 7000, PT, cuMemcpyHtoAAsync_v2_ptsz)                                    \
     GPA(cuMemcpyAtoHAsync, 3020, 0, cuMemcpyAtoHAsync_v2)                                          \
-    GPA(cuMemcpyAtoHAsync, 7000, PT, cuMemcpyAtoHAsync_v2_ptsz)                                    \
     GPA(cuMemcpy2D, 3020, 0, cuMemcpy2D_v2)                                                        \
-    GPA(cuMemcpy2D, 7000, PT, cuMemcpy2D_v2_ptds)                                                  \
     GPA(cuMemcpy2DUnaligned, 3020, 0, cuMemcpy2DUnaligned_v2)                                      \
-    GPA(cuMemcpy2DUnaligned, 7000, PT, cuMemcpy2DUnaligned_v2_ptds)                                \
     GPA(cuMemcpy2DAsync, 3020, 0, cuMemcpy2DAsync_v2)                                              \
-    GPA(cuMemcpy2DAsync, 7000, PT, cuMemcpy2DAsync_v2_ptsz)                                        \
     GPA(cuMemcpy3D, 3020, 0, cuMemcpy3D_v2)                                                        \
-    GPA(cuMemcpy3D, 7000, PT, cuMemcpy3D_v2_ptds)                                                  \
     GPA(cuMemcpy3DAsync, 3020, 0, cuMemcpy3DAsync_v2)                                              \
-    GPA(cuMemcpy3DAsync, 7000, PT, cuMemcpy3DAsync_v2_ptsz)                                        \
     GPA(cuMemcpy3DPeer, 4000, 0, cuMemcpy3DPeer)                                                   \
-    GPA(cuMemcpy3DPeer, 7000, PT, cuMemcpy3DPeer_ptds)                                             \
     GPA(cuMemcpy3DPeerAsync, 4000, 0, cuMemcpy3DPeerAsync)                                         \
-    GPA(cuMemcpy3DPeerAsync, 7000, PT, cuMemcpy3DPeerAsync_ptsz)                                   \
     GPA(cuMemcpyBatchAsync, 12080, 0, cuMemcpyBatchAsync)                                          \
-    GPA(cuMemcpyBatchAsync, 12080, PT, cuMemcpyBatchAsync_ptsz)                                    \
     GPA(cuMemcpyBatchAsync, 13000, 0, cuMemcpyBatchAsync_v2)                                       \
-    GPA(cuMemcpyBatchAsync, 13000, PT, cuMemcpyBatchAsync_v2_ptsz)                                 \
     GPA(cuMemcpy3DBatchAsync, 12080, 0, cuMemcpy3DBatchAsync)                                      \
-    GPA(cuMemcpy3DBatchAsync, 12080, PT, cuMemcpy3DBatchAsync_ptsz)                                \
     GPA(cuMemcpy3DBatchAsync, 13000, 0, cuMemcpy3DBatchAsync_v2)                                   \
-    GPA(cuMemcpy3DBatchAsync, 13000, PT, cuMemcpy3DBatchAsync_v2_ptsz)                             \
     GPA(cuMemsetD8, 3020, 0, cuMemsetD8_v2)                                                        \
-    GPA(cuMemsetD8, 7000, PT, cuMemsetD8_v2_ptds)                                                  \
     GPA(cuMemsetD16, 3020, 0, cuMemsetD16_v2)                                                      \
-    GPA(cuMemsetD16, 7000, PT, cuMemsetD16_v2_ptds)                                                \
     GPA(cuMemsetD32, 3020, 0, cuMemsetD32_v2)                                                      \
-    GPA(cuMemsetD32, 7000, PT, cuMemsetD32_v2_ptds)                                                \
     GPA(cuMemsetD2D8, 3020, 0, cuMemsetD2D8_v2)                                                    \
-    GPA(cuMemsetD2D8, 7000, PT, cuMemsetD2D8_v2_ptds)                                              \
     GPA(cuMemsetD2D16, 3020, 0, cuMemsetD2D16_v2)                                                  \
-    GPA(cuMemsetD2D16, 7000, PT, cuMemsetD2D16_v2_ptds)                                            \
     GPA(cuMemsetD2D32, 3020, 0, cuMemsetD2D32_v2)                                                  \
-    GPA(cuMemsetD2D32, 7000, PT, cuMemsetD2D32_v2_ptds)                                            \
     GPA(cuMemsetD8Async, 3020, 0, cuMemsetD8Async)                                                 \
-    GPA(cuMemsetD8Async, 7000, PT, cuMemsetD8Async_ptsz)                                           \
     GPA(cuMemsetD16Async, 3020, 0, cuMemsetD16Async)                                               \
-    GPA(cuMemsetD16Async, 7000, PT, cuMemsetD16Async_ptsz)                                         \
     GPA(cuMemsetD32Async, 3020, 0, cuMemsetD32Async)                                               \
-    GPA(cuMemsetD32Async, 7000, PT, cuMemsetD32Async_ptsz)                                         \
     GPA(cuMemsetD2D8Async, 3020, 0, cuMemsetD2D8Async)                                             \
-    GPA(cuMemsetD2D8Async, 7000, PT, cuMemsetD2D8Async_ptsz)                                       \
     GPA(cuMemsetD2D16Async, 3020, 0, cuMemsetD2D16Async)                                           \
-    GPA(cuMemsetD2D16Async, 7000, PT, cuMemsetD2D16Async_ptsz)                                     \
     GPA(cuMemsetD2D32Async, 3020, 0, cuMemsetD2D32Async)                                           \
-    GPA(cuMemsetD2D32Async, 7000, PT, cuMemsetD2D32Async_ptsz)                                     \
     GPA(cuStreamCreate, 2000, 0, cuStreamCreate)                                                   \
     GPA(cuStreamCreateWithPriority, 5050, 0, cuStreamCreateWithPriority)                           \
     GPA(cuStreamDestroy, 4000, 0, cuStreamDestroy_v2)                                              \
     GPA(cuStreamSynchronize, 2000, 0, cuStreamSynchronize)                                         \
-    GPA(cuStreamSynchronize, 7000, PT, cuStreamSynchronize_ptsz)                                   \
     GPA(cuStreamQuery, 2000, 0, cuStreamQuery)                                                     \
-    GPA(cuStreamQuery, 7000, PT, cuStreamQuery_ptsz)                                               \
     GPA(cuStreamWaitEvent, 3020, 0, cuStreamWaitEvent)                                             \
-    GPA(cuStreamWaitEvent, 7000, PT, cuStreamWaitEvent_ptsz)                                       \
     GPA(cuStreamGetCtx, 9020, 0, cuStreamGetCtx)                                                   \
     GPA(cuEventCreate, 2000, 0, cuEventCreate)                                                     \
     GPA(cuEventRecord, 2000, 0, cuEventRecord)                                                     \
-    GPA(cuEventRecord, 7000, PT, cuEventRecord_ptsz)                                               \
     GPA(cuEventSynchronize, 2000, 0, cuEventSynchronize)                                           \
     GPA(cuEventQuery, 2000, 0, cuEventQuery)                                                       \
     GPA(cuEventDestroy, 4000, 0, cuEventDestroy_v2)                                                \
     GPA(cuEventElapsedTime, 2000, 0, cuEventElapsedTime)                                           \
     GPA(cuEventElapsedTime, 12080, 0, cuEventElapsedTime_v2)                                       \
     GPA(cuStreamBeginCapture, 10000, 0, cuStreamBeginCapture)                                      \
-    GPA(cuStreamBeginCapture, 10000, PT, cuStreamBeginCapture_ptsz)                                \
     GPA(cuStreamBeginCapture, 10010, 0, cuStreamBeginCapture_v2)                                   \
-    GPA(cuStreamBeginCapture, 10010, PT, cuStreamBeginCapture_v2_ptsz)                             \
     GPA(cuStreamBeginCaptureToGraph, 12030, 0, cuStreamBeginCaptureToGraph)                        \
-    GPA(cuStreamBeginCaptureToGraph, 12030, PT, cuStreamBeginCaptureToGraph_ptsz)                  \
     GPA(cuStreamEndCapture, 10000, 0, cuStreamEndCapture)                                          \
-    GPA(cuStreamEndCapture, 10000, PT, cuStreamEndCapture_ptsz)                                    \
     GPA(cuStreamIsCapturing, 10000, 0, cuStreamIsCapturing)                                        \
-    GPA(cuStreamIsCapturing, 10000, PT, cuStreamIsCapturing_ptsz)                                  \
     GPA(cuStreamGetCaptureInfo, 12030, 0, cuStreamGetCaptureInfo_v3)                               \
-    GPA(cuStreamGetCaptureInfo, 12030, PT, cuStreamGetCaptureInfo_v3_ptsz)                         \
     GPA(cuGraphCreate, 10000, 0, cuGraphCreate)                                                    \
     GPA(cuGraphInstantiate, 10000, 0, cuGraphInstantiate)                                          \
     GPA(cuGraphInstantiate, 11000, 0, cuGraphInstantiate_v2)                                       \
     GPA(cuGraphInstantiate, 12000, 0, cuGraphInstantiateWithFlags)                                 \
     GPA(cuGraphInstantiateWithFlags, 11040, 0, cuGraphInstantiateWithFlags)                        \
     GPA(cuGraphInstantiateWithParams, 12000, 0, cuGraphInstantiateWithParams)                      \
-    GPA(cuGraphInstantiateWithParams, 12000, PT, cuGraphInstantiateWithParams_ptsz)                \
     GPA(cuGraphLaunch, 10000, 0, cuGraphLaunch)                                                    \
-    GPA(cuGraphLaunch, 10000, PT, cuGraphLaunch_ptsz)                                              \
     GPA(cuGraphDestroy, 10000, 0, cuGraphDestroy)                                                  \
     GPA(cuGraphExecDestroy, 10000, 0, cuGraphExecDestroy)                                          \
     GPA(cuGraphGetNodes, 10000, 0, cuGraphGetNodes)                                                \
@@ -4868,12 +4242,8 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
     GPA(cuFuncGetParamInfo, 12040, 0, cuFuncGetParamInfo)                                          \
     GPA(cuKernelGetParamInfo, 12040, 0, cuKernelGetParamInfo)                                      \
     GPA(cuLaunchKernel, 4000, 0, cuLaunchKernel)                                                   \
-    GPA(cuLaunchKernel, 7000, PT, cuLaunchKernel_ptsz)                                             \
     GPA(cuLaunchKernelEx, 11060, 0, cuLaunchKernelEx)                                              \
-    GPA(cuLaunchKernelEx, 11060, PT, cuLaunchKernelEx_ptsz)                                        \
-    GPA(cuLaunchCooperativeKernel, 9000, 0, cuLaunchCooperativeKernel)                             \
-    GPA(cuLaunchCooperativeKernel, 9000, PT, cuLaunchCooperativeKernel_ptsz)
-
+    GPA(cuLaunchCooperativeKernel, 9000, 0, cuLaunchCooperativeKernel)
 static const struct gpa_entry {
     const char *base;
     int version;
@@ -4883,6 +4253,9 @@ static const struct gpa_entry {
 #define GPA_ROW(base, ver, pt, sym) {#base, ver, pt, (void *)sym},
     GPA_TABLE(GPA_ROW)
 #undef GPA_ROW
+#define FAKE_PT(api, ver, sym, sfx, params, args) {#api, ver, PT, (void *)sym##_##sfx},
+#include "ptds.def"
+#undef FAKE_PT
 };
 
 static CUresult gpa_resolve(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
