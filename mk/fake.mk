@@ -6,7 +6,9 @@
 #   make fake-check   the library's own self-test (Check)
 
 # (FAKE_DIR and FAKE_LIB: Makefile, for every fragment)
-FAKE_SRCS    := tests/fake/fakecuda.c tests/fake/fake_redzone.c
+FAKE_SRCS    := $(addprefix tests/fake/,fake_core.c fake_device.c fake_mem.c fake_copy.c \
+                  fake_stream.c fake_graph.c fake_module.c fake_launch.c fake_ptds.c \
+                  fake_gpa.c fake_redzone.c)
 FAKE_OBJS    := $(FAKE_SRCS:%.c=$(BUILD)/%.o)
 # the engine's address map, for O(1) lookups by allocation base
 FAKE_LINK_OBJS := $(FAKE_OBJS) $(BUILD)/src/addrmap.o
@@ -32,7 +34,7 @@ $(FAKE_TESTMOD): tests/fake/fake_testmod.c tests/fake/fakecuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -o $@ $<
 
-$(FAKE_SELFTEST): tests/fake/fake_selftest.c tests/fake/fakecuda.h $(FAKE_LIB)
+$(FAKE_SELFTEST): tests/fake/fake_selftest.c tests/fake/fakecuda.h tests/fake/ptds.def $(FAKE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda $(CHECK_LIBS) $(LDLIBS_CORE)
 

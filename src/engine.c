@@ -361,8 +361,27 @@ void atl_copy_pre(struct atl_copy *c)
         atl_hang_enter(c->hook);
 }
 
+/* A descriptor copy's fields, once, for every feature that reads them. */
+static void copy_decode(struct atl_copy *c)
+{
+    switch (c->kind) {
+    case ATL_CPY_2D:
+        atl_copy_decode_2d(&c->geom, c->p2d);
+        break;
+    case ATL_CPY_3D:
+        atl_copy_decode_3d(&c->geom, c->p3d);
+        break;
+    case ATL_CPY_3D_PEER:
+        atl_copy_decode_3d_peer(&c->geom, c->p3dp);
+        break;
+    default:
+        break;
+    }
+}
+
 CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 {
+    copy_decode(c);
     if (!c->async)
         r = own_error_deliver(r);
     if (on(ATL_FEAT_HANG) && !c->async)

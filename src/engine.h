@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "copy.h"
 #include "hookid.h"
 #include "ledger.h"
 
@@ -234,9 +235,12 @@ struct atl_copy {
     CUarray adst, asrc;
     size_t dst_off, src_off;
     size_t bytes;
+    /* 2D, 3D, 3D peer: the program's descriptor, which the engine decodes
+     * into geom before any feature sees the event; features read geom */
     const CUDA_MEMCPY2D *p2d;
     const CUDA_MEMCPY3D *p3d;
     const CUDA_MEMCPY3D_PEER *p3dp;
+    struct atl_copy_geom geom;
     size_t count; /* batch: number of copies */
     const CUdeviceptr *batch_dst, *batch_src;
     const size_t *batch_sizes;

@@ -192,16 +192,18 @@ static enum mt mem_type(CUdeviceptr p)
     return MT_DEVICE; /* device, array, or managed */
 }
 
-static enum mt side_type(CUmemorytype t, const void *host, CUdeviceptr dev)
+/* One end of a 2D/3D copy: host memory may be pinned or pageable, and a
+ * unified address may be either kind. */
+static enum mt end_type(const struct atl_copy_end *e)
 {
-    switch (t) {
+    switch (e->type) {
     case CU_MEMORYTYPE_HOST:
-        return mem_type((CUdeviceptr)(uintptr_t)host);
+        return mem_type((CUdeviceptr)(uintptr_t)e->host);
     case CU_MEMORYTYPE_DEVICE:
     case CU_MEMORYTYPE_ARRAY:
         return MT_DEVICE;
     case CU_MEMORYTYPE_UNIFIED:
-        return mem_type(dev);
+        return mem_type(e->dev);
     default:
         return MT_UNKNOWN;
     }
@@ -242,28 +244,16 @@ void atl_sync_copy_post(const struct atl_copy *c, CUresult r)
         dst = mem_type(c->dst);
         break;
     case ATL_CPY_2D:
-        if (!c->p2d)
-            return;
-        sync_kind = ATL_SC_2D;
-        n = c->p2d->WidthInBytes * c->p2d->Height;
-        src = side_type(c->p2d->srcMemoryType, c->p2d->srcHost, c->p2d->srcDevice);
-        dst = side_type(c->p2d->dstMemoryType, c->p2d->dstHost, c->p2d->dstDevice);
-        break;
     case ATL_CPY_3D:
-        if (!c->p3d)
-            return;
-        sync_kind = ATL_SC_3D;
-        n = c->p3d->WidthInBytes * c->p3d->Height * c->p3d->Depth;
-        src = side_type(c->p3d->srcMemoryType, c->p3d->srcHost, c->p3d->srcDevice);
-        dst = side_type(c->p3d->dstMemoryType, c->p3d->dstHost, c->p3d->dstDevice);
-        break;
     case ATL_CPY_3D_PEER:
-        if (!c->p3dp)
+        if (!c->geom.set)
             return;
-        sync_kind = ATL_SC_PEER;
-        n = c->p3dp->WidthInBytes * c->p3dp->Height * c->p3dp->Depth;
-        src = side_type(c->p3dp->srcMemoryType, c->p3dp->srcHost, c->p3dp->srcDevice);
-        dst = side_type(c->p3dp->dstMemoryType, c->p3dp->dstHost, c->p3dp->dstDevice);
+        sync_kind = c->kind == ATL_CPY_2D   ? ATL_SC_2D
+                    : c->kind == ATL_CPY_3D ? ATL_SC_3D
+                                            : ATL_SC_PEER;
+        n = c->geom.bytes;
+        src = end_type(&c->geom.src);
+        dst = end_type(&c->geom.dst);
         break;
     default:
         return; /* device to device, arrays, batches: never block the host */

@@ -1545,6 +1545,22 @@ void atl_trace_memset(const struct atl_memset *m, CUresult r)
      * may return before it completes */
 }
 
+static uint8_t copy_dir(enum atl_copy_way w)
+{
+    switch (w) {
+    case ATL_WAY_HTOD:
+        return ATL_DIR_HTOD;
+    case ATL_WAY_DTOH:
+        return ATL_DIR_DTOH;
+    case ATL_WAY_DTOD:
+        return ATL_DIR_DTOD;
+    case ATL_WAY_HTOH:
+        return ATL_DIR_HTOH;
+    default:
+        return ATL_DIR_OTHER;
+    }
+}
+
 static void copy_op(const struct atl_copy *c, struct atl_op *o)
 {
     o->kind = ATL_OP_COPY;
@@ -1565,43 +1581,19 @@ static void copy_op(const struct atl_copy *c, struct atl_op *o)
         o->u.c.dst = c->dst, o->u.c.src = c->src;
         break;
     case ATL_CPY_2D:
-        o->sub = ATL_DIR_OTHER;
-        if (c->p2d) {
-            const CUDA_MEMCPY2D *p = c->p2d;
-            o->u.c.dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->dstHost
-                                                                : p->dstDevice;
-            o->u.c.src = p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->srcHost
-                                                                : p->srcDevice;
-            o->u.c.w = p->WidthInBytes, o->u.c.h = p->Height;
-            int hs = p->srcMemoryType == CU_MEMORYTYPE_HOST,
-                hd = p->dstMemoryType == CU_MEMORYTYPE_HOST;
-            o->sub = hs && !hd   ? ATL_DIR_HTOD
-                     : !hs && hd ? ATL_DIR_DTOH
-                     : hs        ? ATL_DIR_HTOH
-                                 : ATL_DIR_DTOD;
-            if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY ||
-                p->dstMemoryType == CU_MEMORYTYPE_ARRAY ||
-                p->srcMemoryType == CU_MEMORYTYPE_UNIFIED ||
-                p->dstMemoryType == CU_MEMORYTYPE_UNIFIED)
-                o->sub = ATL_DIR_OTHER;
-        }
-        break;
     case ATL_CPY_3D:
-        o->sub = ATL_DIR_OTHER;
-        if (c->p3d) {
-            const CUDA_MEMCPY3D *p = c->p3d;
-            o->u.c.dst = p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->dstHost
-                                                                : p->dstDevice;
-            o->u.c.src = p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)p->srcHost
-                                                                : p->srcDevice;
-            o->u.c.w = p->WidthInBytes, o->u.c.h = p->Height, o->u.c.d = p->Depth;
-        }
-        break;
     case ATL_CPY_3D_PEER:
-        o->sub = ATL_DIR_DTOD;
-        if (c->p3dp) {
-            o->u.c.dst = c->p3dp->dstDevice, o->u.c.src = c->p3dp->srcDevice;
-            o->u.c.w = c->p3dp->WidthInBytes, o->u.c.h = c->p3dp->Height, o->u.c.d = c->p3dp->Depth;
+        /* 3D copies are OTHER whatever their ends; a 3D peer copy is
+         * device to device and prints the device pointers */
+        o->sub = c->kind == ATL_CPY_3D_PEER ? ATL_DIR_DTOD : ATL_DIR_OTHER;
+        if (c->geom.set) {
+            const struct atl_copy_geom *g = &c->geom;
+            int peer = c->kind == ATL_CPY_3D_PEER;
+            o->u.c.dst = peer ? g->dst.dev : g->dst.addr;
+            o->u.c.src = peer ? g->src.dev : g->src.addr;
+            o->u.c.w = g->width, o->u.c.h = g->height, o->u.c.d = g->depth;
+            if (c->kind == ATL_CPY_2D)
+                o->sub = copy_dir(g->way);
         }
         break;
     case ATL_CPY_BATCH:

@@ -19,7 +19,7 @@
 
 static atomic_ulong zones_checked; /* by the queued check, over the process */
 
-int fake_host_mapped(const void *p, size_t n); /* fakecuda.c */
+int fake_host_mapped(const void *p, size_t n); /* fake_core.c */
 
 unsigned long fake_redzone_zones_checked(void)
 {

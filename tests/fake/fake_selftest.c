@@ -327,6 +327,40 @@ START_TEST(get_proc_address_matches_dlsym)
 }
 END_TEST
 
+/* Every row of ptds.def: two exported functions, counted apart, and the twin
+ * is what cuGetProcAddress gives for per-thread semantics from its version. */
+static const struct twin_row {
+    const char *api;
+    int version;
+    const char *legacy, *twin;
+} twin_rows[] = {
+#define FAKE_PT(api, ver, sym, sfx, params, args) {#api, ver, #sym, #sym "_" #sfx},
+#include "ptds.def"
+#undef FAKE_PT
+};
+
+START_TEST(every_twin_is_its_own_symbol)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    ck_assert_ptr_nonnull(lib);
+    ck_assert_uint_ge(sizeof twin_rows / sizeof twin_rows[0], 58);
+    for (size_t i = 0; i < sizeof twin_rows / sizeof twin_rows[0]; i++) {
+        const struct twin_row *r = &twin_rows[i];
+        void *legacy = dlsym(lib, r->legacy), *twin = dlsym(lib, r->twin);
+        ck_assert_msg(legacy && twin && legacy != twin, "%s / %s", r->legacy, r->twin);
+        ck_assert_msg(fake_fail_next(r->legacy, CUDA_SUCCESS) == 0, "no counter: %s", r->legacy);
+        ck_assert_msg(fake_fail_next(r->twin, CUDA_SUCCESS) == 0, "no counter: %s", r->twin);
+        void *got = NULL;
+        CU_OK(cuGetProcAddress_v2(r->api, &got, r->version,
+                                  CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+        ck_assert_msg(got == twin, "%s@%d per-thread: not %s", r->api, r->version, r->twin);
+        CU_OK(cuGetProcAddress_v2(r->api, &got, r->version, 0, NULL));
+        ck_assert_msg(got == legacy, "%s@%d: not %s", r->api, r->version, r->legacy);
+    }
+    dlclose(lib);
+}
+END_TEST
+
 START_TEST(every_hooked_symbol_is_exported)
 {
     /* run from the repository root by make */
@@ -1074,6 +1108,7 @@ static Suite *fake_suite(void)
     tcase_add_test(tc, param_info_offsets);
     tcase_add_test(tc, get_proc_address_matches_dlsym);
     tcase_add_test(tc, every_hooked_symbol_is_exported);
+    tcase_add_test(tc, every_twin_is_its_own_symbol);
     tcase_add_test(tc, fault_is_pending_then_sticky);
     tcase_add_test(tc, fault_surfaces_at_first_sync_copy);
     tcase_add_test(tc, soft_error_is_reported_once);
