@@ -586,15 +586,15 @@ static int check_queue_locked(const struct pending *p)
     struct atl_rz_slot *sl = &slots[k % SLOTS];
     sl->done = 0;
     sl->nbad = 0;
+    struct atl_rz_list list = {0};
     for (unsigned i = 0; i < p->nz; i++)
-        sl->zone[i] = (struct atl_rz_zone){p->z[i].start, p->z[i].len, fill, 0};
+        list.z[i] = (struct atl_rz_zone){p->z[i].start, p->z[i].len, fill, 0};
     pend[k % SLOTS] = *p;
     pend[k % SLOTS].ticket = k + 1;
     unsigned n = p->nz;
     unsigned long long ticket = k + 1;
     CUdeviceptr ds = dslots + (k % SLOTS) * sizeof *slots;
-    CUdeviceptr dz = ds + offsetof(struct atl_rz_slot, zone);
-    void *args[] = {&dz, &n, &ds, &ticket};
+    void *args[] = {&list, &n, &ds, &ticket};
     if (atl_drv.cuLaunchKernel(check_fn, 1, 1, 1, 256, 1, 1, 0, p->how.stream, args, NULL) !=
         CUDA_SUCCESS)
         return -1;

@@ -27,21 +27,27 @@ struct atl_rz_result {
     unsigned int zone;
 };
 
-/* atl_redzone_check_launch's answer, one slot of a ring in mapped host
- * memory. The host writes the zones to check into `zone` and passes the
- * slot's own `zone` as the kernel's list; the kernel writes nbad, the first
- * ATL_RZ_RECS corrupted zones and, last (after a system-wide fence), `done`
- * = the ticket it was given, so the host reads a slot only once it is
- * complete. `scanned` counts the zones the kernel read (tests use it to
- * show a check's cost does not grow with the live allocations). */
+/* The queued check's zone list, passed by value as the kernel's first
+ * parameter: the kernel reads it from its parameter space instead of across
+ * the bus from mapped host memory, which made a check take several times a
+ * tiny kernel's time on the GPU. */
 #define ATL_RZ_RECS 4
 #define ATL_RZ_SLOT_ZONES 8
+struct atl_rz_list {
+    struct atl_rz_zone z[ATL_RZ_SLOT_ZONES];
+};
+
+/* atl_redzone_check_launch's answer, one slot of a ring in mapped host
+ * memory. The host zeroes nbad and passes the slot; the kernel writes, only
+ * when a zone is corrupted, nbad and the first ATL_RZ_RECS corrupted zones
+ * followed by a system-wide fence, and in every case, last, `done` = the
+ * ticket it was given, so the host reads a slot only once it is complete. A
+ * clean check thus writes one word across the bus and waits for nothing. */
 struct atl_rz_slot {
     unsigned long long done;
     unsigned int nbad;
-    unsigned int scanned;
+    unsigned int pad_;
     struct atl_rz_result rec[ATL_RZ_RECS];
-    struct atl_rz_zone zone[ATL_RZ_SLOT_ZONES];
 };
 
 /* The kernels' entry names (and what the fake driver looks for in the PTX). */

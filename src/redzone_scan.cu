@@ -57,9 +57,10 @@ extern "C" __global__ void atl_redzone_scan(const atl_rz_zone *zones, unsigned i
  * last (after a system-wide fence), so the host reads a slot only once it
  * is complete. A warp takes a zone at a time, its lanes stride over the
  * bytes and the counts are combined with shuffles: no block-wide barrier
- * per zone.
+ * per zone. The zone list comes by value, in the kernel's parameters, and
+ * a clean check writes only `done`: no read across the bus and no fence.
  */
-extern "C" __global__ void atl_redzone_check_launch(const atl_rz_zone *zones, unsigned int n,
+extern "C" __global__ void atl_redzone_check_launch(const atl_rz_list zones, unsigned int n,
                                                     atl_rz_slot *slot, unsigned long long ticket)
 {
     __shared__ unsigned int nbad;
@@ -69,9 +70,9 @@ extern "C" __global__ void atl_redzone_check_launch(const atl_rz_zone *zones, un
     __syncthreads();
     unsigned int lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     for (unsigned int z = warp; z < n; z += nwarps) {
-        const unsigned char *p = (const unsigned char *)zones[z].ptr;
-        unsigned long long len = zones[z].len;
-        unsigned char fill = (unsigned char)zones[z].fill;
+        const unsigned char *p = (const unsigned char *)zones.z[z].ptr;
+        unsigned long long len = zones.z[z].len;
+        unsigned char fill = (unsigned char)zones.z[z].fill;
         unsigned int bad = 0, first = 0xffffffffu, last = 0;
         for (unsigned long long i = lane; i < len; i += 32) {
             if (p[i] != fill) {
@@ -98,11 +99,12 @@ extern "C" __global__ void atl_redzone_check_launch(const atl_rz_zone *zones, un
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        slot->nbad = nbad;
-        slot->scanned = n;
-        for (unsigned int k = 0; k < ATL_RZ_RECS && k < nbad; k++)
-            slot->rec[k] = rec[k];
-        __threadfence_system();
+        if (nbad) {
+            slot->nbad = nbad;
+            for (unsigned int k = 0; k < ATL_RZ_RECS && k < nbad; k++)
+                slot->rec[k] = rec[k];
+            __threadfence_system();
+        }
         *(volatile unsigned long long *)&slot->done = ticket;
     }
 }

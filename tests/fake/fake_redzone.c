@@ -56,34 +56,35 @@ static CUresult k_scan(const struct fake_launch *l, void **params)
     return CUDA_SUCCESS;
 }
 
-/* atl_redzone_check_launch(const atl_rz_zone *zones, unsigned n, atl_rz_slot *slot,
- *                          unsigned long long ticket) */
+/* atl_redzone_check_launch(const atl_rz_list zones, unsigned n, atl_rz_slot *slot,
+ *                          unsigned long long ticket): the list by value */
 static CUresult k_check(const struct fake_launch *l, void **params)
 {
-    const struct atl_rz_zone *zones = (const void *)(uintptr_t) * (CUdeviceptr *)params[0];
+    const struct atl_rz_list *zones = params[0];
     unsigned n = *(unsigned *)params[1];
     struct atl_rz_slot *slot = (void *)(uintptr_t) * (CUdeviceptr *)params[2];
     unsigned long long ticket = *(unsigned long long *)params[3];
     unsigned nbad = 0;
     (void)l;
     /* mapped memory freed meanwhile (with its context, say): a GPU faults */
-    if (!fake_host_mapped(slot, sizeof *slot) || (n && !fake_host_mapped(zones, n * sizeof *zones)))
+    if (!fake_host_mapped(slot, sizeof *slot) || n > ATL_RZ_SLOT_ZONES)
         return CUDA_ERROR_ILLEGAL_ADDRESS;
     for (unsigned z = 0; z < n; z++) {
-        struct atl_rz_result r = verdict(&zones[z], z);
+        struct atl_rz_result r = verdict(&zones->z[z], z);
         if (r.bad && nbad < ATL_RZ_RECS)
             slot->rec[nbad] = r;
         nbad += r.bad != 0;
     }
     atomic_fetch_add(&zones_checked, n);
-    slot->nbad = nbad;
-    slot->scanned = n;
+    /* as the kernel: nbad only when something is corrupted, `done` last */
+    if (nbad)
+        slot->nbad = nbad;
     __atomic_store_n(&slot->done, ticket, __ATOMIC_RELEASE);
     return CUDA_SUCCESS;
 }
 
 static const size_t scan_sizes[] = {8, 4, 8};
-static const size_t check_sizes[] = {8, 4, 8, 8};
+static const size_t check_sizes[] = {sizeof(struct atl_rz_list), 4, 8, 8};
 static const struct fake_kernel_def twin_kernels[] = {
     {ATL_RZ_SCAN_ENTRY, k_scan, 3, scan_sizes, NULL},
     {ATL_RZ_CHECK_ENTRY, k_check, 4, check_sizes, NULL},

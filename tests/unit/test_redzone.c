@@ -114,9 +114,10 @@ static void run_queued(void)
 static CUresult s_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                          unsigned by, unsigned bz, unsigned sh, CUstream s, void **kp, void **extra)
 {
-    const struct zone_in *z = (const struct zone_in *)*(CUdeviceptr *)kp[0];
     unsigned n = *(unsigned *)kp[1];
     if (f == (CUfunction)0x3) {
+        /* the queued check: its zone list by value (struct atl_rz_list) */
+        const struct zone_in *z = (const struct zone_in *)kp[0];
         ck_assert_uint_eq(gx, 1);
         ck_assert_int_lt(nqueued, 2048);
         checks_queued++;
@@ -128,6 +129,7 @@ static CUresult s_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
         return CUDA_SUCCESS;
     }
     ck_assert_ptr_eq(f, (CUfunction)0x2);
+    const struct zone_in *z = (const struct zone_in *)*(CUdeviceptr *)kp[0];
     struct zone_out *out = (struct zone_out *)*(CUdeviceptr *)kp[2];
     ck_assert_uint_ge(gx, 1);
     launches++;
