@@ -66,8 +66,12 @@ $(GPU_DIR)/rz_overrun: tests/gpu/redzone/rz_overrun.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
 
+$(GPU_DIR)/rz_threads: tests/gpu/redzone/rz_threads.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -o $@ $< -lpthread
+
 .PHONY: redzone-gpu-check
-redzone-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/rz_overrun
+redzone-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/rz_overrun $(GPU_DIR)/rz_threads
 	sh tests/gpu/redzone/run_redzone.sh $(BUILD)
 
 GPU_TARGETS += redzone-gpu-check

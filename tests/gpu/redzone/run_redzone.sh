@@ -77,6 +77,20 @@ under clean ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch -- "$prog" clean
 hasnt clean "redzone overrun" "clean program, launch mode: no report"
 has clean "redzone: 0 overruns found in [0-9]+ guarded allocations" "clean program: final count 0"
 
+# 1b. At scale: 4 threads, 4 streams, 4,004 live allocations, 2,400 launches;
+# one launch of thread 2 writes 8 bytes past its 1000-byte buffer
+tprog=$build/gpu/rz_threads
+under threads_launch ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch -- "$tprog"
+count threads_launch "redzone overrun: alloc#[0-9]+ 1000 bytes at .*: 8 bytes corrupted at \+1000\.\.\+1007$" 1 "4 threads, launch mode: the one overrun reported once"
+has threads_launch "redzone: culprit: launch#[0-9]+ kernel=tail_kernel\(unsigned char\*, int\) grid=\(4,1,1\) block=\(256,1,1\)" "4 threads, launch mode: the culprit named"
+has threads_launch "redzone: 1 overruns found in 4004 guarded allocations" "4 threads, launch mode: every allocation guarded, one overrun"
+under threads_free ATLAS_REDZONE=64 -- "$tprog"
+count threads_free "redzone overrun: alloc#[0-9]+ 1000 bytes at .*: 8 bytes corrupted at \+1000\.\.\+1007$" 1 "4 threads, default mode: reported once, at its free"
+has threads_free "redzone: 1 overruns found in 4004 guarded allocations" "4 threads, default mode: final count"
+under threads_clean ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch -- "$tprog" clean
+hasnt threads_clean "redzone overrun|alloc failed|free failed|unknown pointer|cannot check" "4 threads, clean, launch mode: no report"
+has threads_clean "redzone: 0 overruns found in 4004 guarded allocations" "4 threads, clean: every allocation guarded"
+
 # 2. PyTorch: a Triton kernel writes one element too many
 under torch_overrun ATLAS_REDZONE=256 PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- python3 $here/rz_torch_overrun.py
 count torch_overrun "redzone overrun: alloc#[0-9]+ 4096 bytes .*: 4 bytes corrupted at \+4096\.\.\+4099" 1 "Triton off-by-one reported: 4 bytes at +4096..+4099"
