@@ -52,17 +52,40 @@ static void jw_cstr(struct jw *w, const char *s)
 /* a string literal: its length known at compile time */
 #define jw_lit(w, s) jw_put(w, "" s, sizeof(s) - 1)
 
-static void jw_u64(struct jw *w, uint64_t v)
+/* "00" to "99": numbers are written two digits a step (a launch line of
+ * version 2 has about twenty numbers, most of them small) */
+static const char dig2[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                           "34353637383940414243444546474849505152535455565758596061626364656667"
+                           "6869707172737475767778798081828384858687888990919293949596979899";
+
+static inline void jw_u64(struct jw *w, uint64_t v)
 {
-    char tmp[20];
-    size_t k = 0;
-    do
-        tmp[k++] = (char)('0' + v % 10);
-    while ((v /= 10) != 0);
-    char *d = jw_room(w, k);
-    for (size_t i = 0; i < k; i++)
-        d[i] = tmp[k - 1 - i];
-    w->n += k;
+    char *d = jw_room(w, 20);
+    if (v < 10) {
+        d[0] = (char)('0' + v);
+        w->n++;
+        return;
+    }
+    if (v < 100) {
+        memcpy(d, dig2 + 2 * v, 2);
+        w->n += 2;
+        return;
+    }
+    /* formatted backwards from tmp + 20, then 20 bytes copied (a fixed size: no call) */
+    char tmp[40], *e = tmp + 20, *p = e;
+    while (v >= 100) {
+        p -= 2;
+        memcpy(p, dig2 + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, dig2 + 2 * v, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
+    memcpy(d, p, 20);
+    w->n += (size_t)(e - p);
 }
 
 static const char hexdig[] = "0123456789abcdef";
@@ -460,6 +483,15 @@ static void jw_decl(struct jw *w, uint64_t step, uint32_t id, const struct atl_k
     jw_lit(w, "}\n");
 }
 
+/* the opening of a note: of the list too when it is the first */
+static inline void jw_note_open(struct jw *w, int any)
+{
+    if (any)
+        jw_lit(w, ",[");
+    else
+        jw_lit(w, ",\"a\":[[");
+}
+
 /* ,"a":[[at,seq,off],[at],...]: an op's notes in `at` order, [at] alone for
  * host memory. For a launch (k and host_addr given), an 8-byte parameter
  * without a note that holds an address of this process's host memory is
@@ -479,7 +511,7 @@ static void jw_notes(struct jw *w, const struct atl_step *s, size_t op, size_t *
                 continue;
             memcpy(&v, p + k->off[j], 8);
             if (host_addr(v)) {
-                jw_put(w, any ? ",[" : ",\"a\":[[", any ? 2 : 7);
+                jw_note_open(w, any);
                 jw_u64(w, k->off[j]);
                 jw_lit(w, "]");
                 any = 1, last = k->off[j];
@@ -487,7 +519,7 @@ static void jw_notes(struct jw *w, const struct atl_step *s, size_t op, size_t *
         }
         if (!more)
             break;
-        jw_put(w, any ? ",[" : ",\"a\":[[", any ? 2 : 7);
+        jw_note_open(w, any);
         jw_u64(w, x.at);
         if (x.seq != ATL_ANN_HOST) {
             jw_lit(w, ",");
