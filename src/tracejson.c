@@ -1,7 +1,9 @@
 /*
  * The step trace's file form, JSON lines: the writer of the live tracer
  * (ATLAS_TRACE_FILE) and the reader of atlas-diff. One op per line, a step's
- * end on its own line; docs/trace.md gives the fields.
+ * end on its own line; docs/trace.md gives the fields. Version 2 is written
+ * (a header, each kernel declared once per step, short keys); version 1,
+ * every op line whole, is read too, and written for the tests.
  */
 #include "tracejson.h"
 
@@ -895,8 +897,8 @@ struct jline {
      * empty until read, off and size are read up to np */
     char kernel[1024];
     uint32_t off[512], size[512];
-    uint8_t *pbytes;    /* owned by the reader */
-    size_t pcap, pused; /* pused: bytes written since the last clear */
+    uint8_t *pbytes;     /* owned by the reader */
+    size_t pcap, pused;  /* pused: bytes written since the last clear */
     struct lnote *notes; /* "a", owned */
     size_t capnotes;
     struct atl_step *annstep; /* version 1: where "params" put their notes, as op opidx */
@@ -957,7 +959,7 @@ static int hexbytes(const char *h, size_t hlen, uint8_t *out, size_t n)
     pthread_once(&hexpair_once, hexpair_init);
     const uint16_t *t = hexpair;
     unsigned bad = 0; /* tested once, after the loop: no branch a byte */
-    if (!t) { /* out of memory for the table: a digit at a time */
+    if (!t) {         /* out of memory for the table: a digit at a time */
         for (size_t i = 0; i < n; i++) {
             unsigned hi = hexv1[(unsigned char)h[2 * i]], lo = hexv1[(unsigned char)h[2 * i + 1]];
             bad |= (hi == 0) | (lo == 0);
@@ -1296,8 +1298,7 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
             L->annstep = annstep, L->opidx = opidx;
             rc = jlist(j, *q == '[' ? jpair : jparam, L);
             L->has_params = 1;
-        }
-        else if (KEY_IS("ptr"))
+        } else if (KEY_IS("ptr"))
             rc = jhex(j, &L->o.u.m.ptr);
         else if (KEY_IS("elem")) {
             rc = jnum(j, &v);
@@ -1504,7 +1505,7 @@ static const char *op_v2(struct jline *L, const struct atl_kfn **decl, size_t nd
     }
     for (size_t i = 0; i < L->nnotes; i++) {
         const struct lnote *n = &L->notes[i];
-        int ok = L->o.kind == ATL_OP_LAUNCH ? n->at + 8 <= lim
+        int ok = L->o.kind == ATL_OP_LAUNCH   ? n->at + 8 <= lim
                  : L->o.kind == ATL_OP_MEMSET ? n->at == ATL_ANN_DST
                  : L->o.kind == ATL_OP_COPY   ? n->at == ATL_ANN_DST || n->at == ATL_ANN_SRC
                                               : 0;
@@ -1526,7 +1527,7 @@ static const char *op_v2(struct jline *L, const struct atl_kfn **decl, size_t nd
 
 /* q is followed by s (within the line, which ends at e): q moved past it */
 #define FAST_LIT(q, s)                                                                             \
-    ((size_t)(e - q) >= sizeof(s) - 1 && memcmp(q, "" s, sizeof(s) - 1) == 0                      \
+    ((size_t)(e - q) >= sizeof(s) - 1 && memcmp(q, "" s, sizeof(s) - 1) == 0                       \
          ? (q += sizeof(s) - 1, 1)                                                                 \
          : 0)
 
@@ -1548,8 +1549,8 @@ static inline int fast_dim(const char **qp, uint32_t d[3])
 {
     const char *q = *qp;
     uint64_t v[3];
-    if (*q++ != '[' || !fast_num(&q, &v[0]) || *q++ != ',' || !fast_num(&q, &v[1]) ||
-        *q++ != ',' || !fast_num(&q, &v[2]) || *q++ != ']')
+    if (*q++ != '[' || !fast_num(&q, &v[0]) || *q++ != ',' || !fast_num(&q, &v[1]) || *q++ != ',' ||
+        !fast_num(&q, &v[2]) || *q++ != ']')
         return 0;
     for (int i = 0; i < 3; i++)
         d[i] = (uint32_t)v[i];
@@ -1718,8 +1719,7 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                 goto out;
             }
             if (open) {
-                snprintf(err, errlen, "line %zu: a header inside step %" PRIu64, lineno,
-                         cur.index);
+                snprintf(err, errlen, "line %zu: a header inside step %" PRIu64, lineno, cur.index);
                 goto out;
             }
             continue;

@@ -23,12 +23,13 @@ void atl_step_write_json(const struct atl_step *s, FILE *f);
  * hold, for the tests of the reader. */
 void atl_step_write_json_v1(const struct atl_step *s, FILE *f);
 
-/* Reads a JSON-lines trace of either version (lines of both may be mixed, a
- * header may come anywhere, as in files put end to end): calls fn for each complete step, in file order.
- * Returns 0, or -1 with a message "line N: why" in err. A file cut short
- * after at least one whole step (a run killed mid-step: a torn last line,
- * an unfinished last step) is read up to its last whole step: 0, and err
- * says what was skipped (empty when nothing was). */
+/* Reads a JSON-lines trace of either version (lines of both may be mixed,
+ * and a header may come anywhere between steps, as in files put end to
+ * end): calls fn for each complete step, in file order. Returns 0, or -1
+ * with a message "line N: why" in err. A file cut short after at least one
+ * whole step (a run killed mid-step: a torn last line, an unfinished last
+ * step) is read up to its last whole step: 0, and err says what was skipped
+ * (empty when nothing was). */
 int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx, char *err,
                    size_t errlen);
 

@@ -342,8 +342,8 @@ static int read_step(struct rank *r, char *err, size_t errlen)
         }
         if (head > 0) { /* the header (version 2): before any step */
             if (open) {
-                snprintf(err, errlen, "line %" PRIu64 ": a header inside step %" PRIu64,
-                         r->lineno, r->index);
+                snprintf(err, errlen, "line %" PRIu64 ": a header inside step %" PRIu64, r->lineno,
+                         r->index);
                 return -1;
             }
             continue;

@@ -57,15 +57,17 @@ static int launch(char *out, struct decls *d, long step, long op, uint64_t strea
         id++;
     if (id == d->n) {
         d->k[d->n++] = kernel;
-        n += sprintf(out, "{\"s\":%ld,\"k\":%d,\"kernel\":\"%s\",\"exact\":1,\"params\":[[0,8],[8,8]]}\n",
-                     step, id + 1, kernel);
+        n += sprintf(
+            out, "{\"s\":%ld,\"k\":%d,\"kernel\":\"%s\",\"exact\":1,\"params\":[[0,8],[8,8]]}\n",
+            step, id + 1, kernel);
     }
     n += sprintf(out + n, "{\"s\":%ld,\"o\":%ld", step, op);
     if (op == 0)
         n += sprintf(out + n, ",\"st\":\"0x%" PRIx64 "\"", stream);
-    return n + sprintf(out + n,
-                       ",\"k\":%d,\"g\":[%u,1,1],\"b\":[256,1,1],\"p\":\"%s%s\",\"a\":[[0,%u,0]]}\n",
-                       id + 1, grid, hp, hc, alloc);
+    return n +
+           sprintf(out + n,
+                   ",\"k\":%d,\"g\":[%u,1,1],\"b\":[256,1,1],\"p\":\"%s%s\",\"a\":[[0,%u,0]]}\n",
+                   id + 1, grid, hp, hc, alloc);
 }
 
 int main(int argc, char **argv)

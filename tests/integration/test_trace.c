@@ -592,10 +592,9 @@ START_TEST(two_runs_compare_equal)
     char line[4096];
     int memset_alloc = 0, copy_alloc = 0;
     while (fgets(line, sizeof line, f)) {
-        memset_alloc +=
-            strstr(line, "\"kind\":\"memset\"") && strstr(line, "\"a\":[[0,1,3072]]");
-        copy_alloc += strstr(line, "\"dir\":\"DtoD\"") &&
-                      strstr(line, "\"a\":[[0,1,2048],[8,1,0]]");
+        memset_alloc += strstr(line, "\"kind\":\"memset\"") && strstr(line, "\"a\":[[0,1,3072]]");
+        copy_alloc +=
+            strstr(line, "\"dir\":\"DtoD\"") && strstr(line, "\"a\":[[0,1,2048],[8,1,0]]");
     }
     fclose(f);
     ck_assert_int_eq(memset_alloc, 3);

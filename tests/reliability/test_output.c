@@ -253,10 +253,10 @@ static int check_trace_lines(const char *text, const char *what)
             l = end + 1;
             continue;
         }
-        ck_assert_msg((sscanf(one, "{\"step\":%lld,", &stp) == 1 ||
-                       sscanf(one, "{\"s\":%lld,", &stp) == 1) &&
-                          end[-1] == '}',
-                      "%s: line %d is not one op: %.200s", what, lines + 1, one);
+        ck_assert_msg(
+            (sscanf(one, "{\"step\":%lld,", &stp) == 1 || sscanf(one, "{\"s\":%lld,", &stp) == 1) &&
+                end[-1] == '}',
+            "%s: line %d is not one op: %.200s", what, lines + 1, one);
         if (strncmp(one, "{\"s\":", 5) == 0 && !strstr(one, ",\"o\":")) {
             /* a kernel's declaration, inside its step */
             ck_assert_msg(stp >= last_step && strstr(one, ",\"kernel\":"),

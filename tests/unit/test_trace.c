@@ -711,7 +711,8 @@ static void same_as_read(const struct atl_step *a, const struct atl_step *r)
     for (uint32_t i = 0; i < a->nops; i++) {
         struct atl_note na, nr;
         int ma, mr;
-        while ((ma = atl_step_note_next(a, i, &ca, &na)) & (mr = atl_step_note_next(r, i, &cr, &nr))) {
+        while ((ma = atl_step_note_next(a, i, &ca, &na)) &
+               (mr = atl_step_note_next(r, i, &cr, &nr))) {
             ck_assert_uint_eq(na.at, nr.at);
             ck_assert_uint_eq(na.seq, nr.seq);
             ck_assert_uint_eq(na.off, nr.off);
@@ -757,10 +758,8 @@ END_TEST
  * kernel's name and layout once per step. */
 START_TEST(json_v2_is_compact)
 {
-    static const uint32_t off[] = {0, 8, 16, 24, 32, 36, 40, 48},
-                          size[] = {8, 8, 8, 8, 4, 4, 4, 8};
-    const struct atl_kfn *k =
-        atl_kfn_intern("_Z4nop8PfS_S_S_jjfm", NULL, 8, off, size);
+    static const uint32_t off[] = {0, 8, 16, 24, 32, 36, 40, 48}, size[] = {8, 8, 8, 8, 4, 4, 4, 8};
+    const struct atl_kfn *k = atl_kfn_intern("_Z4nop8PfS_S_S_jjfm", NULL, 8, off, size);
     struct atl_step a;
     atl_step_init(&a, "cuCtxSynchronize");
     a.index = 12345;
@@ -819,9 +818,11 @@ END_TEST
 START_TEST(json_v2_reader_checks)
 {
     char err[256];
-    const char *decl = "{\"s\":1,\"k\":1,\"kernel\":\"_Z1kPfi\",\"exact\":1,\"params\":[[0,8],[8,4]]}\n";
-    const char *end = "{\"step\":1,\"name\":\"s\",\"thread\":\"main\",\"stream\":\"0x10\",\"end\":true,"
-                      "\"ops\":1}\n";
+    const char *decl =
+        "{\"s\":1,\"k\":1,\"kernel\":\"_Z1kPfi\",\"exact\":1,\"params\":[[0,8],[8,4]]}\n";
+    const char *end =
+        "{\"step\":1,\"name\":\"s\",\"thread\":\"main\",\"stream\":\"0x10\",\"end\":true,"
+        "\"ops\":1}\n";
     char text[1024];
     static const struct {
         const char *head, *op, *want;
@@ -836,9 +837,13 @@ START_TEST(json_v2_reader_checks)
          "line 2: \"p\" is not the kernel's parameter bytes"},
         {"", "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":1,\"p\":\"00010000000000000500000x\"}\n",
          "line 2: bad hex bytes in \"p\""},
-        {"", "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":1,\"p\":\"000100000000000005000000\",\"a\":[[8,1,0]]}\n",
+        {"",
+         "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":1,\"p\":\"000100000000000005000000\",\"a\":[[8,1,"
+         "0]]}\n",
          "line 2: a pointer note (\"a\") outside the op's parameters"},
-        {"", "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":1,\"p\":\"000100000000000005000000\",\"a\":[[0,1,0],[0,2,0]]}\n",
+        {"",
+         "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":1,\"p\":\"000100000000000005000000\",\"a\":[[0,1,"
+         "0],[0,2,0]]}\n",
          "line 2: bad pointer note"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
