@@ -23,6 +23,9 @@ trace-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/tra
              $(BUILD)/atlas-diff $(BUILD)/tests/test_trace_unit $(BUILD)/tests/test_trace
 	$(BUILD)/tests/test_trace_unit
 	$(BUILD)/tests/test_trace
+	@# the GPU suite's trace parser (check_train.py) on files of this build
+	@if command -v python3 >/dev/null; then python3 -B tests/integration/test_check_train.py $(BUILD); \
+	  else echo "check_train: python3 not found, not checked"; fi
 
 ALL_TARGETS   += $(BUILD)/atlas-diff
 INSTALL_BINS  += $(BUILD)/atlas-diff

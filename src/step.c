@@ -193,3 +193,19 @@ out:
     pthread_mutex_unlock(&intern_lock);
     return res;
 }
+
+/* ---- notes, for the file writers --------------------------------------------- */
+
+int atl_step_note_next(const struct atl_step *s, uint32_t op, size_t *cur, struct atl_note *n)
+{
+    size_t i = *cur;
+    while (i < s->nann && s->ann[i].op < op)
+        i++;
+    if (i >= s->nann || s->ann[i].op != op) {
+        *cur = i;
+        return 0;
+    }
+    *n = (struct atl_note){.at = s->ann[i].at, .seq = s->ann[i].seq, .off = s->ann[i].off};
+    *cur = i + 1;
+    return 1;
+}

@@ -142,4 +142,17 @@ const struct atl_ann *atl_step_ann(const struct atl_step *s, uint32_t op, uint32
 const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, unsigned n,
                                      const uint32_t *off, const uint32_t *size);
 
+/* A pointer note as the file writers read it (src/tracejson.c), whatever
+ * form the step keeps them in: the word at `at` of the op's parameter block
+ * (memsets and copies: ATL_ANN_DST or ATL_ANN_SRC) names alloc#seq + off, or
+ * seq is ATL_ANN_HOST. */
+struct atl_note {
+    uint32_t at;
+    uint64_t seq, off;
+};
+/* The notes of op `op`, one a call, in `at` order: 1 and *n, or 0 when the
+ * op has no more. *cur is the caller's place in the step (0 before the first
+ * call); ops are asked for in increasing order. */
+int atl_step_note_next(const struct atl_step *s, uint32_t op, size_t *cur, struct atl_note *n);
+
 #endif

@@ -1859,6 +1859,8 @@ unsigned atl_trace_init(void)
     pthread_key_create(&exit_key, tbuf_release);
     if (atl_cfg.trace_file)
         json = atl_report_stream("ATLAS_TRACE_FILE", atl_cfg.trace_file, "no JSON lines");
+    if (json)
+        atl_trace_write_header(json); /* the format and its version, once */
     if (atl_cfg.chrome_trace && atl_chrome_open(atl_cfg.chrome_trace) == 0)
         my_begin_ns = atl_chrome_now(); /* the initialising thread's; others' start at 0 */
     max_bytes = (size_t)atl_cfg.trace_max_mb << 20;

@@ -1,7 +1,9 @@
 /*
  * The step trace's file form, JSON lines: the writer of the live tracer
  * (ATLAS_TRACE_FILE) and the reader of atlas-diff. One op per line, a step's
- * end on its own line; docs/trace.md gives the fields.
+ * end on its own line; docs/trace.md gives the fields. Version 2 is written
+ * (a header, each kernel declared once per step, short keys); version 1,
+ * every op line whole, is read too, and written for the tests.
  */
 #include "tracejson.h"
 
@@ -52,17 +54,40 @@ static void jw_cstr(struct jw *w, const char *s)
 /* a string literal: its length known at compile time */
 #define jw_lit(w, s) jw_put(w, "" s, sizeof(s) - 1)
 
-static void jw_u64(struct jw *w, uint64_t v)
+/* "00" to "99": numbers are written two digits a step (a launch line of
+ * version 2 has about twenty numbers, most of them small) */
+static const char dig2[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                           "34353637383940414243444546474849505152535455565758596061626364656667"
+                           "6869707172737475767778798081828384858687888990919293949596979899";
+
+static inline void jw_u64(struct jw *w, uint64_t v)
 {
-    char tmp[20];
-    size_t k = 0;
-    do
-        tmp[k++] = (char)('0' + v % 10);
-    while ((v /= 10) != 0);
-    char *d = jw_room(w, k);
-    for (size_t i = 0; i < k; i++)
-        d[i] = tmp[k - 1 - i];
-    w->n += k;
+    char *d = jw_room(w, 20);
+    if (v < 10) {
+        d[0] = (char)('0' + v);
+        w->n++;
+        return;
+    }
+    if (v < 100) {
+        memcpy(d, dig2 + 2 * v, 2);
+        w->n += 2;
+        return;
+    }
+    /* formatted backwards from tmp + 20, then 20 bytes copied (a fixed size: no call) */
+    char tmp[40], *e = tmp + 20, *p = e;
+    while (v >= 100) {
+        p -= 2;
+        memcpy(p, dig2 + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10) {
+        p -= 2;
+        memcpy(p, dig2 + 2 * v, 2);
+    } else {
+        *--p = (char)('0' + v);
+    }
+    memcpy(d, p, 20);
+    w->n += (size_t)(e - p);
 }
 
 static const char hexdig[] = "0123456789abcdef";
@@ -132,6 +157,42 @@ static void jw_dim(struct jw *w, const char *key, const uint32_t d[3])
     jw_lit(w, "]");
 }
 
+/* ,"ptr":"0x..","value":v,"elem":e,"count":n,"pitch":p,"height":h (both versions) */
+static void jw_memset_fields(struct jw *w, const struct atl_op *o)
+{
+    jw_lit(w, ",\"ptr\":\"");
+    jw_x64(w, o->u.m.ptr);
+    jw_lit(w, "\",\"value\":");
+    jw_u64(w, o->shmem);
+    jw_lit(w, ",\"elem\":");
+    jw_u64(w, o->sub);
+    jw_lit(w, ",\"count\":");
+    jw_u64(w, o->u.m.count);
+    jw_lit(w, ",\"pitch\":");
+    jw_u64(w, o->u.m.pitch);
+    jw_lit(w, ",\"height\":");
+    jw_u64(w, o->u.m.height);
+}
+
+/* ,"dir":"..","dst":"0x..","src":"0x..","bytes":n,"width":w,"height":h,"depth":d */
+static void jw_copy_fields(struct jw *w, const struct atl_op *o)
+{
+    jw_lit(w, ",\"dir\":\"");
+    jw_cstr(w, atl_dir_name(o->sub));
+    jw_lit(w, "\",\"dst\":\"");
+    jw_x64(w, o->u.c.dst);
+    jw_lit(w, "\",\"src\":\"");
+    jw_x64(w, o->u.c.src);
+    jw_lit(w, "\",\"bytes\":");
+    jw_u64(w, o->u.c.w * o->u.c.h * o->u.c.d);
+    jw_lit(w, ",\"width\":");
+    jw_u64(w, o->u.c.w);
+    jw_lit(w, ",\"height\":");
+    jw_u64(w, o->u.c.h);
+    jw_lit(w, ",\"depth\":");
+    jw_u64(w, o->u.c.d);
+}
+
 /* ,"key":"alloc#N+0xOFF" */
 static void jw_ann(struct jw *w, const char *key, const struct atl_ann *an)
 {
@@ -160,6 +221,21 @@ static void json_head(struct jw *w, const struct atl_step *s)
     jw_u64(w, s->index);
     jw_lit(w, ",\"name\":");
     jw_str(w, s->name);
+}
+
+/* The step's end record (the same in both versions), and what is left of
+ * the block to the file. */
+static void jw_end(struct jw *w, const struct atl_step *s, size_t nops)
+{
+    json_head(w, s);
+    jw_lit(w, ",\"thread\":");
+    jw_str(w, s->thread);
+    jw_lit(w, ",\"stream\":\"");
+    jw_x64(w, s->stream);
+    jw_lit(w, "\",\"end\":true,\"ops\":");
+    jw_u64(w, nops);
+    jw_lit(w, "}\n");
+    fwrite(w->b, 1, w->n, w->f);
 }
 
 /* Text that every op of a step repeats (its head, its kernel's quoted name):
@@ -195,14 +271,12 @@ static void put_kernel(struct jw *w, const void *k)
     jw_str(w, ((const struct atl_kfn *)k)->mangled);
 }
 
-void atl_step_write_json(const struct atl_step *s, FILE *f)
+void atl_step_write_json_v1(const struct atl_step *s, FILE *f)
 {
     struct jw *w = malloc(sizeof *w);
     if (!w)
         return;
     w->f = f, w->n = 0, w->flushes = 0;
-    /* annotations are in (op, at) order: one pass alongside the ops */
-    size_t an = 0;
     struct jw_cache head, kname;
     const struct atl_kfn *klast = NULL;
     for (size_t i = 0; i < s->nops; i++) {
@@ -215,8 +289,6 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
         jw_lit(w, "\",\"kind\":\"");
         jw_cstr(w, atl_op_kind_name(o->kind));
         jw_lit(w, "\"");
-        while (an < s->nann && s->ann[an].op < i)
-            an++;
         switch (o->kind) {
         case ATL_OP_LAUNCH: {
             const struct atl_kfn *k = o->u.k.kfn;
@@ -252,11 +324,7 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
                 int named = 0; /* the first word names an allocation */
                 for (uint32_t wd = 0; wd + 8 <= k->size[j]; wd += 8) {
                     uint32_t at = k->off[j] + wd;
-                    const struct atl_ann *a = NULL;
-                    /* this op's annotations start at `an` (a few: no search) */
-                    for (size_t x = an; x < s->nann && s->ann[x].op == i && !a; x++)
-                        if (s->ann[x].at == at)
-                            a = &s->ann[x];
+                    const struct atl_ann *a = atl_step_ann(s, (uint32_t)i, at);
                     if (!a)
                         continue;
                     named |= wd == 0;
@@ -278,36 +346,12 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
             break;
         }
         case ATL_OP_MEMSET:
-            jw_lit(w, ",\"ptr\":\"");
-            jw_x64(w, o->u.m.ptr);
-            jw_lit(w, "\",\"value\":");
-            jw_u64(w, o->shmem);
-            jw_lit(w, ",\"elem\":");
-            jw_u64(w, o->sub);
-            jw_lit(w, ",\"count\":");
-            jw_u64(w, o->u.m.count);
-            jw_lit(w, ",\"pitch\":");
-            jw_u64(w, o->u.m.pitch);
-            jw_lit(w, ",\"height\":");
-            jw_u64(w, o->u.m.height);
+            jw_memset_fields(w, o);
             json_alloc(w, s, i, ATL_ANN_DST, "alloc");
             jw_lit(w, "}\n");
             break;
         case ATL_OP_COPY:
-            jw_lit(w, ",\"dir\":\"");
-            jw_cstr(w, atl_dir_name(o->sub));
-            jw_lit(w, "\",\"dst\":\"");
-            jw_x64(w, o->u.c.dst);
-            jw_lit(w, "\",\"src\":\"");
-            jw_x64(w, o->u.c.src);
-            jw_lit(w, "\",\"bytes\":");
-            jw_u64(w, o->u.c.w * o->u.c.h * o->u.c.d);
-            jw_lit(w, ",\"width\":");
-            jw_u64(w, o->u.c.w);
-            jw_lit(w, ",\"height\":");
-            jw_u64(w, o->u.c.h);
-            jw_lit(w, ",\"depth\":");
-            jw_u64(w, o->u.c.d);
+            jw_copy_fields(w, o);
             json_alloc(w, s, i, ATL_ANN_DST, "dstalloc");
             json_alloc(w, s, i, ATL_ANN_SRC, "srcalloc");
             jw_lit(w, "}\n");
@@ -318,15 +362,254 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
             jw_lit(w, "\"}\n");
         }
     }
-    json_head(w, s);
-    jw_lit(w, ",\"thread\":");
-    jw_str(w, s->thread);
-    jw_lit(w, ",\"stream\":\"");
-    jw_x64(w, s->stream);
-    jw_lit(w, "\",\"end\":true,\"ops\":");
-    jw_u64(w, s->nops);
+    jw_end(w, s, s->nops);
+    free(w);
+}
+
+/* ---- version 2: the compact form ---------------------------------------------------- */
+
+/* Two hex digits per byte value: one 2-byte copy a byte of parameters. */
+static const char hex2[] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+                           "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+                           "404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+                           "606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+                           "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+                           "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+                           "c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+                           "e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
+/* n bytes as hex digits, a table look-up per byte */
+static void jw_hex2(struct jw *w, const uint8_t *p, size_t n)
+{
+    while (n) {
+        size_t k = n < sizeof w->b / 4 ? n : sizeof w->b / 4;
+        char *d = jw_room(w, 2 * k);
+        for (size_t i = 0; i < k; i++)
+            memcpy(d + 2 * i, hex2 + 2 * p[i], 2);
+        w->n += 2 * k, p += k, n -= k;
+    }
+}
+
+/* ,"key":[x,y,z] unless all three are `dflt` */
+static void jw_dim_if(struct jw *w, const char *key, const uint32_t d[3], uint32_t dflt)
+{
+    if (d[0] != dflt || d[1] != dflt || d[2] != dflt)
+        jw_dim(w, key, d);
+}
+
+void atl_trace_write_header(FILE *f)
+{
+    fprintf(f, "{\"format\":\"%s\",\"version\":%d}\n", ATL_TRACE_FORMAT, ATL_TRACE_VERSION);
+}
+
+/* The kernels a step has declared, by record: the id each op names. Open
+ * addressing on the record's address; ids count from 1 in order of first use
+ * in the step, so two steps (or two ranks) that launch the same kernels in
+ * the same order write the same lines. */
+struct kids {
+    const struct atl_kfn **k;
+    uint32_t *id;
+    size_t cap, n;
+};
+
+static size_t kid_slot(const struct kids *t, const struct atl_kfn *k)
+{
+    size_t h = (size_t)(((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull) & (t->cap - 1);
+    while (t->k[h] && t->k[h] != k)
+        h = (h + 1) & (t->cap - 1);
+    return h;
+}
+
+/* The id of k in this step, 0 when new (then it is given the next one, in
+ * *fresh), or UINT32_MAX when out of memory. */
+static uint32_t kid_get(struct kids *t, const struct atl_kfn *k, uint32_t *fresh)
+{
+    if (2 * (t->n + 1) > t->cap) {
+        size_t nc = t->cap ? 2 * t->cap : 64;
+        const struct atl_kfn **nk = calloc(nc, sizeof *nk);
+        uint32_t *ni = calloc(nc, sizeof *ni);
+        if (!nk || !ni) {
+            free(nk), free(ni);
+            return UINT32_MAX;
+        }
+        struct kids old = *t;
+        t->k = nk, t->id = ni, t->cap = nc;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.k[i]) {
+                size_t h = kid_slot(t, old.k[i]);
+                t->k[h] = old.k[i], t->id[h] = old.id[i];
+            }
+        free(old.k), free(old.id);
+    }
+    size_t h = kid_slot(t, k);
+    if (t->k[h])
+        return t->id[h];
+    t->k[h] = k;
+    t->id[h] = *fresh = (uint32_t)++t->n;
+    return 0;
+}
+
+/* {"s":N,"k":ID,"kernel":"...","exact":E,"params":[[off,size],...],"residue":[i,...]} */
+static void jw_decl(struct jw *w, uint64_t step, uint32_t id, const struct atl_kfn *k)
+{
+    jw_lit(w, "{\"s\":");
+    jw_u64(w, step);
+    jw_lit(w, ",\"k\":");
+    jw_u64(w, id);
+    jw_lit(w, ",\"kernel\":");
+    jw_str(w, k->mangled);
+    if (k->exact)
+        jw_lit(w, ",\"exact\":1,\"params\":[");
+    else
+        jw_lit(w, ",\"exact\":0,\"params\":[");
+    for (unsigned j = 0; j < k->nparams; j++) {
+        jw_put(w, j ? ",[" : "[", j ? 2 : 1);
+        jw_u64(w, k->off[j]);
+        jw_lit(w, ",");
+        jw_u64(w, k->size[j]);
+        jw_lit(w, "]");
+    }
+    jw_lit(w, "]");
+    uint64_t res = __atomic_load_n(&k->residue, __ATOMIC_RELAXED);
+    unsigned marked = 0;
+    for (unsigned j = 0; j < k->nparams && j < 64; j++)
+        if (res >> j & 1) {
+            if (marked++)
+                jw_lit(w, ",");
+            else
+                jw_lit(w, ",\"residue\":[");
+            jw_u64(w, j);
+        }
+    if (marked)
+        jw_lit(w, "]");
     jw_lit(w, "}\n");
-    fwrite(w->b, 1, w->n, f);
+}
+
+/* the opening of a note: of the list too when it is the first */
+static inline void jw_note_open(struct jw *w, int any)
+{
+    if (any)
+        jw_lit(w, ",[");
+    else
+        jw_lit(w, ",\"a\":[[");
+}
+
+/* ,"a":[[at,seq,off],[at],...]: an op's notes in `at` order, [at] alone for
+ * host memory. For a launch (k and host_addr given), an 8-byte parameter
+ * without a note that holds an address of this process's host memory is
+ * marked so too. */
+static void jw_notes(struct jw *w, const struct atl_step *s, size_t op, size_t *cur,
+                     const struct atl_kfn *k, const uint8_t *p, int (*host_addr)(uint64_t))
+{
+    struct atl_note x;
+    int more = atl_step_note_next(s, (uint32_t)op, cur, &x), any = 0;
+    int64_t last = -1; /* the last `at` written: the list stays in order */
+    unsigned j = 0;
+    for (;;) {
+        for (; host_addr && j < k->nparams && (!more || k->off[j] <= x.at); j++) {
+            uint64_t v;
+            if (k->size[j] != 8 || k->off[j] + 8 > k->total || (int64_t)k->off[j] <= last ||
+                (more && k->off[j] == x.at))
+                continue;
+            memcpy(&v, p + k->off[j], 8);
+            if (host_addr(v)) {
+                jw_note_open(w, any);
+                jw_u64(w, k->off[j]);
+                jw_lit(w, "]");
+                any = 1, last = k->off[j];
+            }
+        }
+        if (!more)
+            break;
+        jw_note_open(w, any);
+        jw_u64(w, x.at);
+        if (x.seq != ATL_ANN_HOST) {
+            jw_lit(w, ",");
+            jw_u64(w, x.seq);
+            jw_lit(w, ",");
+            jw_u64(w, x.off);
+        }
+        jw_lit(w, "]");
+        any = 1, last = x.at;
+        more = atl_step_note_next(s, (uint32_t)op, cur, &x);
+    }
+    if (any)
+        jw_lit(w, "]");
+}
+
+void atl_step_write_json(const struct atl_step *s, FILE *f)
+{
+    struct jw *w = malloc(sizeof *w);
+    if (!w)
+        return;
+    w->f = f, w->n = 0, w->flushes = 0;
+    struct kids ids = {0};
+    size_t cur = 0;
+    const struct atl_kfn *klast = NULL;
+    uint32_t idlast = 0;
+    uint64_t stream = 0;
+    size_t i;
+    for (i = 0; i < s->nops; i++) {
+        const struct atl_op *o = &s->ops[i];
+        const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
+        if (k && k != klast) { /* a run of one kernel's launches asks once */
+            uint32_t fresh = 0, id = kid_get(&ids, k, &fresh);
+            if (id == UINT32_MAX)
+                break; /* out of memory: the step is cut, its end record says where */
+            if (!id)
+                jw_decl(w, s->index, id = fresh, k);
+            klast = k, idlast = id;
+        }
+        jw_lit(w, "{\"s\":");
+        jw_u64(w, s->index);
+        jw_lit(w, ",\"o\":");
+        jw_u64(w, i);
+        if (i == 0 || o->stream != stream) {
+            jw_lit(w, ",\"st\":\"");
+            jw_x64(w, o->stream);
+            jw_lit(w, "\"");
+            stream = o->stream;
+        }
+        switch (o->kind) {
+        case ATL_OP_LAUNCH: {
+            jw_lit(w, ",\"k\":");
+            jw_u64(w, idlast);
+            jw_dim_if(w, ",\"g\":", o->u.k.grid, 1);
+            jw_dim_if(w, ",\"b\":", o->u.k.block, 1);
+            if (o->shmem) {
+                jw_lit(w, ",\"sh\":");
+                jw_u64(w, o->shmem);
+            }
+            uint32_t cl[3] = {o->cluster[0], o->cluster[1], o->cluster[2]};
+            jw_dim_if(w, ",\"cl\":", cl, 0);
+            const uint8_t *p = atl_op_bytes(s, o);
+            jw_lit(w, ",\"p\":\"");
+            jw_hex2(w, p, k->total);
+            jw_lit(w, "\"");
+            jw_notes(w, s, i, &cur, k, p, atl_host_addr);
+            jw_lit(w, "}\n");
+            break;
+        }
+        case ATL_OP_MEMSET:
+        case ATL_OP_COPY:
+            if (o->kind == ATL_OP_MEMSET) {
+                jw_lit(w, ",\"kind\":\"memset\"");
+                jw_memset_fields(w, o);
+            } else {
+                jw_lit(w, ",\"kind\":\"copy\"");
+                jw_copy_fields(w, o);
+            }
+            jw_notes(w, s, i, &cur, NULL, NULL, NULL);
+            jw_lit(w, "}\n");
+            break;
+        default:
+            jw_lit(w, ",\"kind\":\"graph\",\"exec\":\"");
+            jw_x64(w, o->u.g.exec);
+            jw_lit(w, "\"}\n");
+        }
+    }
+    jw_end(w, s, i);
+    free(ids.k), free(ids.id);
     free(w);
 }
 
@@ -340,7 +623,8 @@ struct jp {
 
 static inline void ws(struct jp *j)
 {
-    while (*j->p == ' ' || *j->p == '\t' || *j->p == '\r')
+    while (__builtin_expect((unsigned char)*j->p <= ' ', 0) &&
+           (*j->p == ' ' || *j->p == '\t' || *j->p == '\r'))
         j->p++;
 }
 
@@ -375,16 +659,16 @@ static int lit_fail(struct jp *j, char c)
     return -1;
 }
 
-/* Hex digit values (-1: not one), for the hand-written number parsers. */
-static const signed char hexval[256] = {
-    ['0'] = 0,  ['1'] = 1,  ['2'] = 2,  ['3'] = 3,  ['4'] = 4,  ['5'] = 5,  ['6'] = 6,  ['7'] = 7,
-    ['8'] = 8,  ['9'] = 9,  ['a'] = 10, ['b'] = 11, ['c'] = 12, ['d'] = 13, ['e'] = 14, ['f'] = 15,
-    ['A'] = 10, ['B'] = 11, ['C'] = 12, ['D'] = 13, ['E'] = 14, ['F'] = 15,
+/* Hex digit values plus one (0: not a digit), for the hand-written number
+ * parsers: one load a digit, no range tests. */
+static const uint8_t hexv1[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
 };
 static inline int hexdigit(char c)
 {
-    return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'f') ? hexval[(unsigned char)c]
-                                                                          : -1;
+    return hexv1[(unsigned char)c] - 1;
 }
 
 /* A string without escapes, in place: *start and *len (the quotes
@@ -519,7 +803,9 @@ static int jnum(struct jp *j, uint64_t *v)
     uint64_t x = 0;
     for (; *j->p >= '0' && *j->p <= '9'; j->p++) {
         unsigned d = (unsigned)(*j->p - '0');
-        if (x > (UINT64_MAX - d) / 10) {
+        /* UINT64_MAX is 1844674407370955161 * 10 + 5 */
+        if (__builtin_expect(x >= 1844674407370955161ull, 0) &&
+            (x > 1844674407370955161ull || d > 5)) {
             j->err = "number out of range";
             return -1;
         }
@@ -588,19 +874,35 @@ static int jbool(struct jp *j, int *v)
 }
 
 /* One parsed line. */
+/* A pointer note of a version-2 line: [at,seq,off], or [at] (host). */
+struct lnote {
+    uint32_t at;
+    int host;
+    uint64_t seq, off;
+};
+
 struct jline {
     uint64_t step, op, nops;
-    int has_step, has_op, end;
-    char name[64], kind[16], dir[16], thread[24];
+    int has_step, has_op, end, has_name;
+    /* version 2: "s" (v2), "k", "st", "params", the header's "format" */
+    int v2, has_k, has_st, has_params, has_fmt;
+    uint64_t kid, version;
+    int has_p;
+    size_t pn, nnotes; /* pn: bytes "p" decoded into pbytes */
+    char name[64], kind[16], dir[16], thread[24], format[32];
     struct atl_op o;
     unsigned np;
-    uint64_t residue; /* "residue":1 on parameter i: bit i */
+    uint64_t residue; /* "residue":1 on parameter i (v2: "residue":[i,...]): bit i */
     /* not cleared per line (a million lines would clear 5 GB): kernel is
      * empty until read, off and size are read up to np */
     char kernel[1024];
     uint32_t off[512], size[512];
-    uint8_t *pbytes;    /* owned by the reader */
-    size_t pcap, pused; /* pused: bytes written since the last clear */
+    uint8_t *pbytes;     /* owned by the reader */
+    size_t pcap, pused;  /* pused: bytes written since the last clear */
+    struct lnote *notes; /* "a", owned */
+    size_t capnotes;
+    struct atl_step *annstep; /* version 1: where "params" put their notes, as op opidx */
+    uint32_t opidx;
 };
 
 /* "alloc#N+0xOFF"; -1 when it does not begin so. */
@@ -628,24 +930,81 @@ static int parse_alloc(const char *a, uint64_t *seq, uint64_t *off)
     return 0; /* text after the digits is ignored, as the sscanf this replaced did */
 }
 
+/* Two hex digits (as they lie in memory, a 16-bit load) to their byte, or
+ * 0x100 when either is not a digit: one look-up a byte of parameters. Built
+ * on first use (128 KiB: only readers pay for it). */
+static uint16_t *hexpair;
+static pthread_once_t hexpair_once = PTHREAD_ONCE_INIT;
+
+static void hexpair_init(void)
+{
+    uint16_t *t = malloc(65536 * sizeof *t);
+    if (!t)
+        return;
+    for (unsigned i = 0; i < 65536; i++) {
+        unsigned char c[2];
+        uint16_t v = (uint16_t)i;
+        memcpy(c, &v, 2); /* the first digit at the lower address, whatever the byte order */
+        unsigned hi = hexv1[c[0]], lo = hexv1[c[1]];
+        t[i] = hi && lo ? (uint16_t)((hi - 1) << 4 | (lo - 1)) : 0x100;
+    }
+    hexpair = t;
+}
+
 /* hlen hex digits into n bytes: exactly 2n digits. */
 static int hexbytes(const char *h, size_t hlen, uint8_t *out, size_t n)
 {
     if (hlen != 2 * n)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        int hi = hexdigit(h[2 * i]), lo = hexdigit(h[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        out[i] = (uint8_t)(hi << 4 | lo);
+    pthread_once(&hexpair_once, hexpair_init);
+    const uint16_t *t = hexpair;
+    unsigned bad = 0; /* tested once, after the loop: no branch a byte */
+    if (!t) {         /* out of memory for the table: a digit at a time */
+        for (size_t i = 0; i < n; i++) {
+            unsigned hi = hexv1[(unsigned char)h[2 * i]], lo = hexv1[(unsigned char)h[2 * i + 1]];
+            bad |= (hi == 0) | (lo == 0);
+            out[i] = (uint8_t)((hi - 1) << 4 | (lo - 1));
+        }
+        return bad ? -1 : 0;
     }
-    return 0;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t two;
+        memcpy(&two, h + 2 * i, 2);
+        unsigned v = t[two];
+        bad |= v;
+        out[i] = (uint8_t)v;
+    }
+    return bad & 0x100 ? -1 : 0;
 }
 
 /* key is "s": the first character decides most comparisons without a call */
 #define KEY_IS(s) (key[0] == (s)[0] && strcmp(key, s) == 0)
 
-static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint32_t opidx)
+/* A JSON array: item() reads each element (after white space). */
+static int jlist(struct jp *j, int (*item)(struct jp *, struct jline *), struct jline *L)
+{
+    if (lit(j, '['))
+        return -1;
+    ws(j);
+    if (*j->p == ']') {
+        j->p++;
+        return 0;
+    }
+    for (;;) {
+        if (item(j, L))
+            return -1;
+        ws(j);
+        if (*j->p == ',') {
+            j->p++;
+            continue;
+        }
+        return lit(j, ']');
+    }
+}
+
+/* An element of version 1's "params": {"i":N,"off":O,"size":S,"hex":"...",...};
+ * its pointer notes go to L->annstep as op L->opidx. */
+static int jparam(struct jp *j, struct jline *L)
 {
     /* 128 KiB: on the heap, once per thread. As TLS it made the library's
      * static TLS block too large for dlopen (NVTX injection loads us so). */
@@ -655,115 +1014,204 @@ static int jparams(struct jp *j, struct jline *L, struct atl_step *annstep, uint
         j->err = "out of memory";
         return -1;
     }
-    if (lit(j, '['))
+    struct atl_step *annstep = L->annstep;
+    uint32_t opidx = L->opidx;
+    if (L->np >= 512) {
+        j->err = "too many parameters";
         return -1;
-    ws(j);
-    if (*j->p == ']') {
-        j->p++;
-        return 0;
     }
+    uint64_t i = 0, off = 0, size = 0, resid = 0, host = 0;
+    int got_hex = 0;
+    const char *hx = NULL; /* the digits, in the line or (escaped) copied to hex */
+    size_t hxlen = 0;
+    /* "alloc" names the pointer in the parameter's first word, "allocW"
+     * the one W bytes in (a larger by-value parameter) */
+    enum { MAXA = 64 };
+    struct {
+        uint64_t w, seq, off;
+    } al[MAXA];
+    int nal = 0;
+    if (lit(j, '{'))
+        return -1;
     for (;;) {
-        if (L->np >= 512) {
-            j->err = "too many parameters";
+        char key[16];
+        if (jkey(j, key, sizeof key) || lit(j, ':'))
             return -1;
-        }
-        uint64_t i = 0, off = 0, size = 0, resid = 0, host = 0;
-        int got_hex = 0;
-        const char *hx = NULL; /* the digits, in the line or (escaped) copied to hex */
-        size_t hxlen = 0;
-        /* "alloc" names the pointer in the parameter's first word, "allocW"
-         * the one W bytes in (a larger by-value parameter) */
-        enum { MAXA = 64 };
-        struct {
-            uint64_t w, seq, off;
-        } al[MAXA];
-        int nal = 0;
-        if (lit(j, '{'))
-            return -1;
-        for (;;) {
-            char key[16];
-            if (jkey(j, key, sizeof key) || lit(j, ':'))
+        if (KEY_IS("i")) {
+            if (jnum(j, &i))
                 return -1;
-            if (KEY_IS("i")) {
-                if (jnum(j, &i))
-                    return -1;
-            } else if (KEY_IS("off")) {
-                if (jnum(j, &off))
-                    return -1;
-            } else if (KEY_IS("size")) {
-                if (jnum(j, &size))
-                    return -1;
-            } else if (KEY_IS("hex")) {
-                int sp = jspan(j, &hx, &hxlen);
-                if (sp < 0 || (sp > 0 && jstr(j, hex, HEXMAX)))
-                    return -1;
-                if (sp > 0)
-                    hx = hex, hxlen = strlen(hex);
-                got_hex = 1;
-            } else if (strcmp(key, "residue") == 0) {
-                if (jnum(j, &resid))
-                    return -1;
-            } else if (strcmp(key, "host") == 0) {
-                if (jnum(j, &host))
-                    return -1;
-            } else if (strncmp(key, "alloc", 5) == 0) {
-                char alloc[64], *end;
-                uint64_t w = key[5] ? strtoull(key + 5, &end, 10) : 0;
-                if ((key[5] && (*end || w % 8)) || jstr(j, alloc, sizeof alloc)) {
-                    j->err = "bad alloc field";
-                    return -1;
-                }
-                if (nal < MAXA && parse_alloc(alloc, &al[nal].seq, &al[nal].off) == 0)
-                    al[nal++].w = w;
-            } else {
-                j->err = "unknown parameter field";
+        } else if (KEY_IS("off")) {
+            if (jnum(j, &off))
+                return -1;
+        } else if (KEY_IS("size")) {
+            if (jnum(j, &size))
+                return -1;
+        } else if (KEY_IS("hex")) {
+            int sp = jspan(j, &hx, &hxlen);
+            if (sp < 0 || (sp > 0 && jstr(j, hex, HEXMAX)))
+                return -1;
+            if (sp > 0)
+                hx = hex, hxlen = strlen(hex);
+            got_hex = 1;
+        } else if (strcmp(key, "residue") == 0) {
+            if (jnum(j, &resid))
+                return -1;
+        } else if (strcmp(key, "host") == 0) {
+            if (jnum(j, &host))
+                return -1;
+        } else if (strncmp(key, "alloc", 5) == 0) {
+            char alloc[64], *end;
+            uint64_t w = key[5] ? strtoull(key + 5, &end, 10) : 0;
+            if ((key[5] && (*end || w % 8)) || jstr(j, alloc, sizeof alloc)) {
+                j->err = "bad alloc field";
                 return -1;
             }
-            ws(j);
-            if (*j->p == ',') {
-                j->p++;
-                continue;
-            }
-            if (lit(j, '}'))
-                return -1;
-            break;
-        }
-        if (!got_hex || i != L->np || size > 65536 || off > 65536) {
-            j->err = "bad parameter record";
+            if (nal < MAXA && parse_alloc(alloc, &al[nal].seq, &al[nal].off) == 0)
+                al[nal++].w = w;
+        } else {
+            j->err = "unknown parameter field";
             return -1;
         }
-        if (off + size > L->pused)
-            L->pused = off + size;
-        if (off + size > L->pcap || !L->pbytes) {
-            size_t nc = off + size + 256;
-            uint8_t *nb = realloc(L->pbytes, nc);
-            if (!nb) {
-                j->err = "out of memory";
-                return -1;
-            }
-            memset(nb + L->pcap, 0, nc - L->pcap);
-            L->pbytes = nb, L->pcap = nc;
-        }
-        if (hexbytes(hx, hxlen, L->pbytes + off, size)) {
-            j->err = "bad hex bytes in a parameter";
-            return -1;
-        }
-        L->off[L->np] = (uint32_t)off, L->size[L->np] = (uint32_t)size;
-        if (resid && L->np < 64)
-            L->residue |= 1ull << L->np;
-        for (int a = 0; a < nal; a++)
-            if (al[a].w + 8 <= size && (a == 0 || al[a].w > al[a - 1].w))
-                atl_step_annotate(annstep, opidx, (uint32_t)(off + al[a].w), al[a].seq, al[a].off);
-        if (host && size == 8 && nal == 0)
-            atl_step_annotate(annstep, opidx, (uint32_t)off, ATL_ANN_HOST, 0);
-        L->np++;
         ws(j);
         if (*j->p == ',') {
             j->p++;
             continue;
         }
-        return lit(j, ']');
+        if (lit(j, '}'))
+            return -1;
+        break;
     }
+    if (!got_hex || i != L->np || size > 65536 || off > 65536) {
+        j->err = "bad parameter record";
+        return -1;
+    }
+    if (off + size > L->pused)
+        L->pused = off + size;
+    if (off + size > L->pcap || !L->pbytes) {
+        size_t nc = off + size + 256;
+        uint8_t *nb = realloc(L->pbytes, nc);
+        if (!nb) {
+            j->err = "out of memory";
+            return -1;
+        }
+        memset(nb + L->pcap, 0, nc - L->pcap);
+        L->pbytes = nb, L->pcap = nc;
+    }
+    if (hexbytes(hx, hxlen, L->pbytes + off, size)) {
+        j->err = "bad hex bytes in a parameter";
+        return -1;
+    }
+    L->off[L->np] = (uint32_t)off, L->size[L->np] = (uint32_t)size;
+    if (resid && L->np < 64)
+        L->residue |= 1ull << L->np;
+    for (int a = 0; a < nal; a++)
+        if (al[a].w + 8 <= size && (a == 0 || al[a].w > al[a - 1].w))
+            atl_step_annotate(annstep, opidx, (uint32_t)(off + al[a].w), al[a].seq, al[a].off);
+    if (host && size == 8 && nal == 0)
+        atl_step_annotate(annstep, opidx, (uint32_t)off, ATL_ANN_HOST, 0);
+    L->np++;
+    return 0;
+}
+
+/* An element of version 2's "params": [off,size], the layout of a declared kernel. */
+static int jpair(struct jp *j, struct jline *L)
+{
+    uint64_t off, size;
+    if (L->np >= 512) {
+        j->err = "too many parameters";
+        return -1;
+    }
+    if (lit(j, '[') || jnum(j, &off) || lit(j, ',') || jnum(j, &size) || lit(j, ']'))
+        return -1;
+    if (off > 65536 || size > 65536) {
+        j->err = "bad parameter layout";
+        return -1;
+    }
+    L->off[L->np] = (uint32_t)off, L->size[L->np] = (uint32_t)size;
+    L->np++;
+    return 0;
+}
+
+/* Version 2's "p": hex digits decoded into L->pbytes as they are scanned
+ * (one pass over the longest field of a launch line). */
+static int jphex(struct jp *j, struct jline *L)
+{
+    if (lit(j, '"'))
+        return -1;
+    const unsigned char *q = (const unsigned char *)j->p;
+    size_t n = 0;
+    for (;; n++, q += 2) {
+        if (n == L->pcap) {
+            size_t nc = L->pcap ? 2 * L->pcap : 256;
+            uint8_t *nb = nc <= 65536 ? realloc(L->pbytes, nc) : NULL;
+            if (!nb) {
+                j->err = nc > 65536 ? "\"p\" holds more than 64 KiB" : "out of memory";
+                return -1;
+            }
+            memset(nb + L->pcap, 0, nc - L->pcap);
+            L->pbytes = nb, L->pcap = nc;
+        }
+        unsigned hi = hexv1[q[0]], lo;
+        if (!hi)
+            break;
+        if (!(lo = hexv1[q[1]])) {
+            j->err = "bad hex bytes in \"p\"";
+            return -1;
+        }
+        L->pbytes[n] = (uint8_t)((hi - 1) << 4 | (lo - 1));
+    }
+    if (*q != '"') {
+        j->err = "bad hex bytes in \"p\"";
+        return -1;
+    }
+    if (n > L->pused)
+        L->pused = n;
+    j->p = (const char *)q + 1;
+    L->pn = n, L->has_p = 1;
+    return 0;
+}
+
+/* An element of a declaration's "residue": a parameter's index. */
+static int residue_bit(struct jp *j, struct jline *L)
+{
+    uint64_t i;
+    if (jnum(j, &i))
+        return -1;
+    if (i < 64)
+        L->residue |= 1ull << i;
+    return 0;
+}
+
+/* An element of version 2's "a": [at,seq,off], or [at] (host memory), in
+ * `at` order. */
+static int jnote(struct jp *j, struct jline *L)
+{
+    uint64_t at;
+    if (lit(j, '[') || jnum(j, &at))
+        return -1;
+    if (L->nnotes == L->capnotes &&
+        atl_grow((void **)&L->notes, &L->capnotes, L->nnotes + 1, sizeof *L->notes, 16)) {
+        j->err = "out of memory";
+        return -1;
+    }
+    struct lnote *n = &L->notes[L->nnotes];
+    *n = (struct lnote){.at = (uint32_t)at, .host = 1};
+    ws(j);
+    if (*j->p == ',') {
+        j->p++;
+        if (jnum(j, &n->seq) || lit(j, ',') || jnum(j, &n->off))
+            return -1;
+        n->host = 0;
+    }
+    if (lit(j, ']'))
+        return -1;
+    if (at > 65536 || (L->nnotes && at <= L->notes[L->nnotes - 1].at) ||
+        (!n->host && n->seq == ATL_ANN_HOST)) {
+        j->err = "bad pointer note (\"a\": [at,alloc,off] in order)";
+        return -1;
+    }
+    L->nnotes++;
+    return 0;
 }
 
 static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, uint32_t opidx)
@@ -776,10 +1224,41 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
         if (jkey(j, key, sizeof key) || lit(j, ':'))
             return -1;
         int rc = 0;
-        if (KEY_IS("step"))
+        /* version 2's keys first: they are most lines' */
+        if (KEY_IS("s"))
+            rc = jnum(j, &L->step), L->has_step = 1, L->v2 = 1;
+        else if (KEY_IS("o"))
+            rc = jnum(j, &L->op), L->has_op = 1;
+        else if (KEY_IS("k"))
+            rc = jnum(j, &L->kid), L->has_k = 1;
+        else if (KEY_IS("st"))
+            rc = jhex(j, &L->o.stream), L->has_st = 1;
+        else if (KEY_IS("p"))
+            rc = jphex(j, L);
+        else if (KEY_IS("a"))
+            rc = jlist(j, jnote, L);
+        else if (KEY_IS("g"))
+            rc = jdim(j, L->o.u.k.grid);
+        else if (KEY_IS("b"))
+            rc = jdim(j, L->o.u.k.block);
+        else if (KEY_IS("sh")) {
+            rc = jnum(j, &v);
+            L->o.shmem = (uint32_t)v;
+        } else if (KEY_IS("cl")) {
+            uint32_t c[3];
+            rc = jdim(j, c);
+            for (int i = 0; i < 3; i++)
+                L->o.cluster[i] = (uint8_t)c[i];
+        } else if (KEY_IS("residue"))
+            rc = jlist(j, residue_bit, L);
+        else if (KEY_IS("format"))
+            rc = jstr(j, L->format, sizeof L->format), L->has_fmt = 1;
+        else if (KEY_IS("version"))
+            rc = jnum(j, &L->version);
+        else if (KEY_IS("step"))
             rc = jnum(j, &L->step), L->has_step = 1;
         else if (KEY_IS("name"))
-            rc = jstr(j, L->name, sizeof L->name);
+            rc = jstr(j, L->name, sizeof L->name), L->has_name = 1;
         else if (KEY_IS("op"))
             rc = jnum(j, &L->op), L->has_op = 1;
         else if (KEY_IS("end"))
@@ -808,9 +1287,18 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
             L->o.shmem = (uint32_t)v;
         } else if (KEY_IS("exact")) {
             rc = jnum(j, &v);
-        } else if (KEY_IS("params"))
-            rc = jparams(j, L, annstep, opidx);
-        else if (KEY_IS("ptr"))
+        } else if (KEY_IS("params")) {
+            /* version 1: [{"i":0,...},...]; version 2 (a declaration): [[off,size],...] */
+            const char *q = j->p;
+            while (*q == ' ' || *q == '\t')
+                q++;
+            if (*q == '[')
+                for (q++; *q == ' ' || *q == '\t'; q++)
+                    ;
+            L->annstep = annstep, L->opidx = opidx;
+            rc = jlist(j, *q == '[' ? jpair : jparam, L);
+            L->has_params = 1;
+        } else if (KEY_IS("ptr"))
             rc = jhex(j, &L->o.u.m.ptr);
         else if (KEY_IS("elem")) {
             rc = jnum(j, &v);
@@ -938,6 +1426,223 @@ static char *read_line(struct lines *r, int *complete, int *oom)
     }
 }
 
+/* k is the kernel L names (name and layout). */
+static int same_kernel(const struct atl_kfn *k, const struct jline *L)
+{
+    return k->nparams == L->np && strcmp(k->mangled, L->kernel) == 0 &&
+           (L->np == 0 ||
+            (memcmp(k->off, L->off, L->np * 4) == 0 && memcmp(k->size, L->size, L->np * 4) == 0));
+}
+
+/* A version-2 declaration: {"s":N,"k":ID,"kernel":...,"params":[...]}. Ids
+ * count from 1 in the step; the previous step's kernel of the same id is
+ * checked first (a loop's steps declare the same kernels in the same order),
+ * so the interned table is searched once per kernel, not once per step.
+ * NULL, or why not. */
+static const char *declare(struct jline *L, const struct atl_kfn ***decl, size_t *ndecl,
+                           size_t *cap, const struct atl_kfn **prev, size_t nprev)
+{
+    if (!L->kernel[0] || !L->has_params)
+        return "a kernel's declaration without its \"kernel\" or \"params\"";
+    if (L->kid != *ndecl + 1)
+        return "kernel ids are declared in order from 1 in each step";
+    if (atl_grow((void **)decl, cap, *ndecl + 1, sizeof **decl, 16))
+        return "out of memory";
+    const struct atl_kfn *k = NULL;
+    if (*ndecl < nprev && same_kernel(prev[*ndecl], L))
+        k = prev[*ndecl];
+    else if (!(k = atl_kfn_intern(L->kernel, NULL, L->np, L->off, L->size)))
+        return "out of memory";
+    /* learned by the recording process: kept for every later op of the kernel */
+    if (L->residue)
+        __atomic_fetch_or((uint64_t *)&k->residue, L->residue, __ATOMIC_RELAXED);
+    (*decl)[(*ndecl)++] = k;
+    return NULL;
+}
+
+/* memset, copy, graph (either version): L->o's kind. 0 when unknown. */
+static int kind_other(struct jline *L)
+{
+    if (!strcmp(L->kind, "memset")) {
+        L->o.kind = ATL_OP_MEMSET;
+    } else if (!strcmp(L->kind, "copy")) {
+        L->o.kind = ATL_OP_COPY;
+        int d = atl_dir_parse(L->dir);
+        L->o.sub = (uint8_t)(d < 0 ? ATL_DIR_OTHER : d);
+    } else if (!strcmp(L->kind, "graph")) {
+        L->o.kind = ATL_OP_GRAPH;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* A version-2 op line into L->o, its notes into cur. NULL, or why not. */
+static const char *op_v2(struct jline *L, const struct atl_kfn **decl, size_t ndecl,
+                         struct atl_step *cur)
+{
+    uint32_t lim = 0; /* notes: at + 8 <= lim, or the two of a memset or copy */
+    if (L->has_k) {
+        if (L->kid < 1 || L->kid > ndecl)
+            return "a launch of a kernel id not declared in this step";
+        const struct atl_kfn *k = decl[L->kid - 1];
+        L->o.kind = ATL_OP_LAUNCH;
+        L->o.u.k.kfn = k;
+        for (int i = 0; i < 3; i++) { /* left out when 1 */
+            if (!L->o.u.k.grid[i])
+                L->o.u.k.grid[i] = 1;
+            if (!L->o.u.k.block[i])
+                L->o.u.k.block[i] = 1;
+        }
+        if (!L->has_p)
+            return "a launch without its parameter bytes (\"p\")";
+        if (L->pn != k->total)
+            return "\"p\" is not the kernel's parameter bytes (its length)";
+        L->o.u.k.bytes = (uintptr_t)L->pbytes;
+        lim = k->total;
+    } else if (!kind_other(L)) {
+        return L->kind[0] ? "unknown op kind" : "an op without a kernel (\"k\") or a \"kind\"";
+    }
+    for (size_t i = 0; i < L->nnotes; i++) {
+        const struct lnote *n = &L->notes[i];
+        int ok = L->o.kind == ATL_OP_LAUNCH   ? n->at + 8 <= lim
+                 : L->o.kind == ATL_OP_MEMSET ? n->at == ATL_ANN_DST
+                 : L->o.kind == ATL_OP_COPY   ? n->at == ATL_ANN_DST || n->at == ATL_ANN_SRC
+                                              : 0;
+        if (!ok)
+            return "a pointer note (\"a\") outside the op's parameters";
+        if (atl_step_annotate(cur, (uint32_t)cur->nops, n->at, n->host ? ATL_ANN_HOST : n->seq,
+                              n->host ? 0 : n->off))
+            return "out of memory";
+    }
+    return NULL;
+}
+
+/* ---- version 2's launch lines, as the writer writes them -------------------------- */
+
+/* Most lines of a large trace are launches in the writer's own form: fixed
+ * key order, no white space. They are read here without the key loop; any
+ * other line (or one with a surprise) goes through parse_line, which reads
+ * any order and says what is wrong. */
+
+/* q is followed by s (within the line, which ends at e): q moved past it */
+#define FAST_LIT(q, s)                                                                             \
+    ((size_t)(e - q) >= sizeof(s) - 1 && memcmp(q, "" s, sizeof(s) - 1) == 0                       \
+         ? (q += sizeof(s) - 1, 1)                                                                 \
+         : 0)
+
+/* Up to 19 decimal digits (no overflow possible); 0 when there are none or more. */
+static inline int fast_num(const char **qp, uint64_t *v)
+{
+    const char *q = *qp;
+    uint64_t x = 0;
+    int n = 0;
+    for (; (unsigned)(*q - '0') < 10; q++, n++)
+        x = x * 10 + (uint64_t)(*q - '0');
+    if (n == 0 || n > 19)
+        return 0;
+    *v = x, *qp = q;
+    return 1;
+}
+
+static inline int fast_dim(const char **qp, uint32_t d[3])
+{
+    const char *q = *qp;
+    uint64_t v[3];
+    if (*q++ != '[' || !fast_num(&q, &v[0]) || *q++ != ',' || !fast_num(&q, &v[1]) || *q++ != ',' ||
+        !fast_num(&q, &v[2]) || *q++ != ']')
+        return 0;
+    for (int i = 0; i < 3; i++)
+        d[i] = (uint32_t)v[i];
+    *qp = q;
+    return 1;
+}
+
+/* 1 and L filled as parse_line would (L cleared before); 0: not in the
+ * writer's form, L to be cleared again and the line read by parse_line. The
+ * line ends at e (a NUL there). */
+static int fast_launch(const char *q, const char *e, struct jline *L)
+{
+    if (!FAST_LIT(q, "{\"s\":") || !fast_num(&q, &L->step) || !FAST_LIT(q, ",\"o\":") ||
+        !fast_num(&q, &L->op))
+        return 0;
+    L->has_step = L->v2 = L->has_op = 1;
+    if (FAST_LIT(q, ",\"st\":\"0x")) {
+        uint64_t x = 0;
+        int n = 0, d;
+        for (; n <= 16 && (d = hexv1[(unsigned char)*q]) != 0; q++, n++)
+            x = x << 4 | (uint64_t)(d - 1);
+        if (n == 0 || n > 16 || *q++ != '"')
+            return 0;
+        L->o.stream = x, L->has_st = 1;
+    }
+    if (!FAST_LIT(q, ",\"k\":") || !fast_num(&q, &L->kid))
+        return 0;
+    L->has_k = 1;
+    if (FAST_LIT(q, ",\"g\":") && !fast_dim(&q, L->o.u.k.grid))
+        return 0;
+    if (FAST_LIT(q, ",\"b\":") && !fast_dim(&q, L->o.u.k.block))
+        return 0;
+    if (FAST_LIT(q, ",\"sh\":")) {
+        uint64_t v;
+        if (!fast_num(&q, &v) || v > UINT32_MAX)
+            return 0;
+        L->o.shmem = (uint32_t)v;
+    }
+    if (FAST_LIT(q, ",\"cl\":")) {
+        uint32_t c[3];
+        if (!fast_dim(&q, c) || (c[0] | c[1] | c[2]) > 255)
+            return 0;
+        for (int i = 0; i < 3; i++)
+            L->o.cluster[i] = (uint8_t)c[i];
+    }
+    if (!FAST_LIT(q, ",\"p\":\""))
+        return 0;
+    const char *pe = memchr(q, '"', (size_t)(e - q));
+    if (!pe || (pe - q) % 2 || pe - q > 2 * 65536)
+        return 0;
+    size_t n = (size_t)(pe - q) / 2;
+    if (n > L->pcap) {
+        uint8_t *nb = realloc(L->pbytes, n + 256);
+        if (!nb)
+            return 0;
+        memset(nb + L->pcap, 0, n + 256 - L->pcap);
+        L->pbytes = nb, L->pcap = n + 256;
+    }
+    if (hexbytes(q, 2 * n, L->pbytes, n))
+        return 0;
+    if (n > L->pused)
+        L->pused = n;
+    L->pn = n, L->has_p = 1;
+    q = pe + 1;
+    if (FAST_LIT(q, ",\"a\":[")) {
+        for (;;) {
+            uint64_t at, seq = 0, off = 0;
+            if (*q++ != '[' || !fast_num(&q, &at))
+                return 0;
+            int host = *q != ',';
+            if (!host && (*q++ != ',' || !fast_num(&q, &seq) || *q++ != ',' || !fast_num(&q, &off)))
+                return 0;
+            if (*q++ != ']' || at > 65536 || (L->nnotes && at <= L->notes[L->nnotes - 1].at) ||
+                (!host && seq == ATL_ANN_HOST))
+                return 0;
+            if (L->nnotes == L->capnotes &&
+                atl_grow((void **)&L->notes, &L->capnotes, L->nnotes + 1, sizeof *L->notes, 16))
+                return 0;
+            L->notes[L->nnotes++] =
+                (struct lnote){.at = (uint32_t)at, .host = host, .seq = seq, .off = off};
+            if (*q == ',') {
+                q++;
+                continue;
+            }
+            if (*q++ != ']')
+                return 0;
+            break;
+        }
+    }
+    return q[0] == '}' && (q[1] == '\0' || (q[1] == '\r' && q[2] == '\0'));
+}
+
 int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx, char *err,
                    size_t errlen)
 {
@@ -945,6 +1650,12 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
     size_t lineno = 0;
     int complete, rc = -1, open = 0, steps = 0, oom = 0;
     const struct atl_kfn *lastk = NULL; /* the kernel of the last launch read */
+    /* version 2: the kernels the open step declared (id - 1), the last
+     * step's, and the stream of the op before */
+    const struct atl_kfn **decl = NULL, **prevdecl = NULL;
+    size_t ndecl = 0, capdecl = 0, nprevdecl = 0, capprev = 0;
+    uint64_t stream = 0;
+    int named = 0; /* the open step's name is known (version 2: from its end) */
     struct atl_step cur;
     struct jline *L = calloc(1, sizeof *L);
     atl_step_init(&cur, "");
@@ -981,7 +1692,11 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
         if (L->pused)
             memset(L->pbytes, 0, L->pused);
         L->pused = 0;
-        if (parse_line(&j, L, &cur, (uint32_t)cur.nops) != 0) {
+        /* the line's NUL: where its newline was, or (a last line without one) the end */
+        if (fast_launch(j.p, rd.buf + rd.start - (complete ? 1 : 0), L)) {
+            /* read */
+        } else if ((memset(L, 0, offsetof(struct jline, kernel)),
+                    parse_line(&j, L, &cur, (uint32_t)cur.nops) != 0)) {
             snprintf(err, errlen, "line %zu: %s", lineno, j.err ? j.err : "not a trace record");
             goto out;
         }
@@ -990,19 +1705,43 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                      lineno);
             goto out;
         }
+        if (L->has_fmt) { /* the header: what follows is in this version */
+            if (strcmp(L->format, ATL_TRACE_FORMAT) != 0) {
+                snprintf(err, errlen, "line %zu: not an atlastrace step trace (format \"%s\")",
+                         lineno, L->format);
+                goto out;
+            }
+            if (L->version < 1 || L->version > ATL_TRACE_VERSION) {
+                snprintf(err, errlen,
+                         "line %zu: format version %" PRIu64
+                         ": this reader reads versions 1 to %d (a newer atlastrace wrote it?)",
+                         lineno, L->version, ATL_TRACE_VERSION);
+                goto out;
+            }
+            if (open) {
+                snprintf(err, errlen, "line %zu: a header inside step %" PRIu64, lineno, cur.index);
+                goto out;
+            }
+            continue;
+        }
         if (!L->has_step) {
-            snprintf(err, errlen, "line %zu: record without a \"step\"", lineno);
+            snprintf(err, errlen, "line %zu: record without a \"step\" (or \"s\")", lineno);
             goto out;
         }
         if (!open) { /* cur is empty (annotations of this line aside) */
             snprintf(cur.name, sizeof cur.name, "%s", L->name);
+            named = L->has_name;
             cur.index = L->step;
             open = 1;
-        } else if (L->step != cur.index || strcmp(L->name, cur.name) != 0) {
+            ndecl = 0;
+        } else if (L->step != cur.index || (L->has_name && named && strcmp(L->name, cur.name))) {
             snprintf(err, errlen,
                      "line %zu: step %" PRIu64 " begins before step %" PRIu64 " ended (truncated?)",
                      lineno, L->step, cur.index);
             goto out;
+        } else if (L->has_name && !named) { /* version 2: the name comes with the end */
+            snprintf(cur.name, sizeof cur.name, "%s", L->name);
+            named = 1;
         }
         if (L->end) {
             if (L->nops != cur.nops) {
@@ -1019,8 +1758,22 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
             struct atl_step done = cur;
             atl_step_init(&cur, "");
             open = 0;
+            /* this step's kernels are the next one's likely ones */
+            const struct atl_kfn **t = prevdecl;
+            prevdecl = decl, nprevdecl = ndecl;
+            decl = t, ndecl = 0;
+            size_t tc = capprev;
+            capprev = capdecl, capdecl = tc;
             if (fn(ctx, &done) != 0) {
                 snprintf(err, errlen, "line %zu: out of memory", lineno);
+                goto out;
+            }
+            continue;
+        }
+        if (L->v2 && !L->has_op) { /* a kernel's declaration */
+            const char *why = declare(L, &decl, &ndecl, &capdecl, prevdecl, nprevdecl);
+            if (why) {
+                snprintf(err, errlen, "line %zu: %s", lineno, why);
                 goto out;
             }
             continue;
@@ -1034,16 +1787,29 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                      L->op, cur.nops);
             goto out;
         }
-        if (!strcmp(L->kind, "launch")) {
+        if (L->v2) {
+            /* the stream is written when it changes from the op before */
+            if (L->has_st)
+                stream = L->o.stream;
+            else if (cur.nops == 0) {
+                snprintf(err, errlen, "line %zu: the step's first op has no stream (\"st\")",
+                         lineno);
+                goto out;
+            } else
+                L->o.stream = stream;
+            const char *why = op_v2(L, decl, ndecl, &cur);
+            if (why) {
+                snprintf(err, errlen, "line %zu: %s", lineno, why);
+                goto out;
+            }
+        } else if (!strcmp(L->kind, "launch")) {
             if (!L->kernel[0]) {
                 snprintf(err, errlen, "line %zu: launch without a kernel", lineno);
                 goto out;
             }
             L->o.kind = ATL_OP_LAUNCH;
             /* a run of launches of one kernel: the last one's record again */
-            if (lastk && lastk->nparams == L->np && strcmp(lastk->mangled, L->kernel) == 0 &&
-                (L->np == 0 || (memcmp(lastk->off, L->off, L->np * 4) == 0 &&
-                                memcmp(lastk->size, L->size, L->np * 4) == 0)))
+            if (lastk && same_kernel(lastk, L))
                 L->o.u.k.kfn = lastk;
             else
                 L->o.u.k.kfn = lastk = atl_kfn_intern(L->kernel, NULL, L->np, L->off, L->size);
@@ -1056,15 +1822,7 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
             if (L->residue)
                 __atomic_fetch_or((uint64_t *)&L->o.u.k.kfn->residue, L->residue, __ATOMIC_RELAXED);
             L->o.u.k.bytes = (uintptr_t)L->pbytes;
-        } else if (!strcmp(L->kind, "memset")) {
-            L->o.kind = ATL_OP_MEMSET;
-        } else if (!strcmp(L->kind, "copy")) {
-            L->o.kind = ATL_OP_COPY;
-            int d = atl_dir_parse(L->dir);
-            L->o.sub = (uint8_t)(d < 0 ? ATL_DIR_OTHER : d);
-        } else if (!strcmp(L->kind, "graph")) {
-            L->o.kind = ATL_OP_GRAPH;
-        } else {
+        } else if (!kind_other(L)) {
             snprintf(err, errlen, "line %zu: unknown op kind \"%s\"", lineno, L->kind);
             goto out;
         }
@@ -1095,7 +1853,10 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
 out:
     atl_step_free(&cur);
     free(L->pbytes);
+    free(L->notes);
     free(L);
     free(rd.buf);
+    free(decl);
+    free(prevdecl);
     return rc;
 }

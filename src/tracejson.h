@@ -1,5 +1,8 @@
 /*
- * The step trace's file form: JSON lines, one op per line (docs/trace.md).
+ * The step trace's file form: JSON lines, one op per line (docs/trace.md,
+ * "JSON lines"). Version 2 (written): a header line, each kernel declared
+ * once per step with an id, ops naming it by id with short keys. Version 1
+ * (read, and written by tests): every op line whole.
  */
 #ifndef ATL_TRACEJSON_H
 #define ATL_TRACEJSON_H
@@ -8,14 +11,25 @@
 
 #include <stdio.h>
 
-/* JSON lines: one op per line. */
-void atl_step_write_json(const struct atl_step *s, FILE *f);
+#define ATL_TRACE_FORMAT "atlastrace-steps"
+#define ATL_TRACE_VERSION 2
 
-/* Reads a JSON-lines trace: calls fn for each complete step, in file order.
- * Returns 0, or -1 with a message "line N: why" in err. A file cut short
- * after at least one whole step (a run killed mid-step: a torn last line,
- * an unfinished last step) is read up to its last whole step: 0, and err
- * says what was skipped (empty when nothing was). */
+/* The file's first line: {"format":"atlastrace-steps","version":2}. */
+void atl_trace_write_header(FILE *f);
+/* A step in version 2: its kernels' declarations, one line per op, its end
+ * record. */
+void atl_step_write_json(const struct atl_step *s, FILE *f);
+/* A step in version 1 (no header): what files written before version 2
+ * hold, for the tests of the reader. */
+void atl_step_write_json_v1(const struct atl_step *s, FILE *f);
+
+/* Reads a JSON-lines trace of either version (lines of both may be mixed,
+ * and a header may come anywhere between steps, as in files put end to
+ * end): calls fn for each complete step, in file order. Returns 0, or -1
+ * with a message "line N: why" in err. A file cut short after at least one
+ * whole step (a run killed mid-step: a torn last line, an unfinished last
+ * step) is read up to its last whole step: 0, and err says what was skipped
+ * (empty when nothing was). */
 int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx, char *err,
                    size_t errlen);
 

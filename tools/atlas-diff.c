@@ -300,9 +300,11 @@ int main(int argc, char **argv)
             residue = parse_mode("ATLAS_DIFF_RESIDUE", v, "--residue ");
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
+            free(files);
             return 0;
         } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
             printf("atlas-diff (atlastrace) %s\n", ATLAS_VERSION);
+            free(files);
             return 0;
         } else {
             bad_usage("unknown option %s", a);

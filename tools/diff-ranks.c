@@ -95,8 +95,33 @@ static uint64_t hex_hash(uint64_t h, const char *hs, const char *he, const char 
     return span_hash(h, hs + at, n - at);
 }
 
-/* One op line, as ATLAS_TRACE_FILE writes it, without what differs between
- * two processes that enqueue the same op. */
+/* Version 2: a launch's "p" (hs..he), less the 8-byte words its "a" notes
+ * name ([at,alloc,off] or [at] for host memory, later in the line): the
+ * notes themselves are hashed as text. */
+static uint64_t phex_hash(uint64_t h, const char *hs, const char *he, const char *e)
+{
+    size_t at = 0, n = (size_t)(he - hs);
+    const char *a = memmem(he, (size_t)(e - he), "\"a\":[", 5);
+    for (const char *q = a ? a + 5 : e; q < e && *q == '[';) {
+        size_t w = 0;
+        for (q++; q < e && isdigit((unsigned char)*q) && w <= n; q++)
+            w = w * 10 + (size_t)(*q - '0');
+        if (w <= n / 2 && 2 * w >= at && 2 * w + 16 <= n) { /* a word of this block */
+            h = span_hash(h, hs + at, 2 * w - at);
+            at = 2 * w + 16;
+        }
+        const char *close = memchr(q, ']', (size_t)(e - q));
+        if (!close)
+            break;
+        q = close + 1;
+        if (q < e && *q == ',')
+            q++;
+    }
+    return span_hash(h, hs + at, n - at);
+}
+
+/* One op line, as ATLAS_TRACE_FILE writes it (either version), without what
+ * differs between two processes that enqueue the same op. */
 static uint64_t line_hash(const char *p, size_t n)
 {
     const char *e = p + n, *seg = p, *s = p;
@@ -112,14 +137,16 @@ static uint64_t line_hash(const char *p, size_t n)
         size_t kl = (size_t)(ke - k);
         const char *v = ke + 2;
         int skip = 0;
-        if (kl == 4 && !memcmp(k, "step", 4))
+        if ((kl == 4 && !memcmp(k, "step", 4)) || (kl == 1 && *k == 's'))
             skip = 1;
-        else if ((kl == 6 && !memcmp(k, "stream", 6)) ||
+        else if ((kl == 6 && !memcmp(k, "stream", 6)) || (kl == 2 && !memcmp(k, "st", 2)) ||
                  (kl == 3 &&
                   (!memcmp(k, "ptr", 3) || !memcmp(k, "dst", 3) || !memcmp(k, "src", 3))))
             skip = 2;
         else if (kl == 3 && !memcmp(k, "hex", 3))
             skip = 3;
+        else if (kl == 1 && *k == 'p')
+            skip = 4;
         if (!skip) {
             s = v;
             continue;
@@ -133,6 +160,8 @@ static uint64_t line_hash(const char *p, size_t n)
             ve = str_end(v + 1, e);
             if (skip == 3)
                 h = hex_hash(h, v + 1, ve, e);
+            else if (skip == 4)
+                h = phex_hash(h, v + 1, ve, e);
             if (ve < e)
                 ve++;
         }
@@ -205,22 +234,34 @@ struct rank {
 };
 
 /* The step number and name at the head of a line ({"step":N,"name":"..."),
- * and whether it is the step's end record (with its op count); -1 when the
- * line is not laid out as ATLAS_TRACE_FILE writes it. */
+ * or the step number alone (version 2's {"s":N,...}: *name NULL), where the
+ * line goes on after the number (*after), and whether it is the step's end
+ * record (with its op count). 1: the file's header (version 2), no record;
+ * -1 when the line is not laid out as ATLAS_TRACE_FILE writes it. */
 static int line_head(const char *p, size_t n, uint64_t *step, const char **name, size_t *namelen,
-                     int *end, uint64_t *nops)
+                     const char **after, int *end, uint64_t *nops)
 {
     const char *e = p + n;
-    static const char a[] = "{\"step\":", b[] = ",\"name\":\"";
-    if (n < sizeof a || memcmp(p, a, sizeof a - 1))
+    static const char a[] = "{\"step\":", a2[] = "{\"s\":", hd[] = "{\"format\":",
+                      b[] = ",\"name\":\"";
+    if (n >= sizeof hd - 1 && !memcmp(p, hd, sizeof hd - 1))
+        return 1;
+    int v2 = n >= sizeof a2 && !memcmp(p, a2, sizeof a2 - 1);
+    if (!v2 && (n < sizeof a || memcmp(p, a, sizeof a - 1)))
         return -1;
-    p += sizeof a - 1;
+    p += v2 ? sizeof a2 - 1 : sizeof a - 1;
     if (!isdigit((unsigned char)*p))
         return -1;
     uint64_t v = 0;
     for (; p < e && isdigit((unsigned char)*p); p++)
         v = v * 10 + (uint64_t)(*p - '0');
     *step = v;
+    *after = p;
+    *end = 0;
+    if (v2) { /* an op or a kernel's declaration */
+        *name = NULL, *namelen = 0;
+        return 0;
+    }
     if ((size_t)(e - p) < sizeof b - 1 || memcmp(p, b, sizeof b - 1))
         return -1;
     p += sizeof b - 1;
@@ -242,7 +283,6 @@ static int line_head(const char *p, size_t n, uint64_t *step, const char **name,
         }
     }
     static const char endrec[] = ",\"end\":true,\"ops\":";
-    *end = 0;
     if ((size_t)(e - p) > sizeof endrec - 1 && !memcmp(p, endrec, sizeof endrec - 1)) {
         *end = 1;
         p += sizeof endrec - 1;
@@ -271,6 +311,7 @@ static uint64_t name_nth(struct rank *r, const char *name)
 static int read_step(struct rank *r, char *err, size_t errlen)
 {
     uint64_t h = 0, count = 0;
+    size_t nline = 0; /* lines of the step so far (the cache's index) */
     int open = 0;
     for (;;) {
         size_t len;
@@ -288,29 +329,42 @@ static int read_step(struct rank *r, char *err, size_t errlen)
         if (len == 0)
             continue;
         uint64_t step, nops = 0;
-        const char *name;
+        const char *name, *rest;
         size_t nl;
         int end;
-        if (line_head(line, len, &step, &name, &nl, &end, &nops)) {
+        int head = line_head(line, len, &step, &name, &nl, &rest, &end, &nops);
+        if (head < 0) {
             snprintf(err, errlen,
                      "line %" PRIu64 ": not a step record as ATLAS_TRACE_FILE writes it "
-                     "({\"step\":N,\"name\":...})",
+                     "({\"step\":N,\"name\":...} or {\"s\":N,...})",
                      r->lineno);
             return -1;
+        }
+        if (head > 0) { /* the header (version 2): before any step */
+            if (open) {
+                snprintf(err, errlen, "line %" PRIu64 ": a header inside step %" PRIu64, r->lineno,
+                         r->index);
+                return -1;
+            }
+            continue;
         }
         if (!open) {
             open = 1;
             r->index = step, r->off = at;
-            r->rawname = name, r->rawlen = nl; /* in the mapping, whole */
-            size_t keep = nl < sizeof r->name ? nl : sizeof r->name - 1;
-            memcpy(r->name, name, keep);
-            r->name[keep] = '\0';
+            r->rawname = NULL; /* version 2: from the end record */
             r->cur.n = 0;
-        } else if (step != r->index || nl != r->rawlen || memcmp(name, r->rawname, nl)) {
+        } else if (step != r->index ||
+                   (name && r->rawname && (nl != r->rawlen || memcmp(name, r->rawname, nl)))) {
             snprintf(err, errlen,
                      "line %" PRIu64 ": step %" PRIu64 " begins before step %" PRIu64 " ended",
                      r->lineno, step, r->index);
             return -1;
+        }
+        if (name && !r->rawname) {
+            r->rawname = name, r->rawlen = nl; /* in the mapping, whole */
+            size_t keep = nl < sizeof r->name ? nl : sizeof r->name - 1;
+            memcpy(r->name, name, keep);
+            r->name[keep] = '\0';
         }
         if (end) {
             if (nops != count) {
@@ -333,20 +387,19 @@ static int read_step(struct rank *r, char *err, size_t errlen)
             return 1;
         }
         /* the line after its step number */
-        const char *rest = line + 8;
-        while (isdigit((unsigned char)*rest))
-            rest++;
         size_t rl = len - (size_t)(rest - line);
         uint64_t lh;
         struct line_cache *pv = &r->prev, *cu = &r->cur;
-        if (count < pv->n && pv->l[count].len == rl && !memcmp(pv->l[count].rest, rest, rl))
-            lh = pv->l[count].h;
+        if (nline < pv->n && pv->l[nline].len == rl && !memcmp(pv->l[nline].rest, rest, rl))
+            lh = pv->l[nline].h;
         else
             lh = line_hash(line, len);
         if (cu->n < cu->cap || !atl_grow((void **)&cu->l, &cu->cap, cu->n + 1, sizeof *cu->l, 256))
             cu->l[cu->n++] = (struct seen_line){rest, rl, lh};
+        nline = cu->n;
         h = mix(h, lh);
-        count++;
+        /* a kernel's declaration (version 2, {"s":N,"k":...}) is hashed, not counted */
+        count += name || rl < 5 || memcmp(rest, ",\"k\":", 5) != 0;
     }
 }
 

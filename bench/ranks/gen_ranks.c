@@ -4,7 +4,8 @@
  * data-parallel job, each step a run of kernel launches with an all-reduce
  * in the middle. Each rank has its own addresses and stream handles, as
  * separate processes do; pointers carry the same allocation names on every
- * rank, as the ledger gives them.
+ * rank, as the ledger gives them. Written in version 2 of the format (a
+ * header, kernels declared once per step), as the library writes it.
  *
  *   gen_ranks DIR RANKS STEPS OPS [what...]
  *     insert:R:S:OP  rank R runs one more all-reduce at op OP of step S
@@ -35,27 +36,38 @@ static char *hex8(char *p, uint64_t v)
     return p;
 }
 
-/* One launch line: a kernel taking (buffer, count), in a step named `name`. */
-static int launch_in(char *out, const char *name, long step, long op, uint64_t stream,
-                     const char *kernel, unsigned grid, uint64_t base, unsigned alloc,
-                     uint64_t count)
+/* The kernels a step has declared (version 2 of the format: a kernel's name
+ * and layout once per step, launches name it by id). */
+struct decls {
+    const char *k[8];
+    int n;
+};
+
+/* One launch of a kernel taking (buffer, count) as op `op` of step `step`:
+ * the kernel's declaration first when the step has not declared it. The
+ * stream is written on the step's first op (it never changes here). */
+static int launch(char *out, struct decls *d, long step, long op, uint64_t stream,
+                  const char *kernel, unsigned grid, uint64_t base, unsigned alloc, uint64_t count)
 {
     char hp[17], hc[17];
     *hex8(hp, base + 256u * alloc) = '\0';
     *hex8(hc, count) = '\0';
-    return sprintf(out,
-                   "{\"step\":%ld,\"name\":\"%s\",\"op\":%ld,\"stream\":\"0x%" PRIx64
-                   "\",\"kind\":\"launch\",\"kernel\":\"%s\",\"grid\":[%u,1,1],\"block\":[256,1,"
-                   "1],\"shmem\":0,\"cluster\":[0,0,0],\"exact\":1,\"params\":[{\"i\":0,\"off\":"
-                   "0,\"size\":8,\"hex\":\"%s\",\"alloc\":\"alloc#%u+0x0\"},{\"i\":1,\"off\":8,"
-                   "\"size\":8,\"hex\":\"%s\"}]}\n",
-                   step, name, op, stream, kernel, grid, hp, alloc, hc);
-}
-
-static int launch(char *out, long step, long op, uint64_t stream, const char *kernel, unsigned grid,
-                  uint64_t base, unsigned alloc, uint64_t count)
-{
-    return launch_in(out, "step", step, op, stream, kernel, grid, base, alloc, count);
+    int id = 0, n = 0;
+    while (id < d->n && strcmp(d->k[id], kernel))
+        id++;
+    if (id == d->n) {
+        d->k[d->n++] = kernel;
+        n += sprintf(
+            out, "{\"s\":%ld,\"k\":%d,\"kernel\":\"%s\",\"exact\":1,\"params\":[[0,8],[8,8]]}\n",
+            step, id + 1, kernel);
+    }
+    n += sprintf(out + n, "{\"s\":%ld,\"o\":%ld", step, op);
+    if (op == 0)
+        n += sprintf(out + n, ",\"st\":\"0x%" PRIx64 "\"", stream);
+    return n +
+           sprintf(out + n,
+                   ",\"k\":%d,\"g\":[%u,1,1],\"b\":[256,1,1],\"p\":\"%s%s\",\"a\":[[0,%u,0]]}\n",
+                   id + 1, grid, hp, hc, alloc);
 }
 
 int main(int argc, char **argv)
@@ -86,7 +98,7 @@ int main(int argc, char **argv)
     static const char *const kern[] = {"_Z6linearPfS_", "_Z4geluPf", "_Z7softmaxPf",
                                        "_Z9layernormPf"};
     static const char ar[] = "ncclDevKernel_AllReduce_Sum_f32";
-    char *line = malloc(1024);
+    char *line = malloc(2048);
     for (long r = 0; r < nr; r++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/trace.%ld.jsonl", dir, r);
@@ -96,6 +108,7 @@ int main(int argc, char **argv)
             return 1;
         }
         setvbuf(f, NULL, _IOFBF, 1 << 20);
+        fputs("{\"format\":\"atlastrace-steps\",\"version\":2}\n", f);
         uint64_t base = 0x7f0000000000ULL + (uint64_t)r * 0x100000000ULL; /* per process */
         uint64_t stream = 0x5500000 + (uint64_t)r * 0x1000;
         long stop = -1, cut = 0, shift = 0; /* shift: extra steps so far */
@@ -105,17 +118,19 @@ int main(int argc, char **argv)
         for (long s = 1; s <= ns; s++) {
             if (stop >= 0 && s > stop) {
                 if (cut) {
-                    int n = launch(line, s + shift, 0, stream, kern[0], 64, base, 1, 4096);
+                    struct decls d = {.n = 0};
+                    int n = launch(line, &d, s + shift, 0, stream, kern[0], 64, base, 1, 4096);
                     fwrite(line, 1, (size_t)n / 2, f);
                 }
                 break;
             }
             long op = 0, at = s + shift; /* the step's number in this rank's run */
+            struct decls d = {.n = 0};
             for (long i = 0; i < no; i++) {
                 int n;
                 for (int k = 0; k < nw; k++)
                     if (w[k].kind == INSERT && w[k].r == r && w[k].s == s && w[k].op == op) {
-                        n = launch(line, at, op++, stream, ar, 32, base, 9, 1 << 20);
+                        n = launch(line, &d, at, op++, stream, ar, 32, base, 9, 1 << 20);
                         fwrite(line, 1, (size_t)n, f);
                     }
                 if (i == no / 2) { /* the step's all-reduce of the gradients */
@@ -123,10 +138,10 @@ int main(int argc, char **argv)
                     for (int k = 0; k < nw; k++)
                         if (w[k].kind == SIZE && w[k].r == r && w[k].s == s)
                             count = 1 << 19;
-                    n = launch(line, at, op++, stream, ar, 32, base, 9, count);
+                    n = launch(line, &d, at, op++, stream, ar, 32, base, 9, count);
                 } else {
-                    n = launch(line, at, op++, stream, kern[i & 3], 64 + (unsigned)(i & 7), base,
-                               1 + (unsigned)(i & 7), 4096 + (uint64_t)i);
+                    n = launch(line, &d, at, op++, stream, kern[i & 3], 64 + (unsigned)(i & 7),
+                               base, 1 + (unsigned)(i & 7), 4096 + (uint64_t)i);
                 }
                 fwrite(line, 1, (size_t)n, f);
             }
@@ -134,7 +149,8 @@ int main(int argc, char **argv)
             for (int k = 0; k < nw; k++)
                 if (w[k].kind == EXTRA && w[k].r == r && w[k].s == s) {
                     shift++;
-                    int n = launch_in(line, "extra", s + shift, 0, stream, kern[0], 1, base, 1, 1);
+                    struct decls dx = {.n = 0};
+                    int n = launch(line, &dx, s + shift, 0, stream, kern[0], 1, base, 1, 1);
                     fwrite(line, 1, (size_t)n, f);
                     fprintf(f, "{\"step\":%ld,\"name\":\"extra\",\"end\":true,\"ops\":1}\n",
                             s + shift);

@@ -487,20 +487,28 @@ START_TEST(json_lines_and_tool)
     record_to("scalar", "3", "scalar", diffp, sizeof diffp);
     record_to("same", "3", "same", samep, sizeof samep);
 
-    /* every line is a JSON object of one op or one step end */
+    /* the header, then JSON objects: a kernel's declaration, an op, a step end */
     FILE *f = fopen(diffp, "r");
     char line[4096];
-    int ops = 0, ends = 0;
+    int ops = 0, ends = 0, decls = 0, named = 0;
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "{\"format\":\"atlastrace-steps\",\"version\":2}\n");
     while (fgets(line, sizeof line, f)) {
-        ck_assert_msg(strncmp(line, "{\"step\":", 8) == 0 && strstr(line, "}\n"), "%s", line);
-        ops += strstr(line, "\"op\":") != NULL;
+        ck_assert_msg((strncmp(line, "{\"s\":", 5) == 0 || strncmp(line, "{\"step\":", 8) == 0) &&
+                          strstr(line, "}\n"),
+                      "%s", line);
+        ops += strstr(line, "\"o\":") != NULL;
         ends += strstr(line, "\"end\":true") != NULL;
-        if (strstr(line, "\"kernel\":\"_Z8add_stepPfi\""))
-            ck_assert_msg(strstr(line, "\"params\":[{\"i\":0,\"off\":0,\"size\":8,\"hex\":\"") &&
-                              strstr(line, "\"alloc\":\"alloc#1+0x0\""),
-                          "%s", line);
+        if (strstr(line, "\"kernel\":\"_Z8add_stepPfi\"")) {
+            ck_assert_msg(strstr(line, "\"params\":[[0,8],[8,4]]"), "%s", line);
+            decls++;
+        }
+        /* a launch: its parameter bytes, its pointer named by allocation */
+        named += strstr(line, ",\"p\":\"") && strstr(line, "\"a\":[[0,1,0]]");
     }
     fclose(f);
+    ck_assert_int_eq(decls, 3); /* once in each step */
+    ck_assert_int_ge(named, 3);
     ck_assert_int_eq(ops, 9);
     ck_assert_int_eq(ends, 3);
 
@@ -544,8 +552,8 @@ START_TEST(residue_in_json_lines)
     FILE *f = fopen(a, "r");
     char line[4096];
     int marked = 0;
-    while (fgets(line, sizeof line, f))
-        marked += strstr(line, "\"size\":128,\"hex\":\"") && strstr(line, "\"residue\":1");
+    while (fgets(line, sizeof line, f)) /* on the kernel's declaration in the step */
+        marked += strstr(line, "\"kernel\":") && strstr(line, ",[8,128]],\"residue\":[1]}");
     fclose(f);
     ck_assert_int_eq(marked, 2); /* learned at the end of step 2, so from step 2 on */
     struct run_result r;
@@ -584,10 +592,9 @@ START_TEST(two_runs_compare_equal)
     char line[4096];
     int memset_alloc = 0, copy_alloc = 0;
     while (fgets(line, sizeof line, f)) {
-        memset_alloc +=
-            strstr(line, "\"kind\":\"memset\"") && strstr(line, "\"alloc\":\"alloc#1+0xc00\"");
-        copy_alloc += strstr(line, "\"dir\":\"DtoD\"") &&
-                      strstr(line, "\"dstalloc\":\"alloc#1+0x800\",\"srcalloc\":\"alloc#1+0x0\"");
+        memset_alloc += strstr(line, "\"kind\":\"memset\"") && strstr(line, "\"a\":[[0,1,3072]]");
+        copy_alloc +=
+            strstr(line, "\"dir\":\"DtoD\"") && strstr(line, "\"a\":[[0,1,2048],[8,1,0]]");
     }
     fclose(f);
     ck_assert_int_eq(memset_alloc, 3);
@@ -625,7 +632,7 @@ START_TEST(steps_end_under_concurrent_launches)
     char line[4096];
     long ops = 0, ends = 0, declared = 0;
     while (fgets(line, sizeof line, f)) {
-        ops += strstr(line, "\"kind\":\"launch\"") != NULL;
+        ops += strstr(line, "\"k\":") && strstr(line, "\"o\":"); /* a launch */
         const char *e = strstr(line, "\"end\":true,\"ops\":");
         if (e) {
             ends++;

@@ -228,7 +228,8 @@ START_TEST(broken_stderr_no_sigpipe)
 }
 END_TEST
 
-/* Every line of a JSON-lines trace whole, and (step, op) strictly rising:
+/* Every line of a JSON-lines trace whole (the header first, then kernel
+ * declarations, ops and step ends), and (step, op) strictly rising:
  * a child's flush of an inherited buffer repeats or tears lines. Returns
  * the number of op lines. */
 static int check_trace_lines(const char *text, const char *what)
@@ -246,8 +247,23 @@ static int check_trace_lines(const char *text, const char *what)
         memcpy(one, l, n);
         one[n] = '\0';
         long long stp, op;
-        ck_assert_msg(sscanf(one, "{\"step\":%lld,", &stp) == 1 && end[-1] == '}',
-                      "%s: line %d is not one op: %.200s", what, lines + 1, one);
+        if (l == text) { /* the header, first and once */
+            ck_assert_msg(!strcmp(one, "{\"format\":\"atlastrace-steps\",\"version\":2}"),
+                          "%s: no header: %.200s", what, one);
+            l = end + 1;
+            continue;
+        }
+        ck_assert_msg(
+            (sscanf(one, "{\"step\":%lld,", &stp) == 1 || sscanf(one, "{\"s\":%lld,", &stp) == 1) &&
+                end[-1] == '}',
+            "%s: line %d is not one op: %.200s", what, lines + 1, one);
+        if (strncmp(one, "{\"s\":", 5) == 0 && !strstr(one, ",\"o\":")) {
+            /* a kernel's declaration, inside its step */
+            ck_assert_msg(stp >= last_step && strstr(one, ",\"kernel\":"),
+                          "%s: not a declaration: %.200s", what, one);
+            l = end + 1;
+            continue;
+        }
         const char *e = strstr(one, ",\"end\":true,\"ops\":");
         if (e) { /* the step's closing line: all its ops came */
             ck_assert_msg(stp == last_step && atoll(e + 18) == last_op + 1,
@@ -255,8 +271,8 @@ static int check_trace_lines(const char *text, const char *what)
             l = end + 1;
             continue;
         }
-        const char *o = strstr(one, ",\"op\":");
-        ck_assert_msg(o && sscanf(o, ",\"op\":%lld", &op) == 1, "%s: no op", what);
+        const char *o = strstr(one, ",\"o\":");
+        ck_assert_msg(o && sscanf(o, ",\"o\":%lld", &op) == 1, "%s: no op", what);
         ck_assert_msg(stp > last_step || (stp == last_step && op == last_op + 1),
                       "%s: line %d out of order (step %lld op %lld after step %lld op %lld)", what,
                       lines + 1, stp, op, last_step, last_op);

@@ -263,20 +263,34 @@ END_TEST
 
 /* ---- a module unloaded, and its kernel handle given to another kernel ------- */
 
-/* Lines of a JSON-lines trace file for `kernel` (and of those, how many hold
- * `needle`). */
+/* Launches of `kernel` in a JSON-lines trace file (format version 2: the
+ * kernel declared in each step with an id, its launches naming the id), and
+ * of those, how many are of a declaration that holds `needle`. */
 static int trace_lines(const char *path, const char *kernel, const char *needle, int *with)
 {
     FILE *f = fopen(path, "r");
     char key[128], line[16384];
     int n = 0;
+    long step = -1, id = 0, marked = 0;
     *with = 0;
     snprintf(key, sizeof key, "\"kernel\":\"%s\"", kernel);
-    while (f && fgets(line, sizeof line, f))
-        if (strstr(line, key)) {
+    while (f && fgets(line, sizeof line, f)) {
+        long s, k;
+        if (sscanf(line, "{\"s\":%ld,", &s) != 1)
+            continue;
+        if (s != step)
+            step = s, id = 0;
+        const char *o = strstr(line, ",\"o\":"), *kp = strstr(line, ",\"k\":");
+        if (!kp || sscanf(kp, ",\"k\":%ld", &k) != 1)
+            continue;
+        if (!o && strstr(line, key)) { /* the kernel's declaration in this step */
+            id = k;
+            marked = strstr(line, needle) != NULL;
+        } else if (o && id && k == id) {
             n++;
-            *with += strstr(line, needle) != NULL;
+            *with += (int)marked;
         }
+    }
     if (f)
         fclose(f);
     return n;
@@ -293,8 +307,9 @@ START_TEST(unload_handle_reuse)
     struct run_result r;
     run_target(&r, argv, env, 1);
     int wide63 = 0, narrow1 = 0;
-    int wide = trace_lines(path, "wide", "\"i\":63,", &wide63);
-    int narrow = trace_lines(path, "narrow", "\"i\":1,", &narrow1);
+    /* the wide kernel's 64th parameter at 504; a second parameter of the narrow one */
+    int wide = trace_lines(path, "wide", ",[504,8]]", &wide63);
+    int narrow = trace_lines(path, "narrow", "],[", &narrow1);
     unlink(path);
     rmdir(dir);
     ck_assert_msg(r.status == 0, "exited %d; stderr:\n%.2000s", r.status, r.err);

@@ -327,18 +327,24 @@ static int keep(void *ctx, struct atl_step *s)
     return 0;
 }
 
+/* Reads the steps written to f (and closes it) into got[]: `want` of them. */
+static void read_back(FILE *f, int want)
+{
+    rewind(f);
+    char err[256] = "";
+    ngot = 0;
+    ck_assert_msg(atl_trace_read(f, keep, NULL, err, sizeof err) == 0, "%s", err);
+    fclose(f);
+    ck_assert_int_eq(ngot, want);
+}
+
 /* Writes s as JSON lines and reads them back into got[0]. */
 static void write_read(const struct atl_step *s)
 {
     FILE *f = tmpfile();
     ck_assert_ptr_nonnull(f);
     atl_step_write_json(s, f);
-    rewind(f);
-    char err[256] = "";
-    ngot = 0;
-    ck_assert_msg(atl_trace_read(f, keep, NULL, err, sizeof err) == 0, "%s", err);
-    fclose(f);
-    ck_assert_int_eq(ngot, 1);
+    read_back(f, 1);
 }
 
 START_TEST(json_lines_round_trip)
@@ -657,6 +663,229 @@ static int read_step(const char *text, struct atl_step *into)
     return rc;
 }
 
+/* A step of every op kind, with pointer notes on launches, memsets and
+ * copies and a host-memory mark. */
+static void every_kind(struct atl_step *a)
+{
+    atl_step_init(a, "mixed");
+    a->index = 4;
+    snprintf(a->thread, sizeof a->thread, "main");
+    static const uint32_t off[] = {0, 8}, size[] = {8, 4};
+    const struct atl_kfn *k = atl_kfn_intern("_Z1qPfi", NULL, 2, off, size);
+    push_launch(a, kfn_ptr_int(), 0x1000, 5, 4);
+    push_launch(a, k, 0x2000, 6, 2);
+    push_launch(a, kfn_ptr_int(), 0x1000, 7, 1);
+    push_memset(a, 0x3000);
+    struct atl_op c = {.kind = ATL_OP_COPY, .sub = ATL_DIR_DTOD, .stream = 0x20};
+    c.u.c.dst = 0x4000, c.u.c.src = 0x5000, c.u.c.w = 64, c.u.c.h = 2, c.u.c.d = 1;
+    atl_step_push(a, &c);
+    struct atl_op g = {.kind = ATL_OP_GRAPH, .stream = 0x20};
+    g.u.g.exec = 0xabc;
+    atl_step_push(a, &g);
+    atl_step_annotate(a, 0, 0, 12, 0x10);
+    atl_step_annotate(a, 1, 0, ATL_ANN_HOST, 0);
+    atl_step_annotate(a, 3, ATL_ANN_DST, 2, 0x400);
+    atl_step_annotate(a, 4, ATL_ANN_DST, 3, 0);
+    atl_step_annotate(a, 4, ATL_ANN_SRC, 4, 0x80);
+}
+
+/* got[0] is a, op for op, note for note. */
+static void same_as_read(const struct atl_step *a, const struct atl_step *r)
+{
+    ck_assert_str_eq(r->name, a->name);
+    ck_assert_str_eq(r->thread, a->thread);
+    ck_assert_uint_eq(r->index, a->index);
+    ck_assert_uint_eq(r->nops, a->nops);
+    for (size_t i = 0; i < a->nops; i++) {
+        const struct atl_op *x = &a->ops[i], *y = &r->ops[i];
+        ck_assert_uint_eq(x->kind, y->kind);
+        ck_assert_uint_eq(x->stream, y->stream);
+        if (x->kind == ATL_OP_LAUNCH) {
+            ck_assert_str_eq(x->u.k.kfn->mangled, y->u.k.kfn->mangled);
+            ck_assert_int_eq(memcmp(x->u.k.grid, y->u.k.grid, sizeof x->u.k.grid), 0);
+            ck_assert_int_eq(memcmp(x->u.k.block, y->u.k.block, sizeof x->u.k.block), 0);
+            ck_assert_int_eq(memcmp(atl_op_bytes(a, x), atl_op_bytes(r, y), x->u.k.kfn->total), 0);
+        }
+    }
+    size_t ca = 0, cr = 0;
+    for (uint32_t i = 0; i < a->nops; i++) {
+        struct atl_note na, nr;
+        int ma, mr;
+        while ((ma = atl_step_note_next(a, i, &ca, &na)) &
+               (mr = atl_step_note_next(r, i, &cr, &nr))) {
+            ck_assert_uint_eq(na.at, nr.at);
+            ck_assert_uint_eq(na.seq, nr.seq);
+            ck_assert_uint_eq(na.off, nr.off);
+        }
+        ck_assert_msg(ma == mr, "op %u: notes differ in number", i);
+    }
+    ck_assert_uint_eq(diff(a, r, 20, NULL), 0);
+}
+
+/* Files written before version 2 (no header, every op line whole) read as
+ * they did, into what version 2 reads; both in one file (put end to end)
+ * read too. */
+START_TEST(json_v1_and_v2_read_alike)
+{
+    struct atl_step a;
+    every_kind(&a);
+    for (int v = 1; v <= 2; v++) {
+        FILE *f = tmpfile();
+        ck_assert_ptr_nonnull(f);
+        if (v == 2)
+            atl_trace_write_header(f);
+        (v == 1 ? atl_step_write_json_v1 : atl_step_write_json)(&a, f);
+        read_back(f, 1);
+        same_as_read(&a, &got[0]);
+        atl_step_free(&got[0]);
+    }
+    FILE *f = tmpfile();
+    atl_step_write_json_v1(&a, f);
+    atl_trace_write_header(f);
+    atl_step_write_json(&a, f);
+    atl_step_write_json_v1(&a, f);
+    read_back(f, 3);
+    for (int i = 0; i < 3; i++) {
+        same_as_read(&a, &got[i]);
+        atl_step_free(&got[i]);
+    }
+    atl_step_free(&a);
+}
+END_TEST
+
+/* Version 2 is the compact form: an 8-parameter launch with four pointer
+ * notes (cpu_bench's args8) takes under 2/5 of version 1's bytes, the
+ * kernel's name and layout once per step. */
+START_TEST(json_v2_is_compact)
+{
+    static const uint32_t off[] = {0, 8, 16, 24, 32, 36, 40, 48}, size[] = {8, 8, 8, 8, 4, 4, 4, 8};
+    const struct atl_kfn *k = atl_kfn_intern("_Z4nop8PfS_S_S_jjfm", NULL, 8, off, size);
+    struct atl_step a;
+    atl_step_init(&a, "cuCtxSynchronize");
+    a.index = 12345;
+    for (int i = 0; i < 1000; i++) {
+        uint8_t bytes[56];
+        for (int w = 0; w < 4; w++) {
+            uint64_t p = 0x7f3272f1c100ull + 0x100u * (unsigned)w;
+            memcpy(bytes + 8 * w, &p, 8);
+        }
+        uint32_t u[3] = {1024, 64 + (uint32_t)(i & 1), 0x3fc00000};
+        uint64_t n = 42;
+        memcpy(bytes + 32, u, 12), memset(bytes + 44, 0, 4), memcpy(bytes + 48, &n, 8);
+        struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = 0x7f3272000000};
+        o.u.k.kfn = k, o.u.k.bytes = (uintptr_t)bytes;
+        o.u.k.grid[0] = 4096, o.u.k.grid[1] = o.u.k.grid[2] = 1;
+        o.u.k.block[0] = 256, o.u.k.block[1] = o.u.k.block[2] = 1;
+        ck_assert_int_eq(atl_step_push(&a, &o), 0);
+        for (uint32_t w = 0; w < 4; w++)
+            atl_step_annotate(&a, (uint32_t)i, 8 * w, 123, 0x100u * w);
+    }
+    long len[3];
+    char *text = NULL;
+    for (int v = 1; v <= 2; v++) {
+        FILE *f = tmpfile();
+        (v == 1 ? atl_step_write_json_v1 : atl_step_write_json)(&a, f);
+        if (v == 2) { /* a second step declares its kernel again: steps stand alone */
+            a.index++;
+            atl_step_write_json(&a, f);
+            a.index--;
+        }
+        len[v] = ftell(f);
+        if (v == 2) {
+            text = malloc((size_t)len[v] + 1);
+            rewind(f);
+            text[fread(text, 1, (size_t)len[v], f)] = '\0';
+        }
+        fclose(f);
+    }
+    long per_op1 = len[1] / 1000, per_op2 = len[2] / 2000;
+    fprintf(stderr, "json_v2_is_compact: %ld bytes an op in version 1, %ld in version 2\n", per_op1,
+            per_op2);
+    ck_assert_msg(per_op2 * 5 < per_op1 * 2 && per_op2 < 240, "%ld against %ld bytes an op",
+                  per_op2, per_op1);
+    int decls = 0;
+    for (const char *t = text; (t = strstr(t, "\"kernel\":\"_Z4nop8PfS_S_S_jjfm\"")); t++)
+        decls++;
+    ck_assert_int_eq(decls, 2);
+    free(text);
+    atl_step_free(&a);
+}
+END_TEST
+
+/* What the version-2 reader refuses, by line, and what it accepts written
+ * otherwise than its writer does (keys in another order, white space: the
+ * slow path, which must read what the fast one does). */
+START_TEST(json_v2_reader_checks)
+{
+    char err[256];
+    const char *decl =
+        "{\"s\":1,\"k\":1,\"kernel\":\"_Z1kPfi\",\"exact\":1,\"params\":[[0,8],[8,4]]}\n";
+    const char *end =
+        "{\"step\":1,\"name\":\"s\",\"thread\":\"main\",\"stream\":\"0x10\",\"end\":true,"
+        "\"ops\":1}\n";
+    char text[1024];
+    static const struct {
+        const char *head, *op, *want;
+    } bad[] = {
+        {"{\"format\":\"atlastrace-steps\",\"version\":3}\n", NULL, "line 1: format version 3"},
+        {"{\"format\":\"chrome\",\"version\":2}\n", NULL, "line 1: not an atlastrace step trace"},
+        {"", "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":2,\"p\":\"000100000000000005000000\"}\n",
+         "line 2: a launch of a kernel id not declared in this step"},
+        {"", "{\"s\":1,\"o\":0,\"k\":1,\"p\":\"000100000000000005000000\"}\n",
+         "line 2: the step's first op has no stream"},
+        {"", "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":1,\"p\":\"0001000000000000050000\"}\n",
+         "line 2: \"p\" is not the kernel's parameter bytes"},
+        {"", "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":1,\"p\":\"00010000000000000500000x\"}\n",
+         "line 2: bad hex bytes in \"p\""},
+        {"",
+         "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":1,\"p\":\"000100000000000005000000\",\"a\":[[8,1,"
+         "0]]}\n",
+         "line 2: a pointer note (\"a\") outside the op's parameters"},
+        {"",
+         "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":1,\"p\":\"000100000000000005000000\",\"a\":[[0,1,"
+         "0],[0,2,0]]}\n",
+         "line 2: bad pointer note"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(text, sizeof text, "%s%s%s%s", bad[i].head, bad[i].op ? decl : "",
+                 bad[i].op ? bad[i].op : "", bad[i].op ? end : "");
+        ck_assert_int_eq(read_text(text, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, bad[i].want), "case %zu: %s", i, err);
+    }
+    /* declarations in order from 1 */
+    snprintf(text, sizeof text, "%s", "{\"s\":1,\"k\":2,\"kernel\":\"_Z1kPfi\",\"params\":[]}\n");
+    ck_assert_int_eq(read_text(text, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "line 1: kernel ids are declared in order"), "%s", err);
+
+    /* the writer's form and another order with white space read alike */
+    const char *fast = "{\"s\":1,\"o\":0,\"st\":\"0x10\",\"k\":1,\"g\":[4,1,1],\"sh\":16,"
+                       "\"p\":\"00010000000000000500000000000000\",\"a\":[[0,3,16],[8]]}\n";
+    const char *slow = "{ \"a\": [[0, 3, 16], [8]], \"p\": \"00010000000000000500000000000000\","
+                       " \"k\": 1, \"sh\": 16, \"g\": [4, 1, 1], \"st\": \"0x10\", \"o\": 0,"
+                       " \"s\": 1 }\n";
+    const char *decl16 =
+        "{\"s\":1,\"k\":1,\"kernel\":\"_Z1kPfi\",\"exact\":1,\"params\":[[0,8],[8,8]]}\n";
+    struct atl_step r[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(text, sizeof text, "{\"format\":\"atlastrace-steps\",\"version\":2}\n%s%s%s",
+                 decl16, i ? slow : fast, end);
+        read_step(text, &r[i]);
+        ck_assert_uint_eq(r[i].ops[0].u.k.grid[0], 4);
+        ck_assert_uint_eq(r[i].ops[0].u.k.block[0], 1); /* left out: 1 */
+        ck_assert_uint_eq(r[i].ops[0].shmem, 16);
+        ck_assert_uint_eq(r[i].ops[0].stream, 0x10);
+        const struct atl_ann *an = atl_step_ann(&r[i], 0, 0), *host = atl_step_ann(&r[i], 0, 8);
+        ck_assert_ptr_nonnull(an);
+        ck_assert_uint_eq(an->seq, 3);
+        ck_assert_uint_eq(an->off, 16);
+        ck_assert_ptr_nonnull(host);
+        ck_assert_uint_eq(host->seq, ATL_ANN_HOST);
+    }
+    same_as_read(&r[0], &r[1]);
+    atl_step_free(&r[0]), atl_step_free(&r[1]);
+}
+END_TEST
+
 START_TEST(residue_mark_survives_the_json_lines)
 {
     /* the recording process learned it; atlas-diff reads it from the file */
@@ -673,8 +902,8 @@ START_TEST(residue_mark_survives_the_json_lines)
     size_t len = fread(text, 1, sizeof text - 1, f);
     text[len] = '\0';
     fclose(f);
-    ck_assert_msg(strstr(text, "\"size\":64,\"hex\":\"") && strstr(text, "\"residue\":1"), "%s",
-                  text);
+    /* on the kernel's declaration: parameter 1 */
+    ck_assert_msg(strstr(text, "\"params\":[[0,8],[8,64]],\"residue\":[1]}"), "%s", text);
     /* read back under another name, so the record is a fresh one */
     char *at = strstr(text, "_Z5meta3");
     ck_assert_ptr_nonnull(at);
@@ -753,7 +982,8 @@ START_TEST(host_pointer_parameter_across_runs)
         (k ? tb : ta)[n] = '\0';
         fclose(f);
     }
-    ck_assert_msg(strstr(ta, "\"size\":8,\"hex\":\"") && strstr(ta, "\"host\":1"), "%s", ta);
+    /* the note [at] alone: host memory at byte 0 */
+    ck_assert_msg(strstr(ta, "\"a\":[[0]]}"), "%s", ta);
     struct atl_step ra, rb;
     read_step(ta, &ra);
     read_step(tb, &rb);
@@ -988,6 +1218,9 @@ int main(void)
     tcase_add_test(tc, residue_mark_survives_the_json_lines);
     tcase_add_test(tc, host_pointer_parameter_across_runs);
     tcase_add_test(tc, json_writer_repeated_text);
+    tcase_add_test(tc, json_v1_and_v2_read_alike);
+    tcase_add_test(tc, json_v2_is_compact);
+    tcase_add_test(tc, json_v2_reader_checks);
     tcase_add_test(tc, corrupt_input_says_which_line);
     tcase_add_test(tc, killed_run_read_to_last_whole_step);
     tcase_add_test(tc, reader_edge_cases);
