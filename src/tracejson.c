@@ -201,8 +201,9 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
     if (!w)
         return;
     w->f = f, w->n = 0, w->flushes = 0;
-    /* annotations are in (op, at) order: one pass alongside the ops */
-    size_t an = 0;
+    /* the notes, walked alongside the ops */
+    struct atl_notes it;
+    atl_notes_init(&it, s);
     struct jw_cache head, kname;
     const struct atl_kfn *klast = NULL;
     for (size_t i = 0; i < s->nops; i++) {
@@ -215,8 +216,9 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
         jw_lit(w, "\",\"kind\":\"");
         jw_cstr(w, atl_op_kind_name(o->kind));
         jw_lit(w, "\"");
-        while (an < s->nann && s->ann[an].op < i)
-            an++;
+        atl_notes_op(&it, (uint32_t)i);
+        struct atl_ann a;
+        int has = atl_notes_next(&it, &a);
         switch (o->kind) {
         case ATL_OP_LAUNCH: {
             const struct atl_kfn *k = o->u.k.kfn;
@@ -234,6 +236,9 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
             else
                 jw_lit(w, ",\"exact\":0,\"params\":[");
             const uint8_t *p = atl_op_bytes(s, o);
+            int ordered = 1;
+            for (unsigned j = 1; j < k->nparams; j++)
+                ordered &= k->off[j] > k->off[j - 1];
             for (unsigned j = 0; j < k->nparams; j++) {
                 if (j)
                     jw_lit(w, ",");
@@ -252,18 +257,18 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
                 int named = 0; /* the first word names an allocation */
                 for (uint32_t wd = 0; wd + 8 <= k->size[j]; wd += 8) {
                     uint32_t at = k->off[j] + wd;
-                    const struct atl_ann *a = NULL;
-                    /* this op's annotations start at `an` (a few: no search) */
-                    for (size_t x = an; x < s->nann && s->ann[x].op == i && !a; x++)
-                        if (s->ann[x].at == at)
-                            a = &s->ann[x];
-                    if (!a)
+                    /* the notes come in `at` order: skip those before
+                     * (a layout out of offset order asks for each word) */
+                    struct atl_ann b;
+                    while (ordered && has && a.at < at)
+                        has = atl_notes_next(&it, &a);
+                    if (ordered ? !has || a.at != at : !atl_step_note(s, (uint32_t)i, at, &b))
                         continue;
                     named |= wd == 0;
                     char key[24] = "alloc";
                     if (wd)
                         snprintf(key, sizeof key, "alloc%u", wd);
-                    jw_ann(w, key, a);
+                    jw_ann(w, key, ordered ? &a : &b);
                 }
                 /* a pointer parameter holding host memory (ATL_ANN_HOST) */
                 if (k->size[j] == 8 && !named && k->off[j] + 8 <= k->total) {
