@@ -398,17 +398,23 @@ static const struct atl_kfn *kfn_lists(void)
     return atl_kfn_intern("_Z5listsPfS_3arri", "lists(float*, float*, arr, int)", 4, off, size);
 }
 
+/* A one-block launch of k with these parameter bytes. */
+static void push_one_block(struct atl_step *s, const struct atl_kfn *k, const uint8_t *bytes)
+{
+    struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = 0x10};
+    o.u.k.kfn = k;
+    o.u.k.bytes = (uintptr_t)bytes;
+    o.u.k.grid[0] = o.u.k.grid[1] = o.u.k.grid[2] = 1;
+    o.u.k.block[0] = o.u.k.block[1] = o.u.k.block[2] = 1;
+    ck_assert_int_eq(atl_step_push(s, &o), 0);
+}
+
 static void push_lists(struct atl_step *s, const uint64_t w[5], int v)
 {
     uint8_t bytes[44] = {0};
     memcpy(bytes, w, 40);
     memcpy(bytes + 40, &v, 4);
-    struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = 0x10};
-    o.u.k.kfn = kfn_lists();
-    o.u.k.bytes = (uintptr_t)bytes;
-    o.u.k.grid[0] = o.u.k.grid[1] = o.u.k.grid[2] = 1;
-    o.u.k.block[0] = o.u.k.block[1] = o.u.k.block[2] = 1;
-    ck_assert_int_eq(atl_step_push(s, &o), 0);
+    push_one_block(s, kfn_lists(), bytes);
 }
 
 /* One step, its notes held both ways: as spans (what the live tracer keeps:
@@ -592,12 +598,7 @@ static void push_array3(struct atl_step *s, uint64_t base)
     uint64_t p[3] = {base + 0x4000, base + 0x4000, base};
     memcpy(bytes, &n, 4);
     memcpy(bytes + 8, p, 24);
-    struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = 0x10};
-    o.u.k.kfn = kfn_int_array3();
-    o.u.k.bytes = (uintptr_t)bytes;
-    o.u.k.grid[0] = o.u.k.grid[1] = o.u.k.grid[2] = 1;
-    o.u.k.block[0] = o.u.k.block[1] = o.u.k.block[2] = 1;
-    ck_assert_int_eq(atl_step_push(s, &o), 0);
+    push_one_block(s, kfn_int_array3(), bytes);
 }
 
 START_TEST(pointers_inside_a_by_value_array)
