@@ -330,6 +330,11 @@ struct tbuf {
      * exit). */
     int fast_slot;
     uint64_t fast_steps;
+    /* Under its lock: the stream of its first op, and whether a later op
+     * named another (op_done). A step end then knows its ops share one
+     * stream without reading every record: a million records are 64 MB. */
+    uint64_t stream0;
+    int multi;
 };
 
 static struct tbuf *threads; /* list head; entries live for the process */
@@ -543,6 +548,11 @@ static inline void op_done(struct tbuf *b, uint64_t now, size_t nbytes)
 {
     if (atl_chrome_on)
         b->ts[b->nops] = now;
+    const uint64_t st = b->ops[b->nops].stream; /* just written: in cache */
+    if (b->nops == 0)
+        b->stream0 = st, b->multi = 0;
+    else
+        b->multi |= st != b->stream0;
     /* a store other threads may read (fast_step): atomic, still one plain store on x86 */
     __atomic_store_n(&b->nops, b->nops + 1, __ATOMIC_RELAXED);
     b->nbytes += nbytes; /* packed: 64 bytes an op plus exactly its parameter bytes */
@@ -823,6 +833,10 @@ enum take {
  * dropped. */
 #define STALE_STEPS 4096
 
+/* Under step_mu: the step being harvested came whole from one buffer whose
+ * ops share one stream (harvest). */
+static int harvest_one_stream;
+
 /* Under step_mu: moves the ops that `take` says into s (NULL: drops them);
  * a buffer taken whole is reset for the next step. `me` is the buffer of the
  * thread ending the step (NULL: none). */
@@ -830,6 +844,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
 {
     /* fast_step counts its steps without step_mu: read once, atomically */
     const uint64_t steps_now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
+    harvest_one_stream = 0;
     /* entries are only ever appended (release), so the list can be walked
      * without its lock */
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
@@ -846,6 +861,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
             continue;
         }
         if (!whole) {
+            harvest_one_stream = 0; /* ops of another buffer join: order_by_stream looks */
             if (s && take_stream(s, b, stream) != 0)
                 atl_log_once_oom("the step trace");
             if (!b->nops)
@@ -868,6 +884,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
                               4096))
                     memcpy(step_ts + first, b->ts, b->nops * sizeof *step_ts);
             }
+            harvest_one_stream = first == 0 && !b->multi;
             if (first == 0 && !s->ops && !s->bytes)
                 take_over(s, b);
             else if (append(s, b) != 0)
@@ -902,6 +919,8 @@ static void order_streams(struct atl_step *s);
 
 static void order_by_stream(struct atl_step *s)
 {
+    if (harvest_one_stream)
+        return;
     for (size_t i = 1; i < s->nops; i++)
         if (s->ops[i].stream != s->ops[0].stream) {
             order_streams(s);
@@ -1191,7 +1210,7 @@ static int fast_step(const char *name, struct tbuf *me, enum take take, uint64_t
                strcmp(prev->thread, label) == 0) {
         /* the key's stream: the synchronised one, or the one stream of the ops */
         uint64_t st = take == TAKE_STREAM ? stream : me->ops[0].stream;
-        size_t i = 0;
+        size_t i = me->multi ? 0 : me->nops;
         while (i < me->nops && me->ops[i].stream == me->ops[0].stream)
             i++;
         done = i == me->nops && prev->stream == st &&
@@ -1324,7 +1343,8 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
     }
     if (atl_ledger_on)
         resolve_pointers(&s);
-    name_ops(prev);
+    /* prev's kernels were named when it ended (here: a step becomes prev
+     * only below); a million-op step is not walked twice for it */
     name_ops(&s);
     /* the diff first: what it learns about the kernels (parameters holding
      * uninitialised bytes) goes into this step's JSON lines already */

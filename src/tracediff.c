@@ -892,13 +892,28 @@ static int raw_equal(const struct atl_step *a, size_t i, const struct atl_step *
            (!k || memcmp(atl_op_bytes(a, x), atl_op_bytes(b, y), k->total) == 0);
 }
 
+/* Ops x and y have one shape (shape_hash, without hashing). */
+static int same_shape(const struct atl_op *x, const struct atl_op *y)
+{
+    if (x->kind != y->kind)
+        return 0;
+    if (x->kind == ATL_OP_LAUNCH) {
+        const struct atl_kfn *ka = x->u.k.kfn, *kb = y->u.k.kfn;
+        return ka == kb || (ka && kb && ka->nparams == kb->nparams &&
+                            strcmp(ka->mangled, kb->mangled) == 0);
+    }
+    return x->kind == ATL_OP_GRAPH || x->sub == y->sub;
+}
+
 /* One op's full hash, when the step has no array of them. */
 static uint64_t op_full_hash(const struct atl_step *s, size_t i)
 {
     struct atl_notes it;
     atl_notes_init(&it, s);
     atl_notes_op(&it, (uint32_t)i);
-    return full_hash(s, &s->ops[i], s->shape[i], &it);
+    const struct atl_kfn *last = NULL;
+    uint64_t lasth = 0;
+    return full_hash(s, &s->ops[i], shape_hash(&s->ops[i], &last, &lasth), &it);
 }
 
 /* Raw: ops [i, i + n) of a and of b are the same records (their streams and
@@ -959,6 +974,28 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
     struct edit *ed = NULL;
     size_t ned = 0, cap = 0;
     const int raw = raw_comparable(a, b);
+    size_t p = 0;
+    if (raw) {
+        /* The common prefix, its pairs reported as it is found: runs of
+         * identical records need neither a shape nor a hash, and when it
+         * covers both steps (the same ops, some values changed) no array
+         * of hashes is made at all. */
+        enum { RUN = 256 };
+        const size_t lim = n < m ? n : m;
+        while (p < lim) {
+            if (p % RUN == 0 && p + RUN <= lim && run_identical(a, b, p, RUN)) {
+                p += RUN;
+                continue;
+            }
+            if (!same_shape(&a->ops[p], &b->ops[p]))
+                break;
+            if (pair_differs(a, p, b, p, raw))
+                diff_pair(&r, p, p);
+            p++;
+        }
+        if (p == n && p == m)
+            goto done;
+    }
     if (step_hashes(a, !raw) || step_hashes(b, !raw)) {
         opts->line(opts->ctx, "step diff: out of memory; this step was not compared");
         goto done;
@@ -967,23 +1004,18 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
     /* the common case, identical steps: one pass over the hashes */
     if (!raw && n == m && memcmp(a->full, b->full, n * sizeof *a->full) == 0)
         goto done;
-    size_t p = 0;
-    while (p < n && p < m && sa[p] == sb[p])
-        p++;
+    if (!raw) {
+        while (p < n && p < m && sa[p] == sb[p])
+            p++;
+        for (size_t i = 0; i < p; i++)
+            if (pair_differs(a, i, b, i, raw))
+                diff_pair(&r, i, i);
+    }
     size_t q = 0;
     while (q < n - p && q < m - p && sa[n - 1 - q] == sb[m - 1 - q])
         q++;
     size_t mn = n - p - q, mm = m - p - q;
 
-    for (size_t i = 0; i < p; i++) {
-        enum { RUN = 256 };
-        if (raw && i % RUN == 0 && i + RUN <= p && run_identical(a, b, i, RUN)) {
-            i += RUN - 1;
-            continue;
-        }
-        if (pair_differs(a, i, b, i, raw))
-            diff_pair(&r, i, i);
-    }
     if (mn || mm) {
         if (myers(sa + p, mn, sb + p, mm, &ed, &ned, &cap) != 0) {
             /* Too many insertions to align exactly: pair the ops that line up
