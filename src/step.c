@@ -290,6 +290,7 @@ void atl_notes_op(struct atl_notes *it, uint32_t op)
             it->ann++;
     }
     it->op = op, it->param = 0, it->wd = 0;
+    it->nbatch = it->xbatch = 0, it->more = 1;
 }
 
 size_t atl_notes_get(struct atl_notes *it, struct atl_ann *out, size_t max)
@@ -350,6 +351,22 @@ size_t atl_notes_get(struct atl_notes *it, struct atl_ann *out, size_t max)
 int atl_notes_next(struct atl_notes *it, struct atl_ann *out)
 {
     return atl_notes_get(it, out, 1) == 1;
+}
+
+const struct atl_ann *atl_notes_at(struct atl_notes *it, uint32_t at)
+{
+    for (;;) {
+        while (it->xbatch < it->nbatch && it->batch[it->xbatch].at < at)
+            it->xbatch++;
+        if (it->xbatch < it->nbatch)
+            return it->batch[it->xbatch].at == at ? &it->batch[it->xbatch] : NULL;
+        if (!it->more)
+            return NULL;
+        const size_t cap = sizeof it->batch / sizeof it->batch[0];
+        it->nbatch = (unsigned)atl_notes_get(it, it->batch, cap);
+        it->xbatch = 0;
+        it->more = it->nbatch == cap;
+    }
 }
 
 const char *atl_dir_name(int dir)

@@ -177,6 +177,10 @@ struct atl_notes {
     size_t ann;         /* ann: the next note */
     unsigned param, wd; /* spans: the next word to look at */
     struct atl_span last; /* spans: the last one found (consecutive pointers share one) */
+    /* atl_notes_at: the op's notes fetched a batch at a time */
+    struct atl_ann batch[16];
+    unsigned nbatch, xbatch;
+    int more;
 };
 void atl_notes_init(struct atl_notes *it, const struct atl_step *s);
 void atl_notes_op(struct atl_notes *it, uint32_t op);
@@ -184,6 +188,9 @@ int atl_notes_next(struct atl_notes *it, struct atl_ann *out);
 /* Up to max of the op's next notes into out (one call per op where
  * atl_notes_next is one per note); returns how many. */
 size_t atl_notes_get(struct atl_notes *it, struct atl_ann *out, size_t max);
+/* The op's note at `at`, or NULL, for `at` asked in increasing order (a
+ * writer going through the words of an op); not mixed with the two above. */
+const struct atl_ann *atl_notes_at(struct atl_notes *it, uint32_t at);
 
 /* The span holding v, or NULL (a binary search). */
 const struct atl_span *atl_step_span(const struct atl_step *s, uint64_t v);

@@ -217,8 +217,6 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
         jw_cstr(w, atl_op_kind_name(o->kind));
         jw_lit(w, "\"");
         atl_notes_op(&it, (uint32_t)i);
-        struct atl_ann a;
-        int has = atl_notes_next(&it, &a);
         switch (o->kind) {
         case ATL_OP_LAUNCH: {
             const struct atl_kfn *k = o->u.k.kfn;
@@ -257,18 +255,17 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
                 int named = 0; /* the first word names an allocation */
                 for (uint32_t wd = 0; wd + 8 <= k->size[j]; wd += 8) {
                     uint32_t at = k->off[j] + wd;
-                    /* the notes come in `at` order: skip those before
-                     * (a layout out of offset order asks for each word) */
-                    struct atl_ann b;
-                    while (ordered && has && a.at < at)
-                        has = atl_notes_next(&it, &a);
-                    if (ordered ? !has || a.at != at : !atl_step_note(s, (uint32_t)i, at, &b))
+                    /* the notes come in `at` order (a layout out of
+                     * offset order asks for each word) */
+                    const struct atl_ann *a = ordered ? atl_notes_at(&it, at)
+                                                      : atl_step_ann(s, (uint32_t)i, at);
+                    if (!a)
                         continue;
                     named |= wd == 0;
                     char key[24] = "alloc";
                     if (wd)
                         snprintf(key, sizeof key, "alloc%u", wd);
-                    jw_ann(w, key, ordered ? &a : &b);
+                    jw_ann(w, key, a);
                 }
                 /* a pointer parameter holding host memory (ATL_ANN_HOST) */
                 if (k->size[j] == 8 && !named && k->off[j] + 8 <= k->total) {
