@@ -889,7 +889,8 @@ static int raw_equal(const struct atl_step *a, size_t i, const struct atl_step *
     const struct atl_kfn *k = x->u.k.kfn;
     return k == y->u.k.kfn && memcmp(x->u.k.grid, y->u.k.grid, sizeof x->u.k.grid) == 0 &&
            memcmp(x->u.k.block, y->u.k.block, sizeof x->u.k.block) == 0 &&
-           (!k || memcmp(atl_op_bytes(a, x), atl_op_bytes(b, y), k->total) == 0);
+           /* no parameter bytes: the step may hold none at all (NULL) */
+           (!k || !k->total || memcmp(atl_op_bytes(a, x), atl_op_bytes(b, y), k->total) == 0);
 }
 
 /* Ops x and y have one shape (shape_hash, without hashing). */
