@@ -284,13 +284,13 @@ static void put_op(const struct atl_step *s, size_t i, uint64_t ts)
                 lit("null");
                 continue;
             }
-            const struct atl_ann *an =
-                k->size[j] == 8 ? atl_step_ann(s, (uint32_t)i, k->off[j]) : NULL;
-            if (an) { /* a pointer into a live allocation, by its name */
+            struct atl_ann an;
+            if (k->size[j] == 8 && atl_step_note(s, (uint32_t)i, k->off[j], &an)) {
+                /* a pointer into a live allocation, by its name */
                 lit("\"alloc#");
-                dec(an->seq);
+                dec(an.seq);
                 lit("+");
-                hex(an->off);
+                hex(an.off);
                 lit("\"");
             } else {
                 put_param(p + k->off[j], k->size[j]);

@@ -32,10 +32,12 @@ void atl_step_free(struct atl_step *s)
     free(s->ops);
     free(s->bytes);
     free(s->ann);
+    free(s->spans);
     free(s->shape);
     free(s->full);
-    s->ops = NULL, s->bytes = NULL, s->ann = NULL, s->shape = NULL, s->full = NULL;
+    s->ops = NULL, s->bytes = NULL, s->ann = NULL, s->spans = NULL, s->shape = NULL, s->full = NULL;
     s->nops = s->capops = s->nbytes = s->capbytes = s->nann = s->capann = 0;
+    s->nspans = s->capspans = 0;
 }
 
 int atl_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
@@ -104,10 +106,267 @@ static size_t ann_lower(const struct atl_step *s, uint32_t op, uint32_t at)
     return lo;
 }
 
+/* ---- notes held as spans ------------------------------------------------------ */
+
+int atl_op_word_next(const struct atl_step *s, const struct atl_op *o, unsigned *param,
+                     unsigned *wd, uint32_t *at, uint64_t *v)
+{
+    switch (o->kind) {
+    case ATL_OP_MEMSET:
+        if (*param == 0) {
+            *param = 1;
+            *at = ATL_ANN_DST, *v = o->u.m.ptr;
+            if (*v >= 65536)
+                return 1;
+        }
+        return 0;
+    case ATL_OP_COPY:
+        /* the device side(s) of the copy */
+        if (*param == 0) {
+            *param = 1;
+            *at = ATL_ANN_DST, *v = o->u.c.dst;
+            if (o->sub != ATL_DIR_DTOH && o->sub != ATL_DIR_HTOH && *v >= 65536)
+                return 1;
+        }
+        if (*param == 1) {
+            *param = 2;
+            *at = ATL_ANN_SRC, *v = o->u.c.src;
+            if (o->sub != ATL_DIR_HTOD && o->sub != ATL_DIR_HTOH && *v >= 65536)
+                return 1;
+        }
+        return 0;
+    case ATL_OP_LAUNCH:
+        break;
+    default:
+        return 0;
+    }
+    const struct atl_kfn *k = o->u.k.kfn;
+    if (!k)
+        return 0;
+    const uint8_t *p = atl_op_bytes(s, o);
+    if (k->words) { /* *wd counts the words */
+        while (*wd < k->nwords) {
+            *at = k->words[(*wd)++];
+            memcpy(v, p + *at, 8);
+            if (*v >= 65536)
+                return 1;
+        }
+        return 0;
+    }
+    for (; *param < k->nparams; (*param)++, *wd = 0) {
+        uint32_t off = k->off[*param], size = k->size[*param];
+        if (size < 8 || off + size > k->total || off % 8)
+            continue;
+        while (*wd + 8 <= size) {
+            *at = off + *wd;
+            *wd += 8;
+            memcpy(v, p + *at, 8);
+            if (*v >= 65536)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+const struct atl_span *atl_step_span(const struct atl_step *s, uint64_t v)
+{
+    size_t lo = 0, hi = s->nspans;
+    while (lo < hi) { /* the first span whose hi is above v */
+        size_t mid = (lo + hi) / 2;
+        if (s->spans[mid].hi <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nspans && s->spans[lo].lo <= v ? &s->spans[lo] : NULL;
+}
+
+int atl_step_add_span(struct atl_step *s, uint64_t lo, uint64_t hi, uint64_t seq)
+{
+    if (s->nspans == s->capspans &&
+        grow((void **)&s->spans, &s->capspans, s->nspans + 1, sizeof *s->spans))
+        return -1;
+    s->spans[s->nspans++] = (struct atl_span){.lo = lo, .hi = hi, .seq = seq};
+    return 0;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct atl_span *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+void atl_step_spans_done(struct atl_step *s)
+{
+    if (s->nspans < 2)
+        return;
+    qsort(s->spans, s->nspans, sizeof *s->spans, span_cmp);
+    /* one allocation may have been added twice; live allocations do not
+     * overlap, so anything else overlapping (a zero-byte one given one
+     * byte) is cut back to keep the search exact */
+    size_t n = 1;
+    for (size_t i = 1; i < s->nspans; i++) {
+        struct atl_span *p = &s->spans[n - 1];
+        if (s->spans[i].lo == p->lo && s->spans[i].seq == p->seq) {
+            if (s->spans[i].hi > p->hi)
+                p->hi = s->spans[i].hi;
+            continue;
+        }
+        if (p->hi > s->spans[i].lo)
+            p->hi = s->spans[i].lo;
+        s->spans[n++] = s->spans[i];
+    }
+    s->nspans = n;
+}
+
+/* The note of word (at, v) of an op, from the spans. */
+static inline int span_note(const struct atl_step *s, struct atl_span *last, uint32_t op,
+                            uint32_t at, uint64_t v, struct atl_ann *out)
+{
+    if (!(v >= last->lo && v < last->hi)) {
+        const struct atl_span *sp = atl_step_span(s, v);
+        if (!sp)
+            return 0;
+        *last = *sp;
+    }
+    *out = (struct atl_ann){.op = op, .at = at, .seq = last->seq, .off = v - last->lo};
+    return 1;
+}
+
+/* ---- the notes, whichever way they are held ---------------------------------- */
+
+int atl_step_note(const struct atl_step *s, uint32_t op, uint32_t at, struct atl_ann *out)
+{
+    if (s->nann) {
+        size_t i = ann_lower(s, op, at);
+        if (i < s->nann && s->ann[i].op == op && s->ann[i].at == at) {
+            *out = s->ann[i];
+            return 1;
+        }
+        return 0;
+    }
+    if (!s->nspans || op >= s->nops)
+        return 0;
+    /* the words resolve_pointers looks at, up to `at` */
+    const struct atl_op *o = &s->ops[op];
+    unsigned param = 0, wd = 0;
+    uint32_t w;
+    uint64_t v;
+    while (atl_op_word_next(s, o, &param, &wd, &w, &v))
+        if (w == at) {
+            struct atl_span last = {.lo = 1, .hi = 0};
+            return span_note(s, &last, op, at, v, out);
+        }
+    return 0;
+}
+
 const struct atl_ann *atl_step_ann(const struct atl_step *s, uint32_t op, uint32_t at)
 {
-    size_t i = ann_lower(s, op, at);
-    return i < s->nann && s->ann[i].op == op && s->ann[i].at == at ? &s->ann[i] : NULL;
+    if (s->nann) {
+        size_t i = ann_lower(s, op, at);
+        return i < s->nann && s->ann[i].op == op && s->ann[i].at == at ? &s->ann[i] : NULL;
+    }
+    static __thread struct atl_ann slot[4];
+    static __thread unsigned next;
+    struct atl_ann *a = &slot[next++ % 4];
+    return atl_step_note(s, op, at, a) ? a : NULL;
+}
+
+void atl_notes_init(struct atl_notes *it, const struct atl_step *s)
+{
+    memset(it, 0, sizeof *it);
+    it->s = s;
+    it->last.lo = 1; /* empty */
+}
+
+void atl_notes_op(struct atl_notes *it, uint32_t op)
+{
+    const struct atl_step *s = it->s;
+    if (s->nann) {
+        /* in op order: a few steps forward; else a search */
+        if (it->op > op || (it->ann < s->nann && s->ann[it->ann].op + 64 < op))
+            it->ann = ann_lower(s, op, 0);
+        while (it->ann < s->nann && s->ann[it->ann].op < op)
+            it->ann++;
+    }
+    it->op = op, it->param = 0, it->wd = 0;
+    it->nbatch = it->xbatch = 0, it->more = 1;
+}
+
+size_t atl_notes_get(struct atl_notes *it, struct atl_ann *out, size_t max)
+{
+    const struct atl_step *s = it->s;
+    size_t n = 0;
+    if (s->nann) {
+        while (n < max && it->ann < s->nann && s->ann[it->ann].op == it->op)
+            out[n++] = s->ann[it->ann++];
+        return n;
+    }
+    if (!s->nspans || it->op >= s->nops)
+        return 0;
+    const struct atl_op *o = &s->ops[it->op];
+    uint32_t at;
+    uint64_t v;
+    if (o->kind != ATL_OP_LAUNCH || !o->u.k.kfn) {
+        while (n < max && atl_op_word_next(s, o, &it->param, &it->wd, &at, &v))
+            n += span_note(s, &it->last, it->op, at, v, &out[n]);
+        return n;
+    }
+    /* atl_op_word_next's walk of a launch, inline: the hashes of a
+     * million-op step run it for every op */
+    const struct atl_kfn *k = o->u.k.kfn;
+    const uint8_t *p = atl_op_bytes(s, o);
+    if (k->words) {
+        unsigned wd = it->wd;
+        struct atl_span last = it->last;
+        for (; wd < k->nwords && n < max; wd++) {
+            at = k->words[wd];
+            memcpy(&v, p + at, 8);
+            if (v >= 65536)
+                n += span_note(s, &last, it->op, at, v, &out[n]);
+        }
+        it->wd = wd, it->last = last;
+        return n;
+    }
+    /* in locals: stores through `out` would otherwise make the compiler
+     * reload the iterator every word */
+    unsigned param = it->param, wd = it->wd;
+    struct atl_span last = it->last;
+    for (; param < k->nparams; param++, wd = 0) {
+        uint32_t off = k->off[param], size = k->size[param];
+        if (size < 8 || off + size > k->total || off % 8)
+            continue;
+        for (; wd + 8 <= size && n < max; wd += 8) {
+            memcpy(&v, p + off + wd, 8);
+            if (v >= 65536)
+                n += span_note(s, &last, it->op, off + wd, v, &out[n]);
+        }
+        if (n == max)
+            break;
+    }
+    it->param = param, it->wd = wd, it->last = last;
+    return n;
+}
+
+int atl_notes_next(struct atl_notes *it, struct atl_ann *out)
+{
+    return atl_notes_get(it, out, 1) == 1;
+}
+
+const struct atl_ann *atl_notes_at(struct atl_notes *it, uint32_t at)
+{
+    for (;;) {
+        while (it->xbatch < it->nbatch && it->batch[it->xbatch].at < at)
+            it->xbatch++;
+        if (it->xbatch < it->nbatch)
+            return it->batch[it->xbatch].at == at ? &it->batch[it->xbatch] : NULL;
+        if (!it->more)
+            return NULL;
+        const size_t cap = sizeof it->batch / sizeof it->batch[0];
+        it->nbatch = (unsigned)atl_notes_get(it, it->batch, cap);
+        it->xbatch = 0;
+        it->more = it->nbatch == cap;
+    }
 }
 
 const char *atl_dir_name(int dir)
@@ -150,6 +409,27 @@ const char *atl_op_kind_name(int k)
     }
 }
 
+void atl_kfn_words(struct atl_kfn *k)
+{
+    unsigned n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t *w = pass ? malloc((n + 1) * sizeof *w) : NULL;
+        if (pass && !w)
+            return;
+        n = 0;
+        for (unsigned j = 0; j < k->nparams; j++) {
+            uint32_t off = k->off[j], size = k->size[j];
+            if (size < 8 || off + size > k->total || off % 8)
+                continue;
+            for (uint32_t wd = 0; wd + 8 <= size; wd += 8, n++)
+                if (w)
+                    w[n] = off + wd;
+        }
+        if (pass)
+            k->words = w, k->nwords = n;
+    }
+}
+
 /* ---- kernels read from a file ------------------------------------------------ */
 
 static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -187,25 +467,10 @@ const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, un
     }
     *k = (struct atl_kfn){
         .mangled = mn, .pretty = pn, .nparams = n, .total = total, .exact = 1, .off = o, .size = s};
+    atl_kfn_words(k);
     interned[ninterned++] = k;
     res = k;
 out:
     pthread_mutex_unlock(&intern_lock);
     return res;
-}
-
-/* ---- notes, for the file writers --------------------------------------------- */
-
-int atl_step_note_next(const struct atl_step *s, uint32_t op, size_t *cur, struct atl_note *n)
-{
-    size_t i = *cur;
-    while (i < s->nann && s->ann[i].op < op)
-        i++;
-    if (i >= s->nann || s->ann[i].op != op) {
-        *cur = i;
-        return 0;
-    }
-    *n = (struct atl_note){.at = s->ann[i].at, .seq = s->ann[i].seq, .off = s->ann[i].off};
-    *cur = i + 1;
-    return 1;
 }

@@ -27,7 +27,13 @@ struct atl_kfn {
     const uint32_t *size; /* nparams sizes */
     int gapless;          /* the parameters cover [0, total) without padding */
     const void *plan;     /* the live recorder's copy plan (trace.c), or NULL */
-    unsigned long gen;    /* the live recorder: atl_unload_gen when last checked */
+    /* The offsets of the pointer-sized words that may hold a pointer (see
+     * atl_op_word_next), in parameter order: nwords of them, from
+     * atl_kfn_words; NULL (out of memory, or a record made by hand): found
+     * from off and size each time. */
+    const uint32_t *words;
+    unsigned nwords;
+    unsigned long gen; /* the live recorder: atl_unload_gen when last checked */
     /* bit i: by-value parameter i (i < 64) was seen holding host addresses
      * among its changing words: uninitialised bytes (learned by the diff,
      * never forgotten; written to the JSON lines as "residue") */
@@ -73,7 +79,9 @@ int atl_dir_parse(const char *s);
 
 /* A pointer resolved through the allocation ledger: an 8-byte parameter,
  * or an 8-byte word inside a larger one (PyTorch passes its tensors'
- * pointers in a by-value array). */
+ * pointers in a by-value array). What the notes functions below give; a
+ * step stores them as spans (the live tracer) or as a list of these (read
+ * from a file). */
 struct atl_ann {
     uint32_t op;
     uint32_t at;  /* byte offset of the word in the op's parameter block; memsets and
@@ -83,6 +91,13 @@ struct atl_ann {
     uint64_t off;
 };
 
+/* An allocation that pointers of a step fell in when the ledger resolved
+ * them: [lo, hi), alloc#seq. A million-op step's pointers name a few
+ * allocations, so a step keeps these instead of a note per pointer (24
+ * bytes each: 96 of an 8-parameter op's 216 bytes). */
+struct atl_span {
+    uint64_t lo, hi, seq;
+};
 /* One recorded step. ops and bytes are owned (malloc) and freed by
  * atl_step_free. */
 struct atl_step {
@@ -100,8 +115,18 @@ struct atl_step {
     size_t nops, capops;
     uint8_t *bytes;
     size_t nbytes, capbytes;
-    struct atl_ann *ann; /* sorted by (op, param) */
+    /* The pointer notes, in one of two forms (see atl_step_note):
+     * - spans (the live tracer, resolve_pointers): the allocations that the
+     *   step's pointer-sized words fell in, sorted by lo, disjoint. A word
+     *   is noted when it is one resolve_pointers looks at and its value lies
+     *   in a span: the ledger named exactly those, so nothing per pointer is
+     *   kept;
+     * - ann (a step read from a file, or built by a test): one note per
+     *   word, sorted by (op, at). Used whenever there is one. */
+    struct atl_ann *ann;
     size_t nann, capann;
+    struct atl_span *spans;
+    size_t nspans, capspans;
     /* per-op hashes, computed once on the first diff that needs them (a
      * cache: the step is compared against its predecessor and successor) */
     uint64_t *shape, *full;
@@ -136,23 +161,58 @@ static inline const uint8_t *atl_op_bytes(const struct atl_step *s, const struct
 {
     return s->bytes + op->u.k.bytes;
 }
+/* The note at (op, at): fills *out and returns 1, or returns 0 (no note). */
+int atl_step_note(const struct atl_step *s, uint32_t op, uint32_t at, struct atl_ann *out);
+/* The same, as a pointer: into the step's list, or (spans) to one of a few
+ * slots of the calling thread, valid until its fourth next call. */
 const struct atl_ann *atl_step_ann(const struct atl_step *s, uint32_t op, uint32_t at);
+
+/* The notes of a step, op by op, in (op, at) order: one walk, no search
+ * per op when the ops are visited in order.
+ *     struct atl_notes it; atl_notes_init(&it, s);
+ *     for each op i: atl_notes_op(&it, i); while (atl_notes_next(&it, &an)) ... */
+struct atl_notes {
+    const struct atl_step *s;
+    uint32_t op;
+    size_t ann;           /* ann: the next note */
+    unsigned param, wd;   /* spans: the next word to look at */
+    struct atl_span last; /* spans: the last one found (consecutive pointers share one) */
+    /* atl_notes_at: the op's notes fetched a batch at a time */
+    struct atl_ann batch[16];
+    unsigned nbatch, xbatch;
+    int more;
+};
+void atl_notes_init(struct atl_notes *it, const struct atl_step *s);
+void atl_notes_op(struct atl_notes *it, uint32_t op);
+int atl_notes_next(struct atl_notes *it, struct atl_ann *out);
+/* Up to max of the op's next notes into out (one call per op where
+ * atl_notes_next is one per note); returns how many. */
+size_t atl_notes_get(struct atl_notes *it, struct atl_ann *out, size_t max);
+/* The op's note at `at`, or NULL, for `at` asked in increasing order (a
+ * writer going through the words of an op); not mixed with the two above. */
+const struct atl_ann *atl_notes_at(struct atl_notes *it, uint32_t at);
+
+/* The span holding v, or NULL (a binary search). */
+const struct atl_span *atl_step_span(const struct atl_step *s, uint64_t v);
+/* Adds the allocation [lo, hi) alloc#seq to the step's spans (any order;
+ * atl_step_spans_done sorts them). Returns 0, -1 when out of memory. */
+int atl_step_add_span(struct atl_step *s, uint64_t lo, uint64_t hi, uint64_t seq);
+void atl_step_spans_done(struct atl_step *s);
+/* The pointer-sized words of op o that may hold a pointer (what the ledger
+ * is asked about, so what spans notes cover): 8-byte-aligned words of
+ * parameters of 8 bytes or more, a memset's pointer, a copy's device
+ * addresses; values below 64 KiB are no pointers. Walked from *param and
+ * *wd (both 0 at first): returns 1 with the word's place in *at and value
+ * in *v, 0 at the end. */
+int atl_op_word_next(const struct atl_step *s, const struct atl_op *o, unsigned *param,
+                     unsigned *wd, uint32_t *at, uint64_t *v);
+
+/* k's words (above), malloc'd, into k->words and k->nwords; left NULL when
+ * out of memory. */
+void atl_kfn_words(struct atl_kfn *k);
 
 /* A kernel record for offline use: interned by name and layout. */
 const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, unsigned n,
                                      const uint32_t *off, const uint32_t *size);
-
-/* A pointer note as the file writers read it (src/tracejson.c), whatever
- * form the step keeps them in: the word at `at` of the op's parameter block
- * (memsets and copies: ATL_ANN_DST or ATL_ANN_SRC) names alloc#seq + off, or
- * seq is ATL_ANN_HOST. */
-struct atl_note {
-    uint32_t at;
-    uint64_t seq, off;
-};
-/* The notes of op `op`, one a call, in `at` order: 1 and *n, or 0 when the
- * op has no more. *cur is the caller's place in the step (0 before the first
- * call); ops are asked for in increasing order. */
-int atl_step_note_next(const struct atl_step *s, uint32_t op, size_t *cur, struct atl_note *n);
 
 #endif

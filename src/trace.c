@@ -199,6 +199,7 @@ static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
                           .size = s,
                           .gapless = covered == total,
                           .plan = plan_make(o, s, n, total)};
+    atl_kfn_words(k);
     return k;
 }
 
@@ -329,6 +330,11 @@ struct tbuf {
      * exit). */
     int fast_slot;
     uint64_t fast_steps;
+    /* Under its lock: the stream of its first op, and whether a later op
+     * named another (op_done). A step end then knows its ops share one
+     * stream without reading every record: a million records are 64 MB. */
+    uint64_t stream0;
+    int multi;
 };
 
 static struct tbuf *threads; /* list head; entries live for the process */
@@ -542,6 +548,11 @@ static inline void op_done(struct tbuf *b, uint64_t now, size_t nbytes)
 {
     if (atl_chrome_on)
         b->ts[b->nops] = now;
+    const uint64_t st = b->ops[b->nops].stream; /* just written: in cache */
+    if (b->nops == 0)
+        b->stream0 = st, b->multi = 0;
+    else
+        b->multi |= st != b->stream0;
     /* a store other threads may read (fast_step): atomic, still one plain store on x86 */
     __atomic_store_n(&b->nops, b->nops + 1, __ATOMIC_RELAXED);
     b->nbytes += nbytes; /* packed: 64 bytes an op plus exactly its parameter bytes */
@@ -701,18 +712,10 @@ static struct {
     size_t capops;
     uint8_t *bytes;
     size_t capbytes;
-    struct atl_ann *ann; /* pointer notes: a million-op step has millions (fresh pages
-                          * for them each step were a third of its end) */
-    size_t capann;
 } spare;
 
 static void spare_put(struct atl_step *s)
 {
-    if (!spare.ann || s->capann > spare.capann) {
-        free(spare.ann);
-        spare.ann = s->ann, spare.capann = s->capann;
-        s->ann = NULL;
-    }
     if (!spare.ops || s->capops > spare.capops) {
         free(spare.ops);
         spare.ops = s->ops, spare.capops = s->capops;
@@ -741,11 +744,10 @@ static void take_over(struct atl_step *s, struct tbuf *b)
 /* Under step_mu, at a step end: what the trace keeps between steps. */
 static void kept_note(void)
 {
-    size_t n = spare.capops * sizeof *spare.ops + spare.capbytes + step_tscap * sizeof *step_ts +
-               spare.capann * sizeof *spare.ann;
+    size_t n = spare.capops * sizeof *spare.ops + spare.capbytes + step_tscap * sizeof *step_ts;
     for (int i = 0; i < nnames; i++)
         n += names[i].prev.capops * sizeof *names[i].prev.ops + names[i].prev.capbytes +
-             names[i].prev.capann * sizeof *names[i].prev.ann;
+             names[i].prev.capspans * sizeof *names[i].prev.spans;
     __atomic_store_n(&kept, n, __ATOMIC_RELAXED);
 }
 
@@ -831,6 +833,10 @@ enum take {
  * dropped. */
 #define STALE_STEPS 4096
 
+/* Under step_mu: the step being harvested came whole from one buffer whose
+ * ops share one stream (harvest). */
+static int harvest_one_stream;
+
 /* Under step_mu: moves the ops that `take` says into s (NULL: drops them);
  * a buffer taken whole is reset for the next step. `me` is the buffer of the
  * thread ending the step (NULL: none). */
@@ -838,6 +844,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
 {
     /* fast_step counts its steps without step_mu: read once, atomically */
     const uint64_t steps_now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
+    harvest_one_stream = 0;
     /* entries are only ever appended (release), so the list can be walked
      * without its lock */
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
@@ -854,6 +861,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
             continue;
         }
         if (!whole) {
+            harvest_one_stream = 0; /* ops of another buffer join: order_by_stream looks */
             if (s && take_stream(s, b, stream) != 0)
                 atl_log_once_oom("the step trace");
             if (!b->nops)
@@ -876,6 +884,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
                               4096))
                     memcpy(step_ts + first, b->ts, b->nops * sizeof *step_ts);
             }
+            harvest_one_stream = first == 0 && !b->multi;
             if (first == 0 && !s->ops && !s->bytes)
                 take_over(s, b);
             else if (append(s, b) != 0)
@@ -910,6 +919,8 @@ static void order_streams(struct atl_step *s);
 
 static void order_by_stream(struct atl_step *s)
 {
+    if (harvest_one_stream)
+        return;
     for (size_t i = 1; i < s->nops; i++)
         if (s->ops[i].stream != s->ops[0].stream) {
             order_streams(s);
@@ -975,65 +986,61 @@ static __attribute__((noinline)) void order_streams(struct atl_step *s)
     free(rank);
 }
 
-/* The last allocation found: consecutive pointers mostly fall in one. */
-struct last_alloc {
-    uint64_t lo, hi, seq;
-};
-
-/* Annotates the word at (op, at) when v points into a live allocation. */
-static void note_pointer(struct atl_step *s, uint32_t op, uint32_t at, uint64_t v,
-                         struct last_alloc *c)
-{
-    if (v < 65536)
-        return;
-    if (!(v >= c->lo && v < c->hi)) {
-        struct atl_alloc_rec rec;
-        if (!atl_ledger_find((CUdeviceptr)v, &rec))
-            return;
-        c->lo = rec.ptr, c->hi = rec.ptr + (rec.padded > rec.bytes ? rec.padded : rec.bytes);
-        if (c->hi == c->lo)
-            c->hi = c->lo + 1;
-        c->seq = rec.seq;
-    }
-    atl_step_annotate(s, op, at, c->seq, v - c->lo);
-}
-
 /* Names 8-byte parameters, and the 8-byte words of larger ones (PyTorch
  * passes tensor pointers in a by-value array), that point into a live
  * allocation, so the diff can tell "the same buffer at another offset" from
- * "another buffer", and two processes' pointers can be compared by name. */
+ * "another buffer", and two processes' pointers can be compared by name.
+ * What is kept is the allocations found (the step's spans), not a note per
+ * pointer: the words looked at are the same every time (atl_op_word_next),
+ * so a word is named exactly when its value lies in one of them. */
 static void resolve_pointers(struct atl_step *s)
 {
-    struct last_alloc c = {.lo = 1, .hi = 0, .seq = 0};
+    /* the last allocation found: consecutive pointers mostly fall in one */
+    uint64_t lo = 0, hi = 0;
+    /* allocations already added, by seq: a step's pointers alternate among
+     * a few, each added once (a repeat past these is merged by spans_done) */
+    enum { SEEN = 64 };
+    uint64_t seen[SEEN];
+    memset(seen, 0xff, sizeof seen);
+    s->nspans = 0;
     for (size_t i = 0; i < s->nops; i++) {
         const struct atl_op *o = &s->ops[i];
-        /* memsets and copies: their device addresses, so that two runs
-         * compare them by allocation too */
-        if (o->kind == ATL_OP_MEMSET) {
-            note_pointer(s, (uint32_t)i, ATL_ANN_DST, o->u.m.ptr, &c);
-            continue;
-        }
-        if (o->kind == ATL_OP_COPY) {
-            if (o->sub != ATL_DIR_DTOH && o->sub != ATL_DIR_HTOH)
-                note_pointer(s, (uint32_t)i, ATL_ANN_DST, o->u.c.dst, &c);
-            if (o->sub != ATL_DIR_HTOD && o->sub != ATL_DIR_HTOH)
-                note_pointer(s, (uint32_t)i, ATL_ANN_SRC, o->u.c.src, &c);
-            continue;
-        }
-        if (o->kind != ATL_OP_LAUNCH)
-            continue;
-        const struct atl_kfn *k = o->u.k.kfn;
-        const uint8_t *p = atl_op_bytes(s, o);
-        for (unsigned j = 0; j < k->nparams; j++) {
-            if (k->size[j] < 8 || k->off[j] + k->size[j] > k->total || k->off[j] % 8)
+        unsigned param = 0, wd = 0;
+        uint32_t at;
+        uint64_t v;
+        const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
+        if (k && k->words) {
+            /* the common case inline: the words of a launch whose pointers
+             * all fall in the last allocation found */
+            const uint8_t *p = atl_op_bytes(s, o);
+            const uint64_t len = hi - lo; /* one compare for "in [lo, hi)" */
+            for (; wd < k->nwords; wd++) {
+                memcpy(&v, p + k->words[wd], 8);
+                if (v - lo >= len && v >= 65536)
+                    break;
+            }
+            if (wd == k->nwords)
                 continue;
-            for (uint32_t w = 0; w + 8 <= k->size[j]; w += 8) {
-                uint64_t v;
-                memcpy(&v, p + k->off[j] + w, 8);
-                note_pointer(s, (uint32_t)i, k->off[j] + w, v, &c);
+        }
+        while (atl_op_word_next(s, o, &param, &wd, &at, &v)) {
+            if (v >= lo && v < hi)
+                continue;
+            struct atl_alloc_rec rec;
+            if (!atl_ledger_find((CUdeviceptr)v, &rec))
+                continue;
+            lo = rec.ptr, hi = rec.ptr + (rec.padded > rec.bytes ? rec.padded : rec.bytes);
+            if (hi == lo)
+                hi = lo + 1;
+            if (seen[rec.seq % SEEN] == rec.seq)
+                continue;
+            seen[rec.seq % SEEN] = rec.seq;
+            if (atl_step_add_span(s, lo, hi, rec.seq)) {
+                atl_log_once_oom("the step trace's pointer names");
+                break;
             }
         }
     }
+    atl_step_spans_done(s);
 }
 
 /* Kernel names for people, before a report needs them. */
@@ -1115,7 +1122,8 @@ static void reclaim_retired(size_t upto)
                 if (k->pretty != k->mangled)
                     free((void *)k->pretty);
                 free((void *)k->mangled);
-                free((void *)k->off), free((void *)k->size), free((void *)k->plan), free(k);
+                free((void *)k->off), free((void *)k->size), free((void *)k->plan);
+                free((void *)k->words), free(k);
             } else {
                 retired[keep++] = k;
                 kept_old += i < upto;
@@ -1202,7 +1210,7 @@ static int fast_step(const char *name, struct tbuf *me, enum take take, uint64_t
                strcmp(prev->thread, label) == 0) {
         /* the key's stream: the synchronised one, or the one stream of the ops */
         uint64_t st = take == TAKE_STREAM ? stream : me->ops[0].stream;
-        size_t i = 0;
+        size_t i = me->multi ? 0 : me->nops;
         while (i < me->nops && me->ops[i].stream == me->ops[0].stream)
             i++;
         done = i == me->nops && prev->stream == st &&
@@ -1258,8 +1266,6 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
         return;
     }
     order_by_stream(&s);
-    s.ann = spare.ann, s.capann = spare.capann; /* empty: notes are made below */
-    spare.ann = NULL, spare.capann = 0;
     s.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
     stats.steps++;
     _Static_assert(sizeof s.thread == sizeof my_label, "a label fills the step's");
@@ -1337,7 +1343,8 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
     }
     if (atl_ledger_on)
         resolve_pointers(&s);
-    name_ops(prev);
+    /* prev's kernels were named when it ended (here: a step becomes prev
+     * only below); a million-op step is not walked twice for it */
     name_ops(&s);
     /* the diff first: what it learns about the kernels (parameters holding
      * uninitialised bytes) goes into this step's JSON lines already */

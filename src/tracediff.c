@@ -81,62 +81,72 @@ static uint64_t shape_hash(const struct atl_op *o, const struct atl_kfn **last, 
  * address: two processes (two ranks, or two runs given to atlas-diff) place
  * the same allocation at different addresses. Within one process one name
  * is one address, so the live diff sees no change. */
-/* `first` is the op's first annotation (or where it would be): the hashes
- * walk the ops and their annotations together, with no search per op. */
+/* `it` walks the step's notes alongside the ops (no search per op). */
 static uint64_t params_hash(uint64_t h, const struct atl_step *s, const struct atl_op *o,
-                            size_t first)
+                            struct atl_notes *it)
 {
     const struct atl_kfn *k = o->u.k.kfn;
     const uint8_t *p = atl_op_bytes(s, o);
     uint8_t tmp[4096];
-    const uint32_t op = (uint32_t)(o - s->ops);
-    if (first >= s->nann || s->ann[first].op != op || k->total == 0 || k->total > sizeof tmp)
+    int copied = 0;
+    struct atl_ann an[16];
+    if (k->total == 0 || k->total > sizeof tmp)
         return atl_hash_bytes(h, p, k->total);
-    memcpy(tmp, p, k->total);
-    for (size_t i = first; i < s->nann && s->ann[i].op == op; i++) {
-        const struct atl_ann *an = &s->ann[i];
-        /* host memory keeps its value in the hash: two runs' differ, and
-         * their diff then decides (equal across runs, compared within one) */
-        if (an->at + 8 <= k->total && an->seq != ATL_ANN_HOST) {
-            uint64_t v = mix(an->seq, an->off);
-            memcpy(tmp + an->at, &v, 8);
+    size_t n;
+    do {
+        n = atl_notes_get(it, an, 16);
+        for (size_t i = 0; i < n; i++) {
+            /* host memory keeps its value in the hash: two runs' differ, and
+             * their diff then decides (equal across runs, compared within one) */
+            if (an[i].at + 8 <= k->total && an[i].seq != ATL_ANN_HOST) {
+                if (!copied++)
+                    memcpy(tmp, p, k->total);
+                uint64_t v = mix(an[i].seq, an[i].off);
+                memcpy(tmp + an[i].at, &v, 8);
+            }
         }
-    }
-    return atl_hash_bytes(h, tmp, k->total);
+    } while (n == 16); /* fewer: that was the last */
+    return atl_hash_bytes(h, copied ? tmp : p, k->total);
 }
 
-/* A memset's or copy's address: its allocation and offset where the ledger
- * knew it (the same buffer in two processes), else the address. */
-static uint64_t addr_key(const struct atl_step *s, const struct atl_op *o, uint32_t at,
-                         uint64_t raw, size_t first)
+/* A memset's or copy's addresses: their allocation and offset where the
+ * ledger knew them (the same buffer in two processes), else the address
+ * (*dst and *src hold it on entry). The first note of each counts. */
+static void addr_keys(struct atl_notes *it, uint64_t *dst, uint64_t *src)
 {
-    const uint32_t op = (uint32_t)(o - s->ops);
-    for (size_t i = first; i < s->nann && s->ann[i].op == op; i++)
-        if (s->ann[i].at == at)
-            return mix(s->ann[i].seq, s->ann[i].off);
-    return raw;
+    struct atl_ann an;
+    int got = 0;
+    while (atl_notes_next(it, &an))
+        if (an.at == ATL_ANN_DST && !(got & 1))
+            *dst = mix(an.seq, an.off), got |= 1;
+        else if (an.at == ATL_ANN_SRC && !(got & 2))
+            *src = mix(an.seq, an.off), got |= 2;
 }
 
 static uint64_t full_hash(const struct atl_step *s, const struct atl_op *o, uint64_t shape,
-                          size_t first)
+                          struct atl_notes *it)
 {
     uint64_t h = mix(shape, o->shmem);
     h = mix(h,
             (uint64_t)o->cluster[0] | (uint64_t)o->cluster[1] << 8 | (uint64_t)o->cluster[2] << 16);
+    uint64_t dst, src = 0;
     switch (o->kind) {
     case ATL_OP_LAUNCH:
         for (int i = 0; i < 3; i++)
             h = mix(h, (uint64_t)o->u.k.grid[i] << 32 | o->u.k.block[i]);
         if (o->u.k.kfn)
-            h = params_hash(h, s, o, first);
+            h = params_hash(h, s, o, it);
         break;
     case ATL_OP_MEMSET:
-        h = mix(h, addr_key(s, o, ATL_ANN_DST, o->u.m.ptr, first));
+        dst = o->u.m.ptr;
+        addr_keys(it, &dst, &src); /* a memset has no source */
+        h = mix(h, dst);
         h = mix(mix(mix(h, o->u.m.count), o->u.m.pitch), o->u.m.height);
         break;
     case ATL_OP_COPY:
-        h = mix(mix(h, addr_key(s, o, ATL_ANN_DST, o->u.c.dst, first)),
-                addr_key(s, o, ATL_ANN_SRC, o->u.c.src, first));
+        dst = o->u.c.dst, src = o->u.c.src;
+        addr_keys(it, &dst, &src);
+        h = mix(mix(h, dst), src);
         h = mix(mix(mix(h, o->u.c.w), o->u.c.h), o->u.c.d);
         break;
     default:
@@ -470,6 +480,13 @@ static void field_dim(struct report *r, size_t idx, const struct atl_op *o, cons
     count_top(r, o, field);
 }
 
+/* The note at (op, at) of s, in *buf; NULL when there is none. */
+static const struct atl_ann *note_at(const struct atl_step *s, size_t op, uint32_t at,
+                                     struct atl_ann *buf)
+{
+    return atl_step_note(s, (uint32_t)op, at, buf) ? buf : NULL;
+}
+
 static void fmt_alloc(const struct atl_ann *an, char *buf, size_t len)
 {
     if (an && an->seq == ATL_ANN_HOST)
@@ -486,8 +503,8 @@ static int same_alloc(const struct report *r, size_t ia, size_t ib, uint32_t at,
 {
     if (n != 8)
         return 0;
-    const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, at);
-    const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, at);
+    struct atl_ann na, nb;
+    const struct atl_ann *xa = note_at(r->a, ia, at, &na), *xb = note_at(r->b, ib, at, &nb);
     if (xa && xa->seq == ATL_ANN_HOST)
         return r->o->cross && xb && xb->seq == ATL_ANN_HOST;
     return xa && xb && xa->seq == xb->seq && xa->off == xb->off;
@@ -523,8 +540,9 @@ static int holds_residue(struct report *r, size_t ia, size_t ib, const struct at
         uint64_t va, vb;
         memcpy(&va, pa + w, 8);
         memcpy(&vb, pb + w, 8);
-        if (va == vb || atl_step_ann(r->a, (uint32_t)ia, off + w) ||
-            atl_step_ann(r->b, (uint32_t)ib, off + w))
+        struct atl_ann n;
+        if (va == vb || atl_step_note(r->a, (uint32_t)ia, off + w, &n) ||
+            atl_step_note(r->b, (uint32_t)ib, off + w, &n))
             continue;
         if (r->o->host_addr(va) || r->o->host_addr(vb)) {
             /* the records are shared and learned from: const only to the
@@ -575,9 +593,10 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             base_name(kb->pretty, what, 120);
             snprintf(what + strlen(what), sizeof what - strlen(what), " %s", field);
             const struct atl_ann *xa = NULL, *xb = NULL;
+            struct atl_ann na, nb;
             if (n == 8) {
-                xa = atl_step_ann(r->a, (uint32_t)ia, off + w);
-                xb = atl_step_ann(r->b, (uint32_t)ib, off + w);
+                xa = note_at(r->a, ia, off + w, &na);
+                xb = note_at(r->b, ib, off + w, &nb);
                 /* host memory (ATL_ANN_HOST) is no allocation to move within */
                 if (xa && xb && xa->seq == xb->seq && xa->seq != ATL_ANN_HOST &&
                     collapse(&r->moved, r->o->pointers, what))
@@ -636,8 +655,8 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
 static void field_addr(struct report *r, size_t ia, size_t ib, const char *field, uint32_t at,
                        uint64_t a, uint64_t b, int host)
 {
-    const struct atl_ann *xa = atl_step_ann(r->a, (uint32_t)ia, at);
-    const struct atl_ann *xb = atl_step_ann(r->b, (uint32_t)ib, at);
+    struct atl_ann na, nb;
+    const struct atl_ann *xa = note_at(r->a, ia, at, &na), *xb = note_at(r->b, ib, at, &nb);
     if (xa && xb ? xa->seq == xb->seq && xa->off == xb->off : a == b || (host && r->o->cross))
         return;
     const struct atl_op *o = &r->b->ops[ib];
@@ -812,29 +831,123 @@ out:
 }
 
 /* Fills the step's hash cache; -1 when out of memory. */
-static int step_hashes(const struct atl_step *cs)
+/* The shape hashes of every op, and (`full`) the full hashes: kept with the
+ * step, which is compared again with its successor. */
+static int step_hashes(const struct atl_step *cs, int full)
 {
     struct atl_step *s = (struct atl_step *)cs; /* the hashes are a cache */
-    if (s->shape && s->full)
+    if (s->shape && (s->full || !full))
         return 0;
-    free(s->shape), free(s->full);
-    s->shape = malloc(sizeof(uint64_t) * (s->nops + 1));
-    s->full = malloc(sizeof(uint64_t) * (s->nops + 1));
-    if (!s->shape || !s->full) {
-        free(s->shape), free(s->full);
-        s->shape = s->full = NULL;
+    if (!s->shape && !(s->shape = malloc(sizeof(uint64_t) * (s->nops + 1))))
         return -1;
-    }
     const struct atl_kfn *last = NULL;
     uint64_t lasth = 0;
-    size_t an = 0; /* the first annotation of op i (they are in op order) */
+    if (!full) {
+        for (size_t i = 0; i < s->nops; i++)
+            s->shape[i] = shape_hash(&s->ops[i], &last, &lasth);
+        return 0;
+    }
+    if (!(s->full = malloc(sizeof(uint64_t) * (s->nops + 1))))
+        return -1;
+    struct atl_notes it;
+    atl_notes_init(&it, s);
     for (size_t i = 0; i < s->nops; i++) {
-        while (an < s->nann && s->ann[an].op < i)
-            an++;
+        atl_notes_op(&it, (uint32_t)i);
         s->shape[i] = shape_hash(&s->ops[i], &last, &lasth);
-        s->full[i] = full_hash(s, &s->ops[i], s->shape[i], an);
+        s->full[i] = full_hash(s, &s->ops[i], s->shape[i], &it);
     }
     return 0;
+}
+
+/*
+ * Two steps of one process whose pointers named the same allocations (the
+ * same spans) give two words with one value one note: ops whose hashed
+ * fields and parameter bytes are equal byte for byte then hash equal, so
+ * they need no hash. A million-op step that differs from its predecessor in
+ * a few ops is decided by comparing its records, and only the few are
+ * hashed (the full hash of every op of both steps was most of such a step
+ * end). Steps read from files (notes per word) and steps whose allocations
+ * changed are hashed whole, as before.
+ */
+static int raw_comparable(const struct atl_step *a, const struct atl_step *b)
+{
+    return a->nann == 0 && b->nann == 0 && a->nspans == b->nspans &&
+           (a->nspans == 0 || memcmp(a->spans, b->spans, a->nspans * sizeof *a->spans) == 0);
+}
+
+/* Ops i of a and j of b are equal in every field full_hash reads (the
+ * stream aside: see there), the parameter bytes included. */
+static int raw_equal(const struct atl_step *a, size_t i, const struct atl_step *b, size_t j)
+{
+    const struct atl_op *x = &a->ops[i], *y = &b->ops[j];
+    _Static_assert(offsetof(struct atl_op, stream) == 8 && offsetof(struct atl_op, u) == 16,
+                   "the record's layout, as compared below");
+    if (memcmp(x, y, 8) != 0 || x->shmem != y->shmem)
+        return 0;
+    if (x->kind != ATL_OP_LAUNCH)
+        return memcmp(&x->u, &y->u, sizeof x->u) == 0;
+    const struct atl_kfn *k = x->u.k.kfn;
+    return k == y->u.k.kfn && memcmp(x->u.k.grid, y->u.k.grid, sizeof x->u.k.grid) == 0 &&
+           memcmp(x->u.k.block, y->u.k.block, sizeof x->u.k.block) == 0 &&
+           /* no parameter bytes: the step may hold none at all (NULL) */
+           (!k || !k->total || memcmp(atl_op_bytes(a, x), atl_op_bytes(b, y), k->total) == 0);
+}
+
+/* Ops x and y have one shape (shape_hash, without hashing). */
+static int same_shape(const struct atl_op *x, const struct atl_op *y)
+{
+    if (x->kind != y->kind)
+        return 0;
+    if (x->kind == ATL_OP_LAUNCH) {
+        const struct atl_kfn *ka = x->u.k.kfn, *kb = y->u.k.kfn;
+        return ka == kb || (ka && kb && ka->nparams == kb->nparams &&
+                            strcmp(ka->mangled, kb->mangled) == 0);
+    }
+    return x->kind == ATL_OP_GRAPH || x->sub == y->sub;
+}
+
+/* One op's full hash, when the step has no array of them. */
+static uint64_t op_full_hash(const struct atl_step *s, size_t i)
+{
+    struct atl_notes it;
+    atl_notes_init(&it, s);
+    atl_notes_op(&it, (uint32_t)i);
+    const struct atl_kfn *last = NULL;
+    uint64_t lasth = 0;
+    return full_hash(s, &s->ops[i], shape_hash(&s->ops[i], &last, &lasth), &it);
+}
+
+/* Raw: ops [i, i + n) of a and of b are the same records (their streams and
+ * byte offsets included) over the same parameter bytes: one memcmp each
+ * for a run of them, where pair_differs would look op by op. */
+static int run_identical(const struct atl_step *a, const struct atl_step *b, size_t i, size_t n)
+{
+    if (memcmp(&a->ops[i], &b->ops[i], n * sizeof *a->ops) != 0)
+        return 0;
+    /* the records are equal, so are their offsets: the run's bytes lie in
+     * [lo, hi) of both steps (with others', when ordering by stream
+     * interleaved them: that only asks for more to be equal) */
+    size_t lo = SIZE_MAX, hi = 0;
+    for (size_t x = i; x < i + n; x++) {
+        const struct atl_op *o = &a->ops[x];
+        if (o->kind != ATL_OP_LAUNCH || !o->u.k.kfn)
+            continue;
+        if (o->u.k.bytes < lo)
+            lo = o->u.k.bytes;
+        if (o->u.k.bytes + o->u.k.kfn->total > hi)
+            hi = o->u.k.bytes + o->u.k.kfn->total;
+    }
+    return hi <= lo || memcmp(a->bytes + lo, b->bytes + lo, hi - lo) == 0;
+}
+
+/* Ops i of a and j of b (paired) differ: by the full hashes, or (raw) by
+ * their bytes first. */
+static int pair_differs(const struct atl_step *a, size_t i, const struct atl_step *b, size_t j,
+                        int raw)
+{
+    if (!raw)
+        return a->full[i] != b->full[j];
+    return !raw_equal(a, i, b, j) && op_full_hash(a, i) != op_full_hash(b, j);
 }
 
 size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
@@ -861,25 +974,49 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
     size_t n = a->nops, m = b->nops;
     struct edit *ed = NULL;
     size_t ned = 0, cap = 0;
-    if (step_hashes(a) || step_hashes(b)) {
+    const int raw = raw_comparable(a, b);
+    size_t p = 0;
+    if (raw) {
+        /* The common prefix, its pairs reported as it is found: runs of
+         * identical records need neither a shape nor a hash, and when it
+         * covers both steps (the same ops, some values changed) no array
+         * of hashes is made at all. */
+        enum { RUN = 256 };
+        const size_t lim = n < m ? n : m;
+        while (p < lim) {
+            if (p % RUN == 0 && p + RUN <= lim && run_identical(a, b, p, RUN)) {
+                p += RUN;
+                continue;
+            }
+            if (!same_shape(&a->ops[p], &b->ops[p]))
+                break;
+            if (pair_differs(a, p, b, p, raw))
+                diff_pair(&r, p, p);
+            p++;
+        }
+        if (p == n && p == m)
+            goto done;
+    }
+    if (step_hashes(a, !raw) || step_hashes(b, !raw)) {
         opts->line(opts->ctx, "step diff: out of memory; this step was not compared");
         goto done;
     }
-    const uint64_t *sa = a->shape, *sb = b->shape, *fa = a->full, *fb = b->full;
+    const uint64_t *sa = a->shape, *sb = b->shape;
     /* the common case, identical steps: one pass over the hashes */
-    if (n == m && memcmp(fa, fb, n * sizeof *fa) == 0)
+    if (!raw && n == m && memcmp(a->full, b->full, n * sizeof *a->full) == 0)
         goto done;
-    size_t p = 0;
-    while (p < n && p < m && sa[p] == sb[p])
-        p++;
+    if (!raw) {
+        while (p < n && p < m && sa[p] == sb[p])
+            p++;
+        for (size_t i = 0; i < p; i++)
+            if (pair_differs(a, i, b, i, raw))
+                diff_pair(&r, i, i);
+    }
     size_t q = 0;
     while (q < n - p && q < m - p && sa[n - 1 - q] == sb[m - 1 - q])
         q++;
     size_t mn = n - p - q, mm = m - p - q;
 
-    for (size_t i = 0; i < p; i++)
-        if (fa[i] != fb[i])
-            diff_pair(&r, i, i);
     if (mn || mm) {
         if (myers(sa + p, mn, sb + p, mm, &ed, &ned, &cap) != 0) {
             /* Too many insertions to align exactly: pair the ops that line up
@@ -901,7 +1038,7 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
         for (size_t e = 0; e < ned; e++) {
             size_t i = ed[e].i + p, j = ed[e].j + p;
             if (ed[e].t == ED_PAIR) {
-                if (fa[i] != fb[j])
+                if (pair_differs(a, i, b, j, raw))
                     diff_pair(&r, i, j);
             } else {
                 int ins = ed[e].t == ED_INS;
@@ -916,7 +1053,7 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
         }
     }
     for (size_t t = 0; t < q; t++)
-        if (fa[n - q + t] != fb[m - q + t])
+        if (pair_differs(a, n - q + t, b, m - q + t, raw))
             diff_pair(&r, n - q + t, m - q + t);
 
 done:

@@ -277,6 +277,9 @@ void atl_step_write_json_v1(const struct atl_step *s, FILE *f)
     if (!w)
         return;
     w->f = f, w->n = 0, w->flushes = 0;
+    /* the notes, walked alongside the ops */
+    struct atl_notes it;
+    atl_notes_init(&it, s);
     struct jw_cache head, kname;
     const struct atl_kfn *klast = NULL;
     for (size_t i = 0; i < s->nops; i++) {
@@ -289,6 +292,7 @@ void atl_step_write_json_v1(const struct atl_step *s, FILE *f)
         jw_lit(w, "\",\"kind\":\"");
         jw_cstr(w, atl_op_kind_name(o->kind));
         jw_lit(w, "\"");
+        atl_notes_op(&it, (uint32_t)i);
         switch (o->kind) {
         case ATL_OP_LAUNCH: {
             const struct atl_kfn *k = o->u.k.kfn;
@@ -306,6 +310,9 @@ void atl_step_write_json_v1(const struct atl_step *s, FILE *f)
             else
                 jw_lit(w, ",\"exact\":0,\"params\":[");
             const uint8_t *p = atl_op_bytes(s, o);
+            int ordered = 1;
+            for (unsigned j = 1; j < k->nparams; j++)
+                ordered &= k->off[j] > k->off[j - 1];
             for (unsigned j = 0; j < k->nparams; j++) {
                 if (j)
                     jw_lit(w, ",");
@@ -324,7 +331,10 @@ void atl_step_write_json_v1(const struct atl_step *s, FILE *f)
                 int named = 0; /* the first word names an allocation */
                 for (uint32_t wd = 0; wd + 8 <= k->size[j]; wd += 8) {
                     uint32_t at = k->off[j] + wd;
-                    const struct atl_ann *a = atl_step_ann(s, (uint32_t)i, at);
+                    /* the notes come in `at` order (a layout out of
+                     * offset order asks for each word) */
+                    const struct atl_ann *a =
+                        ordered ? atl_notes_at(&it, at) : atl_step_ann(s, (uint32_t)i, at);
                     if (!a)
                         continue;
                     named |= wd == 0;
@@ -498,11 +508,12 @@ static inline void jw_note_open(struct jw *w, int any)
  * host memory. For a launch (k and host_addr given), an 8-byte parameter
  * without a note that holds an address of this process's host memory is
  * marked so too. */
-static void jw_notes(struct jw *w, const struct atl_step *s, size_t op, size_t *cur,
-                     const struct atl_kfn *k, const uint8_t *p, int (*host_addr)(uint64_t))
+static void jw_notes(struct jw *w, struct atl_notes *it, size_t op, const struct atl_kfn *k,
+                     const uint8_t *p, int (*host_addr)(uint64_t))
 {
-    struct atl_note x;
-    int more = atl_step_note_next(s, (uint32_t)op, cur, &x), any = 0;
+    struct atl_ann x;
+    atl_notes_op(it, (uint32_t)op);
+    int more = atl_notes_next(it, &x), any = 0;
     int64_t last = -1; /* the last `at` written: the list stays in order */
     unsigned j = 0;
     for (;;) {
@@ -531,7 +542,7 @@ static void jw_notes(struct jw *w, const struct atl_step *s, size_t op, size_t *
         }
         jw_lit(w, "]");
         any = 1, last = x.at;
-        more = atl_step_note_next(s, (uint32_t)op, cur, &x);
+        more = atl_notes_next(it, &x);
     }
     if (any)
         jw_lit(w, "]");
@@ -544,7 +555,8 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
         return;
     w->f = f, w->n = 0, w->flushes = 0;
     struct kids ids = {0};
-    size_t cur = 0;
+    struct atl_notes it;
+    atl_notes_init(&it, s);
     const struct atl_kfn *klast = NULL;
     uint32_t idlast = 0;
     uint64_t stream = 0;
@@ -586,7 +598,7 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
             jw_lit(w, ",\"p\":\"");
             jw_hex2(w, p, k->total);
             jw_lit(w, "\"");
-            jw_notes(w, s, i, &cur, k, p, atl_host_addr);
+            jw_notes(w, &it, i, k, p, atl_host_addr);
             jw_lit(w, "}\n");
             break;
         }
@@ -599,7 +611,7 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
                 jw_lit(w, ",\"kind\":\"copy\"");
                 jw_copy_fields(w, o);
             }
-            jw_notes(w, s, i, &cur, NULL, NULL, NULL);
+            jw_notes(w, &it, i, NULL, NULL, NULL);
             jw_lit(w, "}\n");
             break;
         default:

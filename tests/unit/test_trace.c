@@ -384,6 +384,167 @@ START_TEST(json_lines_round_trip)
 }
 END_TEST
 
+/* The JSON lines of s, in buf (NUL-terminated). */
+static void json_text(const struct atl_step *s, char *buf, size_t len)
+{
+    FILE *f = tmpfile();
+    ck_assert_ptr_nonnull(f);
+    atl_step_write_json(s, f);
+    rewind(f);
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* A kernel with two pointers and a by-value array of three words (PyTorch's
+ * tensor lists), then a scalar: pointer-sized words at 0, 8, 16, 24, 32. */
+static const struct atl_kfn *kfn_lists(void)
+{
+    static const uint32_t off[] = {0, 8, 16, 40}, size[] = {8, 8, 24, 4};
+    return atl_kfn_intern("_Z5listsPfS_3arri", "lists(float*, float*, arr, int)", 4, off, size);
+}
+
+/* A one-block launch of k with these parameter bytes. */
+static void push_one_block(struct atl_step *s, const struct atl_kfn *k, const uint8_t *bytes)
+{
+    struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = 0x10};
+    o.u.k.kfn = k;
+    o.u.k.bytes = (uintptr_t)bytes;
+    o.u.k.grid[0] = o.u.k.grid[1] = o.u.k.grid[2] = 1;
+    o.u.k.block[0] = o.u.k.block[1] = o.u.k.block[2] = 1;
+    ck_assert_int_eq(atl_step_push(s, &o), 0);
+}
+
+static void push_lists(struct atl_step *s, const uint64_t w[5], int v)
+{
+    uint8_t bytes[44] = {0};
+    memcpy(bytes, w, 40);
+    memcpy(bytes + 40, &v, 4);
+    push_one_block(s, kfn_lists(), bytes);
+}
+
+/* One step, its notes held both ways: as spans (what the live tracer keeps:
+ * the allocations only) and as a list (read from a file). Both name the
+ * same words, iterate alike, write the same JSON lines and diff alike. */
+static void two_forms(struct atl_step *sp, struct atl_step *li, int v)
+{
+    atl_step_init(sp, "s"), atl_step_init(li, "s");
+    /* allocations: #3 [0x100000, 0x110000), #7 [0x200000, 0x200100) */
+    const uint64_t w0[5] = {0x100000, 0x200010, 0x10fff8, 0x300000, 0x8000};
+    const uint64_t w1[5] = {0x200000, 0x1000, 0x200100, 0x100040, 0x100000};
+    for (int pass = 0; pass < 2; pass++) {
+        struct atl_step *s = pass ? li : sp;
+        push_lists(s, w0, v);
+        push_lists(s, w1, 2);
+        push_memset(s, 0x100080);
+        /* HtoD: src is host memory, never asked about, even inside a span */
+        struct atl_op c = {.kind = ATL_OP_COPY, .sub = ATL_DIR_HTOD, .stream = 0x10};
+        c.u.c.dst = 0x2000f0, c.u.c.src = 0x100000, c.u.c.w = 16, c.u.c.h = c.u.c.d = 1;
+        ck_assert_int_eq(atl_step_push(s, &c), 0);
+    }
+    /* given out of order and twice, as a resolve may meet them */
+    ck_assert_int_eq(atl_step_add_span(sp, 0x200000, 0x200100, 7), 0);
+    ck_assert_int_eq(atl_step_add_span(sp, 0x100000, 0x110000, 3), 0);
+    ck_assert_int_eq(atl_step_add_span(sp, 0x200000, 0x200100, 7), 0);
+    atl_step_spans_done(sp);
+    ck_assert_uint_eq(sp->nspans, 2);
+    atl_step_annotate(li, 0, 0, 3, 0);
+    atl_step_annotate(li, 0, 8, 7, 0x10);
+    atl_step_annotate(li, 0, 16, 3, 0xfff8);
+    atl_step_annotate(li, 1, 0, 7, 0);
+    atl_step_annotate(li, 1, 24, 3, 0x40);
+    atl_step_annotate(li, 1, 32, 3, 0);
+    atl_step_annotate(li, 2, ATL_ANN_DST, 3, 0x80);
+    atl_step_annotate(li, 3, ATL_ANN_DST, 7, 0xf0);
+}
+
+START_TEST(notes_as_spans_or_a_list)
+{
+    struct atl_step sp, li;
+    two_forms(&sp, &li, 1);
+    ck_assert_uint_eq(sp.nann, 0);
+    /* word by word */
+    for (uint32_t op = 0; op < 4; op++)
+        for (uint32_t at = 0; at < 48; at += 8) {
+            struct atl_ann x, y;
+            int hx = atl_step_note(&sp, op, at, &x), hy = atl_step_note(&li, op, at, &y);
+            ck_assert_msg(hx == hy, "op %u at %u: spans %d, list %d", op, at, hx, hy);
+            if (hx) {
+                ck_assert_uint_eq(x.seq, y.seq);
+                ck_assert_uint_eq(x.off, y.off);
+            }
+            const struct atl_ann *p = atl_step_ann(&sp, op, at);
+            ck_assert_int_eq(p != NULL, hx);
+        }
+    /* in one walk */
+    struct atl_notes it, jt;
+    atl_notes_init(&it, &sp), atl_notes_init(&jt, &li);
+    size_t n = 0;
+    for (uint32_t op = 0; op < 4; op++) {
+        atl_notes_op(&it, op), atl_notes_op(&jt, op);
+        struct atl_ann x, y;
+        for (;;) {
+            int hx = atl_notes_next(&it, &x), hy = atl_notes_next(&jt, &y);
+            ck_assert_int_eq(hx, hy);
+            if (!hx)
+                break;
+            ck_assert_uint_eq(x.at, y.at);
+            ck_assert_uint_eq(x.seq, y.seq);
+            ck_assert_uint_eq(x.off, y.off);
+            n++;
+        }
+    }
+    ck_assert_uint_eq(n, li.nann);
+    /* the same JSON lines, which read back equal to the step */
+    static char ja[8192], jb[8192];
+    json_text(&sp, ja, sizeof ja), json_text(&li, jb, sizeof jb);
+    ck_assert_str_eq(ja, jb);
+    ck_assert_msg(strstr(ja, "\"a\":[[0,3,0]"), "%s", ja); /* op 0 arg0: alloc#3+0 */
+    write_read(&sp);
+    ck_assert_uint_eq(diff(&sp, &got[0], 20, NULL), 0);
+    atl_step_free(&got[0]);
+    /* and the same report against a step whose scalar changed */
+    struct atl_step sp2, li2;
+    two_forms(&sp2, &li2, 5);
+    ck_assert_uint_eq(diff(&sp, &sp2, 20, NULL), 1);
+    static char rs[sizeof out];
+    memcpy(rs, out, sizeof out);
+    ck_assert_uint_eq(diff(&li, &li2, 20, NULL), 1);
+    ck_assert_str_eq(rs, out);
+    ck_assert_msg(strstr(out, "arg3 @0x28 (4 bytes): 0x1 -> 0x5"), "%s", out);
+    atl_step_free(&sp), atl_step_free(&li), atl_step_free(&sp2), atl_step_free(&li2);
+}
+END_TEST
+
+/* Two live steps whose pointers named the same allocations are compared by
+ * their bytes, runs of identical ops at a time; where the allocations
+ * differ the bytes say nothing: a memset's address freed and allocated
+ * again is another buffer. */
+START_TEST(bytes_compared_only_under_the_same_allocations)
+{
+    struct atl_step a, b, c;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s"), atl_step_init(&c, "s");
+    const size_t n = 1000; /* runs of 256, and a tail */
+    for (size_t i = 0; i < n; i++) {
+        push_launch(&a, kfn_ptr_int(), 0x100000 + 16 * (i % 8), (int)i, 1);
+        push_launch(&b, kfn_ptr_int(), 0x100000 + 16 * (i % 8), (int)i + (i == 300 || i == 990), 1);
+        push_launch(&c, kfn_ptr_int(), 0x100000 + 16 * (i % 8), (int)i, 1);
+    }
+    push_memset(&a, 0x100080), push_memset(&b, 0x100080), push_memset(&c, 0x100080);
+    atl_step_add_span(&a, 0x100000, 0x101000, 4), atl_step_spans_done(&a);
+    atl_step_add_span(&b, 0x100000, 0x101000, 4), atl_step_spans_done(&b);
+    ck_assert_uint_eq(diff(&a, &b, 20, NULL), 2);
+    ck_assert_msg(strstr(out, "op 300 ") && strstr(out, "op 990 "), "%s", out);
+    /* the same bytes, but the allocation is another one now */
+    atl_step_add_span(&c, 0x100000, 0x101000, 9), atl_step_spans_done(&c);
+    ck_assert_uint_eq(diff(&a, &c, 20, NULL), 1);
+    ck_assert_msg(strstr(out, "op 1000 [memset] ptr: 0x100080 alloc#4+0x80 -> 0x100080 "
+                              "alloc#9+0x80: another buffer"),
+                  "%s", out);
+    atl_step_free(&a), atl_step_free(&b), atl_step_free(&c);
+}
+END_TEST
+
 /* The writer copies what every op repeats (the step's head, the kernel's
  * quoted name) from its first formatting: across block flushes, with names
  * too long to keep (formatted each time), and kernels alternating. */
@@ -442,12 +603,7 @@ static void push_array3(struct atl_step *s, uint64_t base)
     uint64_t p[3] = {base + 0x4000, base + 0x4000, base};
     memcpy(bytes, &n, 4);
     memcpy(bytes + 8, p, 24);
-    struct atl_op o = {.kind = ATL_OP_LAUNCH, .stream = 0x10};
-    o.u.k.kfn = kfn_int_array3();
-    o.u.k.bytes = (uintptr_t)bytes;
-    o.u.k.grid[0] = o.u.k.grid[1] = o.u.k.grid[2] = 1;
-    o.u.k.block[0] = o.u.k.block[1] = o.u.k.block[2] = 1;
-    ck_assert_int_eq(atl_step_push(s, &o), 0);
+    push_one_block(s, kfn_int_array3(), bytes);
 }
 
 START_TEST(pointers_inside_a_by_value_array)
@@ -707,12 +863,15 @@ static void same_as_read(const struct atl_step *a, const struct atl_step *r)
             ck_assert_int_eq(memcmp(atl_op_bytes(a, x), atl_op_bytes(r, y), x->u.k.kfn->total), 0);
         }
     }
-    size_t ca = 0, cr = 0;
+    struct atl_notes ia, ir;
+    atl_notes_init(&ia, a);
+    atl_notes_init(&ir, r);
     for (uint32_t i = 0; i < a->nops; i++) {
-        struct atl_note na, nr;
+        struct atl_ann na, nr;
         int ma, mr;
-        while ((ma = atl_step_note_next(a, i, &ca, &na)) &
-               (mr = atl_step_note_next(r, i, &cr, &nr))) {
+        atl_notes_op(&ia, i);
+        atl_notes_op(&ir, i);
+        while ((ma = atl_notes_next(&ia, &na)) & (mr = atl_notes_next(&ir, &nr))) {
             ck_assert_uint_eq(na.at, nr.at);
             ck_assert_uint_eq(na.seq, nr.seq);
             ck_assert_uint_eq(na.off, nr.off);
@@ -1211,6 +1370,8 @@ int main(void)
     tcase_add_test(tc, big_by_value_parameter_one_byte);
     tcase_add_test(tc, diff_max_and_ignore);
     tcase_add_test(tc, json_lines_round_trip);
+    tcase_add_test(tc, notes_as_spans_or_a_list);
+    tcase_add_test(tc, bytes_compared_only_under_the_same_allocations);
     tcase_add_test(tc, host_addresses_from_the_maps);
     tcase_add_test(tc, short_name_through_anonymous_namespace);
     tcase_add_test(tc, residue_of_uninitialised_struct_collapsed);
