@@ -6,6 +6,7 @@
 
 #include "engine.h"
 #include "ring.h"
+#include "sync.h" /* the DTOH light path */
 
 /* The real driver function of each hook (NULL until bound, or when the
  * driver lacks that symbol). */

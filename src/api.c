@@ -7,6 +7,8 @@
 #define ATLAS_TRACE_LIBRARY
 #include "atlas/trace.h"
 
+#include <nvtx3/nvToolsExt.h>
+
 #include "engine.h"
 #include "redzone.h"
 #include "stats.h"
@@ -39,12 +41,25 @@ ATL_API int atlas_redzone_poison_impl(unsigned long long lo, unsigned long long 
 
 ATL_API void atlas_step_begin_impl(const char *name)
 {
+    atl_engine_init();
     atl_trace_api_step_begin(name);
 }
 
 ATL_API void atlas_step_end_impl(void)
 {
+    atl_engine_init();
     atl_trace_api_step_end();
+}
+
+/* ---- NVTX ranges (ATLAS_STEP=nvtx:NAME) ---- */
+
+/* Called by the program's NVTX library at its first NVTX call when
+ * NVTX_INJECTION64_PATH names us (not an atlas_* function, but exported for
+ * the same reason: someone outside resolves it by name). */
+ATL_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+{
+    atl_engine_init();
+    return atl_trace_nvtx_inject(get);
 }
 
 /* ---- counters and statistics ---- */
@@ -58,5 +73,8 @@ ATL_API long long atlas_sync_count(const char *name)
 
 ATL_API void atlas_stats_snapshot(const char *label)
 {
+    /* a report the program asks for: also after the exit report */
+    atl_hold();
     atl_stats_snapshot(label);
+    atl_leave();
 }

@@ -9,7 +9,7 @@
 #include <cuda.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "events.h"
 
 /* Sizes the ring from ATLAS_LAUNCH_RING (0: off) and reads the
  * ATLAS_DEBUG_SYNC_KERNELS list (NULL: none). */

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "flight.h"
 #include "log.h"
+#include "services.h"
 #include "trace.h"
 
 #include <dlfcn.h>

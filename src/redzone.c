@@ -37,6 +37,7 @@
 #include "pools.h"
 #include "redzone_gpu.h"
 #include "ring.h"
+#include "services.h"
 #include "stack.h"
 
 #include <pthread.h>

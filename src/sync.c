@@ -17,6 +17,7 @@
 #include "flight.h"
 #include "kernels.h"
 #include "log.h"
+#include "services.h"
 #include "stack.h"
 
 #include <pthread.h>

@@ -15,7 +15,7 @@
 #ifndef ATL_SYNC_H
 #define ATL_SYNC_H
 
-#include "engine.h"
+#include "events.h"
 
 /* Counters, by kind. The first six are blocking device-to-host copies. */
 enum atl_sync_counter {
@@ -43,6 +43,10 @@ CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r
 void atl_sync_copy_post(const struct atl_copy *c, CUresult r);
 void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r);
 void atl_sync_capture_post(const struct atl_capture *c, CUresult r);
+
+/* A synchronous cuMemcpyDtoH of n bytes, from the hooks' light path
+ * (ATL_ON_DTOH_COUNT): counted as a blocking copy, its result latched. */
+void atl_sync_dtoh_light(int hook, size_t n, CUresult r);
 
 /* The fault latch: any hooked call's result goes through here. Reports the
  * first context-destroying error once. */
