@@ -329,7 +329,7 @@ CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 
 void atl_sync_pre(struct atl_sync *s)
 {
-    s->launches_before = atl_flight_last_launch();
+    s->launches_before = atl_fault_last_launch();
     if (on(ATL_FEAT_HANG))
         atl_hang_enter(s->hook);
 }

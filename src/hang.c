@@ -86,7 +86,7 @@ static void log_op_line(const char *text)
  * newest ones), or their count when launches are not recorded. */
 static void recent_launches(void)
 {
-    if (atl_flight_ring_on()) {
+    if (atl_fault_ring_on()) {
         atl_flight_report("hang");
         return;
     }

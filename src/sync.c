@@ -57,8 +57,8 @@ unsigned atl_sync_init(void)
         atl_log(ATL_ERROR, "ignoring ATLAS_DEBUG_SYNC_KERNELS='%s': %s; using 0", shown, why);
         debug_sync = ATL_DSK_OFF;
     }
-    atl_flight_init(atl_cfg.launch_ring,
-                    debug_sync == ATL_DSK_LIST ? atl_cfg.debug_sync_kernels : NULL);
+    atl_fault_init(atl_cfg.launch_ring);
+    atl_flight_init(debug_sync == ATL_DSK_LIST ? atl_cfg.debug_sync_kernels : NULL);
     /* ...and module unloads, so the flight recorder forgets their kernels */
     unsigned on = ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LOOKUP | ATL_ON_CAPTURE | ATL_ON_MODULE;
     /* The flight recorder's ring is written from the hooks' light path (a
@@ -75,7 +75,7 @@ unsigned atl_sync_init(void)
     on |= trace_on ? ATL_ON_COPY_DTOH : ATL_ON_DTOH_COUNT;
     if (debug_sync)
         on |= ATL_ON_LAUNCH;
-    else if (atl_flight_ring_on())
+    else if (atl_fault_ring_on())
         on |= ATL_ON_LAUNCH_RING; /* hooks' light path, not the engine */
     return on;
 }
@@ -303,26 +303,6 @@ void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r)
 
 /* ---- the fault latch ---------------------------------------------------------------- */
 
-int atl_fault_is_sticky(CUresult r)
-{
-    switch (r) {
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
-    case CUDA_ERROR_ASSERT:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_LAUNCH_FAILED:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-static int latched;
-
 static void error_text(CUresult r, const char **name, const char **text, char *buf, unsigned len)
 {
     *name = atl_error_name(r, buf, len);
@@ -333,10 +313,8 @@ static void error_text(CUresult r, const char **name, const char **text, char *b
 
 void atl_fault_check(int hook, CUresult r)
 {
-    if (__builtin_expect(!atl_fault_is_sticky(r), 1))
-        return;
-    if (__atomic_exchange_n(&latched, 1, __ATOMIC_ACQ_REL))
-        return; /* reported once: later calls fail for the same reason */
+    if (__builtin_expect(!atl_fault_latch(r), 1))
+        return; /* not sticky, or reported once: later calls fail for the same reason */
     atl_note_finding(ATL_FINDING_FAULT, 1);
     char buf[48];
     const char *name, *text;
@@ -379,7 +357,7 @@ static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out,
 {
     *ename = NULL;
     int pt = atl_hook_flags[hook] & ATL_F_PT;
-    uint64_t upto = atl_flight_last_launch();
+    uint64_t upto = atl_fault_last_launch();
     if (upto_out)
         *upto_out = upto;
     CUresult r = atl_drv.cuStreamSynchronize((pt && !stream) ? CU_STREAM_PER_THREAD : stream);
@@ -390,8 +368,7 @@ static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out,
     if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
         return r;
     atl_note_finding(ATL_FINDING_FAULT, 1);
-    if (atl_fault_is_sticky(r))
-        __atomic_store_n(&latched, 1, __ATOMIC_RELEASE); /* this report says it all */
+    atl_fault_latch(r); /* a sticky one: this report says it all */
     error_text(r, ename, text, buf, len);
     return r;
 }

@@ -48,10 +48,10 @@ void atl_sync_capture_post(const struct atl_capture *c, CUresult r);
  * (ATL_ON_DTOH_COUNT): counted as a blocking copy, its result latched. */
 void atl_sync_dtoh_light(int hook, size_t n, CUresult r);
 
-/* The fault latch: any hooked call's result goes through here. Reports the
- * first context-destroying error once. */
+/* Any hooked call's result goes through here: the first context-destroying
+ * error the launch history's latch (src/fault.h) takes is reported, once,
+ * with the flight recorder's suspects. */
 void atl_fault_check(int hook, CUresult r);
-int atl_fault_is_sticky(CUresult r);
 
 /* Exit summary (when ATLAS_D2H_TRACE is set). */
 void atl_sync_report(void);

@@ -5,6 +5,7 @@
 #include "driver.h"
 #include "dsk.h"
 #include "engine.h"
+#include "fault.h"
 #include "flight.h"
 #include "kernels.h"
 #include "ring.h"
@@ -221,7 +222,7 @@ START_TEST(kernel_table_grows_forgets_and_probes_past_forgotten_keys)
     }
     atl_ring_first(handles[7], NULL, NULL);
     ck_assert(atl_ring_ready(handles[7]));
-    atl_flight_good_sync(ATL_SYNC_CTX, NULL, atl_flight_last_launch());
+    atl_flight_good_sync(ATL_SYNC_CTX, NULL, atl_fault_last_launch());
     ck_assert(!atl_ring_ready(handles[7])); /* a new epoch: the first launch again */
     for (int i = 0; i < 5000; i += 2)
         atl_flight_forget(handles[i]);
@@ -259,6 +260,74 @@ START_TEST(a_module_unload_forgets_its_kernels)
 }
 END_TEST
 
+/* ---- the launch history (fault.h): the launches since number N ------------------ */
+
+struct seen {
+    uint64_t seq[128];
+    void *obj[128];
+    unsigned n;
+};
+
+static void note(const struct atl_ring_ent *e, void *ctx)
+{
+    struct seen *s = ctx;
+    if (s->n < 128)
+        s->seq[s->n] = e->seq, s->obj[s->n] = e->obj;
+    s->n++;
+}
+
+START_TEST(the_history_answers_the_launches_since_n)
+{
+    /* no atl_fault_init: the ring before it, 64 slots */
+    ck_assert_uint_eq(atl_fault_ring_slots(), 64);
+    uint64_t base = atl_fault_last_launch();
+    for (uintptr_t i = 1; i <= 10; i++)
+        atl_ring_put(ATL_ID_cuLaunchKernel, (void *)i, NULL, 1, 1, 1, 1, 1, 1, 0);
+    ck_assert_uint_eq(atl_fault_last_launch(), base + 10);
+
+    struct seen s = {0};
+    ck_assert_uint_eq(atl_fault_launches_since(base + 3, base + 10, 0, note, &s), 0);
+    ck_assert_uint_eq(s.n, 7); /* 4 to 10, oldest first */
+    for (unsigned i = 0; i < 7; i++) {
+        ck_assert_uint_eq(s.seq[i], base + 4 + i);
+        ck_assert_ptr_eq(s.obj[i], (void *)(uintptr_t)(4 + i));
+    }
+    memset(&s, 0, sizeof s);
+    atl_fault_launches_since(base, base + 10, 2, note, &s); /* the newest two */
+    ck_assert_uint_eq(s.n, 2);
+    ck_assert_uint_eq(s.seq[0], base + 9);
+    ck_assert_uint_eq(s.seq[1], base + 10);
+    memset(&s, 0, sizeof s);
+    ck_assert_uint_eq(atl_fault_launches_since(base + 10, base + 10, 0, note, &s), 0);
+    ck_assert_uint_eq(s.n, 0);
+
+    /* 100 more: the ring wraps, the oldest 110 - 64 of the window are lost */
+    for (uintptr_t i = 11; i <= 110; i++)
+        atl_ring_put(ATL_ID_cuLaunchKernel, (void *)i, NULL, 1, 1, 1, 1, 1, 1, 0);
+    memset(&s, 0, sizeof s);
+    ck_assert_uint_eq(atl_fault_launches_since(base, base + 110, 0, note, &s), 110 - 64);
+    ck_assert_uint_eq(s.n, 64);
+    ck_assert_uint_eq(s.seq[0], base + 110 - 63);
+    ck_assert_uint_eq(s.seq[63], base + 110);
+    /* a window inside what the ring holds loses nothing */
+    memset(&s, 0, sizeof s);
+    ck_assert_uint_eq(atl_fault_launches_since(base + 100, base + 110, 0, note, &s), 0);
+    ck_assert_uint_eq(s.n, 10);
+}
+END_TEST
+
+START_TEST(the_latch_takes_the_first_sticky_error_once)
+{
+    ck_assert(!atl_fault_is_sticky(CUDA_ERROR_INVALID_VALUE));
+    ck_assert(atl_fault_is_sticky(CUDA_ERROR_ILLEGAL_ADDRESS));
+    ck_assert_int_eq(atl_fault_latch(CUDA_SUCCESS), 0);
+    ck_assert_int_eq(atl_fault_latch(CUDA_ERROR_INVALID_VALUE), 0);
+    ck_assert_int_eq(atl_fault_latch(CUDA_ERROR_ILLEGAL_ADDRESS), 1);
+    ck_assert_int_eq(atl_fault_latch(CUDA_ERROR_ILLEGAL_ADDRESS), 0);
+    ck_assert_int_eq(atl_fault_latch(CUDA_ERROR_LAUNCH_FAILED), 0);
+}
+END_TEST
+
 int main(void)
 {
     /* the copies below go through the engine, which hands them to the
@@ -276,6 +345,8 @@ int main(void)
     tcase_add_test(tc, dsk_names);
     tcase_add_test(tc, kernel_table_grows_forgets_and_probes_past_forgotten_keys);
     tcase_add_test(tc, a_module_unload_forgets_its_kernels);
+    tcase_add_test(tc, the_history_answers_the_launches_since_n);
+    tcase_add_test(tc, the_latch_takes_the_first_sticky_error_once);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
