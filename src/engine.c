@@ -18,6 +18,7 @@
 #include "ring.h"
 #include "stats.h"
 #include "sync.h"
+#include "thread.h"
 #include "trace.h"
 #include "vmm.h"
 
@@ -38,8 +39,6 @@ static int finished;     /* exit report done: hooks pass through */
 static int in_child;     /* forked child: never report */
 static int exit_started; /* atl_engine_exit entered */
 static int late_atexit;  /* second atexit registration done */
-
-static __thread int depth __attribute__((tls_model("initial-exec")));
 
 static void warn_line(void *ctx, const char *line)
 {
@@ -83,7 +82,7 @@ static unsigned wanted_events(void)
 
 static void init_body(void)
 {
-    depth++;
+    atl_thr.depth++;
     /* secure_getenv semantics for the whole table: a set-uid program reads
      * no settings at all. */
     char *empty[] = {NULL};
@@ -109,7 +108,7 @@ static void init_body(void)
 
     __atomic_store_n(&initialised, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&atl_on, wanted_events(), __ATOMIC_RELEASE);
-    depth--;
+    atl_thr.depth--;
 }
 
 void atl_engine_init(void)
@@ -120,9 +119,9 @@ void atl_engine_init(void)
 int atl_self_enter(void)
 {
     atl_engine_init();
-    if (depth || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
+    if (atl_thr.depth || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
         return 0;
-    depth++;
+    atl_thr.depth++;
     return 1;
 }
 
@@ -130,9 +129,9 @@ int atl_enter(int hook, int path)
 {
     if (__builtin_expect(!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE), 0))
         atl_engine_init();
-    if (depth || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
+    if (atl_thr.depth || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
         return 0;
-    depth++;
+    atl_thr.depth++;
     /* A shared counter is an atomic read-modify-write on a line every thread
      * touches: only paid when someone will read it (about half of the
      * always-on launch path's cost, measured against the fake driver). */
@@ -144,12 +143,12 @@ int atl_enter(int hook, int path)
 void atl_hold(void)
 {
     atl_engine_init();
-    depth++;
+    atl_thr.depth++;
 }
 
 void atl_leave(void)
 {
-    depth--;
+    atl_thr.depth--;
 }
 
 /* cudart registers its own exit handler (which tears the context down) when
@@ -413,8 +412,8 @@ void atl_engine_exit(void)
      * call). Any lock of ours, or malloc's, may be held by the code it
      * interrupted, and a table may be half-updated: only the lock-free
      * report runs. */
-    int interrupted = depth > 0;
-    depth++;
+    int interrupted = atl_thr.depth > 0;
+    atl_thr.depth++;
     atl_exit_begin();
     if (interrupted) {
         atl_log(ATL_WARN, "exit: the program exited while this thread was inside atlastrace (exit "
@@ -436,7 +435,7 @@ void atl_engine_exit(void)
     }
     __atomic_store_n(&atl_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
-    depth--;
+    atl_thr.depth--;
 }
 
 __attribute__((destructor)) static void engine_fini(void)
@@ -454,5 +453,5 @@ void atl_engine_atfork_child(void)
     in_child = 1;
     finished = 1;
     atl_on = 0;
-    depth = 0;
+    atl_thr.depth = 0;
 }

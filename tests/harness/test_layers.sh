@@ -5,6 +5,10 @@
 #   2. No object of src/ but engine.o and api.o uses a symbol engine.o defines
 #      (a feature that calls into the engine, or reads its data, fails here
 #      even without including engine.h).
+#   3. Per-thread state is a field of struct atl_thread (src/thread.h): no
+#      other file-scope __thread variable in src/ (a function's own scratch
+#      buffer may stay; src/trace.c's wait for the step trace's rework of its
+#      per-thread buffers).
 # Usage: test_layers.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -31,5 +35,13 @@ for o in "$build"/src/*.o; do
     fi
 done
 
-[ $fail = 0 ] && echo "layers: no feature includes engine.h or calls into engine.c"
+for f in src/*.c src/*.h; do
+    case "$f" in src/thread.[ch] | src/trace.c) continue ;; esac
+    if grep -nE '^(static )?__thread' "$f"; then
+        echo "FAIL: $f keeps per-thread state of its own (a field of struct atl_thread instead)"
+        fail=1
+    fi
+done
+
+[ $fail = 0 ] && echo "layers: no feature includes engine.h or calls into engine.c; one per-thread struct"
 exit $fail
