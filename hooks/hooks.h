@@ -4,9 +4,9 @@
 
 #include <cuda.h>
 
+#include "blocking.h" /* the DTOH light path */
 #include "engine.h"
 #include "ring.h"
-#include "sync.h" /* the DTOH light path */
 
 /* The real driver function of each hook (NULL until bound, or when the
  * driver lacks that symbol). */

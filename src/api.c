@@ -9,10 +9,10 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "blocking.h"
 #include "engine.h"
 #include "redzone.h"
 #include "stats.h"
-#include "sync.h"
 #include "trace.h"
 
 #define ATL_API __attribute__((visibility("default")))
@@ -68,7 +68,7 @@ ATL_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
  * total for "blocking_d2h"; -1 for an unknown name. */
 ATL_API long long atlas_sync_count(const char *name)
 {
-    return atl_sync_count_named(name);
+    return atl_blocking_count_named(name);
 }
 
 ATL_API void atlas_stats_snapshot(const char *label)

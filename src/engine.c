@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "capture.h"
 
+#include "blocking.h"
 #include "config.h"
 #include "flight.h"
 #include "hang.h"
@@ -17,7 +18,6 @@
 #include "redzone.h"
 #include "ring.h"
 #include "stats.h"
-#include "sync.h"
 #include "thread.h"
 #include "trace.h"
 #include "vmm.h"
@@ -51,8 +51,8 @@ static void warn_line(void *ctx, const char *line)
 static unsigned feature_events[ATL_FEAT_COUNT];
 
 static unsigned (*const feature_init[ATL_FEAT_COUNT])(void) = {
-    [ATL_FEAT_SYNC] = atl_sync_init,       [ATL_FEAT_KAUDIT] = atl_kaudit_init,
-    [ATL_FEAT_REDZONE] = atl_redzone_init, [ATL_FEAT_TRACE] = atl_trace_init,
+    [ATL_FEAT_BLOCKING] = atl_blocking_init, [ATL_FEAT_KAUDIT] = atl_kaudit_init,
+    [ATL_FEAT_REDZONE] = atl_redzone_init,   [ATL_FEAT_TRACE] = atl_trace_init,
     [ATL_FEAT_HANG] = atl_hang_init,
 };
 
@@ -195,7 +195,7 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 {
     if (on(ATL_FEAT_KAUDIT))
         atl_kaudit_launch(l);
-    CUresult out = on(ATL_FEAT_SYNC) ? atl_sync_launch_post(l, r) : r;
+    CUresult out = on(ATL_FEAT_BLOCKING) ? atl_blocking_launch_post(l, r) : r;
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_launch_post(l, r);
     if (on(ATL_FEAT_TRACE))
@@ -217,8 +217,8 @@ void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
-    if (on(ATL_FEAT_SYNC))
-        r = atl_sync_graph_launch_post(g, r);
+    if (on(ATL_FEAT_BLOCKING))
+        r = atl_blocking_graph_launch_post(g, r);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_graph_launch_post(g, r);
     if (on(ATL_FEAT_TRACE))
@@ -306,8 +306,8 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
         r = atl_own_error_deliver(r);
     if (on(ATL_FEAT_HANG) && !c->async)
         atl_hang_leave();
-    if (on(ATL_FEAT_SYNC))
-        atl_sync_copy_post(c, r);
+    if (on(ATL_FEAT_BLOCKING))
+        atl_blocking_copy_post(c, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_copy(c, r);
     return r;
@@ -338,8 +338,8 @@ CUresult atl_sync_post(struct atl_sync *s, CUresult r)
     r = atl_own_error_deliver(r);
     if (on(ATL_FEAT_HANG))
         atl_hang_leave();
-    if (on(ATL_FEAT_SYNC))
-        atl_sync_host_sync_post(s, r);
+    if (on(ATL_FEAT_BLOCKING))
+        atl_blocking_sync_post(s, r);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_sync_post(s, r);
     if (on(ATL_FEAT_TRACE))
@@ -360,8 +360,8 @@ void atl_capture_post(struct atl_capture *c, CUresult r)
 {
     if (c->begin && r == CUDA_SUCCESS)
         atl_capture_begun(c->stream, c->mode);
-    if (on(ATL_FEAT_SYNC))
-        atl_sync_capture_post(c, r);
+    if (on(ATL_FEAT_BLOCKING))
+        atl_blocking_capture_post(c, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_capture_post(c, r);
 }
@@ -428,8 +428,8 @@ void atl_engine_exit(void)
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
     if (!interrupted) {
-        if (on(ATL_FEAT_SYNC))
-            atl_sync_report();
+        if (on(ATL_FEAT_BLOCKING))
+            atl_blocking_report();
         if (on(ATL_FEAT_KAUDIT))
             atl_kaudit_report();
     }

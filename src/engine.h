@@ -23,11 +23,11 @@
  * and calls a feature's event functions only while its answer is non-zero:
  * that is the one gate; a feature's own early returns only refine it. */
 enum atl_feature {
-    ATL_FEAT_SYNC,    /* src/sync.c: blocking-copy counts, fault latch, debug sync */
-    ATL_FEAT_KAUDIT,  /* src/kaudit.c: ATLAS_KERNEL_AUDIT */
-    ATL_FEAT_REDZONE, /* src/redzone.c: ATLAS_REDZONE, ATLAS_LEAKS */
-    ATL_FEAT_TRACE,   /* src/trace.c: ATLAS_TRACE */
-    ATL_FEAT_HANG,    /* src/hang.c: ATLAS_HANG_SECONDS */
+    ATL_FEAT_BLOCKING, /* src/blocking.c: blocking-copy counts, the fault report, debug sync */
+    ATL_FEAT_KAUDIT,   /* src/kaudit.c: ATLAS_KERNEL_AUDIT */
+    ATL_FEAT_REDZONE,  /* src/redzone.c: ATLAS_REDZONE, ATLAS_LEAKS */
+    ATL_FEAT_TRACE,    /* src/trace.c: ATLAS_TRACE */
+    ATL_FEAT_HANG,     /* src/hang.c: ATLAS_HANG_SECONDS */
     ATL_FEAT_COUNT,
 };
 /* Records a feature's answer. The engine's init calls every feature's init

@@ -69,7 +69,7 @@ unsigned atl_hang_init(void)
         return 0;
     limit_ns = atl_cfg.hang_seconds * 1000000000ull;
     atl_hang_on = 1;
-    /* host syncs come to the engine always (src/sync.c); synchronous
+    /* host syncs come to the engine always (src/blocking.c); synchronous
      * device-to-host copies must leave the hooks' light path to be seen
      * before they block */
     return ATL_ON_SYNC | ATL_ON_COPY | ATL_ON_COPY_DTOH;

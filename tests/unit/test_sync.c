@@ -2,6 +2,7 @@
  * mock cuPointerGetAttribute: which copies block the host, which are hidden
  * syncs, and which are neither. Covers what the fake-driver tests do not
  * reach (peer copies, 2D/3D async, failed copies). */
+#include "blocking.h"
 #include "driver.h"
 #include "dsk.h"
 #include "engine.h"
@@ -9,7 +10,6 @@
 #include "flight.h"
 #include "kernels.h"
 #include "ring.h"
-#include "sync.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -35,9 +35,9 @@ static CUresult mock_attr(void *data, CUpointer_attribute a, CUdeviceptr p)
     return CUDA_ERROR_INVALID_VALUE; /* what the driver says of pageable memory */
 }
 
-static uint64_t c(enum atl_sync_counter k)
+static uint64_t c(enum atl_blocking_counter k)
 {
-    return atl_sync_counter(k);
+    return atl_blocking_counter(k);
 }
 
 static void copy(struct atl_copy *cp, CUresult r)
@@ -126,10 +126,10 @@ START_TEST(a_feature_that_is_off_gets_no_events)
     struct atl_copy s = {
         .kind = ATL_CPY_DTOH, .host_dst = (void *)(uintptr_t)PAGEABLE, .src = DEV, .bytes = 8};
     uint64_t before = c(ATL_SC_DTOH);
-    atl_engine_enable(ATL_FEAT_SYNC, 0);
+    atl_engine_enable(ATL_FEAT_BLOCKING, 0);
     copy(&s, CUDA_SUCCESS);
     ck_assert_uint_eq(c(ATL_SC_DTOH) - before, 0);
-    atl_engine_enable(ATL_FEAT_SYNC, ATL_ON_COPY);
+    atl_engine_enable(ATL_FEAT_BLOCKING, ATL_ON_COPY);
     copy(&s, CUDA_SUCCESS);
     ck_assert_uint_eq(c(ATL_SC_DTOH) - before, 1);
 }
@@ -148,13 +148,13 @@ START_TEST(device_to_device_never_queries)
 {
     atl_drv.cuPointerGetAttribute = counting_attr;
     queries = 0;
-    uint64_t before = atl_sync_blocking_d2h();
+    uint64_t before = atl_blocking_d2h();
     struct atl_copy d = {.kind = ATL_CPY_DTOD, .dst = DEV, .src = DEV + 8, .bytes = 8};
     copy(&d, CUDA_SUCCESS);
     struct atl_copy s = {
         .kind = ATL_CPY_DTOH, .host_dst = (void *)(uintptr_t)PAGEABLE, .src = DEV, .bytes = 8};
     copy(&s, CUDA_SUCCESS); /* synchronous: blocking without asking */
-    ck_assert_uint_eq(atl_sync_blocking_d2h() - before, 1);
+    ck_assert_uint_eq(atl_blocking_d2h() - before, 1);
     ck_assert_uint_eq(queries, 0);
     /* and the counter does count: an async copy from device to a host
      * address asks whether the host side is pinned */
@@ -332,7 +332,7 @@ int main(void)
 {
     /* the copies below go through the engine, which hands them to the
      * feature it was told is on (its init is not run: no settings here) */
-    atl_engine_enable(ATL_FEAT_SYNC, ATL_ON_COPY);
+    atl_engine_enable(ATL_FEAT_BLOCKING, ATL_ON_COPY);
     Suite *s = suite_create("sync-unit");
     TCase *tc = tcase_create("classify");
     tcase_add_test(tc, peer_and_generic);

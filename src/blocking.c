@@ -1,5 +1,6 @@
 /*
- * Blocking copies, host syncs, the fault latch and debug sync.
+ * The feature "blocking": blocking copies, host syncs, the fault report and
+ * debug sync.
  *
  * Why: a GPU sits idle while the host waits on device-to-host copies (one
  * prefill trace counted 32,343 of them and 58% idle), and an asynchronous
@@ -8,7 +9,7 @@
  * with a host side (pageable or pinned decides whether it blocks) and two per
  * generic cuMemcpy (its direction is only known through unified addressing).
  */
-#include "sync.h"
+#include "blocking.h"
 
 #include "capture.h"
 #include "config.h"
@@ -44,7 +45,7 @@ static enum atl_dsk debug_sync; /* ATLAS_DEBUG_SYNC_KERNELS */
  * always, so the ring can name kernels after a fault, when the driver no
  * longer answers cuFuncGetName (seen on the H200); captures, so debug sync
  * never synchronises inside one. */
-unsigned atl_sync_init(void)
+unsigned atl_blocking_init(void)
 {
     int i = atl_config_find("ATLAS_D2H_TRACE");
     trace_on = i >= 0 && atl_cfg.set[i];
@@ -80,16 +81,16 @@ unsigned atl_sync_init(void)
     return on;
 }
 
-uint64_t atl_sync_counter(enum atl_sync_counter k)
+uint64_t atl_blocking_counter(enum atl_blocking_counter k)
 {
     return (unsigned)k < ATL_SC_COUNT ? __atomic_load_n(&counts[k], __ATOMIC_RELAXED) : 0;
 }
 
-uint64_t atl_sync_blocking_d2h(void)
+uint64_t atl_blocking_d2h(void)
 {
     uint64_t n = 0;
     for (int k = 0; k <= ATL_SC_BLOCKING_D2H_LAST; k++)
-        n += atl_sync_counter((enum atl_sync_counter)k);
+        n += atl_blocking_counter((enum atl_blocking_counter)k);
     return n;
 }
 
@@ -119,7 +120,7 @@ static void print_frames(const char *tag, const struct atl_stack *s, int from, i
     }
 }
 
-static void site_note(enum atl_sync_counter k, size_t nbytes)
+static void site_note(enum atl_blocking_counter k, size_t nbytes)
 {
     struct atl_stack st;
     atl_stack_capture(&st);
@@ -150,7 +151,7 @@ out:
     pthread_mutex_unlock(&sites_lock);
 }
 
-static void count(enum atl_sync_counter k, size_t nbytes)
+static void count(enum atl_blocking_counter k, size_t nbytes)
 {
     __atomic_fetch_add(&counts[k], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&bytes[k], nbytes, __ATOMIC_RELAXED);
@@ -213,7 +214,7 @@ static int hostlike(enum mt t)
     return t == MT_PINNED || t == MT_PAGEABLE;
 }
 
-void atl_sync_copy_post(const struct atl_copy *c, CUresult r)
+void atl_blocking_copy_post(const struct atl_copy *c, CUresult r)
 {
     if (r != CUDA_SUCCESS) {
         atl_fault_check(c->hook, r);
@@ -221,7 +222,7 @@ void atl_sync_copy_post(const struct atl_copy *c, CUresult r)
     }
     enum mt src = MT_UNKNOWN, dst = MT_UNKNOWN;
     size_t n = c->bytes;
-    enum atl_sync_counter sync_kind = ATL_SC_DTOH;
+    enum atl_blocking_counter sync_kind = ATL_SC_DTOH;
     switch (c->kind) {
     case ATL_CPY_DTOH:
     case ATL_CPY_ATOH:
@@ -279,17 +280,17 @@ void atl_sync_copy_post(const struct atl_copy *c, CUresult r)
     }
 }
 
-void atl_sync_dtoh_light(int hook, size_t n, CUresult r)
+void atl_blocking_dtoh_light(int hook, size_t n, CUresult r)
 {
     if (r != CUDA_SUCCESS)
         atl_fault_check(hook, r);
     else
-        count(ATL_SC_DTOH, n); /* what atl_sync_copy_post counts for one */
+        count(ATL_SC_DTOH, n); /* what atl_blocking_copy_post counts for one */
 }
 
-void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r)
+void atl_blocking_sync_post(const struct atl_sync *s, CUresult r)
 {
-    static const enum atl_sync_counter k[] = {
+    static const enum atl_blocking_counter k[] = {
         [ATL_SYNC_CTX] = ATL_SC_SYNC_CTX,
         [ATL_SYNC_STREAM] = ATL_SC_SYNC_STREAM,
         [ATL_SYNC_EVENT] = ATL_SC_SYNC_EVENT,
@@ -338,7 +339,7 @@ static int debug_reported;
 
 /* The flight recorder's windows of captured launches (open captures
  * themselves: src/capture.h). */
-void atl_sync_capture_post(const struct atl_capture *c, CUresult r)
+void atl_blocking_capture_post(const struct atl_capture *c, CUresult r)
 {
     if (c->begin) {
         if (r == CUDA_SUCCESS)
@@ -416,7 +417,7 @@ static CUresult debug_sync_after(const struct atl_launch *l)
  * fault is inside one of its kernel nodes, which the report lists. With a
  * list of kernel names, every graph launch is synchronised too: a kernel
  * named may be one of its nodes, and graph launches are few. */
-CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
+CUresult atl_blocking_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
 {
     if (r != CUDA_SUCCESS) {
         atl_fault_check(g->hook, r);
@@ -445,7 +446,7 @@ CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r
     return r;
 }
 
-CUresult atl_sync_launch_post(const struct atl_launch *l, CUresult r)
+CUresult atl_blocking_launch_post(const struct atl_launch *l, CUresult r)
 {
     if (r != CUDA_SUCCESS) {
         atl_fault_check(l->hook, r);
@@ -474,7 +475,7 @@ static int by_count(const void *a, const void *b)
 #define TOP_SITES 10
 #define SITE_FRAMES 6
 
-void atl_sync_report(void)
+void atl_blocking_report(void)
 {
     if (!trace_on)
         return;
@@ -537,14 +538,14 @@ void atl_sync_report(void)
     pthread_mutex_unlock(&sites_lock);
 }
 
-long long atl_sync_count_named(const char *name)
+long long atl_blocking_count_named(const char *name)
 {
     if (!name)
         return -1;
     if (strcmp(name, "blocking_d2h") == 0)
-        return (long long)atl_sync_blocking_d2h();
+        return (long long)atl_blocking_d2h();
     for (int k = 0; k < ATL_SC_COUNT; k++)
         if (strcmp(name, counter_names[k]) == 0)
-            return (long long)atl_sync_counter((enum atl_sync_counter)k);
+            return (long long)atl_blocking_counter((enum atl_blocking_counter)k);
     return -1;
 }
