@@ -46,3 +46,11 @@ c-entry-check:
 	$(MAKE) BUILD=$(BUILD)/c-entry CFLAGS="$(CFLAGS) -DATL_C_FAST" core-check sync-check trace-check
 
 CHECK_TARGETS += c-entry-check
+
+# The layering of docs/ARCHITECTURE.md: no feature includes engine.h or uses
+# a symbol of engine.o (tests/harness/test_layers.sh). Part of core-check.
+.PHONY: layers-check
+layers-check: $(BUILD)/libatlastrace.so
+	sh tests/harness/test_layers.sh $(BUILD)
+
+core-check: layers-check

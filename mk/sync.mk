@@ -1,4 +1,4 @@
-# Syncs, copies and faults (src/sync.c, src/kaudit.c):
+# Syncs, copies and faults (src/blocking.c, src/kaudit.c):
 #   make sync-check       against the fake driver (part of make check)
 #   make sync-microbench  CPU cost per launch and per copy of the always-on parts, fake driver
 #   make sync-gpu-check   on a GPU: a CUDA program with an out-of-bounds kernel, a PyTorch loop

@@ -7,10 +7,12 @@
 #define ATLAS_TRACE_LIBRARY
 #include "atlas/trace.h"
 
+#include <nvtx3/nvToolsExt.h>
+
+#include "blocking.h"
 #include "engine.h"
 #include "redzone.h"
 #include "stats.h"
-#include "sync.h"
 #include "trace.h"
 
 #define ATL_API __attribute__((visibility("default")))
@@ -39,12 +41,25 @@ ATL_API int atlas_redzone_poison_impl(unsigned long long lo, unsigned long long 
 
 ATL_API void atlas_step_begin_impl(const char *name)
 {
+    atl_engine_init();
     atl_trace_api_step_begin(name);
 }
 
 ATL_API void atlas_step_end_impl(void)
 {
+    atl_engine_init();
     atl_trace_api_step_end();
+}
+
+/* ---- NVTX ranges (ATLAS_STEP=nvtx:NAME) ---- */
+
+/* Called by the program's NVTX library at its first NVTX call when
+ * NVTX_INJECTION64_PATH names us (not an atlas_* function, but exported for
+ * the same reason: someone outside resolves it by name). */
+ATL_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+{
+    atl_engine_init();
+    return atl_trace_nvtx_inject(get);
 }
 
 /* ---- counters and statistics ---- */
@@ -53,10 +68,13 @@ ATL_API void atlas_step_end_impl(void)
  * total for "blocking_d2h"; -1 for an unknown name. */
 ATL_API long long atlas_sync_count(const char *name)
 {
-    return atl_sync_count_named(name);
+    return atl_blocking_count_named(name);
 }
 
 ATL_API void atlas_stats_snapshot(const char *label)
 {
+    /* a report the program asks for: also after the exit report */
+    atl_hold();
     atl_stats_snapshot(label);
+    atl_leave();
 }

@@ -1,5 +1,7 @@
 #include "capture.h"
 
+#include "thread.h"
+
 #include <pthread.h>
 #include <stdint.h>
 
@@ -16,7 +18,6 @@ static int nopen;    /* entries in open_caps, and the overflow: atl_capture_any 
 static int nglobal;  /* of them, global-mode (or overflow) */
 static int overflow; /* captures past CAPS */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static __thread int my_local; /* thread-local captures this thread opened */
 
 static CUstream key(CUstream s)
 {
@@ -36,7 +37,7 @@ void atl_capture_begun(CUstream stream, int mode)
         open_caps[i].mode = mode;
         open_caps[i].thread = pthread_self();
         if (mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            my_local++;
+            atl_thr.captures_local++;
     } else {
         overflow++;
         global = 1;
@@ -59,8 +60,8 @@ void atl_capture_ending(CUstream stream)
         open_caps[i].stream = NULL;
         __atomic_sub_fetch(&nopen, 1, __ATOMIC_RELEASE);
         if (mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) {
-            if (pthread_equal(open_caps[i].thread, pthread_self()) && my_local > 0)
-                my_local--;
+            if (pthread_equal(open_caps[i].thread, pthread_self()) && atl_thr.captures_local > 0)
+                atl_thr.captures_local--;
         } else if (mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
             __atomic_sub_fetch(&nglobal, 1, __ATOMIC_RELEASE);
         }
@@ -79,5 +80,5 @@ int atl_capture_any(void)
 
 int atl_capture_forbids_sync(void)
 {
-    return __atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || my_local > 0;
+    return __atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || atl_thr.captures_local > 0;
 }

@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "capture.h"
 
+#include "blocking.h"
 #include "config.h"
 #include "flight.h"
 #include "hang.h"
@@ -17,7 +18,7 @@
 #include "redzone.h"
 #include "ring.h"
 #include "stats.h"
-#include "sync.h"
+#include "thread.h"
 #include "trace.h"
 #include "vmm.h"
 
@@ -32,8 +33,6 @@
 
 extern char **environ;
 
-unsigned atl_on = ATL_ON_ALL;
-
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int initialised;  /* init finished */
 static int finished;     /* exit report done: hooks pass through */
@@ -41,25 +40,19 @@ static int in_child;     /* forked child: never report */
 static int exit_started; /* atl_engine_exit entered */
 static int late_atexit;  /* second atexit registration done */
 
-static __thread int depth __attribute__((tls_model("initial-exec")));
-
-static uint64_t findings[ATL_FINDING_KINDS];
-
 static void warn_line(void *ctx, const char *line)
 {
     (void)ctx;
     atl_log_line(line);
 }
 
-int atl_ledger_on;
-
 /* What each feature's init answered (engine.h): its event classes, 0 when
  * it is off. Written before atl_on is published, read-only after. */
 static unsigned feature_events[ATL_FEAT_COUNT];
 
 static unsigned (*const feature_init[ATL_FEAT_COUNT])(void) = {
-    [ATL_FEAT_SYNC] = atl_sync_init,       [ATL_FEAT_KAUDIT] = atl_kaudit_init,
-    [ATL_FEAT_REDZONE] = atl_redzone_init, [ATL_FEAT_TRACE] = atl_trace_init,
+    [ATL_FEAT_BLOCKING] = atl_blocking_init, [ATL_FEAT_KAUDIT] = atl_kaudit_init,
+    [ATL_FEAT_REDZONE] = atl_redzone_init,   [ATL_FEAT_TRACE] = atl_trace_init,
     [ATL_FEAT_HANG] = atl_hang_init,
 };
 
@@ -89,7 +82,7 @@ static unsigned wanted_events(void)
 
 static void init_body(void)
 {
-    depth++;
+    atl_thr.depth++;
     /* secure_getenv semantics for the whole table: a set-uid program reads
      * no settings at all. */
     char *empty[] = {NULL};
@@ -115,7 +108,7 @@ static void init_body(void)
 
     __atomic_store_n(&initialised, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&atl_on, wanted_events(), __ATOMIC_RELEASE);
-    depth--;
+    atl_thr.depth--;
 }
 
 void atl_engine_init(void)
@@ -126,9 +119,9 @@ void atl_engine_init(void)
 int atl_self_enter(void)
 {
     atl_engine_init();
-    if (depth || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
+    if (atl_thr.depth || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
         return 0;
-    depth++;
+    atl_thr.depth++;
     return 1;
 }
 
@@ -136,9 +129,9 @@ int atl_enter(int hook, int path)
 {
     if (__builtin_expect(!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE), 0))
         atl_engine_init();
-    if (depth || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
+    if (atl_thr.depth || __atomic_load_n(&finished, __ATOMIC_ACQUIRE))
         return 0;
-    depth++;
+    atl_thr.depth++;
     /* A shared counter is an atomic read-modify-write on a line every thread
      * touches: only paid when someone will read it (about half of the
      * always-on launch path's cost, measured against the fake driver). */
@@ -150,12 +143,12 @@ int atl_enter(int hook, int path)
 void atl_hold(void)
 {
     atl_engine_init();
-    depth++;
+    atl_thr.depth++;
 }
 
 void atl_leave(void)
 {
-    depth--;
+    atl_thr.depth--;
 }
 
 /* cudart registers its own exit handler (which tears the context down) when
@@ -202,7 +195,7 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 {
     if (on(ATL_FEAT_KAUDIT))
         atl_kaudit_launch(l);
-    CUresult out = on(ATL_FEAT_SYNC) ? atl_sync_launch_post(l, r) : r;
+    CUresult out = on(ATL_FEAT_BLOCKING) ? atl_blocking_launch_post(l, r) : r;
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_launch_post(l, r);
     if (on(ATL_FEAT_TRACE))
@@ -224,8 +217,8 @@ void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
-    if (on(ATL_FEAT_SYNC))
-        r = atl_sync_graph_launch_post(g, r);
+    if (on(ATL_FEAT_BLOCKING))
+        r = atl_blocking_graph_launch_post(g, r);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_graph_launch_post(g, r);
     if (on(ATL_FEAT_TRACE))
@@ -301,60 +294,6 @@ void atl_vmm_post(struct atl_vmm *v, CUresult r)
         atl_vmm_ledger_post(v, r);
 }
 
-/* ---- errors the library's own calls observed ----------------------------- */
-
-static CUresult own_error; /* latched for the program (atl_own_result) */
-
-/* Errors about the call itself (its arguments, the context's state, a
- * capture), which the program's own call would not have seen; everything
- * else is what the work queued before reports (a kernel's fault). */
-static int about_the_call(CUresult r)
-{
-    switch (r) {
-    case CUDA_SUCCESS:
-    case CUDA_ERROR_INVALID_VALUE:
-    case CUDA_ERROR_OUT_OF_MEMORY:
-    case CUDA_ERROR_NOT_INITIALIZED:
-    case CUDA_ERROR_DEINITIALIZED:
-    case CUDA_ERROR_INVALID_CONTEXT:
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-    case CUDA_ERROR_INVALID_HANDLE:
-    case CUDA_ERROR_NOT_FOUND:
-    case CUDA_ERROR_NOT_READY:
-    case CUDA_ERROR_NOT_SUPPORTED:
-    case CUDA_ERROR_NOT_PERMITTED:
-        return 1;
-    default:
-        return r >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
-               r <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
-    }
-}
-
-CUresult atl_own_result(CUresult r)
-{
-    CUresult none = CUDA_SUCCESS;
-    if (!about_the_call(r) &&
-        __atomic_compare_exchange_n(&own_error, &none, r, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-        /* the hooks that deliver it may be on their light path: take the
-         * engine's until it is delivered (cheap, and only after an error) */
-        __atomic_fetch_or(&atl_on, ATL_ON_SYNC | ATL_ON_COPY | ATL_ON_COPY_DTOH, __ATOMIC_ACQ_REL);
-    return r;
-}
-
-/* The program's synchronising call returned r: a latched error replaces a
- * success; the same error returned by the driver itself (sticky) clears it. */
-static CUresult own_error_deliver(CUresult r)
-{
-    CUresult e = __atomic_load_n(&own_error, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(e == CUDA_SUCCESS, 1))
-        return r;
-    if (r == CUDA_SUCCESS || r == e)
-        if (__atomic_compare_exchange_n(&own_error, &e, CUDA_SUCCESS, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED))
-            return e;
-    return r;
-}
-
 void atl_copy_pre(struct atl_copy *c)
 {
     if (on(ATL_FEAT_HANG) && !c->async) /* a synchronous copy may wait on the GPU */
@@ -383,11 +322,11 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 {
     copy_decode(c);
     if (!c->async)
-        r = own_error_deliver(r);
+        r = atl_own_error_deliver(r);
     if (on(ATL_FEAT_HANG) && !c->async)
         atl_hang_leave();
-    if (on(ATL_FEAT_SYNC))
-        atl_sync_copy_post(c, r);
+    if (on(ATL_FEAT_BLOCKING))
+        atl_blocking_copy_post(c, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_copy(c, r);
     return r;
@@ -408,18 +347,18 @@ CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 
 void atl_sync_pre(struct atl_sync *s)
 {
-    s->launches_before = atl_flight_last_launch();
+    s->launches_before = atl_fault_last_launch();
     if (on(ATL_FEAT_HANG))
         atl_hang_enter(s->hook);
 }
 
 CUresult atl_sync_post(struct atl_sync *s, CUresult r)
 {
-    r = own_error_deliver(r);
+    r = atl_own_error_deliver(r);
     if (on(ATL_FEAT_HANG))
         atl_hang_leave();
-    if (on(ATL_FEAT_SYNC))
-        atl_sync_host_sync_post(s, r);
+    if (on(ATL_FEAT_BLOCKING))
+        atl_blocking_sync_post(s, r);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_sync_post(s, r);
     if (on(ATL_FEAT_TRACE))
@@ -440,8 +379,8 @@ void atl_capture_post(struct atl_capture *c, CUresult r)
 {
     if (c->begin && r == CUDA_SUCCESS)
         atl_capture_begun(c->stream, c->mode);
-    if (on(ATL_FEAT_SYNC))
-        atl_sync_capture_post(c, r);
+    if (on(ATL_FEAT_BLOCKING))
+        atl_blocking_capture_post(c, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_capture_post(c, r);
 }
@@ -460,8 +399,6 @@ void atl_module_pre(struct atl_module *m)
     (void)m;
 }
 
-unsigned long atl_unload_gen;
-
 void atl_module_post(struct atl_module *m, CUresult r)
 {
     if (on(ATL_FEAT_KAUDIT))
@@ -472,7 +409,6 @@ void atl_module_post(struct atl_module *m, CUresult r)
          * address of an unloaded 64-parameter one). */
         atl_flight_forget_owner(m->handle);
         atl_kernels_forget_owner(m->handle);
-        __atomic_add_fetch(&atl_unload_gen, 1, __ATOMIC_RELEASE);
     }
 }
 
@@ -482,75 +418,7 @@ void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
         atl_redzone_teardown(atl_hook_names[t->hook]);
 }
 
-void atl_log_once_oom(const char *what)
-{
-    static int said;
-    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-        atl_log(ATL_ERROR,
-                "out of memory in %s: atlastrace's reports are incomplete from here on "
-                "(the program is not affected)",
-                what);
-}
-
 /* ---- exit -------------------------------------------------------------------- */
-
-static int exiting;
-static struct timespec exit_deadline; /* CLOCK_REALTIME, as pthread_mutex_timedlock wants */
-
-int atl_exiting(void)
-{
-    return __atomic_load_n(&exiting, __ATOMIC_ACQUIRE);
-}
-
-int atl_exit_past_deadline(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return now.tv_sec > exit_deadline.tv_sec ||
-           (now.tv_sec == exit_deadline.tv_sec && now.tv_nsec >= exit_deadline.tv_nsec);
-}
-
-void atl_exit_skipped(const char *what)
-{
-    atl_log(ATL_WARN,
-            "exit: %s skipped: another thread held its lock for more than %d ms (stopped inside "
-            "atlastrace or the driver); the program is not affected",
-            what, ATL_EXIT_WAIT_MS);
-}
-
-int atl_exit_bounded(void *(*fn)(void *), void *arg, const char *what)
-{
-    pthread_t t;
-    if (!atl_exiting() || pthread_create(&t, NULL, fn, arg) != 0) {
-        fn(arg);
-        return 0;
-    }
-    int e;
-    while ((e = pthread_timedjoin_np(t, NULL, &exit_deadline)) == EINTR)
-        ;
-    if (e == 0)
-        return 0;
-    pthread_detach(t);
-    if (what)
-        atl_exit_skipped(what);
-    return -1;
-}
-
-int atl_exit_lock(pthread_mutex_t *m, const char *what)
-{
-    if (!atl_exiting())
-        return pthread_mutex_lock(m) == 0 ? 0 : -1;
-    if (pthread_mutex_trylock(m) == 0)
-        return 0;
-    int e;
-    while ((e = pthread_mutex_timedlock(m, &exit_deadline)) == EINTR)
-        ;
-    if (e == 0)
-        return 0;
-    if (what)
-        atl_exit_skipped(what);
-    return -1;
-}
 
 void atl_engine_exit(void)
 {
@@ -563,14 +431,9 @@ void atl_engine_exit(void)
      * call). Any lock of ours, or malloc's, may be held by the code it
      * interrupted, and a table may be half-updated: only the lock-free
      * report runs. */
-    int interrupted = depth > 0;
-    depth++;
-    clock_gettime(CLOCK_REALTIME, &exit_deadline);
-    exit_deadline.tv_sec += ATL_EXIT_WAIT_MS / 1000;
-    exit_deadline.tv_nsec += (long)(ATL_EXIT_WAIT_MS % 1000) * 1000000L;
-    if (exit_deadline.tv_nsec >= 1000000000L)
-        exit_deadline.tv_sec++, exit_deadline.tv_nsec -= 1000000000L;
-    __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
+    int interrupted = atl_thr.depth > 0;
+    atl_thr.depth++;
+    atl_exit_begin();
     if (interrupted) {
         atl_log(ATL_WARN, "exit: the program exited while this thread was inside atlastrace (exit "
                           "from a signal handler?): the red-zone, leak, step-trace, sync and "
@@ -584,59 +447,21 @@ void atl_engine_exit(void)
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
     if (!interrupted) {
-        if (on(ATL_FEAT_SYNC))
-            atl_sync_report();
+        if (on(ATL_FEAT_BLOCKING))
+            atl_blocking_report();
         if (on(ATL_FEAT_KAUDIT))
             atl_kaudit_report();
     }
     __atomic_store_n(&atl_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
-    depth--;
-}
-
-void atl_note_finding(enum atl_finding kind, uint64_t n)
-{
-    __atomic_add_fetch(&findings[kind], n, __ATOMIC_RELAXED);
-}
-
-/* ATLAS_ERROR_EXITCODE: the verdict replaces the program's exit status. It runs in the
- * destructor, the last of the exit path the library sees: after the program's own atexit
- * handlers and destructors (the main program's run before a preloaded library's), so they all
- * ran; stdio is flushed here because _exit skips the flush exit() would do next. A program that
- * ends with _exit() or a signal runs no exit path: its status stays its own. */
-static void exit_verdict(void)
-{
-    if (!atl_cfg.error_exitcode || in_child)
-        return;
-    static const char *const what[ATL_FINDING_KINDS][2] = {{"overruns", "overrun"},
-                                                           {"faults", "fault"},
-                                                           {"leaks", "leak"},
-                                                           {"differing steps", "differing step"}};
-    char list[160];
-    size_t n = 0;
-    list[0] = '\0';
-    for (int k = 0; k < ATL_FINDING_KINDS; k++) {
-        uint64_t c = __atomic_load_n(&findings[k], __ATOMIC_RELAXED);
-        if (!c || (k == ATL_FINDING_DIFF && atl_cfg.error_on != 1))
-            continue;
-        n += (size_t)snprintf(list + n, sizeof list - n, "%s%llu %s", n ? ", " : "",
-                              (unsigned long long)c, what[k][c == 1]);
-        if (n >= sizeof list)
-            n = sizeof list - 1;
-    }
-    if (!n)
-        return;
-    atl_log(ATL_ERROR, "reported %s: exit status %llu (ATLAS_ERROR_EXITCODE)", list,
-            atl_cfg.error_exitcode);
-    fflush(NULL);
-    _exit((int)atl_cfg.error_exitcode);
+    atl_thr.depth--;
 }
 
 __attribute__((destructor)) static void engine_fini(void)
 {
     atl_engine_exit();
-    if (__atomic_load_n(&initialised, __ATOMIC_ACQUIRE))
-        exit_verdict();
+    if (__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) && !in_child)
+        atl_exit_verdict();
 }
 
 /* A forked child inherits our counters and any lock another thread held at
@@ -647,5 +472,5 @@ void atl_engine_atfork_child(void)
     in_child = 1;
     finished = 1;
     atl_on = 0;
-    depth = 0;
+    atl_thr.depth = 0;
 }

@@ -34,62 +34,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Before atl_flight_init (and with the ring off, for the engine's launch
- * path under debug sync): a small ring, so a put never needs a test. */
-#define RING_MIN 64
-static struct atl_ring_ent ring_small[RING_MIN] __attribute__((aligned(64)));
-/* The table before the first kernel: a header and one empty entry, so a
- * probe ends at once (and a launch takes the cold path, which makes the
- * first real table). */
-static struct atl_ktab_ent ktab_empty[2];
-_Static_assert(sizeof(struct atl_ktab) == sizeof(struct atl_ktab_ent), "header, then e[0]");
-
-struct atl_flight atl_fl = {
-    .ring = ring_small, .mask = RING_MIN - 1, .ktab = (struct atl_ktab *)ktab_empty, .epoch = 1};
-struct atl_launch_counter atl_launch_seq = {.next = 1};
-
-static int ring_on = 1;
 static const char *dsk_list; /* ATLAS_DEBUG_SYNC_KERNELS=name,... */
 
-#define RING_DEFAULT 4096
-#define RING_MAX (1u << 22)
-
-void atl_flight_init(unsigned long long ring, const char *list)
+void atl_flight_init(const char *list)
 {
     /* a copy: the environment's string may be changed by the program */
     dsk_list = list ? strdup(list) : NULL;
     if (list && !dsk_list)
         dsk_list = list;
-    if (ring == 0) {
-        ring_on = 0;
-        return;
-    }
-    if (ring == 1) /* the setting was a boolean once: 1 means on, the default size */
-        ring = RING_DEFAULT;
-    unsigned long long n = RING_MIN;
-    while (n < ring && n < RING_MAX)
-        n <<= 1;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, n * sizeof(struct atl_ring_ent)) != 0) {
-        atl_log_once_oom("the launch ring (keeping 64 launches)");
-        return;
-    }
-    memset(p, 0, n * sizeof(struct atl_ring_ent));
-    /* Init runs before the hooks' light path is switched on; still, the
-     * larger ring goes in before its mask, so a launch that read one with
-     * the other stays inside the ring it writes. */
-    __atomic_store_n(&atl_fl.ring, (struct atl_ring_ent *)p, __ATOMIC_RELEASE);
-    __atomic_store_n(&atl_fl.mask, n - 1, __ATOMIC_RELEASE);
-}
-
-int atl_flight_ring_on(void)
-{
-    return ring_on;
-}
-
-uint64_t atl_flight_last_launch(void)
-{
-    return __atomic_load_n(&atl_launch_seq.next, __ATOMIC_ACQUIRE) - 1;
 }
 
 /* ---- kernel records and the table ------------------------------------------ */
@@ -468,7 +420,7 @@ static unsigned caps_next;
 
 void atl_flight_capture(CUstream stream, int begin)
 {
-    uint64_t now = atl_flight_last_launch();
+    uint64_t now = atl_fault_last_launch();
     pthread_mutex_lock(&marks_lock);
     if (begin) {
         unsigned i = caps_next++ % CAPTURES;
@@ -498,26 +450,6 @@ static uint64_t stream_mark(CUstream s)
 }
 
 /* ---- the report ---------------------------------------------------------------------- */
-
-#define RLD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
-
-/* Copies launch s out of the ring; 0 when its slot holds another by now. */
-int atl_flight_ring_get(uint64_t s, struct atl_ring_ent *dst)
-{
-    struct atl_ring_ent *src = &atl_fl.ring[s & atl_fl.mask];
-    if (__atomic_load_n(&src->seq, __ATOMIC_ACQUIRE) != s)
-        return 0;
-    dst->obj = RLD(src->obj);
-    dst->stream = RLD(src->stream);
-    for (int i = 0; i < 3; i++) {
-        dst->grid[i] = RLD(src->grid[i]);
-        dst->block[i] = RLD(src->block[i]);
-    }
-    dst->shmem = RLD(src->shmem);
-    dst->hook = RLD(src->hook);
-    dst->seq = s;
-    return __atomic_load_n(&src->seq, __ATOMIC_ACQUIRE) == s;
-}
 
 struct group {
     void *obj; /* NULL: unused */
@@ -677,51 +609,65 @@ static void print_launch(const char *tag, const struct atl_ring_ent *e, const ch
             e->block[0], e->block[1], e->block[2], e->shmem, (void *)e->stream, via);
 }
 
-void atl_flight_report(const char *tag)
+/* The suspects, counted by kernel and by stream (under marks_lock). */
+struct tally {
+    struct group *g, *st;
+    size_t cap;
+    uint64_t suspects, cleared, ncaptured;
+};
+
+static void tally_launch(const struct atl_ring_ent *e, void *ctx)
 {
-    uint64_t last = atl_flight_last_launch();
-    if (!last) {
-        atl_log(ATL_ERROR, "%s: no kernel launch was seen before it%s", tag,
-                ring_on ? "" : " (ATLAS_LAUNCH_RING=0: launches are not recorded)");
+    struct tally *t = ctx;
+    uint64_t s = e->seq;
+    if (stream_mark(e->stream) >= s) {
+        t->cleared++;
         return;
     }
-    uint64_t size = atl_fl.mask + 1;
-    uint64_t base = __atomic_load_n(&good_all, __ATOMIC_RELAXED);
-    uint64_t from = base + 1, kept_from = last >= size ? last - size + 1 : 1;
-    uint64_t lost = kept_from > from ? kept_from - from : 0;
-    uint64_t start = kept_from > from ? kept_from : from;
+    if (!(e->hook & ATL_RING_GRAPH) && captured(e->stream, s)) {
+        t->ncaptured++;
+        return;
+    }
+    t->suspects++;
+    struct group *k = group_of(t->g, t->cap, e->obj, !!(e->hook & ATL_RING_GRAPH));
+    if (!k->n++)
+        k->first = s;
+    k->last = s;
+    k->newest = *e;
+    struct group *sg = group_of(t->st, t->cap, e->stream ? (void *)e->stream : (void *)-1, 0);
+    sg->n++;
+}
 
-    /* count the suspects still in the ring, by kernel and by stream */
+static void list_launch(const struct atl_ring_ent *e, void *tag)
+{
+    print_launch(tag, e, "   ");
+}
+
+void atl_flight_report(const char *tag)
+{
+    uint64_t last = atl_fault_last_launch();
+    if (!last) {
+        atl_log(ATL_ERROR, "%s: no kernel launch was seen before it%s", tag,
+                atl_fault_ring_on() ? "" : " (ATLAS_LAUNCH_RING=0: launches are not recorded)");
+        return;
+    }
+    uint64_t size = atl_fault_ring_slots();
+    uint64_t base = __atomic_load_n(&good_all, __ATOMIC_RELAXED);
+
+    /* count the suspects still in the ring (at most its size), by kernel and by stream */
     size_t cap = 64;
-    while (cap < 2 * (last - start + 1))
+    while (cap < 2 * (last - base < size ? last - base : size))
         cap <<= 1;
     struct group *g = calloc(cap, sizeof *g), *st = calloc(cap, sizeof *st);
-    uint64_t suspects = lost, cleared = 0, unreadable = 0, ncaptured = 0;
+    struct tally t = {.g = g, .st = st, .cap = cap};
+    uint64_t lost = 0;
     pthread_mutex_lock(&marks_lock); /* the stream marks and capture windows */
-    for (uint64_t s = start; g && st && s <= last; s++) {
-        struct atl_ring_ent e;
-        if (!atl_flight_ring_get(s, &e)) {
-            unreadable++;
-            continue;
-        }
-        if (stream_mark(e.stream) >= s) {
-            cleared++;
-            continue;
-        }
-        if (!(e.hook & ATL_RING_GRAPH) && captured(e.stream, s)) {
-            ncaptured++;
-            continue;
-        }
-        suspects++;
-        struct group *k = group_of(g, cap, e.obj, !!(e.hook & ATL_RING_GRAPH));
-        if (!k->n++)
-            k->first = s;
-        k->last = s;
-        k->newest = e;
-        struct group *sg = group_of(st, cap, e.stream ? (void *)e.stream : (void *)-1, 0);
-        sg->n++;
-    }
+    if (g && st)
+        lost = atl_fault_launches_since(base, last, 0, tally_launch, &t);
+    else /* out of memory: how many there were, not which */
+        lost = last - base < size ? 0 : last - base - size;
     pthread_mutex_unlock(&marks_lock);
+    uint64_t suspects = lost + t.suspects, cleared = t.cleared, ncaptured = t.ncaptured;
     char since[128];
     if (base)
         snprintf(since, sizeof since,
@@ -834,13 +780,8 @@ void atl_flight_report(const char *tag)
     free(g);
     free(st);
 
-    uint64_t first = last >= RING_SHOWN ? last - RING_SHOWN + 1 : 1;
+    uint64_t shown = last < RING_SHOWN ? last : RING_SHOWN;
     atl_log(ATL_ERROR, "%s: the last %llu launches (all contexts, oldest first):", tag,
-            (unsigned long long)(last - first + 1));
-    for (uint64_t s = first; s <= last; s++) {
-        struct atl_ring_ent e;
-        if (atl_flight_ring_get(s, &e))
-            print_launch(tag, &e, "   ");
-    }
-    (void)unreadable;
+            (unsigned long long)shown);
+    atl_fault_launches_since(last - shown, last, 0, list_launch, (void *)tag);
 }

@@ -1,7 +1,9 @@
 /*
  * The flight recorder: every launch since the last good host synchronisation
- * is a suspect when a sticky fault surfaces. ring.h is its launch path; this
- * is everything else: sizing, naming, good syncs, the report.
+ * is a suspect when a sticky fault surfaces. The launches themselves are
+ * the launch history's (src/fault.h); ring.h is the recorder's part of the
+ * launch path (its kernel table); this is everything else: naming, good
+ * syncs, capture windows, the report.
  */
 #ifndef ATL_FLIGHT_H
 #define ATL_FLIGHT_H
@@ -9,14 +11,11 @@
 #include <cuda.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "events.h"
+#include "fault.h"
 
-/* Sizes the ring from ATLAS_LAUNCH_RING (0: off) and reads the
- * ATLAS_DEBUG_SYNC_KERNELS list (NULL: none). */
-void atl_flight_init(unsigned long long ring, const char *dsk_list);
-
-/* 1 when launches are recorded (ATLAS_LAUNCH_RING is not 0). */
-int atl_flight_ring_on(void);
+/* Reads the ATLAS_DEBUG_SYNC_KERNELS list (NULL: none). */
+void atl_flight_init(const char *dsk_list);
 
 /* A kernel handle the program looked up (cuModuleGetFunction, ...): named
  * and entered in the table now, so its launches find it there. */
@@ -39,10 +38,6 @@ int atl_flight_graph_nodes(const char *tag, CUgraphExec exec);
  * or CUlibrary being unloaded). */
 void atl_flight_forget_owner(void *owner);
 
-/* The launch number of the newest launch made so far: a sync's starting
- * point (launches made while it waits are not covered by it). */
-uint64_t atl_flight_last_launch(void);
-
 /* A host synchronisation that returned success: launches up to `upto` (all
  * of them for a context sync; on its stream for a stream sync) are no
  * longer suspects. */
@@ -51,11 +46,6 @@ void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upt
 /* A stream capture began (begin 1, when it succeeded) or ended (0): the
  * launches into it in between are no suspects. */
 void atl_flight_capture(CUstream stream, int begin);
-
-/* Copies launch s out of the ring, without a lock; 0 when the ring has
- * reused its slot (or it is being written). */
-struct atl_ring_ent;
-int atl_flight_ring_get(uint64_t s, struct atl_ring_ent *dst);
 
 /* The parameter layout of a launched kernel (offsets and sizes, as the
  * driver gave them at its first launch), without a lock; the number of

@@ -23,6 +23,8 @@
 #include "config.h"
 #include "flight.h"
 #include "log.h"
+#include "services.h"
+#include "thread.h"
 #include "trace.h"
 
 #include <dlfcn.h>
@@ -52,8 +54,6 @@ struct hang_slot {
 _Static_assert(ATL_ID_COUNT <= HOOK_BITS, "hook ids fit in the low bits of a wait's start");
 static struct hang_slot slots[HANG_SLOTS];
 static int nslots;
-static __thread int my_slot
-    __attribute__((tls_model("initial-exec"))); /* index + 1; -1: none left */
 static pthread_once_t watch_once = PTHREAD_ONCE_INIT;
 
 static uint64_t now_ns(void)
@@ -69,7 +69,7 @@ unsigned atl_hang_init(void)
         return 0;
     limit_ns = atl_cfg.hang_seconds * 1000000000ull;
     atl_hang_on = 1;
-    /* host syncs come to the engine always (src/sync.c); synchronous
+    /* host syncs come to the engine always (src/blocking.c); synchronous
      * device-to-host copies must leave the hooks' light path to be seen
      * before they block */
     return ATL_ON_SYNC | ATL_ON_COPY | ATL_ON_COPY_DTOH;
@@ -85,7 +85,7 @@ static void log_op_line(const char *text)
  * newest ones), or their count when launches are not recorded. */
 static void recent_launches(void)
 {
-    if (atl_flight_ring_on()) {
+    if (atl_fault_ring_on()) {
         atl_flight_report("hang");
         return;
     }
@@ -166,10 +166,10 @@ static void watch_start(void)
 
 void atl_hang_enter(int hook)
 {
-    int i = my_slot;
+    int i = atl_thr.hang_slot;
     if (__builtin_expect(i == 0, 0)) {
         int k = __atomic_fetch_add(&nslots, 1, __ATOMIC_ACQ_REL);
-        i = my_slot = k < HANG_SLOTS ? k + 1 : -1; /* more threads: the rest unwatched */
+        i = atl_thr.hang_slot = k < HANG_SLOTS ? k + 1 : -1; /* more threads: the rest unwatched */
         if (i > 0)
             slots[k].tid = (int)syscall(SYS_gettid);
         pthread_once(&watch_once, watch_start);
@@ -185,7 +185,7 @@ void atl_hang_enter(int hook)
 
 void atl_hang_leave(void)
 {
-    int i = my_slot;
+    int i = atl_thr.hang_slot;
     if (i > 0)
         __atomic_store_n(&slots[i - 1].since, 0, __ATOMIC_RELEASE);
 }

@@ -5,7 +5,7 @@
 #ifndef ATL_HANG_H
 #define ATL_HANG_H
 
-#include "engine.h"
+#include "events.h"
 
 /* Set once by atl_hang_init when ATLAS_HANG_SECONDS > 0. */
 extern int atl_hang_on;

@@ -11,6 +11,7 @@
 #include "driver.h"
 #include "kernels.h"
 #include "log.h"
+#include "services.h"
 #include "stack.h"
 
 #include <pthread.h>

@@ -7,7 +7,7 @@
 #ifndef ATL_KAUDIT_H
 #define ATL_KAUDIT_H
 
-#include "engine.h"
+#include "events.h"
 
 /* Reads ATLAS_KERNEL_AUDIT; returns the event classes it needs, 0 when off. */
 unsigned atl_kaudit_init(void);

@@ -197,6 +197,8 @@ void atl_kernels_count_launch(void *handle, uint64_t blocks)
     pthread_mutex_unlock(&lock);
 }
 
+unsigned long atl_unload_gen;
+
 void atl_kernels_forget_owner(void *owner)
 {
     pthread_mutex_lock(&lock);
@@ -229,4 +231,5 @@ void atl_kernels_forget_owner(void *owner)
         used = kept;
     }
     pthread_mutex_unlock(&lock);
+    __atomic_add_fetch(&atl_unload_gen, 1, __ATOMIC_RELEASE);
 }

@@ -10,7 +10,7 @@
 #include <cuda.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "events.h"
 
 struct atl_kernel {
     void *handle;
@@ -40,8 +40,11 @@ void atl_kernels_each(void (*fn)(const struct atl_kernel *k, void *ctx), void *c
 
 /* A module or library is gone: forgets the handles it owned (and those whose
  * owner is unknown), so a new kernel the driver gives the same address is
- * named afresh. */
+ * named afresh, and counts the unload in atl_unload_gen. */
 void atl_kernels_forget_owner(void *owner);
+/* Counts successful module and library unloads: a cache keyed by kernel
+ * handle checks an entry made before the latest unload before trusting it. */
+extern unsigned long atl_unload_gen;
 
 /* The rule both the registry and the flight recorder's table forget by: 1
  * when k goes with owner (it is owner's, or its owner is unknown: fetched by

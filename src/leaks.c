@@ -5,10 +5,11 @@
  * pointer by a ring of recently freed pointers), and the leak list at exit.
  */
 #include "driver.h"
-#include "engine.h"
+#include "events.h"
 #include "hookid.h"
 #include "ledger.h"
 #include "log.h"
+#include "services.h"
 #include "stack.h"
 
 #include <pthread.h>

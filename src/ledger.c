@@ -1,6 +1,6 @@
 #include "ledger.h"
 
-#include "engine.h"
+#include "events.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -78,6 +78,8 @@ static void slab_put(struct slab *s, void *p)
     *(void **)p = s->free;
     s->free = p;
 }
+
+int atl_ledger_on;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct slab nodes = {sizeof(struct node), NULL};

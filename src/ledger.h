@@ -26,6 +26,10 @@ struct atl_alloc_rec {
     struct atl_stack site;
 };
 
+/* Set by features that need the allocation ledger (step diffs, red zones,
+ * leak lists), in their init, before the engine's initialisation ends. */
+extern int atl_ledger_on;
+
 /* The next creation number (allocations are numbered before the driver is
  * asked, so a failed allocation also has a number). */
 uint64_t atl_ledger_next_seq(void);

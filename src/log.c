@@ -363,3 +363,13 @@ FILE *atl_report_stream(const char *setting, const char *pattern, const char *fa
     setvbuf(f, NULL, _IOFBF, 1 << 16);
     return f;
 }
+
+void atl_log_once_oom(const char *what)
+{
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        atl_log(ATL_ERROR,
+                "out of memory in %s: atlastrace's reports are incomplete from here on "
+                "(the program is not affected)",
+                what);
+}

@@ -51,4 +51,7 @@ void atl_log_line(const char *line);
 /* The descriptor reports go to (for multi-line tables). */
 int atl_log_fd(void);
 
+/* Says once that the tool ran out of memory (the program is unaffected). */
+void atl_log_once_oom(const char *what);
+
 #endif

@@ -30,13 +30,14 @@
 #include "capture.h"
 #include "config.h"
 #include "driver.h"
+#include "fault.h"
 #include "flight.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
 #include "pools.h"
 #include "redzone_gpu.h"
-#include "ring.h"
+#include "services.h"
 #include "stack.h"
 
 #include <pthread.h>
@@ -166,9 +167,9 @@ static int zone_holding(uint64_t v, struct zone *out)
 /* ---- recent launches ----------------------------------------------------------
  * Outside a launch's own check an overrun is found later than it happened;
  * the launches since the last clean full check are the suspects. They are
- * read from the flight recorder's ring (src/ring.h, numbered by the launch
- * counter), which every launch writes without a lock anyway: nothing of
- * ours on the launch path. */
+ * the launch history's answer (src/fault.h: the launches since number N),
+ * whose ring every launch writes without a lock anyway: nothing of ours on
+ * the launch path. */
 #define SUSPECTS 16
 static uint64_t clean_upto; /* launches up to this one passed a full check */
 
@@ -198,6 +199,15 @@ struct finder {
     const char *whole; /* BY_LAUNCH: a full check, and why (what the launch reaches is not known) */
 };
 
+static void suspect_line(const struct atl_ring_ent *e, void *ctx)
+{
+    (void)ctx;
+    if (e->hook & ATL_RING_GRAPH)
+        atl_log(ATL_ERROR, "redzone:   launch#%llu graph=%p", (unsigned long long)e->seq, e->obj);
+    else
+        launch_line("  ", e->seq, e->obj, e->grid, e->block);
+}
+
 static void suspects(uint64_t seq, const struct finder *how)
 {
     uint64_t from = __atomic_load_n(&clean_upto, __ATOMIC_ACQUIRE), last = how->upto;
@@ -221,15 +231,7 @@ static void suspects(uint64_t seq, const struct finder *how)
     atl_log(ATL_ERROR,
             "%s: written by one of the %llu launches since the last clean check%s:", lead,
             (unsigned long long)n, n > SUSPECTS ? " (the newest listed)" : "");
-    for (uint64_t s = last - (n > SUSPECTS ? SUSPECTS : n) + 1; s <= last; s++) {
-        struct atl_ring_ent e;
-        if (!atl_flight_ring_get(s, &e))
-            continue;
-        if (e.hook & ATL_RING_GRAPH)
-            atl_log(ATL_ERROR, "redzone:   launch#%llu graph=%p", (unsigned long long)s, e.obj);
-        else
-            launch_line("  ", s, e.obj, e.grid, e.block);
-    }
+    atl_fault_launches_since(from, last, SUSPECTS, suspect_line, NULL);
 }
 
 static void site_of(CUdeviceptr base, const struct atl_stack *known, char *buf, size_t len)
@@ -647,7 +649,7 @@ static int scan_locked(const struct finder *how, const struct atl_launch *culpri
     if (kernel_state == 0)
         kernel_load();
     int gpu = kernel_state == 1;
-    uint64_t upto = atl_flight_last_launch();
+    uint64_t upto = atl_fault_last_launch();
     if (sync_for_scan() != 0)
         return 0;
     slots_poll(1);
@@ -876,7 +878,7 @@ unsigned atl_redzone_events(void)
      * then). */
     if (pad)
         on |= ATL_ON_CAPTURE | ATL_ON_SYNC |
-              (mode == CHECK_LAUNCH || !atl_flight_ring_on() ? ATL_ON_LAUNCH : 0);
+              (mode == CHECK_LAUNCH || !atl_fault_ring_on() ? ATL_ON_LAUNCH : 0);
     return on;
 }
 
@@ -1008,7 +1010,7 @@ void atl_redzone_free_pre(struct atl_free *f)
      * which the free must follow. No context sync, no copy. */
     struct pending p = {.how = {.by = BY_FREE,
                                 .where = atl_hook_names[f->hook],
-                                .upto = atl_flight_last_launch(),
+                                .upto = atl_fault_last_launch(),
                                 .stream = f->async ? f->stream : NULL},
                         .nz = 1,
                         .has_site = 1,

@@ -14,7 +14,7 @@
 #ifndef ATL_REDZONE_H
 #define ATL_REDZONE_H
 
-#include "engine.h"
+#include "events.h"
 
 /* Reads the settings (called from the engine's init); sets atl_ledger_on
  * when red zones or the leak list are on. Returns atl_redzone_events(). */

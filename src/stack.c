@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "stack.h"
 
+#include "thread.h"
+
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -110,7 +112,6 @@ static unsigned char victim[CACHE_SETS]; /* the way the next miss replaces */
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_thread;
 static uint64_t reused, unwound; /* under cache_mu */
-static __thread uint64_t my_thread __attribute__((tls_model("initial-exec")));
 
 static int cache_get(struct cached *c, uint64_t th, uintptr_t sp, int depth, struct atl_stack *s)
 {
@@ -131,15 +132,15 @@ void atl_stack_capture_n(struct atl_stack *s, int depth)
         return;
     if (depth > ATL_STACK_MAX)
         depth = ATL_STACK_MAX;
-    if (!my_thread)
-        my_thread = __atomic_add_fetch(&next_thread, 1, __ATOMIC_RELAXED);
+    if (!atl_thr.stack_id)
+        atl_thr.stack_id = __atomic_add_fetch(&next_thread, 1, __ATOMIC_RELAXED);
     volatile char here = 0;
     uintptr_t sp = (uintptr_t)&here;
     unsigned set = (unsigned)((sp >> 4) * 0x9E3779B97F4A7C15ULL >> 56) & (CACHE_SETS - 1);
     int hit = 0;
     pthread_mutex_lock(&cache_mu);
     for (int w = 0; w < CACHE_WAYS && !hit; w++)
-        hit = cache_get(&cache[set][w], my_thread, sp, depth, s);
+        hit = cache_get(&cache[set][w], atl_thr.stack_id, sp, depth, s);
     if (hit)
         reused++;
     pthread_mutex_unlock(&cache_mu);
@@ -150,7 +151,7 @@ void atl_stack_capture_n(struct atl_stack *s, int depth)
     int first = 0;
     while (first < u.n && ours((void *)u.pc[first]))
         first++;
-    struct cached fresh = {.thread = my_thread, .sp = sp, .depth = depth};
+    struct cached fresh = {.thread = atl_thr.stack_id, .sp = sp, .depth = depth};
     for (int i = first; i < u.n && s->n < depth; i++) {
         s->pc[s->n] = (void *)u.pc[i];
         /* the slot holding pc[i]: 8 bytes below the CFA of the frame that

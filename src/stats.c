@@ -3,7 +3,6 @@
  */
 #include "stats.h"
 
-#include "engine.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -69,7 +68,5 @@ void atl_stats_snapshot(const char *label)
         tag[n++] = (*p > ' ' && *p < 127 && *p != ']') ? *p : '_';
     tag[n++] = ']';
     tag[n] = '\0';
-    atl_hold();
     stats_table(tag);
-    atl_leave();
 }

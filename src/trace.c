@@ -25,6 +25,7 @@
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
+#include "services.h"
 #include "stack.h"
 #include "tracediff.h"
 #include "tracejson.h"
@@ -1790,13 +1791,12 @@ static int NVTX_API nvtx_domain_pop(nvtxDomainHandle_t d)
     return nvtx_pop();
 }
 
-/* Called by the NVTX library of the program (its first NVTX call) when
- * NVTX_INJECTION64_PATH names us: fill the CORE slots we care about. */
+/* NVTX's injection entry (src/api.c, after initialising): fill the CORE
+ * slots we care about. */
 static int nvtx_injected;
 
-__attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+int atl_trace_nvtx_inject(NvtxGetExportTableFunc_t get)
 {
-    atl_engine_init();
     nvtx_injected = 1;
     if (!get)
         return 0;
@@ -1829,7 +1829,6 @@ static int api_begun; /* atlas_step_begin was called: else the exit says why the
 
 void atl_trace_api_step_begin(const char *name)
 {
-    atl_engine_init();
     __atomic_store_n(&api_begun, 1, __ATOMIC_RELAXED);
     if (mode == MODE_API)
         atl_trace_step_begin(name);
@@ -1837,7 +1836,6 @@ void atl_trace_api_step_begin(const char *name)
 
 void atl_trace_api_step_end(void)
 {
-    atl_engine_init();
     if (mode == MODE_API)
         atl_trace_step_end();
 }

@@ -6,7 +6,7 @@
 #ifndef ATL_TRACE_H
 #define ATL_TRACE_H
 
-#include "engine.h"
+#include "events.h"
 
 /* Set once by atl_trace_init when ATLAS_TRACE=1. */
 extern int atl_trace_on;
@@ -26,9 +26,16 @@ void atl_trace_capture_post(const struct atl_capture *c, CUresult r);
 /* Step markers (api mode; NVTX ranges come through the same two). */
 void atl_trace_step_begin(const char *name);
 void atl_trace_step_end(void);
-/* The program's markers (atlas_step_begin/end, src/api.c): steps in api mode. */
+/* The program's markers (atlas_step_begin/end, src/api.c, which initialises
+ * the library first): steps in api mode. */
 void atl_trace_api_step_begin(const char *name);
 void atl_trace_api_step_end(void);
+
+/* NVTX_INJECTION64_PATH names us: the program's NVTX library calls
+ * InitializeInjectionNvtx2 (src/api.c) at its first use, which initialises
+ * the library and hands `get` (an NvtxGetExportTableFunc_t) here. Returns 1
+ * when the ranges now come to the tracer. */
+int atl_trace_nvtx_inject(const void *(*get)(uint32_t id));
 
 /* A kernel's parameter layout from the driver (cuFuncGetParamInfo, or
  * cuKernelGetParamInfo for a CUkernel): up to max offsets and sizes; returns

@@ -6,7 +6,7 @@
 #ifndef ATL_VMM_H
 #define ATL_VMM_H
 
-#include "engine.h"
+#include "events.h"
 
 void atl_vmm_ledger_pre(struct atl_vmm *v);
 void atl_vmm_ledger_post(struct atl_vmm *v, CUresult r);

@@ -314,6 +314,32 @@ START_TEST(exit_lock_gives_up)
 }
 END_TEST
 
+/* The re-entrancy guard is per thread (struct atl_thread): a thread inside
+ * the library passes its own hooks through, never another thread's. */
+static int other_entered;
+static void *enter_other(void *arg)
+{
+    (void)arg;
+    other_entered = atl_self_enter();
+    if (other_entered)
+        atl_leave();
+    return NULL;
+}
+
+START_TEST(reentrancy_is_per_thread)
+{
+    ck_assert_int_eq(atl_self_enter(), 1);
+    ck_assert_int_eq(atl_self_enter(), 0); /* re-entered: pass through */
+    pthread_t t;
+    pthread_create(&t, NULL, enter_other, NULL);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(other_entered, 1);
+    atl_leave();
+    ck_assert_int_eq(atl_self_enter(), 1);
+    atl_leave();
+}
+END_TEST
+
 /* The one tracker of open captures (src/capture.c): what each feature asks. */
 static int other_forbids;
 static void *ask_other(void *arg)
@@ -370,6 +396,7 @@ int main(void)
     tcase_add_test(tc, addrmap_matches_reference);
     tcase_add_test(tc, kernel_names_from_lookups);
     tcase_add_test(tc, demangles);
+    tcase_add_test(tc, reentrancy_is_per_thread);
     tcase_add_test(tc, exit_lock_gives_up);
     tcase_add_test(tc, captures_one_tracker);
     suite_add_tcase(s, tc);

@@ -2,13 +2,14 @@
  * mock cuPointerGetAttribute: which copies block the host, which are hidden
  * syncs, and which are neither. Covers what the fake-driver tests do not
  * reach (peer copies, 2D/3D async, failed copies). */
+#include "blocking.h"
 #include "driver.h"
 #include "dsk.h"
 #include "engine.h"
+#include "fault.h"
 #include "flight.h"
 #include "kernels.h"
 #include "ring.h"
-#include "sync.h"
 
 #include <check.h>
 #include <stdint.h>
@@ -34,9 +35,9 @@ static CUresult mock_attr(void *data, CUpointer_attribute a, CUdeviceptr p)
     return CUDA_ERROR_INVALID_VALUE; /* what the driver says of pageable memory */
 }
 
-static uint64_t c(enum atl_sync_counter k)
+static uint64_t c(enum atl_blocking_counter k)
 {
-    return atl_sync_counter(k);
+    return atl_blocking_counter(k);
 }
 
 static void copy(struct atl_copy *cp, CUresult r)
@@ -125,10 +126,10 @@ START_TEST(a_feature_that_is_off_gets_no_events)
     struct atl_copy s = {
         .kind = ATL_CPY_DTOH, .host_dst = (void *)(uintptr_t)PAGEABLE, .src = DEV, .bytes = 8};
     uint64_t before = c(ATL_SC_DTOH);
-    atl_engine_enable(ATL_FEAT_SYNC, 0);
+    atl_engine_enable(ATL_FEAT_BLOCKING, 0);
     copy(&s, CUDA_SUCCESS);
     ck_assert_uint_eq(c(ATL_SC_DTOH) - before, 0);
-    atl_engine_enable(ATL_FEAT_SYNC, ATL_ON_COPY);
+    atl_engine_enable(ATL_FEAT_BLOCKING, ATL_ON_COPY);
     copy(&s, CUDA_SUCCESS);
     ck_assert_uint_eq(c(ATL_SC_DTOH) - before, 1);
 }
@@ -147,13 +148,13 @@ START_TEST(device_to_device_never_queries)
 {
     atl_drv.cuPointerGetAttribute = counting_attr;
     queries = 0;
-    uint64_t before = atl_sync_blocking_d2h();
+    uint64_t before = atl_blocking_d2h();
     struct atl_copy d = {.kind = ATL_CPY_DTOD, .dst = DEV, .src = DEV + 8, .bytes = 8};
     copy(&d, CUDA_SUCCESS);
     struct atl_copy s = {
         .kind = ATL_CPY_DTOH, .host_dst = (void *)(uintptr_t)PAGEABLE, .src = DEV, .bytes = 8};
     copy(&s, CUDA_SUCCESS); /* synchronous: blocking without asking */
-    ck_assert_uint_eq(atl_sync_blocking_d2h() - before, 1);
+    ck_assert_uint_eq(atl_blocking_d2h() - before, 1);
     ck_assert_uint_eq(queries, 0);
     /* and the counter does count: an async copy from device to a host
      * address asks whether the host side is pinned */
@@ -221,7 +222,7 @@ START_TEST(kernel_table_grows_forgets_and_probes_past_forgotten_keys)
     }
     atl_ring_first(handles[7], NULL, NULL);
     ck_assert(atl_ring_ready(handles[7]));
-    atl_flight_good_sync(ATL_SYNC_CTX, NULL, atl_flight_last_launch());
+    atl_flight_good_sync(ATL_SYNC_CTX, NULL, atl_fault_last_launch());
     ck_assert(!atl_ring_ready(handles[7])); /* a new epoch: the first launch again */
     for (int i = 0; i < 5000; i += 2)
         atl_flight_forget(handles[i]);
@@ -259,11 +260,79 @@ START_TEST(a_module_unload_forgets_its_kernels)
 }
 END_TEST
 
+/* ---- the launch history (fault.h): the launches since number N ------------------ */
+
+struct seen {
+    uint64_t seq[128];
+    void *obj[128];
+    unsigned n;
+};
+
+static void note(const struct atl_ring_ent *e, void *ctx)
+{
+    struct seen *s = ctx;
+    if (s->n < 128)
+        s->seq[s->n] = e->seq, s->obj[s->n] = e->obj;
+    s->n++;
+}
+
+START_TEST(the_history_answers_the_launches_since_n)
+{
+    /* no atl_fault_init: the ring before it, 64 slots */
+    ck_assert_uint_eq(atl_fault_ring_slots(), 64);
+    uint64_t base = atl_fault_last_launch();
+    for (uintptr_t i = 1; i <= 10; i++)
+        atl_ring_put(ATL_ID_cuLaunchKernel, (void *)i, NULL, 1, 1, 1, 1, 1, 1, 0);
+    ck_assert_uint_eq(atl_fault_last_launch(), base + 10);
+
+    struct seen s = {0};
+    ck_assert_uint_eq(atl_fault_launches_since(base + 3, base + 10, 0, note, &s), 0);
+    ck_assert_uint_eq(s.n, 7); /* 4 to 10, oldest first */
+    for (unsigned i = 0; i < 7; i++) {
+        ck_assert_uint_eq(s.seq[i], base + 4 + i);
+        ck_assert_ptr_eq(s.obj[i], (void *)(uintptr_t)(4 + i));
+    }
+    memset(&s, 0, sizeof s);
+    atl_fault_launches_since(base, base + 10, 2, note, &s); /* the newest two */
+    ck_assert_uint_eq(s.n, 2);
+    ck_assert_uint_eq(s.seq[0], base + 9);
+    ck_assert_uint_eq(s.seq[1], base + 10);
+    memset(&s, 0, sizeof s);
+    ck_assert_uint_eq(atl_fault_launches_since(base + 10, base + 10, 0, note, &s), 0);
+    ck_assert_uint_eq(s.n, 0);
+
+    /* 100 more: the ring wraps, the oldest 110 - 64 of the window are lost */
+    for (uintptr_t i = 11; i <= 110; i++)
+        atl_ring_put(ATL_ID_cuLaunchKernel, (void *)i, NULL, 1, 1, 1, 1, 1, 1, 0);
+    memset(&s, 0, sizeof s);
+    ck_assert_uint_eq(atl_fault_launches_since(base, base + 110, 0, note, &s), 110 - 64);
+    ck_assert_uint_eq(s.n, 64);
+    ck_assert_uint_eq(s.seq[0], base + 110 - 63);
+    ck_assert_uint_eq(s.seq[63], base + 110);
+    /* a window inside what the ring holds loses nothing */
+    memset(&s, 0, sizeof s);
+    ck_assert_uint_eq(atl_fault_launches_since(base + 100, base + 110, 0, note, &s), 0);
+    ck_assert_uint_eq(s.n, 10);
+}
+END_TEST
+
+START_TEST(the_latch_takes_the_first_sticky_error_once)
+{
+    ck_assert(!atl_fault_is_sticky(CUDA_ERROR_INVALID_VALUE));
+    ck_assert(atl_fault_is_sticky(CUDA_ERROR_ILLEGAL_ADDRESS));
+    ck_assert_int_eq(atl_fault_latch(CUDA_SUCCESS), 0);
+    ck_assert_int_eq(atl_fault_latch(CUDA_ERROR_INVALID_VALUE), 0);
+    ck_assert_int_eq(atl_fault_latch(CUDA_ERROR_ILLEGAL_ADDRESS), 1);
+    ck_assert_int_eq(atl_fault_latch(CUDA_ERROR_ILLEGAL_ADDRESS), 0);
+    ck_assert_int_eq(atl_fault_latch(CUDA_ERROR_LAUNCH_FAILED), 0);
+}
+END_TEST
+
 int main(void)
 {
     /* the copies below go through the engine, which hands them to the
      * feature it was told is on (its init is not run: no settings here) */
-    atl_engine_enable(ATL_FEAT_SYNC, ATL_ON_COPY);
+    atl_engine_enable(ATL_FEAT_BLOCKING, ATL_ON_COPY);
     Suite *s = suite_create("sync-unit");
     TCase *tc = tcase_create("classify");
     tcase_add_test(tc, peer_and_generic);
@@ -276,6 +345,8 @@ int main(void)
     tcase_add_test(tc, dsk_names);
     tcase_add_test(tc, kernel_table_grows_forgets_and_probes_past_forgotten_keys);
     tcase_add_test(tc, a_module_unload_forgets_its_kernels);
+    tcase_add_test(tc, the_history_answers_the_launches_since_n);
+    tcase_add_test(tc, the_latch_takes_the_first_sticky_error_once);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);

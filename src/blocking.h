@@ -1,5 +1,7 @@
 /*
- * Who blocks the host, and which launch broke the context.
+ * The feature "blocking": who blocks the host, and which launch broke the
+ * context. (Named apart from the sync event, struct atl_sync and
+ * atl_sync_pre/post, which it is only one reader of.)
  *
  * - Blocking device-to-host copies and host syncs are counted always (a few
  *   relaxed atomic adds per copy or sync; the pageable check costs one
@@ -12,13 +14,13 @@
  *   first launch that fails; =name1,name2 only after those kernels' launches
  *   (dsk.h). Graph launches are synchronised as a whole.
  */
-#ifndef ATL_SYNC_H
-#define ATL_SYNC_H
+#ifndef ATL_BLOCKING_H
+#define ATL_BLOCKING_H
 
-#include "engine.h"
+#include "events.h"
 
 /* Counters, by kind. The first six are blocking device-to-host copies. */
-enum atl_sync_counter {
+enum atl_blocking_counter {
     ATL_SC_DTOH,               /* cuMemcpyDtoH / cuMemcpyAtoH */
     ATL_SC_MEMCPY,             /* cuMemcpy whose direction is device to host */
     ATL_SC_PEER,               /* cuMemcpyPeer / cuMemcpy3DPeer, device to host */
@@ -35,27 +37,32 @@ enum atl_sync_counter {
 
 /* Reads the settings (the engine's init) and returns the event classes it
  * needs (never 0: counting and the fault latch are always on). */
-unsigned atl_sync_init(void);
+unsigned atl_blocking_init(void);
 
-/* Event entry points, called from the engine's. */
-CUresult atl_sync_launch_post(const struct atl_launch *l, CUresult r);
-CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
-void atl_sync_copy_post(const struct atl_copy *c, CUresult r);
-void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r);
-void atl_sync_capture_post(const struct atl_capture *c, CUresult r);
+/* Event entry points, called from the engine's (atl_blocking_sync_post: the
+ * host-sync event). */
+CUresult atl_blocking_launch_post(const struct atl_launch *l, CUresult r);
+CUresult atl_blocking_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
+void atl_blocking_copy_post(const struct atl_copy *c, CUresult r);
+void atl_blocking_sync_post(const struct atl_sync *s, CUresult r);
+void atl_blocking_capture_post(const struct atl_capture *c, CUresult r);
 
-/* The fault latch: any hooked call's result goes through here. Reports the
- * first context-destroying error once. */
+/* A synchronous cuMemcpyDtoH of n bytes, from the hooks' light path
+ * (ATL_ON_DTOH_COUNT): counted as a blocking copy, its result latched. */
+void atl_blocking_dtoh_light(int hook, size_t n, CUresult r);
+
+/* Any hooked call's result goes through here: the first context-destroying
+ * error the launch history's latch (src/fault.h) takes is reported, once,
+ * with the flight recorder's suspects. */
 void atl_fault_check(int hook, CUresult r);
-int atl_fault_is_sticky(CUresult r);
 
 /* Exit summary (when ATLAS_D2H_TRACE is set). */
-void atl_sync_report(void);
+void atl_blocking_report(void);
 
-uint64_t atl_sync_counter(enum atl_sync_counter k);
-uint64_t atl_sync_blocking_d2h(void);
+uint64_t atl_blocking_counter(enum atl_blocking_counter k);
+uint64_t atl_blocking_d2h(void);
 /* One counter by its name, or the blocking total for "blocking_d2h"; -1 for
  * an unknown name (exported as atlas_sync_count, src/api.c). */
-long long atl_sync_count_named(const char *name);
+long long atl_blocking_count_named(const char *name);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * Blocking copies, host syncs, the fault latch and debug sync.
+ * The feature "blocking": blocking copies, host syncs, the fault report and
+ * debug sync.
  *
  * Why: a GPU sits idle while the host waits on device-to-host copies (one
  * prefill trace counted 32,343 of them and 58% idle), and an asynchronous
@@ -8,7 +9,7 @@
  * with a host side (pageable or pinned decides whether it blocks) and two per
  * generic cuMemcpy (its direction is only known through unified addressing).
  */
-#include "sync.h"
+#include "blocking.h"
 
 #include "capture.h"
 #include "config.h"
@@ -17,6 +18,7 @@
 #include "flight.h"
 #include "kernels.h"
 #include "log.h"
+#include "services.h"
 #include "stack.h"
 
 #include <pthread.h>
@@ -43,7 +45,7 @@ static enum atl_dsk debug_sync; /* ATLAS_DEBUG_SYNC_KERNELS */
  * always, so the ring can name kernels after a fault, when the driver no
  * longer answers cuFuncGetName (seen on the H200); captures, so debug sync
  * never synchronises inside one. */
-unsigned atl_sync_init(void)
+unsigned atl_blocking_init(void)
 {
     int i = atl_config_find("ATLAS_D2H_TRACE");
     trace_on = i >= 0 && atl_cfg.set[i];
@@ -56,8 +58,8 @@ unsigned atl_sync_init(void)
         atl_log(ATL_ERROR, "ignoring ATLAS_DEBUG_SYNC_KERNELS='%s': %s; using 0", shown, why);
         debug_sync = ATL_DSK_OFF;
     }
-    atl_flight_init(atl_cfg.launch_ring,
-                    debug_sync == ATL_DSK_LIST ? atl_cfg.debug_sync_kernels : NULL);
+    atl_fault_init(atl_cfg.launch_ring);
+    atl_flight_init(debug_sync == ATL_DSK_LIST ? atl_cfg.debug_sync_kernels : NULL);
     /* ...and module unloads, so the flight recorder forgets their kernels */
     unsigned on = ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LOOKUP | ATL_ON_CAPTURE | ATL_ON_MODULE;
     /* The flight recorder's ring is written from the hooks' light path (a
@@ -74,21 +76,21 @@ unsigned atl_sync_init(void)
     on |= trace_on ? ATL_ON_COPY_DTOH : ATL_ON_DTOH_COUNT;
     if (debug_sync)
         on |= ATL_ON_LAUNCH;
-    else if (atl_flight_ring_on())
+    else if (atl_fault_ring_on())
         on |= ATL_ON_LAUNCH_RING; /* hooks' light path, not the engine */
     return on;
 }
 
-uint64_t atl_sync_counter(enum atl_sync_counter k)
+uint64_t atl_blocking_counter(enum atl_blocking_counter k)
 {
     return (unsigned)k < ATL_SC_COUNT ? __atomic_load_n(&counts[k], __ATOMIC_RELAXED) : 0;
 }
 
-uint64_t atl_sync_blocking_d2h(void)
+uint64_t atl_blocking_d2h(void)
 {
     uint64_t n = 0;
     for (int k = 0; k <= ATL_SC_BLOCKING_D2H_LAST; k++)
-        n += atl_sync_counter((enum atl_sync_counter)k);
+        n += atl_blocking_counter((enum atl_blocking_counter)k);
     return n;
 }
 
@@ -118,7 +120,7 @@ static void print_frames(const char *tag, const struct atl_stack *s, int from, i
     }
 }
 
-static void site_note(enum atl_sync_counter k, size_t nbytes)
+static void site_note(enum atl_blocking_counter k, size_t nbytes)
 {
     struct atl_stack st;
     atl_stack_capture(&st);
@@ -149,7 +151,7 @@ out:
     pthread_mutex_unlock(&sites_lock);
 }
 
-static void count(enum atl_sync_counter k, size_t nbytes)
+static void count(enum atl_blocking_counter k, size_t nbytes)
 {
     __atomic_fetch_add(&counts[k], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&bytes[k], nbytes, __ATOMIC_RELAXED);
@@ -214,7 +216,7 @@ static int hostlike(enum mt t)
     return t == MT_PINNED || t == MT_PAGEABLE;
 }
 
-void atl_sync_copy_post(const struct atl_copy *c, CUresult r)
+void atl_blocking_copy_post(const struct atl_copy *c, CUresult r)
 {
     if (r != CUDA_SUCCESS) {
         atl_fault_check(c->hook, r);
@@ -222,7 +224,7 @@ void atl_sync_copy_post(const struct atl_copy *c, CUresult r)
     }
     enum mt src = MT_UNKNOWN, dst = MT_UNKNOWN;
     size_t n = c->bytes;
-    enum atl_sync_counter sync_kind = ATL_SC_DTOH;
+    enum atl_blocking_counter sync_kind = ATL_SC_DTOH;
     switch (c->kind) {
     case ATL_CPY_DTOH:
     case ATL_CPY_ATOH:
@@ -268,17 +270,17 @@ void atl_sync_copy_post(const struct atl_copy *c, CUresult r)
     }
 }
 
-void atl_sync_dtoh_light(int hook, size_t n, CUresult r)
+void atl_blocking_dtoh_light(int hook, size_t n, CUresult r)
 {
     if (r != CUDA_SUCCESS)
         atl_fault_check(hook, r);
     else
-        count(ATL_SC_DTOH, n); /* what atl_sync_copy_post counts for one */
+        count(ATL_SC_DTOH, n); /* what atl_blocking_copy_post counts for one */
 }
 
-void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r)
+void atl_blocking_sync_post(const struct atl_sync *s, CUresult r)
 {
-    static const enum atl_sync_counter k[] = {
+    static const enum atl_blocking_counter k[] = {
         [ATL_SYNC_CTX] = ATL_SC_SYNC_CTX,
         [ATL_SYNC_STREAM] = ATL_SC_SYNC_STREAM,
         [ATL_SYNC_EVENT] = ATL_SC_SYNC_EVENT,
@@ -292,26 +294,6 @@ void atl_sync_host_sync_post(const struct atl_sync *s, CUresult r)
 
 /* ---- the fault latch ---------------------------------------------------------------- */
 
-int atl_fault_is_sticky(CUresult r)
-{
-    switch (r) {
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
-    case CUDA_ERROR_ASSERT:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_LAUNCH_FAILED:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-static int latched;
-
 static void error_text(CUresult r, const char **name, const char **text, char *buf, unsigned len)
 {
     *name = atl_error_name(r, buf, len);
@@ -322,10 +304,8 @@ static void error_text(CUresult r, const char **name, const char **text, char *b
 
 void atl_fault_check(int hook, CUresult r)
 {
-    if (__builtin_expect(!atl_fault_is_sticky(r), 1))
-        return;
-    if (__atomic_exchange_n(&latched, 1, __ATOMIC_ACQ_REL))
-        return; /* reported once: later calls fail for the same reason */
+    if (__builtin_expect(!atl_fault_latch(r), 1))
+        return; /* not sticky, or reported once: later calls fail for the same reason */
     atl_note_finding(ATL_FINDING_FAULT, 1);
     char buf[48];
     const char *name, *text;
@@ -349,7 +329,7 @@ static int debug_reported;
 
 /* The flight recorder's windows of captured launches (open captures
  * themselves: src/capture.h). */
-void atl_sync_capture_post(const struct atl_capture *c, CUresult r)
+void atl_blocking_capture_post(const struct atl_capture *c, CUresult r)
 {
     if (c->begin) {
         if (r == CUDA_SUCCESS)
@@ -368,7 +348,7 @@ static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out,
 {
     *ename = NULL;
     int pt = atl_hook_flags[hook] & ATL_F_PT;
-    uint64_t upto = atl_flight_last_launch();
+    uint64_t upto = atl_fault_last_launch();
     if (upto_out)
         *upto_out = upto;
     CUresult r = atl_drv.cuStreamSynchronize((pt && !stream) ? CU_STREAM_PER_THREAD : stream);
@@ -379,8 +359,7 @@ static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out,
     if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
         return r;
     atl_note_finding(ATL_FINDING_FAULT, 1);
-    if (atl_fault_is_sticky(r))
-        __atomic_store_n(&latched, 1, __ATOMIC_RELEASE); /* this report says it all */
+    atl_fault_latch(r); /* a sticky one: this report says it all */
     error_text(r, ename, text, buf, len);
     return r;
 }
@@ -428,7 +407,7 @@ static CUresult debug_sync_after(const struct atl_launch *l)
  * fault is inside one of its kernel nodes, which the report lists. With a
  * list of kernel names, every graph launch is synchronised too: a kernel
  * named may be one of its nodes, and graph launches are few. */
-CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
+CUresult atl_blocking_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
 {
     if (r != CUDA_SUCCESS) {
         atl_fault_check(g->hook, r);
@@ -457,7 +436,7 @@ CUresult atl_sync_graph_launch_post(const struct atl_graph_launch *g, CUresult r
     return r;
 }
 
-CUresult atl_sync_launch_post(const struct atl_launch *l, CUresult r)
+CUresult atl_blocking_launch_post(const struct atl_launch *l, CUresult r)
 {
     if (r != CUDA_SUCCESS) {
         atl_fault_check(l->hook, r);
@@ -486,7 +465,7 @@ static int by_count(const void *a, const void *b)
 #define TOP_SITES 10
 #define SITE_FRAMES 6
 
-void atl_sync_report(void)
+void atl_blocking_report(void)
 {
     if (!trace_on)
         return;
@@ -549,14 +528,14 @@ void atl_sync_report(void)
     pthread_mutex_unlock(&sites_lock);
 }
 
-long long atl_sync_count_named(const char *name)
+long long atl_blocking_count_named(const char *name)
 {
     if (!name)
         return -1;
     if (strcmp(name, "blocking_d2h") == 0)
-        return (long long)atl_sync_blocking_d2h();
+        return (long long)atl_blocking_d2h();
     for (int k = 0; k < ATL_SC_COUNT; k++)
         if (strcmp(name, counter_names[k]) == 0)
-            return (long long)atl_sync_counter((enum atl_sync_counter)k);
+            return (long long)atl_blocking_counter((enum atl_blocking_counter)k);
     return -1;
 }

@@ -1,0 +1,225 @@
+/*
+ * The events: what one intercepted driver call says, as the hooks build it
+ * (hooks/kinds.h) and the engine hands it to the features. Every feature
+ * includes this, never src/engine.h: a feature reads events and answers
+ * with the classes it wants (ATL_ON_*); it does not call the engine. What a
+ * feature needs of the library's lifecycle is in src/services.h.
+ */
+#ifndef ATL_EVENTS_H
+#define ATL_EVENTS_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "copy.h"   /* struct atl_copy_geom, a decoded 2D/3D descriptor */
+#include "hookid.h" /* every event names its entry point (ATL_ID_*) */
+#include "ledger.h" /* struct atl_alloc_rec, in a free's event */
+
+/* Bits of atl_on: which event classes the engine wants to see. A hook whose
+ * class bit is clear forwards straight to the driver (one load, one branch). */
+enum {
+    ATL_ON_LAUNCH = 1u << 0,
+    ATL_ON_ALLOC = 1u << 1,
+    ATL_ON_COPY = 1u << 2,
+    ATL_ON_MEMSET = 1u << 3,
+    ATL_ON_SYNC = 1u << 4,
+    ATL_ON_CAPTURE = 1u << 5,
+    ATL_ON_LOOKUP = 1u << 6,
+    ATL_ON_MODULE = 1u << 7,
+    ATL_ON_CTX = 1u << 8,
+    ATL_ON_RESOLVE = 1u << 9, /* cuGetProcAddress: always slow, it rewrites answers */
+    /* launches note themselves in the fault latch's ring on the fast path
+     * (only looked at while ATL_ON_LAUNCH is clear) */
+    ATL_ON_LAUNCH_RING = 1u << 10,
+    /* synchronous cuMemcpyDtoH: the engine's full path (a feature that
+     * records or traces copies), or only the blocking-copy count and the
+     * fault latch on the light path (looked at while ATL_ON_COPY_DTOH is
+     * clear) */
+    ATL_ON_COPY_DTOH = 1u << 11,
+    ATL_ON_DTOH_COUNT = 1u << 12,
+    ATL_ON_ALL = 0xffffffffu,
+};
+
+struct atl_launch {
+    int hook;
+    CUfunction func; /* a CUfunction, or a CUkernel passed where one is accepted */
+    unsigned grid[3], block[3], cluster[3];
+    unsigned shmem;
+    CUstream stream;
+    void **params;
+    void **extra;
+    const CUlaunchConfig *config; /* cuLaunchKernelEx only */
+    uint64_t seq;                 /* launch number, set by the engine */
+};
+
+struct atl_graph_launch {
+    int hook;
+    CUgraphExec exec;
+    CUstream stream;
+};
+
+struct atl_graph_inst {
+    int hook;
+    CUgraph graph;
+    CUgraphExec exec; /* when r == CUDA_SUCCESS */
+};
+
+/* ATL_ALLOC_VMM: a physical allocation (cuMemCreate), keyed by its handle;
+ * ATL_ALLOC_VMM_MAP: where one is mapped (cuMemMap), so an address in the
+ * mapping resolves to it. */
+enum atl_alloc_kind {
+    ATL_ALLOC_DEVICE,
+    ATL_ALLOC_PITCH,
+    ATL_ALLOC_MANAGED,
+    ATL_ALLOC_ASYNC,
+    ATL_ALLOC_VMM,
+    ATL_ALLOC_VMM_MAP,
+};
+struct atl_alloc {
+    int hook;
+    enum atl_alloc_kind kind;
+    CUdeviceptr *dptr;
+    size_t bytes;         /* asked for; pre may raise `padded` above it */
+    size_t padded;        /* what is passed to the driver */
+    size_t *pitch;        /* cuMemAllocPitch_v2 */
+    size_t width, height; /* cuMemAllocPitch_v2: bytes per row, rows */
+    unsigned elem;        /* cuMemAllocPitch_v2 element size */
+    CUstream stream;      /* stream-ordered */
+    CUmemoryPool pool;    /* cuMemAllocFromPoolAsync */
+    size_t padded_height; /* cuMemAllocPitch_v2: rows passed to the driver (0: height) */
+    uint64_t seq;         /* creation number (the ledger's), set by the engine */
+};
+
+struct atl_free {
+    int hook;
+    CUdeviceptr ptr;
+    CUstream stream; /* cuMemFreeAsync */
+    int async;
+    int known;                /* the ledger knew ptr (rec filled) */
+    struct atl_alloc_rec rec; /* what the ledger had, removed before the real free */
+};
+
+/* Virtual memory management (src/vmm.c): cuMemCreate and cuMemRelease
+ * make and drop physical allocations, cuMemMap and cuMemUnmap put them at
+ * addresses reserved with cuMemAddressReserve. */
+enum atl_vmm_op {
+    ATL_VMM_CREATE,
+    ATL_VMM_RELEASE,
+    ATL_VMM_RESERVE,
+    ATL_VMM_ADDR_FREE,
+    ATL_VMM_MAP,
+    ATL_VMM_UNMAP,
+};
+struct atl_vmm {
+    int hook;
+    enum atl_vmm_op op;
+    CUmemGenericAllocationHandle handle;      /* RELEASE, MAP */
+    CUmemGenericAllocationHandle *handle_out; /* CREATE */
+    CUdeviceptr ptr;                          /* MAP, UNMAP, ADDR_FREE */
+    CUdeviceptr *ptr_out;                     /* RESERVE */
+    size_t bytes;
+    size_t offset;            /* MAP: into the physical allocation */
+    uint64_t seq;             /* CREATE: creation number (the ledger's) */
+    int known;                /* RELEASE: the ledger knew the handle (rec filled) */
+    struct atl_alloc_rec rec; /* RELEASE: what the ledger had, removed before the call */
+};
+
+enum atl_copy_kind {
+    ATL_CPY_GENERIC, /* cuMemcpy*: direction found through unified addressing */
+    ATL_CPY_PEER,
+    ATL_CPY_HTOD,
+    ATL_CPY_DTOH,
+    ATL_CPY_DTOD,
+    ATL_CPY_DTOA,
+    ATL_CPY_ATOD,
+    ATL_CPY_HTOA,
+    ATL_CPY_ATOH,
+    ATL_CPY_ATOA,
+    ATL_CPY_2D,
+    ATL_CPY_3D,
+    ATL_CPY_3D_PEER,
+    ATL_CPY_BATCH,
+    ATL_CPY_3D_BATCH,
+};
+struct atl_copy {
+    int hook;
+    enum atl_copy_kind kind;
+    int async;
+    CUdeviceptr dst, src; /* device side(s), or UVA pointers for GENERIC */
+    void *host_dst;       /* DTOH, ATOH */
+    const void *host_src; /* HTOD, HTOA */
+    CUarray adst, asrc;
+    size_t dst_off, src_off;
+    size_t bytes;
+    /* 2D, 3D, 3D peer: the program's descriptor, which the engine decodes
+     * into geom before any feature sees the event; features read geom */
+    const CUDA_MEMCPY2D *p2d;
+    const CUDA_MEMCPY3D *p3d;
+    const CUDA_MEMCPY3D_PEER *p3dp;
+    struct atl_copy_geom geom;
+    size_t count; /* batch: number of copies */
+    const CUdeviceptr *batch_dst, *batch_src;
+    const size_t *batch_sizes;
+    const CUDA_MEMCPY3D_BATCH_OP *batch3d;
+    CUstream stream;
+};
+
+struct atl_memset {
+    int hook;
+    int async;
+    CUdeviceptr dst;
+    unsigned value;
+    unsigned elem; /* 1, 2 or 4 bytes */
+    size_t count;  /* elements (1D), or width in elements (2D) */
+    size_t pitch;  /* 2D only; 0 for 1D */
+    size_t height; /* 2D only; 0 for 1D */
+    CUstream stream;
+};
+
+enum atl_sync_kind { ATL_SYNC_CTX, ATL_SYNC_STREAM, ATL_SYNC_EVENT };
+struct atl_sync {
+    int hook;
+    enum atl_sync_kind kind;
+    CUcontext ctx; /* cuCtxSynchronize_v2 */
+    CUstream stream;
+    CUevent event;
+    uint64_t launches_before; /* the newest launch when it started (engine) */
+};
+
+struct atl_capture {
+    int hook;
+    CUstream stream;
+    int mode;      /* CUstreamCaptureMode; -1 for the legacy one-argument form */
+    CUgraph graph; /* end: the captured graph; to-graph: the target */
+    int begin;
+};
+
+enum atl_lookup_kind {
+    ATL_LOOKUP_MODULE_FUNCTION,
+    ATL_LOOKUP_LIBRARY_KERNEL,
+    ATL_LOOKUP_KERNEL_FUNCTION
+};
+struct atl_lookup {
+    int hook;
+    enum atl_lookup_kind kind;
+    void *owner;      /* CUmodule, CUlibrary or CUkernel */
+    const char *name; /* NULL for cuKernelGetFunction */
+    void *result;     /* the handle returned, when r == CUDA_SUCCESS */
+};
+
+struct atl_module {
+    int hook;
+    int library; /* CUlibrary rather than CUmodule */
+    int unload;
+    void *handle;
+    const char *file; /* cuModuleLoad, cuLibraryLoadFromFile */
+};
+
+struct atl_ctx_teardown {
+    int hook;
+    CUcontext ctx; /* cuCtxDestroy_v2 */
+    CUdevice dev;  /* primary context release/reset */
+};
+
+#endif
