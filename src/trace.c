@@ -27,6 +27,7 @@
 #include "log.h"
 #include "services.h"
 #include "stack.h"
+#include "thread.h"
 #include "tracediff.h"
 #include "tracejson.h"
 
@@ -49,6 +50,27 @@ static enum step_mode mode;
 static char nvtx_name[ATL_STEP_NAME_MAX];
 static struct atl_ignore ignore_list;
 static FILE *json;
+
+/* ---- per-thread state ---------------------------------------------------------
+ * What every traced launch reads (the thread's buffer, the layout cache's
+ * last answer) is in the library's one per-thread struct (src/thread.h,
+ * initial-exec TLS). The rest, about 130 bytes that only a thread ending or
+ * naming steps touches, is this one struct in ordinary (dynamic) TLS: the
+ * initial-exec block is taken from every thread of the program, traced or
+ * not, out of the small surplus glibc keeps for libraries loaded later
+ * (NVTX injection dlopens us), so it holds only the hot fields. */
+static __thread struct {
+    /* thread_label: the thread's name, asked again every 256th step end */
+    char label[24];
+    unsigned label_age;
+    /* NVTX and api steps: this thread's open step, whether one is open and
+     * when it began (the Chrome export) */
+    char step[64];
+    int in_step;
+    uint64_t begin_ns;
+    /* NVTX: the push depth, and the depth at which our range began (0: none) */
+    int nvtx_depth, nvtx_step_depth;
+} tt;
 
 /* ---- kernel layouts: a lock-free read cache, filled once per handle ---------- */
 
@@ -245,20 +267,17 @@ static int kfn_still(struct atl_kfn *k, void *h, size_t extra_size)
 
 /* key: the handle, or handle|1 for the layout taken from an `extra` buffer
  * when the driver cannot give one. The thread's last one is remembered with
- * the unload count it was checked at. */
-static __thread uintptr_t last_key __attribute__((tls_model("initial-exec")));
-static __thread struct atl_kfn *last_kfn __attribute__((tls_model("initial-exec")));
-static __thread unsigned long last_gen __attribute__((tls_model("initial-exec")));
-
+ * the unload count it was checked at (atl_thr.trace_last_*). */
 static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
 {
     uintptr_t key = (uintptr_t)h | (extra_size ? 1 : 0);
     unsigned long gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE);
-    if (key == last_key && last_kfn && last_gen == gen) /* a loop launching one kernel */
-        return last_kfn;
+    if (key == atl_thr.trace_last_key && atl_thr.trace_last_kfn &&
+        atl_thr.trace_last_gen == gen) /* a loop launching one kernel */
+        return atl_thr.trace_last_kfn;
     struct atl_kfn *k = kc_find(key);
     if (__builtin_expect(k != NULL && __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE) == gen, 1)) {
-        last_key = key, last_kfn = k, last_gen = gen;
+        atl_thr.trace_last_key = key, atl_thr.trace_last_kfn = k, atl_thr.trace_last_gen = gen;
         return k;
     }
     pthread_mutex_lock(&kc_mu);
@@ -292,7 +311,7 @@ static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
     }
     pthread_mutex_unlock(&kc_mu);
     if (k != &kfn_overflow)
-        last_key = key, last_kfn = k, last_gen = gen;
+        atl_thr.trace_last_key = key, atl_thr.trace_last_kfn = k, atl_thr.trace_last_gen = gen;
     return k;
 }
 
@@ -388,7 +407,6 @@ static int buf_lock_step(struct tbuf *b)
     }
 }
 static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
-static __thread struct tbuf *my_buf __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
 
 /* Programs that start a thread per step (or per request) must not grow the
@@ -403,7 +421,7 @@ static void tbuf_release(void *p)
 
 static struct tbuf *tbuf_get(void)
 {
-    struct tbuf *b = my_buf;
+    struct tbuf *b = atl_thr.trace_buf;
     if (__builtin_expect(b != NULL, 1))
         return b;
     for (b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
@@ -412,7 +430,7 @@ static struct tbuf *tbuf_get(void)
         if (__atomic_compare_exchange_n(&b->free_, &one, 0, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
             __atomic_store_n(&b->owner, 0, __ATOMIC_RELAXED); /* a new thread: not yet */
-            my_buf = b;
+            atl_thr.trace_buf = b;
             pthread_setspecific(exit_key, b);
             return b;
         }
@@ -432,7 +450,7 @@ static struct tbuf *tbuf_get(void)
         pp = &(*pp)->next;
     __atomic_store_n(pp, b, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&threads_mu);
-    my_buf = b;
+    atl_thr.trace_buf = b;
     pthread_setspecific(exit_key, b);
     return b;
 }
@@ -1161,14 +1179,12 @@ static void thread_label_now(const struct tbuf *me, char *out, size_t len)
 /* thread_label_now costs three system calls, too many for a step end per
  * synchronous copy: it is asked again every 256th step of the thread only
  * (a thread names itself when it starts, if at all). */
-static __thread char my_label[24];
-static __thread unsigned my_label_age;
 
-static void thread_label(const struct tbuf *me, char out[sizeof my_label])
+static void thread_label(const struct tbuf *me, char out[sizeof tt.label])
 {
-    if (!my_label[0] || my_label_age++ % 256 == 0)
-        thread_label_now(me, my_label, sizeof my_label);
-    memcpy(out, my_label, sizeof my_label);
+    if (!tt.label[0] || tt.label_age++ % 256 == 0)
+        thread_label_now(me, tt.label, sizeof tt.label);
+    memcpy(out, tt.label, sizeof tt.label);
 }
 
 /* The step end of a thread whose step is byte-identical to the previous one
@@ -1197,7 +1213,7 @@ static int fast_step(const char *name, struct tbuf *me, enum take take, uint64_t
             (!__atomic_load_n(&b->owner, __ATOMIC_RELAXED) ||
              now - __atomic_load_n(&b->last_own, __ATOMIC_RELAXED) > STALE_STEPS))
             return 0;
-    char label[sizeof my_label];
+    char label[sizeof tt.label];
     thread_label(me, label);
     const int slot = me->fast_slot - 1;
     struct atl_step *prev = &names[slot].prev;
@@ -1269,7 +1285,7 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
     order_by_stream(&s);
     s.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
     stats.steps++;
-    _Static_assert(sizeof s.thread == sizeof my_label, "a label fills the step's");
+    _Static_assert(sizeof s.thread == sizeof tt.label, "a label fills the step's");
     thread_label(me, s.thread);
     s.stream = stream;
     if (take != TAKE_STREAM && mode != MODE_CAPTURE) {
@@ -1414,16 +1430,13 @@ void atl_trace_flush(void)
  * atlas_step_begin), its name and when it began. `recording` counts the
  * threads with a step open, so that the ops of threads without one are
  * recorded meanwhile (lent to the step that ends next; see harvest). */
-static __thread char my_step[64];
-static __thread int my_in_step;
-static __thread uint64_t my_begin_ns; /* the Chrome export: this thread's step began */
 
 void atl_trace_step_begin(const char *name)
 {
     if (!atl_trace_on || __atomic_load_n(&trace_done, __ATOMIC_ACQUIRE))
         return;
     /* api: a begin inside a step ends that step first */
-    if (my_in_step)
+    if (tt.in_step)
         atl_trace_step_end();
     struct tbuf *b = tbuf_get();
     if (b) {
@@ -1440,20 +1453,20 @@ void atl_trace_step_begin(const char *name)
         buf_unlock(b);
         pthread_mutex_unlock(&step_mu);
     }
-    my_begin_ns = atl_chrome_on ? atl_chrome_now() : 0;
-    snprintf(my_step, sizeof my_step, "%s", name && *name ? name : "step");
-    my_in_step = 1;
+    tt.begin_ns = atl_chrome_on ? atl_chrome_now() : 0;
+    snprintf(tt.step, sizeof tt.step, "%s", name && *name ? name : "step");
+    tt.in_step = 1;
     __atomic_add_fetch(&recording, 1, __ATOMIC_ACQ_REL);
 }
 
 void atl_trace_step_end(void)
 {
-    if (!atl_trace_on || __atomic_load_n(&trace_done, __ATOMIC_ACQUIRE) || !my_in_step)
+    if (!atl_trace_on || __atomic_load_n(&trace_done, __ATOMIC_ACQUIRE) || !tt.in_step)
         return;
-    my_in_step = 0;
-    step_finish(my_step, my_buf, TAKE_LENT, 0, my_begin_ns);
-    if (my_buf)
-        __atomic_store_n(&my_buf->open, 0, __ATOMIC_RELAXED);
+    tt.in_step = 0;
+    step_finish(tt.step, atl_thr.trace_buf, TAKE_LENT, 0, tt.begin_ns);
+    if (atl_thr.trace_buf)
+        __atomic_store_n(&atl_thr.trace_buf->open, 0, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&recording, 1, __ATOMIC_ACQ_REL);
 }
 
@@ -1651,9 +1664,9 @@ static void sync_step(const char *name, enum take take, uint64_t stream)
 {
     if (!atl_trace_on || __atomic_load_n(&trace_done, __ATOMIC_ACQUIRE))
         return;
-    step_finish(name, tbuf_get(), take, stream, my_begin_ns);
+    step_finish(name, tbuf_get(), take, stream, tt.begin_ns);
     if (atl_chrome_on)
-        my_begin_ns = atl_chrome_now(); /* the thread's next step opens here */
+        tt.begin_ns = atl_chrome_now(); /* the thread's next step opens here */
 }
 
 void atl_trace_sync(const struct atl_sync *s, CUresult r)
@@ -1712,9 +1725,8 @@ void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
 
 /* ---- NVTX: ranges named ATLAS_STEP=nvtx:NAME are steps ---------------------------- */
 
-/* Per thread: the NVTX push depth, and the depth at which our range began
- * (0: none), so a pop ends the step only when it closes our range. */
-static __thread int nvtx_depth, nvtx_step_depth;
+/* Per thread (tt): the NVTX push depth, and the depth at which our range
+ * began (0: none), so a pop ends the step only when it closes our range. */
 
 /* For the exit hint when no range was ever named NAME: whether one was, and the first few
  * other names seen (a typo or a different spelling is then plain to see). */
@@ -1743,15 +1755,15 @@ static void nvtx_note_name(const char *msg)
 
 static void nvtx_push(const char *msg)
 {
-    nvtx_depth++;
+    tt.nvtx_depth++;
     if (!msg || mode != MODE_NVTX)
         return;
     if (strcmp(msg, nvtx_name) != 0) {
         if (!__atomic_load_n(&nvtx_matched, __ATOMIC_RELAXED))
             nvtx_note_name(msg);
-    } else if (!nvtx_step_depth) {
+    } else if (!tt.nvtx_step_depth) {
         __atomic_store_n(&nvtx_matched, 1, __ATOMIC_RELAXED);
-        nvtx_step_depth = nvtx_depth;
+        tt.nvtx_step_depth = tt.nvtx_depth;
         atl_trace_step_begin(nvtx_name);
     }
 }
@@ -1759,24 +1771,24 @@ static void nvtx_push(const char *msg)
 static int NVTX_API nvtx_push_a(const char *msg)
 {
     nvtx_push(msg);
-    return nvtx_depth - 1;
+    return tt.nvtx_depth - 1;
 }
 
 static int NVTX_API nvtx_push_ex(const nvtxEventAttributes_t *a)
 {
     nvtx_push(a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL);
-    return nvtx_depth - 1;
+    return tt.nvtx_depth - 1;
 }
 
 static int NVTX_API nvtx_pop(void)
 {
-    if (nvtx_depth <= 0)
+    if (tt.nvtx_depth <= 0)
         return -1;
-    if (nvtx_step_depth == nvtx_depth) {
-        nvtx_step_depth = 0;
+    if (tt.nvtx_step_depth == tt.nvtx_depth) {
+        tt.nvtx_step_depth = 0;
         atl_trace_step_end();
     }
-    return --nvtx_depth;
+    return --tt.nvtx_depth;
 }
 
 static int NVTX_API nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
@@ -1867,7 +1879,7 @@ unsigned atl_trace_init(void)
     if (json)
         atl_trace_write_header(json); /* the format and its version, once */
     if (atl_cfg.chrome_trace && atl_chrome_open(atl_cfg.chrome_trace) == 0)
-        my_begin_ns = atl_chrome_now(); /* the initialising thread's; others' start at 0 */
+        tt.begin_ns = atl_chrome_now(); /* the initialising thread's; others' start at 0 */
     max_bytes = (size_t)atl_cfg.trace_max_mb << 20;
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */
     atl_trace_on = 1;
