@@ -82,7 +82,8 @@ $(BUILD)/bench/trace_scale: bench/trace/trace_scale.c $(FAKE_DIR)/libcuda.so
 	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda -ldl -lpthread
 
 .PHONY: trace-scale-bench
-trace-scale-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/trace_scale $(BUILD)/atlas-diff
+trace-scale-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/trace_scale $(BUILD)/atlas-diff \
+                   $(BUILD)/bench/cpu_bench
 	sh bench/trace/run_scale_bench.sh $(BUILD) $(TRACE_SCALE_N)
 
 BENCH_TARGETS += trace-scale-bench

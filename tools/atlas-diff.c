@@ -37,9 +37,61 @@ static unsigned default_max(void)
     return (unsigned)atl_cfg_vars[atl_config_find("ATLAS_DIFF_MAX")].def;
 }
 
+/* Steps by kind, in an open-addressing table of step indices (+1; 0 is
+ * empty): a kind is (name, thread, stream), or across two runs (name,
+ * thread, occurrence), whose streams are two processes' handles. Matching a
+ * step is then one probe, not a search of every step read: a trace of
+ * 100,000 steps (a step ends at every synchronous copy) took quadratic time. */
+struct kinds {
+    size_t *slot;
+    size_t cap; /* a power of two, or 0 */
+    size_t used;
+};
+
+static uint64_t kind_hash(const struct atl_step *s, int cross)
+{
+    uint64_t h = atl_hash_bytes(0x5eed, s->name, strlen(s->name));
+    h = atl_hash_bytes(h, s->thread, strlen(s->thread));
+    return atl_hash_mix(h, cross ? s->nth : s->stream);
+}
+
+static int same_kind(const struct atl_step *a, const struct atl_step *b, int cross)
+{
+    return atl_step_same_key(a, b, cross) && (!cross || a->nth == b->nth);
+}
+
+/* The slot of s's kind among steps[] (holding 0 when none is there yet). */
+static size_t *kind_slot(const struct kinds *t, const struct atl_step *steps,
+                         const struct atl_step *s, int cross)
+{
+    size_t i = (size_t)kind_hash(s, cross) & (t->cap - 1);
+    while (t->slot[i] && !same_kind(&steps[t->slot[i] - 1], s, cross))
+        i = (i + 1) & (t->cap - 1);
+    return &t->slot[i];
+}
+
+/* Makes room for one more kind (rehashing steps[] at their slots). */
+static int kinds_room(struct kinds *t, const struct atl_step *steps, int cross)
+{
+    if ((t->used + 1) * 2 <= t->cap)
+        return 0;
+    struct kinds n = {calloc(t->cap ? t->cap * 2 : 64, sizeof(size_t)), t->cap ? t->cap * 2 : 64,
+                      t->used};
+    if (!n.slot)
+        return -1;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->slot[i])
+            *kind_slot(&n, steps, &steps[t->slot[i] - 1], cross) = t->slot[i];
+    free(t->slot);
+    *t = n;
+    return 0;
+}
+
 struct run {
     struct atl_step *steps;
+    size_t *prev; /* index + 1 of the previous step of each step's kind, 0: none */
     size_t n, cap;
+    struct kinds last; /* each kind's latest step */
 };
 
 static int keep_step(void *ctx, struct atl_step *s)
@@ -50,15 +102,20 @@ static int keep_step(void *ctx, struct atl_step *s)
         struct atl_step *ns = realloc(r->steps, nc * sizeof *ns);
         if (!ns)
             return -1;
-        r->steps = ns, r->cap = nc;
+        r->steps = ns;
+        size_t *np = realloc(r->prev, nc * sizeof *np);
+        if (!np)
+            return -1;
+        r->prev = np, r->cap = nc;
     }
+    if (kinds_room(&r->last, r->steps, 0))
+        return -1;
     /* occurrence of this name (and thread and stream) in this run */
-    s->nth = 1;
-    for (size_t i = r->n; i-- > 0;)
-        if (atl_step_same_key(&r->steps[i], s, 0)) {
-            s->nth = r->steps[i].nth + 1;
-            break;
-        }
+    size_t *slot = kind_slot(&r->last, r->steps, s, 0);
+    s->nth = *slot ? r->steps[*slot - 1].nth + 1 : 1;
+    r->prev[r->n] = *slot;
+    r->last.used += !*slot;
+    *slot = r->n + 1;
     r->steps[r->n++] = *s;
     return 0;
 }
@@ -154,7 +211,24 @@ static void run_free(struct run *r)
     for (size_t i = 0; i < r->n; i++)
         atl_step_free(&r->steps[i]);
     free(r->steps);
-    r->steps = NULL, r->n = r->cap = 0;
+    free(r->prev);
+    free(r->last.slot);
+    memset(r, 0, sizeof *r);
+}
+
+/* t: r's steps by (name, thread, occurrence), the first step of each. */
+static int index_kinds(struct kinds *t, const struct run *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (kinds_room(t, r->steps, 1))
+            return -1;
+        size_t *slot = kind_slot(t, r->steps, &r->steps[i], 1);
+        if (!*slot) {
+            *slot = i + 1;
+            t->used++;
+        }
+    }
+    return 0;
 }
 
 static void out_line(void *ctx, const char *text)
@@ -166,7 +240,8 @@ static void out_line(void *ctx, const char *text)
 
 /* clang-format off: one line of the usage per line here */
 #define SYNOPSIS                                                                                   \
-    "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] [--pointers MODE] [--residue MODE]\n" \
+    "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] [--pointers MODE] [--residue "       \
+    "MODE]\n"                                                                                      \
     "                  A.jsonl [B.jsonl]\n"                                                        \
     "       atlas-diff [--max N] [--ignore ...] [--pointers MODE] [--residue MODE]\n"              \
     "                  --ranks 'trace.%%r.jsonl' | FILE...\n"
@@ -353,39 +428,40 @@ int main(int argc, char **argv)
     if (nf == 1) {
         st.steps = a.n;
         for (size_t i = 0; i < a.n; i++)
-            for (size_t j = i; j-- > 0;)
-                if (atl_step_same_key(&a.steps[j], &a.steps[i], 0)) {
-                    found += atl_step_diff(&a.steps[j], &a.steps[i], &o, &st) != 0;
-                    break;
-                }
+            if (a.prev[i])
+                found += atl_step_diff(&a.steps[a.prev[i] - 1], &a.steps[i], &o, &st) != 0;
     } else {
         st.steps = a.n + b.n;
+        /* each run's steps by (name, thread, occurrence): the first of each */
+        struct kinds ka = {0}, kb = {0};
+        if (index_kinds(&ka, &a) || index_kinds(&kb, &b)) {
+            fprintf(stderr, "atlas-diff: out of memory\n");
+            free(ka.slot), free(kb.slot);
+            run_free(&a), run_free(&b), atl_ignore_free(&ig), free(files);
+            return 2;
+        }
         for (size_t j = 0; j < b.n; j++) {
-            const struct atl_step *sb = &b.steps[j], *sa = NULL;
-            for (size_t i = 0; i < a.n && !sa; i++)
-                if (a.steps[i].nth == sb->nth && atl_step_same_key(&a.steps[i], sb, 1))
-                    sa = &a.steps[i];
-            if (!sa) {
+            const struct atl_step *sb = &b.steps[j];
+            size_t ia = a.n ? *kind_slot(&ka, a.steps, sb, 1) : 0;
+            if (!ia) {
                 snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", sb->name,
                          (unsigned long long)sb->nth, files[1]);
                 out_line(NULL, line);
                 found++;
                 continue;
             }
-            found += atl_step_diff(sa, sb, &o, &st) != 0;
+            found += atl_step_diff(&a.steps[ia - 1], sb, &o, &st) != 0;
         }
         for (size_t i = 0; i < a.n; i++) {
-            int seen = 0;
-            for (size_t j = 0; j < b.n && !seen; j++)
-                seen = b.steps[j].nth == a.steps[i].nth &&
-                       atl_step_same_key(&b.steps[j], &a.steps[i], 1);
-            if (!seen) {
+            if (!b.n || !*kind_slot(&kb, b.steps, &a.steps[i], 1)) {
                 snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", a.steps[i].name,
                          (unsigned long long)a.steps[i].nth, files[0]);
                 out_line(NULL, line);
                 found++;
             }
         }
+        free(ka.slot);
+        free(kb.slot);
     }
     atl_diff_summary(&st, out_line, NULL);
     run_free(&a);

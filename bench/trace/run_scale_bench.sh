@@ -5,6 +5,7 @@
 #    one identical), in process (wall and CPU time of the sync), and the peak RSS; then with
 #    ATLAS_TRACE_FILE, steps of N/4 ops (N ops in the file), and those steps without the file;
 # 2. atlas-diff on two N-op files, one of whose second steps differs in 3 ops (wall and CPU time);
+#    then on two runs of 40,000 one-op steps (a synchronous copy each: many small steps);
 # 3. T = 1, 4, 16 threads on their own streams, traced against untraced in one process.
 build=${1:-build}
 n=${2:-1000000}
@@ -42,6 +43,15 @@ for f in a b; do
     rm -f "$tmp/time"
     echo "atlas-diff b.jsonl $f.jsonl: exit $rc, $(awk -v s="$s" -v e="$e" 'BEGIN {printf "%.2f", e - s}') s$cpu"
 done
+
+echo "== atlas-diff on two runs of 40,000 one-op steps (each a synchronous 16-byte copy)"
+for f in c d; do
+    run ATLAS_TRACE=1 ATLAS_TRACE_FILE="$tmp/$f.jsonl" "$build/bench/cpu_bench" 40000 dtoh >/dev/null
+done
+if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f "%U %S" -o "$tmp/time" "$build/atlas-diff" "$tmp/c.jsonl" "$tmp/d.jsonl" >/dev/null 2>&1
+    echo "atlas-diff c.jsonl d.jsonl: exit $?, $(awk '{printf "CPU %.2f s (user %.2f, sys %.2f)", $1 + $2, $1, $2}' "$tmp/time")"
+fi
 
 echo "== threads, each on its own stream, a sync every 256 (traced against untraced, one process)"
 for t in 1 4 16; do

@@ -602,6 +602,31 @@ START_TEST(two_runs_compare_equal)
 }
 END_TEST
 
+/* Two runs of different lengths: steps are matched by kind and occurrence
+ * (through a table, not a search of every step), and the extra ones are
+ * named, whichever file has them. */
+START_TEST(two_runs_extra_steps_named)
+{
+    char a[512], b[512];
+    record_to("same", "5", "long-a", a, sizeof a);
+    record_to("same", "3", "short-b", b, sizeof b);
+    struct run_result r;
+    tool(&r, a, b);
+    ck_assert_msg(r.status == 1, "%s", r.out);
+    ck_assert_int_eq(count_lines(r.out, "is only in"), 2);
+    HAS(r.out, " #4 is only in ");
+    HAS(r.out, " #5 is only in ");
+    HAS(r.out, "long-a");
+    HASNT(r.out, "differs");
+    run_free(&r);
+    tool(&r, b, a);
+    ck_assert_msg(r.status == 1, "%s", r.out);
+    ck_assert_int_eq(count_lines(r.out, "is only in"), 2);
+    HASNT(r.out, "differs");
+    run_free(&r);
+}
+END_TEST
+
 /* Ops do not pile up where no step takes them: a thread that synchronised
  * once and then left that to others lends its ops again after a few
  * thousand step ends, and lent ops that no step claims are dropped. */
@@ -878,6 +903,7 @@ int main(void)
     tcase_add_test(tj, tool_command_line);
     tcase_add_test(tj, steps_end_under_concurrent_launches);
     tcase_add_test(tj, two_runs_compare_equal);
+    tcase_add_test(tj, two_runs_extra_steps_named);
     tcase_add_test(tj, residue_in_json_lines);
     tcase_add_test(tj, stale_ops_do_not_pile_up);
     tcase_add_test(tj, memory_per_op);
