@@ -84,37 +84,6 @@ static struct atl_kfn *kc_find(uintptr_t key)
     return NULL;
 }
 
-/* Asks the driver for the parameter layout: cuFuncGetParamInfo for a
- * CUfunction, cuKernelGetParamInfo for a CUkernel (cuLaunchKernel accepts
- * either), index by index until the driver says there are no more. */
-unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact)
-{
-    CUresult (*fns[2])(void *, size_t, size_t *, size_t *) = {
-        (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuFuncGetParamInfo,
-        (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuKernelGetParamInfo,
-    };
-    *exact = 0;
-    for (int f = 0; f < 2; f++) {
-        if (!fns[f])
-            continue;
-        unsigned n = 0;
-        CUresult r = CUDA_SUCCESS;
-        for (; n < max; n++) {
-            size_t o = 0, s = 0;
-            r = fns[f](h, n, &o, &s);
-            if (r != CUDA_SUCCESS)
-                break;
-            off[n] = (uint32_t)o, size[n] = (uint32_t)s;
-        }
-        /* out of range ends a good layout; a wrong handle type means try the other */
-        if (n > 0 || r == CUDA_ERROR_INVALID_VALUE) {
-            *exact = 1;
-            return n;
-        }
-    }
-    return 0;
-}
-
 /* How the recorder copies each parameter: its bytes, then zeros up to the
  * next parameter, so the padding reads the same every step without zeroing
  * the block first, and the common cases (a pointer, a 4-byte scalar before
