@@ -123,16 +123,31 @@ static struct slot *plan_make(const uint32_t *off, const uint32_t *size, unsigne
     return p;
 }
 
-static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
+/* The layout of h: the packed buffer's one blob (extra_size), else the one
+ * the launch's kernel record (rec, when the event carries one) took from the
+ * driver, else the driver's, into off and size. */
+static unsigned layout_of(void *h, const struct atl_krec *rec, size_t extra_size,
+                          const uint32_t **off, const uint32_t **size, int *exact)
 {
-    static uint32_t off[4096], size[4096]; /* under kc_mu */
-    int exact = 0;
-    unsigned n = 0;
+    static uint32_t o[4096], s[4096]; /* under kc_mu */
+    *off = o, *size = s, *exact = 0;
     if (extra_size) { /* no layout from the driver: the packed buffer, one blob */
-        off[0] = 0, size[0] = (uint32_t)extra_size, n = 1;
-    } else {
-        n = atl_param_layout(h, off, size, 4096, &exact);
+        o[0] = 0, s[0] = (uint32_t)extra_size;
+        return 1;
     }
+    if (rec) {
+        *off = rec->off, *size = rec->size, *exact = rec->exact;
+        return rec->nparams;
+    }
+    return atl_param_layout(h, o, s, 4096, exact);
+}
+
+static struct atl_kfn *kfn_make(void *h, const struct atl_krec *rec, uintptr_t key,
+                                size_t extra_size)
+{
+    const uint32_t *off, *size;
+    int exact;
+    unsigned n = layout_of(h, rec, extra_size, &off, &size, &exact);
     /* The name for people is demangled later, on the thread that reports
      * (see name_for_people): demangling here would run on whichever thread
      * launched first, and its per-thread buffer would go with that thread. */
@@ -193,12 +208,12 @@ static const char *name_for_people(const struct atl_kfn *ck)
 
 /* Under kc_mu: k (made before the latest module unload) still describes the
  * kernel now at its handle? The same parameter layout and the same name. */
-static int kfn_still(struct atl_kfn *k, void *h, size_t extra_size)
+static int kfn_still(struct atl_kfn *k, void *h, const struct atl_krec *rec, size_t extra_size)
 {
-    static uint32_t off[4096], size[4096]; /* under kc_mu */
     if (!extra_size) {
-        int exact = 0;
-        unsigned n = atl_param_layout(h, off, size, 4096, &exact);
+        const uint32_t *off, *size;
+        int exact;
+        unsigned n = layout_of(h, rec, 0, &off, &size, &exact);
         if (n != k->nparams || exact != k->exact ||
             (n && (memcmp(off, k->off, n * 4) != 0 || memcmp(size, k->size, n * 4) != 0)))
             return 0;
@@ -217,7 +232,7 @@ static __thread uintptr_t last_key __attribute__((tls_model("initial-exec")));
 static __thread struct atl_kfn *last_kfn __attribute__((tls_model("initial-exec")));
 static __thread unsigned long last_gen __attribute__((tls_model("initial-exec")));
 
-static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
+static const struct atl_kfn *kfn_for(void *h, const struct atl_krec *rec, size_t extra_size)
 {
     uintptr_t key = (uintptr_t)h | (extra_size ? 1 : 0);
     unsigned long gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE);
@@ -234,7 +249,7 @@ static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
      * handle to another kernel, whose parameters must not be read with k's
      * layout (64 pointers read from a 1-entry array crashed the program). */
     if (k && k != &kfn_overflow && k->gen != gen) {
-        if (kfn_still(k, h, extra_size)) {
+        if (kfn_still(k, h, rec, extra_size)) {
             __atomic_store_n(&k->gen, gen, __ATOMIC_RELEASE);
         } else {
             for (size_t i = kc_slot(key);; i = (i + 1) & (KC_SIZE - 1))
@@ -249,7 +264,7 @@ static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
         }
     }
     if (!k) {
-        k = kfn_make(h, key, extra_size);
+        k = kfn_make(h, rec, key, extra_size);
         size_t i = kc_slot(key), tries = 0;
         for (struct atl_kfn *e; (e = __atomic_load_n(&kcache[i], __ATOMIC_RELAXED)) &&
                                 e != &kfn_gone && tries++ < KC_SIZE / 2;)
@@ -1480,9 +1495,9 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
     struct tbuf *b = rec_begin(&now);
     if (!b)
         return;
-    const struct atl_kfn *k = kfn_for(l->func, 0);
+    const struct atl_kfn *k = kfn_for(l->func, l->rec, 0);
     if (!k->exact && packed && packed_size)
-        k = kfn_for(l->func, packed_size);
+        k = kfn_for(l->func, l->rec, packed_size);
     else if (!k->exact && l->params)
         warn_inexact(k);
     if (packed && packed_size < k->total)
