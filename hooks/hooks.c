@@ -135,7 +135,7 @@ void *atl_real_ptr[ATL_ID_COUNT];
  *     so a NULL f ends there too);
  *   the launch number, the slot (seq zeroed first, stored last), the driver.
  * Arguments: rdi f, esi/edx/ecx gx/gy/gz, r8d/r9d bx/by, then on the stack
- * 8 bz, 16 shmem, 24 hStream. ring.h checks the offsets. */
+ * 8 bz, 16 shmem, 24 hStream. fault.h and kernels.h check the offsets. */
 #define ATL_MID_GRID_ASM(sym, KIND, fname)                                                         \
     ATL_NAMED(sym, KIND, fname, used)                                                              \
     static __attribute__((naked, noinline, noclone, used)) CUresult mid_##fname(ATL_K_##KIND##_P)  \

@@ -38,6 +38,7 @@ static uint64_t blocking_n; /* blocking device-to-host copies, numbered */
 static int trace_on;            /* ATLAS_D2H_TRACE given */
 static uint64_t trace_at;       /* its value: backtrace at this blocking copy */
 static enum atl_dsk debug_sync; /* ATLAS_DEBUG_SYNC_KERNELS */
+static const char *dsk_list;    /* its list of names (ATL_DSK_LIST) */
 
 /* Reads the settings and starts the flight recorder; the events it needs:
  * copies and syncs always, for the counts and the latch; launches always, for
@@ -59,8 +60,13 @@ unsigned atl_blocking_init(void)
         debug_sync = ATL_DSK_OFF;
     }
     atl_fault_init(atl_cfg.launch_ring);
-    atl_flight_init(debug_sync == ATL_DSK_LIST ? atl_cfg.debug_sync_kernels : NULL);
-    /* ...and module unloads, so the flight recorder forgets their kernels */
+    if (debug_sync == ATL_DSK_LIST) {
+        /* a copy: the environment's string may be changed by the program */
+        dsk_list = strdup(atl_cfg.debug_sync_kernels);
+        if (!dsk_list)
+            dsk_list = atl_cfg.debug_sync_kernels;
+    }
+    /* ...and module unloads, so their kernels' records are forgotten */
     unsigned on = ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LOOKUP | ATL_ON_CAPTURE | ATL_ON_MODULE;
     /* The flight recorder's ring is written from the hooks' light path (a
      * table probe, a launch number and one ring slot, no engine slow path):
@@ -70,7 +76,7 @@ unsigned atl_blocking_init(void)
      * ATLAS_LAUNCH_RING=0 gives even that back; the latch then still reports
      * the first sticky error, without the launches before it. A list of
      * kernels to debug-sync takes every launch through the engine, which
-     * matches the kernel by its table entry (flight.c). */
+     * matches the kernel by its record, which the launch event carries. */
     /* synchronous DtoH copies: counted on the hooks' light path, unless
      * ATLAS_D2H_TRACE wants their call sites */
     on |= trace_on ? ATL_ON_COPY_DTOH : ATL_ON_DTOH_COUNT;
@@ -364,13 +370,29 @@ static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out,
     return r;
 }
 
+/* With a list of kernel names: 1 when launches of l's kernel synchronise.
+ * The answer is kept in the kernel's record (the event carries it), once
+ * the kernel has a name to match. */
+static int debug_sync_wanted(const struct atl_launch *l)
+{
+    struct atl_krec *r = l->rec;
+    int kept = r ? __atomic_load_n(&r->dsk, __ATOMIC_RELAXED) : 0;
+    if (kept)
+        return kept == 2;
+    const char *m = r ? atl_krec_mangled(r) : NULL;
+    int want = atl_dsk_match(dsk_list, m);
+    if (m)
+        __atomic_store_n(&r->dsk, want ? 2 : 1, __ATOMIC_RELAXED);
+    return want;
+}
+
 /* Costs one cuStreamIsCapturing, a name look-up and a cuStreamSynchronize per
  * launch: the GPU runs one kernel at a time, which is the point. */
 static CUresult debug_sync_after(const struct atl_launch *l)
 {
     if (atl_capture_forbids_sync())
         return CUDA_SUCCESS;
-    if (debug_sync == ATL_DSK_LIST && !atl_flight_debug_sync_wanted(l->func))
+    if (debug_sync == ATL_DSK_LIST && !debug_sync_wanted(l))
         return CUDA_SUCCESS;
     int pt = atl_hook_flags[l->hook] & ATL_F_PT;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -385,7 +407,7 @@ static CUresult debug_sync_after(const struct atl_launch *l)
         return CUDA_SUCCESS;
     /* name it now: after a fault the driver stops answering cuFuncGetName */
     char name[256];
-    atl_kernel_name(l->func, name, sizeof name);
+    atl_kernel_name_of(l->rec, l->func, name, sizeof name);
     char buf[48];
     const char *ename, *text;
     CUresult r = debug_sync_stream(l->hook, l->stream, NULL, &ename, &text, buf, sizeof buf);

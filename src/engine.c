@@ -185,8 +185,10 @@ void atl_launch_from_config(struct atl_launch *l)
 void atl_launch_pre(struct atl_launch *l)
 {
     register_late_atexit();
-    if (!atl_ring_ready(l->func))
-        atl_ring_first(l->func, l->params, l->extra);
+    /* the one look-up of the kernel's record: every feature reads it in the event */
+    struct atl_ktab_ent *e = atl_ring_ready_ent(l->func);
+    l->rec = e ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE)
+               : atl_ring_first(l->func, l->params, l->extra);
     l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
                           l->block[0], l->block[1], l->block[2], l->shmem);
 }
@@ -388,8 +390,6 @@ void atl_capture_post(struct atl_capture *c, CUresult r)
 void atl_lookup_post(struct atl_lookup *l, CUresult r)
 {
     atl_kernels_note_lookup(l, r);
-    if (r == CUDA_SUCCESS)
-        atl_flight_note_lookup(l->result);
     if (on(ATL_FEAT_KAUDIT))
         atl_kaudit_lookup(l, r);
 }
@@ -407,7 +407,6 @@ void atl_module_post(struct atl_module *m, CUresult r)
         /* Every per-handle record of its kernels goes: the driver may give a
          * later kernel the same address (seen: a 1-parameter kernel at the
          * address of an unloaded 64-parameter one). */
-        atl_flight_forget_owner(m->handle);
         atl_kernels_forget_owner(m->handle);
     }
 }

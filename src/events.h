@@ -41,6 +41,7 @@ enum {
     ATL_ON_ALL = 0xffffffffu,
 };
 
+struct atl_krec;
 struct atl_launch {
     int hook;
     CUfunction func; /* a CUfunction, or a CUkernel passed where one is accepted */
@@ -51,6 +52,10 @@ struct atl_launch {
     void **extra;
     const CUlaunchConfig *config; /* cuLaunchKernelEx only */
     uint64_t seq;                 /* launch number, set by the engine */
+    /* func's record (src/kernels.h: name, parameter layout, counters), found
+     * once by the engine's atl_launch_pre; NULL when func is NULL (or out of
+     * memory). Features read it here instead of looking func up again. */
+    struct atl_krec *rec;
 };
 
 struct atl_graph_launch {

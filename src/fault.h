@@ -42,9 +42,9 @@ _Static_assert(__builtin_offsetof(struct atl_ring_ent, hook) == 52, "slot layout
 
 /* Read on every launch, written rarely: one cache line of its own, apart
  * from the launch counter that every launch writes. The ring and its mask
- * are this module's; the kernel table and its epoch are the flight
- * recorder's (src/ring.h), on the same line because the launch path reads
- * all four. */
+ * are this module's; the kernel table is the kernel records' (src/kernels.h)
+ * and its epoch the flight recorder's (src/ring.h), on the same line because
+ * the launch path reads all four. */
 struct atl_ktab;
 struct atl_flight {
     struct atl_ring_ent *ring;

@@ -26,7 +26,6 @@
 #include "log.h"
 #include "ring.h"
 #include "stack.h"
-#include "trace.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -34,159 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *dsk_list; /* ATLAS_DEBUG_SYNC_KERNELS=name,... */
+/* ---- the cold half of the launch path --------------------------------------- */
 
-void atl_flight_init(const char *list)
-{
-    /* a copy: the environment's string may be changed by the program */
-    dsk_list = list ? strdup(list) : NULL;
-    if (list && !dsk_list)
-        dsk_list = list;
-}
-
-/* ---- kernel records and the table ------------------------------------------ */
-
-#define ARGS_MAX 256  /* parameter bytes kept per kernel */
-#define PARAMS_MAX 64 /* parameters described per kernel */
-struct atl_krec {
-    void *handle;
-    int dsk;          /* in the ATLAS_DEBUG_SYNC_KERNELS list */
-    unsigned nparams; /* 0: no layout from the driver */
-    uint32_t off[PARAMS_MAX], size[PARAMS_MAX];
-    uint64_t args_epoch; /* the epoch the bytes are from (0: none) */
-    int args_busy;       /* a thread is copying them */
-    unsigned args_len;
-    unsigned char args[ARGS_MAX];
-};
-
-static pthread_mutex_t ktab_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static struct atl_krec *krec_make(void *h)
-{
-    struct atl_krec *r = calloc(1, sizeof *r);
-    if (!r)
-        return NULL;
-    r->handle = h;
-    const char *m = atl_kernel_mangled(h); /* names it while the driver answers */
-    r->dsk = dsk_list && m && atl_dsk_match(dsk_list, m);
-    int exact;
-    r->nparams = atl_param_layout(h, r->off, r->size, PARAMS_MAX, &exact);
-    return r;
-}
-
-/* Under ktab_lock: places key in t (which has room). */
-static struct atl_ktab_ent *ktab_place(struct atl_ktab *t, void *key)
-{
-    uint64_t off = (((uint64_t)(uintptr_t)key * ATL_KTAB_MUL) >> ATL_KTAB_SHIFT) & t->mask;
-    for (;;) {
-        struct atl_ktab_ent *e = (struct atl_ktab_ent *)((char *)t->e + off);
-        if (!e->key || e->key == key)
-            return e;
-        off = (off + ATL_KTAB_ENT) & t->mask;
-    }
-}
-
-/* Under ktab_lock: the entry of h in the current table, added when absent.
- * A table half full is replaced by one twice the size; the old one stays
- * allocated (a launch may still be probing it; the tables add up to twice
- * the last one). Forgotten keys are dropped then. */
-static struct atl_ktab_ent *ktab_add(void *h)
-{
-    struct atl_ktab *t = atl_fl.ktab;
-    struct atl_ktab_ent *e = atl_ktab_find(t, h);
-    if (e)
-        return e;
-    if ((t->used + 1) * 2 > t->cap) {
-        uint64_t cap = t->cap < 256 ? 256 : t->cap * 2;
-        struct atl_ktab *nt = calloc(1, sizeof *nt + cap * sizeof nt->e[0]);
-        if (!nt)
-            return NULL;
-        nt->cap = cap;
-        nt->mask = (cap - 1) * ATL_KTAB_ENT;
-        nt->older = t;
-        for (uint64_t i = 0; i < t->cap; i++) {
-            void *k = __atomic_load_n(&t->e[i].key, __ATOMIC_RELAXED);
-            if (!k || k == ATL_KTAB_GONE)
-                continue;
-            /* a launch's cold path may store the epoch meanwhile: read it
-             * atomically (a store missed here costs one more cold path) */
-            struct atl_ktab_ent *d = ktab_place(nt, k);
-            d->key = k;
-            d->epoch = __atomic_load_n(&t->e[i].epoch, __ATOMIC_RELAXED);
-            d->rec = t->e[i].rec;
-            nt->used++;
-        }
-        __atomic_store_n(&atl_fl.ktab, nt, __ATOMIC_RELEASE);
-        t = nt;
-    }
-    struct atl_krec *r = krec_make(h);
-    if (!r)
-        return NULL;
-    e = ktab_place(t, h);
-    e->rec = r;
-    e->epoch = 0;
-    __atomic_store_n(&e->key, h, __ATOMIC_RELEASE); /* last: readers see a whole entry */
-    t->used++;
-    return e;
-}
-
-void atl_flight_note_lookup(void *handle)
-{
-    if (!handle)
-        return;
-    pthread_mutex_lock(&ktab_lock);
-    ktab_add(handle);
-    pthread_mutex_unlock(&ktab_lock);
-}
-
-void atl_flight_forget(void *handle)
-{
-    if (!handle || handle == ATL_KTAB_GONE)
-        return;
-    pthread_mutex_lock(&ktab_lock);
-    struct atl_ktab_ent *e = atl_ktab_find(atl_fl.ktab, handle);
-    /* The record stays allocated: a report may be reading it. The key
-     * becomes a tombstone, so probes for other keys still run past it. */
-    if (e)
-        __atomic_store_n(&e->key, ATL_KTAB_GONE, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&ktab_lock);
-}
-
-/* Collects the handles of one owner (under the registry's lock: nothing
- * here may call back into the registry). */
-struct owned {
-    void *owner;
-    void **h;
-    size_t n, cap;
-};
-
-static void collect_owned(const struct atl_kernel *k, void *ctx)
-{
-    struct owned *o = ctx;
-    if (!atl_kernel_gone_with(k, o->owner))
-        return;
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 64;
-        void **h = realloc(o->h, cap * sizeof *h);
-        if (!h)
-            return; /* not forgotten: a stale name at worst */
-        o->h = h, o->cap = cap;
-    }
-    o->h[o->n++] = k->handle;
-}
-
-void atl_flight_forget_owner(void *owner)
-{
-    if (!owner)
-        return;
-    /* collected first, forgotten after: ktab_add takes the registry's lock
-     * under ktab_lock, so the two are never held the other way round */
-    struct owned o = {.owner = owner};
-    atl_kernels_each(collect_owned, &o);
-    for (size_t i = 0; i < o.n; i++)
-        atl_flight_forget(o.h[i]);
-    free(o.h);
-}
+#define ARGS_MAX ATL_KREC_ARGS
 
 /* Copies the launch's parameter bytes into the kernel's record: through the
  * driver's layout from kernelParams, or the packed `extra` buffer. One
@@ -229,50 +78,19 @@ static void args_keep(struct atl_krec *r, void **params, void **extra, uint64_t 
     __atomic_store_n(&r->args_busy, 0, __ATOMIC_RELEASE);
 }
 
-void atl_ring_first(void *f, void **params, void **extra)
+struct atl_krec *atl_ring_first(void *f, void **params, void **extra)
 {
-    if (!f)
-        return;
-    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), f);
-    if (!e) {
-        pthread_mutex_lock(&ktab_lock);
-        e = ktab_add(f);
-        pthread_mutex_unlock(&ktab_lock);
-        if (!e)
-            return; /* out of memory: recorded, not named; the next launch tries again */
-    }
+    struct atl_krec *r = atl_krec_get(f);
+    if (!r)
+        return NULL; /* out of memory: recorded, not named; the next launch tries again */
     uint64_t epoch = __atomic_load_n(&atl_fl.epoch, __ATOMIC_RELAXED);
-    struct atl_krec *r = __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE);
-    if (r)
-        args_keep(r, params, extra, epoch);
-    __atomic_store_n(&e->epoch, epoch, __ATOMIC_RELAXED);
-}
-
-int atl_flight_debug_sync_wanted(void *func)
-{
-    if (!dsk_list)
-        return 1;
-    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), func);
-    if (!e || !func) {
-        atl_ring_first(func, NULL, NULL);
-        e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), func);
-    }
-    struct atl_krec *r = e ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE) : NULL;
-    if (r)
-        return r->dsk;
-    return atl_dsk_match(dsk_list, atl_kernel_mangled(func));
-}
-
-int atl_flight_param_layout(void *func, const uint32_t **off, const uint32_t **size)
-{
-    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), func);
-    const struct atl_krec *r = e && func ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE) : NULL;
-    /* PARAMS_MAX described: there may be more */
-    if (!r || r->nparams == 0 || r->nparams >= PARAMS_MAX)
-        return -1;
-    *off = r->off;
-    *size = r->size;
-    return (int)r->nparams;
+    args_keep(r, params, extra, epoch);
+    /* the entry, to mark f seen in this epoch (forgotten meanwhile: none;
+     * the next launch comes here again) */
+    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), f);
+    if (e)
+        __atomic_store_n(&e->epoch, epoch, __ATOMIC_RELAXED);
+    return r;
 }
 
 /* ---- graphs ------------------------------------------------------------------------ */
@@ -321,7 +139,7 @@ void atl_flight_note_graph(CUgraphExec exec, CUgraph graph)
         if (atl_drv.cuGraphKernelNodeGetParams_v2(nodes[i], &p) != CUDA_SUCCESS)
             continue;
         void *f = p.func ? (void *)p.func : (void *)p.kern;
-        atl_flight_note_lookup(f); /* named now, while the driver answers */
+        atl_krec_get(f); /* named now, while the driver answers */
         if (gi->kernels < GRAPH_NODES)
             gi->k[gi->kernels] = (struct graph_node){
                 f, {p.gridDimX, p.gridDimY, p.gridDimZ}, {p.blockDimX, p.blockDimY, p.blockDimZ}};
@@ -513,8 +331,7 @@ static void cat(char *buf, size_t len, size_t *used, const char *fmt, ...)
 
 static void print_args(const char *tag, const struct group *g, uint64_t epoch)
 {
-    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), g->obj);
-    struct atl_krec *r = e ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE) : NULL;
+    const struct atl_krec *r = atl_krec_find(g->obj);
     if (!r || __atomic_load_n(&r->args_epoch, __ATOMIC_ACQUIRE) != epoch || !r->args_len)
         return;
     char line[1024];

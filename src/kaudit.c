@@ -1,9 +1,8 @@
 /*
  * The kernel audit. Look-ups are rare (start-up, lazy loading), so rows are
  * kept in a malloc'd array under a mutex, with the look-up site captured
- * each time. Launch counts live in the kernel registry (src/kernels.c),
- * whose mutex every launch takes while the audit is on: acceptable for an
- * audit run, and nothing is paid when it is off.
+ * each time. Launch counts live in the kernel's record (src/kernels.h),
+ * which the launch event carries: two atomic adds a launch, no lock.
  */
 #include "kaudit.h"
 
@@ -117,10 +116,11 @@ void atl_kaudit_lookup(const struct atl_lookup *l, CUresult r)
 
 void atl_kaudit_launch(const struct atl_launch *l)
 {
-    if (!on || !l->func)
+    if (!on || !l->rec)
         return;
     uint64_t blocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
-    atl_kernels_count_launch(l->func, blocks);
+    __atomic_add_fetch(&l->rec->launches, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&l->rec->blocks, blocks, __ATOMIC_RELAXED);
 }
 
 /* ---- report ------------------------------------------------------------------ */
@@ -135,12 +135,14 @@ struct kcollect {
     size_t n, cap;
 };
 
-static void collect(const struct atl_kernel *k, void *ctx)
+static void collect(const struct atl_krec *k, void *ctx)
 {
     struct kcollect *c = ctx;
     if (grow((void **)&c->e, &c->cap, c->n, sizeof *c->e) != 0)
         return;
-    c->e[c->n++] = (struct kentry){k->handle, k->owner, k->name, k->launches, k->blocks};
+    c->e[c->n++] = (struct kentry){k->handle, k->owner, __atomic_load_n(&k->name, __ATOMIC_ACQUIRE),
+                                   __atomic_load_n(&k->launches, __ATOMIC_RELAXED),
+                                   __atomic_load_n(&k->blocks, __ATOMIC_RELAXED)};
 }
 
 static void owner_label(void *h, char *buf, size_t len)

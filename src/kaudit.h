@@ -14,7 +14,7 @@ unsigned atl_kaudit_init(void);
 
 void atl_kaudit_lookup(const struct atl_lookup *l, CUresult r);
 void atl_kaudit_module(const struct atl_module *m, CUresult r);
-/* Takes the kernel registry's mutex: only called while the audit is on. */
+/* Counts the launch in its kernel's record (the event's rec): two atomic adds. */
 void atl_kaudit_launch(const struct atl_launch *l);
 void atl_kaudit_report(void);
 

@@ -1,6 +1,10 @@
+/*
+ * The per-handle records (see kernels.h).
+ */
 #include "kernels.h"
 
 #include "driver.h"
+#include "log.h"
 #include "stack.h"
 
 #include <pthread.h>
@@ -8,56 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An open-addressing table that grows. A module or library unload removes
- * its handles (atl_kernels_forget_owner): the driver may hand the same
- * address to the next kernel it loads. */
+/* Writers: making, replacing and forgetting records, growing the table,
+ * interning names. Readers take no lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct atl_kernel *table;
-static size_t cap, used;
 
-static size_t slot_of(void *h)
-{
-    uint64_t x = (uint64_t)(uintptr_t)h;
-    x ^= x >> 29;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 32;
-    return (size_t)x;
-}
-
-/* Under lock. Returns the entry for h, inserting it when `create`. */
-static struct atl_kernel *find(void *h, int create)
-{
-    if (cap == 0 || (create && (used + 1) * 2 > cap)) {
-        if (!create)
-            return NULL;
-        size_t ncap = cap ? cap * 2 : 256;
-        struct atl_kernel *nt = calloc(ncap, sizeof *nt);
-        if (!nt)
-            return NULL;
-        for (size_t i = 0; i < cap; i++) {
-            if (!table[i].handle)
-                continue;
-            size_t j = slot_of(table[i].handle) & (ncap - 1);
-            while (nt[j].handle)
-                j = (j + 1) & (ncap - 1);
-            nt[j] = table[i];
-        }
-        free(table);
-        table = nt;
-        cap = ncap;
-    }
-    for (size_t j = slot_of(h) & (cap - 1);; j = (j + 1) & (cap - 1)) {
-        if (table[j].handle == h)
-            return &table[j];
-        if (!table[j].handle) {
-            if (!create)
-                return NULL;
-            table[j].handle = h;
-            used++;
-            return &table[j];
-        }
-    }
-}
+/* ---- names -------------------------------------------------------------------- */
 
 /* Under lock. Names are interned: one copy per distinct name, kept for the
  * process (callers may hold them), so a program that loads and unloads the
@@ -105,71 +64,259 @@ static const char *intern(const char *s)
     return names[j];
 }
 
-void atl_kernels_note_lookup(const struct atl_lookup *l, CUresult r)
+/* The driver's name for h (NULL when it does not answer). A CUkernel passed
+ * where a CUfunction is expected answers to cuKernelGetName. */
+static const char *driver_name(void *h, int *is_kernel)
 {
-    if (r != CUDA_SUCCESS || !l->result)
-        return;
-    pthread_mutex_lock(&lock);
-    struct atl_kernel *k = find(l->result, 1);
-    if (k) {
-        k->is_kernel = l->kind == ATL_LOOKUP_LIBRARY_KERNEL;
-        if (l->kind == ATL_LOOKUP_KERNEL_FUNCTION) {
-            /* the CUfunction of a CUkernel: same name, same library */
-            struct atl_kernel *src = find(l->owner, 0);
-            if (src) {
-                k = find(l->result, 1); /* the table may have moved */
-                if (!k->name && src->name)
-                    k->name = intern(src->name);
-                k->owner = src->owner;
-            }
-        } else {
-            if (k->name && l->name && strcmp(k->name, l->name) != 0)
-                k->name = NULL; /* interned: stays valid for whoever holds it */
-            if (!k->name)
-                k->name = intern(l->name);
-            k->owner = l->owner;
-        }
+    const char *drv = NULL;
+    *is_kernel = 0;
+    if (atl_drv.cuFuncGetName && atl_drv.cuFuncGetName(&drv, (CUfunction)h) == CUDA_SUCCESS && drv)
+        return drv;
+    drv = NULL;
+    if (atl_drv.cuKernelGetName && atl_drv.cuKernelGetName(&drv, (CUkernel)h) == CUDA_SUCCESS &&
+        drv) {
+        *is_kernel = 1;
+        return drv;
     }
-    pthread_mutex_unlock(&lock);
+    return NULL;
 }
 
-const char *atl_kernel_mangled(void *handle)
+/* ---- layouts -------------------------------------------------------------------- */
+
+unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact)
 {
-    if (!handle)
+    CUresult (*fns[2])(void *, size_t, size_t *, size_t *) = {
+        (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuFuncGetParamInfo,
+        (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuKernelGetParamInfo,
+    };
+    *exact = 0;
+    for (int f = 0; f < 2; f++) {
+        if (!fns[f])
+            continue;
+        unsigned n = 0;
+        CUresult r = CUDA_SUCCESS;
+        for (; n < max; n++) {
+            size_t o = 0, s = 0;
+            r = fns[f](h, n, &o, &s);
+            if (r != CUDA_SUCCESS)
+                break;
+            off[n] = (uint32_t)o, size[n] = (uint32_t)s;
+        }
+        /* out of range ends a good layout; a wrong handle type means try the other */
+        if (n > 0 || r == CUDA_ERROR_INVALID_VALUE) {
+            *exact = 1;
+            return n;
+        }
+    }
+    return 0;
+}
+
+/* A kernel's parameters fit in 32,764 bytes (the driver's limit): at most
+ * that many of one byte each. */
+#define PARAMS_LIMIT 32768
+
+/* Fills r's layout from the driver, of any length (first 64 parameters,
+ * then twice as many until the driver says there are no more). */
+static void layout_fetch(struct atl_krec *r)
+{
+    for (unsigned max = 64; max <= PARAMS_LIMIT; max *= 2) {
+        uint32_t *off = malloc(max * sizeof *off), *size = malloc(max * sizeof *size);
+        if (!off || !size) {
+            free(off), free(size);
+            atl_log_once_oom("the kernel records");
+            return;
+        }
+        int exact = 0;
+        unsigned n = atl_param_layout(r->handle, off, size, max, &exact);
+        if (n == max && max < PARAMS_LIMIT) { /* there may be more */
+            free(off), free(size);
+            continue;
+        }
+        r->exact = exact && n < max;
+        r->nparams = r->exact ? n : 0;
+        r->off = off, r->size = size;
+        return;
+    }
+}
+
+/* ---- the table -------------------------------------------------------------------- */
+
+/* Under lock: places key in t (which has room). */
+static struct atl_ktab_ent *ktab_place(struct atl_ktab *t, void *key)
+{
+    uint64_t off = (((uint64_t)(uintptr_t)key * ATL_KTAB_MUL) >> ATL_KTAB_SHIFT) & t->mask;
+    for (;;) {
+        struct atl_ktab_ent *e = (struct atl_ktab_ent *)((char *)t->e + off);
+        if (!e->key || e->key == key)
+            return e;
+        off = (off + ATL_KTAB_ENT) & t->mask;
+    }
+}
+
+/* Under lock: enters r (not yet published) for its handle, which the
+ * current table lacks. A table half full is replaced by one twice the size;
+ * the old one stays allocated (a launch may still be probing it; the tables
+ * add up to twice the last one). Forgotten keys are dropped then. 0, or -1
+ * out of memory. */
+static int ktab_add(struct atl_krec *r)
+{
+    struct atl_ktab *t = atl_fl.ktab;
+    if ((t->used + 1) * 2 > t->cap) {
+        uint64_t cap = t->cap < 256 ? 256 : t->cap * 2;
+        struct atl_ktab *nt = calloc(1, sizeof *nt + cap * sizeof nt->e[0]);
+        if (!nt)
+            return -1;
+        nt->cap = cap;
+        nt->mask = (cap - 1) * ATL_KTAB_ENT;
+        nt->older = t;
+        for (uint64_t i = 0; i < t->cap; i++) {
+            void *k = __atomic_load_n(&t->e[i].key, __ATOMIC_RELAXED);
+            if (!k || k == ATL_KTAB_GONE)
+                continue;
+            /* a launch's cold path may store the epoch meanwhile: read it
+             * atomically (a store missed here costs one more cold path) */
+            struct atl_ktab_ent *d = ktab_place(nt, k);
+            d->key = k;
+            d->epoch = __atomic_load_n(&t->e[i].epoch, __ATOMIC_RELAXED);
+            d->rec = t->e[i].rec;
+            nt->used++;
+        }
+        __atomic_store_n(&atl_fl.ktab, nt, __ATOMIC_RELEASE);
+        t = nt;
+    }
+    struct atl_ktab_ent *e = ktab_place(t, r->handle);
+    e->rec = r;
+    e->epoch = 0;
+    __atomic_store_n(&e->key, r->handle, __ATOMIC_RELEASE); /* last: readers see a whole entry */
+    t->used++;
+    return 0;
+}
+
+/* Under lock: h's key becomes a tombstone (probes for other keys still run
+ * past it); its record stays allocated. */
+static void ktab_forget(void *h)
+{
+    struct atl_ktab_ent *e = atl_ktab_find(atl_fl.ktab, h);
+    if (e)
+        __atomic_store_n(&e->key, ATL_KTAB_GONE, __ATOMIC_RELEASE);
+}
+
+/* A new record of h, not yet published: its layout from the driver (called
+ * without the lock: a driver call may be slow, or come back to us). */
+static struct atl_krec *krec_new(void *h, void *owner, int is_kernel)
+{
+    struct atl_krec *r = calloc(1, sizeof *r);
+    if (!r) {
+        atl_log_once_oom("the kernel records");
         return NULL;
+    }
+    r->handle = h;
+    r->owner = owner;
+    r->is_kernel = is_kernel;
+    layout_fetch(r);
+    return r;
+}
+
+static void krec_free(struct atl_krec *r)
+{
+    if (!r)
+        return;
+    free((void *)r->off), free((void *)r->size);
+    free(r);
+}
+
+/* Publishes r (made by krec_new) under lock, with name (interned here). With
+ * `replace`, an existing record of the handle is forgotten first; else an
+ * existing one (a race with another thread) wins and r is dropped. Returns
+ * the handle's record, NULL out of memory. */
+static struct atl_krec *krec_publish(struct atl_krec *r, const char *name, int replace)
+{
     pthread_mutex_lock(&lock);
-    struct atl_kernel *k = find(handle, 0);
-    const char *name = k ? k->name : NULL;
+    struct atl_krec *old = atl_krec_find(r->handle);
+    if (old && replace)
+        ktab_forget(r->handle), old = NULL;
+    if (old) {
+        pthread_mutex_unlock(&lock);
+        krec_free(r);
+        return old;
+    }
+    r->name = intern(name);
+    if (ktab_add(r) != 0) {
+        pthread_mutex_unlock(&lock);
+        krec_free(r);
+        return NULL;
+    }
     pthread_mutex_unlock(&lock);
+    return r;
+}
+
+struct atl_krec *atl_krec_get(void *h)
+{
+    if (!h)
+        return NULL;
+    struct atl_krec *r = atl_krec_find(h);
+    if (r)
+        return r;
+    /* Not looked up through us (fetched before we were loaded, or by the
+     * driver itself): named and described by the driver. */
+    int is_kernel = 0;
+    const char *name = driver_name(h, &is_kernel);
+    r = krec_new(h, NULL, is_kernel);
+    return r ? krec_publish(r, name, 0) : NULL;
+}
+
+const char *atl_krec_mangled(struct atl_krec *r)
+{
+    if (!r)
+        return NULL;
+    const char *name = __atomic_load_n(&r->name, __ATOMIC_ACQUIRE);
     if (name)
         return name;
-    /* Not looked up through us (fetched before we were loaded, or by the
-     * driver itself): ask. A CUkernel passed where a CUfunction is expected
-     * answers to cuKernelGetName. */
-    const char *drv = NULL;
-    int is_kernel = 0;
-    if (atl_drv.cuFuncGetName && atl_drv.cuFuncGetName(&drv, (CUfunction)handle) == CUDA_SUCCESS &&
-        drv)
-        ;
-    else if (atl_drv.cuKernelGetName &&
-             atl_drv.cuKernelGetName(&drv, (CUkernel)handle) == CUDA_SUCCESS && drv)
-        is_kernel = 1;
+    int is_kernel;
+    const char *drv = driver_name(r->handle, &is_kernel);
     if (!drv)
         return NULL;
     pthread_mutex_lock(&lock);
-    k = find(handle, 1);
-    if (k && !k->name) {
-        k->name = intern(drv);
-        k->is_kernel = is_kernel;
-    }
-    name = k ? k->name : NULL;
+    if (!r->name)
+        __atomic_store_n(&r->name, intern(drv), __ATOMIC_RELEASE);
+    name = r->name;
     pthread_mutex_unlock(&lock);
     return name;
 }
 
-const char *atl_kernel_name(void *handle, char *buf, unsigned len)
+void atl_kernels_note_lookup(const struct atl_lookup *l, CUresult r)
 {
-    const char *m = atl_kernel_mangled(handle);
+    if (r != CUDA_SUCCESS || !l->result)
+        return;
+    const char *name = l->name;
+    void *owner = l->owner;
+    if (l->kind == ATL_LOOKUP_KERNEL_FUNCTION) {
+        /* the CUfunction of a CUkernel: same name, same library */
+        struct atl_krec *src = atl_krec_find(l->owner);
+        name = src ? atl_krec_mangled(src) : NULL;
+        owner = src ? src->owner : NULL;
+    }
+    struct atl_krec *k = atl_krec_find(l->result);
+    if (k) {
+        const char *have = atl_krec_mangled(k);
+        /* the same kernel again; or a handle the driver reused for another
+         * kernel without an unload we saw: a record of its own */
+        if (!name || (have && strcmp(have, name) == 0))
+            return;
+    }
+    k = krec_new(l->result, owner, l->kind == ATL_LOOKUP_LIBRARY_KERNEL);
+    if (k)
+        krec_publish(k, name, 1);
+}
+
+const char *atl_kernel_mangled(void *handle)
+{
+    return atl_krec_mangled(atl_krec_get(handle));
+}
+
+const char *atl_kernel_name_of(struct atl_krec *r, void *handle, char *buf, unsigned len)
+{
+    const char *m = atl_krec_mangled(r ? r : atl_krec_get(handle));
     if (m)
         snprintf(buf, len, "%s", atl_demangle(m));
     else
@@ -177,23 +324,29 @@ const char *atl_kernel_name(void *handle, char *buf, unsigned len)
     return buf;
 }
 
-void atl_kernels_each(void (*fn)(const struct atl_kernel *k, void *ctx), void *ctx)
+const char *atl_kernel_name(void *handle, char *buf, unsigned len)
+{
+    return atl_kernel_name_of(NULL, handle, buf, len);
+}
+
+void atl_kernels_each(void (*fn)(const struct atl_krec *k, void *ctx), void *ctx)
 {
     pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < cap; i++)
-        if (table[i].handle)
-            fn(&table[i], ctx);
+    const struct atl_ktab *t = atl_fl.ktab;
+    for (uint64_t i = 0; i < t->cap; i++) {
+        void *k = t->e[i].key;
+        if (k && k != ATL_KTAB_GONE)
+            fn(t->e[i].rec, ctx);
+    }
     pthread_mutex_unlock(&lock);
 }
 
-void atl_kernels_count_launch(void *handle, uint64_t blocks)
+void atl_kernels_forget(void *handle)
 {
+    if (!handle || handle == ATL_KTAB_GONE)
+        return;
     pthread_mutex_lock(&lock);
-    struct atl_kernel *k = find(handle, 1);
-    if (k) {
-        k->launches++;
-        k->blocks += blocks;
-    }
+    ktab_forget(handle);
     pthread_mutex_unlock(&lock);
 }
 
@@ -201,35 +354,18 @@ unsigned long atl_unload_gen;
 
 void atl_kernels_forget_owner(void *owner)
 {
-    pthread_mutex_lock(&lock);
-    /* Rebuilt without the forgotten entries (removing in place would break
-     * the probe chains). Names are interned, not freed: callers may still
-     * hold them (atl_kernel_mangled promises they stay valid). */
-    struct atl_kernel *nt = cap ? calloc(cap, sizeof *nt) : NULL;
-    size_t kept = 0;
-    for (size_t i = 0; i < cap; i++) {
-        struct atl_kernel *k = &table[i];
-        if (!k->handle)
-            continue;
-        int gone = atl_kernel_gone_with(k, owner);
-        if (!nt) { /* out of memory: forget the names only */
-            if (gone)
-                k->name = NULL, k->owner = NULL;
-            continue;
+    if (owner) {
+        pthread_mutex_lock(&lock);
+        struct atl_ktab *t = atl_fl.ktab;
+        for (uint64_t i = 0; i < t->cap; i++) {
+            void *k = t->e[i].key;
+            if (!k || k == ATL_KTAB_GONE)
+                continue;
+            const struct atl_krec *r = t->e[i].rec;
+            if (r->owner == owner || !r->owner)
+                __atomic_store_n(&t->e[i].key, ATL_KTAB_GONE, __ATOMIC_RELEASE);
         }
-        if (gone)
-            continue;
-        size_t j = slot_of(k->handle) & (cap - 1);
-        while (nt[j].handle)
-            j = (j + 1) & (cap - 1);
-        nt[j] = *k;
-        kept++;
+        pthread_mutex_unlock(&lock);
     }
-    if (nt) {
-        free(table);
-        table = nt;
-        used = kept;
-    }
-    pthread_mutex_unlock(&lock);
     __atomic_add_fetch(&atl_unload_gen, 1, __ATOMIC_RELEASE);
 }

@@ -1,8 +1,21 @@
 /*
- * What we know of each kernel handle: its name (from the lookup that
- * produced it, else cuFuncGetName/cuKernelGetName), and where it came from.
- * Handles are CUfunction or CUkernel values; a CUfunction obtained from a
- * CUkernel inherits the kernel's entry.
+ * The one record per kernel handle (CUfunction or CUkernel: cuLaunchKernel
+ * accepts either): its name, where it came from, its parameter layout, the
+ * kernel audit's counters, debug sync's answer and the flight recorder's
+ * kept arguments. Every feature that wants to know something about a
+ * launch's kernel reads this record; a launch finds it once (the engine's
+ * atl_launch_pre) and carries it in its event (struct atl_launch, rec).
+ *
+ * The records are reached through one open-addressed table of handles,
+ * read without a lock: the launch path's light half probes it in assembly
+ * (hooks/hooks.c), at the offsets asserted below, through atl_fl.ktab
+ * (src/fault.h: the line every launch reads). Writers take one mutex.
+ *
+ * Lifetime: a record is never freed. A module or library unload turns the
+ * keys of its kernels into tombstones and counts the unload in
+ * atl_unload_gen; a later kernel the driver gives the same address gets a
+ * fresh record, while a launch event, a report or a kept step may still
+ * hold the old one safely.
  */
 #ifndef ATL_KERNELS_H
 #define ATL_KERNELS_H
@@ -11,50 +24,129 @@
 #include <stdint.h>
 
 #include "events.h"
+#include "fault.h" /* atl_fl.ktab, the table's root */
 
-struct atl_kernel {
+#define ATL_KREC_ARGS 256 /* parameter bytes the flight recorder keeps */
+struct atl_krec {
     void *handle;
-    void *owner;       /* CUmodule or CUlibrary, when known */
-    const char *name;  /* mangled, as the driver gives it (owned by the registry) */
-    int is_kernel;     /* a CUkernel rather than a CUfunction */
-    uint64_t launches; /* maintained by features that count them */
-    uint64_t blocks;
+    /* Set when the record is made, before it is published (never changed:
+     * a lookup that renames a handle replaces its record). */
+    void *owner;   /* CUmodule or CUlibrary, when known */
+    int is_kernel; /* a CUkernel rather than a CUfunction */
+    int exact;     /* the driver gave the layout (then nparams 0: no parameters) */
+    unsigned nparams;
+    const uint32_t *off, *size; /* nparams each, any number */
+    /* Mangled, interned (valid for the process); NULL while the driver has
+     * not named it. Read and set atomically (atl_krec_mangled). */
+    const char *name;
+    /* The kernel audit's counters (src/kaudit.c), added to atomically. */
+    uint64_t launches, blocks;
+    /* Debug sync's cached answer (src/blocking.c): 0 not asked yet, 1 no, 2 yes. */
+    int dsk;
+    /* The flight recorder's (src/flight.c): the parameter bytes of the
+     * kernel's first launch since the last good sync. */
+    uint64_t args_epoch; /* the epoch the bytes are from (0: none) */
+    int args_busy;       /* a thread is copying them */
+    unsigned args_len;
+    unsigned char args[ATL_KREC_ARGS];
 };
 
+/* The table. Offsets are byte offsets: the hash masked by `mask` (the
+ * capacity - 1, times the entry size) is the entry's offset from e[0]. */
+struct atl_ktab_ent {
+    void *key;      /* the handle; NULL: empty; ATL_KTAB_GONE: forgotten */
+    uint64_t epoch; /* the flight recorder's: atl_fl.epoch at its first launch since a good sync */
+    struct atl_krec *rec; /* set before key is published */
+    uint64_t spare;
+};
+#define ATL_KTAB_ENT 32
+/* The hash: (f * MUL) >> SHIFT, masked. MUL is a sign-extended 32-bit
+ * immediate (one imul in hooks.c's assembly); the bits kept, 29 and up of
+ * the product, depend on the handle's bits 0 to 44 and spread handles that
+ * are 16 bytes apart (kernels of one module, as the fake driver gives them)
+ * dozens of slots apart. */
+#define ATL_KTAB_MUL 0xffffffff9e3779b1ULL
+#define ATL_KTAB_SHIFT 24
+#define ATL_KTAB_GONE ((void *)1)
+struct atl_ktab {
+    uint64_t mask; /* (capacity - 1) * ATL_KTAB_ENT */
+    uint64_t cap;
+    uint64_t used; /* keys and forgotten keys (under the writers' lock) */
+    struct atl_ktab *older;
+    struct atl_ktab_ent e[];
+};
+_Static_assert(sizeof(struct atl_ktab_ent) == ATL_KTAB_ENT, "hooks.c's assembly knows this");
+_Static_assert(sizeof(struct atl_ktab) == 32, "hooks.c's assembly knows this");
+
+/* The table entry of f, or NULL (f NULL finds an empty entry: not there). */
+static inline struct atl_ktab_ent *atl_ktab_find(const struct atl_ktab *t, const void *f)
+{
+    uint64_t off = (((uint64_t)(uintptr_t)f * ATL_KTAB_MUL) >> ATL_KTAB_SHIFT) & t->mask;
+    for (;;) {
+        struct atl_ktab_ent *e = (struct atl_ktab_ent *)((char *)t->e + off);
+        void *k = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+        if (k == f)
+            return e;
+        if (!k)
+            return NULL;
+        off = (off + ATL_KTAB_ENT) & t->mask;
+    }
+}
+
+/* The record of h, without a lock and without asking the driver; NULL when
+ * there is none (yet). */
+static inline struct atl_krec *atl_krec_find(const void *h)
+{
+    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), h);
+    return e && h ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE) : NULL;
+}
+
+/* The record of h, made when there is none: named and its layout fetched
+ * from the driver once, now (after a fault the driver stops answering).
+ * NULL for a NULL handle, or out of memory. */
+struct atl_krec *atl_krec_get(void *h);
+
+/* The mangled name of r (r may be NULL: then NULL), asking the driver again
+ * while it is unknown. The string stays valid for the life of the process. */
+const char *atl_krec_mangled(struct atl_krec *r);
+
 /* Records a successful lookup (cuModuleGetFunction, cuLibraryGetKernel,
- * cuKernelGetFunction). */
+ * cuKernelGetFunction): the handle's record, made now, while the driver
+ * answers, with the name the program asked for. */
 void atl_kernels_note_lookup(const struct atl_lookup *l, CUresult r);
 
-/* The mangled name of a kernel handle, or NULL when unknown. Asks the driver
- * once per unknown handle and remembers the answer. The string stays valid
- * for the life of the process. */
+/* The mangled name of a kernel handle, or NULL when unknown (its record,
+ * made when it has none). */
 const char *atl_kernel_mangled(void *handle);
 
 /* The name for people: demangled, or "kernel@0x..." as a last resort.
- * Writes into buf and returns it. */
+ * Writes into buf and returns it. The _of form takes the record the caller
+ * already holds (NULL: none; then handle is looked up). */
 const char *atl_kernel_name(void *handle, char *buf, unsigned len);
+const char *atl_kernel_name_of(struct atl_krec *r, void *handle, char *buf, unsigned len);
 
-/* Calls fn for each known kernel (under the registry lock: fn must not call
- * back into the registry). */
-void atl_kernels_each(void (*fn)(const struct atl_kernel *k, void *ctx), void *ctx);
+/* Calls fn for each record in the table (under the writers' lock: fn must
+ * not make or forget records). */
+void atl_kernels_each(void (*fn)(const struct atl_krec *k, void *ctx), void *ctx);
+
+/* Forgets one handle: launches find no record and take the cold path, which
+ * makes a fresh one. */
+void atl_kernels_forget(void *handle);
 
 /* A module or library is gone: forgets the handles it owned (and those whose
- * owner is unknown), so a new kernel the driver gives the same address is
- * named afresh, and counts the unload in atl_unload_gen. */
+ * owner is unknown: fetched by name from the driver, they may be its, and
+ * asking again costs one call), so a new kernel the driver gives the same
+ * address gets a record of its own, and counts the unload in
+ * atl_unload_gen. */
 void atl_kernels_forget_owner(void *owner);
 /* Counts successful module and library unloads: a cache keyed by kernel
  * handle checks an entry made before the latest unload before trusting it. */
 extern unsigned long atl_unload_gen;
 
-/* The rule both the registry and the flight recorder's table forget by: 1
- * when k goes with owner (it is owner's, or its owner is unknown: fetched by
- * name from the driver, it may be owner's, and asking again costs one call). */
-static inline int atl_kernel_gone_with(const struct atl_kernel *k, const void *owner)
-{
-    return k->owner == owner || !k->owner;
-}
-
-/* Adds to the launch statistics of a handle. */
-void atl_kernels_count_launch(void *handle, uint64_t blocks);
+/* Asks the driver for the parameter layout of h: cuFuncGetParamInfo for a
+ * CUfunction, cuKernelGetParamInfo for a CUkernel, index by index until the
+ * driver says there are no more (at most max). *exact is 1 when the driver
+ * answered. Returns the number of parameters. */
+unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact);
 
 #endif

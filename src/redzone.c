@@ -766,11 +766,15 @@ static int reach_word(const unsigned char *p, unsigned arg, unsigned off, struct
 
 static int reach_of(const struct atl_launch *l, struct reach *out, const char **why)
 {
-    const uint32_t *off, *size;
-    int np = atl_flight_param_layout((void *)l->func, &off, &size);
+    /* the layout the kernel's record took from the driver, of any length;
+     * none (or no parameters: a kernel may still write through a pointer
+     * it reads from device memory) takes the full check */
+    const struct atl_krec *rec = l->rec;
     *why = "the driver gave no parameter layout for its kernel";
-    if (np < 0)
+    if (!rec || !rec->exact || rec->nparams == 0)
         return -1;
+    const uint32_t *off = rec->off, *size = rec->size;
+    int np = (int)rec->nparams;
     *why = "its parameter buffer could not be read";
     const unsigned char *buf = NULL;
     size_t buflen = 0;

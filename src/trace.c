@@ -107,37 +107,6 @@ static struct atl_kfn *kc_find(uintptr_t key)
     return NULL;
 }
 
-/* Asks the driver for the parameter layout: cuFuncGetParamInfo for a
- * CUfunction, cuKernelGetParamInfo for a CUkernel (cuLaunchKernel accepts
- * either), index by index until the driver says there are no more. */
-unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact)
-{
-    CUresult (*fns[2])(void *, size_t, size_t *, size_t *) = {
-        (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuFuncGetParamInfo,
-        (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuKernelGetParamInfo,
-    };
-    *exact = 0;
-    for (int f = 0; f < 2; f++) {
-        if (!fns[f])
-            continue;
-        unsigned n = 0;
-        CUresult r = CUDA_SUCCESS;
-        for (; n < max; n++) {
-            size_t o = 0, s = 0;
-            r = fns[f](h, n, &o, &s);
-            if (r != CUDA_SUCCESS)
-                break;
-            off[n] = (uint32_t)o, size[n] = (uint32_t)s;
-        }
-        /* out of range ends a good layout; a wrong handle type means try the other */
-        if (n > 0 || r == CUDA_ERROR_INVALID_VALUE) {
-            *exact = 1;
-            return n;
-        }
-    }
-    return 0;
-}
-
 /* How the recorder copies each parameter: its bytes, then zeros up to the
  * next parameter, so the padding reads the same every step without zeroing
  * the block first, and the common cases (a pointer, a 4-byte scalar before
@@ -177,16 +146,31 @@ static struct slot *plan_make(const uint32_t *off, const uint32_t *size, unsigne
     return p;
 }
 
-static struct atl_kfn *kfn_make(void *h, uintptr_t key, size_t extra_size)
+/* The layout of h: the packed buffer's one blob (extra_size), else the one
+ * the launch's kernel record (rec, when the event carries one) took from the
+ * driver, else the driver's, into off and size. */
+static unsigned layout_of(void *h, const struct atl_krec *rec, size_t extra_size,
+                          const uint32_t **off, const uint32_t **size, int *exact)
 {
-    static uint32_t off[4096], size[4096]; /* under kc_mu */
-    int exact = 0;
-    unsigned n = 0;
+    static uint32_t o[4096], s[4096]; /* under kc_mu */
+    *off = o, *size = s, *exact = 0;
     if (extra_size) { /* no layout from the driver: the packed buffer, one blob */
-        off[0] = 0, size[0] = (uint32_t)extra_size, n = 1;
-    } else {
-        n = atl_param_layout(h, off, size, 4096, &exact);
+        o[0] = 0, s[0] = (uint32_t)extra_size;
+        return 1;
     }
+    if (rec) {
+        *off = rec->off, *size = rec->size, *exact = rec->exact;
+        return rec->nparams;
+    }
+    return atl_param_layout(h, o, s, 4096, exact);
+}
+
+static struct atl_kfn *kfn_make(void *h, const struct atl_krec *rec, uintptr_t key,
+                                size_t extra_size)
+{
+    const uint32_t *off, *size;
+    int exact;
+    unsigned n = layout_of(h, rec, extra_size, &off, &size, &exact);
     /* The name for people is demangled later, on the thread that reports
      * (see name_for_people): demangling here would run on whichever thread
      * launched first, and its per-thread buffer would go with that thread. */
@@ -248,12 +232,12 @@ static const char *name_for_people(const struct atl_kfn *ck)
 
 /* Under kc_mu: k (made before the latest module unload) still describes the
  * kernel now at its handle? The same parameter layout and the same name. */
-static int kfn_still(struct atl_kfn *k, void *h, size_t extra_size)
+static int kfn_still(struct atl_kfn *k, void *h, const struct atl_krec *rec, size_t extra_size)
 {
-    static uint32_t off[4096], size[4096]; /* under kc_mu */
     if (!extra_size) {
-        int exact = 0;
-        unsigned n = atl_param_layout(h, off, size, 4096, &exact);
+        const uint32_t *off, *size;
+        int exact;
+        unsigned n = layout_of(h, rec, 0, &off, &size, &exact);
         if (n != k->nparams || exact != k->exact ||
             (n && (memcmp(off, k->off, n * 4) != 0 || memcmp(size, k->size, n * 4) != 0)))
             return 0;
@@ -268,7 +252,7 @@ static int kfn_still(struct atl_kfn *k, void *h, size_t extra_size)
 /* key: the handle, or handle|1 for the layout taken from an `extra` buffer
  * when the driver cannot give one. The thread's last one is remembered with
  * the unload count it was checked at (atl_thr.trace_last_*). */
-static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
+static const struct atl_kfn *kfn_for(void *h, const struct atl_krec *rec, size_t extra_size)
 {
     uintptr_t key = (uintptr_t)h | (extra_size ? 1 : 0);
     unsigned long gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE);
@@ -286,7 +270,7 @@ static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
      * handle to another kernel, whose parameters must not be read with k's
      * layout (64 pointers read from a 1-entry array crashed the program). */
     if (k && k != &kfn_overflow && k->gen != gen) {
-        if (kfn_still(k, h, extra_size)) {
+        if (kfn_still(k, h, rec, extra_size)) {
             __atomic_store_n(&k->gen, gen, __ATOMIC_RELEASE);
         } else {
             for (size_t i = kc_slot(key);; i = (i + 1) & (KC_SIZE - 1))
@@ -301,7 +285,7 @@ static const struct atl_kfn *kfn_for(void *h, size_t extra_size)
         }
     }
     if (!k) {
-        k = kfn_make(h, key, extra_size);
+        k = kfn_make(h, rec, key, extra_size);
         size_t i = kc_slot(key), tries = 0;
         for (struct atl_kfn *e; (e = __atomic_load_n(&kcache[i], __ATOMIC_RELAXED)) &&
                                 e != &kfn_gone && tries++ < KC_SIZE / 2;)
@@ -1532,9 +1516,9 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
     struct tbuf *b = rec_begin(&now);
     if (!b)
         return;
-    const struct atl_kfn *k = kfn_for(l->func, 0);
+    const struct atl_kfn *k = kfn_for(l->func, l->rec, 0);
     if (!k->exact && packed && packed_size)
-        k = kfn_for(l->func, packed_size);
+        k = kfn_for(l->func, l->rec, packed_size);
     else if (!k->exact && l->params)
         warn_inexact(k);
     if (packed && packed_size < k->total)

@@ -37,11 +37,6 @@ void atl_trace_api_step_end(void);
  * when the ranges now come to the tracer. */
 int atl_trace_nvtx_inject(const void *(*get)(uint32_t id));
 
-/* A kernel's parameter layout from the driver (cuFuncGetParamInfo, or
- * cuKernelGetParamInfo for a CUkernel): up to max offsets and sizes; returns
- * how many. *exact is 1 when the driver described the parameters. */
-unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact);
-
 /* The exit summary. */
 void atl_trace_exit(void);
 

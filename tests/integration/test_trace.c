@@ -74,6 +74,33 @@ START_TEST(scalar_parameter)
 }
 END_TEST
 
+/* The step tracer takes each kernel's layout from the record its launch
+ * carries (src/kernels.h), which asked the driver once, at the lookup: a
+ * traced run asks the driver for layouts no more often than an untraced one
+ * (twice as often before: the tracer asked again). */
+static unsigned long paraminfo_calls(const char *trace)
+{
+    const char *env[] = {"TS_PARAMINFO=1", trace, NULL};
+    char *argv[] = {T("trace_steps"), "scalar", "3", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "trace_steps exited %d\n%s", r.status, r.err);
+    const char *p = strstr(r.out, "param-info calls=");
+    ck_assert_ptr_nonnull(p);
+    unsigned long n = strtoul(p + strlen("param-info calls="), NULL, 10);
+    run_free(&r);
+    return n;
+}
+
+START_TEST(layout_asked_once_per_kernel)
+{
+    unsigned long plain = paraminfo_calls("ATLAS_TRACE=0");
+    unsigned long traced = paraminfo_calls("ATLAS_TRACE=1");
+    ck_assert_uint_gt(plain, 0);
+    ck_assert_uint_eq(traced, plain);
+}
+END_TEST
+
 START_TEST(pointer_parameters)
 {
     struct run_result r;
@@ -871,6 +898,7 @@ int main(void)
     TCase *tc = tcase_create("steps");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, scalar_parameter);
+    tcase_add_test(tc, layout_asked_once_per_kernel);
     tcase_add_test(tc, pointer_parameters);
     tcase_add_test(tc, grid_change);
     tcase_add_test(tc, kernels_without_parameters);

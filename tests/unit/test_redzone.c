@@ -11,6 +11,7 @@
 #include "driver.h"
 #include "engine.h"
 #include "flight.h"
+#include "kernels.h"
 #include "log.h"
 #include "redzone.h"
 
@@ -290,13 +291,17 @@ START_TEST(launch_mode_names_culprit)
 }
 END_TEST
 
+/* 0: bad_kern(char *p, int n); else wide(int p0, ..., char *p<wide-1>) */
+static unsigned wide;
+
 static CUresult s_paraminfo(CUfunction f, size_t i, size_t *off, size_t *size)
 {
-    /* bad_kern(char *p, int n) */
-    if (i > 1)
+    unsigned n = wide ? wide : 2, ptr = wide ? wide - 1 : 0;
+    if (i >= n)
         return CUDA_ERROR_INVALID_VALUE;
-    *off = i * 8;
-    *size = i ? 4 : 8;
+    /* the ints 4 bytes apart, each pointer 8-aligned */
+    *off = wide ? (i < ptr ? i * 4 : (ptr * 4 + 7) / 8 * 8) : i * 8;
+    *size = i == ptr ? 8 : 4;
     return CUDA_SUCCESS;
 }
 
@@ -310,7 +315,6 @@ START_TEST(launch_mode_queued)
     setup(2);
     atl_drv.cuFuncGetParamInfo = s_paraminfo;
     CUfunction k = (CUfunction)0x77;
-    atl_flight_note_lookup(k);
     CUdeviceptr a = alloc(512), b = alloc(512);
     alloc(64); /* reached by no launch */
     CUstream s1 = (CUstream)0x51, s2 = (CUstream)0x52;
@@ -323,6 +327,7 @@ START_TEST(launch_mode_queued)
                            .block = {64, 1, 1},
                            .stream = s1,
                            .params = params,
+                           .rec = atl_krec_get(k),
                            .seq = 1};
     memset((char *)a + 512, 0, 3); /* launch 1 writes 3 bytes past a */
     atl_redzone_launch_post(&l, CUDA_SUCCESS);
@@ -363,6 +368,50 @@ START_TEST(launch_mode_queued)
 }
 END_TEST
 
+#define WIDE 100
+
+/* A kernel of more parameters than the flight recorder used to describe
+ * (64): its record holds the whole layout, so the launch's check reaches
+ * the zone through its last parameter, queued, instead of checking every
+ * zone and waiting. */
+START_TEST(launch_mode_wide_layout)
+{
+    async_on = 1;
+    setup(2);
+    wide = WIDE;
+    atl_drv.cuFuncGetParamInfo = s_paraminfo;
+    CUfunction k = (CUfunction)0x99;
+    struct atl_krec *rec = atl_krec_get(k);
+    ck_assert_ptr_nonnull(rec);
+    ck_assert(rec->exact);
+    ck_assert_uint_eq(rec->nparams, WIDE);
+    CUdeviceptr a = alloc(512);
+    int ints[WIDE - 1] = {0};
+    void *params[WIDE];
+    for (int i = 0; i < WIDE - 1; i++)
+        params[i] = &ints[i];
+    params[WIDE - 1] = &a;
+    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
+                           .func = k,
+                           .grid = {1, 1, 1},
+                           .block = {32, 1, 1},
+                           .stream = (CUstream)0x51,
+                           .params = params,
+                           .rec = rec,
+                           .seq = 1};
+    memset((char *)a + 512, 0, 2);
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    ck_assert_int_eq(checks_queued, 1);
+    ck_assert_int_eq(launches, 0); /* no full scan */
+    struct atl_sync sy = {.hook = ATL_ID_cuCtxSynchronize, .kind = ATL_SYNC_CTX};
+    atl_redzone_sync_post(&sy, CUDA_SUCCESS);
+    const char *log = read_log();
+    ck_assert_msg(strstr(log, "redzone: found by the check after launch#1 on stream 0x51, which "
+                              "reached alloc#1 through arg99+0x0\n"),
+                  "%s", log);
+}
+END_TEST
+
 /* The ring of verdicts fills only when the program never synchronises: the
  * oldest check is then waited for (its stream), and not before. */
 START_TEST(launch_mode_ring_full)
@@ -371,7 +420,6 @@ START_TEST(launch_mode_ring_full)
     setup(2);
     atl_drv.cuFuncGetParamInfo = s_paraminfo;
     CUfunction k = (CUfunction)0x77;
-    atl_flight_note_lookup(k);
     CUdeviceptr a = alloc(512);
     int n = 64;
     void *params[] = {&a, &n};
@@ -380,7 +428,8 @@ START_TEST(launch_mode_ring_full)
                            .grid = {1, 1, 1},
                            .block = {64, 1, 1},
                            .stream = (CUstream)0x51,
-                           .params = params};
+                           .params = params,
+                           .rec = atl_krec_get(k)};
     int i = 0;
     for (; syncs == 0 && i < 2000; i++) {
         l.seq = (uint64_t)i + 1;
@@ -402,6 +451,7 @@ int main(void)
     tcase_add_test(tc, launch_mode_names_culprit);
     tcase_add_test(tc, launch_mode_queued);
     tcase_add_test(tc, launch_mode_ring_full);
+    tcase_add_test(tc, launch_mode_wide_layout);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_FORK);

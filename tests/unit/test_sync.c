@@ -215,7 +215,7 @@ static char handles[5000][16];
 START_TEST(kernel_table_grows_forgets_and_probes_past_forgotten_keys)
 {
     for (int i = 0; i < 5000; i++)
-        atl_flight_note_lookup(handles[i]);
+        atl_krec_get(handles[i]);
     for (int i = 0; i < 5000; i++) {
         ck_assert_ptr_nonnull(atl_ktab_find(atl_fl.ktab, handles[i]));
         ck_assert(!atl_ring_ready(handles[i])); /* no launch yet in this epoch */
@@ -225,7 +225,7 @@ START_TEST(kernel_table_grows_forgets_and_probes_past_forgotten_keys)
     atl_flight_good_sync(ATL_SYNC_CTX, NULL, atl_fault_last_launch());
     ck_assert(!atl_ring_ready(handles[7])); /* a new epoch: the first launch again */
     for (int i = 0; i < 5000; i += 2)
-        atl_flight_forget(handles[i]);
+        atl_kernels_forget(handles[i]);
     for (int i = 0; i < 5000; i++) {
         if (i % 2)
             ck_assert_ptr_nonnull(atl_ktab_find(atl_fl.ktab, handles[i]));
@@ -236,6 +236,47 @@ START_TEST(kernel_table_grows_forgets_and_probes_past_forgotten_keys)
 }
 END_TEST
 
+/* A handle looked up again under another name (the driver reused it for a
+ * kernel of another module, no unload seen): a record of its own, named
+ * and described afresh, instead of the old kernel's layout under the new
+ * name; the old record stays readable for whoever holds it. */
+static unsigned stub_params;
+static CUresult stub_paraminfo(CUfunction f, size_t i, size_t *off, size_t *size)
+{
+    if (i >= stub_params)
+        return CUDA_ERROR_INVALID_VALUE;
+    *off = i * 8;
+    *size = 8;
+    return CUDA_SUCCESS;
+}
+
+START_TEST(a_renamed_handle_gets_a_fresh_record)
+{
+    static char mod, h[16];
+    atl_drv.cuFuncGetParamInfo = stub_paraminfo;
+    stub_params = 3;
+    struct atl_lookup l = {
+        .kind = ATL_LOOKUP_MODULE_FUNCTION, .name = "_Z4widev", .owner = &mod, .result = h};
+    atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+    struct atl_krec *wide = atl_krec_find(h);
+    ck_assert_ptr_nonnull(wide);
+    ck_assert_uint_eq(wide->nparams, 3);
+    atl_kernels_note_lookup(&l, CUDA_SUCCESS); /* the same kernel again: the same record */
+    ck_assert_ptr_eq(atl_krec_find(h), wide);
+    stub_params = 1;
+    l.name = "_Z6narrowv";
+    atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+    struct atl_krec *narrow = atl_krec_find(h);
+    ck_assert_ptr_nonnull(narrow);
+    ck_assert_ptr_ne(narrow, wide);
+    ck_assert(narrow->exact);
+    ck_assert_uint_eq(narrow->nparams, 1);
+    ck_assert_str_eq(atl_kernel_mangled(h), "_Z6narrowv");
+    ck_assert_str_eq(atl_krec_mangled(wide), "_Z4widev");
+    atl_drv.cuFuncGetParamInfo = NULL;
+}
+END_TEST
+
 START_TEST(a_module_unload_forgets_its_kernels)
 {
     static char mod_a, mod_b, fa[2][16], fb[16], fc[16];
@@ -243,16 +284,16 @@ START_TEST(a_module_unload_forgets_its_kernels)
     for (int i = 0; i < 2; i++) {
         l.result = fa[i];
         atl_kernels_note_lookup(&l, CUDA_SUCCESS);
-        atl_flight_note_lookup(fa[i]);
+        atl_krec_get(fa[i]);
     }
     l.owner = &mod_b, l.result = fb, l.name = "_Z2kbv";
     atl_kernels_note_lookup(&l, CUDA_SUCCESS);
-    atl_flight_note_lookup(fb);
+    atl_krec_get(fb);
     /* a kernel of unknown owner may be any module's: it goes too, as in the registry */
     l.owner = NULL, l.result = fc, l.name = "_Z2kcv";
     atl_kernels_note_lookup(&l, CUDA_SUCCESS);
-    atl_flight_note_lookup(fc);
-    atl_flight_forget_owner(&mod_a);
+    atl_krec_get(fc);
+    atl_kernels_forget_owner(&mod_a);
     ck_assert_ptr_null(atl_ktab_find(atl_fl.ktab, fa[0]));
     ck_assert_ptr_null(atl_ktab_find(atl_fl.ktab, fa[1]));
     ck_assert_ptr_nonnull(atl_ktab_find(atl_fl.ktab, fb));
@@ -345,6 +386,7 @@ int main(void)
     tcase_add_test(tc, dsk_names);
     tcase_add_test(tc, kernel_table_grows_forgets_and_probes_past_forgotten_keys);
     tcase_add_test(tc, a_module_unload_forgets_its_kernels);
+    tcase_add_test(tc, a_renamed_handle_gets_a_fresh_record);
     tcase_add_test(tc, the_history_answers_the_launches_since_n);
     tcase_add_test(tc, the_latch_takes_the_first_sticky_error_once);
     suite_add_tcase(s, tc);
