@@ -1833,6 +1833,11 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
              * of the kernel (the record is shared) */
             if (L->residue)
                 __atomic_fetch_or((uint64_t *)&L->o.u.k.kfn->residue, L->residue, __ATOMIC_RELAXED);
+            /* a layout given without the bytes (a declaration's "params" on an op line) */
+            if (L->o.u.k.kfn->total && (!L->pbytes || L->pused < L->o.u.k.kfn->total)) {
+                snprintf(err, errlen, "line %zu: a launch without its parameter bytes", lineno);
+                goto out;
+            }
             L->o.u.k.bytes = (uintptr_t)L->pbytes;
         } else if (!kind_other(L)) {
             snprintf(err, errlen, "line %zu: unknown op kind \"%s\"", lineno, L->kind);

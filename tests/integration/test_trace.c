@@ -819,6 +819,13 @@ START_TEST(tool_names_what_is_wrong)
                       r.err);
     run_free(&r);
 
+    /* a layout without the bytes (found by fuzz-check: a NULL copy before) */
+    tool_on(&r, "nobytes.jsonl",
+            "{\"step\":1,\"name\":\"s\",\"op\":0,\"stream\":\"0x1\",\"kind\":\"launch\","
+            "\"kernel\":\"_Z4fillPff\",\"exact\":1,\"params\":[[0,8]]}\n");
+    HAS(r.err, "nobytes.jsonl: line 1: a launch without its parameter bytes");
+    run_free(&r);
+
     tool(&r, tmpdir, NULL);
     ck_assert_int_eq(r.status, 2);
     HAS(r.err, ": is a directory");
