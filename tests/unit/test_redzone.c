@@ -14,6 +14,7 @@
 #include "kernels.h"
 #include "log.h"
 #include "redzone.h"
+#include "redzone_gpu.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -58,37 +59,26 @@ static CUresult s_devptr(CUdeviceptr *d, void *p, unsigned flags)
     return CUDA_SUCCESS;
 }
 
-/* The kernel's contract, on the host. */
-struct zone_in {
-    unsigned long long ptr, len;
-    unsigned fill, pad_;
-};
-struct zone_out {
-    unsigned bad, first, last, pad_;
-};
-struct slot_out {
-    unsigned long long done;
-    unsigned nbad, pad_;
-    struct zone_out rec[4];
-};
+/* The kernels' contract, on the host: the structs they share with the engine
+ * (src/redzone_gpu.h), so this stub cannot drift from them either. */
 static int checks_queued, checks_run_late;
 static CUstream stream_of_check;
 /* A queued check sees the zones as they are when it is queued (on a GPU
  * it runs right after the launch before it), but its verdict becomes
  * visible only at the next sync (it is never waited for). */
 static struct {
-    struct slot_out verdict;
-    struct slot_out *slot;
+    struct atl_rz_slot verdict;
+    struct atl_rz_slot *slot;
 } queued[2048];
 static int nqueued;
 
-static void run_check(const struct zone_in *z, unsigned n, struct slot_out *slot,
+static void run_check(const struct atl_rz_zone *z, unsigned n, struct atl_rz_slot *slot,
                       unsigned long long seq)
 {
     unsigned nbad = 0;
     for (unsigned i = 0; i < n; i++) {
         const unsigned char *p = (const unsigned char *)z[i].ptr;
-        struct zone_out o = {0, 0xffffffffu, 0, i};
+        struct atl_rz_result o = {0, 0xffffffffu, 0, i};
         for (unsigned long long b = 0; b < z[i].len; b++)
             if (p[b] != (unsigned char)z[i].fill) {
                 o.bad++;
@@ -96,7 +86,7 @@ static void run_check(const struct zone_in *z, unsigned n, struct slot_out *slot
                     o.first = (unsigned)b;
                 o.last = (unsigned)b;
             }
-        if (o.bad && nbad < 4)
+        if (o.bad && nbad < ATL_RZ_RECS)
             slot->rec[nbad] = o;
         nbad += o.bad != 0;
     }
@@ -118,25 +108,25 @@ static CUresult s_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
     unsigned n = *(unsigned *)kp[1];
     if (f == (CUfunction)0x3) {
         /* the queued check: its zone list by value (struct atl_rz_list) */
-        const struct zone_in *z = (const struct zone_in *)kp[0];
+        const struct atl_rz_zone *z = ((const struct atl_rz_list *)kp[0])->z;
         ck_assert_uint_eq(gx, 1);
         ck_assert_int_lt(nqueued, 2048);
         checks_queued++;
         stream_of_check = s;
         memset(&queued[nqueued].verdict, 0, sizeof queued[nqueued].verdict);
         run_check(z, n, &queued[nqueued].verdict, *(unsigned long long *)kp[3]);
-        queued[nqueued].slot = (struct slot_out *)*(CUdeviceptr *)kp[2];
+        queued[nqueued].slot = (struct atl_rz_slot *)*(CUdeviceptr *)kp[2];
         nqueued++;
         return CUDA_SUCCESS;
     }
     ck_assert_ptr_eq(f, (CUfunction)0x2);
-    const struct zone_in *z = (const struct zone_in *)*(CUdeviceptr *)kp[0];
-    struct zone_out *out = (struct zone_out *)*(CUdeviceptr *)kp[2];
+    const struct atl_rz_zone *z = (const struct atl_rz_zone *)*(CUdeviceptr *)kp[0];
+    struct atl_rz_result *out = (struct atl_rz_result *)*(CUdeviceptr *)kp[2];
     ck_assert_uint_ge(gx, 1);
     launches++;
     for (unsigned i = 0; i < n; i++) {
         const unsigned char *p = (const unsigned char *)z[i].ptr;
-        out[i] = (struct zone_out){0, 0xffffffffu, 0, 0};
+        out[i] = (struct atl_rz_result){0, 0xffffffffu, 0, 0};
         for (unsigned long long b = 0; b < z[i].len; b++)
             if (p[b] != (unsigned char)z[i].fill) {
                 out[i].bad++;
