@@ -117,15 +117,6 @@ static unsigned nsites;
 static uint64_t sites_dropped;
 static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void print_frames(const char *tag, const struct atl_stack *s, int from, int max)
-{
-    char fr[400];
-    for (int i = from; i < s->n && i < from + max; i++) {
-        atl_frame_format(s->pc[i], fr, sizeof fr);
-        atl_log(ATL_ERROR, "%s:   #%d %s", tag, i - from, fr);
-    }
-}
-
 static void site_note(enum atl_blocking_counter k, size_t nbytes)
 {
     struct atl_stack st;
@@ -172,7 +163,7 @@ static void count(enum atl_blocking_counter k, size_t nbytes)
                     "d2h-trace: blocking device-to-host copy #%llu kind=%s bytes=%zu "
                     "backtrace:",
                     (unsigned long long)n, counter_names[k], nbytes);
-            print_frames("d2h-trace", &st, 0, ATL_STACK_MAX);
+            atl_log_frames(ATL_ERROR, "d2h-trace", &st, 0, ATL_STACK_MAX);
         }
         if (n % 10000 == 0)
             atl_log(ATL_ERROR, "d2h-trace: %llu blocking device-to-host copies so far",
@@ -325,7 +316,7 @@ void atl_fault_check(int hook, CUresult r)
             "fault happened in an earlier launch (ATLAS_DEBUG_SYNC_KERNELS=1 names it); later "
             "failures are not repeated",
             name, (int)r, atl_hook_names[hook], site, text);
-    print_frames("fault", &st, 0, 8);
+    atl_log_frames(ATL_ERROR, "fault", &st, 0, 8);
     atl_flight_report("fault");
 }
 
@@ -421,7 +412,7 @@ static CUresult debug_sync_after(const struct atl_launch *l)
             (int)r, text);
     struct atl_stack stk;
     atl_stack_capture(&stk);
-    print_frames("debug-sync", &stk, 0, 12);
+    atl_log_frames(ATL_ERROR, "debug-sync", &stk, 0, 12);
     return r;
 }
 
@@ -454,7 +445,7 @@ CUresult atl_blocking_graph_launch_post(const struct atl_graph_launch *g, CUresu
                            "atlastrace was loaded)");
     struct atl_stack stk;
     atl_stack_capture(&stk);
-    print_frames("debug-sync", &stk, 0, 12);
+    atl_log_frames(ATL_ERROR, "debug-sync", &stk, 0, 12);
     return r;
 }
 
@@ -545,7 +536,8 @@ void atl_blocking_report(void)
                     ? " (pageable: hidden sync)"
                     : "",
                 site);
-        print_frames("d2h-summary", &s->stack, atl_stack_site_index(&s->stack), SITE_FRAMES);
+        atl_log_frames(ATL_ERROR, "d2h-summary", &s->stack, atl_stack_site_index(&s->stack),
+                       SITE_FRAMES);
     }
     pthread_mutex_unlock(&sites_lock);
 }

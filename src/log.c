@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include "config.h"
+#include "stack.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -123,6 +124,17 @@ static void emit(const char *msg, size_t len)
 void atl_log_line(const char *line)
 {
     emit(line, strlen(line));
+}
+
+void atl_log_frames(int level, const char *tag, const struct atl_stack *s, int from, int max)
+{
+    if (level > log_level)
+        return;
+    char fr[512];
+    for (int i = from; i < s->n && i < from + max; i++) {
+        atl_frame_format(s->pc[i], fr, sizeof fr);
+        atl_log(level, "%s:   #%d %s", tag, i - from, fr);
+    }
 }
 
 void atl_log(int level, const char *fmt, ...)

@@ -45,6 +45,11 @@ int atl_log_enabled(int level);
 /* printf-style; the format must be a literal of ours, never environment text. */
 void atl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A call stack at `level`, a line a frame ("TAG:   #N frame"), frames
+ * from..from+max-1 of s, numbered from 0. */
+struct atl_stack;
+void atl_log_frames(int level, const char *tag, const struct atl_stack *s, int from, int max);
+
 /* Writes a pre-formatted line (prefix added). */
 void atl_log_line(const char *line);
 

@@ -913,11 +913,7 @@ static void trace_alloc(const struct atl_alloc *a)
     atl_log(ATL_WARN,
             "redzone: alloc#%llu bytes=%zu ptr=0x%llx backtrace (ATLAS_REDZONE_TRACE_IDX):",
             (unsigned long long)a->seq, a->bytes, a->dptr ? (unsigned long long)*a->dptr : 0ULL);
-    for (int i = 0; i < st.n; i++) {
-        char fr[512];
-        atl_frame_format(st.pc[i], fr, sizeof fr);
-        atl_log(ATL_WARN, "redzone:   #%d %s", i, fr);
-    }
+    atl_log_frames(ATL_WARN, "redzone", &st, 0, ATL_STACK_MAX);
 }
 
 static int stream_capturing(CUstream s)
