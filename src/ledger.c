@@ -346,10 +346,9 @@ const char *atl_ledger_where(const struct atl_alloc_rec *r, char *buf, size_t n)
     return buf;
 }
 
-int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out)
+/* The record whose [ptr, ptr+padded) holds addr, or NULL; with the lock. */
+static const struct atl_alloc_rec *holding_locked(CUdeviceptr addr)
 {
-    int found = 0;
-    pthread_mutex_lock(&lock);
     const struct node *best = NULL; /* the last record starting at or below addr */
     for (const struct node *n = root; n;) {
         if (n->key <= addr) {
@@ -359,14 +358,32 @@ int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out)
             n = n->kid[0];
         }
     }
-    if (best) {
-        const struct atl_alloc_rec *r = best->rec;
-        size_t span = r->padded > r->bytes ? r->padded : r->bytes;
-        if (addr - r->ptr < (span ? span : 1)) {
-            if (out)
-                *out = *r;
-            found = 1;
-        }
+    if (!best)
+        return NULL;
+    const struct atl_alloc_rec *r = best->rec;
+    size_t span = r->padded > r->bytes ? r->padded : r->bytes;
+    return addr - r->ptr < (span ? span : 1) ? r : NULL;
+}
+
+int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out)
+{
+    pthread_mutex_lock(&lock);
+    const struct atl_alloc_rec *r = holding_locked(addr);
+    if (r && out)
+        *out = *r;
+    pthread_mutex_unlock(&lock);
+    return r != NULL;
+}
+
+int atl_ledger_find_guarded(CUdeviceptr addr, CUdeviceptr *base, CUdeviceptr *end, uint64_t *number)
+{
+    pthread_mutex_lock(&lock);
+    const struct atl_alloc_rec *r = holding_locked(addr);
+    int found = r && r->guarded;
+    if (found) {
+        *base = r->ptr;
+        *end = r->ptr + (r->padded > r->bytes ? r->padded : r->bytes);
+        *number = r->seq;
     }
     pthread_mutex_unlock(&lock);
     return found;

@@ -44,6 +44,11 @@ int atl_ledger_remove(CUdeviceptr ptr, struct atl_alloc_rec *out);
 /* The live allocation whose [ptr, ptr+padded) holds addr; 1 if found. */
 int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out);
 
+/* The same for a guarded allocation (one with a red zone), without copying
+ * its record: [base, end) as above and its creation number; 1 if found. */
+int atl_ledger_find_guarded(CUdeviceptr addr, CUdeviceptr *base, CUdeviceptr *end,
+                            uint64_t *number);
+
 /* Number of live allocations (physical VMM allocations included, their
  * mappings not), and their requested bytes. */
 size_t atl_ledger_count(size_t *bytes);

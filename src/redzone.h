@@ -42,7 +42,9 @@ int atl_redzone_scan_all(const char *where);
  * watches them again; returns how many were re-poisoned. */
 int atl_redzone_poison(uint64_t lo, uint64_t hi);
 
-/* Test hook: the PTX of the scan kernel ("" when built without nvcc). */
+/* Test hook: the PTX of the check kernels, portable and for sm_90 and up
+ * (entry names only when built without nvcc). */
 extern const char atl_redzone_ptx[];
+extern const char atl_redzone_ptx_pdl[];
 
 #endif

@@ -12,6 +12,18 @@
 #define FAKE_DRIVER_VERSION 13000
 #define FAKE_DEVICE_NAME "NVIDIA Fake H200 (fakecuda)"
 
+int fake_cc_major(void)
+{
+    static _Atomic int major; /* 0: not read yet */
+    int m = atomic_load(&major);
+    if (!m) {
+        const char *v = getenv("FAKE_CC_MAJOR");
+        m = v && atoi(v) > 0 ? atoi(v) : 9;
+        atomic_store(&major, m);
+    }
+    return m;
+}
+
 CUresult cuInit(unsigned int Flags)
 {
     ENTER(cuInit);
@@ -169,7 +181,7 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
         v = 2048;
         break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-        v = 9;
+        v = fake_cc_major();
         break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
         v = 0;

@@ -70,11 +70,28 @@ CUresult cuLaunchKernel_impl(CUfunction f, unsigned int gridDimX, unsigned int g
                   hStream, kernelParams, extra);
 }
 
+static _Atomic unsigned long programmatic;
+
+unsigned long fake_programmatic_launches(void)
+{
+    return atomic_load(&programmatic);
+}
+
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                           void **extra)
 {
     if (!config || (config->numAttrs && !config->attrs))
         return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < config->numAttrs; i++) {
+        const CUlaunchAttribute *a = &config->attrs[i];
+        if (a->id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+            continue;
+        /* like the driver: only devices of compute capability 9.0 and up */
+        if (fake_cc_major() < 9)
+            return CUDA_ERROR_NOT_SUPPORTED;
+        if (a->value.programmaticStreamSerializationAllowed)
+            atomic_fetch_add(&programmatic, 1);
+    }
     return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
                   config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
                   kernelParams, extra);

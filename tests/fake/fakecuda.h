@@ -99,6 +99,16 @@ void fake_reset_counts(void);
  * The zones the twin's queued check has read, over the process. */
 unsigned long fake_redzone_zones_checked(void);
 
+/* Launches made with programmatic stream serialisation allowed (a
+ * programmatic dependent launch, cuLaunchKernelEx), over the process. Such
+ * a launch fails with CUDA_ERROR_NOT_SUPPORTED on a device of compute
+ * capability under 9.0, as on a real one. */
+unsigned long fake_programmatic_launches(void);
+
+/* The device's compute capability major: 9 (an H100/H200), or
+ * FAKE_CC_MAJOR from the environment. */
+int fake_cc_major(void);
+
 /* Device memory size: cuMemGetInfo_v2 / cuDeviceTotalMem_v2 report it, and a
  * device allocation that would take the used total past it fails with
  * CUDA_ERROR_OUT_OF_MEMORY. Default 80 GiB. */

@@ -211,6 +211,36 @@ START_TEST(check_at_launch_names_culprit)
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
     HASNT(r.log, "since the last clean check");
     HASNT(r.log, "scan kernel unavailable");
+    /* an sm_90 device (the fake's default): each check after a launch is
+     * queued as a dependent launch of it; five of the six launches have one
+     * (the last reaches only the zone already reported) */
+    HAS(r.out, "dependent launches: 5\n");
+    run_free(&r);
+}
+END_TEST
+
+/* Where a dependent launch is not to be had, the check after a launch is a
+ * plain launch, and names the culprit all the same: a device under sm_90
+ * (the sm_90 build of the kernels is not even loaded), and a driver that
+ * refuses the attribute (said once, plain launches from then on). */
+START_TEST(check_at_launch_without_dependent_launch)
+{
+    static const char *const older[] = {"ATLAS_REDZONE_CHECK=launch", "FAKE_CC_MAJOR=8", NULL};
+    static const char *const refused[] = {"ATLAS_REDZONE_CHECK=launch", "RZ_REFUSE_EX=1",
+                                          "ATLAS_LOG_LEVEL=info", NULL};
+    struct run_result r;
+    rz_run(&r, "over", "1", older);
+    HAS(r.out, "dependent launches: 0\n");
+    HAS(r.log, "redzone: culprit: launch#4 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    run_free(&r);
+    rz_run(&r, "over", "1", refused);
+    HAS(r.out, "dependent launches: 0\n");
+    HAS(r.log, "redzone: the driver refused a dependent launch of the check "
+               "(CUDA_ERROR_NOT_SUPPORTED): plain launches from now on\n");
+    ck_assert_int_eq(count_lines(r.log, "refused a dependent launch"), 1);
+    HAS(r.log, "redzone: culprit: launch#4 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
     run_free(&r);
 }
 END_TEST
@@ -314,6 +344,7 @@ START_TEST(check_at_launch_flat_cost)
     struct run_result r;
     rz_run(&r, "many", "10", env);
     HAS(r.out, "zones checked per launch: 1\n");
+    HAS(r.out, "dependent launches: 100\n");
     run_free(&r);
     rz_run(&r, "many", "5000", env);
     HAS(r.out, "zones checked per launch: 1\n");
@@ -667,6 +698,7 @@ int main(void)
     tcase_add_test(tc, check_at_sync);
     tcase_add_test(tc, copy_fallback);
     tcase_add_test(tc, check_at_launch_names_culprit);
+    tcase_add_test(tc, check_at_launch_without_dependent_launch);
     tcase_add_test(tc, check_at_launch_reach);
     tcase_add_test(tc, check_at_launch_wide);
     tcase_add_test(tc, check_at_launch_indirect);

@@ -193,7 +193,13 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&f_wpoke, mod, "wpoke"));
 
     if (strcmp(what, "over") == 0) {
+        /* RZ_REFUSE_EX=1: the driver refuses the first cuLaunchKernelEx (the
+         * library's dependent launch of its check; this program makes none) */
+        if (getenv("RZ_REFUSE_EX"))
+            fake_fail_next("cuLaunchKernelEx", CUDA_ERROR_NOT_SUPPORTED);
+        unsigned long dep = fake_programmatic_launches();
         two_buffers(argc > 2 ? (unsigned)atoi(argv[2]) : 1);
+        printf("dependent launches: %lu\n", fake_programmatic_launches() - dep);
         /* over N HOW STATUS: end with STATUS by returning from main, exit() or _exit(), the
          * three ways ATLAS_ERROR_EXITCODE treats differently; the line stays in stdio's buffer
          * (stdout is a pipe) until the exit path flushes it */
@@ -330,9 +336,11 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             p[i] = rz_alloc(64);
         unsigned long before = fake_redzone_zones_checked();
+        unsigned long dep = fake_programmatic_launches();
         for (int i = 0; i < 100; i++)
             fill(p[i % n], 64);
         printf("zones checked per launch: %lu\n", (fake_redzone_zones_checked() - before) / 100);
+        printf("dependent launches: %lu\n", fake_programmatic_launches() - dep);
         CHECK(cuCtxSynchronize());
         for (size_t i = 0; i < n; i++)
             CHECK(cuMemFree(p[i]));

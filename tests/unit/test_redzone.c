@@ -205,21 +205,36 @@ static char *read_log(void)
     return buf;
 }
 
-/* One cuMemAlloc_v2 through the engine; the "driver" is malloc. */
-static CUdeviceptr alloc(size_t bytes)
+/* One cuMemAlloc_v2 through the engine; the "driver" is malloc, or hands
+ * out `at` when given. */
+static CUdeviceptr alloc_at(size_t bytes, void *at)
 {
     CUdeviceptr p = 0;
     struct atl_alloc a = {
         .hook = ATL_ID_cuMemAlloc_v2, .kind = ATL_ALLOC_DEVICE, .dptr = &p, .bytes = bytes};
     atl_alloc_pre(&a);
     ck_assert_uint_eq(a.padded, bytes + 256);
-    p = (CUdeviceptr)calloc(1, a.padded);
+    p = (CUdeviceptr)(at ? memset(at, 0, a.padded) : calloc(1, a.padded));
     atl_alloc_post(&a, CUDA_SUCCESS);
     const unsigned char *tail = (const unsigned char *)p + bytes;
     for (int i = 0; i < 256; i++)
         ck_assert_uint_eq(tail[i], 0xA5);
     ck_assert_uint_eq(((unsigned char *)p)[bytes - 1], 0);
     return p;
+}
+
+static CUdeviceptr alloc(size_t bytes)
+{
+    return alloc_at(bytes, NULL);
+}
+
+/* One cuMemFree_v2 through the engine; the memory itself is kept (the
+ * caller may hand it out again). */
+static void free_dev(CUdeviceptr p)
+{
+    struct atl_free f = {.hook = ATL_ID_cuMemFree_v2, .ptr = p};
+    atl_free_pre(&f);
+    atl_free_post(&f, CUDA_SUCCESS);
 }
 
 START_TEST(gpu_scan_finds_overrun)
@@ -402,6 +417,75 @@ START_TEST(launch_mode_wide_layout)
 }
 END_TEST
 
+/* A one-block launch of k on stream 0x51 with these parameters. */
+static struct atl_launch small_launch(CUfunction k, void **params)
+{
+    return (struct atl_launch){.hook = ATL_ID_cuLaunchKernel,
+                               .func = k,
+                               .grid = {1, 1, 1},
+                               .block = {64, 1, 1},
+                               .stream = (CUstream)0x51,
+                               .params = params,
+                               .rec = atl_krec_get(k)};
+}
+
+/* What a launch reaches is looked up through a cache of earlier answers;
+ * the allocations behind them come and go. A zone that moved in the table
+ * (a free moved another into its place), and a freed allocation's address
+ * handed out again, with another zone in its old place in the table: each
+ * launch's check reads the zone of the allocation its pointer is in now. */
+START_TEST(launch_mode_reach_after_frees)
+{
+    async_on = 1;
+    setup(2);
+    atl_drv.cuFuncGetParamInfo = s_paraminfo;
+    CUfunction k = (CUfunction)0x77;
+    CUdeviceptr a = alloc(512), b = alloc(512); /* alloc#1, #2 */
+    int n = 64;
+    CUdeviceptr arg0 = b + 100;
+    void *params[] = {&arg0, &n};
+    struct atl_launch l = small_launch(k, params);
+    l.seq = 1;
+    atl_redzone_launch_post(&l, CUDA_SUCCESS); /* b looked up, clean */
+    free_dev(a);                               /* b's zone moves into a's place */
+    free((void *)a);
+    CUdeviceptr c = alloc(512); /* alloc#3 */
+    memset((char *)b + 512, 0, 4);
+    l.seq = 2;
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    /* d, reached by a launch, freed; e takes d's place in the table and f
+     * d's address */
+    char *mem = calloc(1, 512 + 256);
+    CUdeviceptr d = alloc_at(512, mem); /* alloc#4 */
+    arg0 = d;
+    l.seq = 3;
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    free_dev(d);
+    CUdeviceptr e = alloc(512);         /* alloc#5 */
+    CUdeviceptr f = alloc_at(512, mem); /* alloc#6 */
+    ck_assert_uint_eq(f, d);
+    memset((char *)f + 512, 0, 6);
+    l.seq = 4;
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    ck_assert_int_eq(checks_queued, 6); /* one after each launch, one before each free */
+    ck_assert_int_eq(launches, 0);      /* every launch's zones known: no full scan */
+    struct atl_sync sy = {.hook = ATL_ID_cuCtxSynchronize, .kind = ATL_SYNC_CTX};
+    atl_redzone_sync_post(&sy, CUDA_SUCCESS);
+    const char *log = read_log();
+    ck_assert_int_eq(count_of(log, "redzone overrun"), 2);
+    ck_assert_msg(strstr(log, "redzone overrun: alloc#2 512 bytes"), "%s", log);
+    ck_assert_msg(strstr(log, "redzone: found by the check after launch#2 on stream 0x51, which "
+                              "reached alloc#2 through arg0+0x0\n"),
+                  "%s", log);
+    ck_assert_msg(strstr(log, "redzone overrun: alloc#6 512 bytes"), "%s", log);
+    ck_assert_msg(strstr(log, "redzone: found by the check after launch#4 on stream 0x51, which "
+                              "reached alloc#6 through arg0+0x0\n"),
+                  "%s", log);
+    (void)c;
+    (void)e;
+}
+END_TEST
+
 /* The ring of verdicts fills only when the program never synchronises: the
  * oldest check is then waited for (its stream), and not before. */
 START_TEST(launch_mode_ring_full)
@@ -413,13 +497,7 @@ START_TEST(launch_mode_ring_full)
     CUdeviceptr a = alloc(512);
     int n = 64;
     void *params[] = {&a, &n};
-    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
-                           .func = k,
-                           .grid = {1, 1, 1},
-                           .block = {64, 1, 1},
-                           .stream = (CUstream)0x51,
-                           .params = params,
-                           .rec = atl_krec_get(k)};
+    struct atl_launch l = small_launch(k, params);
     int i = 0;
     for (; syncs == 0 && i < 2000; i++) {
         l.seq = (uint64_t)i + 1;
@@ -442,6 +520,7 @@ int main(void)
     tcase_add_test(tc, launch_mode_queued);
     tcase_add_test(tc, launch_mode_ring_full);
     tcase_add_test(tc, launch_mode_wide_layout);
+    tcase_add_test(tc, launch_mode_reach_after_frees);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_FORK);
