@@ -38,3 +38,16 @@ alloc-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/alloc_bench
 	sh bench/cpu/run_alloc_bench.sh $(BUILD) "$(ALLOC_BENCH_SIZES)" $(ALLOC_BENCH_PAIRS)
 
 BENCH_TARGETS += alloc-bench
+
+# The same rounds on the real driver (a GPU): the driver's own pair and what
+# the preload adds, at each size.
+#   make alloc-bench-gpu [ALLOC_BENCH_SIZES=...] [ALLOC_BENCH_PAIRS=...]
+$(BUILD)/bench/alloc_bench_gpu: bench/cpu/alloc_bench.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
+
+.PHONY: alloc-bench-gpu
+alloc-bench-gpu: $(BUILD)/libatlastrace.so $(BUILD)/bench/alloc_bench_gpu
+	ALLOC_BENCH_GPU=1 sh bench/cpu/run_alloc_bench.sh $(BUILD) "$(ALLOC_BENCH_SIZES)" $(ALLOC_BENCH_PAIRS)
+
+BENCH_TARGETS += alloc-bench-gpu

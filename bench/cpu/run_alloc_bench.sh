@@ -1,6 +1,7 @@
 #!/bin/sh
 # Allocation + free pair cost against the number of live allocations, on
-# the fake driver: native, then each configuration, at each size, in one run.
+# the fake driver (or the real one, below): native, then each configuration,
+# at each size, in one run.
 #   run_alloc_bench.sh BUILD "10 1000 100000 1000000" PAIRS [CG_SIZES]
 # Prints ns per pair, the ratio against native at the same size, and the
 # preload's added ns at each size against its added ns at the smallest.
@@ -9,6 +10,8 @@
 # (alloc_bench turns instrumentation on around them, so building a million
 # live allocations runs uninstrumented): a loaded machine does not move the
 # figure.
+# With ALLOC_BENCH_GPU=1 (make alloc-bench-gpu) the same rounds run on the
+# real driver, BUILD/bench/alloc_bench_gpu, and no instruction counts.
 set -eu
 BUILD=$1
 SIZES=${2:-10 1000 100000 1000000}
@@ -17,6 +20,12 @@ BIN=$BUILD/bench/alloc_bench
 LIB=$(realpath "$BUILD/libatlastrace.so")
 FAKE=$(realpath "$BUILD/fake")
 CG_SIZES=${4:-10 1000000}
+DRIVER="fake driver, no GPU"
+if [ "${ALLOC_BENCH_GPU:-}" = 1 ]; then
+    BIN=$BUILD/bench/alloc_bench_gpu
+    FAKE=${LD_LIBRARY_PATH:-}
+    DRIVER="real driver"
+fi
 CONFIGS="native:;ledger+trace:ATLAS_TRACE=1;redzone:ATLAS_REDZONE=64"
 
 one() { # ENV LIVE -> ns per pair
@@ -29,7 +38,7 @@ one() { # ENV LIVE -> ns per pair
     fi
 }
 
-echo "atlastrace allocation + free pair (fake driver, no GPU): $PAIRS pairs per run"
+echo "atlastrace allocation + free pair ($DRIVER): $PAIRS pairs per run"
 printf '%-13s %9s %10s %8s %10s %14s\n' config live "ns/pair" ratio "+ns" "+ns vs first"
 echo "$CONFIGS" | tr ';' '\n' | while IFS= read -r c; do
     name=${c%%:*} envs=${c#*:}
@@ -49,6 +58,7 @@ echo "$CONFIGS" | tr ';' '\n' | while IFS= read -r c; do
     done
 done
 
+[ "${ALLOC_BENCH_GPU:-}" = 1 ] && exit 0
 command -v valgrind >/dev/null 2>&1 || { echo "(valgrind not installed: no instruction counts)"; exit 0; }
 TMP=$(mktemp -d /tmp/atlas-allocbench-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT

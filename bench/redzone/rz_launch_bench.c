@@ -5,6 +5,7 @@
  * into three of the live allocations in turn, and five scalars; it writes
  * nothing), with a cuCtxSynchronize at the end. Prints
  *   us_per_launch LIVE US
+ *   enqueue_us_per_launch LIVE US    (the loop alone, before the sync)
  * One configuration per process: bench/redzone/run_redzone_bench.sh runs it
  * natively, under each ATLAS_REDZONE_CHECK mode and under compute-sanitizer,
  * interleaved. MODULE is the cubin on a GPU, or on the fake driver
@@ -70,9 +71,11 @@ int main(int argc, char **argv)
     CHECK(cuCtxSynchronize());
     double t0 = now_us();
     launches(f, live, nlive, n);
+    double te = now_us();
     CHECK(cuCtxSynchronize());
     double t1 = now_us();
     printf("us_per_launch %ld %.2f\n", nlive, (t1 - t0) / (double)n);
+    printf("enqueue_us_per_launch %ld %.2f\n", nlive, (te - t0) / (double)n);
     for (long i = 0; i < nlive; i++)
         CHECK(cuMemFree(live[i]));
     return 0;
