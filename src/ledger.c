@@ -346,7 +346,8 @@ const char *atl_ledger_where(const struct atl_alloc_rec *r, char *buf, size_t n)
     return buf;
 }
 
-/* The record whose [ptr, ptr+padded) holds addr, or NULL; with the lock. */
+/* The record whose [ptr, ptr+atl_alloc_span) holds addr, or NULL; with the
+ * lock. */
 static const struct atl_alloc_rec *holding_locked(CUdeviceptr addr)
 {
     const struct node *best = NULL; /* the last record starting at or below addr */
@@ -361,8 +362,7 @@ static const struct atl_alloc_rec *holding_locked(CUdeviceptr addr)
     if (!best)
         return NULL;
     const struct atl_alloc_rec *r = best->rec;
-    size_t span = r->padded > r->bytes ? r->padded : r->bytes;
-    return addr - r->ptr < (span ? span : 1) ? r : NULL;
+    return addr - r->ptr < atl_alloc_span(r) ? r : NULL;
 }
 
 int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out)
@@ -375,14 +375,13 @@ int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out)
     return r != NULL;
 }
 
-int atl_ledger_find_guarded(CUdeviceptr addr, CUdeviceptr *base, CUdeviceptr *end, uint64_t *number)
+int atl_ledger_find_guarded(CUdeviceptr addr, CUdeviceptr *base, uint64_t *number)
 {
     pthread_mutex_lock(&lock);
     const struct atl_alloc_rec *r = holding_locked(addr);
     int found = r && r->guarded;
     if (found) {
         *base = r->ptr;
-        *end = r->ptr + (r->padded > r->bytes ? r->padded : r->bytes);
         *number = r->seq;
     }
     pthread_mutex_unlock(&lock);

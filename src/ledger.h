@@ -41,13 +41,22 @@ int atl_ledger_add(const struct atl_alloc_rec *r);
  * live, 0 if the ledger did not know it. */
 int atl_ledger_remove(CUdeviceptr ptr, struct atl_alloc_rec *out);
 
-/* The live allocation whose [ptr, ptr+padded) holds addr; 1 if found. */
+/* The bytes from r->ptr that address lookups count as r's: what the
+ * driver gave (padded, red zone included) or what was asked, whichever is
+ * more, and at least one. */
+static inline size_t atl_alloc_span(const struct atl_alloc_rec *r)
+{
+    size_t span = r->padded > r->bytes ? r->padded : r->bytes;
+    return span ? span : 1;
+}
+
+/* The live allocation whose [ptr, ptr+atl_alloc_span) holds addr; 1 if
+ * found. */
 int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out);
 
 /* The same for a guarded allocation (one with a red zone), without copying
- * its record: [base, end) as above and its creation number; 1 if found. */
-int atl_ledger_find_guarded(CUdeviceptr addr, CUdeviceptr *base, CUdeviceptr *end,
-                            uint64_t *number);
+ * its record: its base and creation number; 1 if found. */
+int atl_ledger_find_guarded(CUdeviceptr addr, CUdeviceptr *base, uint64_t *number);
 
 /* Number of live allocations (physical VMM allocations included, their
  * mappings not), and their requested bytes. */

@@ -167,22 +167,19 @@ static int zone_holding_locked(uint64_t v, struct zone *out)
     size_t i = hold_cache[h].i;
     if (!(v - hold_cache[h].lo < hold_cache[h].hi - hold_cache[h].lo && i < nzones &&
           zones[i].seq == hold_cache[h].seq)) {
-        CUdeviceptr base, end;
+        /* most pointers are an allocation's base: one hash probe; the
+         * others walk the ledger's tree (14 levels at 10,000 allocations,
+         * each a cache miss once they outgrow the cache) */
+        CUdeviceptr base;
         uint64_t seq;
-        if (atl_addrmap_get(&zone_at, v, &i)) {
-            /* most pointers are an allocation's base: one hash probe, no
-             * walk of the ledger's tree (a walk of 14 levels at 10,000
-             * allocations, each a cache miss once they outgrow the cache) */
-            base = zones[i].base;
-            end = zones[i].start + zones[i].len;
-            seq = zones[i].seq;
-        } else if (!atl_ledger_find_guarded(v, &base, &end, &seq) ||
-                   !atl_addrmap_get(&zone_at, base, &i) || zones[i].seq != seq) {
+        if (!atl_addrmap_get(&zone_at, v, &i) &&
+            (!atl_ledger_find_guarded(v, &base, &seq) || !atl_addrmap_get(&zone_at, base, &i) ||
+             zones[i].seq != seq))
             return 0;
-        }
-        hold_cache[h].lo = base;
-        hold_cache[h].hi = end;
-        hold_cache[h].seq = seq;
+        /* the zone's allocation ends where its red zone does */
+        hold_cache[h].lo = zones[i].base;
+        hold_cache[h].hi = zones[i].start + zones[i].len;
+        hold_cache[h].seq = zones[i].seq;
         hold_cache[h].i = i;
     }
     if (!zones[i].watched)
@@ -367,16 +364,11 @@ static void kernel_load(void)
     if (atl_redzone_ptx[0] && atl_drv.cuModuleLoadData && atl_drv.cuModuleGetFunction &&
         atl_drv.cuLaunchKernel && atl_drv.cuMemAllocHost_v2) {
         CUmodule m;
-        CUresult r = CUDA_ERROR_NOT_SUPPORTED;
         /* the sm_90 build first where the GPU takes it; the portable one
          * if the driver refuses that */
-        if (device_takes_pdl() &&
-            atl_drv.cuModuleLoadData(&m, atl_redzone_ptx_pdl) == CUDA_SUCCESS) {
-            r = CUDA_SUCCESS;
-            check_pdl = 1;
-        }
-        if (r != CUDA_SUCCESS)
-            r = atl_drv.cuModuleLoadData(&m, atl_redzone_ptx);
+        check_pdl =
+            device_takes_pdl() && atl_drv.cuModuleLoadData(&m, atl_redzone_ptx_pdl) == CUDA_SUCCESS;
+        CUresult r = check_pdl ? CUDA_SUCCESS : atl_drv.cuModuleLoadData(&m, atl_redzone_ptx);
         if (r == CUDA_SUCCESS) {
             kernel_mod = m;
             r = atl_drv.cuModuleGetFunction(&scan_fn, m, ATL_RZ_SCAN_ENTRY);
@@ -632,36 +624,37 @@ static int slots_ready(void)
  * stream may be any operation: a plain launch. A driver that refuses the
  * attribute, where a plain launch then works, gets plain launches from
  * then on. */
+#define CHECK_THREADS 256 /* the check's one block */
 static CUresult check_queue_launch(void **args, CUstream stream, int after_launch)
 {
+    CUresult dep = CUDA_SUCCESS; /* what the driver said to a dependent launch */
     if (after_launch && check_pdl) {
         CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
         at.value.programmaticStreamSerializationAllowed = 1;
         CUlaunchConfig cfg = {.gridDimX = 1,
                               .gridDimY = 1,
                               .gridDimZ = 1,
-                              .blockDimX = 256,
+                              .blockDimX = CHECK_THREADS,
                               .blockDimY = 1,
                               .blockDimZ = 1,
                               .hStream = stream,
                               .attrs = &at,
                               .numAttrs = 1};
-        CUresult r = atl_drv.cuLaunchKernelEx(&cfg, check_fn, args, NULL);
-        if (r == CUDA_SUCCESS)
-            return r;
-        CUresult plain =
-            atl_drv.cuLaunchKernel(check_fn, 1, 1, 1, 256, 1, 1, 0, stream, args, NULL);
-        if (plain == CUDA_SUCCESS) {
-            check_pdl = 0;
-            char nm[64];
-            atl_log(ATL_INFO,
-                    "redzone: the driver refused a dependent launch of the check (%s): plain "
-                    "launches from now on",
-                    atl_error_name(r, nm, sizeof nm));
-        }
-        return plain;
+        dep = atl_drv.cuLaunchKernelEx(&cfg, check_fn, args, NULL);
+        if (dep == CUDA_SUCCESS)
+            return dep;
     }
-    return atl_drv.cuLaunchKernel(check_fn, 1, 1, 1, 256, 1, 1, 0, stream, args, NULL);
+    CUresult r =
+        atl_drv.cuLaunchKernel(check_fn, 1, 1, 1, CHECK_THREADS, 1, 1, 0, stream, args, NULL);
+    if (dep != CUDA_SUCCESS && r == CUDA_SUCCESS) {
+        check_pdl = 0;
+        char nm[64];
+        atl_log(ATL_INFO,
+                "redzone: the driver refused a dependent launch of the check (%s): plain "
+                "launches from now on",
+                atl_error_name(dep, nm, sizeof nm));
+    }
+    return r;
 }
 
 /* Queues the check of p's zones on `stream` (p->how.stream). 0 when queued,

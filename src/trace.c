@@ -1031,9 +1031,7 @@ static void resolve_pointers(struct atl_step *s)
             struct atl_alloc_rec rec;
             if (!atl_ledger_find((CUdeviceptr)v, &rec))
                 continue;
-            lo = rec.ptr, hi = rec.ptr + (rec.padded > rec.bytes ? rec.padded : rec.bytes);
-            if (hi == lo)
-                hi = lo + 1;
+            lo = rec.ptr, hi = rec.ptr + atl_alloc_span(&rec);
             if (seen[rec.seq % SEEN] == rec.seq)
                 continue;
             seen[rec.seq % SEEN] = rec.seq;

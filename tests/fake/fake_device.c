@@ -18,7 +18,8 @@ int fake_cc_major(void)
     int m = atomic_load(&major);
     if (!m) {
         const char *v = getenv("FAKE_CC_MAJOR");
-        m = v && atoi(v) > 0 ? atoi(v) : 9;
+        int set = v ? atoi(v) : 0;
+        m = set > 0 ? set : 9;
         atomic_store(&major, m);
     }
     return m;
