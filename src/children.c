@@ -76,6 +76,7 @@ __attribute__((constructor)) static void children_strip_preload(void)
             }
             kept[k] = '\0';
             if (k > head) {
+                atl_env_keep(kept);
                 *slot = kept;
             } else {
                 atl_env_drop(slot);

@@ -7,6 +7,21 @@
 
 extern char **environ;
 
+/* What the library made for `environ`: the entries and the last array it
+ * grew. `environ` points at them, but a program that calls setenv later
+ * gets a copy of the array from the C library, and a program checked by a
+ * leak checker (LeakSanitizer) would then be told of ours as leaks and exit
+ * with the checker's status: kept here, they stay reachable. */
+static void *kept[16];
+static unsigned nkept;
+static char **grown_last;
+
+void atl_env_keep(void *p)
+{
+    if (p && nkept < sizeof kept / sizeof kept[0])
+        kept[nkept++] = p;
+}
+
 char **atl_env_slot(const char *name)
 {
     size_t n = strlen(name);
@@ -33,14 +48,16 @@ int atl_env_set(const char *name, const char *value)
     memcpy(entry + n + 1, value, v + 1);
     char **slot = atl_env_slot(name);
     if (slot) {
+        atl_env_keep(entry);
         *slot = entry;
         return 0;
     }
     size_t count = 0;
     while (environ && environ[count])
         count++;
-    /* the old array may be the one on the stack that the kernel laid out:
-     * it is left as it is, never freed */
+    /* the old array may be the one on the stack that the kernel laid out,
+     * or the C library's: left as it is, never freed; one this function
+     * grew before is freed once replaced */
     char **grown = malloc((count + 2) * sizeof *grown);
     if (!grown) {
         free(entry);
@@ -50,7 +67,12 @@ int atl_env_set(const char *name, const char *value)
         memcpy(grown, environ, count * sizeof *grown);
     grown[count] = entry;
     grown[count + 1] = NULL;
+    atl_env_keep(entry);
+    char **old = environ;
     environ = grown;
+    if (old == grown_last)
+        free(old);
+    grown_last = grown;
     return 0;
 }
 

@@ -27,6 +27,11 @@ int atl_env_set(const char *name, const char *value);
  * before the engine reads its settings (and then says what is wrong). */
 int atl_env_setting(const char *name, unsigned long long *num);
 
+/* Keeps p (a string or array the library put into `environ`) reachable
+ * from the library's own data, so that a leak checker in the program does
+ * not count it as lost once the program's setenv copies the array. */
+void atl_env_keep(void *p);
+
 /* Takes the entry out of `environ`: the later ones move up one place. */
 void atl_env_drop(char **slot);
 

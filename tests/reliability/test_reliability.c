@@ -363,6 +363,22 @@ END_TEST
  * ATLAS_TRACE_MAX_MB (256) + 64 MiB, and the limit is said once.
  * Sanitizer runtimes reserve terabytes of address space, so a sanitized run
  * goes without the ulimit and checks the rest. */
+/* The library's load-time edits of `environ` (two variables added when
+ * ATLAS_REDZONE routes the pools) stay reachable after the program's own
+ * setenv copies the array: in the ASan build (make reliability-check) the
+ * leak checker would otherwise end the program with its status. */
+START_TEST(environ_edits_not_leaks)
+{
+    char *argv[] = {T("rel_harm"), "setenv", NULL};
+    const char *const env[] = {"ATLAS_REDZONE=64", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exited %d; stderr:\n%s", r.status, r.err);
+    ck_assert_str_eq(r.out, "backend:cudaMallocAsync\n");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(trace_memory_bounded)
 {
     const char *extra = getenv("ATL_TEST_PRELOAD_EXTRA");
@@ -600,6 +616,7 @@ int main(void)
     tcase_add_test(tc, no_children_bash_python);
     tcase_add_test(tc, unload_handle_reuse);
     tcase_add_test(tc, oneshot_error_reaches_program);
+    tcase_add_test(tc, environ_edits_not_leaks);
     tcase_add_test(tc, trace_memory_bounded);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
