@@ -378,7 +378,7 @@ static void kernel_load(void)
             if (atl_drv.cuModuleGetFunction(&check_fn, m, ATL_RZ_CHECK_ENTRY) != CUDA_SUCCESS)
                 check_fn = NULL;
             atl_log(ATL_INFO, "redzone: check kernels loaded (%s)",
-                    check_pdl ? "sm_90 build: a check after a launch is a dependent launch of it"
+                    check_pdl ? "sm_90 build: each check is a dependent launch"
                               : "portable build: plain launches");
             return;
         }
@@ -616,19 +616,20 @@ static int slots_ready(void)
     return 0;
 }
 
-/* Launches the check kernel on `stream`. After a launch, on sm_90 and up,
- * as a programmatic dependent launch of it: the driver's enqueue costs less
- * (on the H200 about 0.6 us of the 3.4 us a tiny launch costs the host) and
- * the kernel waits for the launch's grid itself (griddepcontrol.wait)
- * before it reads a zone. Before a free, what precedes the check in the
- * stream may be any operation: a plain launch. A driver that refuses the
- * attribute, where a plain launch then works, gets plain launches from
- * then on. */
+/* Launches the check kernel on `stream`, on sm_90 and up as a programmatic
+ * dependent launch: the driver's enqueue costs less (on the H200 about
+ * 0.6 us of the 3.4 us a tiny launch costs the host) and the kernel waits
+ * for what precedes it itself (griddepcontrol.wait) before it reads a zone.
+ * After a launch that is the launch's grid; before a free it may be any
+ * operation, and an operation that is not a kernel (a copy, a memset) never
+ * lets the check start early: the wait then returns at once. A driver that
+ * refuses the attribute, where a plain launch then works, gets plain
+ * launches from then on. */
 #define CHECK_THREADS 256 /* the check's one block */
-static CUresult check_queue_launch(void **args, CUstream stream, int after_launch)
+static CUresult check_queue_launch(void **args, CUstream stream)
 {
     CUresult dep = CUDA_SUCCESS; /* what the driver said to a dependent launch */
-    if (after_launch && check_pdl) {
+    if (check_pdl) {
         CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
         at.value.programmaticStreamSerializationAllowed = 1;
         CUlaunchConfig cfg = {.gridDimX = 1,
@@ -697,7 +698,7 @@ static int check_queue_locked(const struct pending *p)
     unsigned long long ticket = k + 1;
     CUdeviceptr ds = dslots + (k % SLOTS) * sizeof *slots;
     void *args[] = {&list, &n, &ds, &ticket};
-    if (check_queue_launch(args, p->how.stream, p->how.by == BY_LAUNCH) != CUDA_SUCCESS)
+    if (check_queue_launch(args, p->how.stream) != CUDA_SUCCESS)
         return -1;
     __atomic_store_n(&pend_head, k + 1, __ATOMIC_RELAXED);
     slots_poll(0);

@@ -64,13 +64,13 @@ extern "C" __global__ void atl_redzone_check_launch(const atl_rz_list zones, uns
                                                     atl_rz_slot *slot, unsigned long long ticket)
 {
 #ifdef ATL_RZ_PDL
-    /* Built for sm_90 and up (mk/redzone.mk), where the engine queues the
-     * check after a launch as a programmatic dependent launch, whose enqueue
-     * costs the host less than a plain launch's. The driver may then start
-     * this grid before the launch it checks has finished: this waits until
-     * that grid has completed and its writes are visible, before any zone
-     * is read. Queued without the attribute (before a free), it returns at
-     * once. */
+    /* Built for sm_90 and up (mk/redzone.mk), where the engine queues every
+     * check as a programmatic dependent launch, whose enqueue costs the host
+     * less than a plain launch's. The driver may then start this grid before
+     * the kernel ahead of it in the stream has finished: this waits until
+     * that grid has completed and its writes are visible, before any zone is
+     * read. Behind an operation that is not a kernel (a copy before a free),
+     * or queued without the attribute, it returns at once. */
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
     __shared__ unsigned int nbad;

@@ -114,6 +114,21 @@ START_TEST(clean_program_no_report)
 }
 END_TEST
 
+/* Default mode: the check queued before each free is a dependent launch
+ * too (on an sm_90 device), one per guarded free, and finds nothing in a
+ * clean program. */
+START_TEST(free_checks_are_dependent_launches)
+{
+    static const char *const env[] = {"RZ_COUNT_DEP=1", NULL};
+    struct run_result r;
+    rz_run(&r, "over", "0", env);
+    HAS(r.out, "dependent launches: 2\n");
+    HASNT(r.log, "redzone overrun");
+    HAS(r.log, "redzone: 0 overruns found in 2 guarded allocations");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(bisect_min_idx)
 {
     static const char *const all[] = {"ATLAS_LOG_LEVEL=info", NULL};
@@ -199,7 +214,7 @@ END_TEST
 
 START_TEST(check_at_launch_names_culprit)
 {
-    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", "RZ_COUNT_DEP=1", NULL};
     struct run_result r;
     rz_run(&r, "over", "1", env);
     HAS(r.log, "redzone overrun: alloc#2 4096 bytes");
@@ -211,10 +226,11 @@ START_TEST(check_at_launch_names_culprit)
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
     HASNT(r.log, "since the last clean check");
     HASNT(r.log, "scan kernel unavailable");
-    /* an sm_90 device (the fake's default): each check after a launch is
-     * queued as a dependent launch of it; five of the six launches have one
-     * (the last reaches only the zone already reported) */
-    HAS(r.out, "dependent launches: 5\n");
+    /* an sm_90 device (the fake's default): each check is queued as a
+     * dependent launch; five of the six launches have one (the last reaches
+     * only the zone already reported), and so has the free of alloc#1 (the
+     * reported zone is not checked again at its free) */
+    HAS(r.out, "dependent launches: 6\n");
     run_free(&r);
 }
 END_TEST
@@ -225,9 +241,10 @@ END_TEST
  * refuses the attribute (said once, plain launches from then on). */
 START_TEST(check_at_launch_without_dependent_launch)
 {
-    static const char *const older[] = {"ATLAS_REDZONE_CHECK=launch", "FAKE_CC_MAJOR=8", NULL};
+    static const char *const older[] = {"ATLAS_REDZONE_CHECK=launch", "FAKE_CC_MAJOR=8",
+                                        "RZ_COUNT_DEP=1", NULL};
     static const char *const refused[] = {"ATLAS_REDZONE_CHECK=launch", "RZ_REFUSE_EX=1",
-                                          "ATLAS_LOG_LEVEL=info", NULL};
+                                          "ATLAS_LOG_LEVEL=info", "RZ_COUNT_DEP=1", NULL};
     struct run_result r;
     rz_run(&r, "over", "1", older);
     HAS(r.out, "dependent launches: 0\n");
@@ -693,6 +710,7 @@ int main(void)
     tcase_add_test(tc, overrun_beyond_the_pad);
     tcase_add_test(tc, underrun_not_caught);
     tcase_add_test(tc, clean_program_no_report);
+    tcase_add_test(tc, free_checks_are_dependent_launches);
     tcase_add_test(tc, bisect_min_idx);
     tcase_add_test(tc, trace_idx_backtrace);
     tcase_add_test(tc, check_at_sync);

@@ -60,7 +60,7 @@ under launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_LOG_LEVEL=info -
 count launch "redzone overrun: alloc#[0-9]+ 1000 bytes at 0x[0-9a-f]+, allocated at .*: 8 bytes corrupted at \+1000\.\.\+1007$" 1 "one report: 1000 bytes, 8 bytes at +1000..+1007"
 has launch "redzone: culprit: launch#$bad kernel=overrun_kernel\(unsigned char\*, int\) grid=\(4,1,1\) block=\(256,1,1\)" "culprit named exactly: launch#$bad overrun_kernel"
 hasnt launch "scan kernel unavailable" "the GPU scan kernel was used (no copy fallback)"
-has launch "redzone: check kernels loaded \(sm_90 build: a check after a launch is a dependent launch of it\)" "sm_90 and up: the checks after launches are dependent launches"
+has launch "redzone: check kernels loaded \(sm_90 build: each check is a dependent launch\)" "sm_90 and up: the checks are dependent launches"
 hasnt launch "refused a dependent launch" "the driver took every dependent launch"
 has launch "redzone: found by the check after launch#$bad on stream 0x[0-9a-f]+, which reached alloc#[0-9]+ through arg0\+0x0" "found by the launch's own check, through its first parameter"
 atleast launch "redzone: alloc#[0-9]+ bytes=" 17 "each guarded allocation logged at info"
