@@ -16,7 +16,9 @@
 #   run_redzone_bench.sh BUILD [REPS] [MODULE]
 # MODULE: the kernels' module, BUILD/bench/kern_bench.cubin by default (a
 # GPU); make redzone-bench-fake passes the fake driver's shared object.
-# RZ_BENCH_LIVE ("10 1000 10000"), RZ_BENCH_LAUNCHES (3000) and
+# RZ_BENCH_LIVE ("10 1000 10000"), RZ_BENCH_LAUNCHES (3000), RZ_BENCH_BLOCKS
+# (7: each process times that many blocks of LAUNCHES and prints the median
+# block; memcheck, a thousand times slower at 10,000 live, times one) and
 # RZ_BENCH_STEPS (2000) change the sizes.
 set -eu
 build=${1:-build}
@@ -27,6 +29,7 @@ bin=$build/bench/rz_launch_bench
 here=$(dirname "$0")
 live_sizes=${RZ_BENCH_LIVE:-10 1000 10000}
 launches=${RZ_BENCH_LAUNCHES:-3000}
+blocks=${RZ_BENCH_BLOCKS:-7}
 steps=${RZ_BENCH_STEPS:-2000}
 tmp=$(mktemp -d /tmp/atlas-rzbench-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -41,19 +44,29 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
 memcheck|-|compute-sanitizer --tool memcheck --print-limit 1"
 fi
 
-# envs prefix command... -> its stdout. The framework pool settings the
-# library would route are cleared, so every row starts from PyTorch's default.
+# envs prefix command... -> its stdout, preloaded; envs "-": nothing set and
+# no preload; envs "native:VAR=V ...": those set, no preload. The framework
+# pool settings the library would route are cleared first, so every row
+# starts from PyTorch's default.
 run() {
     envs=$1 prefix=$2
     shift 2
-    if [ "$envs" = "-" ]; then
+    case $envs in
+    -)
         # shellcheck disable=SC2086
         env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF ATLAS_LOG=/dev/null $prefix "$@"
-    else
+        ;;
+    native:*)
+        # shellcheck disable=SC2086
+        env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF ATLAS_LOG=/dev/null ${envs#native:} \
+            $prefix "$@"
+        ;;
+    *)
         # shellcheck disable=SC2086
         env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF ATLAS_LOG=/dev/null $envs \
             LD_PRELOAD="$lib" $prefix "$@"
-    fi 2>/dev/null
+        ;;
+    esac 2>/dev/null
 }
 
 median() { # file -> median, or "-" when the file is missing or empty
@@ -70,7 +83,9 @@ r=0
 while [ $r -lt "$reps" ]; do
     for live in $live_sizes; do
         echo "$configs" | while IFS='|' read -r name envs prefix; do
-            v=$(run "$envs" "$prefix" "$bin" "$module" "$live" "$launches" |
+            nb=$blocks
+            [ "$name" = memcheck ] && nb=1
+            v=$(run "$envs" "$prefix" "$bin" "$module" "$live" "$launches" "$nb" |
                 awk '/^us_per_launch/ { print $3 }')
             [ -n "$v" ] && echo "$v" >>"$tmp/launch.$name.$live"
         done
@@ -80,8 +95,9 @@ done
 
 echo "### Launch mode against live allocations"
 echo
-echo "us per launch ($launches launches of a 3-pointer kernel, N live 4 KB allocations), median of"
-echo "$reps interleaved runs; ratio to native in brackets."
+echo "us per launch (blocks of $launches launches of a 3-pointer kernel, N live 4 KB allocations; each"
+echo "process prints its median of $blocks blocks, memcheck's one block), median of $reps interleaved runs;"
+echo "ratio to native in brackets."
 echo
 # shellcheck disable=SC2016
 echo '| live allocations | native | `ATLAS_REDZONE_CHECK=launch` | `=sync` | `=free` | memcheck |'
@@ -105,12 +121,47 @@ if [ -n "$lo" ]; then
             hi / lo, last, (n > 0) ? l / n : 0 }'
 fi
 
+# The same loop inside one process (rz_launch_bench ... ab LIB): blocks
+# alternate between the driver's launch and the library's, so the ratio is
+# free of the process-to-process spread of the table above.
+r=0
+while [ $r -lt "$reps" ]; do
+    for live in $live_sizes; do
+        env ATLAS_LOG=/dev/null ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch \
+            "$bin" "$module" "$live" "$launches" "$blocks" ab "$lib" 2>/dev/null |
+            awk '/^ab / { print $8, $16 }' >>"$tmp/ab.$live"
+    done
+    r=$((r + 1))
+done
+echo
+echo "### Launch mode inside one process"
+echo
+echo "The library dlopen'ed in the program, blocks of $launches launches alternating between the"
+echo "driver's cuLaunchKernel and the library's (launch mode), each block ended by its side's"
+echo "cuCtxSynchronize; per process the median block of each side, then the median ratio of $reps"
+echo "processes (min..max)."
+echo
+echo '| live allocations | with the sync | enqueue only |'
+echo '|---:|---:|---:|'
+for live in $live_sizes; do
+    if [ ! -s "$tmp/ab.$live" ]; then
+        echo "| $live | - | - |"
+        continue
+    fi
+    a=$(awk '{ print $1 }' "$tmp/ab.$live" | sort -n | awk '{ v[NR] = $1 } END {
+        printf "%.2fx (%.2f..%.2f)", v[int((NR + 1) / 2)], v[1], v[NR] }')
+    e=$(awk '{ print $2 }' "$tmp/ab.$live" | sort -n | awk '{ v[NR] = $1 } END {
+        printf "%.2fx (%.2f..%.2f)", v[int((NR + 1) / 2)], v[1], v[NR] }')
+    echo "| $live | $a | $e |"
+done
+
 if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     echo
     echo "(PyTorch with a GPU not found: the training-step rows are skipped)"
     exit 0
 fi
 tconfigs="native|-|
+native-async|native:PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync|
 redzone|ATLAS_REDZONE=64|
 redzone-launch|ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch|"
 r=0
@@ -131,7 +182,8 @@ echo
 echo "| configuration | us/step | ratio | bar |"
 echo "|---|---:|---:|---:|"
 echo "| native | $nat | 1.00x | |"
-for row in "redzone|\`ATLAS_REDZONE=64\`|1.35x" \
+for row in "native-async|native, \`PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\` (the pool red zones route to)|" \
+    "redzone|\`ATLAS_REDZONE=64\`|1.35x" \
     "redzone-launch|\`ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch\`|2x"; do
     name=${row%%|*} rest=${row#*|}
     label=${rest%%|*} bar=${rest#*|}

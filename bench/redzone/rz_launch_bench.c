@@ -1,18 +1,31 @@
 /* Launch-mode red zones against the number of live allocations (issue #16):
- *   rz_launch_bench MODULE LIVE [LAUNCHES]
- * Makes LIVE allocations of 4 KB, then times LAUNCHES (default 3,000) tiny
- * launches of `args8` (bench/core/kern_bench.cu: three pointers, which fall
- * into three of the live allocations in turn, and five scalars; it writes
- * nothing), with a cuCtxSynchronize at the end. Prints
+ *   rz_launch_bench MODULE LIVE [LAUNCHES [BLOCKS]]
+ * Makes LIVE allocations of 4 KB, then times BLOCKS (default 7) blocks of
+ * LAUNCHES (default 3,000) tiny launches of `args8` (bench/core/kern_bench.cu:
+ * three pointers, which fall into three of the live allocations in turn, and
+ * five scalars; it writes nothing), each block ended by a cuCtxSynchronize.
+ * Prints the medians over the blocks:
  *   us_per_launch LIVE US
  *   enqueue_us_per_launch LIVE US    (the loop alone, before the sync)
  * One configuration per process: bench/redzone/run_redzone_bench.sh runs it
  * natively, under each ATLAS_REDZONE_CHECK mode and under compute-sanitizer,
- * interleaved. MODULE is the cubin on a GPU, or on the fake driver
- * (make redzone-bench-fake) the shared object of bench/redzone/fake_kernels.c. */
+ * interleaved.
+ *
+ *   rz_launch_bench MODULE LIVE LAUNCHES BLOCKS ab LIB
+ * The same loop inside one process, so process-to-process variation (clocks,
+ * placement) cancels out: LIB (libatlastrace.so) is dlopen'ed, not preloaded,
+ * the LIVE allocations are made through its cuMemAlloc_v2 (guarded, under
+ * ATLAS_REDZONE), and BLOCKS blocks alternate between the driver's
+ * cuLaunchKernel and cuCtxSynchronize and the library's wrappers of them.
+ * Prints the median block of each side and their ratio:
+ *   ab LIVE native US atlastrace US ratio R | enqueue: native US atlastrace US ratio R MODULE is
+ * the cubin on a GPU, or on the fake driver (make redzone-bench-fake) the shared object of
+ * bench/redzone/fake_kernels.c. */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define CHECK(call)                                                                                \
@@ -31,7 +44,10 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-static void launches(CUfunction f, const CUdeviceptr *live, long nlive, long n)
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
+
+static void launches_by(launch_fn fn, CUfunction f, const CUdeviceptr *live, long nlive, long n)
 {
     unsigned a = 1, b = 2;
     float s = 1.5f;
@@ -40,8 +56,80 @@ static void launches(CUfunction f, const CUdeviceptr *live, long nlive, long n)
     for (long i = 0; i < n; i++) {
         CUdeviceptr p0 = live[i % nlive], p1 = live[(i + 1) % nlive], p2 = live[(i + 2) % nlive];
         void *params[] = {&p0, &p1, &p2, &a, &b, &s, &k, &j};
-        CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+        CHECK(fn(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
     }
+}
+
+static void launches(CUfunction f, const CUdeviceptr *live, long nlive, long n)
+{
+    launches_by(cuLaunchKernel, f, live, nlive, n);
+}
+
+/* The driver's `name` and LIB's wrapper of it; exits unless both exist and
+ * differ. */
+static void *wrapper(void *lib, void *cu, const char *name, void **real)
+{
+    void *w = dlsym(lib, name);
+    *real = dlsym(cu, name);
+    if (!w || !*real || w == *real) {
+        fprintf(stderr, "rz_launch_bench: could not find both %s\n", name);
+        exit(1);
+    }
+    return w;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static int ab(CUfunction f, CUdeviceptr *live, long nlive, long n, int blocks, const char *libpath)
+{
+    void *lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
+    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib || !cu) {
+        fprintf(stderr, "rz_launch_bench: %s\n", dlerror());
+        return 1;
+    }
+    void *real_launch, *real_sync, *real_alloc, *real_free;
+    launch_fn wrap_launch = (launch_fn)wrapper(lib, cu, "cuLaunchKernel", &real_launch);
+    CUresult (*wrap_sync)(void) = wrapper(lib, cu, "cuCtxSynchronize", &real_sync);
+    CUresult (*wrap_alloc)(CUdeviceptr *, size_t) = wrapper(lib, cu, "cuMemAlloc_v2", &real_alloc);
+    CUresult (*wrap_free)(CUdeviceptr) = wrapper(lib, cu, "cuMemFree_v2", &real_free);
+    CUresult (*native_sync)(void) = (CUresult(*)(void))real_sync;
+    for (long i = 0; i < nlive; i++)
+        CHECK(wrap_alloc(&live[i], 4096));
+    /* warm up both sides */
+    launches_by((launch_fn)real_launch, f, live, nlive, 300);
+    CHECK(native_sync());
+    launches_by(wrap_launch, f, live, nlive, 300);
+    CHECK(wrap_sync());
+    double all[2][99], enq[2][99];
+    for (int b = 0; b < 2 * blocks; b++) {
+        int w = b & 1;
+        double t0 = now_us();
+        launches_by(w ? wrap_launch : (launch_fn)real_launch, f, live, nlive, n);
+        double te = now_us();
+        CHECK(w ? wrap_sync() : native_sync());
+        double t1 = now_us();
+        all[w][b / 2] = (t1 - t0) / (double)n;
+        enq[w][b / 2] = (te - t0) / (double)n;
+    }
+    double an = median(all[0], blocks), aw = median(all[1], blocks);
+    double en = median(enq[0], blocks), ew = median(enq[1], blocks);
+    printf("ab %ld native %.2f atlastrace %.2f ratio %.3f | enqueue: native %.2f atlastrace %.2f "
+           "ratio %.3f\n",
+           nlive, an, aw, aw / an, en, ew, ew / en);
+    for (long i = 0; i < nlive; i++)
+        CHECK(wrap_free(live[i]));
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -50,11 +138,12 @@ int main(int argc, char **argv)
         return 2;
     long nlive = atol(argv[2]);
     long n = argc > 3 ? atol(argv[3]) : 3000;
+    int blocks = argc > 4 ? atoi(argv[4]) : 7;
     CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
     CUfunction f;
-    if (nlive < 1 || n < 1)
+    if (nlive < 1 || n < 1 || blocks < 1 || blocks > 99)
         return 2;
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
@@ -65,17 +154,24 @@ int main(int argc, char **argv)
     CUdeviceptr *live = malloc((size_t)nlive * sizeof *live);
     if (!live)
         return 1;
+    if (argc > 6 && strcmp(argv[5], "ab") == 0)
+        return ab(f, live, nlive, n, blocks, argv[6]);
     for (long i = 0; i < nlive; i++)
         CHECK(cuMemAlloc(&live[i], 4096));
     launches(f, live, nlive, 300); /* warm up: module, check kernel, caches */
     CHECK(cuCtxSynchronize());
-    double t0 = now_us();
-    launches(f, live, nlive, n);
-    double te = now_us();
-    CHECK(cuCtxSynchronize());
-    double t1 = now_us();
-    printf("us_per_launch %ld %.2f\n", nlive, (t1 - t0) / (double)n);
-    printf("enqueue_us_per_launch %ld %.2f\n", nlive, (te - t0) / (double)n);
+    double all[99], enq[99];
+    for (int b = 0; b < blocks; b++) {
+        double t0 = now_us();
+        launches(f, live, nlive, n);
+        double te = now_us();
+        CHECK(cuCtxSynchronize());
+        double t1 = now_us();
+        all[b] = (t1 - t0) / (double)n;
+        enq[b] = (te - t0) / (double)n;
+    }
+    printf("us_per_launch %ld %.2f\n", nlive, median(all, blocks));
+    printf("enqueue_us_per_launch %ld %.2f\n", nlive, median(enq, blocks));
     for (long i = 0; i < nlive; i++)
         CHECK(cuMemFree(live[i]));
     return 0;
