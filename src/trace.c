@@ -836,6 +836,16 @@ enum take {
  * dropped. */
 #define STALE_STEPS 4096
 
+/* Whether a thread whose last step end of its own was `last_own` has gone
+ * stale by step `now`. The fast path (fast_step) writes last_own without
+ * step_mu, from a step count read after the caller's: last_own may be ahead
+ * of `now`, and an unsigned difference would wrap to "stale" and lend a
+ * syncing thread's ops to another thread's step. */
+static inline int stale_owner(uint64_t now, uint64_t last_own)
+{
+    return now > last_own && now - last_own > STALE_STEPS;
+}
+
 /* Under step_mu: the step being harvested came whole from one buffer whose
  * ops share one stream (harvest). */
 static int harvest_one_stream;
@@ -853,7 +863,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum take take, uint64_
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
         if (b != me && !__atomic_load_n(&b->open, __ATOMIC_RELAXED) &&
-            steps_now - __atomic_load_n(&b->last_own, __ATOMIC_RELAXED) > STALE_STEPS)
+            stale_owner(steps_now, __atomic_load_n(&b->last_own, __ATOMIC_RELAXED)))
             __atomic_store_n(&b->owner, 0, __ATOMIC_RELAXED);
         int lent = !__atomic_load_n(&b->owner, __ATOMIC_RELAXED);
         int whole = b == me || take == TAKE_ALL || take == TAKE_NONE || (lent && take == TAKE_LENT);
@@ -1193,7 +1203,7 @@ static int fast_step(const char *name, struct tbuf *me, enum take take, uint64_t
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE))
         if (b != me && __atomic_load_n(&b->nops, __ATOMIC_RELAXED) &&
             (!__atomic_load_n(&b->owner, __ATOMIC_RELAXED) ||
-             now - __atomic_load_n(&b->last_own, __ATOMIC_RELAXED) > STALE_STEPS))
+             stale_owner(now, __atomic_load_n(&b->last_own, __ATOMIC_RELAXED))))
             return 0;
     char label[sizeof tt.label];
     thread_label(me, label);

@@ -295,6 +295,27 @@ START_TEST(threads_own_steps_silent)
 }
 END_TEST
 
+/* The same four threads synchronising the context, run many times: a thread
+ * ending its step on the fast path (no step_mu) stored a step count newer
+ * than the one another thread's step end had read, the unsigned difference
+ * wrapped to "stale", and the syncing thread's ops were lent to another
+ * thread's step (about 1 run in 50-100 on 2 cores: one step missing, or a
+ * step that differs). The race is timing-dependent: 300 runs find the old
+ * code with a probability above 99% and cannot fail the fixed one. */
+START_TEST(threads_own_steps_every_run)
+{
+    for (int i = 0; i < 300; i++) {
+        struct run_result r;
+        trace_run(&r, "tsteps-ctx", "0", NULL);
+        ck_assert_msg(count_lines(r.log, "differs") == 0 &&
+                          count_lines(r.log, "steps=200 compared=196 identical=196 differing=0") ==
+                              1,
+                      "run %d of 300:\n%s", i + 1, r.log);
+        run_free(&r);
+    }
+}
+END_TEST
+
 /* The one thread whose scalar changes is named: its pthread name, or its
  * number when it has none, and its stream. */
 START_TEST(thread_named_in_report)
@@ -918,6 +939,7 @@ int main(void)
     tcase_add_test(tc, nvtx_without_injection_says_so);
     tcase_add_test(tc, threads_ordered_per_stream);
     tcase_add_test(tc, threads_own_steps_silent);
+    tcase_add_test(tc, threads_own_steps_every_run);
     tcase_add_test(tc, thread_named_in_report);
     tcase_add_test(tc, helper_thread_ops_in_step);
     tcase_add_test(tc, captured_ops_not_in_eager_step);
