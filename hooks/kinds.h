@@ -160,6 +160,11 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     atl_alloc_pre(ev);
     return ev->padded_height ? ev->padded_height : height;
 }
+/* Red zones hold some frees back (src/redzone.c): an allocation that fails
+ * for memory meanwhile is retried once after they are released. */
+#define ATL_ALLOC_RETRY(KIND)                                                                      \
+    if (r_ == CUDA_ERROR_OUT_OF_MEMORY && atl_alloc_release_held())                                \
+        r_ = real_(ATL_K_##KIND##_A);
 #define ATL_K_ALLOC_P CUdeviceptr *dptr, size_t bytesize
 #define ATL_K_ALLOC_A dptr, bytesize
 #define ATL_K_ALLOC_BIT ATL_ON_ALLOC
@@ -167,7 +172,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_DEVICE, .dptr = dptr, .bytes = bytesize};                   \
     bytesize = atl_alloc_bytes(&ev_);
-#define ATL_K_ALLOC_POST atl_alloc_post(&ev_, r_);
+#define ATL_K_ALLOC_POST ATL_ALLOC_RETRY(ALLOC) atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_PITCH_P                                                                        \
     CUdeviceptr *dptr, size_t *pPitch, size_t width, size_t height, unsigned int elemSize
@@ -183,7 +188,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
                             .elem = elemSize,                                                      \
                             .bytes = width * height};                                              \
     height = atl_alloc_rows(&ev_, height);
-#define ATL_K_ALLOC_PITCH_POST atl_alloc_post(&ev_, r_);
+#define ATL_K_ALLOC_PITCH_POST ATL_ALLOC_RETRY(ALLOC_PITCH) atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_MANAGED_P CUdeviceptr *dptr, size_t bytesize, unsigned int mflags
 #define ATL_K_ALLOC_MANAGED_A dptr, bytesize, mflags
@@ -192,7 +197,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_MANAGED, .dptr = dptr, .bytes = bytesize};                  \
     bytesize = atl_alloc_bytes(&ev_);
-#define ATL_K_ALLOC_MANAGED_POST atl_alloc_post(&ev_, r_);
+#define ATL_K_ALLOC_MANAGED_POST ATL_ALLOC_RETRY(ALLOC_MANAGED) atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_ASYNC_P CUdeviceptr *dptr, size_t bytesize, CUstream hStream
 #define ATL_K_ALLOC_ASYNC_A dptr, bytesize, hStream
@@ -201,7 +206,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_ASYNC, .dptr = dptr, .bytes = bytesize, .stream = hStream}; \
     bytesize = atl_alloc_bytes(&ev_);
-#define ATL_K_ALLOC_ASYNC_POST atl_alloc_post(&ev_, r_);
+#define ATL_K_ALLOC_ASYNC_POST ATL_ALLOC_RETRY(ALLOC_ASYNC) atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_POOL_P CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream
 #define ATL_K_ALLOC_POOL_A dptr, bytesize, pool, hStream
@@ -214,7 +219,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
                             .stream = hStream,                                                     \
                             .pool = pool};                                                         \
     bytesize = atl_alloc_bytes(&ev_);
-#define ATL_K_ALLOC_POOL_POST atl_alloc_post(&ev_, r_);
+#define ATL_K_ALLOC_POOL_POST ATL_ALLOC_RETRY(ALLOC_POOL) atl_alloc_post(&ev_, r_);
 
 #define ATL_K_FREE_P CUdeviceptr dptr
 #define ATL_K_FREE_A dptr
@@ -229,7 +234,12 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_FREE_ASYNC_BIT ATL_ON_ALLOC
 #define ATL_K_FREE_ASYNC_PRE                                                                       \
     struct atl_free ev_ = {.hook = id_, .ptr = dptr, .stream = hStream, .async = 1};               \
-    atl_free_pre(&ev_);
+    atl_free_pre(&ev_);                                                                            \
+    if (ev_.held) { /* released later, with a batch (src/redzone.c) */                             \
+        atl_free_post(&ev_, CUDA_SUCCESS);                                                         \
+        atl_leave();                                                                               \
+        return CUDA_SUCCESS;                                                                       \
+    }
 #define ATL_K_FREE_ASYNC_POST atl_free_post(&ev_, r_);
 
 /* ---- virtual memory management (src/vmm.c); no light path ---- */
@@ -268,7 +278,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_VMM_ADDR_FREE_BIT ATL_ON_ALLOC
 #define ATL_K_VMM_MAP_BIT ATL_ON_ALLOC
 #define ATL_K_VMM_UNMAP_BIT ATL_ON_ALLOC
-#define ATL_K_VMM_CREATE_POST atl_vmm_post(&ev_, r_);
+#define ATL_K_VMM_CREATE_POST ATL_ALLOC_RETRY(VMM_CREATE) atl_vmm_post(&ev_, r_);
 #define ATL_K_VMM_RELEASE_POST atl_vmm_post(&ev_, r_);
 #define ATL_K_VMM_RESERVE_POST atl_vmm_post(&ev_, r_);
 #define ATL_K_VMM_ADDR_FREE_POST atl_vmm_post(&ev_, r_);

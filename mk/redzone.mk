@@ -59,7 +59,7 @@ $(BUILD)/libatlas_engine.a: $(REDZONE_GEN_OBJ)
 # -rdynamic: the reports symbolise the target's own functions (rz_alloc).
 $(BUILD)/tests/redzone_prog: tests/targets/redzone_prog.c include/atlas/trace.h $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(FAKE_DIR) -lcuda -ldl
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(FAKE_DIR) -lcuda -ldl -lpthread
 
 $(BUILD)/tests/test_redzone: tests/integration/test_redzone.c tests/integration/run.c | check-deps
 

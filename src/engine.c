@@ -268,6 +268,11 @@ void atl_alloc_post(struct atl_alloc *a, CUresult r)
         ledger_note_alloc(a, r, guarded);
 }
 
+int atl_alloc_release_held(void)
+{
+    return on(ATL_FEAT_REDZONE) && atl_redzone_release_held();
+}
+
 void atl_free_pre(struct atl_free *f)
 {
     if (atl_ledger_on)
@@ -350,6 +355,8 @@ CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 void atl_sync_pre(struct atl_sync *s)
 {
     s->launches_before = atl_fault_last_launch();
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_sync_pre(s);
     if (on(ATL_FEAT_HANG))
         atl_hang_enter(s->hook);
 }
@@ -373,6 +380,8 @@ void atl_capture_pre(struct atl_capture *c)
     /* the one tracker (src/capture.h), before the features ask it */
     if (!c->begin)
         atl_capture_ending(c->stream);
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_capture_pre(c);
     if (on(ATL_FEAT_TRACE))
         atl_trace_capture_pre(c);
 }

@@ -68,6 +68,11 @@ CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r);
 void atl_alloc_pre(struct atl_alloc *a);
 void atl_alloc_post(struct atl_alloc *a, CUresult r);
 
+/* An allocation failed for memory: 1 when frees held back (red zones) were
+ * released and the context synchronised, so that a retry may succeed. */
+int atl_alloc_release_held(void);
+/* Sets f->held when the free is held back: the hook then returns success
+ * without the driver's call (after atl_free_post). */
 void atl_free_pre(struct atl_free *f);
 void atl_free_post(struct atl_free *f, CUresult r);
 

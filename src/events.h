@@ -101,7 +101,9 @@ struct atl_free {
     CUdeviceptr ptr;
     CUstream stream; /* cuMemFreeAsync */
     int async;
-    int known;                /* the ledger knew ptr (rec filled) */
+    int known; /* the ledger knew ptr (rec filled) */
+    int held;  /* red zones hold the free back: the hook returns success without calling the
+                * driver, which frees it later with a batch (src/redzone.c) */
     struct atl_alloc_rec rec; /* what the ledger had, removed before the real free */
 };
 

@@ -531,8 +531,12 @@ struct pending {
     unsigned nz;
     struct zone z[ATL_RZ_SLOT_ZONES];
     unsigned arg[ATL_RZ_SLOT_ZONES], off[ATL_RZ_SLOT_ZONES]; /* BY_LAUNCH */
+    /* BY_FREE, one per zone (a batch of held frees has several): where the
+     * allocation was made (the ledger has dropped the record) and the newest
+     * launch before its free */
     int has_site;
-    struct atl_stack site; /* BY_FREE: the ledger has dropped the record */
+    struct atl_stack site[ATL_RZ_SLOT_ZONES];
+    uint64_t upto[ATL_RZ_SLOT_ZONES];
 };
 static struct atl_rz_slot *slots; /* mapped host memory */
 static CUdeviceptr dslots;
@@ -556,7 +560,9 @@ static void slot_process(uint64_t k)
         struct finder how = p->how;
         how.arg = p->arg[r.zone];
         how.off = p->off[r.zone];
-        report(&p->z[r.zone], p->has_site ? &p->site : NULL, r.bad, r.first, r.last, &how);
+        if (p->has_site)
+            how.upto = p->upto[r.zone];
+        report(&p->z[r.zone], p->has_site ? &p->site[r.zone] : NULL, r.bad, r.first, r.last, &how);
     }
     if (nbad > ATL_RZ_RECS)
         atl_log(ATL_ERROR, "redzone: the check after launch#%llu found %u more zones, not listed",
@@ -690,9 +696,10 @@ static int check_queue_locked(const struct pending *p)
     memcpy(q->arg, p->arg, p->nz * sizeof *p->arg);
     memcpy(q->off, p->off, p->nz * sizeof *p->off);
     q->has_site = p->has_site;
-    if (p->has_site) {
-        q->site.n = p->site.n;
-        memcpy(q->site.pc, p->site.pc, (size_t)p->site.n * sizeof *p->site.pc);
+    for (unsigned i = 0; p->has_site && i < p->nz; i++) {
+        q->site[i].n = p->site[i].n;
+        memcpy(q->site[i].pc, p->site[i].pc, (size_t)p->site[i].n * sizeof *p->site[i].pc);
+        q->upto[i] = p->upto[i];
     }
     unsigned n = p->nz;
     unsigned long long ticket = k + 1;
@@ -703,6 +710,152 @@ static int check_queue_locked(const struct pending *p)
     __atomic_store_n(&pend_head, k + 1, __ATOMIC_RELAXED);
     slots_poll(0);
     return 0;
+}
+
+/* ---- frees held back ------------------------------------------------------------
+ * A training step frees a few dozen tensors, and a check queued before each
+ * free is one kernel launch each: on the H200 about as much host time as one
+ * of the program's own small launches. Frees on the legacy default stream
+ * (PyTorch's default stream, cudart's stream 0) of allocations up to
+ * HELD_ALLOC_MAX are therefore held back, up to ATL_RZ_SLOT_ZONES of them and
+ * HELD_BYTES_MAX in all, and released together: one check of all their
+ * zones, queued on that stream, then the driver's frees in the program's
+ * order. The memory returns to the pool later than the program asked, never
+ * earlier, which stream order allows. The batch is released when it is full,
+ * before every host sync (so that sync's verdicts include it), before a
+ * capture begins, at every full check (teardown, exit), when the program
+ * frees a held pointer again (the driver then answers what it would have),
+ * and when an allocation fails for memory (released, the context
+ * synchronised, the allocation retried once: atl_redzone_release_held).
+ * Only the legacy stream: the program cannot destroy it under a held free,
+ * and every thread names the same one (a per-thread default stream is the
+ * calling thread's own). Nothing is held while a capture is active: work on
+ * the legacy stream would then invalidate it. Under scan_lock. */
+#define HELD_ALLOC_MAX ((size_t)16 << 20)
+#define HELD_BYTES_MAX ((size_t)64 << 20)
+static struct {
+    CUcontext ctx;   /* current when the frees were made */
+    CUstream stream; /* as the program named it: NULL or CU_STREAM_LEGACY */
+    int hook;
+    size_t bytes;
+    CUdeviceptr ptr[ATL_RZ_SLOT_ZONES];
+    struct pending p; /* the batch's check: p.nz frees, their zones, sites and launches */
+} held;
+static unsigned held_n; /* held.p.nz, for a look without the lock */
+static uint64_t held_frees, held_batches;
+
+/* Queues the batch's check and the driver's frees; the verdicts come with
+ * the next poll, like any queued check. */
+static void held_release_locked(void)
+{
+    if (!held.p.nz || atl_capture_any())
+        return;
+    CUcontext cur = NULL;
+    int other = atl_drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != held.ctx;
+    if (other && atl_drv.cuCtxSetCurrent(held.ctx) != CUDA_SUCCESS)
+        other = 0; /* its context is gone, and its memory with it */
+    else if (check_queue_locked(&held.p) != 0 && sync_for_scan() == 0) {
+        /* the kernel's launch failed: read the zones with copies */
+        slots_poll(1);
+        for (unsigned i = 0; i < held.p.nz; i++) {
+            unsigned bad;
+            size_t first = 0, last = 0;
+            struct finder how = held.p.how;
+            how.upto = held.p.upto[i];
+            __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
+            if (zone_read(&held.p.z[i], &bad, &first, &last) == 0 && bad)
+                report(&held.p.z[i], &held.p.site[i], bad, first, last, &how);
+        }
+    }
+    for (unsigned i = 0; i < held.p.nz; i++) {
+        CUresult r = atl_own_result(atl_drv.cuMemFreeAsync(held.ptr[i], held.stream));
+        static int said;
+        char nm[64];
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED &&
+            !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            atl_log(ATL_INFO, "redzone: the held free of alloc#%llu failed (%s)",
+                    (unsigned long long)held.p.z[i].seq, atl_error_name(r, nm, sizeof nm));
+    }
+    held_batches++;
+    held.p.nz = 0;
+    held.bytes = 0;
+    __atomic_store_n(&held_n, 0, __ATOMIC_RELAXED);
+    if (other)
+        atl_drv.cuCtxSetCurrent(cur);
+}
+
+/* Holds f's free of the allocation with zone z back (1), or leaves it to the
+ * caller (0). */
+static int held_take_locked(const struct atl_free *f, const struct zone *z)
+{
+    if (!f->async || (atl_hook_flags[f->hook] & ATL_F_PT) ||
+        (f->stream != NULL && f->stream != CU_STREAM_LEGACY) || z->bytes > HELD_ALLOC_MAX ||
+        !atl_drv.cuMemFreeAsync || atl_capture_any())
+        return 0;
+    if (kernel_state == 0)
+        kernel_load();
+    CUcontext cur = NULL;
+    if (kernel_state != 1 || !check_fn || slots_ready() != 0 ||
+        atl_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur)
+        return 0;
+    if (held.p.nz &&
+        (held.ctx != cur || held.stream != f->stream || held.hook != f->hook ||
+         held.p.nz == ATL_RZ_SLOT_ZONES || held.bytes + z->bytes + z->len > HELD_BYTES_MAX))
+        held_release_locked();
+    if (held.p.nz == 0) {
+        held.ctx = cur;
+        held.stream = f->stream;
+        held.hook = f->hook;
+        held.bytes = 0;
+        held.p.how =
+            (struct finder){.by = BY_FREE, .where = atl_hook_names[f->hook], .stream = f->stream};
+        held.p.has_site = 1;
+    }
+    unsigned i = held.p.nz;
+    held.ptr[i] = f->ptr;
+    held.p.z[i] = *z;
+    held.p.site[i].n = f->rec.site.n;
+    memcpy(held.p.site[i].pc, f->rec.site.pc, (size_t)f->rec.site.n * sizeof *f->rec.site.pc);
+    held.p.upto[i] = atl_fault_last_launch();
+    held.p.nz = i + 1;
+    held.bytes += z->bytes + z->len;
+    __atomic_store_n(&held_n, held.p.nz, __ATOMIC_RELAXED);
+    held_frees++;
+    return 1;
+}
+
+/* The program frees ptr, which no live allocation holds: if a held free
+ * has it, the batch goes first, so that the driver answers this free as it
+ * would have without us (a double free). */
+static void held_refree(CUdeviceptr ptr)
+{
+    pthread_mutex_lock(&scan_lock);
+    for (unsigned i = 0; i < held.p.nz; i++)
+        if (held.ptr[i] == ptr) {
+            held_release_locked();
+            break;
+        }
+    pthread_mutex_unlock(&scan_lock);
+}
+
+static void held_release(void)
+{
+    if (!__atomic_load_n(&held_n, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&scan_lock);
+    held_release_locked();
+    pthread_mutex_unlock(&scan_lock);
+}
+
+int atl_redzone_release_held(void)
+{
+    if (!pad || !__atomic_load_n(&held_n, __ATOMIC_RELAXED))
+        return 0;
+    pthread_mutex_lock(&scan_lock);
+    held_release_locked();
+    int ok = held.p.nz == 0 && sync_for_scan() == 0;
+    pthread_mutex_unlock(&scan_lock);
+    return ok;
 }
 
 /* A context is being torn down, perhaps the one the kernels and the mapped
@@ -749,6 +902,7 @@ static int scan_locked(const struct finder *how, const struct atl_launch *culpri
     if (kernel_state == 0)
         kernel_load();
     int gpu = kernel_state == 1;
+    held_release_locked(); /* their zones are checked with the rest */
     uint64_t upto = atl_fault_last_launch();
     if (sync_for_scan() != 0)
         return 0;
@@ -1097,6 +1251,8 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
 
 void atl_redzone_free_pre(struct atl_free *f)
 {
+    if (pad && !f->known && __atomic_load_n(&held_n, __ATOMIC_RELAXED))
+        held_refree(f->ptr);
     if (!active || !f->known)
         return;
     atl_leaks_freed(f->ptr, f->rec.seq);
@@ -1116,14 +1272,6 @@ void atl_redzone_free_pre(struct atl_free *f)
      * after free. Checks queued earlier that list this zone ran before it
      * too: each was queued right after a launch that used the allocation,
      * which the free must follow. No context sync, no copy. */
-    struct pending p = {.how = {.by = BY_FREE,
-                                .where = atl_hook_names[f->hook],
-                                .upto = atl_fault_last_launch(),
-                                .stream = f->async ? f->stream : NULL},
-                        .nz = 1,
-                        .has_site = 1,
-                        .site = f->rec.site};
-    p.z[0] = z;
     if (f->async ? stream_capturing(f->stream) : atl_capture_any()) {
         /* a check now would become a node of the program's graph (or
          * invalidate its capture): this zone goes unchecked */
@@ -1131,6 +1279,24 @@ void atl_redzone_free_pre(struct atl_free *f)
         return;
     }
     pthread_mutex_lock(&scan_lock);
+    if (held_take_locked(f, &z)) {
+        f->held = 1; /* the hook returns success without the driver's free */
+        pthread_mutex_unlock(&scan_lock);
+        return;
+    }
+    /* only the fields check_queue_locked reads (the site arrays are large) */
+    struct pending p;
+    p.how = (struct finder){.by = BY_FREE,
+                            .where = atl_hook_names[f->hook],
+                            .upto = atl_fault_last_launch(),
+                            .stream = f->async ? f->stream : NULL};
+    p.nz = 1;
+    p.has_site = 1;
+    p.z[0] = z;
+    p.arg[0] = p.off[0] = 0;
+    p.site[0].n = f->rec.site.n;
+    memcpy(p.site[0].pc, f->rec.site.pc, (size_t)f->rec.site.n * sizeof *f->rec.site.pc);
+    p.upto[0] = p.how.upto;
     if (check_queue_locked(&p) != 0 && sync_for_scan() == 0) {
         /* no kernel: read the zone with a copy, after everything queued */
         slots_poll(1);
@@ -1181,6 +1347,19 @@ void atl_redzone_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
     if (!pad || mode != CHECK_LAUNCH || r != CUDA_SUCCESS || stream_capturing(g->stream))
         return;
     scan_all(atl_hook_names[g->hook], 0);
+}
+
+void atl_redzone_sync_pre(const struct atl_sync *s)
+{
+    (void)s;
+    if (pad)
+        held_release(); /* before the wait: the sync's verdicts include them */
+}
+
+void atl_redzone_capture_pre(const struct atl_capture *c)
+{
+    if (pad && c->begin)
+        held_release(); /* afterwards the legacy stream takes no work */
 }
 
 void atl_redzone_sync_post(const struct atl_sync *s, CUresult r)
@@ -1246,6 +1425,11 @@ void atl_redzone_exit(void)
         if (skipped_capture)
             atl_log(ATL_INFO, "redzone: %llu checks were skipped while a stream capture was active",
                     (unsigned long long)skipped_capture);
+        if (held_frees)
+            atl_log(ATL_INFO,
+                    "redzone: %llu frees on the legacy stream were held back and checked in %llu "
+                    "batches",
+                    (unsigned long long)held_frees, (unsigned long long)held_batches);
         atl_log(ATL_WARN, "redzone: %llu overruns found in %llu guarded allocations (%llu checks)",
                 (unsigned long long)overruns, (unsigned long long)guarded_total,
                 (unsigned long long)checks);

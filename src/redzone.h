@@ -27,8 +27,15 @@ void atl_redzone_alloc_pre(struct atl_alloc *a);
 /* Poisons the tail of a guarded allocation; reports a failed one. Returns 1
  * when the allocation is guarded (its tail poisoned), else 0. */
 int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r);
+/* May hold an asynchronous free back (f->held): see "frees held back" in
+ * redzone.c. */
 void atl_redzone_free_pre(struct atl_free *f);
 void atl_redzone_free_post(struct atl_free *f, CUresult r);
+/* An allocation failed for memory: releases the frees held back and
+ * synchronises the context. 1 when the allocation is worth retrying. */
+int atl_redzone_release_held(void);
+void atl_redzone_sync_pre(const struct atl_sync *s);
+void atl_redzone_capture_pre(const struct atl_capture *c);
 void atl_redzone_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
 void atl_redzone_launch_post(const struct atl_launch *l, CUresult r);
 void atl_redzone_sync_post(const struct atl_sync *s, CUresult r);

@@ -570,6 +570,91 @@ START_TEST(stream_ordered)
 }
 END_TEST
 
+/* PyTorch's shape: stream-ordered frees on the legacy stream are held back
+ * and checked eight at a time (one check kernel per batch, not per free);
+ * the rest of a batch goes before the program's sync, so the sync's
+ * verdicts include it. A free on another stream goes through at once. The
+ * overrun is named with its own allocation site though seven other frees
+ * shared its check. */
+START_TEST(legacy_stream_frees_held_in_batches)
+{
+    static const char *const env[] = {"ATLAS_LOG_LEVEL=info", NULL};
+    struct run_result r;
+    rz_run(&r, "held", NULL, env);
+    HAS(r.out, "before the sync: frees 16, checks 2\n");
+    HAS(r.out, "another stream's free: frees 17\n");
+    HAS(r.out, "after the sync: frees 21, checks 4\n");
+    HAS(r.out, "context syncs: 0, copies back: 0\n");
+    HAS(r.log, "redzone overrun: alloc#6 4096 bytes at 0x");
+    HAS(r.log, ", allocated at held_alloc+0x");
+    HAS(r.log, ": 2 bytes corrupted at +4096..+4097\n");
+    HAS(r.log, "redzone: alloc#6 found at cuMemFreeAsync: written by one of the 1 launches");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    HAS(r.log, "redzone: 20 frees on the legacy stream were held back and checked in 3 batches");
+    run_free(&r);
+}
+END_TEST
+
+/* Four threads, 500 tensors each, freed on the legacy stream: every free
+ * reaches the driver, and each thread's one overrun is found. */
+START_TEST(held_frees_from_threads)
+{
+    static const char *const env[] = {"ATLAS_LOG_LEVEL=info", NULL};
+    struct run_result r;
+    rz_run(&r, "held-threads", NULL, env);
+    HAS(r.out, "frees: 2000\n");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 4);
+    HAS(r.log, " 256 bytes at 0x");
+    HAS(r.log, " 272 bytes at 0x");
+    HAS(r.log, " 288 bytes at 0x");
+    HAS(r.log, " 304 bytes at 0x");
+    ck_assert_int_eq(count_lines(r.log, "found at cuMemFreeAsync"), 4);
+    HAS(r.log, "redzone: 4 overruns found in 2000 guarded allocations");
+    HAS(r.log, "redzone: 2000 frees on the legacy stream were held back and checked in 250 "
+               "batches");
+    run_free(&r);
+}
+END_TEST
+
+/* Frees held back when the program exits without a sync: checked at exit. */
+START_TEST(held_frees_checked_at_exit)
+{
+    struct run_result r;
+    rz_run(&r, "held-exit", NULL, NULL);
+    HAS(r.log, "redzone overrun: alloc#2 512 bytes at 0x");
+    HAS(r.log, ": 3 bytes corrupted at +512..+514\n");
+    HAS(r.log, "redzone: alloc#2 found at cuMemFreeAsync:");
+    HAS(r.log, "redzone: 1 overruns found in 2 guarded allocations");
+    run_free(&r);
+}
+END_TEST
+
+/* A free held back never changes what the driver answers: a double free of
+ * a held pointer fails as it would have, and an allocation that fails for
+ * memory while frees are held is retried once they are released. */
+START_TEST(held_frees_answer_as_native)
+{
+    const char *sc[] = {"held-refree", "held-oom"};
+    for (int i = 0; i < 2; i++) {
+        struct run_result r, plain;
+        rz_run(&r, sc[i], NULL, NULL);
+        char *argv[] = {PROG, (char *)sc[i], NULL};
+        run_target(&plain, argv, NULL, 0);
+        ck_assert_str_eq(r.out, plain.out);
+        run_free(&r);
+        run_free(&plain);
+    }
+    struct run_result r;
+    rz_run(&r, "held-refree", NULL, NULL);
+    HAS(r.out, "double free: 1\n");
+    run_free(&r);
+    rz_run(&r, "held-oom", NULL, NULL);
+    HAS(r.out, "second: 0\n");
+    HAS(r.out, "too big: 2\n");
+    run_free(&r);
+}
+END_TEST
+
 /* A context reset frees the library's mapped buffers with it: they are let
  * go before, and made again in the next context (no write into freed
  * memory, which a GPU answers with a fault). */
@@ -732,6 +817,10 @@ int main(void)
     tcase_add_test(tc, failed_alloc_not_oom_is_quiet);
     tcase_add_test(tc, unknown_and_double_free);
     tcase_add_test(tc, stream_ordered);
+    tcase_add_test(tc, legacy_stream_frees_held_in_batches);
+    tcase_add_test(tc, held_frees_from_threads);
+    tcase_add_test(tc, held_frees_checked_at_exit);
+    tcase_add_test(tc, held_frees_answer_as_native);
     tcase_add_test(tc, context_reset);
     tcase_add_test(tc, pitch_allocation);
     tcase_add_test(tc, program_api);

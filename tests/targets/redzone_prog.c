@@ -8,6 +8,7 @@
 #include "../fake/fakecuda.h"
 
 #include <atlas/trace.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,33 @@ __attribute__((noinline)) CUdeviceptr rz_alloc(size_t n)
     CUdeviceptr p;
     CHECK(cuMemAlloc(&p, n));
     return p;
+}
+
+/* A stream-ordered allocation on the legacy stream from a site of its own
+ * (the held-frees scenarios name it). */
+__attribute__((noinline)) CUdeviceptr held_alloc(size_t n)
+{
+    CUdeviceptr p;
+    CHECK(cuMemAllocAsync(&p, n, NULL));
+    return p;
+}
+
+/* "held-threads": four threads, each making and freeing 500 tensors on the
+ * legacy stream; thread t overruns its tensor 100 * t + 7 by one byte. */
+static void poke(CUdeviceptr p, long off, unsigned n, CUstream s);
+static CUcontext held_ctx;
+static void *held_worker(void *arg)
+{
+    long t = (long)arg;
+    CHECK(cuCtxSetCurrent(held_ctx));
+    for (int i = 0; i < 500; i++) {
+        CUdeviceptr p;
+        CHECK(cuMemAllocAsync(&p, 256 + (size_t)t * 16, NULL));
+        if (i == 100 * t + 7)
+            poke(p, 256 + t * 16, 1, NULL);
+        CHECK(cuMemFreeAsync(p, NULL));
+    }
+    return NULL;
 }
 
 /* Two allocation sites with the same frame, called from one place: the
@@ -277,6 +305,73 @@ int main(int argc, char **argv)
         printf("free: %d\n", (int)cuMemFree(a));
         printf("double free: %d\n", (int)cuMemFree(a));
         printf("stray free: %d\n", (int)cuMemFree((CUdeviceptr)0x12345600));
+    } else if (strcmp(what, "held") == 0) {
+        /* PyTorch's shape: tensors made and freed stream-ordered on the
+         * legacy default stream; the sixth overrun by 2 bytes. The
+         * library holds such frees back and checks them eight at a time;
+         * a free on another stream goes through at once. */
+        enum { N = 20 };
+        CUdeviceptr p[N], q;
+        CUstream s;
+        CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        for (int i = 0; i < N; i++)
+            if (i == 5)
+                p[i] = held_alloc(4096);
+            else
+                CHECK(cuMemAllocAsync(&p[i], 4096, NULL));
+        CHECK(cuMemAllocAsync(&q, 4096, s));
+        poke(p[5], 4096, 2, NULL);
+        fake_reset_counts();
+        unsigned long dep = fake_programmatic_launches();
+        for (int i = 0; i < N; i++)
+            CHECK(cuMemFreeAsync(p[i], NULL));
+        printf("before the sync: frees %lu, checks %lu\n", fake_calls("cuMemFreeAsync"),
+               fake_programmatic_launches() - dep);
+        CHECK(cuMemFreeAsync(q, s));
+        printf("another stream's free: frees %lu\n", fake_calls("cuMemFreeAsync"));
+        CHECK(cuStreamSynchronize(NULL));
+        printf("after the sync: frees %lu, checks %lu\n", fake_calls("cuMemFreeAsync"),
+               fake_programmatic_launches() - dep);
+        printf("context syncs: %lu, copies back: %lu\n", fake_calls("cuCtxSynchronize"),
+               fake_calls("cuMemcpyDtoH_v2"));
+    } else if (strcmp(what, "held-threads") == 0) {
+        pthread_t th[4];
+        CHECK(cuCtxGetCurrent(&held_ctx));
+        fake_reset_counts();
+        for (long t = 0; t < 4; t++)
+            pthread_create(&th[t], NULL, held_worker, (void *)t);
+        for (int t = 0; t < 4; t++)
+            pthread_join(th[t], NULL);
+        CHECK(cuCtxSynchronize());
+        printf("frees: %lu\n", fake_calls("cuMemFreeAsync"));
+    } else if (strcmp(what, "held-exit") == 0) {
+        /* held frees the program never synchronises after: checked at exit */
+        CUdeviceptr p = held_alloc(512), q = held_alloc(512);
+        poke(q, 512, 3, NULL);
+        CHECK(cuMemFreeAsync(p, NULL));
+        CHECK(cuMemFreeAsync(q, NULL));
+    } else if (strcmp(what, "held-refree") == 0) {
+        /* a double free of a free held back: the driver answers it as it
+         * would have without the library */
+        CUdeviceptr p, q;
+        CHECK(cuMemAllocAsync(&p, 4096, NULL));
+        CHECK(cuMemAllocAsync(&q, 4096, NULL));
+        printf("free: %d\n", (int)cuMemFreeAsync(p, NULL));
+        printf("double free: %d\n", (int)cuMemFreeAsync(p, NULL));
+        printf("free: %d\n", (int)cuMemFreeAsync(q, NULL));
+        printf("sync: %d\n", (int)cuStreamSynchronize(NULL));
+    } else if (strcmp(what, "held-oom") == 0) {
+        /* memory for one 600 KB buffer: the second fits once the first is
+         * freed, held back or not */
+        fake_set_total_mem((size_t)1 << 20);
+        CUdeviceptr p, q, r;
+        printf("first: %d\n", (int)cuMemAllocAsync(&p, 600 << 10, NULL));
+        printf("free: %d\n", (int)cuMemFreeAsync(p, NULL));
+        printf("second: %d\n", (int)cuMemAllocAsync(&q, 600 << 10, NULL));
+        printf("free: %d\n", (int)cuMemFreeAsync(q, NULL));
+        printf("synchronous: %d\n", (int)cuMemAlloc(&r, 600 << 10));
+        printf("too big: %d\n", (int)cuMemAlloc(&p, 600 << 10));
+        printf("free: %d\n", (int)cuMemFree(r));
     } else if (strcmp(what, "async") == 0) {
         /* stream-ordered allocations, overrun by 2 bytes each */
         CUstream s;

@@ -105,6 +105,7 @@ has torch_overrun_launch "redzone: culprit: launch#[0-9]+ kernel=off_by_one_kern
 under torch_overrun_default ATLAS_REDZONE=256 ATLAS_LOG_LEVEL=info -- python3 $here/rz_torch_overrun.py
 has torch_overrun_default "redzone: framework pools routed to one driver allocation per tensor: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" "pools routed, said at info"
 count torch_overrun_default "redzone overrun: alloc#[0-9]+ 4096 bytes .*: 4 bytes corrupted at \+4096\.\.\+4099" 1 "default allocator: Triton off-by-one reported"
+has torch_overrun_default "redzone: [1-9][0-9]* frees on the legacy stream were held back and checked in [1-9][0-9]* batches" "default allocator: frees on PyTorch's default stream held back and checked in batches"
 
 under torch_overrun_default_launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_torch_overrun.py
 has torch_overrun_default_launch "redzone: culprit: launch#[0-9]+ kernel=off_by_one_kernel" "default allocator, launch mode: the Triton kernel named"
