@@ -5,13 +5,15 @@
  * carve tensors out of large driver allocations, so a kernel that writes past a tensor lands in
  * the next tensor of the same segment and no red zone sees it. Both frameworks can instead take
  * each tensor from the driver's stream-ordered allocator, one driver allocation per tensor:
- *   PyTorch   PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF, its newer name)
- * backend:cudaMallocAsync JAX       XLA_PYTHON_CLIENT_ALLOCATOR=platform Both read their variable
- * when they initialise CUDA, long after this library is loaded, so a load-time constructor can set
- * them: the program, and every child that inherits the preload, sees them from its first
- * instruction. What the user set is kept: other PyTorch options stay (the backend is appended), and
- * an explicit backend or allocator is left alone. CuPy's pool is chosen in code
- * (cupy.cuda.set_allocator(None)), which no variable reaches: docs/redzone.md.
+ *   PyTorch  PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF, its newer name)
+ *            backend:cudaMallocAsync
+ *   JAX      XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async (its `platform` allocator maps each buffer
+ *            into 2 MiB cuMemCreate handles, where no red zone can sit)
+ * Both read their variable when they initialise CUDA, long after this library is loaded, so a
+ * load-time constructor can set them: the program, and every child that inherits the preload,
+ * sees them from its first instruction. What the user set is kept: other PyTorch options stay
+ * (the backend is appended), and an explicit backend or allocator is left alone. CuPy's pool is
+ * chosen in code (cupy.cuda.set_allocator(None)), which no variable reaches: docs/redzone.md.
  */
 #define _GNU_SOURCE
 #include "pools.h"
@@ -65,9 +67,9 @@ static void route_pytorch(void)
 static void route_jax(void)
 {
     if (atl_env_get("XLA_PYTHON_CLIENT_ALLOCATOR") ||
-        atl_env_set("XLA_PYTHON_CLIENT_ALLOCATOR", "platform") != 0)
+        atl_env_set("XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async") != 0)
         return;
-    note("XLA_PYTHON_CLIENT_ALLOCATOR=platform");
+    note("XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async");
 }
 
 __attribute__((constructor)) static void pools_route(void)

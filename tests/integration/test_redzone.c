@@ -734,7 +734,7 @@ START_TEST(pools_routed_with_redzones)
         "ATLAS_REDZONE=64",   "ATLAS_LOG_LEVEL=info",        "PYTORCH_CUDA_ALLOC_CONF",
         "PYTORCH_ALLOC_CONF", "XLA_PYTHON_CLIENT_ALLOCATOR", NULL};
     pools_run(&r, env);
-    HAS(r.out, "PT=backend:cudaMallocAsync PTN=unset XLA=platform\n");
+    HAS(r.out, "PT=backend:cudaMallocAsync PTN=unset XLA=cuda_async\n");
     HAS(r.out, "py backend:cudaMallocAsync\n");
     run_free(&r);
 }
@@ -753,7 +753,7 @@ START_TEST(pools_keep_what_the_user_set)
     const char *env2[] = {"ATLAS_REDZONE=64", "PYTORCH_CUDA_ALLOC_CONF",
                           "PYTORCH_ALLOC_CONF=backend:native", "XLA_PYTHON_CLIENT_ALLOCATOR", NULL};
     pools_run(&r, env2);
-    HAS(r.out, "PT=unset PTN=backend:native XLA=platform\n");
+    HAS(r.out, "PT=unset PTN=backend:native XLA=cuda_async\n");
     run_free(&r);
     /* the newer name, when it is the one the user set, takes the backend */
     const char *env3[] = {"ATLAS_REDZONE=64", "PYTORCH_CUDA_ALLOC_CONF",

@@ -134,10 +134,25 @@ hasnt torch_train_launch "redzone overrun|alloc failed|free failed|unknown point
 # 4. JAX: its pool routed to one driver allocation per buffer, a clean run
 if python3 -c 'import jax' 2>/dev/null; then
     under jax_clean ATLAS_REDZONE=64 ATLAS_LOG_LEVEL=info -- python3 $here/rz_jax_overrun.py
-    has jax_clean "framework pools routed .*XLA_PYTHON_CLIENT_ALLOCATOR=platform" "JAX's allocator routed, said at info"
+    has jax_clean "framework pools routed .*XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async" "JAX's allocator routed, said at info"
     has jax_clean "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "JAX buffers guarded, nothing reported"
     under jax_clean_launch ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_jax_overrun.py
     hasnt jax_clean_launch "redzone overrun|alloc failed|free failed|unknown pointer|cannot check" "JAX, launch mode: no report"
+    # a custom call whose kernel writes one float past its output, in unmodified
+    # JAX with no setting but ATLAS_REDZONE
+    ffi=$build/gpu/rz_jax_ffi.so
+    inc=$(python3 -c 'import jax.ffi; print(jax.ffi.include_dir())' 2>/dev/null)
+    if [ -n "$inc" ] && ${NVCC:-nvcc} -arch=sm_90 -std=c++17 -O2 -shared -Xcompiler -fPIC \
+        -I "$inc" -o "$ffi" $here/rz_jax_ffi.cu >"$out/jax_ffi_build.log" 2>&1; then
+        under jax_ffi ATLAS_REDZONE=64 -- python3 $here/rz_jax_overrun.py ffi "$ffi"
+        if grep -q '^ok: ffi' "$out/jax_ffi.out"; then pass "jax_ffi: the custom call ran"; else fail "jax_ffi: the custom call did not run"; fi
+        count jax_ffi "redzone overrun: alloc#[0-9]+ 16384 bytes .*: 4 bytes corrupted at \+16384\.\.\+16387" 1 "JAX custom call writing past its output: reported once"
+        under jax_ffi_launch ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_jax_overrun.py ffi "$ffi"
+        has jax_ffi_launch "redzone: culprit: launch#[0-9]+ kernel=past_end_kernel" "JAX custom call, launch mode: the kernel named"
+        count jax_ffi_launch "redzone overrun: alloc#[0-9]+ 16384 bytes" 1 "JAX custom call, launch mode: reported once"
+    else
+        fail "JAX custom call: could not build $ffi (see $out/jax_ffi_build.log)"
+    fi
 fi
 
 exit $status
