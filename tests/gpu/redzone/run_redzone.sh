@@ -131,6 +131,10 @@ has torch_train_nocache "redzone: 0 overruns found in [1-9][0-9]* guarded alloca
 under torch_train_launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_torch_train.py
 hasnt torch_train_launch "redzone overrun|alloc failed|free failed|unknown pointer|cannot check" "training, launch mode: no report"
 
+under torch_train_sync ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=sync -- python3 $here/rz_torch_train.py
+hasnt torch_train_sync "redzone overrun|alloc failed|free failed|unknown pointer|cannot check" "training, sync mode: no report"
+has torch_train_sync "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "training, sync mode: zones were checked"
+
 # 4. JAX: its pool routed to one driver allocation per buffer, a clean run
 if python3 -c 'import jax' 2>/dev/null; then
     under jax_clean ATLAS_REDZONE=64 ATLAS_LOG_LEVEL=info -- python3 $here/rz_jax_overrun.py
