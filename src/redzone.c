@@ -543,6 +543,24 @@ static CUdeviceptr dslots;
 static struct pending pend[SLOTS];
 static uint64_t pend_head, pend_tail; /* checks queued [tail, head) */
 
+/* Who found zone i of p, for its report: p's finder with that zone's
+ * parameter word (after a launch) or launch horizon (before a free). */
+static struct finder zone_finder(const struct pending *p, unsigned i)
+{
+    struct finder how = p->how;
+    how.arg = p->arg[i];
+    how.off = p->off[i];
+    if (p->has_site)
+        how.upto = p->upto[i];
+    return how;
+}
+
+static void site_copy(struct atl_stack *to, const struct atl_stack *from)
+{
+    to->n = from->n;
+    memcpy(to->pc, from->pc, (size_t)from->n * sizeof *from->pc);
+}
+
 static void slot_process(uint64_t k)
 {
     struct atl_rz_slot *sl = &slots[k % SLOTS];
@@ -557,11 +575,7 @@ static void slot_process(uint64_t k)
         memcpy(&r, &sl->rec[i], sizeof r);
         if (r.zone >= p->nz)
             continue;
-        struct finder how = p->how;
-        how.arg = p->arg[r.zone];
-        how.off = p->off[r.zone];
-        if (p->has_site)
-            how.upto = p->upto[r.zone];
+        struct finder how = zone_finder(p, r.zone);
         report(&p->z[r.zone], p->has_site ? &p->site[r.zone] : NULL, r.bad, r.first, r.last, &how);
     }
     if (nbad > ATL_RZ_RECS)
@@ -666,16 +680,23 @@ static CUresult check_queue_launch(void **args, CUstream stream)
 
 /* Queues the check of p's zones on `stream` (p->how.stream). 0 when queued,
  * -1 when the caller must check another way. With scan_lock held. */
-static int check_queue_locked(const struct pending *p)
+/* 1 when the check kernel and its verdict ring are there (made now if not
+ * yet tried). With scan_lock held. */
+static int checks_ready_locked(void)
 {
     /* loading a module and allocating page-locked memory are among the
      * calls a capture in the global mode forbids: not while one is on (a
      * launch onto a stream that is not capturing is fine) */
     if ((kernel_state == 0 || !slots) && atl_capture_any())
-        return -1;
+        return 0;
     if (kernel_state == 0)
         kernel_load();
-    if (kernel_state != 1 || !check_fn || slots_ready() != 0)
+    return kernel_state == 1 && check_fn && slots_ready() == 0;
+}
+
+static int check_queue_locked(const struct pending *p)
+{
+    if (!checks_ready_locked())
         return -1;
     if (pend_head - pend_tail == SLOTS)
         wait_oldest();
@@ -697,8 +718,7 @@ static int check_queue_locked(const struct pending *p)
     memcpy(q->off, p->off, p->nz * sizeof *p->off);
     q->has_site = p->has_site;
     for (unsigned i = 0; p->has_site && i < p->nz; i++) {
-        q->site[i].n = p->site[i].n;
-        memcpy(q->site[i].pc, p->site[i].pc, (size_t)p->site[i].n * sizeof *p->site[i].pc);
+        site_copy(&q->site[i], &p->site[i]);
         q->upto[i] = p->upto[i];
     }
     unsigned n = p->nz;
@@ -710,6 +730,25 @@ static int check_queue_locked(const struct pending *p)
     __atomic_store_n(&pend_head, k + 1, __ATOMIC_RELAXED);
     slots_poll(0);
     return 0;
+}
+
+/* The check before a free (of p's zones): queued, or where no kernel can be
+ * queued, made now with copies after everything queued. With scan_lock
+ * held. */
+static void free_check_locked(const struct pending *p)
+{
+    if (check_queue_locked(p) == 0 || sync_for_scan() != 0)
+        return;
+    slots_poll(1);
+    for (unsigned i = 0; i < p->nz; i++) {
+        unsigned bad;
+        size_t first = 0, last = 0;
+        __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
+        if (zone_read(&p->z[i], &bad, &first, &last) == 0 && bad) {
+            struct finder how = zone_finder(p, i);
+            report(&p->z[i], &p->site[i], bad, first, last, &how);
+        }
+    }
 }
 
 /* ---- frees held back ------------------------------------------------------------
@@ -752,21 +791,9 @@ static void held_release_locked(void)
         return;
     CUcontext cur = NULL;
     int other = atl_drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur != held.ctx;
-    if (other && atl_drv.cuCtxSetCurrent(held.ctx) != CUDA_SUCCESS)
-        other = 0; /* its context is gone, and its memory with it */
-    else if (check_queue_locked(&held.p) != 0 && sync_for_scan() == 0) {
-        /* the kernel's launch failed: read the zones with copies */
-        slots_poll(1);
-        for (unsigned i = 0; i < held.p.nz; i++) {
-            unsigned bad;
-            size_t first = 0, last = 0;
-            struct finder how = held.p.how;
-            how.upto = held.p.upto[i];
-            __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
-            if (zone_read(&held.p.z[i], &bad, &first, &last) == 0 && bad)
-                report(&held.p.z[i], &held.p.site[i], bad, first, last, &how);
-        }
-    }
+    int gone = other && atl_drv.cuCtxSetCurrent(held.ctx) != CUDA_SUCCESS;
+    if (!gone)
+        free_check_locked(&held.p);
     for (unsigned i = 0; i < held.p.nz; i++) {
         CUresult r = atl_own_result(atl_drv.cuMemFreeAsync(held.ptr[i], held.stream));
         static int said;
@@ -780,7 +807,7 @@ static void held_release_locked(void)
     held.p.nz = 0;
     held.bytes = 0;
     __atomic_store_n(&held_n, 0, __ATOMIC_RELAXED);
-    if (other)
+    if (other && !gone)
         atl_drv.cuCtxSetCurrent(cur);
 }
 
@@ -792,11 +819,8 @@ static int held_take_locked(const struct atl_free *f, const struct zone *z)
         (f->stream != NULL && f->stream != CU_STREAM_LEGACY) || z->bytes > HELD_ALLOC_MAX ||
         !atl_drv.cuMemFreeAsync || atl_capture_any())
         return 0;
-    if (kernel_state == 0)
-        kernel_load();
     CUcontext cur = NULL;
-    if (kernel_state != 1 || !check_fn || slots_ready() != 0 ||
-        atl_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur)
+    if (!checks_ready_locked() || atl_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur)
         return 0;
     if (held.p.nz &&
         (held.ctx != cur || held.stream != f->stream || held.hook != f->hook ||
@@ -814,8 +838,7 @@ static int held_take_locked(const struct atl_free *f, const struct zone *z)
     unsigned i = held.p.nz;
     held.ptr[i] = f->ptr;
     held.p.z[i] = *z;
-    held.p.site[i].n = f->rec.site.n;
-    memcpy(held.p.site[i].pc, f->rec.site.pc, (size_t)f->rec.site.n * sizeof *f->rec.site.pc);
+    site_copy(&held.p.site[i], &f->rec.site);
     held.p.upto[i] = atl_fault_last_launch();
     held.p.nz = i + 1;
     held.bytes += z->bytes + z->len;
@@ -1294,18 +1317,9 @@ void atl_redzone_free_pre(struct atl_free *f)
     p.has_site = 1;
     p.z[0] = z;
     p.arg[0] = p.off[0] = 0;
-    p.site[0].n = f->rec.site.n;
-    memcpy(p.site[0].pc, f->rec.site.pc, (size_t)f->rec.site.n * sizeof *f->rec.site.pc);
+    site_copy(&p.site[0], &f->rec.site);
     p.upto[0] = p.how.upto;
-    if (check_queue_locked(&p) != 0 && sync_for_scan() == 0) {
-        /* no kernel: read the zone with a copy, after everything queued */
-        slots_poll(1);
-        unsigned bad;
-        size_t first = 0, last = 0;
-        __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
-        if (zone_read(&z, &bad, &first, &last) == 0 && bad)
-            report(&z, &f->rec.site, bad, first, last, &p.how);
-    }
+    free_check_locked(&p);
     pthread_mutex_unlock(&scan_lock);
 }
 
