@@ -794,7 +794,8 @@ static void held_release_locked(void)
     int gone = other && atl_drv.cuCtxSetCurrent(held.ctx) != CUDA_SUCCESS;
     if (!gone)
         free_check_locked(&held.p);
-    for (unsigned i = 0; i < held.p.nz; i++) {
+    /* a context that is gone took its memory with it: nothing to free */
+    for (unsigned i = 0; i < held.p.nz && !gone; i++) {
         CUresult r = atl_own_result(atl_drv.cuMemFreeAsync(held.ptr[i], held.stream));
         static int said;
         char nm[64];
