@@ -33,6 +33,17 @@ static void rz_run(struct run_result *r, const char *scenario, const char *arg,
     ck_assert_msg(strstr(r->out, "ok\n") != NULL, "no ok from %s", scenario);
 }
 
+/* What the program printed under the preload (r) is what it prints without
+ * it: the driver's answers reach it unchanged. */
+static void same_out_as_plain(const struct run_result *r, const char *scenario)
+{
+    struct run_result plain;
+    char *argv[] = {PROG, (char *)scenario, NULL};
+    run_target(&plain, argv, NULL, 0);
+    ck_assert_str_eq(r->out, plain.out);
+    run_free(&plain);
+}
+
 /* The suspects listed in free/sync mode for the two_buffers() scenario. */
 static void six_suspects(const char *log, const char *where)
 {
@@ -499,11 +510,9 @@ END_TEST
  * the memory figures and the largest live allocations. */
 START_TEST(failed_alloc_not_oom_is_quiet)
 {
-    struct run_result r, plain;
+    struct run_result r;
     rz_run(&r, "nonoom", NULL, NULL);
-    char *argv[] = {PROG, "nonoom", NULL};
-    run_target(&plain, argv, NULL, 0);
-    ck_assert_str_eq(r.out, plain.out); /* the driver's error, unchanged */
+    same_out_as_plain(&r, "nonoom"); /* the driver's error, unchanged */
     HASNT(r.out, "without a context: 0\n");
     HASNT(r.log, "alloc failed");
     run_free(&r);
@@ -513,19 +522,16 @@ START_TEST(failed_alloc_not_oom_is_quiet)
     HAS(r.log, "alloc failed: alloc#2 cuMemAllocAsync bytes=4096 status=CUDA_ERROR_INVALID_CONTEXT "
                "(not out of memory; the driver's error is returned unchanged)");
     run_free(&r);
-    run_free(&plain);
 }
 END_TEST
 
 START_TEST(failed_alloc_report)
 {
-    struct run_result r, plain;
+    struct run_result r;
     rz_run(&r, "oom", NULL, NULL);
-    char *argv[] = {PROG, "oom", NULL};
-    run_target(&plain, argv, NULL, 0);
     /* the driver's error reaches the program unchanged */
     HAS(r.out, "big alloc: 2\n");
-    ck_assert_str_eq(r.out, plain.out);
+    same_out_as_plain(&r, "oom");
     HAS(r.log, "alloc failed: alloc#3 cuMemAlloc_v2 bytes=2097152 "
                "status=CUDA_ERROR_OUT_OF_MEMORY device free=");
     HAS(r.log, " total=1048576 live=2 ");
@@ -533,17 +539,14 @@ START_TEST(failed_alloc_report)
     const char *b = strstr(r.log, "largest live: alloc#1 4096 bytes at 0x");
     ck_assert(a && b && a < b);
     run_free(&r);
-    run_free(&plain);
 }
 END_TEST
 
 START_TEST(unknown_and_double_free)
 {
-    struct run_result r, plain;
+    struct run_result r;
     rz_run(&r, "badfree", NULL, NULL);
-    char *argv[] = {PROG, "badfree", NULL};
-    run_target(&plain, argv, NULL, 0);
-    ck_assert_str_eq(r.out, plain.out);
+    same_out_as_plain(&r, "badfree");
     HAS(r.out, "double free: 1\nstray free: 1\n");
     HAS(r.log, "(alloc#1, already freed: a double free) status=CUDA_ERROR_INVALID_VALUE (passed "
                "through)");
@@ -634,21 +637,13 @@ END_TEST
  * memory while frees are held is retried once they are released. */
 START_TEST(held_frees_answer_as_native)
 {
-    const char *sc[] = {"held-refree", "held-oom"};
-    for (int i = 0; i < 2; i++) {
-        struct run_result r, plain;
-        rz_run(&r, sc[i], NULL, NULL);
-        char *argv[] = {PROG, (char *)sc[i], NULL};
-        run_target(&plain, argv, NULL, 0);
-        ck_assert_str_eq(r.out, plain.out);
-        run_free(&r);
-        run_free(&plain);
-    }
     struct run_result r;
     rz_run(&r, "held-refree", NULL, NULL);
+    same_out_as_plain(&r, "held-refree");
     HAS(r.out, "double free: 1\n");
     run_free(&r);
     rz_run(&r, "held-oom", NULL, NULL);
+    same_out_as_plain(&r, "held-oom");
     HAS(r.out, "second: 0\n");
     HAS(r.out, "too big: 2\n");
     run_free(&r);
