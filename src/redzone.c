@@ -775,7 +775,6 @@ static void free_check_locked(const struct pending *p)
 static struct {
     CUcontext ctx;   /* current when the frees were made */
     CUstream stream; /* as the program named it: NULL or CU_STREAM_LEGACY */
-    int hook;
     size_t bytes;
     CUdeviceptr ptr[ATL_RZ_SLOT_ZONES];
     struct pending p; /* the batch's check: p.nz frees, their zones, sites and launches */
@@ -824,13 +823,12 @@ static int held_take_locked(const struct atl_free *f, const struct zone *z)
     if (!checks_ready_locked() || atl_drv.cuCtxGetCurrent(&cur) != CUDA_SUCCESS || !cur)
         return 0;
     if (held.p.nz &&
-        (held.ctx != cur || held.stream != f->stream || held.hook != f->hook ||
-         held.p.nz == ATL_RZ_SLOT_ZONES || held.bytes + z->bytes + z->len > HELD_BYTES_MAX))
+        (held.ctx != cur || held.stream != f->stream || held.p.nz == ATL_RZ_SLOT_ZONES ||
+         held.bytes + z->bytes + z->len > HELD_BYTES_MAX))
         held_release_locked();
     if (held.p.nz == 0) {
         held.ctx = cur;
         held.stream = f->stream;
-        held.hook = f->hook;
         held.bytes = 0;
         held.p.how =
             (struct finder){.by = BY_FREE, .where = atl_hook_names[f->hook], .stream = f->stream};
