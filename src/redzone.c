@@ -678,8 +678,6 @@ static CUresult check_queue_launch(void **args, CUstream stream)
     return r;
 }
 
-/* Queues the check of p's zones on `stream` (p->how.stream). 0 when queued,
- * -1 when the caller must check another way. With scan_lock held. */
 /* 1 when the check kernel and its verdict ring are there (made now if not
  * yet tried). With scan_lock held. */
 static int checks_ready_locked(void)
@@ -694,6 +692,8 @@ static int checks_ready_locked(void)
     return kernel_state == 1 && check_fn && slots_ready() == 0;
 }
 
+/* Queues the check of p's zones on p->how.stream. 0 when queued, -1 when
+ * the caller must check another way. With scan_lock held. */
 static int check_queue_locked(const struct pending *p)
 {
     if (!checks_ready_locked())
