@@ -39,3 +39,17 @@ redzone-bench-fake: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/rz_laun
 	LD_LIBRARY_PATH=$(FAKE_DIR) RZ_BENCH_LAUNCHES=300 sh bench/redzone/run_redzone_bench.sh $(BUILD) 1 $(realpath $(BUILD))/bench/fake_kernels.so
 
 BENCH_TARGETS += redzone-bench
+
+# The floor under launch mode: what one extra stream operation after every
+# tiny launch costs (the library's check kernel, plainly and as a dependent
+# launch, copies of the zones, a memset, a stream write), without the library.
+#   make redzone-ops-bench
+$(BUILD)/bench/rz_check_ops: bench/redzone/rz_check_ops.c src/redzone_gpu.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
+
+.PHONY: redzone-ops-bench
+redzone-ops-bench: $(BUILD)/bench/kern_bench.cubin $(BUILD)/bench/rz_check_ops $(BUILD)/gen/redzone_ptx.c
+	$(BUILD)/bench/rz_check_ops $(BUILD)/bench/kern_bench.cubin $(BUILD)/gen/redzone_ptx.c.pdl.ptx
+
+BENCH_TARGETS += redzone-ops-bench
