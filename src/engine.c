@@ -191,6 +191,8 @@ void atl_launch_pre(struct atl_launch *l)
                : atl_ring_first(l->func, l->params, l->extra);
     l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
                           l->block[0], l->block[1], l->block[2], l->shmem);
+    if (on(ATL_FEAT_REDZONE))
+        atl_redzone_launch_pre(l);
 }
 
 CUresult atl_launch_post(struct atl_launch *l, CUresult r)

@@ -214,6 +214,7 @@ struct finder {
     const char *where; /* BY_FREE, BY_FULL: the entry point (or "exit") */
     uint64_t upto;     /* BY_FREE, BY_FULL: the newest launch made before the check */
     int unreached;     /* BY_FULL after launch checks: no launch's parameters reached it */
+    int defer;         /* a full check in launch mode before exit: see full_report */
     /* BY_LAUNCH: the launch, its stream, and the parameter word that reached the zone */
     uint64_t seq;
     void *func;
@@ -910,6 +911,28 @@ static void kernels_forget_locked(void)
 }
 
 /* ---- full checks --------------------------------------------------------------------
+ * In launch mode another thread's launch may have overrun a zone and not yet
+ * queued its own check when a full check (at this thread's sync) reads the
+ * zone: reported then, the overrun would be put down to no launch. While
+ * such launches are in flight (`unchecked`, counted from before their
+ * driver call until their check is queued), a full check that may defer
+ * (how->defer) leaves a corrupted zone watched and unreported, and the
+ * launches since the last clean check suspects, for the launch's own check
+ * to find; a full check with no launch in flight (at the latest the one at
+ * exit) reports what none found. */
+static unsigned unchecked; /* atomic */
+
+static int full_report(const struct zone *z, unsigned bad, size_t first, size_t last,
+                       const struct finder *how, int defer, int *left)
+{
+    if (defer) {
+        ++*left;
+        return 0;
+    }
+    return report(z, NULL, bad, first, last, how);
+}
+
+/* ---- every zone --------------------------------------------------------------------
  * Every watched zone, after a context sync. The sync is what makes a zone
  * safe to include: its poison (a memset on the allocation's stream, which
  * the check's stream need not wait for) is complete, as is every queued
@@ -949,7 +972,9 @@ static int scan_locked(const struct finder *how, const struct atl_launch *culpri
         f.whole = why;
     }
     __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
-    int found = 0;
+    /* launches in flight other than the culprit (whose post this is) */
+    int defer = how->defer && __atomic_load_n(&unchecked, __ATOMIC_ACQUIRE) > (culprit ? 1u : 0u);
+    int found = 0, left = 0;
     if (nsnap == 0)
         goto clean;
     if (gpu) {
@@ -968,7 +993,7 @@ static int scan_locked(const struct finder *how, const struct atl_launch *culpri
         for (size_t i = 0; i < nsnap; i++) {
             volatile struct atl_rz_result *g = &res[i];
             if (g->bad)
-                found += report(&snap[i], NULL, g->bad, g->first, g->last, &f);
+                found += full_report(&snap[i], g->bad, g->first, g->last, &f, defer, &left);
         }
     } else {
     copies:
@@ -976,10 +1001,10 @@ static int scan_locked(const struct finder *how, const struct atl_launch *culpri
             unsigned bad;
             size_t first = 0, last = 0;
             if (zone_read(&snap[i], &bad, &first, &last) == 0 && bad)
-                found += report(&snap[i], NULL, bad, first, last, &f);
+                found += full_report(&snap[i], bad, first, last, &f, defer, &left);
         }
     }
-    if (found)
+    if (found || left)
         return found;
 clean:
     if (upto > __atomic_load_n(&clean_upto, __ATOMIC_RELAXED))
@@ -991,7 +1016,7 @@ static int scan_all(const char *where, int unreached)
 {
     if (!pad)
         return 0;
-    struct finder how = {.by = BY_FULL, .where = where, .unreached = unreached};
+    struct finder how = {.by = BY_FULL, .where = where, .unreached = unreached, .defer = unreached};
     pthread_mutex_lock(&scan_lock);
     int n = scan_locked(&how, NULL, NULL);
     pthread_mutex_unlock(&scan_lock);
@@ -1335,10 +1360,15 @@ void atl_redzone_free_post(struct atl_free *f, CUresult r)
     atl_leaks_free_result(f, r);
 }
 
-void atl_redzone_launch_post(const struct atl_launch *l, CUresult r)
+void atl_redzone_launch_pre(const struct atl_launch *l)
 {
-    if (!pad || r != CUDA_SUCCESS || mode != CHECK_LAUNCH || stream_capturing(l->stream))
-        return;
+    (void)l;
+    if (pad && mode == CHECK_LAUNCH)
+        __atomic_add_fetch(&unchecked, 1, __ATOMIC_ACQ_REL);
+}
+
+static void launch_checks(const struct atl_launch *l)
+{
     struct reach reach[REACH_MAX];
     const char *why;
     int n = reach_of(l, reach, &why);
@@ -1346,11 +1376,20 @@ void atl_redzone_launch_post(const struct atl_launch *l, CUresult r)
         launch_check(l, reach, n);
     } else if (n < 0) {
         /* what it reaches cannot be told: check every zone, and wait */
-        struct finder how = {.by = BY_FULL, .where = "launch"};
+        struct finder how = {.by = BY_FULL, .where = "launch", .defer = 1};
         pthread_mutex_lock(&scan_lock);
         scan_locked(&how, l, why);
         pthread_mutex_unlock(&scan_lock);
     }
+}
+
+void atl_redzone_launch_post(const struct atl_launch *l, CUresult r)
+{
+    if (!pad || mode != CHECK_LAUNCH)
+        return;
+    if (r == CUDA_SUCCESS && !stream_capturing(l->stream))
+        launch_checks(l);
+    __atomic_sub_fetch(&unchecked, 1, __ATOMIC_ACQ_REL);
 }
 
 /* Launch mode: a graph's kernels are not seen one by one; check right after

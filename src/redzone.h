@@ -37,6 +37,9 @@ int atl_redzone_release_held(void);
 void atl_redzone_sync_pre(const struct atl_sync *s);
 void atl_redzone_capture_pre(const struct atl_capture *c);
 void atl_redzone_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
+/* Launch mode: the pre event counts the launch as in flight until its
+ * check is queued (the post event). */
+void atl_redzone_launch_pre(const struct atl_launch *l);
 void atl_redzone_launch_post(const struct atl_launch *l, CUresult r);
 void atl_redzone_sync_post(const struct atl_sync *s, CUresult r);
 void atl_redzone_teardown(const char *where);

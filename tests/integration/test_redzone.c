@@ -363,6 +363,36 @@ START_TEST(check_at_launch_two_streams)
 }
 END_TEST
 
+/* Four threads launching on their own streams, each syncing its stream
+ * now and then (a full check, in launch mode, while the other threads'
+ * launches are in flight): each overrun is found by the check after its own
+ * launch, on its thread's stream, never put down to no launch by another
+ * thread's full check; and every launch got its check. */
+START_TEST(check_at_launch_threads)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    struct run_result r;
+    rz_run(&r, "launch-threads", NULL, env);
+    HAS(r.out, "checks queued: 1200\n");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 4);
+    for (int t = 0; t < 4; t++) {
+        char want[32], line[200];
+        void *s;
+        snprintf(want, sizeof want, "thread %d stream=", t);
+        const char *at = strstr(r.out, want);
+        ck_assert(at && sscanf(at + strlen(want), "%p", &s) == 1);
+        snprintf(line, sizeof line, "on stream %p, which reached alloc#%d", s, 9 * t + 9);
+        ck_assert_msg(strstr(r.log, line), "%s not in:\n%s", line, r.log);
+        snprintf(line, sizeof line, "alloc#%d 4096 bytes at 0x", 9 * t + 9);
+        HAS(r.log, line);
+    }
+    HAS(r.log, ": 1 bytes corrupted at +4096..+4096\n");
+    HAS(r.log, ": 4 bytes corrupted at +4096..+4099\n");
+    ck_assert_int_eq(count_lines(r.log, "found by the check after launch#"), 4);
+    run_free(&r);
+}
+END_TEST
+
 /* The cost of a launch's check does not grow with the allocations live:
  * the twin counts the zones each check reads. And a clean program with
  * thousands of live allocations reports nothing, in every mode. */
@@ -801,6 +831,7 @@ int main(void)
     tcase_add_test(tc, check_at_launch_wide);
     tcase_add_test(tc, check_at_launch_indirect);
     tcase_add_test(tc, check_at_launch_two_streams);
+    tcase_add_test(tc, check_at_launch_threads);
     tcase_add_test(tc, check_at_launch_flat_cost);
     tcase_add_test(tc, clean_with_many_live);
     tcase_add_test(tc, check_at_launch_with_capture);

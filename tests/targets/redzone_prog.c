@@ -134,6 +134,29 @@ static void *held_worker(void *arg)
     return NULL;
 }
 
+/* "launch-threads": four threads, each on a stream of its own, make 300
+ * launches over nine buffers of their own (allocated first, in thread
+ * order: thread t's are alloc#9t+1..9t+9) and synchronise their stream every
+ * 50; thread t's launch 60 * t + 11 overruns its alloc#9t+9, which no other
+ * launch reaches, by t + 1 bytes, and the others write inside the first
+ * eight. */
+static CUdeviceptr lt_buf[4][9];
+static CUstream lt_stream[4];
+static void *launch_worker(void *arg)
+{
+    long t = (long)arg;
+    CHECK(cuCtxSetCurrent(held_ctx));
+    for (int i = 0; i < 300; i++) {
+        if (i == 60 * t + 11)
+            poke(lt_buf[t][8], 4096, (unsigned)t + 1, lt_stream[t]);
+        else
+            poke(lt_buf[t][i % 8], 0, 16, lt_stream[t]);
+        if (i % 50 == 49)
+            CHECK(cuStreamSynchronize(lt_stream[t]));
+    }
+    return NULL;
+}
+
 /* Two allocation sites with the same frame, called from one place: the
  * same stack depth, so the ledger's unwind cache sees the same stack address
  * for both and must tell them apart by their return addresses ("sites"). */
@@ -344,6 +367,26 @@ int main(int argc, char **argv)
             pthread_join(th[t], NULL);
         CHECK(cuCtxSynchronize());
         printf("frees: %lu\n", fake_calls("cuMemFreeAsync"));
+    } else if (strcmp(what, "launch-threads") == 0) {
+        pthread_t th[4];
+        CHECK(cuCtxGetCurrent(&held_ctx));
+        for (int t = 0; t < 4; t++) {
+            CHECK(cuStreamCreate(&lt_stream[t], CU_STREAM_NON_BLOCKING));
+            printf("thread %d stream=%p\n", t, (void *)lt_stream[t]);
+            for (int b = 0; b < 9; b++)
+                lt_buf[t][b] = rz_alloc(4096);
+        }
+        fake_reset_counts();
+        unsigned long dep = fake_programmatic_launches();
+        for (long t = 0; t < 4; t++)
+            pthread_create(&th[t], NULL, launch_worker, (void *)t);
+        for (int t = 0; t < 4; t++)
+            pthread_join(th[t], NULL);
+        CHECK(cuCtxSynchronize());
+        printf("checks queued: %lu\n", fake_programmatic_launches() - dep);
+        for (int t = 0; t < 4; t++)
+            for (int b = 0; b < 9; b++)
+                CHECK(cuMemFree(lt_buf[t][b]));
     } else if (strcmp(what, "held-exit") == 0) {
         /* held frees the program never synchronises after: checked at exit */
         CUdeviceptr p = held_alloc(512), q = held_alloc(512);

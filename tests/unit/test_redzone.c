@@ -237,6 +237,14 @@ static void free_dev(CUdeviceptr p)
     atl_free_post(&f, CUDA_SUCCESS);
 }
 
+/* A launch's events as the engine makes them: pre before the driver's call,
+ * post after it. */
+static void launch_events(struct atl_launch *l)
+{
+    atl_redzone_launch_pre(l);
+    atl_redzone_launch_post(l, CUDA_SUCCESS);
+}
+
 START_TEST(gpu_scan_finds_overrun)
 {
     setup(0);
@@ -275,11 +283,11 @@ START_TEST(launch_mode_names_culprit)
                            .grid = {3, 1, 1},
                            .block = {128, 1, 1},
                            .seq = 41};
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    launch_events(&l);
     int before = launches;
     memset((char *)a + 2048, 0, 5);
     l.seq = 42;
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    launch_events(&l);
     ck_assert_int_eq(launches, before + 1);
     const char *log = read_log();
     ck_assert_msg(strstr(log, "5 bytes corrupted at +2048..+2052\n"), "%s", log);
@@ -335,7 +343,7 @@ START_TEST(launch_mode_queued)
                            .rec = atl_krec_get(k),
                            .seq = 1};
     memset((char *)a + 512, 0, 3); /* launch 1 writes 3 bytes past a */
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    launch_events(&l);
     ck_assert_int_eq(checks_queued, 1);
     ck_assert_ptr_eq(stream_of_check, s1);
     /* launch 2, on another stream, is given a pointer one past the end of b
@@ -345,7 +353,7 @@ START_TEST(launch_mode_queued)
     l.seq = 2;
     l.stream = s2;
     l.grid[0] = 9;
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    launch_events(&l);
     ck_assert_int_eq(checks_queued, 2);
     ck_assert_ptr_eq(stream_of_check, s2);
     ck_assert_int_eq(syncs, 0);    /* never waited */
@@ -405,7 +413,7 @@ START_TEST(launch_mode_wide_layout)
                            .rec = rec,
                            .seq = 1};
     memset((char *)a + 512, 0, 2);
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    launch_events(&l);
     ck_assert_int_eq(checks_queued, 1);
     ck_assert_int_eq(launches, 0); /* no full scan */
     struct atl_sync sy = {.hook = ATL_ID_cuCtxSynchronize, .kind = ATL_SYNC_CTX};
@@ -446,27 +454,27 @@ START_TEST(launch_mode_reach_after_frees)
     void *params[] = {&arg0, &n};
     struct atl_launch l = small_launch(k, params);
     l.seq = 1;
-    atl_redzone_launch_post(&l, CUDA_SUCCESS); /* b looked up, clean */
-    free_dev(a);                               /* b's zone moves into a's place */
+    launch_events(&l); /* b looked up, clean */
+    free_dev(a);       /* b's zone moves into a's place */
     free((void *)a);
     CUdeviceptr c = alloc(512); /* alloc#3 */
     memset((char *)b + 512, 0, 4);
     l.seq = 2;
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    launch_events(&l);
     /* d, reached by a launch, freed; e takes d's place in the table and f
      * d's address */
     char *mem = calloc(1, 512 + 256);
     CUdeviceptr d = alloc_at(512, mem); /* alloc#4 */
     arg0 = d;
     l.seq = 3;
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    launch_events(&l);
     free_dev(d);
     CUdeviceptr e = alloc(512);         /* alloc#5 */
     CUdeviceptr f = alloc_at(512, mem); /* alloc#6 */
     ck_assert_uint_eq(f, d);
     memset((char *)f + 512, 0, 6);
     l.seq = 4;
-    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    launch_events(&l);
     ck_assert_int_eq(checks_queued, 6); /* one after each launch, one before each free */
     ck_assert_int_eq(launches, 0);      /* every launch's zones known: no full scan */
     struct atl_sync sy = {.hook = ATL_ID_cuCtxSynchronize, .kind = ATL_SYNC_CTX};
@@ -486,6 +494,45 @@ START_TEST(launch_mode_reach_after_frees)
 }
 END_TEST
 
+/* Another thread's launch overran a zone and has not queued its check yet
+ * (between its pre and post events) when this thread syncs: the full check
+ * leaves the zone to that launch's check, which names it; with no launch in
+ * flight a full check reports what no launch's check found. */
+START_TEST(launch_mode_full_check_defers_to_launch_in_flight)
+{
+    async_on = 1;
+    setup(2);
+    atl_drv.cuFuncGetParamInfo = s_paraminfo;
+    CUfunction k = (CUfunction)0x77;
+    CUdeviceptr a = alloc(512), b = alloc(512); /* alloc#1, #2 */
+    int n = 64;
+    void *params[] = {&a, &n};
+    struct atl_launch l = small_launch(k, params);
+    l.seq = 7;
+    struct atl_sync sy = {.hook = ATL_ID_cuStreamSynchronize, .kind = ATL_SYNC_STREAM};
+    atl_redzone_launch_pre(&l);
+    memset((char *)a + 512, 0, 2);            /* launch#7's kernel overruns a */
+    atl_redzone_sync_post(&sy, CUDA_SUCCESS); /* another thread's sync */
+    const char *log = read_log();
+    ck_assert_msg(!strstr(log, "redzone overrun"), "%s", log);
+    atl_redzone_launch_post(&l, CUDA_SUCCESS);
+    atl_redzone_sync_post(&sy, CUDA_SUCCESS);
+    log = read_log();
+    ck_assert_int_eq(count_of(log, "redzone overrun"), 1);
+    ck_assert_msg(strstr(log, "redzone: found by the check after launch#7 on stream 0x51, which "
+                              "reached alloc#1 through arg0+0x0\n"),
+                  "%s", log);
+    /* b, which no launch reaches, overrun: found by the next full check */
+    memset((char *)b + 512, 0, 3);
+    atl_redzone_sync_post(&sy, CUDA_SUCCESS);
+    log = read_log();
+    ck_assert_int_eq(count_of(log, "redzone overrun"), 2);
+    ck_assert_msg(strstr(log, "redzone: alloc#2 found by the full check at cuStreamSynchronize; no "
+                              "launch's parameters reached it"),
+                  "%s", log);
+}
+END_TEST
+
 /* The ring of verdicts fills only when the program never synchronises: the
  * oldest check is then waited for (its stream), and not before. */
 START_TEST(launch_mode_ring_full)
@@ -501,7 +548,7 @@ START_TEST(launch_mode_ring_full)
     int i = 0;
     for (; syncs == 0 && i < 2000; i++) {
         l.seq = (uint64_t)i + 1;
-        atl_redzone_launch_post(&l, CUDA_SUCCESS);
+        launch_events(&l);
     }
     /* the 1025th check found the ring (1024 slots) full */
     ck_assert_int_eq(i, 1025);
@@ -521,6 +568,7 @@ int main(void)
     tcase_add_test(tc, launch_mode_ring_full);
     tcase_add_test(tc, launch_mode_wide_layout);
     tcase_add_test(tc, launch_mode_reach_after_frees);
+    tcase_add_test(tc, launch_mode_full_check_defers_to_launch_in_flight);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_FORK);
