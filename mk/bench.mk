@@ -25,7 +25,7 @@ RZ_BENCH_REPS ?= 5
 
 $(BUILD)/bench/rz_launch_bench: bench/redzone/rz_launch_bench.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -Wall -Wextra -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl -lpthread
 
 $(BUILD)/bench/fake_kernels.so: bench/redzone/fake_kernels.c tests/fake/fakecuda.h
 	@mkdir -p $(dir $@)

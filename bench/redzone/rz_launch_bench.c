@@ -20,9 +20,19 @@
  * Prints the median block of each side and their ratio:
  *   ab LIVE native US atlastrace US ratio R | enqueue: native US atlastrace US ratio R MODULE is
  * the cubin on a GPU, or on the fake driver (make redzone-bench-fake) the shared object of
- * bench/redzone/fake_kernels.c. */
+ * bench/redzone/fake_kernels.c.
+ *
+ *   rz_launch_bench MODULE LIVE LAUNCHES BLOCKS ab-threads LIB T
+ * The A/B with T threads launching at once, each on a stream of its own over
+ * the same LIVE allocations; the threads meet at a barrier before every
+ * block, so all of them run the same side together and a lock on the
+ * library's launch path shows as a ratio that grows with T. Prints
+ *   ab-threads T LIVE native US atlastrace US ratio R
+ * (median block over every thread's blocks, microseconds per launch of one
+ * thread). */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +57,8 @@ static double now_us(void)
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                               unsigned, unsigned, CUstream, void **, void **);
 
-static void launches_by(launch_fn fn, CUfunction f, const CUdeviceptr *live, long nlive, long n)
+static void launches_on(launch_fn fn, CUfunction f, const CUdeviceptr *live, long nlive, long n,
+                        CUstream st)
 {
     unsigned a = 1, b = 2;
     float s = 1.5f;
@@ -56,8 +67,13 @@ static void launches_by(launch_fn fn, CUfunction f, const CUdeviceptr *live, lon
     for (long i = 0; i < n; i++) {
         CUdeviceptr p0 = live[i % nlive], p1 = live[(i + 1) % nlive], p2 = live[(i + 2) % nlive];
         void *params[] = {&p0, &p1, &p2, &a, &b, &s, &k, &j};
-        CHECK(fn(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+        CHECK(fn(f, 1, 1, 1, 32, 1, 1, 0, st, params, NULL));
     }
+}
+
+static void launches_by(launch_fn fn, CUfunction f, const CUdeviceptr *live, long nlive, long n)
+{
+    launches_on(fn, f, live, nlive, n, NULL);
 }
 
 static void launches(CUfunction f, const CUdeviceptr *live, long nlive, long n)
@@ -132,6 +148,89 @@ static int ab(CUfunction f, CUdeviceptr *live, long nlive, long n, int blocks, c
     return 0;
 }
 
+/* ab-threads: one thread's share. */
+struct tjob {
+    CUcontext ctx;
+    CUfunction f;
+    const CUdeviceptr *live;
+    long nlive, n;
+    int blocks;
+    launch_fn real, wrap;
+    CUresult (*real_sync)(CUstream), (*wrap_sync)(CUstream);
+    pthread_barrier_t *bar;
+    double *t[2]; /* blocks microseconds per launch, each side */
+};
+
+static void *tjob_run(void *arg)
+{
+    struct tjob *j = arg;
+    CUstream st;
+    CHECK(cuCtxSetCurrent(j->ctx));
+    CHECK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    for (int w = 0; w < 2; w++) { /* warm up both sides */
+        launches_on(w ? j->wrap : j->real, j->f, j->live, j->nlive, 300, st);
+        CHECK(w ? j->wrap_sync(st) : j->real_sync(st));
+    }
+    for (int b = 0; b < 2 * j->blocks; b++) {
+        int w = b & 1;
+        pthread_barrier_wait(j->bar);
+        double t0 = now_us();
+        launches_on(w ? j->wrap : j->real, j->f, j->live, j->nlive, j->n, st);
+        CHECK(w ? j->wrap_sync(st) : j->real_sync(st));
+        j->t[w][b / 2] = (now_us() - t0) / (double)j->n;
+    }
+    pthread_barrier_wait(j->bar);
+    CHECK(j->wrap_sync(st));
+    CHECK(cuStreamDestroy(st));
+    return NULL;
+}
+
+static int ab_threads(CUcontext ctx, CUfunction f, CUdeviceptr *live, long nlive, long n,
+                      int blocks, const char *libpath, int nt)
+{
+    void *lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
+    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib || !cu || nt < 1 || nt > 64) {
+        fprintf(stderr, "rz_launch_bench: %s\n", lib && cu ? "1 to 64 threads" : dlerror());
+        return 1;
+    }
+    struct tjob proto = {
+        .ctx = ctx, .f = f, .live = live, .nlive = nlive, .n = n, .blocks = blocks};
+    void *real;
+    proto.wrap = (launch_fn)wrapper(lib, cu, "cuLaunchKernel", &real);
+    proto.real = (launch_fn)real;
+    proto.wrap_sync = wrapper(lib, cu, "cuStreamSynchronize", &real);
+    proto.real_sync = (CUresult(*)(CUstream))real;
+    CUresult (*wrap_alloc)(CUdeviceptr *, size_t) = wrapper(lib, cu, "cuMemAlloc_v2", &real);
+    CUresult (*wrap_free)(CUdeviceptr) = wrapper(lib, cu, "cuMemFree_v2", &real);
+    for (long i = 0; i < nlive; i++)
+        CHECK(wrap_alloc(&live[i], 4096));
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)nt);
+    proto.bar = &bar;
+    struct tjob *jobs = calloc((size_t)nt, sizeof *jobs);
+    pthread_t *tid = calloc((size_t)nt, sizeof *tid);
+    double *all[2] = {calloc((size_t)(nt * blocks), sizeof(double)),
+                      calloc((size_t)(nt * blocks), sizeof(double))};
+    if (!jobs || !tid || !all[0] || !all[1])
+        return 1;
+    for (int t = 0; t < nt; t++) {
+        jobs[t] = proto;
+        jobs[t].t[0] = all[0] + t * blocks;
+        jobs[t].t[1] = all[1] + t * blocks;
+        if (pthread_create(&tid[t], NULL, tjob_run, &jobs[t]) != 0)
+            return 1;
+    }
+    for (int t = 0; t < nt; t++)
+        pthread_join(tid[t], NULL);
+    double an = median(all[0], nt * blocks), aw = median(all[1], nt * blocks);
+    printf("ab-threads %d %ld native %.2f atlastrace %.2f ratio %.3f\n", nt, nlive, an, aw,
+           aw / an);
+    for (long i = 0; i < nlive; i++)
+        CHECK(wrap_free(live[i]));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
@@ -156,6 +255,8 @@ int main(int argc, char **argv)
         return 1;
     if (argc > 6 && strcmp(argv[5], "ab") == 0)
         return ab(f, live, nlive, n, blocks, argv[6]);
+    if (argc > 7 && strcmp(argv[5], "ab-threads") == 0)
+        return ab_threads(ctx, f, live, nlive, n, blocks, argv[6], atoi(argv[7]));
     for (long i = 0; i < nlive; i++)
         CHECK(cuMemAlloc(&live[i], 4096));
     launches(f, live, nlive, 300); /* warm up: module, check kernel, caches */
