@@ -41,10 +41,12 @@
 #include "stack.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { CHECK_FREE, CHECK_SYNC, CHECK_LAUNCH };
 
@@ -333,7 +335,9 @@ static int kernel_state; /* 0 untried, 1 loaded, -1 unavailable */
 static CUmodule kernel_mod;
 static CUfunction scan_fn;
 static CUfunction check_fn; /* the queued check; NULL: synchronous checks */
-static int check_pdl; /* check_fn waits for the grid before it: queue it as a dependent launch */
+/* check_fn waits for the grid before it: queue it as a dependent launch.
+ * Read by launches made without scan_lock: atomic. */
+static int check_pdl;
 static struct atl_rz_zone *tab;   /* mapped host memory */
 static struct atl_rz_result *res; /* mapped host memory */
 static CUdeviceptr dtab, dres;
@@ -361,15 +365,16 @@ static void kernel_load(void)
 {
     char why[96] = "built without nvcc";
     kernel_state = -1;
-    check_pdl = 0;
+    __atomic_store_n(&check_pdl, 0, __ATOMIC_RELAXED);
     if (atl_redzone_ptx[0] && atl_drv.cuModuleLoadData && atl_drv.cuModuleGetFunction &&
         atl_drv.cuLaunchKernel && atl_drv.cuMemAllocHost_v2) {
         CUmodule m;
         /* the sm_90 build first where the GPU takes it; the portable one
          * if the driver refuses that */
-        check_pdl =
+        int pdl =
             device_takes_pdl() && atl_drv.cuModuleLoadData(&m, atl_redzone_ptx_pdl) == CUDA_SUCCESS;
-        CUresult r = check_pdl ? CUDA_SUCCESS : atl_drv.cuModuleLoadData(&m, atl_redzone_ptx);
+        __atomic_store_n(&check_pdl, pdl, __ATOMIC_RELAXED);
+        CUresult r = pdl ? CUDA_SUCCESS : atl_drv.cuModuleLoadData(&m, atl_redzone_ptx);
         if (r == CUDA_SUCCESS) {
             kernel_mod = m;
             r = atl_drv.cuModuleGetFunction(&scan_fn, m, ATL_RZ_SCAN_ENTRY);
@@ -379,11 +384,11 @@ static void kernel_load(void)
             if (atl_drv.cuModuleGetFunction(&check_fn, m, ATL_RZ_CHECK_ENTRY) != CUDA_SUCCESS)
                 check_fn = NULL;
             atl_log(ATL_INFO, "redzone: check kernels loaded (%s)",
-                    check_pdl ? "sm_90 build: each check is a dependent launch"
-                              : "portable build: plain launches");
+                    pdl ? "sm_90 build: each check is a dependent launch"
+                        : "portable build: plain launches");
             return;
         }
-        check_pdl = 0;
+        __atomic_store_n(&check_pdl, 0, __ATOMIC_RELAXED);
         char nm[64];
         if (!atl_redzone_ptx_stub)
             snprintf(why, sizeof why, "the driver refused its PTX: %s",
@@ -490,10 +495,31 @@ static int zone_read(const struct zone *z, unsigned *bad, size_t *first, size_t 
     return 0;
 }
 
+static unsigned launching; /* checks whose launch is being made, atomic */
+
+/* Waits (a tenth of a second at most: the thread making the launch may be
+ * the one waiting, in a signal handler) until no check's launch is being
+ * made. 0 when none is. */
+static int launching_wait(void)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (__atomic_load_n(&launching, __ATOMIC_ACQUIRE)) {
+        sched_yield();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 100000000L)
+            return -1;
+    }
+    return 0;
+}
+
 /* The device is readable now? Skips (quietly) during captures and after
  * teardown, and says once why a sync failed otherwise. */
 static int sync_for_scan(void)
 {
+    /* a check whose launch another thread is making now is queued after
+     * the sync, and would be taken for one that never ran */
+    launching_wait();
     if (atl_capture_any()) {
         __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
         return -1;
@@ -524,10 +550,21 @@ static int sync_for_scan(void)
  * frees; only when the ring is full is the oldest waited for (its stream
  * synchronised). A check reads only the zones listed in its own slot, so a
  * zone table rebuilt meanwhile cannot change what a check in flight reads.
- * All of it under scan_lock. */
+ * All of it under scan_lock, but for the driver's launch of a check after a
+ * program's launch: the slot is taken under the lock and the launch made
+ * without it (so threads launching on their own streams do not wait for
+ * each other's checks), and its outcome is then written into the slot's
+ * `state` with a compare-and-swap, which fails harmlessly when the slot was
+ * given up meanwhile (a context teardown) and taken again. Readers stop at
+ * a slot whose launch is still being made. */
 #define SLOTS 1024
+#define SLOT_LAUNCHING 1u /* taken; its launch is being made */
+#define SLOT_QUEUED 2u
+#define SLOT_FAILED 3u /* the driver refused the launch: nothing to read */
+#define SLOT_STATE(ticket, st) ((uint64_t)(ticket) << 2 | (st))
 struct pending {
     uint64_t ticket; /* what the kernel writes into `done` */
+    uint64_t state;  /* SLOT_STATE(ticket, SLOT_...), atomic */
     struct finder how;
     unsigned nz;
     struct zone z[ATL_RZ_SLOT_ZONES];
@@ -584,16 +621,24 @@ static void slot_process(uint64_t k)
                 (unsigned long long)p->how.seq, nbad - ATL_RZ_RECS);
 }
 
-/* Reads the finished slots, in order; with `all` (after a context sync),
- * every queued one (a slot still unfinished then never ran: dropped). */
+/* Reads the finished slots, in order; with `all` (after a context sync
+ * made when no launch was being made), every queued one (a slot still
+ * unfinished then never ran: dropped). Stops at a slot whose launch is
+ * being made. */
 static void slots_poll(int all)
 {
     while (pend_tail < pend_head) {
         uint64_t k = pend_tail;
-        if (__atomic_load_n(&slots[k % SLOTS].done, __ATOMIC_ACQUIRE) == pend[k % SLOTS].ticket)
-            slot_process(k);
-        else if (!all)
+        const struct pending *q = &pend[k % SLOTS];
+        uint64_t st = __atomic_load_n(&q->state, __ATOMIC_ACQUIRE);
+        if (st == SLOT_STATE(q->ticket, SLOT_LAUNCHING))
             break;
+        if (st == SLOT_STATE(q->ticket, SLOT_QUEUED)) {
+            if (__atomic_load_n(&slots[k % SLOTS].done, __ATOMIC_ACQUIRE) == q->ticket)
+                slot_process(k);
+            else if (!all)
+                break;
+        }
         __atomic_store_n(&pend_tail, k + 1, __ATOMIC_RELAXED);
     }
 }
@@ -609,6 +654,9 @@ static int pending_any(void)
 static void wait_oldest(void)
 {
     const struct pending *p = &pend[pend_tail % SLOTS];
+    if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) == SLOT_STATE(p->ticket, SLOT_LAUNCHING) &&
+        launching_wait() != 0)
+        return; /* still being launched: the caller checks another way */
     if (atl_own_result(atl_drv.cuStreamSynchronize(p->how.stream)) != CUDA_SUCCESS &&
         sync_for_scan() != 0) {
         __atomic_store_n(&pend_tail, pend_tail + 1, __ATOMIC_RELAXED); /* give it up */
@@ -647,10 +695,10 @@ static int slots_ready(void)
  * refuses the attribute, where a plain launch then works, gets plain
  * launches from then on. */
 #define CHECK_THREADS 256 /* the check's one block */
-static CUresult check_queue_launch(void **args, CUstream stream)
+static CUresult check_queue_launch(CUfunction fn, void **args, CUstream stream)
 {
     CUresult dep = CUDA_SUCCESS; /* what the driver said to a dependent launch */
-    if (check_pdl) {
+    if (__atomic_load_n(&check_pdl, __ATOMIC_RELAXED)) {
         CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION};
         at.value.programmaticStreamSerializationAllowed = 1;
         CUlaunchConfig cfg = {.gridDimX = 1,
@@ -662,14 +710,13 @@ static CUresult check_queue_launch(void **args, CUstream stream)
                               .hStream = stream,
                               .attrs = &at,
                               .numAttrs = 1};
-        dep = atl_drv.cuLaunchKernelEx(&cfg, check_fn, args, NULL);
+        dep = atl_drv.cuLaunchKernelEx(&cfg, fn, args, NULL);
         if (dep == CUDA_SUCCESS)
             return dep;
     }
-    CUresult r =
-        atl_drv.cuLaunchKernel(check_fn, 1, 1, 1, CHECK_THREADS, 1, 1, 0, stream, args, NULL);
-    if (dep != CUDA_SUCCESS && r == CUDA_SUCCESS) {
-        check_pdl = 0;
+    CUresult r = atl_drv.cuLaunchKernel(fn, 1, 1, 1, CHECK_THREADS, 1, 1, 0, stream, args, NULL);
+    if (dep != CUDA_SUCCESS && r == CUDA_SUCCESS &&
+        __atomic_exchange_n(&check_pdl, 0, __ATOMIC_RELAXED)) {
         char nm[64];
         atl_log(ATL_INFO,
                 "redzone: the driver refused a dependent launch of the check (%s): plain "
@@ -693,21 +740,36 @@ static int checks_ready_locked(void)
     return kernel_state == 1 && check_fn && slots_ready() == 0;
 }
 
-/* Queues the check of p's zones on p->how.stream. 0 when queued, -1 when
- * the caller must check another way. With scan_lock held. */
-static int check_queue_locked(const struct pending *p)
+/* A check with its slot taken, ready to be launched: what the kernel is
+ * given. */
+struct check_call {
+    struct pending *q;
+    CUfunction fn;
+    struct atl_rz_list list;
+    unsigned n;
+    CUdeviceptr slot;
+    unsigned long long ticket;
+};
+
+/* Takes a slot for the check of p's zones and fills it: the launch is the
+ * caller's (check_launch), with or without scan_lock. 0, or -1 when the
+ * caller must check another way. With scan_lock held. */
+static int check_take_locked(const struct pending *p, struct check_call *c)
 {
     if (!checks_ready_locked())
         return -1;
+    slots_poll(0);
     if (pend_head - pend_tail == SLOTS)
         wait_oldest();
+    if (pend_head - pend_tail == SLOTS)
+        return -1;
     uint64_t k = pend_head;
     struct atl_rz_slot *sl = &slots[k % SLOTS];
     sl->done = 0;
     sl->nbad = 0;
-    struct atl_rz_list list = {0};
+    memset(&c->list, 0, sizeof c->list);
     for (unsigned i = 0; i < p->nz; i++)
-        list.z[i] = (struct atl_rz_zone){p->z[i].start, p->z[i].len, fill, 0};
+        c->list.z[i] = (struct atl_rz_zone){p->z[i].start, p->z[i].len, fill, 0};
     /* only what p holds: a launch's check has no call stack, and most
      * lists are short */
     struct pending *q = &pend[k % SLOTS];
@@ -722,15 +784,38 @@ static int check_queue_locked(const struct pending *p)
         site_copy(&q->site[i], &p->site[i]);
         q->upto[i] = p->upto[i];
     }
-    unsigned n = p->nz;
-    unsigned long long ticket = k + 1;
-    CUdeviceptr ds = dslots + (k % SLOTS) * sizeof *slots;
-    void *args[] = {&list, &n, &ds, &ticket};
-    if (check_queue_launch(args, p->how.stream) != CUDA_SUCCESS)
-        return -1;
+    __atomic_store_n(&q->state, SLOT_STATE(k + 1, SLOT_LAUNCHING), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&launching, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&pend_head, k + 1, __ATOMIC_RELAXED);
-    slots_poll(0);
+    c->q = q;
+    c->fn = check_fn;
+    c->n = p->nz;
+    c->slot = dslots + (k % SLOTS) * sizeof *slots;
+    c->ticket = k + 1;
     return 0;
+}
+
+/* Launches a taken check on `stream` and says so in its slot. */
+static CUresult check_launch(struct check_call *c, CUstream stream)
+{
+    void *args[] = {&c->list, &c->n, &c->slot, &c->ticket};
+    CUresult r = check_queue_launch(c->fn, args, stream);
+    uint64_t want = SLOT_STATE(c->ticket, SLOT_LAUNCHING);
+    __atomic_compare_exchange_n(
+        &c->q->state, &want, SLOT_STATE(c->ticket, r == CUDA_SUCCESS ? SLOT_QUEUED : SLOT_FAILED),
+        0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&launching, 1, __ATOMIC_RELEASE);
+    return r;
+}
+
+/* Queues the check of p's zones on p->how.stream. 0 when queued, -1 when
+ * the caller must check another way. With scan_lock held. */
+static int check_queue_locked(const struct pending *p)
+{
+    struct check_call c;
+    if (check_take_locked(p, &c) != 0)
+        return -1;
+    return check_launch(&c, p->how.stream) == CUDA_SUCCESS ? 0 : -1;
 }
 
 /* The check before a free (of p's zones): queued, or where no kernel can be
@@ -1120,18 +1205,25 @@ static int reach_of(const struct atl_launch *l, struct reach *out, const char **
  * its stream. No context sync, even for a zone made since the last check:
  * the zone was poisoned on its allocation's stream, and a launch that uses
  * the allocation is ordered after that in any correctly ordered program,
- * so the check (after the launch on the launch's stream) is too. With no
- * kernel: the launch's stream is synchronised and the zones are copied. */
+ * so the check (after the launch on the launch's stream) is too. The slots
+ * are taken under scan_lock and the checks launched after it is let go:
+ * the driver's enqueue is most of a check's cost, and threads launching on
+ * their own streams would otherwise make theirs one at a time. The check
+ * is queued before the program's launch call returns, so anything the
+ * program orders after its launch (a sync, then a free) comes after the
+ * check too. With no kernel: the launch's stream is synchronised and the
+ * zones are copied. */
 static void launch_check(const struct atl_launch *l, const struct reach *r, int n)
 {
-    struct pending p; /* the fields check_queue_locked reads, no more */
+    struct pending p; /* the fields check_take_locked reads, no more */
     p.how = (struct finder){
         .by = BY_LAUNCH, .seq = l->seq, .func = (void *)l->func, .stream = l->stream};
     p.has_site = 0;
     memcpy(p.how.grid, l->grid, sizeof p.how.grid);
     memcpy(p.how.block, l->block, sizeof p.how.block);
+    struct check_call calls[REACH_MAX / ATL_RZ_SLOT_ZONES];
+    int ncalls = 0, queued = 1;
     pthread_mutex_lock(&scan_lock);
-    int queued = 1;
     for (int i = 0; i < n && queued; i += ATL_RZ_SLOT_ZONES) {
         p.nz = 0;
         for (int j = i; j < n && p.nz < ATL_RZ_SLOT_ZONES; j++, p.nz++) {
@@ -1139,13 +1231,23 @@ static void launch_check(const struct atl_launch *l, const struct reach *r, int 
             p.arg[p.nz] = r[j].arg;
             p.off[p.nz] = r[j].off;
         }
-        queued = check_queue_locked(&p) == 0;
+        queued = check_take_locked(&p, &calls[ncalls]) == 0;
+        ncalls += queued;
     }
+    pthread_mutex_unlock(&scan_lock);
+    for (int i = 0; i < ncalls; i++)
+        if (check_launch(&calls[i], l->stream) != CUDA_SUCCESS)
+            queued = 0;
+    if (queued)
+        return;
     /* not queued (no kernel, or its launch failed): every zone with copies;
      * a zone a queued slot reports too is reported once */
-    if (!queued && atl_capture_any())
+    if (atl_capture_any()) {
         __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
-    else if (!queued && atl_own_result(atl_drv.cuStreamSynchronize(l->stream)) == CUDA_SUCCESS) {
+        return;
+    }
+    pthread_mutex_lock(&scan_lock);
+    if (atl_own_result(atl_drv.cuStreamSynchronize(l->stream)) == CUDA_SUCCESS) {
         for (int i = 0; i < n; i++) {
             unsigned bad;
             size_t first = 0, last = 0;
