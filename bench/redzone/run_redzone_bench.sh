@@ -7,6 +7,9 @@
 #      ATLAS_REDZONE_CHECK=launch, sync and free, and compute-sanitizer
 #      memcheck when it is installed. Bars: launch mode within 1.3x across N,
 #      at most 2x native at 10,000.
+#   1b. The same loop in one process (the library dlopen'ed), alternating
+#      blocks with the driver's own entry point, and the same with 1, 2, 4 and
+#      8 launching threads (RZ_BENCH_THREADS), each on its own stream.
 #   2. PyTorch MLP training step (bench/core/torch_steps.py) with PyTorch's
 #      default allocator and no setting but ATLAS_REDZONE=64 (the library
 #      routes the pool itself), in default and in launch mode, against native
@@ -153,6 +156,38 @@ for live in $live_sizes; do
     e=$(awk '{ print $2 }' "$tmp/ab.$live" | sort -n | awk '{ v[NR] = $1 } END {
         printf "%.2fx (%.2f..%.2f)", v[int((NR + 1) / 2)], v[1], v[NR] }')
     echo "| $live | $a | $e |"
+done
+
+# Several launching threads (rz_launch_bench ... ab-threads LIB T): each on a
+# stream of its own over the same 1,000 live allocations, all on one side at
+# a time; a lock on the launch path shows as a ratio that grows with T.
+threads=${RZ_BENCH_THREADS:-1 2 4 8}
+r=0
+while [ $r -lt "$reps" ]; do
+    for t in $threads; do
+        env ATLAS_LOG=/dev/null ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch \
+            "$bin" "$module" 1000 "$launches" "$blocks" ab-threads "$lib" "$t" 2>/dev/null |
+            awk '/^ab-threads / { print $5, $7, $9 }' >>"$tmp/threads.$t"
+    done
+    r=$((r + 1))
+done
+echo
+echo "### Launch mode with several launching threads"
+echo
+echo "The same in-process A/B with T threads, each on its own stream, 1,000 live allocations; us per"
+echo "launch of one thread, median block over every thread's blocks; per T the median ratio of"
+echo "$reps processes (min..max) and that process's figures."
+echo
+echo '| threads | native | launch mode | ratio |'
+echo '|---:|---:|---:|---:|'
+for t in $threads; do
+    if [ ! -s "$tmp/threads.$t" ]; then
+        echo "| $t | - | - | - |"
+        continue
+    fi
+    sort -n -k3 "$tmp/threads.$t" | awk -v t="$t" '{ n[NR] = $1; a[NR] = $2; v[NR] = $3 } END {
+        m = int((NR + 1) / 2)
+        printf "| %s | %.2f | %.2f | %.2fx (%.2f..%.2f) |\n", t, n[m], a[m], v[m], v[1], v[NR] }'
 done
 
 if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
