@@ -23,7 +23,7 @@ BENCH_TARGETS += core-bench
 #                               checks they run and the tables' format only
 RZ_BENCH_REPS ?= 5
 
-$(BUILD)/bench/rz_launch_bench: bench/redzone/rz_launch_bench.c
+$(BUILD)/bench/rz_launch_bench: bench/redzone/rz_launch_bench.c bench/redzone/bench_common.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl -lpthread
 
@@ -44,7 +44,7 @@ BENCH_TARGETS += redzone-bench
 # tiny launch costs (the library's check kernel, plainly and as a dependent
 # launch, copies of the zones, a memset, a stream write), without the library.
 #   make redzone-ops-bench
-$(BUILD)/bench/rz_check_ops: bench/redzone/rz_check_ops.c src/redzone_gpu.h
+$(BUILD)/bench/rz_check_ops: bench/redzone/rz_check_ops.c bench/redzone/bench_common.h src/redzone_gpu.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
 

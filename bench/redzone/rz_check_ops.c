@@ -16,24 +16,14 @@
  *   ops STREAM OP us US ratio R enqueue US
  * An operation the driver refuses on a stream (a batched copy on the legacy
  * stream) is printed once as "ops STREAM OP refused ERROR" and left out. */
+#define _GNU_SOURCE
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../../src/redzone_gpu.h"
-
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        if (r_ != CUDA_SUCCESS) {                                                                  \
-            const char *s_ = "?";                                                                  \
-            cuGetErrorName(r_, &s_);                                                               \
-            fprintf(stderr, "rz_check_ops: %s failed: %s\n", #call, s_);                           \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "bench_common.h"
 
 #define ZONE 64
 #define RING 1024 /* slots of the copies' destination rings */
@@ -68,13 +58,6 @@ static CUdeviceptr buf[3], dslots;
 static struct atl_rz_slot *slots;
 static unsigned char *ring; /* page-locked */
 static int refused[NOPS];
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 static CUresult queue_check(CUstream st, unsigned nz, unsigned long long ticket, int pdl)
 {
@@ -168,18 +151,6 @@ static double block(enum op op, CUstream st, long n, double *enq)
     double t1 = now_us();
     *enq = (te - t0) / (double)n;
     return (t1 - t0) / (double)n;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
 }
 
 static void run(const char *name, CUstream st, long n, int blocks)

@@ -30,29 +30,15 @@
  *   ab-threads T LIVE native US atlastrace US ratio R
  * (median block over every thread's blocks, microseconds per launch of one
  * thread). */
+#define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        if (r_ != CUDA_SUCCESS) {                                                                  \
-            fprintf(stderr, "rz_launch_bench: %s failed: %d\n", #call, (int)r_);                   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
+#include "bench_common.h"
 
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                               unsigned, unsigned, CUstream, void **, void **);
@@ -94,34 +80,44 @@ static void *wrapper(void *lib, void *cu, const char *name, void **real)
     return w;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* The A/B's two sides: LIB dlopen'ed, and the driver it wraps. */
+struct ab_side {
+    void *lib, *cu;
+};
+
+/* Opens both sides and makes the LIVE allocations through LIB's
+ * cuMemAlloc_v2 (guarded, under ATLAS_REDZONE); exits on failure. */
+static struct ab_side ab_open(const char *libpath, CUdeviceptr *live, long nlive)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    struct ab_side s = {dlopen(libpath, RTLD_NOW | RTLD_LOCAL),
+                        dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)};
+    if (!s.lib || !s.cu) {
+        fprintf(stderr, "rz_launch_bench: %s\n", dlerror());
+        exit(1);
+    }
+    void *real;
+    CUresult (*wrap_alloc)(CUdeviceptr *, size_t) = wrapper(s.lib, s.cu, "cuMemAlloc_v2", &real);
+    for (long i = 0; i < nlive; i++)
+        CHECK(wrap_alloc(&live[i], 4096));
+    return s;
 }
 
-static double median(double *v, int n)
+/* Frees the LIVE allocations through LIB's cuMemFree_v2. */
+static void ab_close(struct ab_side s, const CUdeviceptr *live, long nlive)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
+    void *real;
+    CUresult (*wrap_free)(CUdeviceptr) = wrapper(s.lib, s.cu, "cuMemFree_v2", &real);
+    for (long i = 0; i < nlive; i++)
+        CHECK(wrap_free(live[i]));
 }
 
 static int ab(CUfunction f, CUdeviceptr *live, long nlive, long n, int blocks, const char *libpath)
 {
-    void *lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
-    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!lib || !cu) {
-        fprintf(stderr, "rz_launch_bench: %s\n", dlerror());
-        return 1;
-    }
-    void *real_launch, *real_sync, *real_alloc, *real_free;
-    launch_fn wrap_launch = (launch_fn)wrapper(lib, cu, "cuLaunchKernel", &real_launch);
-    CUresult (*wrap_sync)(void) = wrapper(lib, cu, "cuCtxSynchronize", &real_sync);
-    CUresult (*wrap_alloc)(CUdeviceptr *, size_t) = wrapper(lib, cu, "cuMemAlloc_v2", &real_alloc);
-    CUresult (*wrap_free)(CUdeviceptr) = wrapper(lib, cu, "cuMemFree_v2", &real_free);
+    struct ab_side s = ab_open(libpath, live, nlive);
+    void *real_launch, *real_sync;
+    launch_fn wrap_launch = (launch_fn)wrapper(s.lib, s.cu, "cuLaunchKernel", &real_launch);
+    CUresult (*wrap_sync)(void) = wrapper(s.lib, s.cu, "cuCtxSynchronize", &real_sync);
     CUresult (*native_sync)(void) = (CUresult(*)(void))real_sync;
-    for (long i = 0; i < nlive; i++)
-        CHECK(wrap_alloc(&live[i], 4096));
     /* warm up both sides */
     launches_by((launch_fn)real_launch, f, live, nlive, 300);
     CHECK(native_sync());
@@ -143,8 +139,7 @@ static int ab(CUfunction f, CUdeviceptr *live, long nlive, long n, int blocks, c
     printf("ab %ld native %.2f atlastrace %.2f ratio %.3f | enqueue: native %.2f atlastrace %.2f "
            "ratio %.3f\n",
            nlive, an, aw, aw / an, en, ew, ew / en);
-    for (long i = 0; i < nlive; i++)
-        CHECK(wrap_free(live[i]));
+    ab_close(s, live, nlive);
     return 0;
 }
 
@@ -188,23 +183,18 @@ static void *tjob_run(void *arg)
 static int ab_threads(CUcontext ctx, CUfunction f, CUdeviceptr *live, long nlive, long n,
                       int blocks, const char *libpath, int nt)
 {
-    void *lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
-    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!lib || !cu || nt < 1 || nt > 64) {
-        fprintf(stderr, "rz_launch_bench: %s\n", lib && cu ? "1 to 64 threads" : dlerror());
+    if (nt < 1 || nt > 64) {
+        fprintf(stderr, "rz_launch_bench: 1 to 64 threads\n");
         return 1;
     }
+    struct ab_side s = ab_open(libpath, live, nlive);
     struct tjob proto = {
         .ctx = ctx, .f = f, .live = live, .nlive = nlive, .n = n, .blocks = blocks};
     void *real;
-    proto.wrap = (launch_fn)wrapper(lib, cu, "cuLaunchKernel", &real);
+    proto.wrap = (launch_fn)wrapper(s.lib, s.cu, "cuLaunchKernel", &real);
     proto.real = (launch_fn)real;
-    proto.wrap_sync = wrapper(lib, cu, "cuStreamSynchronize", &real);
+    proto.wrap_sync = wrapper(s.lib, s.cu, "cuStreamSynchronize", &real);
     proto.real_sync = (CUresult(*)(CUstream))real;
-    CUresult (*wrap_alloc)(CUdeviceptr *, size_t) = wrapper(lib, cu, "cuMemAlloc_v2", &real);
-    CUresult (*wrap_free)(CUdeviceptr) = wrapper(lib, cu, "cuMemFree_v2", &real);
-    for (long i = 0; i < nlive; i++)
-        CHECK(wrap_alloc(&live[i], 4096));
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, (unsigned)nt);
     proto.bar = &bar;
@@ -226,8 +216,7 @@ static int ab_threads(CUcontext ctx, CUfunction f, CUdeviceptr *live, long nlive
     double an = median(all[0], nt * blocks), aw = median(all[1], nt * blocks);
     printf("ab-threads %d %ld native %.2f atlastrace %.2f ratio %.3f\n", nt, nlive, an, aw,
            aw / an);
-    for (long i = 0; i < nlive; i++)
-        CHECK(wrap_free(live[i]));
+    ab_close(s, live, nlive);
     return 0;
 }
 
