@@ -430,6 +430,24 @@ void atl_kfn_words(struct atl_kfn *k)
     }
 }
 
+const char *atl_kfn_pretty(const struct atl_kfn *ck)
+{
+    struct atl_kfn *k = (struct atl_kfn *)ck; /* pretty is filled lazily */
+    const char *have = __atomic_load_n(&k->pretty, __ATOMIC_ACQUIRE);
+    if (have)
+        return have;
+    /* steps end on any thread, and threads exit: nothing kept per thread */
+    char *p = atl_demangle_dup(k->mangled);
+    if (!p)
+        p = strdup(k->mangled);
+    const char *mine = p ? p : k->mangled;
+    if (__atomic_compare_exchange_n(&k->pretty, &have, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return mine;
+    if (p)
+        free(p);
+    return have;
+}
+
 /* ---- kernels read from a file ------------------------------------------------ */
 
 static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -5,10 +5,10 @@
  * records the ops of each step and hands consecutive steps of one name to
  * the diff (tracediff.c), which names the host values that changed.
  *
- * Cost when on (per op, on the enqueueing thread): one lock-free probe of
- * the kernel-layout cache, one uncontended lock of the thread's own buffer,
- * a 64-byte record written in place and the parameter bytes gathered after
- * the last op's. Buffers grow by doubling and are handed over whole at the
+ * Cost when on (per op, on the enqueueing thread): one load of the kernel's
+ * view from the record the launch carries, one uncontended lock of the
+ * thread's own buffer, a 64-byte record written in place and the parameter
+ * bytes gathered after the last op's. Buffers grow by doubling and are handed over whole at the
  * step end (a step takes a thread's arrays, the thread gets spare ones), so
  * there is no allocation per op and, in a steady loop, none per step.
  * Everything heavier (merging threads, ordering by stream, resolving
@@ -52,10 +52,9 @@ static struct atl_ignore ignore_list;
 static FILE *json;
 
 /* ---- per-thread state ---------------------------------------------------------
- * What every traced launch reads (the thread's buffer, the layout cache's
- * last answer) is in the library's one per-thread struct (src/thread.h,
- * initial-exec TLS). The rest, about 130 bytes that only a thread ending or
- * naming steps touches, is this one struct in ordinary (dynamic) TLS: the
+ * What every traced launch reads (the thread's buffer) is in the library's
+ * one per-thread struct (src/thread.h, initial-exec TLS). The rest, about 130 bytes that only a
+ * thread ending or naming steps touches, is this one struct in ordinary (dynamic) TLS: the
  * initial-exec block is taken from every thread of the program, traced or
  * not, out of the small surplus glibc keeps for libraries loaded later
  * (NVTX injection dlopens us), so it holds only the hot fields. */
@@ -71,233 +70,6 @@ static __thread struct {
     /* NVTX: the push depth, and the depth at which our range began (0: none) */
     int nvtx_depth, nvtx_step_depth;
 } tt;
-
-/* ---- kernel layouts: a lock-free read cache, filled once per handle ---------- */
-
-#define KC_SIZE 65536 /* power of two; programs have thousands of kernels, not more */
-static struct atl_kfn *kcache[KC_SIZE];
-static pthread_mutex_t kc_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct atl_kfn kfn_overflow = {.mangled = "kernel@?", .pretty = "kernel@?"};
-
-/* A layout forgotten because a module unload gave its handle to another
- * kernel: its slot stays taken (lock-free readers probe past it) until a new
- * layout reuses it. The old layout goes to `retired` (under kc_mu) until no
- * recorded step points to it (reclaim_retired, at a step end). */
-static struct atl_kfn kfn_gone = {.handle = (void *)UINTPTR_MAX, .mangled = "", .pretty = ""};
-static struct atl_kfn **retired;
-static size_t nretired, capretired;
-
-static size_t kc_slot(uintptr_t h)
-{
-    uint64_t x = h;
-    x ^= x >> 31;
-    x *= 0x9e3779b97f4a7c15ULL;
-    return (size_t)(x >> 40) & (KC_SIZE - 1);
-}
-
-static struct atl_kfn *kc_find(uintptr_t key)
-{
-    for (size_t i = kc_slot(key), n = 0; n < KC_SIZE; i = (i + 1) & (KC_SIZE - 1), n++) {
-        struct atl_kfn *k = __atomic_load_n(&kcache[i], __ATOMIC_ACQUIRE);
-        if (!k)
-            return NULL;
-        if ((uintptr_t)k->handle == key)
-            return k;
-    }
-    return NULL;
-}
-
-/* How the recorder copies each parameter: its bytes, then zeros up to the
- * next parameter, so the padding reads the same every step without zeroing
- * the block first, and the common cases (a pointer, a 4-byte scalar before
- * an 8-aligned one) are one load and one 8-byte store. Only for layouts
- * whose offsets ascend from 0 (every layout the driver gives, in practice);
- * others zero the block, then copy. */
-enum { SLOT_8, SLOT_4_IN_8, SLOT_4, SLOT_OTHER };
-struct slot {
-    uint32_t off;
-    uint16_t how; /* SLOT_*: the common cases need no size test */
-    uint16_t pad;
-    uint32_t size, span;
-};
-
-static struct slot *plan_make(const uint32_t *off, const uint32_t *size, unsigned n, unsigned total)
-{
-    if (n == 0)
-        return NULL;
-    for (unsigned i = 0; i < n; i++)
-        if (off[i] % 4 || (i + 1 < n && off[i + 1] < off[i] + size[i]) || (i == 0 && off[0] != 0))
-            return NULL;
-    struct slot *p = calloc(n, sizeof *p);
-    if (!p)
-        return NULL;
-    for (unsigned i = 0; i < n; i++) {
-        uint32_t end = i + 1 < n ? off[i + 1] : total;
-        uint32_t sz = size[i], span = end - off[i];
-        uint16_t how = SLOT_OTHER;
-        if (sz == 8 && span == 8 && off[i] % 8 == 0)
-            how = SLOT_8;
-        else if (sz == 4 && span == 8)
-            how = SLOT_4_IN_8;
-        else if (sz == 4 && span == 4)
-            how = SLOT_4;
-        p[i] = (struct slot){.off = off[i], .how = how, .size = sz, .span = span};
-    }
-    return p;
-}
-
-/* The layout of h: the packed buffer's one blob (extra_size), else the one
- * the launch's kernel record (rec, when the event carries one) took from the
- * driver, else the driver's, into off and size. */
-static unsigned layout_of(void *h, const struct atl_krec *rec, size_t extra_size,
-                          const uint32_t **off, const uint32_t **size, int *exact)
-{
-    static uint32_t o[4096], s[4096]; /* under kc_mu */
-    *off = o, *size = s, *exact = 0;
-    if (extra_size) { /* no layout from the driver: the packed buffer, one blob */
-        o[0] = 0, s[0] = (uint32_t)extra_size;
-        return 1;
-    }
-    if (rec) {
-        *off = rec->off, *size = rec->size, *exact = rec->exact;
-        return rec->nparams;
-    }
-    return atl_param_layout(h, o, s, 4096, exact);
-}
-
-static struct atl_kfn *kfn_make(void *h, const struct atl_krec *rec, uintptr_t key,
-                                size_t extra_size)
-{
-    const uint32_t *off, *size;
-    int exact;
-    unsigned n = layout_of(h, rec, extra_size, &off, &size, &exact);
-    /* The name for people is demangled later, on the thread that reports
-     * (see name_for_people): demangling here would run on whichever thread
-     * launched first, and its per-thread buffer would go with that thread. */
-    char buf[1024];
-    const char *mangled = atl_kernel_mangled(h);
-    if (!mangled)
-        mangled = atl_kernel_name(h, buf, sizeof buf); /* "kernel@0x..." */
-    struct atl_kfn *k = calloc(1, sizeof *k);
-    uint32_t *o = calloc(n + 1, 4), *s = calloc(n + 1, 4);
-    char *m = strdup(mangled);
-    if (!k || !o || !s || !m) {
-        free(k), free(o), free(s), free(m);
-        atl_log_once_oom("the step trace");
-        return &kfn_overflow;
-    }
-    unsigned total = 0;
-    for (unsigned i = 0; i < n; i++) {
-        o[i] = off[i], s[i] = size[i];
-        if (off[i] + size[i] > total)
-            total = off[i] + size[i];
-    }
-    unsigned covered = 0;
-    for (unsigned i = 0; i < n; i++)
-        covered += s[i];
-    *k = (struct atl_kfn){.handle = (void *)key,
-                          .gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE),
-                          .mangled = m,
-                          .pretty = NULL,
-                          .nparams = n,
-                          .total = total,
-                          .exact = exact || extra_size,
-                          .off = o,
-                          .size = s,
-                          .gapless = covered == total,
-                          .plan = plan_make(o, s, n, total)};
-    atl_kfn_words(k);
-    return k;
-}
-
-/* Fills k->pretty once (under kc_mu). At exit kc_mu may be held by a thread
- * stopped in a driver call (a layout query): the mangled name then does. */
-static const char *name_for_people(const struct atl_kfn *ck)
-{
-    struct atl_kfn *k = (struct atl_kfn *)ck; /* pretty is filled lazily */
-    if (atl_exit_lock(&kc_mu, NULL) != 0) {
-        const char *p = __atomic_load_n(&k->pretty, __ATOMIC_ACQUIRE);
-        return p ? p : k->mangled;
-    }
-    if (!k->pretty) {
-        /* steps end on any thread, and threads exit: nothing kept per thread */
-        char *p = atl_demangle_dup(k->mangled);
-        if (!p)
-            p = strdup(k->mangled);
-        k->pretty = p ? p : k->mangled;
-    }
-    pthread_mutex_unlock(&kc_mu);
-    return k->pretty;
-}
-
-/* Under kc_mu: k (made before the latest module unload) still describes the
- * kernel now at its handle? The same parameter layout and the same name. */
-static int kfn_still(struct atl_kfn *k, void *h, const struct atl_krec *rec, size_t extra_size)
-{
-    if (!extra_size) {
-        const uint32_t *off, *size;
-        int exact;
-        unsigned n = layout_of(h, rec, 0, &off, &size, &exact);
-        if (n != k->nparams || exact != k->exact ||
-            (n && (memcmp(off, k->off, n * 4) != 0 || memcmp(size, k->size, n * 4) != 0)))
-            return 0;
-    }
-    char buf[1024];
-    const char *m = atl_kernel_mangled(h);
-    if (!m)
-        m = atl_kernel_name(h, buf, sizeof buf);
-    return strcmp(m, k->mangled) == 0;
-}
-
-/* key: the handle, or handle|1 for the layout taken from an `extra` buffer
- * when the driver cannot give one. The thread's last one is remembered with
- * the unload count it was checked at (atl_thr.trace_last_*). */
-static const struct atl_kfn *kfn_for(void *h, const struct atl_krec *rec, size_t extra_size)
-{
-    uintptr_t key = (uintptr_t)h | (extra_size ? 1 : 0);
-    unsigned long gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE);
-    if (key == atl_thr.trace_last_key && atl_thr.trace_last_kfn &&
-        atl_thr.trace_last_gen == gen) /* a loop launching one kernel */
-        return atl_thr.trace_last_kfn;
-    struct atl_kfn *k = kc_find(key);
-    if (__builtin_expect(k != NULL && __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE) == gen, 1)) {
-        atl_thr.trace_last_key = key, atl_thr.trace_last_kfn = k, atl_thr.trace_last_gen = gen;
-        return k;
-    }
-    pthread_mutex_lock(&kc_mu);
-    k = kc_find(key);
-    /* A module was unloaded since k was made: the driver may have given its
-     * handle to another kernel, whose parameters must not be read with k's
-     * layout (64 pointers read from a 1-entry array crashed the program). */
-    if (k && k != &kfn_overflow && k->gen != gen) {
-        if (kfn_still(k, h, rec, extra_size)) {
-            __atomic_store_n(&k->gen, gen, __ATOMIC_RELEASE);
-        } else {
-            for (size_t i = kc_slot(key);; i = (i + 1) & (KC_SIZE - 1))
-                if (__atomic_load_n(&kcache[i], __ATOMIC_RELAXED) == k) {
-                    __atomic_store_n(&kcache[i], &kfn_gone, __ATOMIC_RELEASE);
-                    break;
-                }
-            /* out of memory for the list: the layout is kept for good */
-            if (atl_grow((void **)&retired, &capretired, nretired + 1, sizeof *retired, 16) == 0)
-                retired[nretired] = k, __atomic_store_n(&nretired, nretired + 1, __ATOMIC_RELEASE);
-            k = NULL;
-        }
-    }
-    if (!k) {
-        k = kfn_make(h, rec, key, extra_size);
-        size_t i = kc_slot(key), tries = 0;
-        for (struct atl_kfn *e; (e = __atomic_load_n(&kcache[i], __ATOMIC_RELAXED)) &&
-                                e != &kfn_gone && tries++ < KC_SIZE / 2;)
-            i = (i + 1) & (KC_SIZE - 1);
-        if (k != &kfn_overflow && tries < KC_SIZE / 2)
-            __atomic_store_n(&kcache[i], k, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&kc_mu);
-    if (k != &kfn_overflow)
-        atl_thr.trace_last_key = key, atl_thr.trace_last_kfn = k, atl_thr.trace_last_gen = gen;
-    return k;
-}
 
 /* ---- per-thread buffers ---------------------------------------------------- */
 
@@ -620,10 +392,10 @@ static void record_launch(struct tbuf *b, uint64_t now, const struct atl_launch 
     } else if (packed) {
         memcpy(p, packed, total);
     } else if (params && k->plan) {
-        const struct slot *plan = k->plan;
+        const struct atl_kslot *plan = k->plan;
         const unsigned n = k->nparams;
         for (unsigned i = 0; i < n; i++) {
-            const struct slot *e = &plan[i];
+            const struct atl_kslot *e = &plan[i];
             const void *src = params[i];
             uint8_t *dst = p + e->off;
             if (__builtin_expect(src == NULL, 0)) {
@@ -631,17 +403,17 @@ static void record_launch(struct tbuf *b, uint64_t now, const struct atl_launch 
                 continue;
             }
             switch (e->how) {
-            case SLOT_8:
+            case ATL_SLOT_8:
                 memcpy(dst, src, 8);
                 break;
-            case SLOT_4_IN_8: {
+            case ATL_SLOT_4_IN_8: {
                 uint32_t v32;
                 memcpy(&v32, src, 4);
                 uint64_t v = v32; /* the value, then four zero bytes (little-endian) */
                 memcpy(dst, &v, 8);
                 break;
             }
-            case SLOT_4:
+            case ATL_SLOT_4:
                 memcpy(dst, src, 4);
                 break;
             default:
@@ -1062,8 +834,7 @@ static void name_ops(const struct atl_step *st)
         const struct atl_kfn *k = st->ops[i].u.k.kfn;
         if (st->ops[i].kind == ATL_OP_LAUNCH && k != last) {
             last = k;
-            if (!__atomic_load_n(&k->pretty, __ATOMIC_ACQUIRE))
-                name_for_people(k);
+            atl_kfn_pretty(k);
         }
     }
 }
@@ -1083,68 +854,6 @@ static void chrome_write(struct atl_step *s, uint64_t begin, uint64_t end)
 {
     name_ops(s);
     atl_chrome_step(s, step_tscap >= s->nops ? step_ts : NULL, begin, end);
-}
-
-static int ptr_cmp(const void *a, const void *b)
-{
-    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Under step_mu, at the end of a step end whose harvest began after the
- * first `upto` layouts were retired: those no kept step points to any more
- * are freed. (A retired layout is used only by ops recorded before it was
- * retired, under their buffer's lock; the harvest took them all, so they are
- * in the kept steps or gone.) Only when layouts were retired since the last
- * try, so a steady loop pays nothing; those still in use then wait for the
- * next retirement. */
-static size_t reclaim_tried; /* under step_mu: retired layouts the last try kept (atomic:
-                              * fast_step reads it) */
-
-static void reclaim_retired(size_t upto)
-{
-    if (upto <= reclaim_tried)
-        return;
-    pthread_mutex_lock(&kc_mu);
-    uintptr_t *cand = malloc(upto * sizeof *cand);
-    unsigned char *used = calloc(upto, 1);
-    if (cand && used) {
-        for (size_t i = 0; i < upto; i++)
-            cand[i] = (uintptr_t)retired[i];
-        qsort(cand, upto, sizeof *cand, ptr_cmp);
-        for (int n = 0; n < nnames; n++) {
-            const struct atl_step *p = &names[n].prev;
-            for (size_t i = 0; i < p->nops; i++) {
-                if (p->ops[i].kind != ATL_OP_LAUNCH)
-                    continue;
-                uintptr_t k = (uintptr_t)p->ops[i].u.k.kfn;
-                uintptr_t *hit = bsearch(&k, cand, upto, sizeof *cand, ptr_cmp);
-                if (hit)
-                    used[hit - cand] = 1;
-            }
-        }
-        size_t keep = 0, kept_old = 0;
-        for (size_t i = 0; i < nretired; i++) {
-            struct atl_kfn *k = retired[i];
-            uintptr_t key = (uintptr_t)k, *c = NULL;
-            if (i < upto)
-                c = bsearch(&key, cand, upto, sizeof *cand, ptr_cmp);
-            if (c && !used[c - cand]) {
-                if (k->pretty != k->mangled)
-                    free((void *)k->pretty);
-                free((void *)k->mangled);
-                free((void *)k->off), free((void *)k->size), free((void *)k->plan);
-                free((void *)k->words), free(k);
-            } else {
-                retired[keep++] = k;
-                kept_old += i < upto;
-            }
-        }
-        __atomic_store_n(&nretired, keep, __ATOMIC_RELEASE);
-        __atomic_store_n(&reclaim_tried, kept_old, __ATOMIC_RELAXED);
-    }
-    free(cand), free(used);
-    pthread_mutex_unlock(&kc_mu);
 }
 
 /* The thread's name in reports: "main", the name it was given
@@ -1185,7 +894,7 @@ static void thread_label(const struct tbuf *me, char out[sizeof tt.label])
  * on one process-wide lock to learn that nothing changed. Taken only when
  * the slow path would do nothing else: the thread owns its ops and its last
  * step found its kind (fast_slot), no other thread has ops to lend or ops
- * left stale (harvest would move them), no layout waits to be reclaimed, and
+ * left stale (harvest would move them), and
  * no JSON lines or Chrome trace are written (they keep the steps' order).
  * Then the thread's buffer is compared with the kind's previous step under
  * that kind's lock and, if identical, emptied in place. Returns 1 when the
@@ -1194,9 +903,7 @@ static int fast_step(const char *name, struct tbuf *me, enum take take, uint64_t
 {
     if (!me || !me->fast_slot || __atomic_load_n(&json, __ATOMIC_RELAXED) || atl_chrome_on ||
         mode == MODE_CAPTURE || (take != TAKE_LENT && take != TAKE_STREAM) || atl_exiting() ||
-        !__atomic_load_n(&me->owner, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&nretired, __ATOMIC_ACQUIRE) >
-            __atomic_load_n(&reclaim_tried, __ATOMIC_RELAXED))
+        !__atomic_load_n(&me->owner, __ATOMIC_RELAXED))
         return 0;
     uint64_t now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
@@ -1256,10 +963,6 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
         return;
     if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
         return;
-    /* before the harvest: see reclaim_retired. Written under kc_mu, read
-     * here without it (an atomic load: a step end per synchronous copy must
-     * not take a second lock for a count that rarely changes) */
-    size_t retired_before = __atomic_load_n(&nretired, __ATOMIC_ACQUIRE);
     atl_step_init(&s, name);
     /* before the harvest: its own ops are taken whole */
     if (me && !__atomic_exchange_n(&me->owner, 1, __ATOMIC_RELAXED))
@@ -1270,7 +973,6 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
     harvest(&s, me, take, stream);
     if (s.nops == 0) {
         atl_step_free(&s);
-        reclaim_retired(retired_before);
         pthread_mutex_unlock(&step_mu);
         return;
     }
@@ -1346,7 +1048,6 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
         }
         spin_unlock(&names[slot].busy);
         kept_note();
-        reclaim_retired(retired_before);
         pthread_mutex_unlock(&step_mu);
         return;
     }
@@ -1369,7 +1070,6 @@ static void step_finish(const char *name, struct tbuf *me, enum take take, uint6
     *prev = s;
     spin_unlock(&names[slot].busy);
     kept_note();
-    reclaim_retired(retired_before);
     pthread_mutex_unlock(&step_mu);
 }
 
@@ -1393,9 +1093,8 @@ int atl_trace_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line
             if (o->kind == ATL_OP_LAUNCH)
                 snprintf(text, sizeof text,
                          "op %zu: %s grid=(%u,%u,%u) block=(%u,%u,%u) stream=0x%" PRIx64, i,
-                         name_for_people(o->u.k.kfn), o->u.k.grid[0], o->u.k.grid[1],
-                         o->u.k.grid[2], o->u.k.block[0], o->u.k.block[1], o->u.k.block[2],
-                         o->stream);
+                         atl_kfn_pretty(o->u.k.kfn), o->u.k.grid[0], o->u.k.grid[1], o->u.k.grid[2],
+                         o->u.k.block[0], o->u.k.block[1], o->u.k.block[2], o->stream);
             else
                 snprintf(text, sizeof text, "op %zu: %s stream=0x%" PRIx64, i,
                          o->kind == ATL_OP_MEMSET ? "memset"
@@ -1486,7 +1185,8 @@ static int skip_op(uint64_t stream)
 
 static void warn_inexact(const struct atl_kfn *k)
 {
-    /* said once per kernel: the layout cache entry is never reused */
+    /* said once per kernel (per view of its record: a record made anew, after
+     * an unload, may say it again) */
     static struct atl_kfn *said[64];
     static int nsaid;
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1500,7 +1200,7 @@ static void warn_inexact(const struct atl_kfn *k)
             "step trace: kernel=%s: the driver gives no parameter layout "
             "(cuFuncGetParamInfo/cuKernelGetParamInfo) and the launch passes no packed buffer; "
             "its arguments are not recorded, only its grid, block and shared memory",
-            name_for_people(k));
+            atl_kfn_pretty(k));
 out:
     pthread_mutex_unlock(&mu);
 }
@@ -1517,20 +1217,19 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
         else if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && l->extra[i + 1])
             packed_size = *(const size_t *)l->extra[i + 1];
     }
-    /* The layout is looked up with this thread's buffer locked, so a layout
-     * that a module unload retires is, if used at all, in a buffer that the
-     * next step end harvests (reclaim_retired relies on it). */
-    uint64_t now;
-    struct tbuf *b = rec_begin(&now);
-    if (!b)
-        return;
-    const struct atl_kfn *k = kfn_for(l->func, l->rec, 0);
+    /* the kernel's view, kept in the record the event carries (made at its
+     * first traced launch: before the buffer is locked, it may ask the driver) */
+    const struct atl_kfn *k = atl_krec_view(l->rec, 0);
     if (!k->exact && packed && packed_size)
-        k = kfn_for(l->func, l->rec, packed_size);
+        k = atl_krec_view(l->rec, packed_size);
     else if (!k->exact && l->params)
         warn_inexact(k);
     if (packed && packed_size < k->total)
         packed = NULL; /* a short buffer: do not read past it */
+    uint64_t now;
+    struct tbuf *b = rec_begin(&now);
+    if (!b)
+        return;
     record_launch(b, now, l, k, packed);
 }
 

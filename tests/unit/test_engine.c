@@ -1,10 +1,12 @@
 /* The engine's shared modules, called directly (no preload, no driver). */
 #include "addrmap.h"
 #include "capture.h"
+#include "config.h"
 #include "engine.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "stack.h"
+#include "trace.h"
 
 #include <check.h>
 #include <pthread.h>
@@ -257,6 +259,46 @@ START_TEST(kernel_names_from_lookups)
 }
 END_TEST
 
+/* The step trace reads a launch's kernel from the record its event carries:
+ * a handle the driver gave to another kernel (looked up under another name,
+ * with no unload seen) is traced under the new name, not the one the
+ * tracer saw first. */
+START_TEST(renamed_handle_traced_under_its_new_name)
+{
+    char path[] = "/tmp/atlas-engine-rename-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char file[64];
+    snprintf(file, sizeof file, "ATLAS_TRACE_FILE=%s", path);
+    char *env[] = {"ATLAS_TRACE=1", "ATLAS_STEP=api", file, NULL};
+    atl_config_parse(&atl_cfg, env, NULL, NULL);
+    ck_assert_uint_ne(atl_trace_init(), 0);
+    int mod;
+    void *h = (void *)0x7a00;
+    const char *names[2] = {"_Z7first_kv", "_Z8second_kv"};
+    for (int i = 0; i < 2; i++) {
+        struct atl_lookup lk = {
+            .kind = ATL_LOOKUP_MODULE_FUNCTION, .owner = &mod, .name = names[i], .result = h};
+        atl_kernels_note_lookup(&lk, CUDA_SUCCESS);
+        struct atl_launch l = {.func = h, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+        l.rec = atl_krec_get(h);
+        atl_trace_api_step_begin("s");
+        atl_trace_launch(&l, CUDA_SUCCESS);
+        atl_trace_api_step_end();
+    }
+    atl_trace_exit();
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char text[4096];
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    unlink(path);
+    ck_assert_msg(strstr(text, "\"kernel\":\"_Z7first_kv\""), "%s", text);
+    ck_assert_msg(strstr(text, "\"kernel\":\"_Z8second_kv\""), "%s", text);
+}
+END_TEST
+
 START_TEST(demangles)
 {
     ck_assert_str_eq(atl_demangle("_ZN2at6native13reduce_kernelILi512ELi1EEEvv"),
@@ -395,6 +437,7 @@ int main(void)
     tcase_add_test(tc, ledger_matches_reference);
     tcase_add_test(tc, addrmap_matches_reference);
     tcase_add_test(tc, kernel_names_from_lookups);
+    tcase_add_test(tc, renamed_handle_traced_under_its_new_name);
     tcase_add_test(tc, demangles);
     tcase_add_test(tc, reentrancy_is_per_thread);
     tcase_add_test(tc, exit_lock_gives_up);
