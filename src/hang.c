@@ -103,13 +103,13 @@ static void report(const struct hang_slot *s, int hook)
     /* said once, as soon as the limit passes: "more than S s" is exact */
     atl_log(ATL_ERROR, "hang: %s has waited more than %llu s in %s (ATLAS_HANG_SECONDS)", who,
             atl_cfg.hang_seconds, atl_hook_names[hook]);
-    if (atl_trace_progress(&steps, &ops, 0, log_op_line)) {
+    if (atl_tstep_progress(&steps, &ops, 0, log_op_line)) {
         atl_log(ATL_ERROR,
                 "hang: steps finished: %" PRIu64 "; the step under way (step %" PRIu64
                 ") has enqueued %" PRIu64 " ops%s",
                 steps, steps + 1, ops, ops ? "; the last of them:" : "");
-        atl_trace_progress(&steps, &ops, 8, log_op_line);
-        atl_trace_flush(); /* the file already ends at the last finished step */
+        atl_tstep_progress(&steps, &ops, 8, log_op_line);
+        atl_tstep_flush(); /* the file already ends at the last finished step */
     }
     recent_launches();
 }

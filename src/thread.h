@@ -27,7 +27,7 @@ struct atl_thread {
     int captures_local;
     /* src/stack.c: this thread's number in the unwind cache (0: not yet given) */
     uint64_t stack_id;
-    /* src/trace.c: the thread's recording buffer, read on every traced launch */
+    /* src/tracebuf.c: the thread's recording buffer, read on every traced launch */
     struct tbuf *trace_buf;
 };
 
