@@ -7,7 +7,6 @@
  */
 #include "tracejson.h"
 
-#include "hostmap.h"
 #include "stack.h"
 
 #include <ctype.h>
@@ -271,7 +270,7 @@ static void put_kernel(struct jw *w, const void *k)
     jw_str(w, ((const struct atl_kfn *)k)->mangled);
 }
 
-void atl_step_write_json_v1(const struct atl_step *s, FILE *f)
+void atl_step_write_json_v1(const struct atl_step *s, FILE *f, int (*host_addr)(uint64_t v))
 {
     struct jw *w = malloc(sizeof *w);
     if (!w)
@@ -344,10 +343,10 @@ void atl_step_write_json_v1(const struct atl_step *s, FILE *f)
                     jw_ann(w, key, a);
                 }
                 /* a pointer parameter holding host memory (ATL_ANN_HOST) */
-                if (k->size[j] == 8 && !named && k->off[j] + 8 <= k->total) {
+                if (host_addr && k->size[j] == 8 && !named && k->off[j] + 8 <= k->total) {
                     uint64_t v;
                     memcpy(&v, p + k->off[j], 8);
-                    if (atl_host_addr(v))
+                    if (host_addr(v))
                         jw_lit(w, ",\"host\":1");
                 }
                 jw_lit(w, "}");
@@ -548,7 +547,7 @@ static void jw_notes(struct jw *w, struct atl_notes *it, size_t op, const struct
         jw_lit(w, "]");
 }
 
-void atl_step_write_json(const struct atl_step *s, FILE *f)
+void atl_step_write_json(const struct atl_step *s, FILE *f, int (*host_addr)(uint64_t v))
 {
     struct jw *w = malloc(sizeof *w);
     if (!w)
@@ -598,7 +597,7 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
             jw_lit(w, ",\"p\":\"");
             jw_hex2(w, p, k->total);
             jw_lit(w, "\"");
-            jw_notes(w, &it, i, k, p, atl_host_addr);
+            jw_notes(w, &it, i, k, p, host_addr);
             jw_lit(w, "}\n");
             break;
         }

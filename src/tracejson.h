@@ -17,11 +17,15 @@
 /* The file's first line: {"format":"atlastrace-steps","version":2}. */
 void atl_trace_write_header(FILE *f);
 /* A step in version 2: its kernels' declarations, one line per op, its end
- * record. */
-void atl_step_write_json(const struct atl_step *s, FILE *f);
+ * record. `host_addr` (NULL: none) is the recording process's answer to
+ * "is v an address of my host memory?": an 8-byte parameter without an
+ * allocation note that holds one is marked as host memory (ATL_ANN_HOST),
+ * which two runs compare as equal. The writer itself knows nothing of the
+ * live process (atlas-diff links it too). */
+void atl_step_write_json(const struct atl_step *s, FILE *f, int (*host_addr)(uint64_t v));
 /* A step in version 1 (no header): what files written before version 2
  * hold, for the tests of the reader. */
-void atl_step_write_json_v1(const struct atl_step *s, FILE *f);
+void atl_step_write_json_v1(const struct atl_step *s, FILE *f, int (*host_addr)(uint64_t v));
 
 /* Reads a JSON-lines trace of either version (lines of both may be mixed,
  * and a header may come anywhere between steps, as in files put end to

@@ -598,7 +598,7 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
         if (json || atl_chrome_on)
             resolve_pointers(&s);
         if (json) {
-            atl_step_write_json(&s, json);
+            atl_step_write_json(&s, json, atl_host_addr);
             fflush(json);
         }
         if (atl_chrome_on)
@@ -629,7 +629,7 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
     if (prev->ops && atl_step_diff(prev, &s, &o, &stats))
         atl_note_finding(ATL_FINDING_DIFF, 1);
     if (json) {
-        atl_step_write_json(&s, json);
+        atl_step_write_json(&s, json, atl_host_addr);
         fflush(json);
     }
     if (atl_chrome_on)

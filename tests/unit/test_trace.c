@@ -343,7 +343,7 @@ static void write_read(const struct atl_step *s)
 {
     FILE *f = tmpfile();
     ck_assert_ptr_nonnull(f);
-    atl_step_write_json(s, f);
+    atl_step_write_json(s, f, atl_host_addr);
     read_back(f, 1);
 }
 
@@ -389,7 +389,7 @@ static void json_text(const struct atl_step *s, char *buf, size_t len)
 {
     FILE *f = tmpfile();
     ck_assert_ptr_nonnull(f);
-    atl_step_write_json(s, f);
+    atl_step_write_json(s, f, atl_host_addr);
     rewind(f);
     size_t n = fread(buf, 1, len - 1, f);
     buf[n] = '\0';
@@ -893,16 +893,16 @@ START_TEST(json_v1_and_v2_read_alike)
         ck_assert_ptr_nonnull(f);
         if (v == 2)
             atl_trace_write_header(f);
-        (v == 1 ? atl_step_write_json_v1 : atl_step_write_json)(&a, f);
+        (v == 1 ? atl_step_write_json_v1 : atl_step_write_json)(&a, f, atl_host_addr);
         read_back(f, 1);
         same_as_read(&a, &got[0]);
         atl_step_free(&got[0]);
     }
     FILE *f = tmpfile();
-    atl_step_write_json_v1(&a, f);
+    atl_step_write_json_v1(&a, f, atl_host_addr);
     atl_trace_write_header(f);
-    atl_step_write_json(&a, f);
-    atl_step_write_json_v1(&a, f);
+    atl_step_write_json(&a, f, atl_host_addr);
+    atl_step_write_json_v1(&a, f, atl_host_addr);
     read_back(f, 3);
     for (int i = 0; i < 3; i++) {
         same_as_read(&a, &got[i]);
@@ -943,10 +943,10 @@ START_TEST(json_v2_is_compact)
     char *text = NULL;
     for (int v = 1; v <= 2; v++) {
         FILE *f = tmpfile();
-        (v == 1 ? atl_step_write_json_v1 : atl_step_write_json)(&a, f);
+        (v == 1 ? atl_step_write_json_v1 : atl_step_write_json)(&a, f, atl_host_addr);
         if (v == 2) { /* a second step declares its kernel again: steps stand alone */
             a.index++;
-            atl_step_write_json(&a, f);
+            atl_step_write_json(&a, f, atl_host_addr);
             a.index--;
         }
         len[v] = ftell(f);
@@ -1055,7 +1055,7 @@ START_TEST(residue_mark_survives_the_json_lines)
     ck_assert_uint_eq(k->residue, 2); /* parameter 1 */
     FILE *f = tmpfile();
     ck_assert_ptr_nonnull(f);
-    atl_step_write_json(&b, f);
+    atl_step_write_json(&b, f, atl_host_addr);
     rewind(f);
     char text[8192];
     size_t len = fread(text, 1, sizeof text - 1, f);
@@ -1135,7 +1135,7 @@ START_TEST(host_pointer_parameter_across_runs)
     char ta[8192], tb[8192];
     for (int k = 0; k < 2; k++) {
         FILE *f = tmpfile();
-        atl_step_write_json(k ? &b : &a, f);
+        atl_step_write_json(k ? &b : &a, f, atl_host_addr);
         rewind(f);
         size_t n = fread(k ? tb : ta, 1, sizeof ta - 1, f);
         (k ? tb : ta)[n] = '\0';
