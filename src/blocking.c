@@ -324,19 +324,6 @@ void atl_fault_check(int hook, CUresult r)
 
 static int debug_reported;
 
-/* The flight recorder's windows of captured launches (open captures
- * themselves: src/capture.h). */
-void atl_blocking_capture_post(const struct atl_capture *c, CUresult r)
-{
-    if (c->begin) {
-        if (r == CUDA_SUCCESS)
-            atl_flight_capture(c->stream, 1);
-        return;
-    }
-    /* the end of a capture ends it, whatever the result */
-    atl_flight_capture(c->stream, 0);
-}
-
 /* Synchronises the launch's stream. Success marks the launches so far as
  * good; the first failure latches (this report says it all) and gives its
  * error's name and text, which stay NULL otherwise (reported once). */

@@ -45,7 +45,6 @@ CUresult atl_blocking_launch_post(const struct atl_launch *l, CUresult r);
 CUresult atl_blocking_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
 void atl_blocking_copy_post(const struct atl_copy *c, CUresult r);
 void atl_blocking_sync_post(const struct atl_sync *s, CUresult r);
-void atl_blocking_capture_post(const struct atl_capture *c, CUresult r);
 
 /* A synchronous cuMemcpyDtoH of n bytes, from the hooks' light path
  * (ATL_ON_DTOH_COUNT): counted as a blocking copy, its result latched. */

@@ -392,8 +392,6 @@ void atl_capture_post(struct atl_capture *c, CUresult r)
 {
     if (c->begin && r == CUDA_SUCCESS)
         atl_capture_begun(c->stream, c->mode);
-    if (on(ATL_FEAT_BLOCKING))
-        atl_blocking_capture_post(c, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_capture_post(c, r);
 }

@@ -19,6 +19,7 @@
  */
 #include "flight.h"
 
+#include "capture.h"
 #include "driver.h"
 #include "dsk.h"
 #include "kernels.h"
@@ -226,39 +227,6 @@ void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upt
     }
 }
 
-/* Stream captures: a launch into a capturing stream does not run (it becomes
- * a graph node, run by a graph launch later), so it is no suspect. The last
- * CAPTURES windows of launch numbers, per stream. */
-#define CAPTURES 64
-static struct {
-    CUstream stream;
-    uint64_t from, to; /* launches (from, to]; to is UINT64_MAX while open */
-} caps[CAPTURES];
-static unsigned caps_next;
-
-void atl_flight_capture(CUstream stream, int begin)
-{
-    uint64_t now = atl_fault_last_launch();
-    pthread_mutex_lock(&marks_lock);
-    if (begin) {
-        unsigned i = caps_next++ % CAPTURES;
-        caps[i].stream = stream, caps[i].from = now, caps[i].to = UINT64_MAX;
-    } else {
-        for (unsigned i = 0; i < CAPTURES; i++)
-            if (caps[i].stream == stream && caps[i].to == UINT64_MAX)
-                caps[i].to = now;
-    }
-    pthread_mutex_unlock(&marks_lock);
-}
-
-static int captured(CUstream stream, uint64_t s)
-{
-    for (unsigned i = 0; i < CAPTURES; i++)
-        if (caps[i].to && caps[i].stream == stream && s > caps[i].from && s <= caps[i].to)
-            return 1;
-    return 0;
-}
-
 static uint64_t stream_mark(CUstream s)
 {
     for (unsigned i = 0; i < MARKS; i++)
@@ -441,7 +409,8 @@ static void tally_launch(const struct atl_ring_ent *e, void *ctx)
         t->cleared++;
         return;
     }
-    if (!(e->hook & ATL_RING_GRAPH) && captured(e->stream, s)) {
+    /* a launch into a capturing stream did not run: a graph launch runs it */
+    if (!(e->hook & ATL_RING_GRAPH) && atl_capture_held(e->stream, s)) {
         t->ncaptured++;
         return;
     }
@@ -478,7 +447,7 @@ void atl_flight_report(const char *tag)
     struct group *g = calloc(cap, sizeof *g), *st = calloc(cap, sizeof *st);
     struct tally t = {.g = g, .st = st, .cap = cap};
     uint64_t lost = 0;
-    pthread_mutex_lock(&marks_lock); /* the stream marks and capture windows */
+    pthread_mutex_lock(&marks_lock); /* the stream marks */
     if (g && st)
         lost = atl_fault_launches_since(base, last, 0, tally_launch, &t);
     else /* out of memory: how many there were, not which */

@@ -251,8 +251,10 @@ void atl_trace_sync(const struct atl_sync *s, CUresult r)
 
 /* Captures on several streams at once (one region forked into others)
  * make one step: it begins with the first capture and ends with the last,
- * and is keyed by the stream the first one began on. */
-static int captures_open;
+ * and is keyed by the stream the first one began on. Which captures are
+ * open is the tracker's (src/capture.c: the engine tells it first); the
+ * trace keeps only whether its capture step is open. */
+static int cap_step;
 static uint64_t cap_stream, cap_begin_ns;
 
 static void capture_step_end(void)
@@ -266,10 +268,10 @@ void atl_trace_capture_pre(const struct atl_capture *c)
     if (c->begin)
         return;
     /* ops enqueued from now on are not in this capture: the engine has
-     * already closed it in src/capture.c */
-    if (atl_trace_mode == ATL_MODE_CAPTURE &&
-        __atomic_load_n(&captures_open, __ATOMIC_ACQUIRE) > 0 &&
-        __atomic_sub_fetch(&captures_open, 1, __ATOMIC_ACQ_REL) == 0 &&
+     * already closed it in src/capture.c; the last one ends the step (an
+     * end on a stream that was not capturing closed nothing) */
+    if (atl_trace_mode == ATL_MODE_CAPTURE && !atl_capture_any() &&
+        __atomic_exchange_n(&cap_step, 0, __ATOMIC_ACQ_REL) &&
         !__atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE))
         capture_step_end();
 }
@@ -279,7 +281,7 @@ void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
     if (!c->begin || r != CUDA_SUCCESS)
         return;
     if (atl_trace_mode == ATL_MODE_CAPTURE &&
-        __atomic_fetch_add(&captures_open, 1, __ATOMIC_ACQ_REL) == 0 &&
+        !__atomic_exchange_n(&cap_step, 1, __ATOMIC_ACQ_REL) &&
         !__atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE)) {
         atl_tstep_drop(); /* nothing before the capture is part of it */
         cap_stream = (uint64_t)(uintptr_t)c->stream;
@@ -356,7 +358,7 @@ void atl_trace_exit(void)
     if (atl_trace_mode == ATL_MODE_SYNC)
         sync_step("exit", ATL_TAKE_ALL, 0);
     else if (atl_trace_mode == ATL_MODE_CAPTURE &&
-             __atomic_exchange_n(&captures_open, 0, __ATOMIC_ACQ_REL) > 0)
+             __atomic_exchange_n(&cap_step, 0, __ATOMIC_ACQ_REL))
         capture_step_end();
     else
         atl_tstep_close();

@@ -438,6 +438,12 @@ START_TEST(capture_mode)
     ck_assert_int_eq(
         count_lines(r.log, "capture #2 is NOT replay-safe: it froze the 1 host value(s) above"), 1);
     run_free(&r);
+    /* a refused end on a stream that was not capturing ends nothing: the
+     * tracker of open captures (src/capture.c) is the one count */
+    trace_run(&r, "capture-stray-end", "3", env);
+    ck_assert_int_eq(count_lines(r.log, "capture #2 is replay-safe: identical to #1 (3 ops)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "capture #3 is replay-safe: identical to #2 (3 ops)"), 1);
+    run_free(&r);
 }
 END_TEST
 

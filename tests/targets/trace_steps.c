@@ -275,7 +275,7 @@ static void step(const char *sc, int i)
         fill();
         launch(f_add, 4, kp);
         fill();
-    } else if (!strcmp(sc, "same") || !strcmp(sc, "capture")) {
+    } else if (!strcmp(sc, "same") || !strcmp(sc, "capture") || !strcmp(sc, "capture-stray-end")) {
         int v = 7;
         void *kp[] = {&buf, &v};
         fill();
@@ -465,6 +465,17 @@ int main(int argc, char **argv)
             CUgraph g;
             CUgraphExec ge;
             CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+            if (!strcmp(sc, "capture-stray-end")) {
+                /* ending a capture on a stream that is not capturing: refused,
+                 * and the capture of `stream` stays open */
+                static CUstream idle;
+                if (!idle)
+                    CHECK(cuStreamCreate(&idle, 0));
+                CUgraph none;
+                CHECK(cuStreamEndCapture(idle, &none) == CUDA_ERROR_ILLEGAL_STATE
+                          ? CUDA_SUCCESS
+                          : CUDA_ERROR_UNKNOWN);
+            }
             step(sc, i);
             CHECK(cuStreamEndCapture(stream, &g));
             CHECK(cuGraphInstantiate(&ge, g, 0));

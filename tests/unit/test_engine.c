@@ -3,6 +3,7 @@
 #include "capture.h"
 #include "config.h"
 #include "engine.h"
+#include "fault.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "stack.h"
@@ -423,6 +424,16 @@ START_TEST(captures_one_tracker)
     atl_capture_ending(NULL);
     atl_capture_ending(s1);
     ck_assert(!atl_capture_any() && !atl_capture_forbids_sync());
+    /* the launches that went into a capture, by number: its window, on its
+     * stream only, from its begin to its end */
+    uint64_t before = atl_ring_put(0, NULL, s1, 1, 1, 1, 1, 1, 1, 0);
+    atl_capture_begun(s2, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    uint64_t in = atl_ring_put(0, NULL, s2, 1, 1, 1, 1, 1, 1, 0);
+    atl_capture_ending(s2);
+    uint64_t after = atl_ring_put(0, NULL, s2, 1, 1, 1, 1, 1, 1, 0);
+    ck_assert(atl_capture_held(s2, in));
+    ck_assert(!atl_capture_held(s1, in) && !atl_capture_held(s2, after));
+    ck_assert(!atl_capture_held(s2, before) && !atl_capture_held(s1, before));
 }
 END_TEST
 
