@@ -13,6 +13,7 @@
 #include "hang.h"
 #include "kaudit.h"
 #include "kernels.h"
+#include "leaks.h"
 #include "ledger.h"
 #include "log.h"
 #include "redzone.h"
@@ -52,8 +53,8 @@ static unsigned feature_events[ATL_FEAT_COUNT];
 
 static unsigned (*const feature_init[ATL_FEAT_COUNT])(void) = {
     [ATL_FEAT_BLOCKING] = atl_blocking_init, [ATL_FEAT_KAUDIT] = atl_kaudit_init,
-    [ATL_FEAT_REDZONE] = atl_redzone_init,   [ATL_FEAT_TRACE] = atl_trace_init,
-    [ATL_FEAT_HANG] = atl_hang_init,
+    [ATL_FEAT_REDZONE] = atl_redzone_init,   [ATL_FEAT_LEAKS] = atl_leaks_init,
+    [ATL_FEAT_TRACE] = atl_trace_init,       [ATL_FEAT_HANG] = atl_hang_init,
 };
 
 void atl_engine_enable(enum atl_feature f, unsigned events)
@@ -265,6 +266,8 @@ static void ledger_note_alloc(const struct atl_alloc *a, CUresult r, int guarded
 void atl_alloc_post(struct atl_alloc *a, CUresult r)
 {
     atl_fault_check(a->hook, r);
+    if (on(ATL_FEAT_LEAKS))
+        atl_leaks_alloc_post(a, r);
     int guarded = on(ATL_FEAT_REDZONE) ? atl_redzone_alloc_post(a, r) : 0;
     if (atl_ledger_on)
         ledger_note_alloc(a, r, guarded);
@@ -281,12 +284,16 @@ void atl_free_pre(struct atl_free *f)
         f->known = atl_ledger_remove(f->ptr, &f->rec);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_free_pre(f);
+    if (on(ATL_FEAT_LEAKS))
+        atl_leaks_free_pre(f);
 }
 
 void atl_free_post(struct atl_free *f, CUresult r)
 {
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_free_post(f, r);
+    if (on(ATL_FEAT_LEAKS))
+        atl_leaks_free_post(f, r);
 }
 
 void atl_vmm_pre(struct atl_vmm *v)
@@ -301,6 +308,8 @@ void atl_vmm_post(struct atl_vmm *v, CUresult r)
     atl_fault_check(v->hook, r);
     if (atl_ledger_on)
         atl_vmm_ledger_post(v, r);
+    if (on(ATL_FEAT_LEAKS))
+        atl_leaks_vmm_post(v, r);
 }
 
 void atl_copy_pre(struct atl_copy *c)
@@ -449,6 +458,8 @@ void atl_engine_exit(void)
     } else {
         if (on(ATL_FEAT_REDZONE))
             atl_redzone_exit();
+        if (on(ATL_FEAT_LEAKS))
+            atl_leaks_exit();
         if (on(ATL_FEAT_TRACE))
             atl_trace_exit();
     }

@@ -25,7 +25,8 @@
 enum atl_feature {
     ATL_FEAT_BLOCKING, /* src/blocking.c: blocking-copy counts, the fault report, debug sync */
     ATL_FEAT_KAUDIT,   /* src/kaudit.c: ATLAS_KERNEL_AUDIT */
-    ATL_FEAT_REDZONE,  /* src/redzone.c: ATLAS_REDZONE, ATLAS_LEAKS */
+    ATL_FEAT_REDZONE,  /* src/redzone.c: ATLAS_REDZONE */
+    ATL_FEAT_LEAKS,    /* src/leaks.c: the ledger's reports (ATLAS_REDZONE or ATLAS_LEAKS) */
     ATL_FEAT_TRACE,    /* src/trace.c: ATLAS_TRACE */
     ATL_FEAT_HANG,     /* src/hang.c: ATLAS_HANG_SECONDS */
     ATL_FEAT_COUNT,

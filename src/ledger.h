@@ -98,18 +98,6 @@ const char *atl_ledger_where(const struct atl_alloc_rec *r, char *buf, size_t n)
 /* Forgets everything (tests; a forked child). */
 void atl_ledger_reset(void);
 
-/* ---- the ledger's reports (src/leaks.c) ---- */
-struct atl_alloc;
-struct atl_free;
-/* A failed allocation: out of memory warns with the largest live ones (the
- * first few times), any other error is one info line. */
-void atl_leaks_alloc_failed(const struct atl_alloc *a, CUresult r);
-/* A freed allocation, remembered a while to tell a double free later. */
-void atl_leaks_freed(CUdeviceptr ptr, uint64_t seq);
-/* The free's result: a failed free of a known allocation, or a free of a
- * pointer the ledger does not know (a double free, or never allocated). */
-void atl_leaks_free_result(const struct atl_free *f, CUresult r);
-/* ATLAS_LEAKS at exit: the allocations never freed, largest first. */
-void atl_leaks_report(void);
+/* (The ledger's reports: src/leaks.h.) */
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * Red zones: a poisoned tail after every guarded driver allocation, checked
- * on the GPU; and the allocation ledger's reports (leaks at exit, failed
- * allocations, frees of pointers nobody allocated).
+ * on the GPU. (The allocation ledger's reports, which run with red zones
+ * too: src/leaks.c.)
  *
  * Why tails and not a sanitizer: compute-sanitizer memcheck costs 12x to
  * 44x per launch on the H200 and cannot see an overrun that stays inside
@@ -53,9 +53,8 @@ enum { CHECK_FREE, CHECK_SYNC, CHECK_LAUNCH };
 static size_t pad; /* ATLAS_REDZONE; 0: no red zones */
 static unsigned char fill;
 static int mode;
-static int leaks_on;
-static int active; /* red zones or leak list on */
-static uint64_t min_idx, trace_idx;
+static int active; /* red zones on (the ledger's reports are src/leaks.c's) */
+static uint64_t min_idx;
 
 static uint64_t overruns, guarded_total, checks, skipped_capture;
 
@@ -1270,9 +1269,7 @@ unsigned atl_redzone_init(void)
     fill = (unsigned char)atl_cfg.redzone_fill;
     mode = (int)atl_cfg.redzone_check;
     min_idx = atl_cfg.redzone_min_idx;
-    trace_idx = atl_cfg.redzone_trace_idx;
-    leaks_on = (int)atl_cfg.leaks;
-    active = pad > 0 || leaks_on;
+    active = pad > 0;
     if (active)
         atl_ledger_on = 1;
     if (pad && *atl_pools_routed())
@@ -1317,16 +1314,6 @@ void atl_redzone_alloc_pre(struct atl_alloc *a)
     a->padded = a->bytes + pad;
 }
 
-static void trace_alloc(const struct atl_alloc *a)
-{
-    struct atl_stack st;
-    atl_stack_capture(&st);
-    atl_log(ATL_WARN,
-            "redzone: alloc#%llu bytes=%zu ptr=0x%llx backtrace (ATLAS_REDZONE_TRACE_IDX):",
-            (unsigned long long)a->seq, a->bytes, a->dptr ? (unsigned long long)*a->dptr : 0ULL);
-    atl_log_frames(ATL_WARN, "redzone", &st, 0, ATL_STACK_MAX);
-}
-
 static int stream_capturing(CUstream s)
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -1338,17 +1325,8 @@ static int stream_capturing(CUstream s)
 
 int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
 {
-    if (!active)
+    if (!active || r != CUDA_SUCCESS || !a->dptr)
         return 0;
-    if (r != CUDA_SUCCESS) {
-        if (r != CUDA_ERROR_DEINITIALIZED)
-            atl_leaks_alloc_failed(a, r);
-        return 0;
-    }
-    if (!a->dptr)
-        return 0;
-    if (trace_idx && a->seq == trace_idx)
-        trace_alloc(a);
     if (a->padded <= a->bytes && !a->padded_height)
         return 0;
     struct zone z = {.base = *a->dptr,
@@ -1404,7 +1382,6 @@ void atl_redzone_free_pre(struct atl_free *f)
         held_refree(f->ptr);
     if (!active || !f->known)
         return;
-    atl_leaks_freed(f->ptr, f->rec.seq);
     struct zone z;
     if (!pad || !zone_remove(f->ptr, &z) || !z.watched)
         return;
@@ -1459,7 +1436,6 @@ void atl_redzone_free_post(struct atl_free *f, CUresult r)
         slots_poll(0);
         pthread_mutex_unlock(&scan_lock);
     }
-    atl_leaks_free_result(f, r);
 }
 
 void atl_redzone_launch_pre(const struct atl_launch *l)
@@ -1588,8 +1564,6 @@ void atl_redzone_exit(void)
                 (unsigned long long)overruns, (unsigned long long)guarded_total,
                 (unsigned long long)checks);
     }
-    if (leaks_on)
-        atl_leaks_report();
 }
 
 int atl_redzone_poison(uint64_t lo, uint64_t hi)

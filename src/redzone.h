@@ -1,5 +1,6 @@
 /*
- * Red zones and the allocation ledger's reports (ATLAS_REDZONE, ATLAS_LEAKS).
+ * Red zones (ATLAS_REDZONE). The allocation ledger's reports, on with red
+ * zones or ATLAS_LEAKS, are a feature of their own (src/leaks.h).
  *
  * Every guarded driver allocation is over-allocated by a poisoned tail; the
  * program keeps the base pointer the driver returned. The tails are checked
@@ -17,15 +18,15 @@
 #include "events.h"
 
 /* Reads the settings (called from the engine's init); sets atl_ledger_on
- * when red zones or the leak list are on. Returns atl_redzone_events(). */
+ * when red zones are on. Returns atl_redzone_events(). */
 unsigned atl_redzone_init(void);
 
 /* The event classes the feature needs (ATL_ON_* bits), 0 when off. */
 unsigned atl_redzone_events(void);
 
 void atl_redzone_alloc_pre(struct atl_alloc *a);
-/* Poisons the tail of a guarded allocation; reports a failed one. Returns 1
- * when the allocation is guarded (its tail poisoned), else 0. */
+/* Poisons the tail of a guarded allocation. Returns 1 when the allocation
+ * is guarded (its tail poisoned), else 0. */
 int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r);
 /* May hold an asynchronous free back (f->held): see "frees held back" in
  * redzone.c. */

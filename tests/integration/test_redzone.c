@@ -475,6 +475,15 @@ START_TEST(leaks_without_redzone)
     HASNT(r.log, "redzone overrun");
     HAS(r.log, "leaks: 2 allocations never freed, 8492 bytes in total");
     run_free(&r);
+    /* the ledger's reports are a feature of their own: an allocation's
+     * backtrace by number works with the leak list alone too */
+    static const char *const traced[] = {"ATLAS_REDZONE=0", "ATLAS_LEAKS=1",
+                                         "ATLAS_REDZONE_TRACE_IDX=1", NULL};
+    rz_run(&r, "leak", NULL, traced);
+    HAS(r.log, " backtrace (ATLAS_REDZONE_TRACE_IDX):\n");
+    ck_assert_int_eq(count_lines(r.log, "backtrace"), 1);
+    HAS(r.log, "leaks: 2 allocations never freed, 8492 bytes in total");
+    run_free(&r);
 }
 END_TEST
 
