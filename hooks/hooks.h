@@ -4,7 +4,6 @@
 
 #include <cuda.h>
 
-#include "blocking.h" /* the DTOH light path */
 #include "engine.h"
 #include "ring.h"
 

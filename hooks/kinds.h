@@ -807,7 +807,7 @@ static inline CUresult atl_light_dtoh(int id, CUresult(CUDAAPI *real)(ATL_K_CPY_
                                       ATL_K_CPY_DTOH_P)
 {
     CUresult r = real(dst, src, n);
-    atl_blocking_dtoh_light(id, n, r);
+    atl_dtoh_light(id, n, r);
     return r;
 }
 

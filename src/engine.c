@@ -9,6 +9,7 @@
 
 #include "blocking.h"
 #include "config.h"
+#include "faultrep.h"
 #include "flight.h"
 #include "hang.h"
 #include "kaudit.h"
@@ -52,9 +53,10 @@ static void warn_line(void *ctx, const char *line)
 static unsigned feature_events[ATL_FEAT_COUNT];
 
 static unsigned (*const feature_init[ATL_FEAT_COUNT])(void) = {
-    [ATL_FEAT_BLOCKING] = atl_blocking_init, [ATL_FEAT_KAUDIT] = atl_kaudit_init,
-    [ATL_FEAT_REDZONE] = atl_redzone_init,   [ATL_FEAT_LEAKS] = atl_leaks_init,
-    [ATL_FEAT_TRACE] = atl_trace_init,       [ATL_FEAT_HANG] = atl_hang_init,
+    [ATL_FEAT_FAULT] = atl_faultrep_init, [ATL_FEAT_BLOCKING] = atl_blocking_init,
+    [ATL_FEAT_KAUDIT] = atl_kaudit_init,  [ATL_FEAT_REDZONE] = atl_redzone_init,
+    [ATL_FEAT_LEAKS] = atl_leaks_init,    [ATL_FEAT_TRACE] = atl_trace_init,
+    [ATL_FEAT_HANG] = atl_hang_init,
 };
 
 void atl_engine_enable(enum atl_feature f, unsigned events)
@@ -66,6 +68,15 @@ void atl_engine_enable(enum atl_feature f, unsigned events)
 static inline int on(enum atl_feature f)
 {
     return feature_events[f] != 0;
+}
+
+/* The sticky-fault latch, checked once per call that reaches the engine, in
+ * its post path: a failure goes to the fault report, which reports the first
+ * context-destroying one (src/fault.h keeps the latch). */
+static inline void latch(int hook, CUresult r)
+{
+    if (__builtin_expect(r != CUDA_SUCCESS, 0) && on(ATL_FEAT_FAULT))
+        atl_faultrep_check(hook, r);
 }
 
 static unsigned wanted_events(void)
@@ -103,6 +114,14 @@ static void init_body(void)
      * the ledger), before wanted_events() decides what the hooks report. */
     for (int f = 0; f < ATL_FEAT_COUNT; f++)
         atl_engine_enable((enum atl_feature)f, feature_init[f]());
+    /* the hang report shows what the step trace and the flight recorder
+     * know; a feature calls no other feature, so the engine hands it theirs */
+    if (on(ATL_FEAT_HANG))
+        atl_hang_sources(&(struct atl_hang_sources){
+            .progress = on(ATL_FEAT_TRACE) ? atl_tstep_progress : NULL,
+            .flush = on(ATL_FEAT_TRACE) ? atl_tstep_flush : NULL,
+            .suspects = on(ATL_FEAT_FAULT) ? atl_flight_report : NULL,
+        });
 
     pthread_atfork(NULL, NULL, atl_engine_atfork_child);
     atexit(atl_engine_exit);
@@ -186,10 +205,16 @@ void atl_launch_from_config(struct atl_launch *l)
 void atl_launch_pre(struct atl_launch *l)
 {
     register_late_atexit();
-    /* the one look-up of the kernel's record: every feature reads it in the event */
-    struct atl_ktab_ent *e = atl_ring_ready_ent(l->func);
-    l->rec = e ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE)
-               : atl_ring_first(l->func, l->params, l->extra);
+    /* the one look-up of the kernel's record: every feature reads it in the
+     * event; the flight recorder's first launch of a kernel since the last
+     * good sync (its cold half) makes it when there is none */
+    if (on(ATL_FEAT_FAULT)) {
+        struct atl_ktab_ent *e = atl_ring_ready_ent(l->func);
+        l->rec = e ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE)
+                   : atl_ring_first(l->func, l->params, l->extra);
+    } else {
+        l->rec = atl_krec_get(l->func);
+    }
     l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
                           l->block[0], l->block[1], l->block[2], l->shmem);
     if (on(ATL_FEAT_REDZONE))
@@ -200,7 +225,8 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 {
     if (on(ATL_FEAT_KAUDIT))
         atl_kaudit_launch(l);
-    CUresult out = on(ATL_FEAT_BLOCKING) ? atl_blocking_launch_post(l, r) : r;
+    latch(l->hook, r);
+    CUresult out = on(ATL_FEAT_FAULT) ? atl_faultrep_launch_post(l, r) : r;
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_launch_post(l, r);
     if (on(ATL_FEAT_TRACE))
@@ -215,15 +241,16 @@ void atl_graph_launch_pre(struct atl_graph_launch *g)
 
 void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
 {
-    if (r == CUDA_SUCCESS)
-        atl_flight_note_graph(g->exec, g->graph);
-    atl_fault_check(g->hook, r);
+    if (on(ATL_FEAT_FAULT))
+        atl_faultrep_graph_inst_post(g, r);
+    latch(g->hook, r);
 }
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
-    if (on(ATL_FEAT_BLOCKING))
-        r = atl_blocking_graph_launch_post(g, r);
+    latch(g->hook, r);
+    if (on(ATL_FEAT_FAULT))
+        r = atl_faultrep_graph_launch_post(g, r);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_graph_launch_post(g, r);
     if (on(ATL_FEAT_TRACE))
@@ -265,7 +292,7 @@ static void ledger_note_alloc(const struct atl_alloc *a, CUresult r, int guarded
 
 void atl_alloc_post(struct atl_alloc *a, CUresult r)
 {
-    atl_fault_check(a->hook, r);
+    latch(a->hook, r);
     if (on(ATL_FEAT_LEAKS))
         atl_leaks_alloc_post(a, r);
     int guarded = on(ATL_FEAT_REDZONE) ? atl_redzone_alloc_post(a, r) : 0;
@@ -305,7 +332,7 @@ void atl_vmm_pre(struct atl_vmm *v)
 
 void atl_vmm_post(struct atl_vmm *v, CUresult r)
 {
-    atl_fault_check(v->hook, r);
+    latch(v->hook, r);
     if (atl_ledger_on)
         atl_vmm_ledger_post(v, r);
     if (on(ATL_FEAT_LEAKS))
@@ -343,6 +370,7 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
         r = atl_own_error_deliver(r);
     if (on(ATL_FEAT_HANG) && !c->async)
         atl_hang_leave();
+    latch(c->hook, r);
     if (on(ATL_FEAT_BLOCKING))
         atl_blocking_copy_post(c, r);
     if (on(ATL_FEAT_TRACE))
@@ -357,7 +385,7 @@ void atl_memset_pre(struct atl_memset *m)
 
 CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 {
-    atl_fault_check(m->hook, r);
+    latch(m->hook, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_memset(m, r);
     return r;
@@ -379,6 +407,9 @@ CUresult atl_sync_post(struct atl_sync *s, CUresult r)
         atl_hang_leave();
     if (on(ATL_FEAT_BLOCKING))
         atl_blocking_sync_post(s, r);
+    latch(s->hook, r);
+    if (on(ATL_FEAT_FAULT))
+        atl_faultrep_sync_post(s, r);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_sync_post(s, r);
     if (on(ATL_FEAT_TRACE))
@@ -433,6 +464,14 @@ void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
 {
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_teardown(atl_hook_names[t->hook]);
+}
+
+void atl_dtoh_light(int hook, size_t n, CUresult r)
+{
+    if (r != CUDA_SUCCESS)
+        latch(hook, r);
+    else if (on(ATL_FEAT_BLOCKING))
+        atl_blocking_dtoh_count(n);
 }
 
 /* ---- exit -------------------------------------------------------------------- */

@@ -23,7 +23,8 @@
  * and calls a feature's event functions only while its answer is non-zero:
  * that is the one gate; a feature's own early returns only refine it. */
 enum atl_feature {
-    ATL_FEAT_BLOCKING, /* src/blocking.c: blocking-copy counts, the fault report, debug sync */
+    ATL_FEAT_FAULT,    /* src/faultrep.c, src/flight.c: the fault report, debug sync */
+    ATL_FEAT_BLOCKING, /* src/blocking.c: blocking-copy and host-sync counts */
     ATL_FEAT_KAUDIT,   /* src/kaudit.c: ATLAS_KERNEL_AUDIT */
     ATL_FEAT_REDZONE,  /* src/redzone.c: ATLAS_REDZONE */
     ATL_FEAT_LEAKS,    /* src/leaks.c: the ledger's reports (ATLAS_REDZONE or ATLAS_LEAKS) */
@@ -98,6 +99,11 @@ void atl_module_pre(struct atl_module *m);
 void atl_module_post(struct atl_module *m, CUresult r);
 
 void atl_ctx_teardown_pre(struct atl_ctx_teardown *t);
+
+/* A synchronous cuMemcpyDtoH of n bytes on the hooks' light path (no
+ * event): its result goes to the latch, a success is counted as a blocking
+ * copy. */
+void atl_dtoh_light(int hook, size_t n, CUresult r);
 
 /* ---- reports ------------------------------------------------------------ */
 

@@ -21,11 +21,10 @@
 #include "hang.h"
 
 #include "config.h"
-#include "flight.h"
+#include "fault.h"
 #include "log.h"
 #include "services.h"
 #include "thread.h"
-#include "trace.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -37,8 +36,13 @@
 #include <time.h>
 #include <unistd.h>
 
-int atl_hang_on;
 static uint64_t limit_ns;
+static struct atl_hang_sources from; /* written at init, before the watch starts */
+
+void atl_hang_sources(const struct atl_hang_sources *s)
+{
+    from = *s;
+}
 
 /* One slot per thread that ever blocked: written by its thread only, read by
  * the watchdog. `since` is the wait's start (0: not waiting); `said` the
@@ -68,7 +72,6 @@ unsigned atl_hang_init(void)
     if (!atl_cfg.hang_seconds)
         return 0;
     limit_ns = atl_cfg.hang_seconds * 1000000000ull;
-    atl_hang_on = 1;
     /* host syncs come to the engine always (src/blocking.c); synchronous
      * device-to-host copies must leave the hooks' light path to be seen
      * before they block */
@@ -85,8 +88,8 @@ static void log_op_line(const char *text)
  * newest ones), or their count when launches are not recorded. */
 static void recent_launches(void)
 {
-    if (atl_fault_ring_on()) {
-        atl_flight_report("hang");
+    if (atl_fault_ring_on() && from.suspects) {
+        from.suspects("hang");
         return;
     }
     atl_log(ATL_ERROR, "hang: launches are not recorded (ATLAS_LAUNCH_RING=0): no list of them");
@@ -103,13 +106,14 @@ static void report(const struct hang_slot *s, int hook)
     /* said once, as soon as the limit passes: "more than S s" is exact */
     atl_log(ATL_ERROR, "hang: %s has waited more than %llu s in %s (ATLAS_HANG_SECONDS)", who,
             atl_cfg.hang_seconds, atl_hook_names[hook]);
-    if (atl_tstep_progress(&steps, &ops, 0, log_op_line)) {
+    if (from.progress && from.progress(&steps, &ops, 0, log_op_line)) {
         atl_log(ATL_ERROR,
                 "hang: steps finished: %" PRIu64 "; the step under way (step %" PRIu64
                 ") has enqueued %" PRIu64 " ops%s",
                 steps, steps + 1, ops, ops ? "; the last of them:" : "");
-        atl_tstep_progress(&steps, &ops, 8, log_op_line);
-        atl_tstep_flush(); /* the file already ends at the last finished step */
+        from.progress(&steps, &ops, 8, log_op_line);
+        if (from.flush)
+            from.flush(); /* the file already ends at the last finished step */
     }
     recent_launches();
 }
