@@ -31,7 +31,6 @@
 #include "config.h"
 #include "driver.h"
 #include "fault.h"
-#include "flight.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"

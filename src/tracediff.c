@@ -15,7 +15,6 @@
 
 #include "config.h"
 
-#include "hostmap.h"
 #include "stack.h"
 
 #include <ctype.h>
