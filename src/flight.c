@@ -26,7 +26,6 @@
 #include "ledger.h"
 #include "log.h"
 #include "ring.h"
-#include "stack.h"
 
 #include <pthread.h>
 #include <stdarg.h>

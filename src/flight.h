@@ -14,7 +14,6 @@
 #include <stdint.h>
 
 #include "events.h"
-#include "fault.h"
 
 /* An executable graph was instantiated from graph: its kernel nodes (names,
  * grid and block) are read now, while the graph exists, for the report. */

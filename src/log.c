@@ -33,11 +33,6 @@ void atl_log_set_level(int level)
     log_level = level;
 }
 
-int atl_log_enabled(int level)
-{
-    return level <= log_level;
-}
-
 ssize_t atl_write_nosigpipe(int fd, const void *p, size_t n)
 {
     /* A write to a pipe whose reader is gone raises SIGPIPE in the writing

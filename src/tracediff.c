@@ -15,8 +15,6 @@
 
 #include "config.h"
 
-#include "stack.h"
-
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>

@@ -2,7 +2,7 @@
  * The step trace's file form: JSON lines, one op per line (docs/trace.md,
  * "JSON lines"). Version 2 (written): a header line, each kernel declared
  * once per step with an id, ops naming it by id with short keys. Version 1
- * (read, and written by tests): every op line whole.
+ * (read; the tests write it): every op line whole.
  */
 #ifndef ATL_TRACEJSON_H
 #define ATL_TRACEJSON_H
@@ -23,9 +23,6 @@ void atl_trace_write_header(FILE *f);
  * which two runs compare as equal. The writer itself knows nothing of the
  * live process (atlas-diff links it too). */
 void atl_step_write_json(const struct atl_step *s, FILE *f, int (*host_addr)(uint64_t v));
-/* A step in version 1 (no header): what files written before version 2
- * hold, for the tests of the reader. */
-void atl_step_write_json_v1(const struct atl_step *s, FILE *f, int (*host_addr)(uint64_t v));
 
 /* Reads a JSON-lines trace of either version (lines of both may be mixed,
  * and a header may come anywhere between steps, as in files put end to
