@@ -1,5 +1,5 @@
 /*
- * ATLAS_DEBUG_SYNC_KERNELS, read the same way by libatlastrace (src/blocking.c)
+ * ATLAS_DEBUG_SYNC_KERNELS, read the same way by libatlastrace (src/faultrep.c)
  * and libatlaslaunch (src/launch/debug.c): one parser, header-only because
  * libatlaslaunch links nothing of the engine and makes no heap calls.
  *

@@ -72,9 +72,9 @@ unsigned atl_hang_init(void)
     if (!atl_cfg.hang_seconds)
         return 0;
     limit_ns = atl_cfg.hang_seconds * 1000000000ull;
-    /* host syncs come to the engine always (src/blocking.c); synchronous
-     * device-to-host copies must leave the hooks' light path to be seen
-     * before they block */
+    /* host syncs come to the engine always (src/blocking.c, src/faultrep.c);
+     * synchronous device-to-host copies must leave the hooks' light path to
+     * be seen before they block */
     return ATL_ON_SYNC | ATL_ON_COPY | ATL_ON_COPY_DTOH;
 }
 

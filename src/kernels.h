@@ -41,7 +41,7 @@ struct atl_krec {
     const char *name;
     /* The kernel audit's counters (src/kaudit.c), added to atomically. */
     uint64_t launches, blocks;
-    /* Debug sync's cached answer (src/blocking.c): 0 not asked yet, 1 no, 2 yes. */
+    /* Debug sync's cached answer (src/faultrep.c): 0 not asked yet, 1 no, 2 yes. */
     int dsk;
     /* The flight recorder's (src/flight.c): the parameter bytes of the
      * kernel's first launch since the last good sync. */

@@ -1,6 +1,6 @@
 /*
  * The step model: one recorded step's ops, their parameter bytes and their
- * pointer notes, built by the live tracer (src/trace.c) and by the reader of
+ * pointer notes, built by the live tracer (src/tracestep.c) and by the reader of
  * the JSON lines (src/tracejson.c) alike.
  */
 #include "step.h"

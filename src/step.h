@@ -2,7 +2,7 @@
  * The step model: one recorded step (the ops it enqueued, in per-stream
  * order, their parameter bytes and the pointers the ledger resolved).
  *
- * It knows nothing of hooks or the driver: the live tracer (src/trace.c)
+ * It knows nothing of hooks or the driver: the live tracer (src/tracestep.c)
  * and the JSON-lines reader (src/tracejson.c) both build steps here, and the
  * diff (src/tracediff.c) compares them.
  */

@@ -2,7 +2,7 @@
  * Step diffs: the diff of two steps (src/step.h) and the run's summary.
  *
  * This module knows nothing of hooks or the driver: the live tracer
- * (src/trace.c) and the offline tool (tools/atlas-diff.c) both hand it
+ * (src/tracestep.c) and the offline tool (tools/atlas-diff.c) both hand it
  * steps, so both print the same report from the same code.
  */
 #ifndef ATL_TRACEDIFF_H
