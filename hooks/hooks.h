@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include "blocking.h" /* the DTOH light path's count */
 #include "engine.h"
 #include "ring.h"
 

@@ -802,12 +802,16 @@ static inline void atl_light_record_GRAPH_LAUNCH(int id, ATL_K_GRAPH_LAUNCH_P)
 }
 
 /* DTOH: a synchronous device-to-host copy always blocks: counted after the
- * real call (its result feeds the fault latch), no event, no engine. */
+ * real call, no event, no engine (the light path's bit is the blocking
+ * feature's: it alone asks for it); a failure goes to the engine's latch. */
 static inline CUresult atl_light_dtoh(int id, CUresult(CUDAAPI *real)(ATL_K_CPY_DTOH_P),
                                       ATL_K_CPY_DTOH_P)
 {
     CUresult r = real(dst, src, n);
-    atl_dtoh_light(id, n, r);
+    if (__builtin_expect(r == CUDA_SUCCESS, 1))
+        atl_blocking_dtoh_count(n);
+    else
+        atl_dtoh_failed(id, r);
     return r;
 }
 

@@ -39,8 +39,8 @@ void atl_blocking_copy_post(const struct atl_copy *c, CUresult r);
 void atl_blocking_sync_post(const struct atl_sync *s, CUresult r);
 
 /* A synchronous cuMemcpyDtoH of n bytes that succeeded on the hooks' light
- * path (ATL_ON_DTOH_COUNT, through the engine's atl_dtoh_light): counted as
- * a blocking copy. */
+ * path (ATL_ON_DTOH_COUNT, which this feature alone asks for; a failure goes
+ * to the engine's atl_dtoh_failed): counted as a blocking copy. */
 void atl_blocking_dtoh_count(size_t n);
 
 /* Exit summary (when ATLAS_D2H_TRACE is set). */

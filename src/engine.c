@@ -225,8 +225,11 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 {
     if (on(ATL_FEAT_KAUDIT))
         atl_kaudit_launch(l);
-    latch(l->hook, r);
-    CUresult out = on(ATL_FEAT_FAULT) ? atl_faultrep_launch_post(l, r) : r;
+    CUresult out = r;
+    if (__builtin_expect(r != CUDA_SUCCESS, 0))
+        latch(l->hook, r);
+    else if (on(ATL_FEAT_FAULT))
+        out = atl_faultrep_launch_post(l); /* debug sync */
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_launch_post(l, r);
     if (on(ATL_FEAT_TRACE))
@@ -466,12 +469,9 @@ void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
         atl_redzone_teardown(atl_hook_names[t->hook]);
 }
 
-void atl_dtoh_light(int hook, size_t n, CUresult r)
+void atl_dtoh_failed(int hook, CUresult r)
 {
-    if (r != CUDA_SUCCESS)
-        latch(hook, r);
-    else if (on(ATL_FEAT_BLOCKING))
-        atl_blocking_dtoh_count(n);
+    latch(hook, r);
 }
 
 /* ---- exit -------------------------------------------------------------------- */

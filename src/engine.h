@@ -100,10 +100,10 @@ void atl_module_post(struct atl_module *m, CUresult r);
 
 void atl_ctx_teardown_pre(struct atl_ctx_teardown *t);
 
-/* A synchronous cuMemcpyDtoH of n bytes on the hooks' light path (no
- * event): its result goes to the latch, a success is counted as a blocking
- * copy. */
-void atl_dtoh_light(int hook, size_t n, CUresult r);
+/* A synchronous cuMemcpyDtoH on the hooks' light path (no event) failed
+ * with r: the latch. (A success is counted by the blocking feature's
+ * atl_blocking_dtoh_count, which alone asks for the light path.) */
+void atl_dtoh_failed(int hook, CUresult r);
 
 /* ---- reports ------------------------------------------------------------ */
 

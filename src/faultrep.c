@@ -206,11 +206,9 @@ CUresult atl_faultrep_graph_launch_post(const struct atl_graph_launch *g, CUresu
     return r;
 }
 
-CUresult atl_faultrep_launch_post(const struct atl_launch *l, CUresult r)
+CUresult atl_faultrep_launch_post(const struct atl_launch *l)
 {
-    if (r == CUDA_SUCCESS && debug_sync)
-        return debug_sync_after(l);
-    return r;
+    return debug_sync ? debug_sync_after(l) : CUDA_SUCCESS;
 }
 
 /* ---- the flight recorder's events ---------------------------------------------------- */

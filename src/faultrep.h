@@ -27,9 +27,10 @@ unsigned atl_faultrep_init(void);
  * recorder's suspects. */
 void atl_faultrep_check(int hook, CUresult r);
 
-/* Debug sync after a successful launch or graph launch: the result the
- * program sees (a failing sync's error replaces the launch's success). */
-CUresult atl_faultrep_launch_post(const struct atl_launch *l, CUresult r);
+/* Debug sync after a successful launch (atl_faultrep_launch_post) or graph
+ * launch: the result the program sees (a failing sync's error replaces the
+ * launch's success). */
+CUresult atl_faultrep_launch_post(const struct atl_launch *l);
 CUresult atl_faultrep_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
 /* The flight recorder: an instantiated graph's kernel nodes; a good sync. */
 void atl_faultrep_graph_inst_post(const struct atl_graph_inst *g, CUresult r);

@@ -15,6 +15,7 @@
 
 #include "events.h"
 #include "step.h"
+#include "thread.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -138,8 +139,13 @@ static inline void atl_tbuf_unlock(struct tbuf *b)
 /* At init: ATLAS_TRACE_MAX_MB in bytes. */
 void atl_tbuf_init(size_t max_bytes);
 /* The calling thread's buffer (made, or an exited thread's taken over, on
- * its first op); NULL when out of memory. */
-struct tbuf *atl_tbuf_get(void);
+ * its first op: atl_tbuf_new); NULL when out of memory. */
+struct tbuf *atl_tbuf_new(void);
+static inline struct tbuf *atl_tbuf_get(void)
+{
+    struct tbuf *b = atl_thr.trace_buf;
+    return __builtin_expect(b != NULL, 1) ? b : atl_tbuf_new();
+}
 /* atl_tbuf_lock for the step end; at exit it gives up at the exit's
  * deadline (the buffer's thread may be stopped while recording) and
  * returns -1. */

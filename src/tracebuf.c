@@ -50,11 +50,9 @@ static void tbuf_release(void *p)
     __atomic_store_n(&((struct tbuf *)p)->free_, 1, __ATOMIC_RELEASE);
 }
 
-struct tbuf *atl_tbuf_get(void)
+struct tbuf *atl_tbuf_new(void)
 {
-    struct tbuf *b = atl_thr.trace_buf;
-    if (__builtin_expect(b != NULL, 1))
-        return b;
+    struct tbuf *b;
     for (b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
         int one = 1;
