@@ -897,8 +897,17 @@ static void check(struct rop *op, struct ralloc *a, const struct racc *x)
         a->mono_birth = birth;
     }
     if (a->n == RC_KEEP) {
-        acc_remove(a, 0);
-        rc.forgotten++;
+        /* the oldest of x's own stream goes first (x comes after it: a later
+         * access that races with it races with x too, if it touches x's
+         * bytes); else the oldest of all, counted */
+        unsigned i = 0;
+        while (i < a->n && a->e[i].stream != u)
+            i++;
+        if (i == a->n) {
+            i = 0;
+            rc.forgotten++;
+        }
+        acc_remove(a, i);
     }
     if (a->n == a->cap) {
         unsigned cap = a->cap ? a->cap * 2 : 2;
@@ -1878,7 +1887,7 @@ static const char *site_name(const struct atl_stack *s, char *buf, size_t n)
 static const char *mode_name(int mode, int kernel)
 {
     if (mode == RC_READ)
-        return kernel ? "const: reads" : "reads";
+        return "reads";
     if (mode == RC_WRITE)
         return kernel ? "the operator's output: writes" : "writes";
     return "may write";
@@ -2016,7 +2025,8 @@ void atl_races_exit(void)
     if (atl_exit_lock(&rc.mu, "the race summary") != 0)
         return;
     uint64_t races = rc.races, rd = rc.races_distinct, poss = rc.possible,
-             pd = rc.possible_distinct, acc = rc.accesses, forgot = rc.forgotten;
+             pd = rc.possible_distinct, acc = rc.accesses, forgot = rc.forgotten,
+             dropped = rc.dropped;
     unsigned streams = rc.nst;
     uint64_t unprinted =
         rd + (rc.mode > 1 ? pd : 0) > rc.printed ? rd + (rc.mode > 1 ? pd : 0) - rc.printed : 0;
@@ -2036,4 +2046,9 @@ void atl_races_exit(void)
                 "races: %llu accesses forgotten (more than %d unordered ones kept for "
                 "one allocation): races with them are not seen",
                 (unsigned long long)forgot, RC_KEEP);
+    if (dropped)
+        atl_log(ATL_INFO,
+                "races: %llu accesses not checked (ops reaching more than %d allocations, or "
+                "places in one, such as PyTorch's multi-tensor kernels: the first %d are)",
+                (unsigned long long)dropped, RC_OP_ACCESSES, RC_OP_ACCESSES);
 }

@@ -33,7 +33,7 @@
 
 /* ---- the kernels (host functions in the fake; names as nvcc mangles them) ---- */
 
-static float sink;
+static __thread float sink; /* per thread: the stress case's kernels run on four threads */
 
 /* consume(float const*, int): reads */
 static CUresult k_consume(const struct fake_launch *l, void **p)
@@ -476,6 +476,70 @@ static void case_reuse(void)
     read_on(b);
 }
 
+/* A capture that forks onto a second stream and joins back (the pattern of
+ * multi-stream graph capture): the graph's memset node, launched as one
+ * unit, is what a later reader on another stream must wait for. */
+static void case_capture_fork(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING),
+             s = stream(CU_STREAM_NON_BLOCKING), t = stream(CU_STREAM_NON_BLOCKING);
+    CUevent fork = event(), join = event();
+    CUgraph g;
+    CUgraphExec x;
+    CHECK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuMemsetD32Async(d, 1, N, a));
+    CHECK(cuEventRecord(fork, a));
+    CHECK(cuStreamWaitEvent(b, fork, 0)); /* b joins the capture */
+    read_on(b);
+    CHECK(cuEventRecord(join, b));
+    CHECK(cuStreamWaitEvent(a, join, 0));
+    CHECK(cuStreamEndCapture(a, &g));
+    CHECK(cuGraphInstantiate(&x, g, 0));
+    CHECK(cuGraphLaunch(x, s));
+    handoff(s, t);
+    read_on(t);
+    upload(t); /* and t writes what the graph's kernel node read */
+}
+
+/* Four threads, each with two streams of its own and a buffer of its own,
+ * launching, copying, recording, waiting and calling host functions at
+ * once: nothing to report (the detector's lock and host functions under
+ * contention). */
+static void *stress_thread(void *arg)
+{
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    CUdeviceptr p;
+    CHECK(cuMemAlloc(&p, 4096));
+    CUevent e = event();
+    int n = 1024;
+    void *args[] = {&p, &n};
+    static volatile int sink_flag;
+    for (int i = 0; i < 2000; i++) {
+        CHECK(cuMemcpyHtoDAsync(p, host, 4096, a));
+        CHECK(cuEventRecord(e, a));
+        CHECK(cuStreamWaitEvent(b, e, 0));
+        CHECK(cuLaunchKernel(consume, 1, 1, 1, 32, 1, 1, 0, b, args, NULL));
+        CHECK(cuEventRecord(e, b));
+        CHECK(cuStreamWaitEvent(a, e, 0));
+        if (i % 100 == 0)
+            CHECK(cuLaunchHostFunc(b, set_flag, (void *)&sink_flag));
+    }
+    CHECK(cuStreamSynchronize(a));
+    CHECK(cuStreamSynchronize(b));
+    return NULL;
+}
+
+static void case_stress(void)
+{
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, stress_thread, NULL);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+}
+
 /* The ordering calls fetched with dlsym, as PyTorch and Triton fetch the
  * driver's functions (cuEventRecordWithFlags, cuStreamWaitEvent). */
 static void case_dlsym(void)
@@ -501,6 +565,8 @@ static const struct {
     void (*run)(void);
 } cases[] = {
     {"dlsym", case_dlsym},
+    {"capture_fork", case_capture_fork},
+    {"stress", case_stress},
     {"side_copy", case_side_copy},
     {"wrong_event", case_wrong_event},
     {"early_record", case_early_record},
