@@ -22,3 +22,34 @@ races-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/rac
 	$(BUILD)/tests/test_races
 
 CHECK_TARGETS += races-check
+
+# The cost of a launch whose pointers are resolved and checked, next to the
+# step trace's (which records the same pointers), as cpu-bench measures:
+#   make races-bench [CPU_BENCH_REPS=7] [CPU_BENCH_N=1000000]
+$(BUILD)/bench/races_bench: bench/races/races_bench.c $(FAKE_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda
+
+.PHONY: races-bench
+races-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/races_bench
+	CPU_BENCH_BIN=$(BUILD)/bench/races_bench CPU_BENCH_LOOPS="one two" \
+	  sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) \
+	  "trace:ATLAS_TRACE=1;races:ATLAS_RACES=1" ""
+
+BENCH_TARGETS += races-bench
+
+# ---- real GPU ------------------------------------------------------------------------------------
+$(GPU_DIR)/races_cases: tests/gpu/races/races_cases.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -o $@ $< -lpthread
+
+# the same program with per-thread default streams (nvcc --default-stream per-thread)
+$(GPU_DIR)/races_cases_ptds: tests/gpu/races/races_cases.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 --default-stream per-thread -DRACES_PTDS -o $@ $< -lpthread
+
+.PHONY: races-gpu-check
+races-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/races_cases $(GPU_DIR)/races_cases_ptds
+	sh tests/gpu/races/run_races.sh $(BUILD)
+
+GPU_TARGETS += races-gpu-check
