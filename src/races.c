@@ -1246,18 +1246,23 @@ static uint32_t site_get(const struct rsite *s)
     return s->unwind ? site_intern(&s->stk) : caller_site(s->caller);
 }
 
-/* An op's start: its call site, the lock, its stream (op->u: -1 when not
- * tracked). 0 with the lock held, -1 without it (checking stopped). */
-static int op_open(struct rop *op, struct rpend *pend, int what, int hook, CUstream s, void *caller)
+/* An op's start: its call site's first step (into *where), the lock, its
+ * stream (op->u: -1 when not tracked). 0 with the lock held, -1 without it
+ * (checking stopped). The site is op_site's, when the op is checked. */
+static int op_open(struct rop *op, struct rpend *pend, int what, int hook, CUstream s, void *caller,
+                   struct rsite *where)
 {
-    struct rsite where;
-    site_pre(&where, caller);
+    site_pre(where, caller);
     op->npend = 0;
     if (lock() != 0)
         return -1;
-    int u = stream_slot(s, hook);
-    op_begin(op, u, what, hook, u >= 0 ? site_get(&where) : 0, pend);
+    op_begin(op, stream_slot(s, hook), what, hook, 0, pend);
     return 0;
+}
+
+static void op_site(struct rop *op, const struct rsite *where)
+{
+    op->proto.site = site_get(where);
 }
 
 /* Its end: the lock released, then what it found reported. */
@@ -1281,7 +1286,8 @@ void atl_races_launch(const struct atl_launch *l, CUresult r)
     }
     struct rpend pend[RC_PEND];
     struct rop op;
-    if (op_open(&op, pend, RC_OP_KERNEL, l->hook, l->stream, l->caller) != 0)
+    struct rsite where;
+    if (op_open(&op, pend, RC_OP_KERNEL, l->hook, l->stream, l->caller, &where) != 0)
         return;
     struct rkern *k = kern_of(l);
     int u = op.u;
@@ -1315,10 +1321,12 @@ void atl_races_launch(const struct atl_launch *l, CUresult r)
             touch((unsigned)u);
             struct rstream *su = &rc.st[u];
             if (memo->u != u || memo->clock != su->clock || memo->ver != su->ver) {
+                op_site(&op, &where);
                 op_apply(&op);
                 memo->u = u, memo->clock = su->clock, memo->ver = su->ver;
             }
         } else {
+            op_site(&op, &where);
             op_end(&op);
         }
     }
@@ -1373,10 +1381,12 @@ void atl_races_copy(const struct atl_copy *c, CUresult r)
         return;
     struct rpend pend[RC_PEND];
     struct rop op;
-    if (op_open(&op, pend, RC_OP_COPY, c->hook, c->stream, c->caller) != 0)
+    struct rsite where;
+    if (op_open(&op, pend, RC_OP_COPY, c->hook, c->stream, c->caller, &where) != 0)
         return;
     int u = op.u;
     if (u >= 0) {
+        op_site(&op, &where);
         op.proto.sub = (uint8_t)c->kind;
         switch (c->kind) {
         case ATL_CPY_GENERIC:
@@ -1431,9 +1441,11 @@ void atl_races_memset(const struct atl_memset *m, CUresult r)
         return;
     struct rpend pend[RC_PEND];
     struct rop op;
-    if (op_open(&op, pend, RC_OP_MEMSET, m->hook, m->stream, m->caller) != 0)
+    struct rsite where;
+    if (op_open(&op, pend, RC_OP_MEMSET, m->hook, m->stream, m->caller, &where) != 0)
         return;
     if (op.u >= 0) {
+        op_site(&op, &where);
         uint64_t row = (uint64_t)m->count * m->elem;
         op_range(&op, m->dst, m->height ? (m->height - 1) * m->pitch + row : row, RC_WRITE);
         op_end(&op);
