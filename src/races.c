@@ -1517,6 +1517,21 @@ void atl_races_vmm(const struct atl_vmm *v, CUresult r)
     pthread_mutex_unlock(&rc.mu);
 }
 
+/* A stream destroyed: the handle may name another stream next; its slot
+ * goes to the next stream made, its clock going on. */
+static void stream_gone(CUstream s)
+{
+    void *v = rmap_del(&rc.streams, (uint64_t)(uintptr_t)s);
+    memset(rc.slotc, 0, sizeof rc.slotc);
+    if (v) {
+        unsigned t = (unsigned)(uintptr_t)v - 1;
+        rc.st[t].live = 0;
+        rc.st[t].cap = NULL;
+        rc.st[t].clock++;
+        rc.freeslot[rc.nfree++] = t;
+    }
+}
+
 static struct revent *event_get(CUevent e, int make)
 {
     void **p = rmap_find(&rc.events, (uint64_t)(uintptr_t)e);
@@ -1780,24 +1795,16 @@ void atl_races_stream_post(const struct atl_stream_op *s, CUresult r)
     switch (s->kind) {
     case ATL_SOP_CREATE:
         if (s->pstream && *s->pstream) {
-            uintptr_t key = (uintptr_t)*s->pstream;
-            if (!rmap_find(&rc.streams, key))
-                slot_new(key, (s->flags & CU_STREAM_NON_BLOCKING) ? RC_NONBLOCKING : RC_BLOCKING);
+            /* a handle still known: its stream was destroyed through a path
+             * not seen; this is another stream */
+            stream_gone(*s->pstream);
+            slot_new((uintptr_t)*s->pstream,
+                     (s->flags & CU_STREAM_NON_BLOCKING) ? RC_NONBLOCKING : RC_BLOCKING);
         }
         break;
-    case ATL_SOP_DESTROY: {
-        /* the handle may name another stream next; the slot's clock goes on */
-        void *v = rmap_del(&rc.streams, (uint64_t)(uintptr_t)s->stream);
-        memset(rc.slotc, 0, sizeof rc.slotc);
-        if (v) {
-            unsigned t = (unsigned)(uintptr_t)v - 1;
-            rc.st[t].live = 0;
-            rc.st[t].cap = NULL;
-            rc.st[t].clock++;
-            rc.freeslot[rc.nfree++] = t;
-        }
+    case ATL_SOP_DESTROY:
+        stream_gone(s->stream);
         break;
-    }
     case ATL_SOP_RECORD: {
         int u = stream_slot(s->stream, s->hook);
         struct revent *ev = u >= 0 ? event_get(s->event, 1) : NULL;
