@@ -423,11 +423,22 @@ static int slot_new(uintptr_t key, int kind)
  * or the calling thread's per-thread one when the entry point is a _ptsz or
  * _ptds variant. A stream first seen here (not created through a hooked
  * call) is asked for its flags. -1 when not tracked. */
-static int stream_slot(CUstream s, int hook)
+static int stream_slot_slow(CUstream s, int hook);
+
+static inline int stream_slot(CUstream s, int hook)
 {
-    int pt = hook >= 0 && hook < ATL_ID_COUNT && (atl_hook_flags[hook] & ATL_F_PT);
-    if (s == CU_STREAM_LEGACY || (s == NULL && !pt))
+    if (s == CU_STREAM_LEGACY || (s == NULL && !(atl_hook_flags[hook] & ATL_F_PT)))
         return 0;
+    /* a created stream's slot, as last found */
+    struct rslotc *c = &rc.slotc[((uintptr_t)s >> 4) % RC_SLOTC];
+    if (c->key == (uintptr_t)s && s != CU_STREAM_PER_THREAD && s != NULL)
+        return c->slot;
+    return stream_slot_slow(s, hook);
+}
+
+static int stream_slot_slow(CUstream s, int hook)
+{
+    (void)hook;
     uintptr_t key = (uintptr_t)s;
     int kind = RC_BLOCKING;
     if (s == CU_STREAM_PER_THREAD || s == NULL) {
@@ -474,7 +485,7 @@ static void join_snap(struct vc *dst, unsigned t)
  * per-thread default streams are blocking ones); an op on a blocking stream
  * waits for the legacy stream's work before it. Non-blocking streams escape
  * both. Contexts are not told apart: one legacy stream for all of them. */
-static void touch(unsigned u)
+static inline void touch(unsigned u)
 {
     struct rstream *s = &rc.st[u];
     if (s->kind == RC_LEGACY) {
@@ -668,6 +679,7 @@ struct racc_op {
 
 struct rop {
     int u;
+    int what, hook;
     struct racc proto;
     unsigned n;
     const struct racc_op *accp; /* acc, or a kernel's memo */
@@ -677,16 +689,24 @@ struct rop {
     int npend;
 };
 
+/* The op's description its accesses carry (what, where, and for a kernel
+ * its name and launch number): set only when they are checked. */
+static void op_proto(struct rop *op, uint32_t site)
+{
+    op->proto = (struct racc){
+        .what = (uint8_t)op->what, .hook = (uint16_t)op->hook, .site = site, .param = 255};
+}
+
 static void op_begin(struct rop *op, int u, int what, int hook, uint32_t site, struct rpend *pend)
 {
     op->u = u;
+    op->what = what, op->hook = hook;
     op->n = 0;
     op->accp = op->acc;
     op->freed = NULL;
     op->pend = pend;
     op->npend = 0;
-    op->proto =
-        (struct racc){.what = (uint8_t)what, .hook = (uint16_t)hook, .site = site, .param = 255};
+    op_proto(op, site);
 }
 
 static void op_add(struct rop *op, struct ralloc *a, uint64_t lo, uint64_t hi, uint64_t anchor,
@@ -1133,20 +1153,29 @@ static struct rmemo *launch_words(struct rkern *k, const void *const *params, un
                                   struct rop *op)
 {
     struct rmemo *m = &k->memo[u % RC_MEMO];
-    int same = m->gen == rc.alloc_gen && m->gen && m->v;
-    uint64_t v[RC_MEMO_WORDS];
     unsigned nv = k->nwords <= RC_MEMO_WORDS ? k->nwords : 0;
+    if (nv && m->gen == rc.alloc_gen && m->gen) {
+        unsigned i = 0;
+        for (; i < nv; i++) {
+            const unsigned char *p = params[k->words[i].param];
+            uint64_t x = 0;
+            if (p)
+                memcpy(&x, p + k->words[i].off, 8);
+            if (x != m->v[i])
+                break;
+        }
+        if (i == nv) {
+            op->accp = m->acc;
+            op->n = m->n;
+            return m;
+        }
+    }
+    uint64_t v[RC_MEMO_WORDS];
     for (unsigned i = 0; i < nv; i++) {
         const unsigned char *p = params[k->words[i].param];
         v[i] = 0;
         if (p)
             memcpy(&v[i], p + k->words[i].off, 8);
-        same = same && m->v[i] == v[i];
-    }
-    if (same && nv) {
-        op->accp = m->acc;
-        op->n = m->n;
-        return m;
     }
     for (unsigned i = 0; i < k->nwords; i++) {
         const struct rword *w = &k->words[i];
@@ -1256,20 +1285,27 @@ static int op_open(struct rop *op, struct rpend *pend, int what, int hook, CUstr
     op->npend = 0;
     if (lock() != 0)
         return -1;
-    op_begin(op, stream_slot(s, hook), what, hook, 0, pend);
+    op->u = stream_slot(s, hook);
+    op->what = what, op->hook = hook;
+    op->n = 0;
+    op->accp = op->acc;
+    op->freed = NULL;
+    op->pend = pend;
     return 0;
 }
 
+/* The op is checked: its description, its call site interned. */
 static void op_site(struct rop *op, const struct rsite *where)
 {
-    op->proto.site = site_get(where);
+    op_proto(op, site_get(where));
 }
 
 /* Its end: the lock released, then what it found reported. */
 static void op_close(struct rop *op)
 {
     pthread_mutex_unlock(&rc.mu);
-    print_pending(op->pend, op->npend);
+    if (op->npend)
+        print_pending(op->pend, op->npend);
 }
 
 void atl_races_launch(const struct atl_launch *l, CUresult r)
@@ -1292,8 +1328,6 @@ void atl_races_launch(const struct atl_launch *l, CUresult r)
     struct rkern *k = kern_of(l);
     int u = op.u;
     if (k && u >= 0) {
-        op.proto.name = k->name;
-        op.proto.opnum = l->seq;
         const void *const *params = (const void *const *)l->params;
         struct rmemo *memo = NULL;
         if (params)
@@ -1322,11 +1356,13 @@ void atl_races_launch(const struct atl_launch *l, CUresult r)
             struct rstream *su = &rc.st[u];
             if (memo->u != u || memo->clock != su->clock || memo->ver != su->ver) {
                 op_site(&op, &where);
+                op.proto.name = k->name, op.proto.opnum = l->seq;
                 op_apply(&op);
                 memo->u = u, memo->clock = su->clock, memo->ver = su->ver;
             }
         } else {
             op_site(&op, &where);
+            op.proto.name = k->name, op.proto.opnum = l->seq;
             op_end(&op);
         }
     }
