@@ -4,9 +4,16 @@
 #   make races-gpu-check  on a GPU: CUDA C, PyTorch and CuPy races named, correct
 #                         multi-stream programs silent, the cost on a GPT-2-like step
 
-$(BUILD)/tests/races_prog: tests/targets/races_prog.c $(FAKE_DIR)/libcuda.so
+# a stand-in runtime library, named as CUDA's are (its frames are plumbing to the reports)
+$(BUILD)/tests/libcudart_races.so: tests/targets/races_cudart.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(FAKE_DIR) -lcuda -ldl -lpthread
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $< -L$(FAKE_DIR) -lcuda
+
+$(BUILD)/tests/races_prog: tests/targets/races_prog.c $(BUILD)/tests/libcudart_races.so \
+                           $(FAKE_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(BUILD)/tests -lcudart_races \
+	  -Wl,-rpath,'$$ORIGIN' -L$(FAKE_DIR) -lcuda -ldl -lpthread
 
 # Built by make: docs/races.md's example runs it as written.
 ALL_TARGETS += $(BUILD)/tests/races_prog

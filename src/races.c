@@ -1046,8 +1046,11 @@ unsigned atl_races_init(void)
         return 0;
     atl_ledger_on = 1; /* pointers are resolved to allocations */
     rc.alloc_gen = 1;  /* a memo's gen 0 means none */
-    /* the demangler is looked up (dlsym) now, not first under the lock */
+    /* the demangler is looked up (dlsym), and the unwinder and stack.c set
+     * up (dladdr), now, not first under the lock */
     free(atl_demangle_dup("_Z1fv"));
+    struct atl_stack warm;
+    atl_stack_capture_n(&warm, 1);
     if (slot_new(RC_LEGACY_KEY, RC_LEGACY) != 0) {
         rc.dead = 1;
         return 0;
@@ -1252,27 +1255,30 @@ static uint32_t caller_site(void *caller)
     return c->site;
 }
 
-/* A call site, in two steps: before the lock, the stack unwound when the
- * caller is not the program's own frame (the unwinder may take the
- * loader's lock); under it, the site interned. */
+/* A call site, in two steps: before the lock, whether the caller is the
+ * program's own frame (dladdr, once per caller: it takes the loader's
+ * lock); under it, when the op is checked, the site: that frame, or the
+ * stack unwound (the unwinder takes only the loader's write lock, which
+ * no thread holds while it runs library constructors; atl_races_init
+ * unwinds once first, outside the lock, for what is set up on first use). */
 struct rsite {
     void *caller;
     int unwind;
-    struct atl_stack stk;
 };
 
 static void site_pre(struct rsite *s, void *caller)
 {
     s->caller = caller;
     s->unwind = caller_skipped(caller);
-    s->stk.n = 0;
-    if (s->unwind)
-        site_capture(&s->stk);
 }
 
 static uint32_t site_get(const struct rsite *s)
 {
-    return s->unwind ? site_intern(&s->stk) : caller_site(s->caller);
+    if (!s->unwind)
+        return caller_site(s->caller);
+    struct atl_stack stk;
+    site_capture(&stk);
+    return site_intern(&stk);
 }
 
 /* An op's start: its call site's first step (into *where), the lock, its

@@ -255,6 +255,18 @@ START_TEST(destroyed_stream_slot_reused)
 }
 END_TEST
 
+START_TEST(launched_by_a_runtime_library)
+{
+    /* the caller of cuLaunchKernel is a CUDA library's frame: the site is
+     * found by unwinding, the program's function that called the library */
+    both("runtime", COPY_WRITES, READS, "never waited");
+    struct run_result r;
+    run_case(&r, "runtime", "raced", NULL);
+    HAS(line_of(r.log, "race:   2nd: "), ", at read_via_runtime+");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(resolved_through_dlsym)
 {
     both("dlsym", COPY_WRITES, READS, "never waited");
@@ -341,6 +353,7 @@ int main(void)
     tcase_add_test(tc, blocking_copy_tells_the_host);
     tcase_add_test(tc, packed_arguments);
     tcase_add_test(tc, destroyed_stream_slot_reused);
+    tcase_add_test(tc, launched_by_a_runtime_library);
     tcase_add_test(tc, resolved_through_dlsym);
     tcase_add_test(tc, capture_fork_and_join);
     tcase_add_test(tc, threads_under_contention);

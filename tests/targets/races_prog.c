@@ -540,6 +540,25 @@ static void case_stress(void)
         pthread_join(t[i], NULL);
 }
 
+/* The reader launched by a runtime library (tests/targets/races_cudart.c):
+ * the report names this program's frame that called it. */
+CUresult rt_launch(CUfunction f, CUstream s, void **args);
+void read_via_runtime(CUstream s);
+__attribute__((noinline)) void read_via_runtime(CUstream s)
+{
+    int n = N;
+    void *args[] = {&d, &n};
+    CHECK(rt_launch(consume, s, args));
+}
+
+static void case_runtime(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    upload(a);
+    handoff(a, b);
+    read_via_runtime(b);
+}
+
 /* The ordering calls fetched with dlsym, as PyTorch and Triton fetch the
  * driver's functions (cuEventRecordWithFlags, cuStreamWaitEvent). */
 static void case_dlsym(void)
@@ -565,6 +584,7 @@ static const struct {
     void (*run)(void);
 } cases[] = {
     {"dlsym", case_dlsym},
+    {"runtime", case_runtime},
     {"capture_fork", case_capture_fork},
     {"stress", case_stress},
     {"side_copy", case_side_copy},
