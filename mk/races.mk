@@ -15,8 +15,10 @@ $(BUILD)/tests/races_prog: tests/targets/races_prog.c $(BUILD)/tests/libcudart_r
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(BUILD)/tests -lcudart_races \
 	  -Wl,-rpath,'$$ORIGIN' -L$(FAKE_DIR) -lcuda -ldl -lpthread
 
-# Built by make: docs/races.md's example runs it as written.
+# Built by make: docs/races.md's example runs it as written; golden reports of races too
+# (tests/golden/cases).
 ALL_TARGETS += $(BUILD)/tests/races_prog
+golden-check golden-update: $(BUILD)/tests/races_prog
 
 $(BUILD)/tests/test_races: tests/integration/test_races.c tests/integration/run.c | check-deps
 
