@@ -74,6 +74,16 @@ static void both(const char *name, const char *first, const char *second, const 
     run_free(&r);
 }
 
+/* The raced version's line tagged `tag` (its 1st, 2nd or missing edge) also
+ * says `needle`. */
+static void raced_line_has(const char *name, const char *tag, const char *needle)
+{
+    struct run_result r;
+    run_case(&r, name, "raced", NULL);
+    HAS(line_of(r.log, tag), needle);
+    run_free(&r);
+}
+
 #define COPY_WRITES "cuMemcpyHtoDAsync_v2 writes +0..+4095, on stream 0x"
 #define READS "kernel=consume(float const*, int) parameter 0 (reads) at +0, on stream 0x"
 
@@ -97,12 +107,8 @@ END_TEST
 START_TEST(wait_on_the_wrong_event)
 {
     both("wrong_event", COPY_WRITES, READS, "last waited for event 0x");
-    struct run_result r;
-    run_case(&r, "wrong_event", "raced", NULL);
     /* the event it waited for was recorded on a third stream */
-    const char *edge = line_of(r.log, "race:   missing edge: ");
-    ck_assert_msg(strstr(edge, ", not on stream 0x") != NULL, "%s", edge);
-    run_free(&r);
+    raced_line_has("wrong_event", "race:   missing edge: ", ", not on stream 0x");
 }
 END_TEST
 
@@ -152,10 +158,7 @@ START_TEST(host_function_orders_the_host)
     /* raced: the host function was enqueued before the copy, so the host
      * learned of the stream's work only up to before it */
     both("host_fn", COPY_WRITES, READS, "the host last synchronised with stream 0x");
-    struct run_result r;
-    run_case(&r, "host_fn", "raced", NULL);
-    HAS(line_of(r.log, "race:   missing edge: "), "through a host function at ");
-    run_free(&r);
+    raced_line_has("host_fn", "race:   missing edge: ", "through a host function at ");
 }
 END_TEST
 
@@ -260,10 +263,7 @@ START_TEST(launched_by_a_runtime_library)
     /* the caller of cuLaunchKernel is a CUDA library's frame: the site is
      * found by unwinding, the program's function that called the library */
     both("runtime", COPY_WRITES, READS, "never waited");
-    struct run_result r;
-    run_case(&r, "runtime", "raced", NULL);
-    HAS(line_of(r.log, "race:   2nd: "), ", at read_via_runtime+");
-    run_free(&r);
+    raced_line_has("runtime", "race:   2nd: ", ", at read_via_runtime+");
 }
 END_TEST
 
