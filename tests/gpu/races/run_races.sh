@@ -7,7 +7,7 @@
 # One PASS/FAIL line per case; then the cost on a GPT-2-like PyTorch training step, races
 # on against off and native (and the step trace, for comparison), median of interleaved
 # runs (RACES_BENCH_ROUNDS, default 3). Logs stay in BUILD_DIR/gpu-races/. Exits non-zero if
-# a case failed.
+# a case failed. Each run is stopped after 300 s (a hang fails its case, exit status 124).
 build=${1:-build}
 here=tests/gpu/races
 lib=$(realpath "$build/libatlastrace.so")
@@ -27,7 +27,7 @@ run() {
     while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
     shift
     # shellcheck disable=SC2086
-    env ATLAS_RACES=1 $envs ATLAS_LOG="$out/$name.log" LD_PRELOAD="$lib" "$@" \
+    timeout 300 env ATLAS_RACES=1 $envs ATLAS_LOG="$out/$name.log" LD_PRELOAD="$lib" "$@" \
         >"$out/$name.out" 2>"$out/$name.err"
     rc=$?
     touch "$out/$name.log"
@@ -167,9 +167,9 @@ step() { # CONFIG ENV...: one run, its ms per step appended to $out/gpt2.CONFIG
     cfg=$1
     shift
     if [ "$cfg" = native ]; then
-        python3 bench/races/gpt2_step.py >"$out/gpt2.$cfg.out" 2>&1
+        timeout 300 python3 bench/races/gpt2_step.py >"$out/gpt2.$cfg.out" 2>&1
     else
-        env "$@" ATLAS_LOG="$out/gpt2.$cfg.log" LD_PRELOAD="$lib" \
+        timeout 300 env "$@" ATLAS_LOG="$out/gpt2.$cfg.log" LD_PRELOAD="$lib" \
             python3 bench/races/gpt2_step.py >"$out/gpt2.$cfg.out" 2>&1
     fi
     sed -n 's/^ms_per_step //p' "$out/gpt2.$cfg.out" >>"$out/gpt2.$cfg"
