@@ -14,6 +14,8 @@ const char *const atl_log_level_names[] = {"error", "warn", "info", "debug", NUL
 const char *const atl_redzone_check_names[] = {"free", "sync", "launch", NULL};
 const char *const atl_redzone_pools_names[] = {"route", "keep", NULL};
 const char *const atl_error_on_names[] = {"findings", "diff", NULL};
+/* ATLAS_RACES: off, on, on and listing the possible races too */
+const char *const atl_races_names[] = {"0", "1", "all", NULL};
 /* in the order of ATL_PTRS_* (src/tracediff.h) */
 const char *const atl_diff_pointers_names[] = {"collapse", "all", "none", NULL};
 

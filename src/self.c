@@ -161,7 +161,8 @@ void atl_exit_verdict(void)
     static const char *const what[ATL_FINDING_KINDS][2] = {{"overruns", "overrun"},
                                                            {"faults", "fault"},
                                                            {"leaks", "leak"},
-                                                           {"differing steps", "differing step"}};
+                                                           {"differing steps", "differing step"},
+                                                           {"races", "race"}};
     char list[160];
     size_t n = 0;
     list[0] = '\0';

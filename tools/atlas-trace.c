@@ -63,10 +63,14 @@ static void usage(FILE *f)
             "  --debug-sync[=KERNELS] synchronize after every launch (or only after launches of\n"
             "                        the comma-separated KERNELS), to name a faulting kernel\n"
             "  --leaks               report device allocations still live at exit\n"
+            "  --races[=all]         report races between streams: accesses to the same memory\n"
+            "                        on two streams, nothing ordering them, one a write;\n"
+            "                        all: also those where a side only may write\n"
             "  --audit               report every kernel looked up, found or missing\n"
             "  --stats               print each intercepted function's call count at exit\n"
             "  --error-exitcode=N    exit with status N (1-255) when anything was reported:\n"
-            "                        an overrun, a fault, leaks under --leaks (0: off)\n"
+            "                        an overrun, a fault, leaks under --leaks, a race under\n"
+            "                        --races (0: off)\n"
             "  --error-on=WHAT       findings (the default) or diff: also a differing step\n"
             "  -o, --log=FILE        write atlastrace's reports to FILE instead of stderr\n"
             "  --no-children         leave child processes of the program untraced\n"
@@ -228,6 +232,7 @@ enum {
     OPT_D2H,
     OPT_DEBUG_SYNC,
     OPT_LEAKS,
+    OPT_RACES,
     OPT_AUDIT,
     OPT_STATS,
     OPT_LOG,
@@ -245,6 +250,7 @@ static const struct option long_opts[] = {
     {"d2h", optional_argument, NULL, OPT_D2H},
     {"debug-sync", optional_argument, NULL, OPT_DEBUG_SYNC},
     {"leaks", no_argument, NULL, OPT_LEAKS},
+    {"races", optional_argument, NULL, OPT_RACES},
     {"audit", no_argument, NULL, OPT_AUDIT},
     {"stats", no_argument, NULL, OPT_STATS},
     {"log", required_argument, NULL, OPT_LOG},
@@ -260,7 +266,7 @@ static const struct option long_opts[] = {
 struct settings {
     int trace, leaks, audit, stats, no_children;
     const char *debug_sync; /* "1", or a list of kernel names */
-    const char *step, *redzone, *redzone_check, *d2h, *error_exitcode, *error_on;
+    const char *step, *redzone, *redzone_check, *d2h, *error_exitcode, *error_on, *races;
     char *json, *chrome, *log;
 };
 
@@ -338,6 +344,11 @@ static void parse_options(int argc, char **argv, struct settings *s)
         case OPT_LEAKS:
             s->leaks = 1;
             break;
+        case OPT_RACES:
+            if (optarg && strcmp(optarg, "all") != 0)
+                refuse("--races", optarg, "the only value is all");
+            s->races = optarg ? "all" : "1";
+            break;
         case OPT_AUDIT:
             s->audit = 1;
             break;
@@ -393,6 +404,8 @@ static void apply(const struct settings *s, const char *lib)
         set("ATLAS_DEBUG_SYNC_KERNELS", s->debug_sync);
     if (s->leaks)
         set("ATLAS_LEAKS", "1");
+    if (s->races)
+        set("ATLAS_RACES", s->races);
     if (s->audit)
         set("ATLAS_KERNEL_AUDIT", "1");
     if (s->stats)

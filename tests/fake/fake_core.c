@@ -864,6 +864,9 @@ CUresult op_run(struct fake_ctx *ctx, const struct op *o, const void *src_args)
     case OP_SET:
         setop_exec(&o->s);
         return CUDA_SUCCESS;
+    case OP_HOST:
+        o->hfn(o->hdata);
+        return CUDA_SUCCESS;
     }
     return CUDA_ERROR_UNKNOWN;
 }

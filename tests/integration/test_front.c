@@ -68,6 +68,7 @@ START_TEST(each_option_sets_its_variable)
                           "--d2h=5",
                           "--debug-sync",
                           "--leaks",
+                          "--races=all",
                           "--audit",
                           "--stats",
                           "--log=/tmp/atlas-%p-%r.log",
@@ -83,12 +84,13 @@ START_TEST(each_option_sets_its_variable)
     ck_line(r.out, "ATLAS_D2H_TRACE=5");
     ck_line(r.out, "ATLAS_DEBUG_SYNC_KERNELS=1");
     ck_line(r.out, "ATLAS_LEAKS=1");
+    ck_line(r.out, "ATLAS_RACES=all");
     ck_line(r.out, "ATLAS_KERNEL_AUDIT=1");
     ck_line(r.out, "ATLAS_STATS=1");
     ck_line(r.out, "ATLAS_LOG=/tmp/atlas-%%p-%%r.log"); /* the library expands %p, %r */
     ck_line(r.out, "LD_PRELOAD=%s", lib);
     ck_line(r.out, "NVTX_INJECTION64_PATH=%s", lib);
-    ck_assert_int_eq(count_lines(r.out, "ATLAS_"), 10);
+    ck_assert_int_eq(count_lines(r.out, "ATLAS_"), 11);
     run_free(&r);
 }
 END_TEST
@@ -125,11 +127,12 @@ END_TEST
 
 START_TEST(value_defaults_and_modes)
 {
-    const char *args[] = {"--trace", "--d2h", target, "env", NULL};
+    const char *args[] = {"--trace", "--d2h", "--races", target, "env", NULL};
     struct run_result r;
     run_ok(&r, args, NULL);
     ck_line(r.out, "ATLAS_TRACE=1");
     ck_line(r.out, "ATLAS_D2H_TRACE=1");
+    ck_line(r.out, "ATLAS_RACES=1");
     ck_assert_int_eq(count_lines(r.out, "ATLAS_STEP"), 0);
     run_free(&r);
 
@@ -200,6 +203,7 @@ static const struct {
     {"--error-exitcode=-1", "--error-exitcode=-1: negative value"},
     {"--error-exitcode=x", "--error-exitcode=x: not a number"},
     {"--error-on=leaks", "--error-on=leaks: not one of the accepted values for ATLAS_ERROR_ON"},
+    {"--races=1", "--races=1: the only value is all"},
     /* a kernel list: names only (on and off are spelled --debug-sync and nothing) */
     {"--debug-sync=,", "--debug-sync=,: KERNELS is a comma-separated list of kernel names"},
     {"--debug-sync=yes", "--debug-sync=yes: KERNELS is a comma-separated list"},
