@@ -16,6 +16,7 @@
 #include "driver.h"
 #include "dsk.h"
 #include "flight.h"
+#include "hint.h"
 #include "kernels.h"
 #include "log.h"
 #include "services.h"
@@ -311,11 +312,12 @@ void atl_fault_check(int hook, CUresult r)
     atl_stack_capture(&st);
     char site[400];
     atl_stack_site(&st, site, sizeof site);
+    char all[96];
     atl_log(ATL_ERROR,
             "fault: error=%s code=%d first_seen_by=%s site=%s: %s. The context is lost; the "
-            "fault happened in an earlier launch (ATLAS_DEBUG_SYNC_KERNELS=1 names it); later "
-            "failures are not repeated",
-            name, (int)r, atl_hook_names[hook], site, text);
+            "fault happened in an earlier launch (%s names it); later failures are not repeated",
+            name, (int)r, atl_hook_names[hook], site, text,
+            atl_hint_setting("ATLAS_DEBUG_SYNC_KERNELS", "1", all, sizeof all));
     atl_log_frames(ATL_ERROR, "fault", &st, 0, 8);
     atl_flight_report("fault");
 }

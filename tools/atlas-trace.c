@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "dsk.h"
+#include "hint.h"
 
 #ifndef ATLAS_VERSION
 #define ATLAS_VERSION "unknown"
@@ -264,16 +265,20 @@ struct settings {
     char *json, *chrome, *log;
 };
 
-static void parse_options(int argc, char **argv, struct settings *s)
+/* Parses the options into s; word_var[i] gets the ATLAS_* variable the option in argv[i] sets
+ * (for the hints' re-run commands, src/hint.h). */
+static void parse_options(int argc, char **argv, struct settings *s, const char **word_var)
 {
-    int c;
+    int c, first = optind;
+    const char *var = NULL;
 
     opterr = 0; /* our own messages, each followed by the usage */
     /* "+": stop at the first argument that is not an option, which is the program; its own
      * options are left alone. */
-    while ((c = getopt_long(argc, argv, "+:hVo:", long_opts, NULL)) != -1) {
+    for (; (c = getopt_long(argc, argv, "+:hVo:", long_opts, NULL)) != -1; first = optind) {
         switch (c) {
         case OPT_TRACE:
+            var = optarg ? "ATLAS_STEP" : "ATLAS_TRACE";
             s->trace = 1;
             if (optarg) {
                 if (!valid_step_mode(optarg))
@@ -283,31 +288,37 @@ static void parse_options(int argc, char **argv, struct settings *s)
             }
             break;
         case OPT_JSON:
+            var = "ATLAS_TRACE_FILE";
             s->trace = 1;
             free(s->json);
             s->json = output_path("--json", optarg);
             break;
         case OPT_CHROME:
+            var = "ATLAS_CHROME_TRACE";
             s->trace = 1;
             free(s->chrome);
             s->chrome = output_path("--chrome", optarg);
             break;
         case 'o':
         case OPT_LOG:
+            var = "ATLAS_LOG";
             free(s->log);
             s->log = output_path("--log", optarg);
             break;
         case OPT_REDZONE:
+            var = "ATLAS_REDZONE";
             check_setting("--redzone", "ATLAS_REDZONE", optarg,
                           "BYTES is a number of bytes, decimal or 0x hex");
             s->redzone = optarg;
             break;
         case OPT_REDZONE_CHECK:
+            var = "ATLAS_REDZONE_CHECK";
             check_setting("--redzone-check", "ATLAS_REDZONE_CHECK", optarg,
                           "WHEN is one of free, sync or launch");
             s->redzone_check = optarg;
             break;
         case OPT_D2H:
+            var = "ATLAS_D2H_TRACE";
             /* by the library's reading of the number: 010 is ten, 08 is eight */
             if (optarg && check_setting("--d2h", "ATLAS_D2H_TRACE", optarg,
                                         "N is the number of the copy to backtrace") == 0)
@@ -315,16 +326,19 @@ static void parse_options(int argc, char **argv, struct settings *s)
             s->d2h = optarg ? optarg : D2H_DEFAULT;
             break;
         case OPT_ERROR_EXITCODE:
+            var = "ATLAS_ERROR_EXITCODE";
             check_setting("--error-exitcode", "ATLAS_ERROR_EXITCODE", optarg,
                           "N is an exit status");
             s->error_exitcode = optarg;
             break;
         case OPT_ERROR_ON:
+            var = "ATLAS_ERROR_ON";
             check_setting("--error-on", "ATLAS_ERROR_ON", optarg, "WHAT is findings or diff");
             s->error_on = optarg;
             break;
         case OPT_DEBUG_SYNC: {
             const char *why;
+            var = "ATLAS_DEBUG_SYNC_KERNELS";
             if (optarg && atl_dsk_parse(optarg, &why) != ATL_DSK_LIST) {
                 char reason[256];
                 snprintf(reason, sizeof reason,
@@ -336,15 +350,19 @@ static void parse_options(int argc, char **argv, struct settings *s)
             break;
         }
         case OPT_LEAKS:
+            var = "ATLAS_LEAKS";
             s->leaks = 1;
             break;
         case OPT_AUDIT:
+            var = "ATLAS_KERNEL_AUDIT";
             s->audit = 1;
             break;
         case OPT_STATS:
+            var = "ATLAS_STATS";
             s->stats = 1;
             break;
         case OPT_NO_CHILDREN:
+            var = "ATLAS_NO_CHILDREN";
             s->no_children = 1;
             break;
         case 'h':
@@ -368,6 +386,8 @@ static void parse_options(int argc, char **argv, struct settings *s)
             }
             bad_usage("unknown or ambiguous option %s", argv[optind - 1]);
         }
+        for (int i = first; i < optind; i++)
+            word_var[i] = var;
     }
     if (optind >= argc)
         bad_usage("%s", "no program to run");
@@ -432,13 +452,39 @@ static void apply(const struct settings *s, const char *lib)
                 prog, nvtx, s->step);
 }
 
+/* The ATLAS_* entries of the environment, copied (apply() may replace them). */
+static char **atlas_entries(void)
+{
+    size_t n = 0, k = 0;
+    for (char **e = environ; *e; e++)
+        n += strncmp(*e, "ATLAS_", 6) == 0;
+    char **out = calloc(n + 1, sizeof *out);
+    for (char **e = environ; out && *e; e++)
+        if (strncmp(*e, "ATLAS_", 6) == 0 && !(out[k++] = strdup(*e)))
+            return NULL;
+    return out;
+}
+
 int main(int argc, char **argv)
 {
     struct settings s = {0};
+    const char **word_var = calloc((size_t)argc + 1, sizeof *word_var);
+    char **inherited = atlas_entries();
+    if (!word_var || !inherited) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return EXIT_NO_LIBRARY;
+    }
 
-    parse_options(argc, argv, &s);
+    parse_options(argc, argv, &s, word_var);
     char *lib = find_library();
     apply(&s, lib);
+    /* what the library needs to print a re-run command as atlas-trace's (src/hint.h); without
+     * it, hints take the bare-preload form, which also runs */
+    char *front = atl_front_encode(argc, argv, optind, word_var, inherited, environ);
+    if (front)
+        set(ATL_FRONT_VAR, front);
+    else
+        unsetenv(ATL_FRONT_VAR);
 
     char **cmd = argv + optind;
     execvp(cmd[0], cmd);
