@@ -36,10 +36,11 @@ static uint64_t counts[ATL_SC_COUNT];
 static uint64_t bytes[ATL_SC_COUNT];
 static uint64_t blocking_n; /* blocking device-to-host copies, numbered */
 
-static int trace_on;            /* ATLAS_D2H_TRACE given */
-static uint64_t trace_at;       /* its value: backtrace at this blocking copy */
-static enum atl_dsk debug_sync; /* ATLAS_DEBUG_SYNC_KERNELS */
-static const char *dsk_list;    /* its list of names (ATL_DSK_LIST) */
+static int trace_on;                /* ATLAS_D2H_TRACE given */
+static uint64_t trace_at;           /* its value: backtrace at this blocking copy */
+static enum atl_dsk debug_sync;     /* ATLAS_DEBUG_SYNC_KERNELS */
+static const char *dsk_list;        /* its list of names (ATL_DSK_LIST) */
+static unsigned long long dsk_seen; /* the list's entries that named a launched kernel */
 
 /* Reads the settings and starts the flight recorder; the events it needs:
  * copies and syncs always, for the counts and the latch; launches always, for
@@ -373,19 +374,59 @@ static int debug_sync_wanted(const struct atl_launch *l)
     if (kept)
         return kept == 2;
     const char *m = r ? atl_krec_mangled(r) : NULL;
-    int want = atl_dsk_match(dsk_list, m);
+    unsigned long long which = atl_dsk_matches(dsk_list, m);
     if (m)
-        __atomic_store_n(&r->dsk, want ? 2 : 1, __ATOMIC_RELAXED);
-    return want;
+        __atomic_store_n(&r->dsk, which ? 2 : 1, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&dsk_seen, which, __ATOMIC_RELAXED);
+    return which != 0;
+}
+
+/* A name of the list that no launched kernel had: debug sync did nothing for it (a misspelt
+ * name, or a kernel that never ran), which would otherwise read as "it did not fault". */
+static void debug_sync_unseen(void)
+{
+    if (debug_sync != ATL_DSK_LIST)
+        return;
+    unsigned long long seen = __atomic_load_n(&dsk_seen, __ATOMIC_RELAXED);
+    char names[512], set[600];
+    size_t used = 0;
+    unsigned total = 0, n = 0, i = 0;
+    for (int pass = 0; pass < 2; pass++, i = 0) {
+        names[0] = '\0';
+        for (const char *p = dsk_list; *p; i++) {
+            size_t len = strcspn(p, ",");
+            if (!(seen & (1ULL << (i < 63 ? i : 63)))) {
+                if (!pass)
+                    total++;
+                else if (used < sizeof names) {
+                    const char *sep = !n ? "" : n + 1 == total ? " or " : ", ";
+                    used += (size_t)snprintf(names + used, sizeof names - used, "%s%.*s", sep,
+                                             (int)len, p);
+                    n++;
+                }
+            }
+            p += len + (p[len] == ',');
+        }
+    }
+    if (!total)
+        return;
+    char shown[520];
+    atl_config_show_value(names, shown, sizeof shown);
+    atl_log(ATL_WARN,
+            "debug-sync: %s: no kernel named %s was launched (outside graphs), so no launch was "
+            "synchronised for %s",
+            atl_hint_setting("ATLAS_DEBUG_SYNC_KERNELS", dsk_list, set, sizeof set), shown,
+            total == 1 ? "it" : "them");
 }
 
 /* Costs one cuStreamIsCapturing, a name look-up and a cuStreamSynchronize per
  * launch: the GPU runs one kernel at a time, which is the point. */
 static CUresult debug_sync_after(const struct atl_launch *l)
 {
-    if (atl_capture_forbids_sync())
-        return CUDA_SUCCESS;
+    /* the list first: a launch into a capture still shows its kernel was named */
     if (debug_sync == ATL_DSK_LIST && !debug_sync_wanted(l))
+        return CUDA_SUCCESS;
+    if (atl_capture_forbids_sync())
         return CUDA_SUCCESS;
     int pt = atl_hook_flags[l->hook] & ATL_F_PT;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -482,6 +523,7 @@ static int by_count(const void *a, const void *b)
 
 void atl_blocking_report(void)
 {
+    debug_sync_unseen();
     if (!trace_on)
         return;
     uint64_t c[ATL_SC_COUNT], b[ATL_SC_COUNT], blk = 0, blk_bytes = 0;

@@ -20,6 +20,7 @@
 #include "stats.h"
 #include "thread.h"
 #include "trace.h"
+#include "unused.h"
 #include "vmm.h"
 
 #include <errno.h>
@@ -97,6 +98,7 @@ static void init_body(void)
 
     atl_config_parse(&atl_cfg, envp, warn_line, NULL);
     atl_log_set_level((int)atl_cfg.log_level);
+    atl_unused_settings(); /* a setting whose feature is off is said, not ignored */
 
     /* Features read their settings here (and set atl_ledger_on if they need
      * the ledger), before wanted_events() decides what the hooks report. */

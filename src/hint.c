@@ -385,6 +385,11 @@ static int self_path(char *out, size_t len)
     return found;
 }
 
+int atl_hint_library(char *out, size_t len)
+{
+    return self_path(out, len);
+}
+
 /* LD_PRELOAD as it stands, with this library's entry made absolute (put first when it is not
  * there: ATLAS_NO_CHILDREN took it out). */
 static void preload(struct buf *b, const char *self)

@@ -50,6 +50,9 @@ const char *atl_hint_setting(const char *var, const char *value, char *out, size
 /* A setting's name as the user would type it: "--redzone" or "ATLAS_REDZONE". Returns out. */
 const char *atl_hint_name(const char *var, char *out, size_t len);
 
+/* This library's file, as an absolute path, into out: 0, or -1 when it cannot be told. */
+int atl_hint_library(char *out, size_t len);
+
 /* 1 when this process was started by atlas-trace with the settings it still runs with (hints
  * then speak atlas-trace's options), else 0. */
 int atl_hint_front(void);

@@ -21,6 +21,7 @@
 #include "chrome.h"
 #include "config.h"
 #include "driver.h"
+#include "hint.h"
 #include "hostmap.h"
 #include "kernels.h"
 #include "ledger.h"
@@ -1679,7 +1680,7 @@ void atl_trace_sync(const struct atl_sync *s, CUresult r)
 /* Captures on several streams at once (one region forked into others)
  * make one step: it begins with the first capture and ends with the last,
  * and is keyed by the stream the first one began on. */
-static int captures_open;
+static int captures_open, captured_any; /* captured_any: for the exit's "no capture" line */
 static uint64_t cap_stream, cap_begin_ns;
 
 static void capture_step_end(void)
@@ -1704,6 +1705,7 @@ void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
 {
     if (!c->begin || r != CUDA_SUCCESS)
         return;
+    __atomic_store_n(&captured_any, 1, __ATOMIC_RELAXED);
     if (mode == MODE_CAPTURE && __atomic_fetch_add(&captures_open, 1, __ATOMIC_ACQ_REL) == 0 &&
         !__atomic_load_n(&trace_done, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&step_mu);
@@ -1884,23 +1886,36 @@ unsigned atl_trace_init(void)
  * variable unset, or naming another library), or it did and no range had the name. */
 static void nvtx_hint(void)
 {
+    char set[ATL_STEP_NAME_MAX + 48], value[ATL_STEP_NAME_MAX + 8];
+    snprintf(value, sizeof value, "nvtx:%s", nvtx_name);
+    atl_hint_setting("ATLAS_STEP", value, set, sizeof set);
     if (!nvtx_injected) {
         const char *inj = getenv("NVTX_INJECTION64_PATH");
+        char lib[4096];
+        char *cmd = NULL;
         if (inj && *inj && !strstr(inj, "libatlastrace"))
             atl_log(ATL_WARN,
-                    "step trace: ATLAS_STEP=nvtx:%s but NVTX_INJECTION64_PATH names another "
-                    "library, so NVTX ranges never reached atlastrace",
-                    nvtx_name);
+                    "step trace: %s but NVTX_INJECTION64_PATH names another library, so NVTX "
+                    "ranges never reached atlastrace",
+                    set);
         else if (inj && *inj)
             atl_log(ATL_WARN,
-                    "step trace: ATLAS_STEP=nvtx:%s but the program opened no NVTX range "
-                    "(NVTX never loaded atlastrace, which NVTX_INJECTION64_PATH names)",
-                    nvtx_name);
+                    "step trace: %s but the program opened no NVTX range (NVTX never loaded "
+                    "atlastrace, which NVTX_INJECTION64_PATH names)",
+                    set);
+        else if (atl_hint_library(lib, sizeof lib) == 0 &&
+                 (cmd =
+                      atl_hint_command((struct atl_hint_set[]){{"NVTX_INJECTION64_PATH", lib}}, 1)))
+            atl_log(ATL_WARN,
+                    "step trace: %s but NVTX never called atlastrace: re-run with "
+                    "NVTX_INJECTION64_PATH naming it: %s",
+                    set, cmd);
         else
             atl_log(ATL_WARN,
-                    "step trace: ATLAS_STEP=nvtx:%s but NVTX never called atlastrace: set "
-                    "NVTX_INJECTION64_PATH to the absolute path of libatlastrace.so",
-                    nvtx_name);
+                    "step trace: %s but NVTX never called atlastrace: set NVTX_INJECTION64_PATH "
+                    "to the absolute path of libatlastrace.so",
+                    set);
+        free(cmd);
         return;
     }
     if (__atomic_load_n(&nvtx_matched, __ATOMIC_RELAXED))
@@ -1913,14 +1928,14 @@ static void nvtx_hint(void)
     pthread_mutex_unlock(&nvtx_seen_mu);
     if (n)
         atl_log(ATL_WARN,
-                "step trace: ATLAS_STEP=nvtx:%s but the program opened no NVTX range named '%s'; "
-                "the ranges it opened: %s",
-                nvtx_name, nvtx_name, seen);
+                "step trace: %s but the program opened no NVTX range named '%s'; the ranges it "
+                "opened: %s",
+                set, nvtx_name, seen);
     else
         atl_log(ATL_WARN,
-                "step trace: ATLAS_STEP=nvtx:%s but the program opened no NVTX range named '%s' "
-                "(no named range at all)",
-                nvtx_name, nvtx_name);
+                "step trace: %s but the program opened no NVTX range named '%s' (no named range "
+                "at all)",
+                set, nvtx_name);
 }
 
 void atl_trace_exit(void)
@@ -1942,10 +1957,17 @@ void atl_trace_exit(void)
         return;
     if (mode == MODE_NVTX)
         nvtx_hint();
+    char set[64];
     if (mode == MODE_API && !__atomic_load_n(&api_begun, __ATOMIC_RELAXED))
         atl_log(ATL_WARN,
-                "step trace: ATLAS_STEP=api but the program never called atlas_step_begin "
-                "(include/atlas/trace.h): no steps were recorded");
+                "step trace: %s but the program never called atlas_step_begin "
+                "(include/atlas/trace.h): no steps were recorded",
+                atl_hint_setting("ATLAS_STEP", "api", set, sizeof set));
+    if (mode == MODE_CAPTURE && !__atomic_load_n(&captured_any, __ATOMIC_RELAXED))
+        atl_log(ATL_WARN,
+                "step trace: %s but the program captured no graph (no stream capture began): "
+                "no steps were recorded",
+                atl_hint_setting("ATLAS_STEP", "capture", set, sizeof set));
     /* the steps fast_step ended (identical ones) */
     for (struct tbuf *b = __atomic_load_n(&threads, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {

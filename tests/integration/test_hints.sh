@@ -4,7 +4,6 @@
 #   sh tests/integration/test_hints.sh BUILD
 set -u
 build=$(cd "${1:-build}" && pwd)
-root=$(cd "$(dirname "$0")/../.." && pwd)
 tool=$build/atlas-trace
 lib=$build/libatlastrace.so
 sync=$build/tests/sync_target
@@ -43,12 +42,14 @@ case $cmd in
 esac
 
 # 2. a bare preload by a relative path: LD_PRELOAD becomes absolute, the settings stay
-(cd "$root" && LD_PRELOAD=build/libatlastrace.so ATLAS_LEAKS=1 build/tests/sync_target suspects) \
+up=$(dirname "$build")
+b=$(basename "$build")
+(cd "$up" && LD_PRELOAD=$b/libatlastrace.so ATLAS_LEAKS=1 "$b/tests/sync_target" suspects) \
     >"$tmp/out" 2>&1
 cmd=$(hint "$tmp/out")
 case $cmd in
-"LD_PRELOAD=$lib ATLAS_LEAKS=1 ATLAS_DEBUG_SYNC_KERNELS=oob_write build/tests/sync_target suspects")
-    cmd="cd '$root' && $cmd"
+"LD_PRELOAD=$lib ATLAS_LEAKS=1 ATLAS_DEBUG_SYNC_KERNELS=oob_write $b/tests/sync_target suspects")
+    cmd="cd '$up' && $cmd"
     paste "$named" "bare preload: LD_PRELOAD by its absolute path, the settings in force; pasted, it names the launch" ;;
 *) bad "bare preload: re-run hint is '$cmd'" ;;
 esac
@@ -136,6 +137,55 @@ spelled=$("$probe" setting ATLAS_REDZONE_CHECK launch)
 spelled=$(ATLAS_REDZONE_CHECK=launch "$tool" "$probe" setting ATLAS_REDZONE_CHECK launch)
 [ "$spelled" = ATLAS_REDZONE_CHECK=launch ] && ok "atlas-trace: a setting from the environment is said as its variable" ||
     { echo "$spelled" >"$tmp/out"; bad "atlas-trace, from the environment: said as '$spelled'"; }
+
+# 7. the trace's NVTX hint from a bare preload: pasted, NVTX reaches the library and the steps
+#    are the program's ranges
+steps=$build/tests/trace_steps
+LD_PRELOAD=$lib ATLAS_TRACE=1 ATLAS_STEP=nvtx:step "$steps" nvtx 2 >"$tmp/out" 2>&1
+cmd=$(sed -n 's/^atlas\[[0-9]*\]: step trace: .* re-run with NVTX_INJECTION64_PATH naming it: //p' "$tmp/out")
+case $cmd in
+"LD_PRELOAD=$lib ATLAS_TRACE=1 ATLAS_STEP=nvtx:step NVTX_INJECTION64_PATH=$lib $steps nvtx 2")
+    paste "trace summary: steps=2 " "NVTX hint: pasted, the steps are the NVTX ranges" ;;
+*) bad "NVTX hint is '$cmd'" ;;
+esac
+
+# 8. settings that do nothing say so, once, in the user's terms: options through atlas-trace,
+#    variables from a bare preload (and from the environment under atlas-trace)
+says() { # says LINE DESCRIPTION: the last run's output holds LINE once
+    if [ "$(grep -cF -- "$1" "$tmp/out")" = 1 ]; then ok "$2"; else bad "$2: no line '$1'"; fi
+}
+quiet() { # quiet DESCRIPTION: the last run's output says nothing does nothing
+    if grep -q 'nothing without\|was launched (outside graphs)\|captured no graph' "$tmp/out"; then
+        bad "$1: a setting that works was said to do nothing"
+    else ok "$1"; fi
+}
+"$tool" --redzone-check=launch "$sync" copies >"$tmp/out" 2>&1
+says "--redzone-check=launch does nothing without --redzone (red zones are off)" \
+    "--redzone-check without --redzone is said"
+"$tool" --redzone=64 --redzone-check=launch "$sync" copies >"$tmp/out" 2>&1
+quiet "--redzone-check with --redzone: no note"
+"$tool" --error-on=diff "$sync" copies >"$tmp/out" 2>&1
+says "--error-on=diff does nothing without --error-exitcode" "--error-on without --error-exitcode is said"
+"$tool" --error-exitcode=3 --error-on=diff "$sync" copies >"$tmp/out" 2>&1
+says "--error-on=diff does nothing without --trace (no step is recorded" "--error-on=diff without --trace is said"
+"$tool" --trace --error-exitcode=3 --error-on=diff "$sync" copies >"$tmp/out" 2>&1
+quiet "--error-on=diff with --trace and --error-exitcode: no note"
+LD_PRELOAD=$lib ATLAS_REDZONE_MIN_IDX=3 ATLAS_CHROME_MAX_MB=5 "$sync" copies >"$tmp/out" 2>&1
+says "ATLAS_REDZONE_MIN_IDX=3 does nothing without ATLAS_REDZONE (red zones are off)" \
+    "bare preload: ATLAS_REDZONE_MIN_IDX alone is said"
+says "ATLAS_CHROME_MAX_MB=5 does nothing without ATLAS_CHROME_TRACE" "bare preload: ATLAS_CHROME_MAX_MB alone is said"
+ATLAS_REDZONE_MIN_IDX=3 "$tool" --redzone-check=sync "$sync" copies >"$tmp/out" 2>&1
+says "--redzone-check=sync and ATLAS_REDZONE_MIN_IDX=3 do nothing without --redzone" \
+    "atlas-trace: an option and a variable of the environment, each as the user gave it, one line"
+"$tool" --debug-sync=nosuch,oob_write "$sync" suspects >"$tmp/out" 2>&1
+says "debug-sync: --debug-sync=nosuch,oob_write: no kernel named nosuch was launched (outside graphs)" \
+    "--debug-sync=K with no kernel K launched is said, the kernel that was is not"
+"$tool" --debug-sync=oob_write "$sync" suspects >"$tmp/out" 2>&1
+quiet "--debug-sync=K with K launched: no note"
+"$tool" --trace=capture "$sync" copies >"$tmp/out" 2>&1
+says "step trace: --trace=capture but the program captured no graph" "--trace=capture with nothing captured is said"
+"$tool" --trace=capture "$sync" graph >"$tmp/out" 2>&1
+quiet "--trace=capture with a capture: no note"
 
 echo "hints: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
