@@ -34,8 +34,13 @@ libs=$(PKG_CONFIG_PATH="$tmp/usr/lib/pkgconfig" pkg-config --define-variable=pre
 case "$cflags" in *"-I$tmp/usr/include"*) ;; *) fail "pkg-config --cflags: $cflags" ;; esac
 # Only the installed headers and library: the source tree's include/ is not on the line, nor a
 # libcuda of our own: pkg-config --libs must find one itself (the toolkit's stubs/ on a machine
-# without a driver, as this one).
-LIBRARY_PATH= ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -o "$tmp/launch_saxpy" \
+# without a driver, as this one). A toolkit of headers only (all the build needs: a fresh
+# machine given cuda.h) has no stub to name; the fake driver's libcuda stands in for the link.
+case $libs in
+*/stubs/*) cuda_link= ;;
+*) cuda_link=$(cd "$BUILD/fake" && pwd) ;;
+esac
+LIBRARY_PATH=$cuda_link ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -o "$tmp/launch_saxpy" \
     examples/launch_saxpy.c $cflags $libs \
     || fail "examples/launch_saxpy.c does not build against the installed atlaslaunch.pc ($libs)"
 nm -D "$tmp/launch_saxpy" | grep -q ' U atlas_launch' \
