@@ -132,11 +132,28 @@ static int valid_step_mode(const char *m)
     return strncmp(m, "nvtx:", 5) == 0 && m[5] != '\0';
 }
 
-/* An output file, made absolute now: the program may change directory before it writes. */
+/* An output file, made absolute now: the program may change directory before it writes.
+ * Refused when it names a folder, or an executable file: `--json ./app lib.so` (the file
+ * forgotten) would run lib.so and let the library truncate ./app. */
 static char *output_path(const char *opt, const char *path)
 {
+    struct stat st;
     if (*path == '\0')
         bad_usage("%s needs a file name", opt);
+    if (!strchr(path, '%') && stat(path, &st) == 0) {
+        char msg[PATH_MAX + 256];
+        if (S_ISDIR(st.st_mode))
+            snprintf(msg, sizeof msg, "%s %s: a folder, not a file", opt, path);
+        else if (S_ISREG(st.st_mode) && (st.st_mode & 0111))
+            snprintf(msg, sizeof msg,
+                     "%s %s: an executable file, which the report would overwrite (the program "
+                     "comes after the file: %s=FILE program ...)",
+                     opt, path, opt);
+        else
+            msg[0] = '\0';
+        if (msg[0])
+            bad_usage("%s", msg);
+    }
     if (path[0] == '/')
         return strdup(path);
     char cwd[PATH_MAX];
@@ -146,6 +163,16 @@ static char *output_path(const char *opt, const char *path)
     if (asprintf(&abs, "%s/%s", cwd, path) < 0)
         return strdup(path);
     return abs;
+}
+
+/* Do two absolute output names name one file: the same name, or one file already there? */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0)
+        return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 static int is_file(const char *p)
@@ -284,6 +311,8 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
                 if (!valid_step_mode(optarg))
                     bad_usage("--trace=%s: the step mode is one of sync, capture, api or nvtx:NAME",
                               optarg);
+                /* and the library's limits (a range name's length) */
+                check_setting("--trace", "ATLAS_STEP", optarg, "MODE is where a step ends");
                 s->step = optarg;
             }
             break;
@@ -391,6 +420,20 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
     }
     if (optind >= argc)
         bad_usage("%s", "no program to run");
+    /* each report its own file: two in one would truncate each other, and the library could
+     * only say the file is taken */
+    const struct {
+        const char *opt, *path;
+    } out[] = {{"--json", s->json}, {"--chrome", s->chrome}, {"--log", s->log}};
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (out[i].path && out[j].path && same_file(out[i].path, out[j].path)) {
+                char msg[PATH_MAX + 128];
+                snprintf(msg, sizeof msg,
+                         "%s and %s name the same file, %s: each report needs its own", out[i].opt,
+                         out[j].opt, out[i].path);
+                bad_usage("%s", msg);
+            }
 }
 
 static void apply(const struct settings *s, const char *lib)
