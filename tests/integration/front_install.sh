@@ -71,3 +71,11 @@ left=$(find "$tmp" -mindepth 1 | sort | tr '\n' ' ')
 [ "$left" = "$tmp/usr $tmp/usr/share $tmp/usr/share/man $tmp/usr/share/man/man1 $tmp/usr/share/man/man1/other.1 " ] \
     || fail "make uninstall left: $left"
 echo "front-install: PASS: make uninstall removed every installed file and the folders it created"
+
+# A prefix that did not exist: nothing of it is left, share/ included.
+$MAKE --no-print-directory -s install DESTDIR="$tmp/fresh" PREFIX=/opt/atlas BUILD="$BUILD" \
+    >/dev/null 2>&1 || fail "make install into a new prefix failed"
+$MAKE --no-print-directory -s uninstall DESTDIR="$tmp/fresh" PREFIX=/opt/atlas BUILD="$BUILD" \
+    >/dev/null 2>&1 || fail "make uninstall of a new prefix failed"
+[ ! -e "$tmp/fresh" ] || fail "make uninstall of a new prefix left: $(find "$tmp/fresh" | tr '\n' ' ')"
+echo "front-install: PASS: make uninstall of a prefix install created leaves nothing of it"
