@@ -129,16 +129,18 @@ fi
 #    valgrind and clang in one apt-get, then clang's libFuzzer runtime; never two apt-gets at
 #    once (the second would fail on dpkg's lock)
 setup 0 ok
-mkdir -p "$d/pkgbin"
-printf '#!/bin/sh\nexit 0\n' >"$d/pkgbin/valgrind"
-cat >"$d/pkgbin/clang" <<EOS
+# pkgbin/PACKAGE/: the commands the package puts on PATH
+mkdir -p "$d/pkgbin/valgrind" "$d/pkgbin/clang" "$d/pkgbin/python3-venv"
+printf '#!/bin/sh\nexit 0\n' >"$d/pkgbin/valgrind/valgrind"
+printf '#!/bin/sh\nexit 0\n' >"$d/pkgbin/python3-venv/python3"
+cat >"$d/pkgbin/clang/clang" <<EOS
 #!/bin/sh
 case "\$*" in
   -dumpversion) echo 14.0.6 ;;
   *-fsanitize=fuzzer*) [ -f "$d/state/pkg-libclang-rt-14-dev" ] ;;
 esac
 EOS
-chmod +x "$d/pkgbin"/*
+chmod +x "$d/pkgbin"/*/*
 # the stand-in apt-get puts a package's command on PATH, and says when it starts and ends
 mv "$d/bin/apt-get" "$d/bin/apt-get.real"
 cat >"$d/bin/apt-get" <<EOS
@@ -147,7 +149,7 @@ echo "begin \$*" >>"$d/state/order"
 [ -f "$d/state/busy" ] && echo "overlap" >>"$d/state/order"
 touch "$d/state/busy"
 "$d/bin/apt-get.real" "\$@"; rc=\$?
-for p in "\$@"; do [ -f "$d/pkgbin/\$p" ] && cp "$d/pkgbin/\$p" "$d/bin/\$p"; done
+for p in "\$@"; do [ -d "$d/pkgbin/\$p" ] && cp "$d/pkgbin/\$p"/* "$d/bin/"; done
 rm -f "$d/state/busy"
 echo "end" >>"$d/state/order"
 exit \$rc
@@ -158,9 +160,9 @@ ln -sf "$(command -v cut)" "$d/sys/cut"
 ln -sf "$(command -v cp)" "$d/sys/cp"
 if run "test-tools" 0 sh "$root/tools/test-tools.sh" clang; then
     if [ "$(grep -c '^begin' "$d/state/order")" = 2 ] && ! grep -q overlap "$d/state/order" &&
-       grep -q '^begin -o DPkg::Lock::Timeout=300 install -y -qq check pkg-config valgrind clang$' "$d/state/order" &&
+       grep -q '^begin -o DPkg::Lock::Timeout=300 install -y -qq check pkg-config valgrind clang python3-venv$' "$d/state/order" &&
        grep -q '^begin -o DPkg::Lock::Timeout=300 install -y -qq libclang-rt-14-dev$' "$d/state/order"; then
-        ok "make check's install step: check, pkg-config, valgrind, clang in one apt-get, then libclang-rt-14-dev, one at a time"
+        ok "make check's install step: check, pkg-config, valgrind, clang, python3-venv in one apt-get, then libclang-rt-14-dev, one at a time"
     else bad "make check's install step: apt-get calls were $(tr '\n' ';' <"$d/state/order")"; fi
 fi
 # run again: everything is there, nothing is installed
