@@ -8,18 +8,10 @@
 # (make fresh-check installs the .deb with dpkg into its Debian root as well.)
 #   sh tests/install/test_packages.sh BUILD VERSION
 set -u
-build=$(cd "${1:-build}" && pwd)
 version=${2:?usage: test_packages.sh BUILD VERSION}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/atlas-packages.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS: $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/    /' "$tmp/out" 2>/dev/null | tail -n 15; }
-
-for v in $(env | sed -n 's/^\(ATLAS_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-unset LD_PRELOAD NVTX_INJECTION64_PATH ATLASTRACE_FRONT ATLAS_LIB
-export LD_LIBRARY_PATH="$build/fake"
+NAME=packages
+. "$(dirname "$0")/../harness/scripted.sh"
+unset ATLAS_LIB
 demo="$build/examples/demo_steps $build/tests/front_demo_kernels.so"
 
 # demo TOOL WHAT: the demo through TOOL, traced, its overrun found, its answers right
@@ -100,5 +92,4 @@ else
         bad "wheel: atlas-diff --version"
 fi
 
-echo "packages: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -3,22 +3,12 @@
 # a user pastes it into the shell they ran from, and what it then names is checked.
 #   sh tests/integration/test_hints.sh BUILD
 set -u
-build=$(cd "${1:-build}" && pwd)
+NAME=hints
+. "$(dirname "$0")/../harness/scripted.sh"
 tool=$build/atlas-trace
 lib=$build/libatlastrace.so
 sync=$build/tests/sync_target
 probe=$build/tests/hint_probe
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/atlas-hints.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); echo "PASS: $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $1"; sed 's/^/    /' "$tmp/out" 2>/dev/null | tail -n 20; }
-
-# nothing of the caller's: the cases say every setting they use
-for v in $(env | sed -n 's/^\(ATLAS_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-unset LD_PRELOAD NVTX_INJECTION64_PATH ATLASTRACE_FRONT
-export LD_LIBRARY_PATH="$build/fake"
 
 # hint FILE: the command of the fault report's re-run line
 hint() { sed -n 's/^atlas\[[0-9]*\]: fault: re-run with debug sync[^)]*): //p' "$1" | head -n 1; }
@@ -187,5 +177,4 @@ says "step trace: --trace=capture but the program captured no graph" "--trace=ca
 "$tool" --trace=capture "$sync" graph >"$tmp/out" 2>&1
 quiet "--trace=capture with a capture: no note"
 
-echo "hints: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
