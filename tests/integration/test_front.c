@@ -282,7 +282,7 @@ START_TEST(error_exitcode_replaces_the_status)
                   verdicts[_i].how, verdicts[_i].overrun, r.status, verdicts[_i].status, r.err);
     ck_line(r.out, "ending by %s(3)", verdicts[_i].how);
     if (verdicts[_i].status == 9)
-        HAS(r.err, "reported 1 overrun: exit status 9 (ATLAS_ERROR_EXITCODE)");
+        HAS(r.err, "reported 1 overrun: exit status 9 (--error-exitcode=9)");
     else
         HASNT(r.err, "ATLAS_ERROR_EXITCODE");
     run_free(&r);
