@@ -11,6 +11,7 @@
 #   make          the default goal builds the library and both tools, and installs nothing
 #   make demo     installs nothing either
 #   make check    installs the test tools itself, and its first run must pass
+#   make deb      the package installs with dpkg, runs the demo, and is removed
 # Each step's time is printed; the logs stay in WORK_DIR/logs (the downloaded packages in
 # WORK_DIR/cache, for the next run); the root, under /tmp, is removed.
 #
@@ -174,4 +175,23 @@ case $verdict in
 "make check: "*" suites, "*" checks, all passed in "*" s") [ "$check_rc" = 0 ] || die "make check exited $check_rc" ;;
 *) grep -E ':[EF]:|FAIL' "$logs/check.log" | tail -n 20; die "the first make check did not pass" ;;
 esac
-say "PASS: in a fresh Debian root, make built, make demo ran and the first make check passed; $(($(date +%s) - t_start)) s in all"
+
+# the Debian package, installed with dpkg; the demo through the installed atlas-trace, from
+# outside the clone, then removed with dpkg
+timed "make deb, dpkg -i" deb.log \
+    'cd /root/atlastrace && make deb && dpkg -i build/atlastrace_*_*.deb' || die "the .deb did not install"
+inside 'cd /tmp && [ "$(command -v atlas-trace)" = /usr/bin/atlas-trace ] &&
+        atlas-trace /root/atlastrace/build/tests/front_env env' >"$logs/deb-env.log" 2>&1 &&
+    grep -qx 'LD_PRELOAD=/usr/lib/libatlastrace.so' "$logs/deb-env.log" ||
+    die "the installed atlas-trace does not preload the installed library (log: $logs/deb-env.log)"
+inside 'cd /tmp && LD_LIBRARY_PATH=/root/atlastrace/build/fake atlas-trace --trace --redzone=256 \
+        --redzone-check=launch /root/atlastrace/build/examples/demo_steps \
+        /root/atlastrace/build/tests/front_demo_kernels.so' >"$logs/deb-demo.log" 2>&1
+grep -q '^demo: ok$' "$logs/deb-demo.log" && grep -q 'redzone overrun: ' "$logs/deb-demo.log" &&
+    grep -q 'step .* differs from' "$logs/deb-demo.log" ||
+    die "the demo through the installed package did not run traced (log: $logs/deb-demo.log)"
+inside 'dpkg -r atlastrace >/dev/null && [ ! -e /usr/lib/libatlastrace.so ] && [ ! -e /usr/bin/atlas-trace ]' ||
+    die "dpkg -r atlastrace left files"
+say "the .deb installed with dpkg, ran the demo traced, and was removed"
+
+say "PASS: in a fresh Debian root, make built, make demo ran, the first make check passed and the .deb installed and ran; $(($(date +%s) - t_start)) s in all"
