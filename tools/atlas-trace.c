@@ -369,10 +369,18 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
             const char *why;
             var = "ATLAS_DEBUG_SYNC_KERNELS";
             if (optarg && atl_dsk_parse(optarg, &why) != ATL_DSK_LIST) {
+                /* the parser's reason for a character that is no name's repeats what a list
+                 * is; said once, with what a name holds */
+                int odd = 0;
+                for (const char *p = optarg; *p; p++)
+                    odd |= *p != ',' && !atl_dsk_name_char(*p);
                 char reason[256];
                 snprintf(reason, sizeof reason,
-                         "KERNELS is a comma-separated list of kernel names%s%s", why ? ": " : "",
-                         why ? why : "");
+                         "KERNELS is a comma-separated list of kernel names%s%s",
+                         odd   ? " (letters, digits, _ $ .)"
+                         : why ? ": "
+                               : "",
+                         !odd && why ? why : "");
                 refuse("--debug-sync", optarg, reason);
             }
             s->debug_sync = optarg ? optarg : "1";

@@ -203,7 +203,18 @@ static const struct {
     /* a kernel list: names only (on and off are spelled --debug-sync and nothing) */
     {"--debug-sync=,", "--debug-sync=,: KERNELS is a comma-separated list of kernel names"},
     {"--debug-sync=yes", "--debug-sync=yes: KERNELS is a comma-separated list"},
+    {"--debug-sync=a!", "--debug-sync=a!: KERNELS is a comma-separated list of kernel names "
+                        "(letters, digits, _ $ .)\n"},
 };
+
+/* How often `needle` occurs in `text`. */
+static int occurrences(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
 
 START_TEST(bad_option_is_usage_error)
 {
@@ -214,6 +225,9 @@ START_TEST(bad_option_is_usage_error)
     ck_assert_msg(strstr(r.err, bad[_i].says), "%s: stderr lacks '%s':\n%s", bad[_i].opt,
                   bad[_i].says, r.err);
     ck_assert_msg(strstr(r.err, "Usage: atlas-trace"), "%s: no usage:\n%s", bad[_i].opt, r.err);
+    /* said once: the argument, and what a value must be */
+    ck_assert_msg(occurrences(r.err, bad[_i].opt) <= 1 && occurrences(r.err, bad[_i].says) == 1,
+                  "%s: said twice:\n%s", bad[_i].opt, r.err);
     ck_assert_msg(strcmp(r.out, "") == 0, "%s: the program ran:\n%s", bad[_i].opt, r.out);
     run_free(&r);
 }
