@@ -103,8 +103,8 @@ UNINSTALL_TARGETS :=
 include $(sort $(wildcard mk/*.mk))
 
 all: $(ALL_TARGETS)
-# First every test tool (Check, valgrind, clang and libFuzzer's runtime), installed where
-# missing in one go (tools/test-tools.sh); then the suites, in a make of their own started by
+# First every test tool (Check, valgrind, clang and libFuzzer's runtime, python3's venv),
+# installed where missing in one go (tools/test-tools.sh); then the suites, in a make of their own started by
 # tools/check-verdict.sh, whose last line is the verdict ("make check: N suites, M checks, all
 # passed in T s", or what failed).
 check:
