@@ -62,6 +62,8 @@ $(BUILD)/tests/redzone_prog: tests/targets/redzone_prog.c include/atlas/trace.h 
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(FAKE_DIR) -lcuda -ldl -lpthread
 
 $(BUILD)/tests/test_redzone: tests/integration/test_redzone.c tests/integration/run.c | check-deps
+# the reason the copy fallback gives: a refused PTX, or none built (no nvcc, as on a fresh machine)
+$(BUILD)/tests/test_redzone: ALL_CFLAGS += -DATL_RZ_PTX_BUILT=$(if $(RZ_NVCC),1,0)
 
 $(BUILD)/tests/test_redzone_unit: tests/unit/test_redzone.c $(BUILD)/libatlas_engine.a | check-deps
 

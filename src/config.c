@@ -92,6 +92,8 @@ static const char *check_ignore(const char *s)
                  (c == entry || !c[4] || strspn(c + 4, "0123456789") != strlen(c + 4) ||
                   strlen(c + 4) > 4))
             bad = "not KERNEL or KERNEL:argN";
+        if (bad && n == 0 && !t[len])
+            return bad; /* the whole value: shown once, by the line that refuses it */
         if (bad) {
             atl_config_show_value(entry, shown, sizeof shown);
             snprintf(why, sizeof why, "entry %d '%s' is %s", n + 1, shown, bad);

@@ -23,6 +23,7 @@
 #include "stats.h"
 #include "thread.h"
 #include "trace.h"
+#include "unused.h"
 #include "vmm.h"
 
 #include <errno.h>
@@ -110,6 +111,7 @@ static void init_body(void)
 
     atl_config_parse(&atl_cfg, envp, warn_line, NULL);
     atl_log_set_level((int)atl_cfg.log_level);
+    atl_unused_settings(); /* a setting whose feature is off is said, not ignored */
 
     /* Features read their settings here (and set atl_ledger_on if they need
      * the ledger), before wanted_events() decides what the hooks report. */
@@ -540,6 +542,8 @@ void atl_engine_exit(void)
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
     if (!interrupted) {
+        if (on(ATL_FEAT_FAULT))
+            atl_faultrep_exit();
         if (on(ATL_FEAT_BLOCKING))
             atl_blocking_report();
         if (on(ATL_FEAT_KAUDIT))

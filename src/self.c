@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "events.h"
+#include "hint.h"
 #include "log.h"
 
 #include <errno.h>
@@ -177,8 +178,10 @@ void atl_exit_verdict(void)
     }
     if (!n)
         return;
-    atl_log(ATL_ERROR, "reported %s: exit status %llu (ATLAS_ERROR_EXITCODE)", list,
-            atl_cfg.error_exitcode);
+    char code[24], set[64];
+    snprintf(code, sizeof code, "%llu", atl_cfg.error_exitcode);
+    atl_log(ATL_ERROR, "reported %s: exit status %llu (%s)", list, atl_cfg.error_exitcode,
+            atl_hint_setting("ATLAS_ERROR_EXITCODE", code, set, sizeof set));
     fflush(NULL);
     _exit((int)atl_cfg.error_exitcode);
 }

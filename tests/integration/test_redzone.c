@@ -202,9 +202,13 @@ START_TEST(copy_fallback)
     rz_run(&r, "over", "1", sync);
     six_suspects(r.log, "cuCtxSynchronize");
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
-    ck_assert_int_eq(count_lines(r.log, "redzone: scan kernel unavailable (the driver refused its "
-                                        "PTX: CUDA_ERROR_INVALID_IMAGE): checking each zone with "
-                                        "a copy"),
+#if ATL_RZ_PTX_BUILT
+#define RZ_NO_KERNEL "the driver refused its PTX: CUDA_ERROR_INVALID_IMAGE"
+#else
+#define RZ_NO_KERNEL "built without nvcc"
+#endif
+    ck_assert_int_eq(count_lines(r.log, "redzone: scan kernel unavailable (" RZ_NO_KERNEL
+                                        "): checking each zone with a copy"),
                      1);
     run_free(&r);
     rz_run(&r, "over", "1", dflt);
