@@ -312,7 +312,7 @@ START_TEST(error_exitcode_counts_races)
     char *argv[] = {TARGET, "side_copy", "raced", NULL};
     run_target(&r, argv, env, 1);
     ck_assert_int_eq(r.status, 3);
-    HAS(r.log, "reported 1 race: exit status 3 (ATLAS_ERROR_EXITCODE)");
+    HAS(r.log, "reported 1 race: exit status 3 (ATLAS_ERROR_EXITCODE=3)");
     run_free(&r);
     char *fixed[] = {TARGET, "side_copy", "fixed", NULL};
     run_target(&r, fixed, env, 1);
