@@ -42,6 +42,7 @@ static const struct {
     {"ATLAS_ERROR_EXITCODE", NULL, "--error-exitcode="},
     {"ATLAS_ERROR_ON", NULL, "--error-on="},
     {"ATLAS_NO_CHILDREN", "--no-children", NULL},
+    {"ATLAS_RACES", "--races", "--races="},
 };
 
 static int option_of(const char *var)

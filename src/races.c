@@ -28,6 +28,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "hint.h"
 #include "hookid.h"
 #include "kernels.h"
 #include "ledger.h"
@@ -2093,11 +2094,14 @@ void atl_races_exit(void)
         rd + (rc.mode > 1 ? pd : 0) > rc.printed ? rd + (rc.mode > 1 ? pd : 0) - rc.printed : 0;
     int dead = rc.dead;
     pthread_mutex_unlock(&rc.mu);
+    char all[64], lists[80];
+    snprintf(lists, sizeof lists, "%s lists them",
+             atl_hint_setting("ATLAS_RACES", "all", all, sizeof all));
     atl_log(ATL_WARN,
             "races: %llu found (%llu distinct), %llu possible (%llu distinct: a side only may "
             "write, or may not touch the same bytes; %s); %llu accesses checked on %u streams%s",
             (unsigned long long)races, (unsigned long long)rd, (unsigned long long)poss,
-            (unsigned long long)pd, rc.mode > 1 ? "listed above" : "ATLAS_RACES=all lists them",
+            (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists,
             (unsigned long long)acc, streams, dead ? " (stopped early: out of memory)" : "");
     if (unprinted)
         atl_log(ATL_WARN, "races: %llu distinct ones not printed (the first %d are)",

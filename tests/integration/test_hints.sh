@@ -105,6 +105,8 @@ ATLAS_LOG /tmp/atlas-hint.log
 ATLAS_ERROR_EXITCODE 3
 ATLAS_ERROR_ON diff
 ATLAS_NO_CHILDREN 1
+ATLAS_RACES 1
+ATLAS_RACES all
 ATLAS_LAUNCH_RING 128
 EOS
 rm -f /tmp/atlas-hint-t.jsonl /tmp/atlas-hint-c.json /tmp/atlas-hint.log
