@@ -899,6 +899,9 @@ CUresult stream_submit(CUstream s, struct op *o, void **params)
     LOCK();
     launch_hold(o);
     CUresult r = stream_resolve_locked(s, &ctx, &st);
+    if (r == CUDA_SUCCESS && !st && s != CU_STREAM_PER_THREAD && ctx->ncapturing > 0 &&
+        ctx_invalidate_blocking_captures_locked(ctx))
+        r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
     if (r != CUDA_SUCCESS) {
         UNLOCK();
         return r;
