@@ -372,9 +372,7 @@ static void print_args(const char *tag, const struct group *g, uint64_t epoch)
                             "or ATLAS_LEAKS)");
 }
 
-/* The command line, for the re-run hint: each argument quoted for sh when
- * it needs to be. */
-static void command_line(char *out, size_t len)
+void atl_flight_command_line(char *out, size_t len)
 {
     char buf[2048];
     size_t used = 0, n = 0;
@@ -574,7 +572,7 @@ void atl_flight_report(const char *tag)
         }
         if (named) {
             char cmd[1200];
-            command_line(cmd, sizeof cmd);
+            atl_flight_command_line(cmd, sizeof cmd);
             atl_log(
                 ATL_ERROR,
                 "%s: re-run with debug sync on the rare suspects only (near full speed; the "
@@ -584,7 +582,7 @@ void atl_flight_report(const char *tag)
         } else if (kinds && g[0].graph) {
             /* only graphs are rare: any setting synchronises each graph launch as a whole */
             char cmd[1200];
-            command_line(cmd, sizeof cmd);
+            atl_flight_command_line(cmd, sizeof cmd);
             atl_log(ATL_ERROR,
                     "%s: re-run with debug sync (graph launches are synchronised as a whole, "
                     "then their kernel nodes listed): ATLAS_DEBUG_SYNC_KERNELS=1 %s",

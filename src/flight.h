@@ -32,6 +32,10 @@ void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upt
  * launches into it in between are no suspects. */
 void atl_flight_capture(CUstream stream, int begin);
 
+/* The program's command line, for a re-run hint: each argument quoted for
+ * sh when it needs to be (the red zones' hint uses it too). */
+void atl_flight_command_line(char *out, size_t len);
+
 /* The suspects: counts by kernel, rarest first, the streams, the arguments
  * of the rare ones, the newest launches and a re-run hint. */
 void atl_flight_report(const char *tag);

@@ -65,8 +65,9 @@ static CUresult queue_check(CUstream st, unsigned nz, unsigned long long ticket,
     memset(&list, 0, sizeof list);
     for (unsigned i = 0; i < nz; i++)
         list.z[i] = (struct atl_rz_zone){buf[i % 3] + 4096, ZONE, 0xa5, 0};
-    CUdeviceptr slot = dslots + (ticket % 64) * sizeof(struct atl_rz_slot);
-    void *args[] = {&list, &nz, &slot, &ticket};
+    CUdeviceptr slot = dslots + (ticket % 64) * sizeof(struct atl_rz_slot), merge = 0;
+    unsigned nfill = 0, fill = 0xa5;
+    void *args[] = {&list, &nz, &nfill, &fill, &slot, &ticket, &merge};
     if (!pdl)
         return cuLaunchKernel(check, 1, 1, 1, 256, 1, 1, 0, st, args, NULL);
     CUlaunchAttribute at;
