@@ -669,9 +669,10 @@ static void suspects(const struct sus_tally *t, uint64_t lost, const char *lead,
                 lead, (unsigned long long)n, lostnote, n > SUSPECTS ? " 16" : "");
         atl_fault_launches_since(from, last, SUSPECTS, newest_line, NULL);
         if (mode != CHECK_LAUNCH)
-            rerun_hint("to narrow it down, re-run in launch mode (its full check at every host sync "
-                   "leaves the launches between two syncs)",
-                   "");
+            rerun_hint(
+                "to narrow it down, re-run in launch mode (its full check at every host sync "
+                "leaves the launches between two syncs)",
+                "");
         return;
     }
     char notes[200] = "";
@@ -2355,8 +2356,7 @@ static int quarantine_free_locked(struct atl_free *f, const struct zone *z)
         /* the driver's cuMemFree waits for the device; so does this one, and
          * an error of the program's that the wait returns is left to the
          * driver's own free to answer */
-        ok = atl_drv.cuCtxSynchronize &&
-             atl_own_result(atl_drv.cuCtxSynchronize()) == CUDA_SUCCESS;
+        ok = atl_drv.cuCtxSynchronize && atl_own_result(atl_drv.cuCtxSynchronize()) == CUDA_SUCCESS;
         slots_poll(0);
     } else if (s != NULL && s != CU_STREAM_LEGACY) {
         ok = (q->ev = event_get()) != NULL &&
@@ -2446,10 +2446,31 @@ void atl_redzone_free_post(struct atl_free *f, CUresult r)
     atl_leaks_free_result(f, r);
 }
 
+/* A launch whose parameters point into a free held back: the batch is
+ * released (its poison queued) before the launch is, so that a write after
+ * that free by this launch lands in the poison; on the legacy stream the
+ * poison runs first. */
+static void held_reached(const struct atl_launch *l)
+{
+    struct lword w[WORDS_MAX];
+    unsigned flags, n = launch_words(l, w, &flags), hit = 0;
+    pthread_mutex_lock(&scan_lock);
+    for (unsigned i = 0; i < held.p.nz && !hit; i++)
+        for (unsigned k = 0; k < n && !hit; k++)
+            hit =
+                w[k].v - held.p.z[i].base < held.p.z[i].start + held.p.z[i].len - held.p.z[i].base;
+    if (hit)
+        held_release_locked();
+    pthread_mutex_unlock(&scan_lock);
+}
+
 void atl_redzone_launch_pre(const struct atl_launch *l)
 {
-    (void)l;
-    if (pad && mode == CHECK_LAUNCH)
+    if (!pad)
+        return;
+    if (qmax && __atomic_load_n(&held_n, __ATOMIC_RELAXED))
+        held_reached(l);
+    if (mode == CHECK_LAUNCH)
         __atomic_add_fetch(&unchecked, 1, __ATOMIC_ACQ_REL);
 }
 

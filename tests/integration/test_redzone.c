@@ -743,6 +743,15 @@ START_TEST(write_after_free)
                "through arg0+0x0\n");
     ck_assert_int_eq(count_lines(r.log, "write after free:"), 1);
     run_free(&r);
+    /* stream-ordered on the legacy stream, where frees are held back in
+     * batches: a launch that reaches a held free releases its batch (the
+     * poison) before it is made, so its write is seen all the same */
+    rz_run(&r, "uaf-async", NULL, NULL);
+    same_out_as_plain(&r, "uaf-async");
+    HAS(r.log, ") written by poke (launch#3, the one launch since its free that reaches it): 8 "
+               "bytes at +16..+23 of its 4096 bytes at 0x");
+    HAS(r.log, "; freed by cuMemFreeAsync at:\n");
+    run_free(&r);
     /* ATLAS_REDZONE_QUARANTINE_MB=0: no quarantine, nothing seen */
     static const char *const off[] = {"ATLAS_REDZONE_QUARANTINE_MB=0", NULL};
     rz_run(&r, "uaf", NULL, off);

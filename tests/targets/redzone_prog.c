@@ -594,6 +594,19 @@ int main(int argc, char **argv)
         fill(a, 4096);
         CHECK(cuCtxSynchronize());
         CHECK(cuMemFree(a));
+    } else if (strcmp(what, "uaf-async") == 0) {
+        /* the same with stream-ordered frees on the legacy stream (held back
+         * in batches): alloc#2 freed, then written at once by launch#3 */
+        CUdeviceptr a, b;
+        CHECK(cuMemAllocAsync(&a, 4096, NULL));
+        CHECK(cuMemAllocAsync(&b, 4096, NULL));
+        fill(a, 4096);
+        fill(b, 4096);
+        CHECK(cuMemFreeAsync(b, NULL));
+        poke(b, 16, 8, NULL);
+        fill(a, 4096);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemFreeAsync(a, NULL));
     } else if (strcmp(what, "uaf-stream") == 0) {
         /* the missing record_stream: alloc#1, made on the legacy stream, is
          * used by a kernel on a side stream (launch#2, lateset), freed on
