@@ -82,8 +82,23 @@ $(GPU_DIR)/rz_threads: tests/gpu/redzone/rz_threads.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -o $@ $< -lpthread
 
-.PHONY: redzone-gpu-check
-redzone-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/rz_overrun $(GPU_DIR)/rz_threads
+$(GPU_DIR)/rz_uaf: tests/gpu/redzone/rz_uaf.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
+
+# The H200's part of issue #29 in one command: the GPU suite without the runs
+# the issue did not change (RZ_GPU_QUICK=1; PASS/FAIL lines), the PyTorch steps'
+# bench rows and launch mode's cost above its floor, then the time it took.
+#   make redzone-h200
+.PHONY: redzone-gpu-check redzone-h200
+redzone-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/rz_overrun $(GPU_DIR)/rz_threads $(GPU_DIR)/rz_uaf
 	sh tests/gpu/redzone/run_redzone.sh $(BUILD)
+
+redzone-h200:
+	@t0=$$(date +%s); status=0; \
+	RZ_GPU_QUICK=1 $(MAKE) --no-print-directory redzone-gpu-check || status=1; \
+	$(MAKE) --no-print-directory redzone-torch-bench || status=1; \
+	$(MAKE) --no-print-directory redzone-ops-bench RZ_OPS_BLOCKS=5 || status=1; \
+	echo "redzone-h200: $$(( $$(date +%s) - t0 )) s"; exit $$status
 
 GPU_TARGETS += redzone-gpu-check
