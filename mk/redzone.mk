@@ -74,7 +74,7 @@ CHECK_TARGETS += redzone-check
 
 # ---- the real-GPU suite (run on a machine with a GPU, nvcc, python3 with
 # torch and triton) ----------------------------------------------------------------
-$(GPU_DIR)/rz_overrun: tests/gpu/redzone/rz_overrun.cu
+$(GPU_DIR)/rz_overrun: tests/gpu/redzone/rz_overrun.cu tests/gpu/redzone/rz_ck.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
 
@@ -82,7 +82,7 @@ $(GPU_DIR)/rz_threads: tests/gpu/redzone/rz_threads.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -o $@ $< -lpthread
 
-$(GPU_DIR)/rz_uaf: tests/gpu/redzone/rz_uaf.cu
+$(GPU_DIR)/rz_uaf: tests/gpu/redzone/rz_uaf.cu tests/gpu/redzone/rz_ck.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
 

@@ -27,14 +27,7 @@ __global__ void late_write(unsigned char *p, int off, int n)
         p[off + i] = 0x5a;
 }
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));                            \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
+#include "rz_ck.h"
 
 int main(int argc, char **argv)
 {
