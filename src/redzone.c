@@ -437,6 +437,9 @@ struct finder {
     unsigned arg, off;
     const char *whole; /* BY_LAUNCH: a full check, and why (what the launch reaches is not known) */
     const struct qent *q; /* a freed allocation's quarantine entry, when the check had it */
+    /* BY_FULL: the quarantine's zones too (teardown, exit, atlas_redzone_scan:
+     * a full check at every host sync would read all of it each time) */
+    int freed_too;
 };
 
 /* The launches since the last clean check, sorted out by reach. */
@@ -916,6 +919,7 @@ static size_t nsnap, capsnap;
 static size_t *tab_zone, *tab_off;
 #define TAB_CHUNK ((size_t)256 << 10)
 static uint64_t snap_version = (uint64_t)-1;
+static int snap_freed;          /* the snapshot holds the quarantine's zones too */
 static unsigned char *readback; /* fallback: one zone's bytes */
 static size_t capreadback;
 
@@ -1018,12 +1022,13 @@ static int tables_reserve(size_t n)
     return 0;
 }
 
-/* Copies the watched zones into snap (and the mapped table, long zones cut
- * into TAB_CHUNK entries) when they changed since the last full check. */
-static int snapshot_zones(int to_gpu)
+/* Copies the watched zones (with `freed`, the quarantine's too) into snap
+ * (and the mapped table, long zones cut into TAB_CHUNK entries) when they
+ * changed since the last full check. */
+static int snapshot_zones(int to_gpu, int freed)
 {
     pthread_mutex_lock(&zones_lock);
-    if (version == snap_version && (!to_gpu || tab)) {
+    if (version == snap_version && freed == snap_freed && (!to_gpu || tab)) {
         pthread_mutex_unlock(&zones_lock);
         return 0;
     }
@@ -1043,7 +1048,7 @@ static int snapshot_zones(int to_gpu)
     nsnap = 0;
     size_t entries = 0;
     for (size_t i = 0; i < nzones; i++)
-        if (zones[i].watched) {
+        if (zones[i].watched && (freed || !zones[i].freed)) {
             snap[nsnap++] = zones[i];
             entries += zones[i].len ? (zones[i].len + TAB_CHUNK - 1) / TAB_CHUNK : 1;
         }
@@ -1065,6 +1070,7 @@ static int snapshot_zones(int to_gpu)
         }
     }
     snap_version = v;
+    snap_freed = freed;
     return 0;
 }
 
@@ -1773,6 +1779,10 @@ static struct {
     struct pending p; /* the batch's check: p.nz frees, their zones, sites and launches */
 } held;
 static unsigned held_n; /* held.p.nz, for a look without the lock */
+/* the held allocations' spans (base to the end of the zone), for a look
+ * without the lock (atomic; a stale one costs an early release or misses
+ * one, never a wrong answer) */
+static uint64_t held_lo[ATL_RZ_SLOT_ZONES], held_hi[ATL_RZ_SLOT_ZONES];
 static uint64_t held_frees, held_batches;
 
 /* Queues the batch's check (and poison) and the driver's frees or the
@@ -1850,6 +1860,8 @@ static int held_take_locked(const struct atl_free *f, const struct zone *z)
     held.ptr[i] = f->ptr;
     held.q[i] = q_entry(f, z);
     held.p.z[i] = *z;
+    __atomic_store_n(&held_lo[i], z->base, __ATOMIC_RELAXED);
+    __atomic_store_n(&held_hi[i], z->start + z->len, __ATOMIC_RELAXED);
     site_copy(&held.p.site[i], &f->rec.site);
     held.p.upto[i] = atl_fault_last_launch();
     held.p.nz = i + 1;
@@ -1976,12 +1988,12 @@ static int scan_locked(const struct finder *how, const struct atl_launch *culpri
     if (sync_for_scan() != 0)
         return 0;
     slots_poll(1);
-    if (snapshot_zones(gpu) != 0) {
+    if (snapshot_zones(gpu, how->freed_too) != 0) {
         if (!gpu)
             return 0;
         kernel_state = -1; /* no mapped memory: copies from now on */
         gpu = 0;
-        if (snapshot_zones(0) != 0)
+        if (snapshot_zones(0, how->freed_too) != 0)
             return 0;
     }
     struct finder f = *how;
@@ -2048,11 +2060,11 @@ clean:
     return 0;
 }
 
-static int scan_all(const char *where, int defer)
+static int scan_all(const char *where, int defer, int freed_too)
 {
     if (!pad)
         return 0;
-    struct finder how = {.by = BY_FULL, .where = where, .defer = defer};
+    struct finder how = {.by = BY_FULL, .where = where, .defer = defer, .freed_too = freed_too};
     pthread_mutex_lock(&scan_lock);
     int n = scan_locked(&how, NULL, NULL);
     pthread_mutex_unlock(&scan_lock);
@@ -2061,7 +2073,7 @@ static int scan_all(const char *where, int defer)
 
 int atl_redzone_scan_all(const char *where)
 {
-    return scan_all(where, 0);
+    return scan_all(where, 0, 1);
 }
 
 /* ---- what a launch can reach ---------------------------------------------------------
@@ -2454,14 +2466,15 @@ static void held_reached(const struct atl_launch *l)
 {
     struct lword w[WORDS_MAX];
     unsigned flags, n = launch_words(l, w, &flags), hit = 0;
-    pthread_mutex_lock(&scan_lock);
-    for (unsigned i = 0; i < held.p.nz && !hit; i++)
+    unsigned nh = __atomic_load_n(&held_n, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < nh && i < ATL_RZ_SLOT_ZONES && !hit; i++) {
+        uint64_t lo = __atomic_load_n(&held_lo[i], __ATOMIC_RELAXED);
+        uint64_t hi = __atomic_load_n(&held_hi[i], __ATOMIC_RELAXED);
         for (unsigned k = 0; k < n && !hit; k++)
-            hit =
-                w[k].v - held.p.z[i].base < held.p.z[i].start + held.p.z[i].len - held.p.z[i].base;
+            hit = w[k].v - lo < hi - lo;
+    }
     if (hit)
-        held_release_locked();
-    pthread_mutex_unlock(&scan_lock);
+        held_release();
 }
 
 void atl_redzone_launch_pre(const struct atl_launch *l)
@@ -2523,7 +2536,7 @@ void atl_redzone_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
 {
     if (!pad || mode != CHECK_LAUNCH || r != CUDA_SUCCESS || stream_capturing(g->stream))
         return;
-    scan_all(atl_hook_names[g->hook], 0);
+    scan_all(atl_hook_names[g->hook], 0, 0);
 }
 
 void atl_redzone_sync_pre(const struct atl_sync *s)
@@ -2546,7 +2559,7 @@ void atl_redzone_sync_post(const struct atl_sync *s, CUresult r)
     if (mode != CHECK_FREE) {
         /* the backstop: every zone, for what no launch's check saw (a
          * pointer the kernel read from device memory) */
-        scan_all(atl_hook_names[s->hook], mode == CHECK_LAUNCH);
+        scan_all(atl_hook_names[s->hook], mode == CHECK_LAUNCH, 0);
     } else if (pending_any()) {
         /* the program waited: the checks queued before are likely done */
         pthread_mutex_lock(&scan_lock);
@@ -2568,7 +2581,7 @@ void atl_redzone_teardown(const char *where)
     if (atl_exit_lock(&scan_lock, "the red-zone check at exit") != 0)
         return;
     q_flush_locked();
-    struct finder how = {.by = BY_FULL, .where = where};
+    struct finder how = {.by = BY_FULL, .where = where, .freed_too = 1};
     scan_locked(&how, NULL, NULL);
     kernels_forget_locked();
     if (atl_exit_lock(&zones_lock, "the red-zone check at exit") == 0) {
