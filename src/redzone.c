@@ -2335,8 +2335,8 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
 }
 
 /* The free of guarded allocation z (its zone just removed) goes into the
- * quarantine: its zone is checked and its bytes poisoned by one kernel
- * queued on the free's stream (cuMemFree: the legacy stream, then the
+ * quarantine (with scan_lock held, let go during cuMemFree's wait): its zone is checked and its
+ * bytes poisoned by one kernel queued on the free's stream (cuMemFree: the legacy stream, then the
  * device is waited for, as the driver's free does); 1 when it did (the
  * free is held), 0 when the caller checks and frees as without one. */
 static int quarantine_free_locked(struct atl_free *f, const struct zone *z)
@@ -2367,8 +2367,11 @@ static int quarantine_free_locked(struct atl_free *f, const struct zone *z)
     if (!f->async) {
         /* the driver's cuMemFree waits for the device; so does this one, and
          * an error of the program's that the wait returns is left to the
-         * driver's own free to answer */
+         * driver's own free to answer. Without scan_lock: other threads'
+         * checks and frees go on meanwhile. */
+        pthread_mutex_unlock(&scan_lock);
         ok = atl_drv.cuCtxSynchronize && atl_own_result(atl_drv.cuCtxSynchronize()) == CUDA_SUCCESS;
+        pthread_mutex_lock(&scan_lock);
         slots_poll(0);
     } else if (s != NULL && s != CU_STREAM_LEGACY) {
         ok = (q->ev = event_get()) != NULL &&
