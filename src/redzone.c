@@ -314,25 +314,25 @@ static int wl_reaches(uint64_t seq, uint64_t lo, uint64_t hi, unsigned *arg, uns
     struct wl_idx *e = &idx[seq & wl_imask];
     if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != seq)
         return -1;
-    uint64_t pos = __atomic_load_n(&e->pos, __ATOMIC_RELAXED);
-    uint32_t n = __atomic_load_n(&e->n, __ATOMIC_RELAXED);
-    uint32_t flags = __atomic_load_n(&e->flags, __ATOMIC_RELAXED);
+    uint64_t pos = __atomic_load_n(&e->pos, __ATOMIC_ACQUIRE);
+    uint32_t n = __atomic_load_n(&e->n, __ATOMIC_ACQUIRE);
+    uint32_t flags = __atomic_load_n(&e->flags, __ATOMIC_ACQUIRE);
     int r = flags & WL_NOTRUN ? 0 : flags & WL_UNKNOWN ? -1 : 0;
     for (uint32_t i = 0; r == 0 && !(flags & WL_NOTRUN) && i < n; i++) {
         const struct lword *d = &wl_words[(pos + i) & wl_wmask];
-        uint64_t v = __atomic_load_n(&d->v, __ATOMIC_RELAXED);
+        uint64_t v = __atomic_load_n(&d->v, __ATOMIC_ACQUIRE);
         if (v - lo < hi - lo) {
-            *arg = __atomic_load_n(&d->arg, __ATOMIC_RELAXED);
-            *off = __atomic_load_n(&d->off, __ATOMIC_RELAXED);
+            *arg = __atomic_load_n(&d->arg, __ATOMIC_ACQUIRE);
+            *off = __atomic_load_n(&d->off, __ATOMIC_ACQUIRE);
             r = 1;
         }
     }
     if (r == 0 && (flags & WL_TRUNC) && !(flags & WL_NOTRUN))
         r = -1;
-    /* still that launch's, and its words not overwritten while read */
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != seq ||
-        __atomic_load_n(&wl_head, __ATOMIC_RELAXED) - pos > wl_wmask + 1)
+    /* still that launch's, and its words not overwritten while read (the
+     * loads above are acquires: none moves after these) */
+    if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != seq ||
+        __atomic_load_n(&wl_head, __ATOMIC_ACQUIRE) - pos > wl_wmask + 1)
         return -1;
     return r;
 }
