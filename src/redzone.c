@@ -1558,7 +1558,12 @@ static CUstream own_stream(const struct atl_free *f)
 #define QUAR_MAX 16384
 static struct qent **qring; /* entries oldest first: [q_tail, q_head) mod qcap */
 static size_t qcap, q_head, q_tail, q_bytes;
-static CUevent ev_free[64]; /* events let go, to be recorded again */
+/* events let go, to be recorded again in their context (an event belongs
+ * to the context it was made in) */
+static struct {
+    CUevent e;
+    CUcontext ctx;
+} ev_free[64];
 static unsigned nev_free;
 
 static size_t q_count(void)
@@ -1566,10 +1571,14 @@ static size_t q_count(void)
     return q_head - q_tail;
 }
 
-static CUevent event_get(void)
+static CUevent event_get(CUcontext ctx)
 {
-    if (nev_free)
-        return ev_free[--nev_free];
+    for (unsigned i = nev_free; i-- > 0;)
+        if (ev_free[i].ctx == ctx) {
+            CUevent e = ev_free[i].e;
+            ev_free[i] = ev_free[--nev_free];
+            return e;
+        }
     CUevent e = NULL;
     if (!atl_drv.cuEventCreate ||
         atl_drv.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
@@ -1577,14 +1586,16 @@ static CUevent event_get(void)
     return e;
 }
 
-static void event_put(CUevent e)
+static void event_put(CUevent e, CUcontext ctx)
 {
     if (!e)
         return;
-    if (nev_free < sizeof ev_free / sizeof ev_free[0])
-        ev_free[nev_free++] = e;
-    else if (atl_drv.cuEventDestroy_v2)
+    if (nev_free < sizeof ev_free / sizeof ev_free[0]) {
+        ev_free[nev_free].e = e;
+        ev_free[nev_free++].ctx = ctx;
+    } else if (atl_drv.cuEventDestroy_v2) {
         atl_drv.cuEventDestroy_v2(e);
+    }
 }
 
 /* Really frees q's allocation (in its context, which is current). */
@@ -1642,7 +1653,7 @@ static int q_release_batch_locked(int all)
         int queued = free_check_locked(&p, NULL) == 0;
         for (unsigned i = 0; i < p.nz; i++) {
             q_free_now(mine[i]);
-            event_put(mine[i]->ev);
+            event_put(mine[i]->ev, mine[i]->ctx);
             mine[i]->ev = NULL;
             if (!queued)
                 free(mine[i]); /* checked with copies: the slot does not own it */
@@ -1680,7 +1691,7 @@ static void q_add_locked(struct qent *q)
         if (!n) {
             atl_log_once_oom("the red zones' quarantine");
             q_free_now(q);
-            event_put(q->ev);
+            event_put(q->ev, q->ctx);
             free(q);
             return;
         }
@@ -1943,7 +1954,7 @@ static void kernels_forget_locked(void)
     if (kernel_state == 1) /* a driver that refused the PTX refuses it again */
         kernel_state = 0;
     while (nev_free) /* events are the context's too */
-        atl_drv.cuEventDestroy_v2(ev_free[--nev_free]);
+        atl_drv.cuEventDestroy_v2(ev_free[--nev_free].e);
 }
 
 /* ---- full checks --------------------------------------------------------------------
@@ -2204,6 +2215,17 @@ unsigned atl_redzone_init(void)
     trace_idx = atl_cfg.redzone_trace_idx;
     leaks_on = (int)atl_cfg.leaks;
     qmax = (size_t)atl_cfg.redzone_quarantine_mb << 20;
+    /* A quarantine moves every allocation to a new address (the freed ones
+     * are not handed out again for a while), and the step trace compares
+     * the pointers each step passes: with the trace on it has to be asked
+     * for by name. */
+    int qi = atl_config_find("ATLAS_REDZONE_QUARANTINE_MB");
+    if (pad && qmax && (atl_cfg.trace || atl_cfg.trace_file || atl_cfg.chrome_trace) &&
+        !(qi >= 0 && atl_cfg.set[qi])) {
+        qmax = 0;
+        atl_log(ATL_INFO, "redzone: no quarantine with the step trace on (it would give every "
+                          "step's buffers new addresses); ATLAS_REDZONE_QUARANTINE_MB sets one");
+    }
     active = pad > 0 || leaks_on;
     if (active)
         atl_ledger_on = 1;
@@ -2374,11 +2396,11 @@ static int quarantine_free_locked(struct atl_free *f, const struct zone *z)
         pthread_mutex_lock(&scan_lock);
         slots_poll(0);
     } else if (s != NULL && s != CU_STREAM_LEGACY) {
-        ok = (q->ev = event_get()) != NULL &&
+        ok = (q->ev = event_get(q->ctx)) != NULL &&
              atl_own_result(atl_drv.cuEventRecord(q->ev, s)) == CUDA_SUCCESS;
     }
     if (!ok) {
-        event_put(q->ev);
+        event_put(q->ev, q->ctx);
         free(q);
         return -2; /* checked (queued); the driver frees */
     }

@@ -752,6 +752,19 @@ START_TEST(write_after_free)
                "bytes at +16..+23 of its 4096 bytes at 0x");
     HAS(r.log, "; freed by cuMemFreeAsync at:\n");
     run_free(&r);
+    /* with the step trace on, no quarantine unless asked for by name: it
+     * would give every step's buffers new addresses, which the trace
+     * compares */
+    static const char *const traced[] = {"ATLAS_TRACE=1", "ATLAS_LOG_LEVEL=info", NULL};
+    rz_run(&r, "uaf", NULL, traced);
+    HAS(r.log, "redzone: no quarantine with the step trace on (it would give every step's buffers "
+               "new addresses); ATLAS_REDZONE_QUARANTINE_MB sets one\n");
+    HASNT(r.log, "write after free");
+    run_free(&r);
+    static const char *const traced_q[] = {"ATLAS_TRACE=1", "ATLAS_REDZONE_QUARANTINE_MB=64", NULL};
+    rz_run(&r, "uaf", NULL, traced_q);
+    HAS(r.log, "redzone: write after free: alloc#2 ");
+    run_free(&r);
     /* ATLAS_REDZONE_QUARANTINE_MB=0: no quarantine, nothing seen */
     static const char *const off[] = {"ATLAS_REDZONE_QUARANTINE_MB=0", NULL};
     rz_run(&r, "uaf", NULL, off);
