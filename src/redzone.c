@@ -373,21 +373,25 @@ static unsigned launch_words(const struct atl_launch *l, struct lword *w, unsign
     }
     uint64_t lo = __atomic_load_n(&zones_lo, __ATOMIC_RELAXED);
     uint64_t hi = __atomic_load_n(&zones_hi, __ATOMIC_RELAXED);
-    unsigned n = 0;
-    for (unsigned i = 0; i < rec->nparams; i++) {
+    /* in locals: the stores into w would otherwise make the compiler read
+     * the record's fields again at every word (this runs at every launch) */
+    unsigned n = 0, np = rec->nparams;
+    void **params = l->params;
+    for (unsigned i = 0; i < np; i++) {
+        uint32_t po = off[i], ps = size[i];
         const unsigned char *p;
-        if (l->params) {
-            p = l->params[i];
+        if (params) {
+            p = params[i];
         } else {
-            if ((size_t)off[i] + size[i] > buflen) {
+            if ((size_t)po + ps > buflen) {
                 *flags = WL_UNKNOWN | WL_NOBUF;
                 return 0;
             }
-            p = buf + off[i];
+            p = buf + po;
         }
-        if (!p)
+        if (!p || ps < 8)
             continue;
-        for (uint32_t o = (8 - off[i] % 8) % 8; o + 8 <= size[i]; o += 8) {
+        for (uint32_t o = (8 - po % 8) % 8; o + 8 <= ps; o += 8) {
             uint64_t v;
             memcpy(&v, p + o, sizeof v);
             if (v < lo || v > hi)
