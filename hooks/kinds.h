@@ -234,7 +234,12 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_FREE_BIT ATL_ON_ALLOC
 #define ATL_K_FREE_PRE                                                                             \
     struct atl_free ev_ = {.hook = id_, .ptr = dptr};                                              \
-    atl_free_pre(&ev_);
+    atl_free_pre(&ev_);                                                                            \
+    if (ev_.held) { /* kept poisoned in the quarantine (src/redzone.c) */                          \
+        atl_free_post(&ev_, CUDA_SUCCESS);                                                         \
+        atl_leave();                                                                               \
+        return CUDA_SUCCESS;                                                                       \
+    }
 #define ATL_K_FREE_POST atl_free_post(&ev_, r_);
 
 #define ATL_K_FREE_ASYNC_P CUdeviceptr dptr, CUstream hStream

@@ -10,7 +10,8 @@ $(BUILD)/tests/hint_probe: tests/targets/hint_probe.c $(BUILD)/libatlas_engine.a
 
 .PHONY: hint-check
 hint-check: $(BUILD)/libatlastrace.so $(BUILD)/atlas-trace $(BUILD)/fake/libcuda.so.1 \
-            $(BUILD)/tests/sync_target $(BUILD)/tests/trace_steps $(BUILD)/tests/hint_probe
+            $(BUILD)/tests/sync_target $(BUILD)/tests/trace_steps $(BUILD)/tests/hint_probe \
+            $(BUILD)/tests/redzone_prog
 	sh tests/integration/test_hints.sh $(BUILD)
 
 CHECK_TARGETS += hint-check

@@ -44,6 +44,8 @@ struct atl_krec {
     uint64_t launches, blocks;
     /* Debug sync's cached answer (src/faultrep.c): 0 not asked yet, 1 no, 2 yes. */
     int dsk;
+    /* ATLAS_KERNEL's cached answer (src/kselect.c), the same way. */
+    int ksel;
     /* The flight recorder's (src/flight.c): the parameter bytes of the
      * kernel's first launch since the last good sync. */
     uint64_t args_epoch; /* the epoch the bytes are from (0: none) */

@@ -407,6 +407,7 @@ void sync_sleep(void);
 
 /* fake_stream.c */
 int ctx_invalidate_captures_locked(struct fake_ctx *ctx);
+int ctx_invalidate_blocking_captures_locked(struct fake_ctx *ctx);
 struct fake_graph *graph_new_locked(void);
 
 /* The bodies a row of ptds.def and its twin share (fake_ptds.c calls them). */

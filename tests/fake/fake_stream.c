@@ -42,6 +42,25 @@ int ctx_invalidate_captures_locked(struct fake_ctx *ctx)
     return any;
 }
 
+/* Work on the legacy stream while a blocking stream (one made without
+ * CU_STREAM_NON_BLOCKING) of the context is capturing: the legacy stream
+ * would wait for the capturing stream, an implicit dependency no graph can
+ * hold, so (as a real driver does) those captures are invalidated. 1 when
+ * there were any. */
+int ctx_invalidate_blocking_captures_locked(struct fake_ctx *ctx)
+{
+    int any = 0;
+    for (size_t i = 0; i < g_nhandles; i++)
+        if (g_handles[i]->magic == MAGIC_STREAM) {
+            struct fake_stream *s = g_handles[i]->owner;
+            if (s->ctx == ctx && s->cap && !(s->flags & CU_STREAM_NON_BLOCKING)) {
+                s->cap->invalidated = 1;
+                any = 1;
+            }
+        }
+    return any;
+}
+
 static CUresult stream_create(CUstream *phStream, unsigned int flags, int priority)
 {
     struct fake_ctx *c;

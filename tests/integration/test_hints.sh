@@ -179,4 +179,23 @@ says "step trace: --trace=capture but the program captured no graph" "--trace=ca
 "$tool" --trace=capture "$sync" graph >"$tmp/out" 2>&1
 quiet "--trace=capture with a capture: no note"
 
+# 9. the red zones' suspects hint: pasted, launch mode on the suspects' kernels names the
+#    culprit, through atlas-trace and from a bare preload
+rz=$build/tests/redzone_prog
+rzhint() { sed -n 's/^atlas\[[0-9]*\]: redzone: to name the launch, re-run in launch mode on these kernels: //p' "$1" | head -n 1; }
+"$tool" --redzone=64 "$rz" over >"$tmp/out" 2>&1
+cmd=$(rzhint "$tmp/out")
+case $cmd in
+"ATLAS_KERNEL='^(poke|fill)\$' $tool --redzone=64 --redzone-check=launch $rz over")
+    paste "redzone: culprit: launch#4 kernel=poke" "red zones through atlas-trace: the re-run in launch mode on the suspects names the culprit" ;;
+*) bad "red zones through atlas-trace: re-run hint is '$cmd'" ;;
+esac
+LD_PRELOAD=$lib ATLAS_REDZONE=64 "$rz" over >"$tmp/out" 2>&1
+cmd=$(rzhint "$tmp/out")
+case $cmd in
+"LD_PRELOAD=$lib ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='^(poke|fill)\$' $rz over")
+    paste "redzone: culprit: launch#4 kernel=poke" "red zones from a bare preload: the re-run in launch mode on the suspects names the culprit" ;;
+*) bad "red zones from a bare preload: re-run hint is '$cmd'" ;;
+esac
+
 finish
