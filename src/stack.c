@@ -2,6 +2,7 @@
 #include "stack.h"
 
 #include "realdl.h"
+#include "symbols.h"
 #include "thread.h"
 
 #include <dlfcn.h>
@@ -250,19 +251,50 @@ static const char *base_name(const char *path)
     return b ? b + 1 : (path ? path : "?");
 }
 
+void atl_frame_info(void *pc, struct atl_frame *f)
+{
+    memset(f, 0, sizeof *f);
+    f->pc = pc;
+    Dl_info it;
+    if (!dladdr(pc, &it))
+        return;
+    snprintf(f->obj, sizeof f->obj, "%s", it.dli_fname ? it.dli_fname : "");
+    const char *sym = it.dli_sname;
+    char name[256];
+    /* the symbol table's name where the line is known: it names static
+     * functions too, where dladdr names the nearest exported one */
+    if (atl_sym_line(pc, f->file, sizeof f->file, &f->line, name, sizeof name) && name[0])
+        sym = name, f->off = 0;
+    else if (sym)
+        f->off = (unsigned long)((char *)pc - (char *)it.dli_saddr);
+    else
+        f->off = (unsigned long)((char *)pc - (char *)it.dli_fbase);
+    if (sym) {
+        const char *d = atl_demangle(sym);
+        snprintf(f->func, sizeof f->func, "%s", d);
+        if (d != sym)
+            snprintf(f->mangled, sizeof f->mangled, "%s", sym);
+    }
+}
+
+void atl_frame_text(const struct atl_frame *f, char *buf, size_t len)
+{
+    if (f->line && f->file[0])
+        snprintf(buf, len, "%s (%s:%d)", f->func[0] ? f->func : base_name(f->obj),
+                 base_name(f->file), f->line);
+    else if (f->func[0])
+        snprintf(buf, len, "%s+0x%lx (%s)", f->func, f->off, base_name(f->obj));
+    else if (f->obj[0])
+        snprintf(buf, len, "%s+0x%lx", base_name(f->obj), f->off);
+    else
+        snprintf(buf, len, "%p", f->pc);
+}
+
 void atl_frame_format(void *pc, char *buf, size_t len)
 {
-    Dl_info it;
-    if (!dladdr(pc, &it)) {
-        snprintf(buf, len, "%p", pc);
-        return;
-    }
-    if (it.dli_sname)
-        snprintf(buf, len, "%s+0x%lx (%s)", atl_demangle(it.dli_sname),
-                 (unsigned long)((char *)pc - (char *)it.dli_saddr), base_name(it.dli_fname));
-    else
-        snprintf(buf, len, "%s+0x%lx", base_name(it.dli_fname),
-                 (unsigned long)((char *)pc - (char *)it.dli_fbase));
+    struct atl_frame f;
+    atl_frame_info(pc, &f);
+    atl_frame_text(&f, buf, len);
 }
 
 /* Libraries whose frames are plumbing between the user's code and the driver. */

@@ -27,8 +27,25 @@ void atl_stack_cache_counts(uint64_t *hits, uint64_t *misses);
 /* A hash of the frames, for grouping reports by stack. */
 uint64_t atl_stack_hash(const struct atl_stack *s);
 
-/* One frame as "symbol+0xoff (libfoo.so)", demangled where possible. */
+/* What a report says of one frame. Symbolised only when reported: the
+ * symbol from the dynamic loader (dladdr), and where the object carries debug
+ * information, the source line through src/symbols.h. */
+struct atl_frame {
+    void *pc;
+    char func[256];    /* demangled; "" unknown */
+    char mangled[256]; /* as the symbol table has it, when that differs; else "" */
+    char obj[256];     /* the object's path; "" unknown */
+    char file[256];    /* the source file's path; "" unknown */
+    int line;          /* its line; 0 unknown */
+    unsigned long off; /* from func's start, else from the object's base */
+};
+void atl_frame_info(void *pc, struct atl_frame *f);
+
+/* One frame as "func (file.c:137)" where the source line is known, else as
+ * "symbol+0xoff (libfoo.so)", demangled where possible. */
 void atl_frame_format(void *pc, char *buf, size_t len);
+/* The same from a frame already looked up. */
+void atl_frame_text(const struct atl_frame *f, char *buf, size_t len);
 
 /* The site a person looks for: the first frame outside the CUDA libraries
  * (libcuda, libcudart, libcublas, ...), formatted as above. */
