@@ -10,6 +10,7 @@
 #include "blocking.h"
 #include "config.h"
 #include "faultrep.h"
+#include "findings.h"
 #include "flight.h"
 #include "hang.h"
 #include "kaudit.h"
@@ -112,6 +113,8 @@ static void init_body(void)
     atl_config_parse(&atl_cfg, envp, warn_line, NULL);
     atl_log_set_level((int)atl_cfg.log_level);
     atl_unused_settings(); /* a setting whose feature is off is said, not ignored */
+    /* suppressions and the findings file, before any feature can report */
+    atl_findings_init();
 
     /* Features read their settings here (and set atl_ledger_on if they need
      * the ledger), before wanted_events() decides what the hooks report. */
@@ -544,11 +547,17 @@ void atl_engine_exit(void)
     if (!interrupted) {
         if (on(ATL_FEAT_FAULT))
             atl_faultrep_exit();
+        /* one line of blocking counts when the run asked for any report */
+        int asked = atl_cfg.stats || atl_cfg.debug_sync_kernels;
+        for (int f = 0; f < ATL_FEAT_COUNT; f++)
+            asked |= f != ATL_FEAT_FAULT && f != ATL_FEAT_BLOCKING && on((enum atl_feature)f);
         if (on(ATL_FEAT_BLOCKING))
-            atl_blocking_report();
+            atl_blocking_report(asked);
         if (on(ATL_FEAT_KAUDIT))
             atl_kaudit_report();
     }
+    /* after every report: what was not printed or was suppressed */
+    atl_findings_exit();
     __atomic_store_n(&atl_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
     atl_thr.depth--;

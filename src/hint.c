@@ -43,6 +43,10 @@ static const struct {
     {"ATLAS_ERROR_ON", NULL, "--error-on="},
     {"ATLAS_NO_CHILDREN", "--no-children", NULL},
     {"ATLAS_RACES", "--races", "--races="},
+    {"ATLAS_PRINT_LIMIT", NULL, "--print-limit="},
+    {"ATLAS_SUPPRESSIONS", NULL, "--suppressions="},
+    {"ATLAS_GEN_SUPPRESSIONS", "--gen-suppressions", NULL},
+    {"ATLAS_REPORT", NULL, "--report="},
 };
 
 static int option_of(const char *var)

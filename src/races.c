@@ -28,6 +28,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "findings.h"
 #include "hint.h"
 #include "hookid.h"
 #include "kernels.h"
@@ -670,6 +671,9 @@ struct rpend {
     uintptr_t wait_ev;
     int wait_from;
     uint64_t wait_clock;
+    /* a race (sure): its finding (src/findings.h), its first line, its kernel */
+    struct atl_find f;
+    char head[600], kn[320];
 };
 
 struct racc_op {
@@ -778,6 +782,46 @@ static uint64_t side_key(uint64_t h, const struct racc *a)
     return mix(h, a->mode);
 }
 
+static const char *site_name(const struct atl_stack *s, char *buf, size_t n);
+static void kernel_name(const char *m, char *buf, size_t n);
+
+/* The first line of a race's report. */
+static void race_head(const struct rpend *p, char *buf, size_t n)
+{
+    char site[256];
+    const char *how = p->e.mode == RC_READ || p->x.mode == RC_READ
+                          ? (p->sure ? "written on one stream and read on another"
+                                     : "maybe written on one stream and read on another")
+                          : (p->sure ? "written on two streams" : "maybe written on two streams");
+    snprintf(buf, n,
+             "%s: alloc#%llu (%llu bytes at 0x%llx, allocated at %s): %s, with nothing "
+             "ordering them",
+             p->sure ? "race" : "possible race", (unsigned long long)p->seq,
+             (unsigned long long)p->bytes, (unsigned long long)p->base,
+             site_name(&p->alloc_site, site, sizeof site), how);
+}
+
+/* A race as a finding: the allocation, the kernel of a side (the 2nd's
+ * first), the 2nd side's call site (where the program made the racing call). */
+static void race_finding(struct rpend *p)
+{
+    race_head(p, p->head, sizeof p->head);
+    const struct racc *k = p->x.what == RC_OP_KERNEL   ? &p->x
+                           : p->e.what == RC_OP_KERNEL ? &p->e
+                                                       : NULL;
+    if (k)
+        kernel_name(k->name, p->kn, sizeof p->kn);
+    p->f = (struct atl_find){.kind = ATL_FINDING_RACE,
+                             .message = p->head,
+                             .kernel = k ? p->kn : NULL,
+                             .kernel_mangled = k ? k->name : NULL,
+                             .launch = k ? k->opnum : 0,
+                             .alloc = p->seq,
+                             .bytes = p->bytes,
+                             .has_bytes = 1,
+                             .stack = p->site_x.n ? &p->site_x : NULL};
+}
+
 /* e (earlier) and x (now, on stream op->u) touch the same bytes of a with
  * nothing ordering them; sure: one of them certainly writes bytes the other
  * certainly touches. */
@@ -795,16 +839,20 @@ static void conflict(struct rop *op, const struct ralloc *a, const struct racc *
         oom();
         return;
     }
-    if (sure) {
+    if (sure)
         rc.races_distinct++;
-        atl_note_finding(ATL_FINDING_RACE, 1);
-    } else {
+    else
         rc.possible_distinct++;
-    }
-    if ((!sure && rc.mode < 2) || rc.printed >= RC_PRINT_MAX || op->npend >= RC_PEND)
+    /* a race is a finding whether printed or not (the findings sink counts
+     * and writes it); a possible one is listed with ATLAS_RACES=all only */
+    int room = op->npend < RC_PEND && rc.printed < RC_PRINT_MAX;
+    if (!sure && (rc.mode < 2 || !room))
         return;
-    rc.printed++;
-    struct rpend *p = &op->pend[op->npend++];
+    struct rpend *p = room ? &op->pend[op->npend] : malloc(sizeof *p);
+    if (!p) {
+        oom();
+        return;
+    }
     memset(p, 0, sizeof *p);
     p->sure = sure;
     p->seq = a->seq, p->base = a->base, p->bytes = a->span;
@@ -835,6 +883,17 @@ static void conflict(struct rop *op, const struct ralloc *a, const struct racc *
     site_copy(rc.st[u].wait_site, &p->site_wait);
     if (p->wait_from >= 0)
         stream_desc((unsigned)p->wait_from, &p->swf);
+    if (sure) {
+        race_finding(p);
+        p->f.no_print = !room;
+        if (!atl_find_open(&p->f) || !room) {
+            if (!room)
+                free(p);
+            return;
+        }
+    }
+    op->npend++;
+    rc.printed++;
 }
 
 static int ordered(const struct racc *e, unsigned u)
@@ -2062,23 +2121,18 @@ static void print_pending(struct rpend *p, int n)
 {
     for (int i = 0; i < n; i++, p++) {
         const char *tag = p->sure ? "race" : "possible race";
-        char site[256], e[1400], x[1400], edge[1400];
-        const char *how =
-            p->e.mode == RC_READ || p->x.mode == RC_READ
-                ? (p->sure ? "written on one stream and read on another"
-                           : "maybe written on one stream and read on another")
-                : (p->sure ? "written on two streams" : "maybe written on two streams");
-        atl_log(ATL_WARN,
-                "%s: alloc#%llu (%llu bytes at 0x%llx, allocated at %s): %s, with nothing "
-                "ordering them",
-                tag, (unsigned long long)p->seq, (unsigned long long)p->bytes,
-                (unsigned long long)p->base, site_name(&p->alloc_site, site, sizeof site), how);
+        char e[1400], x[1400], edge[1400];
+        if (!p->sure)
+            race_head(p, p->head, sizeof p->head);
+        atl_log(ATL_WARN, "%s", p->head);
         side_desc(&p->e, &p->se, &p->site_e, &p->site_e2, e, sizeof e);
         side_desc(&p->x, &p->sx, &p->site_x, &p->site_x2, x, sizeof x);
         missing_edge(p, edge, sizeof edge);
         atl_log(ATL_WARN, "%s:   1st: %s", tag, e);
         atl_log(ATL_WARN, "%s:   2nd: %s", tag, x);
         atl_log(ATL_WARN, "%s:   missing edge: %s", tag, edge);
+        if (p->sure)
+            atl_find_close(&p->f);
     }
 }
 
@@ -2101,8 +2155,8 @@ void atl_races_exit(void)
             "races: %llu found (%llu distinct), %llu possible (%llu distinct: a side only may "
             "write, or may not touch the same bytes; %s); %llu accesses checked on %u streams%s",
             (unsigned long long)races, (unsigned long long)rd, (unsigned long long)poss,
-            (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists,
-            (unsigned long long)acc, streams, dead ? " (stopped early: out of memory)" : "");
+            (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists, (unsigned long long)acc,
+            streams, dead ? " (stopped early: out of memory)" : "");
     if (unprinted)
         atl_log(ATL_WARN, "races: %llu distinct ones not printed (the first %d are)",
                 (unsigned long long)unprinted, RC_PRINT_MAX);

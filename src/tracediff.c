@@ -897,8 +897,8 @@ static int same_shape(const struct atl_op *x, const struct atl_op *y)
         return 0;
     if (x->kind == ATL_OP_LAUNCH) {
         const struct atl_kfn *ka = x->u.k.kfn, *kb = y->u.k.kfn;
-        return ka == kb || (ka && kb && ka->nparams == kb->nparams &&
-                            strcmp(ka->mangled, kb->mangled) == 0);
+        return ka == kb ||
+               (ka && kb && ka->nparams == kb->nparams && strcmp(ka->mangled, kb->mangled) == 0);
     }
     return x->kind == ATL_OP_GRAPH || x->sub == y->sub;
 }
@@ -1140,6 +1140,16 @@ void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, cons
     line(ctx, buf);
     frozen_summary(st, line, ctx);
     if (!st->ntop)
+        return;
+    /* nothing to add when each of them is a frozen value named just above, as often */
+    int named = 0;
+    for (int i = 0; i < st->ntop; i++)
+        for (int j = 0; j < st->nfrozen; j++)
+            if (st->frozen[j].n == st->top[i].n && !strcmp(st->frozen[j].what, st->top[i].what)) {
+                named++;
+                break;
+            }
+    if (named == st->ntop && st->nfrozen <= 16)
         return;
     struct atl_diff_stats tmp = *st;
     _Static_assert(

@@ -12,10 +12,12 @@
 
 #include "chrome.h"
 #include "config.h"
+#include "findings.h"
 #include "hostmap.h"
 #include "ledger.h"
 #include "log.h"
 #include "services.h"
+#include "stepfind.h"
 #include "thread.h"
 #include "trace.h"
 #include "tracediff.h"
@@ -58,6 +60,68 @@ static void log_line_cb(void *ctx, const char *text)
 {
     (void)ctx;
     atl_log_line(text);
+}
+
+/* A step's diff lines, held (under step_mu) until the findings sink says
+ * whether the difference is printed: a suppressed one, one past the print
+ * limit, or one that repeats the difference of an earlier step is not. */
+static struct {
+    char *text;
+    size_t n, cap;
+} held;
+
+static void hold_line(void *ctx, const char *text)
+{
+    (void)ctx;
+    size_t len = strlen(text) + 1;
+    if (held.n + len > held.cap) {
+        size_t cap = held.cap ? held.cap : 4096;
+        while (cap < held.n + len)
+            cap *= 2;
+        char *t = realloc(held.text, cap);
+        if (!t) {
+            atl_log_line(text); /* out of memory: said at once */
+            return;
+        }
+        held.text = t, held.cap = cap;
+    }
+    memcpy(held.text + held.n, text, len);
+    held.n += len;
+}
+
+static void held_flush(int print)
+{
+    for (size_t i = 0; print && i < held.n; i += strlen(held.text + i) + 1)
+        atl_log_line(held.text + i);
+    held.n = 0;
+}
+
+/* The diff of step s against prev (the previous step of its kind), through
+ * the findings sink. */
+static void diff_step(const struct atl_step *prev, const struct atl_step *s,
+                      struct atl_diff_opts *o)
+{
+    struct atl_diff_mark mark;
+    atl_diff_mark(&stats, &mark);
+    o->line = hold_line;
+    size_t nd = atl_step_diff(prev, s, o, &stats);
+    if (!nd || !held.n) {
+        held_flush(1); /* not a difference (only uninitialised bytes): said as it is */
+        return;
+    }
+    char kernel[160];
+    uint64_t key =
+        atl_diff_changed(&stats, &mark, s->name, prev->nops, s->nops, kernel, sizeof kernel);
+    struct atl_find f = {.kind = ATL_FINDING_DIFF,
+                         .message = held.text, /* the first line: the step's header */
+                         .kernel = kernel[0] ? kernel : NULL,
+                         .step = s->name,
+                         .step_no = s->nth,
+                         .repeat_key = key};
+    int print = atl_find_open(&f);
+    held_flush(print);
+    if (print)
+        atl_find_close(&f);
 }
 
 /* Under step_mu: the arrays of a step no longer needed, kept for the next
@@ -626,8 +690,8 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
     name_ops(&s);
     /* the diff first: what it learns about the kernels (parameters holding
      * uninitialised bytes) goes into this step's JSON lines already */
-    if (prev->ops && atl_step_diff(prev, &s, &o, &stats))
-        atl_note_finding(ATL_FINDING_DIFF, 1);
+    if (prev->ops)
+        diff_step(prev, &s, &o);
     if (json) {
         atl_step_write_json(&s, json, atl_host_addr);
         fflush(json);

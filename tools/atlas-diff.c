@@ -16,6 +16,8 @@
  */
 #include "config.h"
 #include "diff-ranks.h"
+#include "findjson.h"
+#include "stepfind.h"
 #include "tracediff.h"
 #include "tracejson.h"
 
@@ -238,11 +240,74 @@ static void out_line(void *ctx, const char *text)
     putc('\n', stdout);
 }
 
+/* --report=FILE: each differing step (or step of one file only) as a finding, one JSON line
+ * (src/findjson.h, docs/findings.schema.json), the same lines the library's ATLAS_REPORT
+ * writes for a differing step. */
+struct reporter {
+    FILE *f;
+    const char *files[2];
+    uint64_t id;
+    char first[1024]; /* the first line printed since the last mark: a step's header */
+    int have;
+};
+
+static void report_line(void *ctx, const char *text)
+{
+    struct reporter *r = ctx;
+    if (r && r->f && !r->have) {
+        snprintf(r->first, sizeof r->first, "%s", text);
+        r->have = 1;
+    }
+    out_line(NULL, text);
+}
+
+static void report_finding(struct reporter *r, const char *message, const char *step, uint64_t nth,
+                           const char *kernel)
+{
+    if (!r->f)
+        return;
+    char line[8192];
+    struct atl_finding_rec rec = {.tool = "atlas-diff",
+                                  .id = ++r->id,
+                                  .kind = "step-diff",
+                                  .message = message,
+                                  .kernel = kernel && *kernel ? kernel : NULL,
+                                  .step = step,
+                                  .step_no = nth,
+                                  .files = {r->files[0], r->files[1]},
+                                  .printed = 1};
+    fwrite(line, 1, atl_finding_json(&rec, line, sizeof line), r->f);
+}
+
+/* One diff, with its finding when it differs: 1 when it does. */
+static int diff_one(struct reporter *r, const struct atl_step *a, const struct atl_step *b,
+                    struct atl_diff_opts *o, struct atl_diff_stats *st)
+{
+    struct atl_diff_mark mark;
+    atl_diff_mark(st, &mark);
+    r->have = 0;
+    if (!atl_step_diff(a, b, o, st))
+        return 0;
+    char kernel[160];
+    atl_diff_changed(st, &mark, b->name, a->nops, b->nops, kernel, sizeof kernel);
+    report_finding(r, r->have ? r->first : "", b->name, b->nth, kernel);
+    return 1;
+}
+
+static void only_in(struct reporter *r, const struct atl_step *s, const char *file)
+{
+    char line[256];
+    snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", s->name,
+             (unsigned long long)s->nth, file);
+    out_line(NULL, line);
+    report_finding(r, line, s->name, s->nth, NULL);
+}
+
 /* clang-format off: one line of the usage per line here */
 #define SYNOPSIS                                                                                   \
     "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] [--pointers MODE] [--residue "       \
     "MODE]\n"                                                                                      \
-    "                  A.jsonl [B.jsonl]\n"                                                        \
+    "                  [--report FILE] A.jsonl [B.jsonl]\n"                                        \
     "       atlas-diff [--max N] [--ignore ...] [--pointers MODE] [--residue MODE]\n"              \
     "                  --ranks 'trace.%%r.jsonl' | FILE...\n"
 /* clang-format on */
@@ -274,6 +339,9 @@ static void usage(void)
            "                          recording process found holding host addresses\n"
            "                          (uninitialised bytes): collapse (the default), all\n"
            "                          or none (default: $ATLAS_DIFF_RESIDUE)\n"
+           "  --report FILE, --report=FILE\n"
+           "                          also write each differing step to FILE as a JSON line\n"
+           "                          (docs/findings.schema.json; not with --ranks)\n"
            "  -h, --help              print this help and exit\n"
            "  -V, --version           print the version and exit\n"
            "\n"
@@ -370,6 +438,7 @@ int main(int argc, char **argv)
     /* at most argc names: --ranks takes any number */
     const char **files = calloc((size_t)argc + 1, sizeof *files);
     int nf = 0, options_end = 0, ranks = 0;
+    const char *report_path = NULL;
     if (!files)
         return 2;
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
@@ -392,6 +461,10 @@ int main(int argc, char **argv)
             pointers = parse_mode("ATLAS_DIFF_POINTERS", v, "--pointers ");
         } else if ((v = option_value(argc, argv, &i, "--residue"))) {
             residue = parse_mode("ATLAS_DIFF_RESIDUE", v, "--residue ");
+        } else if ((v = option_value(argc, argv, &i, "--report"))) {
+            if (!*v)
+                bad_usage("%s", "--report needs a file name");
+            report_path = v;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             free(files);
@@ -406,6 +479,14 @@ int main(int argc, char **argv)
     }
     if (nf == 0)
         bad_usage("%s", "no trace file given");
+    if (ranks && report_path)
+        bad_usage("%s", "--report is not written with --ranks (one file or two)");
+    struct reporter rep = {.files = {files[0], nf == 2 ? files[1] : NULL}};
+    if (report_path && !(rep.f = fopen(report_path, "w"))) {
+        fail(report_path, strerror(errno));
+        free(files);
+        return 2;
+    }
     if (ranks) {
         struct atl_ignore rig;
         atl_ignore_parse(&rig, ign);
@@ -434,7 +515,7 @@ int main(int argc, char **argv)
     struct atl_diff_stats st;
     memset(&st, 0, sizeof st);
     struct atl_diff_opts o = {
-        .max_lines = max, .max_name = "--max", .ignore = &ig, .line = out_line};
+        .max_lines = max, .max_name = "--max", .ignore = &ig, .line = report_line, .ctx = &rep};
     o.cross = nf == 2; /* host addresses of two processes never match */
     o.pointers = pointers;
     o.residue = residue;
@@ -443,12 +524,11 @@ int main(int argc, char **argv)
         o.where = strcmp(a.steps[i].thread, a.steps[0].thread) != 0 ||
                   a.steps[i].stream != a.steps[0].stream;
     size_t found = 0;
-    char line[256];
     if (nf == 1) {
         st.steps = a.n;
         for (size_t i = 0; i < a.n; i++)
             if (a.prev[i])
-                found += atl_step_diff(&a.steps[a.prev[i] - 1], &a.steps[i], &o, &st) != 0;
+                found += diff_one(&rep, &a.steps[a.prev[i] - 1], &a.steps[i], &o, &st);
     } else {
         st.steps = a.n + b.n;
         /* each run's steps by (name, thread, occurrence): the first of each */
@@ -463,19 +543,15 @@ int main(int argc, char **argv)
             const struct atl_step *sb = &b.steps[j];
             size_t ia = a.n ? *kind_slot(&ka, a.steps, sb, 1) : 0;
             if (!ia) {
-                snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", sb->name,
-                         (unsigned long long)sb->nth, files[1]);
-                out_line(NULL, line);
+                only_in(&rep, sb, files[1]);
                 found++;
                 continue;
             }
-            found += atl_step_diff(&a.steps[ia - 1], sb, &o, &st) != 0;
+            found += diff_one(&rep, &a.steps[ia - 1], sb, &o, &st);
         }
         for (size_t i = 0; i < a.n; i++) {
             if (!b.n || !*kind_slot(&kb, b.steps, &a.steps[i], 1)) {
-                snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", a.steps[i].name,
-                         (unsigned long long)a.steps[i].nth, files[0]);
-                out_line(NULL, line);
+                only_in(&rep, &a.steps[i], files[0]);
                 found++;
             }
         }
@@ -483,9 +559,14 @@ int main(int argc, char **argv)
         free(kb.slot);
     }
     atl_diff_summary(&st, out_line, NULL);
+    int rc = found ? 1 : 0;
+    if (rep.f && fclose(rep.f) != 0) {
+        fail(report_path, strerror(errno)); /* a findings file cut short is trouble */
+        rc = 2;
+    }
     run_free(&a);
     run_free(&b);
     atl_ignore_free(&ig);
     free(files);
-    return found ? 1 : 0;
+    return rc;
 }

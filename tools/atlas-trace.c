@@ -73,6 +73,12 @@ static void usage(FILE *f)
             "                        an overrun, a fault, leaks under --leaks, a race under\n"
             "                        --races (0: off)\n"
             "  --error-on=WHAT       findings (the default) or diff: also a differing step\n"
+            "  --print-limit=N       findings printed in full (default 100); the rest are\n"
+            "                        counted, and how many is said (0: no limit)\n"
+            "  --suppressions=FILE   do not report the findings FILE's entries match (the\n"
+            "                        option may be repeated; docs/reports.md)\n"
+            "  --gen-suppressions    print after each finding an entry that matches it\n"
+            "  --report=FILE         write every finding to FILE as a JSON line\n"
             "  -o, --log=FILE        write atlastrace's reports to FILE instead of stderr\n"
             "  --no-children         leave child processes of the program untraced\n"
             "  -h, --help            print this help and exit\n"
@@ -267,6 +273,10 @@ enum {
     OPT_NO_CHILDREN,
     OPT_ERROR_EXITCODE,
     OPT_ERROR_ON,
+    OPT_PRINT_LIMIT,
+    OPT_SUPPRESSIONS,
+    OPT_GEN_SUPPRESSIONS,
+    OPT_REPORT,
 };
 
 static const struct option long_opts[] = {
@@ -285,6 +295,10 @@ static const struct option long_opts[] = {
     {"error-exitcode", required_argument, NULL, OPT_ERROR_EXITCODE},
     {"error-on", required_argument, NULL, OPT_ERROR_ON},
     {"no-children", no_argument, NULL, OPT_NO_CHILDREN},
+    {"print-limit", required_argument, NULL, OPT_PRINT_LIMIT},
+    {"suppressions", required_argument, NULL, OPT_SUPPRESSIONS},
+    {"gen-suppressions", no_argument, NULL, OPT_GEN_SUPPRESSIONS},
+    {"report", required_argument, NULL, OPT_REPORT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -292,11 +306,43 @@ static const struct option long_opts[] = {
 
 /* The settings the options ask for, applied only once every option has been checked. */
 struct settings {
-    int trace, leaks, audit, stats, no_children;
+    int trace, leaks, audit, stats, no_children, gen_suppressions;
     const char *debug_sync; /* "1", or a list of kernel names */
     const char *step, *redzone, *redzone_check, *d2h, *error_exitcode, *error_on, *races;
-    char *json, *chrome, *log;
+    const char *print_limit;
+    char *json, *chrome, *log, *report;
+    char *suppressions; /* the files, absolute, ':'-separated */
 };
+
+/* A suppression file: it must be readable now (a misspelt name would silence nothing), and it is
+ * named absolutely (the program may change directory). Appended to s->suppressions. */
+static void add_suppressions(struct settings *s, const char *path)
+{
+    if (*path == '\0')
+        bad_usage("%s", "--suppressions needs a file name");
+    if (strchr(path, ':') || strchr(path, ','))
+        bad_usage("--suppressions=%s: a file name with ':' or ',' (ATLAS_SUPPRESSIONS separates "
+                  "files with them)",
+                  path);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        char msg[PATH_MAX + 128];
+        snprintf(msg, sizeof msg, "--suppressions=%s: %s", path, strerror(errno));
+        bad_usage("%s", msg);
+    }
+    fclose(f);
+    char *abs = realpath(path, NULL), *both;
+    if (!abs)
+        abs = strdup(path);
+    if (!abs || asprintf(&both, "%s%s%s", s->suppressions ? s->suppressions : "",
+                         s->suppressions ? ":" : "", abs) < 0) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        exit(EXIT_NO_LIBRARY);
+    }
+    free(abs);
+    free(s->suppressions);
+    s->suppressions = both;
+}
 
 /* Parses the options into s; word_var[i] gets the ATLAS_* variable the option in argv[i] sets
  * (for the hints' re-run commands, src/hint.h). */
@@ -371,6 +417,25 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
             check_setting("--error-on", "ATLAS_ERROR_ON", optarg, "WHAT is findings or diff");
             s->error_on = optarg;
             break;
+        case OPT_PRINT_LIMIT:
+            var = "ATLAS_PRINT_LIMIT";
+            check_setting("--print-limit", "ATLAS_PRINT_LIMIT", optarg,
+                          "N is a number of findings (0: no limit)");
+            s->print_limit = optarg;
+            break;
+        case OPT_SUPPRESSIONS:
+            var = "ATLAS_SUPPRESSIONS";
+            add_suppressions(s, optarg);
+            break;
+        case OPT_GEN_SUPPRESSIONS:
+            var = "ATLAS_GEN_SUPPRESSIONS";
+            s->gen_suppressions = 1;
+            break;
+        case OPT_REPORT:
+            var = "ATLAS_REPORT";
+            free(s->report);
+            s->report = output_path("--report", optarg);
+            break;
         case OPT_DEBUG_SYNC: {
             const char *why;
             var = "ATLAS_DEBUG_SYNC_KERNELS";
@@ -443,9 +508,10 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
      * only say the file is taken */
     const struct {
         const char *opt, *path;
-    } out[] = {{"--json", s->json}, {"--chrome", s->chrome}, {"--log", s->log}};
-    for (int i = 0; i < 3; i++)
-        for (int j = i + 1; j < 3; j++)
+    } out[] = {
+        {"--json", s->json}, {"--chrome", s->chrome}, {"--log", s->log}, {"--report", s->report}};
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++)
             if (out[i].path && out[j].path && same_file(out[i].path, out[j].path)) {
                 char msg[PATH_MAX + 128];
                 snprintf(msg, sizeof msg,
@@ -489,6 +555,14 @@ static void apply(const struct settings *s, const char *lib)
         set("ATLAS_ERROR_ON", s->error_on);
     if (s->no_children)
         set("ATLAS_NO_CHILDREN", "1");
+    if (s->print_limit)
+        set("ATLAS_PRINT_LIMIT", s->print_limit);
+    if (s->suppressions)
+        set("ATLAS_SUPPRESSIONS", s->suppressions);
+    if (s->gen_suppressions)
+        set("ATLAS_GEN_SUPPRESSIONS", "1");
+    if (s->report)
+        set("ATLAS_REPORT", s->report);
 
     /* Ours first, so our dlsym and driver symbols win; whatever the user preloaded stays. */
     const char *old = getenv("LD_PRELOAD");
