@@ -94,11 +94,11 @@ START_TEST(side_copy_read_without_wait)
     run_case(&r, "side_copy", "raced", NULL);
     /* the block: allocation, its site; each side's call site */
     HAS(line_of(r.log, "race: alloc#"), "race: alloc#1 (4096 bytes at 0x");
-    HAS(line_of(r.log, "race: alloc#"), ", allocated at setup+");
+    HAS(line_of(r.log, "race: alloc#"), ", allocated at setup (");
     HAS(line_of(r.log, "race: alloc#"), "written on one stream and read on another");
-    HAS(line_of(r.log, "race:   1st: "), "(non-blocking), at upload+");
+    HAS(line_of(r.log, "race:   1st: "), "(non-blocking), at upload (");
     HAS(line_of(r.log, "race:   2nd: "), "launch#1 kernel=consume(float const*, int)");
-    HAS(line_of(r.log, "race:   2nd: "), "(non-blocking), at read_on+");
+    HAS(line_of(r.log, "race:   2nd: "), "(non-blocking), at read_on (");
     HAS(line_of(r.log, "race:   missing edge: "), "the host did not synchronise with stream 0x");
     run_free(&r);
 }
@@ -254,7 +254,7 @@ END_TEST
 
 START_TEST(destroyed_stream_slot_reused)
 {
-    both("reuse", "destroyed since), at upload+", READS, "never waited");
+    both("reuse", "destroyed since), at upload (", READS, "never waited");
 }
 END_TEST
 
@@ -263,7 +263,7 @@ START_TEST(launched_by_a_runtime_library)
     /* the caller of cuLaunchKernel is a CUDA library's frame: the site is
      * found by unwinding, the program's function that called the library */
     both("runtime", COPY_WRITES, READS, "never waited");
-    raced_line_has("runtime", "race:   2nd: ", ", at read_via_runtime+");
+    raced_line_has("runtime", "race:   2nd: ", ", at read_via_runtime (");
 }
 END_TEST
 
@@ -286,7 +286,7 @@ START_TEST(capture_fork_and_join)
     HAS(r.log, "race:   1st: cuGraphLaunch of a graph (its node cuMemsetD32Async writes "
                "+0..+4095, captured at ");
     HAS(r.log, "race:   1st: cuGraphLaunch of a graph (its node kernel=consume(float const*, int) "
-               "parameter 0 (reads) at +0, captured at read_on+");
+               "parameter 0 (reads) at +0, captured at read_on (");
     HAS(r.log, "race:   2nd: cuMemcpyHtoDAsync_v2 writes +0..+4095");
     run_free(&r);
     run_case(&r, "capture_fork", "fixed", NULL);
