@@ -23,15 +23,21 @@ $(BUILD)/tests/test_reports: tests/integration/test_reports.c tests/integration/
 
 $(BUILD)/tests/test_findings_unit: tests/unit/test_findings.c $(BUILD)/libatlas_engine.a | check-deps
 
+# dladdr and dlopen of its own, as a loader whose lock another thread holds
+$(BUILD)/tests/test_report_locks_unit: tests/unit/test_report_locks.c $(BUILD)/libatlas_engine.a \
+                                       | check-deps
+
 .PHONY: reports-check
 reports-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/atlas-trace \
                $(BUILD)/atlas-diff $(BUILD)/tests/sym_prog $(BUILD)/tests/libsym.so \
                $(BUILD)/tests/libsym_stripped.so $(BUILD)/tests/redzone_prog \
                $(BUILD)/tests/sync_target $(BUILD)/tests/trace_steps $(BUILD)/tests/races_prog \
                $(BUILD)/examples/demo_steps $(BUILD)/tests/front_demo_kernels.so \
-               $(BUILD)/tests/test_findings_unit $(BUILD)/tests/test_reports
+               $(BUILD)/tests/test_findings_unit $(BUILD)/tests/test_report_locks_unit \
+               $(BUILD)/tests/test_reports
 	python3 tests/harness/validate_findings.py --self-test docs/findings.schema.json
 	$(BUILD)/tests/test_findings_unit
+	$(BUILD)/tests/test_report_locks_unit
 	$(BUILD)/tests/test_reports
 
 CHECK_TARGETS += reports-check

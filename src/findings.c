@@ -48,6 +48,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct atl_supp_set supp;
 static int supp_frames; /* an entry has frame lines: findings' frames are looked up */
 static FILE *report;    /* ATLAS_REPORT */
+static int want_frames; /* set at init: frames are looked up (entries need them, or the file) */
 static uint64_t counts[ATL_FINDING_KINDS], suppressed[ATL_FINDING_KINDS];
 static uint64_t next_id, printed, unprinted, repeated;
 
@@ -157,23 +158,34 @@ void atl_findings_init(void)
         load_suppressions(atl_cfg.suppressions);
     if (atl_cfg.report)
         report = atl_report_stream("ATLAS_REPORT", atl_cfg.report, "findings are not written");
+    want_frames = supp_frames || report || atl_cfg.gen_suppressions;
 }
 
 /* The frames a finding is told by: from the first outside the CUDA
- * libraries, as the report's "allocated at" (under lock). */
-static struct atl_frame frames[ATL_STACK_MAX];
-
-static int look_up(const struct atl_stack *st)
+ * libraries, as the report's "allocated at", into a new array (*out; NULL
+ * when none or out of memory). Looked up before the sink's lock, never under
+ * it: naming a frame takes the loader's lock (dladdr, libdw), which a thread
+ * running a library's constructor holds while its CUDA call may report a
+ * finding here. */
+static int look_up(const struct atl_stack *st, struct atl_frame **out)
 {
-    if (!st)
+    *out = NULL;
+    if (!st || !st->n)
         return 0;
+    struct atl_frame *fr = malloc(ATL_STACK_MAX * sizeof *fr);
+    if (!fr) {
+        atl_log_once_oom("a finding's frames");
+        return 0;
+    }
     int n = 0;
     for (int i = atl_stack_site_index(st); i < st->n && n < ATL_STACK_MAX; i++)
-        atl_frame_info(st->pc[i], &frames[n++]);
+        atl_frame_info(st->pc[i], &fr[n++]);
+    *out = fr;
     return n;
 }
 
-static struct atl_supp_subject subject(const struct atl_find *f, int nfr)
+static struct atl_supp_subject subject(const struct atl_find *f, const struct atl_frame *frames,
+                                       int nfr)
 {
     return (struct atl_supp_subject){.kind = kind_names[f->kind],
                                      .kernel = f->kernel,
@@ -183,8 +195,8 @@ static struct atl_supp_subject subject(const struct atl_find *f, int nfr)
                                      .nfr = nfr};
 }
 
-static void write_report(const struct atl_find *f, uint64_t id, int nfr, const struct atl_supp *by,
-                         int shown)
+static void write_report(const struct atl_find *f, uint64_t id, const struct atl_frame *frames,
+                         int nfr, const struct atl_supp *by, int shown)
 {
     static char line[65536];
     struct atl_finding_rec r = {.tool = "atlastrace",
@@ -216,13 +228,15 @@ int atl_find_open(struct atl_find *f)
     f->shown = f->suppressed = 0;
     if ((unsigned)f->kind >= ATL_FINDING_KINDS)
         return 0;
+    struct atl_frame *frames;
+    int nfr = want_frames ? look_up(f->stack, &frames) : (frames = NULL, 0);
     if (atl_exit_lock(&lock, NULL) != 0) {
         /* another thread stopped inside the sink at exit: counted, printed */
         __atomic_add_fetch(&counts[f->kind], 1, __ATOMIC_RELAXED);
+        free(frames);
         return f->shown = 1;
     }
-    int nfr = supp_frames || report || atl_cfg.gen_suppressions ? look_up(f->stack) : 0;
-    struct atl_supp_subject x = subject(f, nfr);
+    struct atl_supp_subject x = subject(f, frames, nfr);
     struct atl_supp *by = supp.n ? atl_supp_match(&supp, &x) : NULL;
     uint64_t id = ++next_id;
     if (by) {
@@ -234,14 +248,17 @@ int atl_find_open(struct atl_find *f)
         /* no limit (0) prints everything, repeats too */
         if (f->repeat_key && atl_cfg.print_limit && seen_key(f->repeat_key))
             __atomic_add_fetch(&repeated, 1, __ATOMIC_RELAXED);
-        else if (f->no_print || (atl_cfg.print_limit && printed >= atl_cfg.print_limit))
+        else if (f->no_print)
+            ; /* past the feature's own room: it says how many */
+        else if (atl_cfg.print_limit && printed >= atl_cfg.print_limit)
             __atomic_add_fetch(&unprinted, 1, __ATOMIC_RELAXED);
         else
             f->shown = 1, printed++;
     }
     if (report)
-        write_report(f, id, nfr, by, f->shown);
+        write_report(f, id, frames, nfr, by, f->shown);
     pthread_mutex_unlock(&lock);
+    free(frames);
     return f->shown;
 }
 
@@ -255,12 +272,14 @@ void atl_find_close(const struct atl_find *f)
 {
     if (!f->shown || !atl_cfg.gen_suppressions)
         return;
-    if (atl_exit_lock(&lock, NULL) != 0)
-        return;
-    int nfr = look_up(f->stack);
-    struct atl_supp_subject x = subject(f, nfr);
-    atl_supp_write(&x, 8, gen_line, NULL);
-    pthread_mutex_unlock(&lock);
+    struct atl_frame *frames;
+    int nfr = look_up(f->stack, &frames);
+    if (atl_exit_lock(&lock, NULL) == 0) {
+        struct atl_supp_subject x = subject(f, frames, nfr);
+        atl_supp_write(&x, 8, gen_line, NULL);
+        pthread_mutex_unlock(&lock);
+    }
+    free(frames);
 }
 
 uint64_t atl_findings_count(enum atl_finding k)

@@ -45,7 +45,7 @@ typedef struct {
     char **debuginfo_path;
 } Dwfl_Callbacks;
 
-static struct {
+struct dwfns {
     Dwfl *(*begin)(const Dwfl_Callbacks *);
     void (*end)(Dwfl *);
     void (*report_begin_add)(Dwfl *);
@@ -57,7 +57,8 @@ static struct {
     const char *(*lineinfo)(Dwfl_Line *, Dwarf_Addr *, int *, int *, Dwarf_Word *, Dwarf_Word *);
     const char *(*module_addrname)(Dwfl_Module *, Dwarf_Addr);
     int (*module_build_id)(Dwfl_Module *, const unsigned char **, Dwarf_Addr *);
-} dw;
+};
+static struct dwfns dw;
 
 /* No separate debug files: only what the module's own file carries (libdwfl
  * reads the main file's sections before it asks this). */
@@ -90,12 +91,16 @@ void atl_sym_disable(void)
     pthread_mutex_unlock(&sym_lock);
 }
 
-static int load(void)
+/* libdw's functions into *f: 0, or -1 when it is not there (or older than
+ * elfutils 0.122, 2006: then kept loaded, unused). Not under sym_lock: dlopen
+ * and dlsym take the loader's lock, which a thread running a library's
+ * constructor holds while its CUDA call may report and so wait for sym_lock. */
+static int open_libdw(struct dwfns *f)
 {
     void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return -1;
-#define GET(field, name) *(void **)&dw.field = atl_dlsym(h, name)
+#define GET(field, name) *(void **)&f->field = atl_dlsym(h, name)
     GET(begin, "dwfl_begin");
     GET(end, "dwfl_end");
     GET(report_begin_add, "dwfl_report_begin_add");
@@ -107,12 +112,11 @@ static int load(void)
     GET(module_addrname, "dwfl_module_addrname");
     GET(module_build_id, "dwfl_module_build_id");
 #undef GET
-    if (!dw.begin || !dw.end || !dw.report_begin_add || !dw.report_end || !dw.report_elf ||
-        !dw.addrmodule || !dw.module_getsrc || !dw.lineinfo || !dw.module_addrname ||
-        !dw.module_build_id)
-        return -1; /* an elfutils older than 0.122 (2006): keep it loaded, unused */
-    dwfl = dw.begin(&callbacks);
-    return dwfl ? 1 : -1;
+    return f->begin && f->end && f->report_begin_add && f->report_end && f->report_elf &&
+                   f->addrmodule && f->module_getsrc && f->lineinfo && f->module_addrname &&
+                   f->module_build_id
+               ? 0
+               : -1;
 }
 
 /* The module the loader mapped pc in: its path, load bias and build ID
@@ -203,11 +207,18 @@ int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, siz
     dl_iterate_phdr(find_mapped, &m);
     if (!m.found)
         return 0;
+    struct dwfns f;
+    int opened = __atomic_load_n(&state, __ATOMIC_ACQUIRE) == 0 ? open_libdw(&f) : 1;
     if (atl_exit_lock(&sym_lock, NULL) != 0)
         return 0;
     int ok = 0;
-    if (state == 0)
-        state = load();
+    if (state == 0 && opened == 0) {
+        dw = f;
+        dwfl = dw.begin(&callbacks);
+        __atomic_store_n(&state, dwfl ? 1 : -1, __ATOMIC_RELEASE);
+    } else if (state == 0) {
+        __atomic_store_n(&state, -1, __ATOMIC_RELEASE);
+    }
     Dwfl_Module *mod = state > 0 ? module_of(&m) : NULL;
     Dwfl_Line *l = mod ? dw.module_getsrc(mod, m.pc) : NULL;
     int ln = 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TARGET BUILD_DIR "/tests/races_prog"
 
@@ -321,6 +322,58 @@ START_TEST(error_exitcode_counts_races)
 }
 END_TEST
 
+/* One call with six races prints four (RC_PEND); all six are findings, in the findings
+ * file and counted, and the exit says what was not printed, as the races' own room (not the
+ * print limit). */
+START_TEST(every_race_a_finding_printed_or_not)
+{
+    char path[] = "/tmp/atlas-races-six-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char rep[64];
+    snprintf(rep, sizeof rep, "ATLAS_REPORT=%s", path);
+    const char *env[] = {"ATLAS_RACES=1", rep, "ATLAS_ERROR_EXITCODE=3", NULL};
+    struct run_result r;
+    char *argv[] = {TARGET, "six", "raced", NULL};
+    run_target(&r, argv, env, 1);
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_int_eq(count_lines(r.log, "race: alloc#"), 4);
+    HAS(r.log, "races: 6 found (6 distinct)");
+    HAS(r.log, "races: 2 distinct ones not printed (4 a call and 100 in all are");
+    HAS(r.log, "reported 6 races: exit status 3");
+    HASNT(r.log, "findings: 2 more not printed"); /* not the print limit's */
+    char *json = read_file_text(path, NULL);
+    ck_assert_ptr_nonnull(json);
+    ck_assert_int_eq(count_lines(json, "\"kind\":\"race\""), 6);
+    ck_assert_int_eq(count_lines(json, "\"printed\":true"), 4);
+    ck_assert_int_eq(count_lines(json, "\"printed\":false"), 2);
+    HAS(json, "\"kernel\":\"read6(float const*, float const*,");
+    free(json);
+    unlink(path);
+    run_free(&r);
+    run_case(&r, "six", "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+}
+END_TEST
+
+/* A race reported on one thread while another runs a library's constructor (which holds
+ * the loader's lock) and calls CUDA: no hang (the program's alarm ends a hung run), both
+ * races reported. */
+START_TEST(report_while_a_constructor_runs)
+{
+    struct run_result r;
+    run_case(&r, "loader", "raced", NULL);
+    HAS(r.log, "races: 2 found (2 distinct)");
+    ck_assert_int_eq(count_lines(r.log, "race: alloc#"), 2);
+    run_free(&r);
+    run_case(&r, "loader", "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(off_by_default)
 {
     static const char *const none[] = {NULL};
@@ -337,6 +390,8 @@ int main(void)
     TCase *tc = tcase_create("seeded");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, side_copy_read_without_wait);
+    tcase_add_test(tc, every_race_a_finding_printed_or_not);
+    tcase_add_test(tc, report_while_a_constructor_runs);
     tcase_add_test(tc, wait_on_the_wrong_event);
     tcase_add_test(tc, event_recorded_before_the_work);
     tcase_add_test(tc, legacy_stream_orders_blocking_streams);
