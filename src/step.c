@@ -38,6 +38,7 @@ void atl_step_free(struct atl_step *s)
     s->ops = NULL, s->bytes = NULL, s->ann = NULL, s->spans = NULL, s->shape = NULL, s->full = NULL;
     s->nops = s->capops = s->nbytes = s->capbytes = s->nann = s->capann = 0;
     s->nspans = s->capspans = 0;
+    s->shapesum = 0;
 }
 
 int atl_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
@@ -64,6 +65,7 @@ int atl_step_push(struct atl_step *s, const struct atl_op *op)
 {
     free(s->shape), free(s->full); /* the hashes no longer cover every op */
     s->shape = s->full = NULL;
+    s->shapesum = 0;
     if (grow((void **)&s->ops, &s->capops, s->nops + 1, sizeof *s->ops))
         return -1;
     struct atl_op *d = &s->ops[s->nops];
