@@ -1262,13 +1262,13 @@ void atl_shape_delta(const struct atl_step *a, const struct atl_step *b, char *b
     if (!mn != !mm) { /* one run inserted, or one removed */
         const struct atl_step *s = mm ? b : a;
         size_t run = mm ? mm : mn;
-        const char *what = mm ? "inserted" : "removed";
+        /* worded as the diff's own line for it (insdel) */
+        const char *what = mm ? "inserted" : "of the previous step removed";
         op_summary(s, &s->ops[p], sum, sizeof sum);
         if (run == 1)
             fmt(buf, len, "op %zu %s: %s", p, what, sum);
         else
-            fmt(buf, len, "ops %zu..%zu %s (%zu of them), the first: %s", p, p + run - 1, what, run,
-                sum);
+            fmt(buf, len, "ops %zu..%zu (%zu of them) %s: %s", p, p + run - 1, run, what, sum);
     } else if (mn && mm) {
         op_summary(b, &b->ops[p], sum, sizeof sum);
         fmt(buf, len, "from op %zu on (%zu ops against %zu): %s", p, mm, mn, sum);
@@ -1318,7 +1318,7 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
         /* steps that should run alike ran other ops: where, in one line */
         char d[512], line[640];
         atl_shape_delta(a, b, d, sizeof d);
-        snprintf(line, sizeof line, "  another shape: %s", d);
+        snprintf(line, sizeof line, "  %s", d);
         emit(&r, RANK_OPS, line);
         chg_add(&r, 0, str_hash(line), CHG_TEXT, line + 2, 0, 0, 0);
         goto done;

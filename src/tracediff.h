@@ -142,8 +142,9 @@ void atl_fold_free(struct atl_fold *f);
 /* A step's shape: the sequence of its ops' kinds and kernels (names and
  * parameter counts, not values), hashed once and kept in s->shapesum; never 0. */
 uint64_t atl_step_shape(const struct atl_step *s);
-/* Where the shapes of a and b part, for one line: "op 2 inserted: memset",
- * "ops 3..5 removed (3 of them): scale", "from op 7 on: 12 ops against 9". */
+/* Where the shapes of a and b part, for one line: "op 2 inserted: memset ...",
+ * "ops 3..5 (3 of them) of the previous step removed: scale ...", "from op 7
+ * on (12 ops against 9): ...". */
 void atl_shape_delta(const struct atl_step *a, const struct atl_step *b, char *buf, size_t len);
 
 /* The exit summary lines. */

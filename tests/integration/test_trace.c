@@ -725,11 +725,25 @@ START_TEST(json_lines_and_tool)
     tool(&r, diffp, diffp);
     ck_assert_int_eq(r.status, 0);
     run_free(&r);
-    /* two runs that differ: "same" passes 7 where "scalar" passes 100+i, and
-     * enqueues a memset instead of a second fill */
+    /* two runs whose steps have other shapes ("same" enqueues a memset where
+     * "scalar" enqueues a second fill): not compared value by value; the
+     * steps each run alone has are named, one line per kind and shape */
     tool(&r, samep, diffp);
     ck_assert_int_eq(r.status, 1);
-    ck_assert_int_ge(count_lines(r.out, "arg1 @0x8 (4 bytes): 0x7 -> 0x64"), 1);
+    ck_assert_int_eq(count_lines(r.out, "0x7 -> 0x64"), 0);
+    ck_assert_int_eq(count_lines(r.out, "steps \"cuStreamSynchronize\" #1-#3 (3 of one shape, 3 "
+                                        "ops) are only in "),
+                     2);
+    run_free(&r);
+    /* two runs of one shape whose values differ: the first copy's width */
+    char grow[512];
+    record_to("copy-grow", "3", "copy-grow", grow, sizeof grow);
+    record_to("copies", "3", "copies", samep, sizeof samep);
+    tool(&r, samep, grow);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(count_lines(r.out, "op 0 [copy] width: 1024 -> 2048 bytes (delta +1024)"), 1);
+    ck_assert_int_eq(count_lines(r.out, "op 0 [copy] width: 1024 -> 4096 bytes (delta +3072)"), 1);
+    ck_assert_int_eq(count_lines(r.out, "is only in"), 0);
     run_free(&r);
 }
 END_TEST
@@ -755,7 +769,10 @@ START_TEST(residue_in_json_lines)
     ck_assert_msg(r.status == 0, "%s", r.out);
     ck_assert_int_eq(count_lines(r.out, "2 changed words of by-value parameters that hold host "
                                         "addresses (uninitialised bytes, most likely): blob arg1"),
-                     2);
+                     1);
+    ck_assert_int_eq(count_lines(r.out, "step 3 (\"cuStreamSynchronize\"): uninitialised bytes: "
+                                        "blob arg1 (1 step)"),
+                     1);
     ck_assert_int_eq(count_lines(r.out, "  op "), 0);
     run_free(&r);
     tool(&r, a, b);
@@ -799,6 +816,30 @@ END_TEST
 /* Two runs of different lengths: steps are matched by kind and occurrence
  * (through a table, not a search of every step), and the extra ones are
  * named, whichever file has them. */
+/* atlas-diff reads a run as the live report does: the warm-up's new shapes
+ * in one line, the change, its repeats in one line, the same summary. */
+START_TEST(tool_reads_as_live)
+{
+    char path[512];
+    record_to("warmup", "40", "warmup", path, sizeof path);
+    struct run_result r;
+    tool(&r, path, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(count_lines(r.out, "steps 2-11 (\"cuStreamSynchronize\"): 10 steps of new "
+                                        "shapes, 3 to 11 ops; 11 shapes so far"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, "0x6e -> 0x6f (delta +1)"), 1);
+    ck_assert_int_eq(count_lines(r.out, "steps 13-40 (\"cuStreamSynchronize\"): add_step arg1 +1 "
+                                        "per step, 0x6f -> 0x8b (28 steps)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, "trace summary: steps=40 compared=29 identical=0 "
+                                        "differing=29 shapes=11"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, ""), 7);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(two_runs_extra_steps_named)
 {
     char a[512], b[512];
@@ -807,15 +848,15 @@ START_TEST(two_runs_extra_steps_named)
     struct run_result r;
     tool(&r, a, b);
     ck_assert_msg(r.status == 1, "%s", r.out);
-    ck_assert_int_eq(count_lines(r.out, "is only in"), 2);
-    HAS(r.out, " #4 is only in ");
-    HAS(r.out, " #5 is only in ");
+    /* one line for the kind and shape */
+    ck_assert_int_eq(count_lines(r.out, "only in"), 1);
+    HAS(r.out, "steps \"cuStreamSynchronize\" #4-#5 (2 of one shape, 3 ops) are only in ");
     HAS(r.out, "long-a");
     HASNT(r.out, "differs");
     run_free(&r);
     tool(&r, b, a);
     ck_assert_msg(r.status == 1, "%s", r.out);
-    ck_assert_int_eq(count_lines(r.out, "is only in"), 2);
+    ck_assert_int_eq(count_lines(r.out, "only in"), 1);
     HASNT(r.out, "differs");
     run_free(&r);
 }
@@ -1114,6 +1155,7 @@ int main(void)
     tcase_add_test(tj, steps_end_under_concurrent_launches);
     tcase_add_test(tj, two_runs_compare_equal);
     tcase_add_test(tj, two_runs_extra_steps_named);
+    tcase_add_test(tj, tool_reads_as_live);
     tcase_add_test(tj, residue_in_json_lines);
     tcase_add_test(tj, stale_ops_do_not_pile_up);
     tcase_add_test(tj, memory_per_op);
