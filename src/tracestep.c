@@ -96,41 +96,33 @@ static void explain(const struct atl_ann *was, uint64_t va, const struct atl_ann
     }
 }
 
-/* Under step_mu: the arrays of a step no longer needed, kept for the next
- * thread buffer whose arrays a step takes over (so a steady loop allocates
- * nothing per step). */
-static struct {
-    struct atl_op *ops;
-    size_t capops;
-    uint8_t *bytes;
-    size_t capbytes;
-} spare;
-
-static void spare_put(struct atl_step *s)
-{
-    if (!spare.ops || s->capops > spare.capops) {
-        free(spare.ops);
-        spare.ops = s->ops, spare.capops = s->capops;
-        s->ops = NULL;
-    }
-    if (!spare.bytes || s->capbytes > spare.capbytes) {
-        free(spare.bytes);
-        spare.bytes = s->bytes, spare.capbytes = s->capbytes;
-        s->bytes = NULL;
-    }
-    atl_step_free(s);
-}
-
 /* Under step_mu and b's lock: a step with nothing yet takes b's arrays as
- * they are, and b gets the spare ones. */
+ * they are; b gets arrays back at the end of the step (give_back). */
 static void take_over(struct atl_step *s, struct tbuf *b)
 {
     s->ops = b->ops, s->nops = b->nops, s->capops = b->cap;
     s->bytes = b->bytes, s->nbytes = b->nbytes, s->capbytes = b->capbytes;
-    b->ops = spare.ops, b->cap = spare.capops;
-    b->bytes = spare.bytes, b->capbytes = spare.capbytes;
-    spare.ops = NULL, spare.capops = 0, spare.bytes = NULL, spare.capbytes = 0;
+    b->ops = NULL, b->cap = 0, b->bytes = NULL, b->capbytes = 0;
     atl_tbuf_held_note(b);
+}
+
+/* Under step_mu, at the end of a step end: the arrays of a step no longer
+ * needed go back to the buffer of the thread ending it, if a step took that
+ * buffer's arrays (so a steady loop allocates nothing per step), and are
+ * freed otherwise. The trace then holds two step-sized copies (the step
+ * being recorded and the last of its kind and shape), not three (a spare
+ * pair of arrays was kept for whichever buffer came next). */
+static void give_back(struct tbuf *me, struct atl_step *s)
+{
+    if (me && (s->ops || s->bytes) && atl_tbuf_lock_step(me) == 0) {
+        if (!me->ops && !me->nops)
+            me->ops = s->ops, me->cap = s->capops, s->ops = NULL;
+        if (!me->bytes && !me->nbytes)
+            me->bytes = s->bytes, me->capbytes = s->capbytes, s->bytes = NULL;
+        atl_tbuf_held_note(me);
+        atl_tbuf_unlock(me);
+    }
+    atl_step_free(s);
 }
 
 static size_t step_held(const struct atl_step *s)
@@ -141,7 +133,7 @@ static size_t step_held(const struct atl_step *s)
 /* Under step_mu, at a step end: what the trace keeps between steps. */
 static void kept_note(void)
 {
-    size_t n = spare.capops * sizeof *spare.ops + spare.capbytes + step_tscap * sizeof *step_ts;
+    size_t n = step_tscap * sizeof *step_ts;
     for (int i = 0; i < nnames; i++)
         for (int j = 0; j < ATL_KIND_SHAPES; j++)
             n += step_held(&names[i].k.slot[j].step);
@@ -661,7 +653,7 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
             chrome_write(&s, begin, end);
         uint64_t was = prev->nth, wasidx = prev->index;
         prev->index = s.index, prev->nth = s.nth;
-        spare_put(&s);
+        give_back(me, &s);
         stats.compared++, stats.identical++;
         atl_series_same(&series, kind, recent, &o);
         if (o.replay) {
@@ -698,7 +690,7 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
         chrome_write(&s, begin, end);
     struct atl_step drop;
     atl_series_keep(&series, kind, ref, &s, &o, &drop);
-    spare_put(&drop);
+    give_back(me, &drop);
     atl_spin_unlock(&names[slot].busy);
     kept_note();
     pthread_mutex_unlock(&step_mu);
@@ -850,7 +842,7 @@ void atl_tstep_captured(void)
         atl_note_finding(ATL_FINDING_DIFF, 1);
     if (held >= 0)
         atl_spin_unlock(&names[held].busy);
-    spare_put(&drop);
+    atl_step_free(&drop);
     kept_note();
     pthread_mutex_unlock(&step_mu);
 }
