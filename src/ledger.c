@@ -106,6 +106,14 @@ uint64_t atl_ledger_seq_peek(void)
     return __atomic_load_n(&seq, __ATOMIC_RELAXED) + 1;
 }
 
+/* Bumped under `lock` at every change of the address tree. */
+static uint64_t generation;
+
+uint64_t atl_ledger_generation(void)
+{
+    return __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+}
+
 /* The freed history: a ring, under its own lock (the ledger's is held for
  * the tree only). An entry is a record and the stack of its free: about 470
  * bytes, 470 KiB in all, allocated at the first free once asked for. */
@@ -294,6 +302,7 @@ static int add_to(struct node **tree, uint64_t key, const struct atl_alloc_rec *
         node_put(nn);
     }
     account(r, 1);
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&lock);
     return 0;
 }
@@ -326,6 +335,7 @@ static int remove_from(struct node **tree, uint64_t key, struct atl_alloc_rec *o
             *out = *gone->rec;
         account(gone->rec, -1);
         node_put(gone);
+        __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&lock);
     return gone != NULL;
@@ -394,6 +404,7 @@ size_t atl_ledger_unmap(CUdeviceptr va, size_t bytes)
         root = erase(root, n->key, 1, &gone);
         node_put(gone);
         k++;
+        __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&lock);
     return k;
@@ -509,6 +520,7 @@ void atl_ledger_reset(void)
     nlive = 0;
     live_bytes = vmm_bytes = 0;
     seq = 0;
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&lock);
     pthread_mutex_lock(&freed_lock);
     freed_next = 0;

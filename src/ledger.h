@@ -38,6 +38,10 @@ uint64_t atl_ledger_next_seq(void);
  * numbered from it on are made after now. */
 uint64_t atl_ledger_seq_peek(void);
 
+/* Changes whenever an allocation (or mapping) is added or removed: what an
+ * address resolved to stays true while it stays the same. */
+uint64_t atl_ledger_generation(void);
+
 /* Recently freed allocations, for reports that name one no longer live (the
  * step diff's "another buffer": was the buffer it replaces freed, and
  * where?). Kept only once a feature asks (atl_ledger_keep_freed, with the

@@ -137,8 +137,9 @@ struct atl_step {
      * their values), 0 until first asked. */
     uint64_t shapesum;
     /* The live tracer: the allocation ledger's next number when the step
-     * ended (alloc#N with N >= seqmark were made after it); 0 offline. */
-    uint64_t seqmark;
+     * ended (alloc#N with N >= seqmark were made after it), and its
+     * generation when the step's pointers were resolved; 0 offline. */
+    uint64_t seqmark, ledger_gen;
 };
 
 enum { ATL_ANN_DST = 0, ATL_ANN_SRC = 8 };

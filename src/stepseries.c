@@ -216,6 +216,11 @@ static struct atl_shaped *take_slot(struct atl_series *ser, struct atl_shaped *s
     return lru;
 }
 
+struct atl_shaped *atl_kind_shape(struct atl_kind *k, uint64_t shape)
+{
+    return find_slot(k->slot, ATL_KIND_SHAPES, shape);
+}
+
 void atl_series_same(struct atl_series *ser, struct atl_kind *k, struct atl_shaped *ref,
                      const struct atl_diff_opts *o)
 {

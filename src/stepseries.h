@@ -90,6 +90,9 @@ static inline struct atl_shaped *atl_kind_recent(struct atl_kind *k)
     return k->recent >= 0 ? &k->slot[k->recent] : NULL;
 }
 
+/* The slot of k holding the last step of shape `shape`, or NULL. */
+struct atl_shaped *atl_kind_shape(struct atl_kind *k, uint64_t shape);
+
 /* What a report printed through the series needs: opts whose line goes
  * through the series (new shapes held back are said first). */
 void atl_series_opts(struct atl_series *ser, struct atl_diff_opts *o);

@@ -15,7 +15,8 @@ N=${3:-1000000}
 EXTRA=${4:-}
 KERNELS=${5:-}
 export CPU_BENCH_KERNELS="$KERNELS"
-LOOPS="launch args8 dtoh"
+# CPU_BENCH_LOOPS: the loops whose rows are printed (all of them are timed)
+LOOPS=${CPU_BENCH_LOOPS:-"launch args8 dtoh gpt2"}
 for k in $KERNELS; do LOOPS="$LOOPS launch:$k"; done
 BIN=$BUILD/bench/cpu_bench
 LIB=$(realpath "$BUILD/libatlastrace.so")

@@ -199,6 +199,16 @@ START_TEST(pointer_parameters)
     ck_assert_int_eq(count_lines(r.log, "allocator reuse"), 0);
     ck_assert_int_eq(op_lines(r.log), 1);
     run_free(&r);
+    /* the ledger unchanged since the step before: the op that differs is
+     * resolved again, its new pointer named */
+    trace_run(&r, "swap", "2", NULL);
+    ck_assert_int_eq(count_lines(r.log, "alloc#2+0x0 -> 0x"), 1);
+    ck_assert_int_eq(count_lines(r.log, " alloc#3+0x0 (delta +"), 1);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer: alloc#3 (256 bytes, made by the end of "
+                                        "step 1 at "),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "; alloc#2 still allocated"), 1);
+    run_free(&r);
     /* churn: each step a buffer is made and the one before freed; the new
      * one replaces it, and the ledger says where the old one was freed */
     trace_run(&r, "churn", "3", NULL);

@@ -289,6 +289,17 @@ static void step(const char *sc, int i)
         CUdeviceptr within = buf + 16 * (CUdeviceptr)i;
         void *kp[] = {&fresh, &within};
         launch(f_pair, 1, kp);
+    } else if (!strcmp(sc, "swap")) {
+        /* two buffers made in the first step, passed in turn: the ledger is
+         * the same from step 2 on, so a step's pointers are resolved from
+         * the last step of its shape, op by op where the ops differ */
+        static CUdeviceptr two[2];
+        if (!two[0] && (cuMemAlloc(&two[0], 256) || cuMemAlloc(&two[1], 256)))
+            exit(1);
+        CUdeviceptr p = two[i % 2];
+        void *kp[] = {&p, &buf};
+        fill();
+        launch(f_pair, 1, kp);
     } else if (!strcmp(sc, "churn")) {
         /* a buffer made each step and the one before freed (a framework's
          * set-up, without a caching allocator): arg0 is another buffer each
