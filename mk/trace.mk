@@ -45,12 +45,32 @@ $(GPU_DIR)/trace_graph: tests/gpu/trace/trace_graph.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
 
+$(GPU_DIR)/trace_capture_eager: tests/gpu/trace/trace_capture_eager.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
+
 .PHONY: trace-gpu-check
 trace-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/atlas-diff $(GPU_DIR)/trace_loop \
-                 $(GPU_DIR)/trace_threads $(GPU_DIR)/trace_graph
+                 $(GPU_DIR)/trace_threads $(GPU_DIR)/trace_graph $(GPU_DIR)/trace_capture_eager
 	sh tests/gpu/trace/run_trace.sh $(BUILD)
 
 GPU_TARGETS += trace-gpu-check
+
+# Issue #30's programs on the H200, in one command: a Flax/Optax jax.jit loop,
+# DDP over NCCL with one rank, eager against captured (tests/gpu/trace/run_programs.sh,
+# also part of trace-gpu-check), and the GPT-2 step's cost traced against native
+# (bench/trace/run_gpt2_bench.sh, also part of make bench):
+#   make trace-programs-gpu-check [GPT2_BENCH_RUNS=5]
+GPT2_BENCH_RUNS ?= 5
+.PHONY: trace-programs-gpu-check trace-gpt2-bench
+trace-programs-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/trace_capture_eager
+	@st=0; sh tests/gpu/trace/run_programs.sh $(BUILD) || st=1; \
+	  sh bench/trace/run_gpt2_bench.sh $(BUILD) $(GPT2_BENCH_RUNS) || st=1; exit $$st
+
+trace-gpt2-bench: $(BUILD)/libatlastrace.so
+	sh bench/trace/run_gpt2_bench.sh $(BUILD) $(GPT2_BENCH_RUNS)
+
+BENCH_TARGETS += trace-gpt2-bench
 
 # Recording overhead on an 8-parameter launch loop: make trace-bench
 .PHONY: trace-bench
