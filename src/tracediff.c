@@ -1162,8 +1162,11 @@ static void fold_set(struct atl_fold *f, const struct report *r, uint64_t sig, u
     memcpy(f->chg, r->chg, r->nchg * sizeof *r->chg);
     f->replay = r->o->replay != NULL;
     f->captured = r->o->captured != NULL;
-    snprintf(f->label, sizeof f->label, "\"%s\"%s%s", r->b->name, where,
-             r->o->captured ? ", against the capture" : "");
+    /* where is " (thread T, stream S)": one pair of parentheses with the name */
+    size_t wl = strlen(where);
+    fmt(f->label, sizeof f->label, "\"%s\"%s%.*s%s", r->b->name, wl > 3 ? ", " : "",
+        wl > 3 ? (int)wl - 3 : 0, wl > 3 ? where + 2 : "",
+        r->o->captured ? ", against the capture" : "");
 }
 
 void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *o)
@@ -1320,7 +1323,10 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
         atl_shape_delta(a, b, d, sizeof d);
         snprintf(line, sizeof line, "  %s", d);
         emit(&r, RANK_OPS, line);
-        chg_add(&r, 0, str_hash(line), CHG_TEXT, line + 2, 0, 0, 0);
+        /* folded as where the shapes part, without the op's values */
+        char what[96];
+        fmt(what, sizeof what, "another shape, %.*s", (int)strcspn(d, ":"), d);
+        chg_add(&r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
         goto done;
     }
     if (raw) {

@@ -7,12 +7,14 @@
  * parsed, the one handed over, and the steps kept for comparison.
  *
  * One run: each step is compared with the last step of its kind (name,
- * thread, stream) and shape, as live (src/stepseries.h). Two runs: the n-th
- * step of each kind (name and thread: stream handles are addresses of each
- * process) and shape in A is compared with the n-th in B. Steps are paired
- * as they come; a step whose partner has not come yet waits, so two runs
- * that ran alike hold one step of each at a time. Steps left without a
- * partner are named at the end, one line per kind and shape.
+ * thread, stream) and shape, as live (src/stepseries.h). Two runs (as
+ * --ranks): the n-th step of each kind (name and thread: stream handles are
+ * addresses of each process) in A is compared with the n-th in B, and when
+ * their shapes differ one line says where they part (a rank that took
+ * another branch), not a diff op by op. Steps are paired as they come; a
+ * step whose partner has not come yet waits, so two runs that ran alike hold
+ * one step of each at a time. Steps left without a partner are named at the
+ * end, one line per kind and shape.
  */
 #include "diff-runs.h"
 
@@ -423,10 +425,9 @@ struct wait {
 
 struct two {
     const char *path[2];
-    struct map kinds[2];  /* name, thread: occurrences (each side's #N) */
-    struct map shapes[2]; /* name, thread, shape: occurrences */
-    struct map waiting;   /* name, thread, shape, occurrence: a struct wait */
-    struct map folds;     /* name, thread, shape: a struct atl_fold */
+    struct map kinds[2]; /* name, thread: occurrences (each side's #N) */
+    struct map waiting;  /* name, thread, occurrence: a struct wait */
+    struct map folds;    /* name, thread, shape: a struct atl_fold */
     size_t found;
     int trouble;
 };
@@ -438,8 +439,7 @@ static void two_step(struct two *t, struct chan *c, int side, struct atl_step *s
     uint64_t kk = nz(kind_key(s));
     s->nth = map_count(&t->kinds[side], kk);
     uint64_t group = nz(mix(kk, atl_step_shape(s)));
-    uint64_t n = map_count(&t->shapes[side], group);
-    struct ent *e = map_at(&t->waiting, nz(mix(group, n)), 1);
+    struct ent *e = map_at(&t->waiting, nz(mix(kk, s->nth)), 1);
     if (!e) {
         t->trouble = 1;
         atl_step_free(s);
@@ -540,6 +540,7 @@ static int two_runs(struct chan *c, const char *pa, const char *pb,
     struct two t = {.path = {pa, pb}};
     struct atl_diff_opts o = *base;
     o.line = out_add, o.ctx = out;
+    o.shapes = 1; /* the n-th steps of a kind in two runs have one shape, or one line says not */
     char thread0[24] = "";
     uint64_t stream0 = 0;
     int have[2] = {1, 1};
@@ -566,7 +567,7 @@ static int two_runs(struct chan *c, const char *pa, const char *pb,
             free(t.folds.e[i].v);
         }
     for (int side = 0; side < 2; side++)
-        free(t.kinds[side].e), free(t.shapes[side].e);
+        free(t.kinds[side].e);
     free(t.waiting.e), free(t.folds.e);
     return t.trouble ? -1 : t.found != 0;
 }

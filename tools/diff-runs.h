@@ -18,9 +18,9 @@ typedef int (*atl_read_fn)(const char *path, int (*fn)(void *ctx, struct atl_ste
                            size_t whylen);
 
 /* One file (b NULL): each step against the last step of its kind and shape,
- * as the live report. Two: the n-th step of each kind (name and thread) and
- * shape in a against the n-th in b; steps of a shape or occurrence only one
- * run has are named, by shape. Each file is read on a thread of its own, a
+ * as the live report. Two: the n-th step of each kind (name and thread) in a
+ * against the n-th in b, one line when their shapes differ; steps only one
+ * run has are named, by kind and shape. Each file is read on a thread of its own, a
  * step at a time; the report is printed through o->line once both were
  * read, trouble through fail (a's alone when a cannot be read). Returns the
  * exit status: 0 no differences, 1 differences, 2 trouble. */

@@ -736,14 +736,21 @@ START_TEST(json_lines_and_tool)
     ck_assert_int_eq(r.status, 0);
     run_free(&r);
     /* two runs whose steps have other shapes ("same" enqueues a memset where
-     * "scalar" enqueues a second fill): not compared value by value; the
-     * steps each run alone has are named, one line per kind and shape */
+     * "scalar" enqueues a second fill): not compared value by value; one line
+     * says where the shapes part, and the steps after it alike in one line */
     tool(&r, samep, diffp);
     ck_assert_int_eq(r.status, 1);
     ck_assert_int_eq(count_lines(r.out, "0x7 -> 0x64"), 0);
-    ck_assert_int_eq(count_lines(r.out, "steps \"cuStreamSynchronize\" #1-#3 (3 of one shape, 3 "
-                                        "ops) are only in "),
-                     2);
+    ck_assert_int_eq(count_lines(r.out, "step \"cuStreamSynchronize\" #1 (step 1) differs from #1: "
+                                        "3 ops (was 3, +0)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, "  from op 2 on (1 ops against 1): fill(float*) "
+                                        "grid=(1,1,1) block=(32,1,1) shmem=0"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, "steps 2-3 (\"cuStreamSynchronize\"): another shape, from "
+                                        "op 2 on (1 ops against 1) (2 steps)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, ""), 4);
     run_free(&r);
     /* two runs of one shape whose values differ: the first copy's width */
     char grow[512];
