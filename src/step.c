@@ -473,8 +473,12 @@ const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, un
         goto out;
     struct atl_kfn *k = calloc(1, sizeof *k);
     uint32_t *o = calloc(n + 1, 4), *s = calloc(n + 1, 4);
-    /* demangled only for a new kernel: a reader passes NULL for every line */
-    char *mn = strdup(mangled), *pn = strdup(pretty ? pretty : atl_demangle(mangled));
+    /* demangled only for a new kernel: a reader passes NULL for every line.
+     * Into a string of its own: atlas-diff reads on threads that exit, which
+     * would leave atl_demangle's per-thread buffer behind. */
+    char *mn = strdup(mangled), *pn = pretty ? strdup(pretty) : atl_demangle_dup(mangled);
+    if (!pn && !pretty)
+        pn = strdup(mangled);
     if (!k || !o || !s || !mn || !pn) {
         free(k), free(o), free(s), free(mn), free(pn);
         goto out;

@@ -63,7 +63,7 @@ static void count_slot(struct atl_series *ser, struct atl_shaped *sl)
     if (c) {
         c->steps += sl->steps;
         c->nops = sl->step.nops;
-        snprintf(c->name, sizeof c->name, "%s", sl->step.name);
+        atl_fmt(c->name, sizeof c->name, "%s", sl->step.name);
     }
     sl->steps = 0;
 }

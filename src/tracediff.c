@@ -557,7 +557,7 @@ static void field_line(struct report *r, size_t idx, const struct atl_op *o, con
 {
     char lab[256], line[768], what[160], ch[320];
     change_text(r, ch, sizeof ch, a, b, delta);
-    snprintf(line, sizeof line, "  op %zu %s %s: %s", idx, op_label(o, lab, sizeof lab), field, ch);
+    fmt(line, sizeof line, "  op %zu %s %s: %s", idx, op_label(o, lab, sizeof lab), field, ch);
     emit(r, rank, line);
     count_top(r, o, field);
     what_of(o, field, what, sizeof what);
@@ -781,8 +781,8 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
                 if (!why[2])
                     why[0] = '\0';
             }
-            snprintf(line, sizeof line, "  op %zu %s arg%u%s: %s%s%s", ib, lab, i, where, ch,
-                     verdict, why);
+            fmt(line, sizeof line, "  op %zu %s arg%u%s: %s%s%s", ib, lab, i, where, ch, verdict,
+                why);
             emit(r, junk ? RANK_RESIDUE : xa || xb ? RANK_PTR : RANK_VALUE, line);
             chg_add(r, ib, mix(mix(0xa79, i), w), another ? CHG_BUFFER : CHG_VALUE, fz, va, vb,
                     delta);
@@ -824,11 +824,10 @@ static void field_addr(struct report *r, size_t ia, size_t ib, const char *field
         if (!why[2])
             why[0] = '\0';
     }
-    snprintf(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s%s", ib,
-             op_label(o, lab, sizeof lab), field, a, aa, b, ab,
-             xa && xb ? (xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer")
-                      : "",
-             why);
+    fmt(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s%s", ib,
+        op_label(o, lab, sizeof lab), field, a, aa, b, ab,
+        xa && xb ? (xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer") : "",
+        why);
     emit(r, RANK_PTR, line);
     count_top(r, o, field);
     chg_add(r, ib, str_hash(field), another ? CHG_BUFFER : CHG_VALUE, what, a, b, (int64_t)(b - a));

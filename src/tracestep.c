@@ -420,7 +420,7 @@ static void resolve_pointers(struct atl_step *s, const struct atl_step *like)
         (like->nops != s->nops || like->ledger_gen != s->ledger_gen ||
          atl_grow((void **)&s->spans, &s->capspans, like->nspans + 1, sizeof *s->spans, 16)))
         like = NULL;
-    if (like) {
+    if (like && like->nspans) {
         memcpy(s->spans, like->spans, like->nspans * sizeof *s->spans);
         s->nspans = like->nspans;
     }

@@ -236,8 +236,10 @@ int main(int argc, char **argv)
             bad_usage("unknown option %s", a);
         }
     }
-    if (nf == 0)
+    if (nf == 0) {
+        free(files); /* bad_usage exits: the list would read as a leak */
         bad_usage("%s", "no trace file given");
+    }
     if (ranks) {
         struct atl_ignore rig;
         atl_ignore_parse(&rig, ign);
