@@ -101,7 +101,8 @@ CHECK_TARGETS += front-check
 # build/gpu/gpu_cudart_static is built by mk/gpu.mk (included after this file, so spelled out).
 
 .PHONY: front-gpu-check
-front-gpu-check: $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(BUILD)/gpu/gpu_cudart_static $(FRONT_DEMO)
+# wheel: mk/package.mk (read after this file)
+front-gpu-check: $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(BUILD)/gpu/gpu_cudart_static $(FRONT_DEMO) wheel
 	sh tests/gpu/front/run_front.sh $(BUILD)
 
 GPU_TARGETS += front-gpu-check

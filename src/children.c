@@ -20,22 +20,6 @@
 #include <sys/auxv.h>
 #include <sys/stat.h>
 
-/* Is the LD_PRELOAD entry `name` (n bytes) this library? By identity of the file, since the entry
- * may be a different spelling of the same path; a bare name is searched for by ld.so, so it is
- * compared by name. */
-static int is_self(const char *name, size_t n, const struct stat *self, const char *self_base)
-{
-    char path[4096];
-    if (n == 0 || n >= sizeof path)
-        return 0;
-    memcpy(path, name, n);
-    path[n] = '\0';
-    if (!strchr(path, '/'))
-        return strcmp(path, self_base) == 0;
-    struct stat st;
-    return stat(path, &st) == 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino;
-}
-
 /* The environment is read and edited in `environ` itself (src/envedit.h says why: bash). */
 
 __attribute__((constructor)) static void children_strip_preload(void)
@@ -66,7 +50,7 @@ __attribute__((constructor)) static void children_strip_preload(void)
             for (const char *p = pre; *p;) {
                 p += strspn(p, " :");
                 size_t n = strcspn(p, " :");
-                if (n && !is_self(p, n, &self, base)) {
+                if (n && !atl_env_is_lib(p, n, &self, base)) {
                     if (k > head)
                         kept[k++] = ':';
                     memcpy(kept + k, p, n);
@@ -88,7 +72,7 @@ __attribute__((constructor)) static void children_strip_preload(void)
     char **nvtx = atl_env_slot("NVTX_INJECTION64_PATH");
     if (nvtx) {
         const char *v = strchr(*nvtx, '=') + 1;
-        if (is_self(v, strlen(v), &self, base))
+        if (atl_env_is_lib(v, strlen(v), &self, base))
             atl_env_drop(nvtx);
     }
 }

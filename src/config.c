@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,10 @@
  * parser (and its fuzzer) links without the features. */
 const char *const atl_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 const char *const atl_redzone_check_names[] = {"free", "sync", "launch", NULL};
-const char *const atl_redzone_pools_names[] = {"route", "keep", NULL};
+const char *const atl_redzone_pools_names[] = {"auto", "route", "keep", NULL};
 const char *const atl_error_on_names[] = {"findings", "diff", NULL};
+/* ATLAS_RACES: off, on, on and listing the possible races too */
+const char *const atl_races_names[] = {"0", "1", "all", NULL};
 /* in the order of ATL_PTRS_* (src/tracediff.h) */
 const char *const atl_diff_pointers_names[] = {"collapse", "all", "none", NULL};
 
@@ -90,6 +93,8 @@ static const char *check_ignore(const char *s)
                  (c == entry || !c[4] || strspn(c + 4, "0123456789") != strlen(c + 4) ||
                   strlen(c + 4) > 4))
             bad = "not KERNEL or KERNEL:argN";
+        if (bad && n == 0 && !t[len])
+            return bad; /* the whole value: shown once, by the line that refuses it */
         if (bad) {
             atl_config_show_value(entry, shown, sizeof shown);
             snprintf(why, sizeof why, "entry %d '%s' is %s", n + 1, shown, bad);
@@ -105,6 +110,23 @@ static const char *check_ignore(const char *s)
     }
 }
 
+/* ATLAS_KERNEL: a POSIX extended regular expression (src/kselect.c compiles
+ * it again, once, for use). */
+static const char *check_regex(const char *s)
+{
+    static __thread char why[160];
+    regex_t re;
+    int rc = regcomp(&re, s, REG_EXTENDED | REG_NOSUB);
+    if (rc == 0) {
+        regfree(&re);
+        return NULL;
+    }
+    char msg[96];
+    regerror(rc, &re, msg, sizeof msg);
+    snprintf(why, sizeof why, "not a POSIX extended regular expression (%s)", msg);
+    return why;
+}
+
 /* STRING settings whose text has a syntax, with what is used instead. */
 static const struct {
     const char *name;
@@ -113,6 +135,7 @@ static const struct {
 } string_checks[] = {
     {"ATLAS_STEP", check_step, "sync"},
     {"ATLAS_DIFF_IGNORE", check_ignore, "none"},
+    {"ATLAS_KERNEL", check_regex, "every kernel"},
 };
 
 static void show_default(const struct atl_cfg_var *v, char *out, size_t outsz)

@@ -11,6 +11,7 @@ extern const char *const atl_redzone_check_names[];
 extern const char *const atl_redzone_pools_names[];
 extern const char *const atl_error_on_names[];
 extern const char *const atl_diff_pointers_names[];
+extern const char *const atl_races_names[];
 
 /* Most ATLAS_DIFF_IGNORE entries (src/tracediff.h) and the longest
  * ATLAS_STEP=nvtx:NAME range name, checked when the settings are parsed. */

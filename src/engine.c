@@ -17,11 +17,13 @@
 #include "leaks.h"
 #include "ledger.h"
 #include "log.h"
+#include "races.h"
 #include "redzone.h"
 #include "ring.h"
 #include "stats.h"
 #include "thread.h"
 #include "trace.h"
+#include "unused.h"
 #include "vmm.h"
 
 #include <errno.h>
@@ -56,7 +58,7 @@ static unsigned (*const feature_init[ATL_FEAT_COUNT])(void) = {
     [ATL_FEAT_FAULT] = atl_faultrep_init, [ATL_FEAT_BLOCKING] = atl_blocking_init,
     [ATL_FEAT_KAUDIT] = atl_kaudit_init,  [ATL_FEAT_REDZONE] = atl_redzone_init,
     [ATL_FEAT_LEAKS] = atl_leaks_init,    [ATL_FEAT_TRACE] = atl_trace_init,
-    [ATL_FEAT_HANG] = atl_hang_init,
+    [ATL_FEAT_HANG] = atl_hang_init,      [ATL_FEAT_RACES] = atl_races_init,
 };
 
 void atl_engine_enable(enum atl_feature f, unsigned events)
@@ -109,6 +111,7 @@ static void init_body(void)
 
     atl_config_parse(&atl_cfg, envp, warn_line, NULL);
     atl_log_set_level((int)atl_cfg.log_level);
+    atl_unused_settings(); /* a setting whose feature is off is said, not ignored */
 
     /* Features read their settings here (and set atl_ledger_on if they need
      * the ledger), before wanted_events() decides what the hooks report. */
@@ -234,6 +237,8 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
         atl_redzone_launch_post(l, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_launch(l, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_launch(l, r);
     return out;
 }
 
@@ -247,6 +252,8 @@ void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
     if (on(ATL_FEAT_FAULT))
         atl_faultrep_graph_inst_post(g, r);
     latch(g->hook, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_graph_inst(g, r);
 }
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
@@ -258,6 +265,8 @@ CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
         atl_redzone_graph_launch_post(g, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_graph_launch(g, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_graph_launch(g, r);
     return r;
 }
 
@@ -301,6 +310,8 @@ void atl_alloc_post(struct atl_alloc *a, CUresult r)
     int guarded = on(ATL_FEAT_REDZONE) ? atl_redzone_alloc_post(a, r) : 0;
     if (atl_ledger_on)
         ledger_note_alloc(a, r, guarded);
+    if (on(ATL_FEAT_RACES))
+        atl_races_alloc(a, r);
 }
 
 int atl_alloc_release_held(void)
@@ -312,6 +323,8 @@ void atl_free_pre(struct atl_free *f)
 {
     if (atl_ledger_on)
         f->known = atl_ledger_remove(f->ptr, &f->rec);
+    if (on(ATL_FEAT_RACES))
+        atl_races_free(f);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_free_pre(f);
     if (on(ATL_FEAT_LEAKS))
@@ -340,6 +353,8 @@ void atl_vmm_post(struct atl_vmm *v, CUresult r)
         atl_vmm_ledger_post(v, r);
     if (on(ATL_FEAT_LEAKS))
         atl_leaks_vmm_post(v, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_vmm(v, r);
 }
 
 void atl_copy_pre(struct atl_copy *c)
@@ -378,6 +393,8 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
         atl_blocking_copy_post(c, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_copy(c, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_copy(c, r);
     return r;
 }
 
@@ -391,6 +408,8 @@ CUresult atl_memset_post(struct atl_memset *m, CUresult r)
     latch(m->hook, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_memset(m, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_memset(m, r);
     return r;
 }
 
@@ -417,6 +436,8 @@ CUresult atl_sync_post(struct atl_sync *s, CUresult r)
         atl_redzone_sync_post(s, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_sync(s, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_sync(s, r);
     return r;
 }
 
@@ -437,6 +458,8 @@ void atl_capture_post(struct atl_capture *c, CUresult r)
         atl_capture_begun(c->stream, c->mode);
     if (on(ATL_FEAT_TRACE))
         atl_trace_capture_post(c, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_capture(c, r);
 }
 
 void atl_lookup_post(struct atl_lookup *l, CUresult r)
@@ -444,6 +467,18 @@ void atl_lookup_post(struct atl_lookup *l, CUresult r)
     atl_kernels_note_lookup(l, r);
     if (on(ATL_FEAT_KAUDIT))
         atl_kaudit_lookup(l, r);
+}
+
+void atl_stream_pre(struct atl_stream_op *s)
+{
+    if (on(ATL_FEAT_RACES))
+        atl_races_stream_pre(s);
+}
+
+void atl_stream_post(struct atl_stream_op *s, CUresult r)
+{
+    if (on(ATL_FEAT_RACES))
+        atl_races_stream_post(s, r);
 }
 
 void atl_module_pre(struct atl_module *m)
@@ -492,8 +527,8 @@ void atl_engine_exit(void)
     atl_exit_begin();
     if (interrupted) {
         atl_log(ATL_WARN, "exit: the program exited while this thread was inside atlastrace (exit "
-                          "from a signal handler?): the red-zone, leak, step-trace, sync and "
-                          "kernel-audit reports are skipped; the program is not affected");
+                          "from a signal handler?): the red-zone, leak, step-trace, race, sync "
+                          "and kernel-audit reports are skipped; the program is not affected");
     } else {
         if (on(ATL_FEAT_REDZONE))
             atl_redzone_exit();
@@ -501,10 +536,14 @@ void atl_engine_exit(void)
             atl_leaks_exit();
         if (on(ATL_FEAT_TRACE))
             atl_trace_exit();
+        if (on(ATL_FEAT_RACES))
+            atl_races_exit();
     }
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
     if (!interrupted) {
+        if (on(ATL_FEAT_FAULT))
+            atl_faultrep_exit();
         if (on(ATL_FEAT_BLOCKING))
             atl_blocking_report();
         if (on(ATL_FEAT_KAUDIT))

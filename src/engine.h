@@ -30,6 +30,7 @@ enum atl_feature {
     ATL_FEAT_LEAKS,    /* src/leaks.c: the ledger's reports (ATLAS_REDZONE or ATLAS_LEAKS) */
     ATL_FEAT_TRACE,    /* src/trace.c: ATLAS_TRACE */
     ATL_FEAT_HANG,     /* src/hang.c: ATLAS_HANG_SECONDS */
+    ATL_FEAT_RACES,    /* src/races.c: ATLAS_RACES */
     ATL_FEAT_COUNT,
 };
 /* Records a feature's answer. The engine's init calls every feature's init
@@ -94,6 +95,12 @@ void atl_capture_pre(struct atl_capture *c);
 void atl_capture_post(struct atl_capture *c, CUresult r);
 
 void atl_lookup_post(struct atl_lookup *l, CUresult r);
+
+/* Records, waits, host functions, queries, stream and event lifetime. pre
+ * may replace a host function or callback (and its argument) in the event:
+ * the hook passes the event's to the driver. */
+void atl_stream_pre(struct atl_stream_op *s);
+void atl_stream_post(struct atl_stream_op *s, CUresult r);
 
 void atl_module_pre(struct atl_module *m);
 void atl_module_post(struct atl_module *m, CUresult r);

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 extern char **environ;
 
@@ -87,4 +88,17 @@ void atl_env_drop(char **slot)
 {
     for (char **e = slot; *e; e++)
         e[0] = e[1];
+}
+
+int atl_env_is_lib(const char *name, size_t n, const struct stat *self, const char *self_base)
+{
+    char path[4096];
+    if (n == 0 || n >= sizeof path)
+        return 0;
+    memcpy(path, name, n);
+    path[n] = '\0';
+    if (!strchr(path, '/'))
+        return strcmp(path, self_base) == 0;
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino;
 }

@@ -10,6 +10,10 @@
 #ifndef ATL_ENVEDIT_H
 #define ATL_ENVEDIT_H
 
+#include <stddef.h>
+
+struct stat;
+
 /* The entry "NAME=..." of `environ`, or NULL. */
 char **atl_env_slot(const char *name);
 
@@ -34,5 +38,10 @@ void atl_env_keep(void *p);
 
 /* Takes the entry out of `environ`: the later ones move up one place. */
 void atl_env_drop(char **slot);
+
+/* Is the LD_PRELOAD entry `name` (n bytes) the library `self` (its stat) of file name
+ * `self_base`? By identity of the file, since the entry may be a different spelling of the same
+ * path; a bare name is searched for by ld.so, so it is compared by name. */
+int atl_env_is_lib(const char *name, size_t n, const struct stat *self, const char *self_base);
 
 #endif

@@ -9,6 +9,7 @@
 #include "driver.h"
 #include "dsk.h"
 #include "flight.h"
+#include "hint.h"
 #include "kernels.h"
 #include "log.h"
 #include "services.h"
@@ -17,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static enum atl_dsk debug_sync; /* ATLAS_DEBUG_SYNC_KERNELS */
-static const char *dsk_list;    /* its list of names (ATL_DSK_LIST) */
+static enum atl_dsk debug_sync;     /* ATLAS_DEBUG_SYNC_KERNELS */
+static const char *dsk_list;        /* its list of names (ATL_DSK_LIST) */
+static unsigned long long dsk_seen; /* the list's entries that named a launched kernel */
 
 /* Reads the settings and starts the launch history; the events it needs:
  * copies and syncs for the latch and the good syncs; launches for the ring
@@ -84,11 +86,12 @@ void atl_faultrep_check(int hook, CUresult r)
     atl_stack_capture(&st);
     char site[400];
     atl_stack_site(&st, site, sizeof site);
+    char all[96];
     atl_log(ATL_ERROR,
             "fault: error=%s code=%d first_seen_by=%s site=%s: %s. The context is lost; the "
-            "fault happened in an earlier launch (ATLAS_DEBUG_SYNC_KERNELS=1 names it); later "
-            "failures are not repeated",
-            name, (int)r, atl_hook_names[hook], site, text);
+            "fault happened in an earlier launch (%s names it); later failures are not repeated",
+            name, (int)r, atl_hook_names[hook], site, text,
+            atl_hint_setting("ATLAS_DEBUG_SYNC_KERNELS", "1", all, sizeof all));
     atl_log_frames(ATL_ERROR, "fault", &st, 0, 8);
     atl_flight_report("fault");
 }
@@ -131,19 +134,59 @@ static int debug_sync_wanted(const struct atl_launch *l)
     if (kept)
         return kept == 2;
     const char *m = r ? atl_krec_mangled(r) : NULL;
-    int want = atl_dsk_match(dsk_list, m);
+    unsigned long long which = atl_dsk_matches(dsk_list, m);
     if (m)
-        __atomic_store_n(&r->dsk, want ? 2 : 1, __ATOMIC_RELAXED);
-    return want;
+        __atomic_store_n(&r->dsk, which ? 2 : 1, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&dsk_seen, which, __ATOMIC_RELAXED);
+    return which != 0;
+}
+
+/* A name of the list that no launched kernel had: debug sync did nothing for it (a misspelt
+ * name, or a kernel that never ran), which would otherwise read as "it did not fault". */
+void atl_faultrep_exit(void)
+{
+    if (debug_sync != ATL_DSK_LIST)
+        return;
+    unsigned long long seen = __atomic_load_n(&dsk_seen, __ATOMIC_RELAXED);
+    char names[512], set[600];
+    size_t used = 0;
+    unsigned total = 0, n = 0, i = 0;
+    for (int pass = 0; pass < 2; pass++, i = 0) {
+        names[0] = '\0';
+        for (const char *p = dsk_list; *p; i++) {
+            size_t len = strcspn(p, ",");
+            if (!(seen & (1ULL << (i < 63 ? i : 63)))) {
+                if (!pass)
+                    total++;
+                else if (used < sizeof names) {
+                    const char *sep = !n ? "" : n + 1 == total ? " or " : ", ";
+                    used += (size_t)snprintf(names + used, sizeof names - used, "%s%.*s", sep,
+                                             (int)len, p);
+                    n++;
+                }
+            }
+            p += len + (p[len] == ',');
+        }
+    }
+    if (!total)
+        return;
+    char shown[520];
+    atl_config_show_value(names, shown, sizeof shown);
+    atl_log(ATL_WARN,
+            "debug-sync: %s: no kernel named %s was launched (outside graphs), so no launch was "
+            "synchronised for %s",
+            atl_hint_setting("ATLAS_DEBUG_SYNC_KERNELS", dsk_list, set, sizeof set), shown,
+            total == 1 ? "it" : "them");
 }
 
 /* Costs one cuStreamIsCapturing, a name look-up and a cuStreamSynchronize per
  * launch: the GPU runs one kernel at a time, which is the point. */
 static CUresult debug_sync_after(const struct atl_launch *l)
 {
-    if (atl_capture_forbids_sync())
-        return CUDA_SUCCESS;
+    /* the list first: a launch into a capture still shows its kernel was named */
     if (debug_sync == ATL_DSK_LIST && !debug_sync_wanted(l))
+        return CUDA_SUCCESS;
+    if (atl_capture_forbids_sync())
         return CUDA_SUCCESS;
     int pt = atl_hook_flags[l->hook] & ATL_F_PT;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;

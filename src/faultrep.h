@@ -35,5 +35,8 @@ CUresult atl_faultrep_graph_launch_post(const struct atl_graph_launch *g, CUresu
 /* The flight recorder: an instantiated graph's kernel nodes; a good sync. */
 void atl_faultrep_graph_inst_post(const struct atl_graph_inst *g, CUresult r);
 void atl_faultrep_sync_post(const struct atl_sync *s, CUresult r);
+/* At exit: names of ATLAS_DEBUG_SYNC_KERNELS's list that no launched kernel
+ * had (debug sync did nothing for them). */
+void atl_faultrep_exit(void);
 
 #endif

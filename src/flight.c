@@ -22,6 +22,7 @@
 #include "capture.h"
 #include "driver.h"
 #include "dsk.h"
+#include "hint.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
@@ -333,43 +334,16 @@ static void print_args(const char *tag, const struct group *g, uint64_t epoch)
                 cat(line, sizeof line, &used, "...");
         }
     }
-    atl_log(ATL_ERROR, "%s:     args (its first launch since the last good sync):%s%s", tag, line,
-            atl_ledger_on ? ""
-                          : " (pointers resolve to allocations with the ledger on: ATLAS_REDZONE "
-                            "or ATLAS_LEAKS)");
-}
-
-/* The command line, for the re-run hint: each argument quoted for sh when
- * it needs to be. */
-static void command_line(char *out, size_t len)
-{
-    char buf[2048];
-    size_t used = 0, n = 0;
-    FILE *f = fopen("/proc/self/cmdline", "r");
-    if (f) {
-        n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-    }
-    buf[n] = '\0';
-    out[0] = '\0';
-    for (size_t i = 0; i < n;) {
-        const char *a = buf + i;
-        size_t al = strlen(a);
-        int plain = al > 0;
-        for (size_t j = 0; j < al; j++)
-            if (!atl_dsk_name_char(a[j]) && !strchr("/-=+:,@%", a[j]))
-                plain = 0;
-        cat(out, len, &used, "%s", used ? " " : "");
-        if (plain) {
-            cat(out, len, &used, "%s", a);
-        } else {
-            cat(out, len, &used, "'");
-            for (size_t j = 0; j < al; j++)
-                cat(out, len, &used, a[j] == '\'' ? "'\\''" : "%c", a[j]);
-            cat(out, len, &used, "'");
-        }
-        i += al + 1;
-    }
+    char rz[40], lk[40];
+    if (atl_ledger_on)
+        atl_log(ATL_ERROR, "%s:     args (its first launch since the last good sync):%s", tag,
+                line);
+    else
+        atl_log(ATL_ERROR,
+                "%s:     args (its first launch since the last good sync):%s (pointers resolve to "
+                "allocations with the ledger on: %s or %s)",
+                tag, line, atl_hint_name("ATLAS_REDZONE", rz, sizeof rz),
+                atl_hint_name("ATLAS_LEAKS", lk, sizeof lk));
 }
 
 #define RING_SHOWN 16 /* the newest launches, listed one by one */
@@ -541,22 +515,24 @@ void atl_flight_report(const char *tag)
             cat(line, sizeof line, &used, "%s%s", named++ ? "," : "", nb);
         }
         if (named) {
-            char cmd[1200];
-            command_line(cmd, sizeof cmd);
-            atl_log(
-                ATL_ERROR,
-                "%s: re-run with debug sync on the rare suspects only (near full speed; the "
-                "faulting launch is then named; ATLAS_DEBUG_SYNC_KERNELS=1 syncs every launch): "
-                "ATLAS_DEBUG_SYNC_KERNELS=%s %s",
-                tag, line, cmd);
+            char *cmd =
+                atl_hint_command((struct atl_hint_set[]){{"ATLAS_DEBUG_SYNC_KERNELS", line}}, 1);
+            char all[96];
+            atl_hint_setting("ATLAS_DEBUG_SYNC_KERNELS", "1", all, sizeof all);
+            atl_log(ATL_ERROR,
+                    "%s: re-run with debug sync on the rare suspects only (near full speed; the "
+                    "faulting launch is then named; %s syncs every launch): %s",
+                    tag, all, cmd ? cmd : "(the command line could not be read)");
+            free(cmd);
         } else if (kinds && g[0].graph) {
             /* only graphs are rare: any setting synchronises each graph launch as a whole */
-            char cmd[1200];
-            command_line(cmd, sizeof cmd);
+            char *cmd =
+                atl_hint_command((struct atl_hint_set[]){{"ATLAS_DEBUG_SYNC_KERNELS", "1"}}, 1);
             atl_log(ATL_ERROR,
                     "%s: re-run with debug sync (graph launches are synchronised as a whole, "
-                    "then their kernel nodes listed): ATLAS_DEBUG_SYNC_KERNELS=1 %s",
-                    tag, cmd);
+                    "then their kernel nodes listed): %s",
+                    tag, cmd ? cmd : "(the command line could not be read)");
+            free(cmd);
         }
     } else {
         atl_log(ATL_ERROR, "%s: %llu suspect launches %s", tag, (unsigned long long)suspects,

@@ -352,6 +352,8 @@ void atl_kernels_forget(void *handle)
     pthread_mutex_unlock(&lock);
 }
 
+unsigned long atl_unload_gen;
+
 void atl_kernels_forget_owner(void *owner)
 {
     if (owner) {
@@ -367,6 +369,7 @@ void atl_kernels_forget_owner(void *owner)
         }
         pthread_mutex_unlock(&lock);
     }
+    __atomic_add_fetch(&atl_unload_gen, 1, __ATOMIC_RELEASE);
 }
 
 /* ---- the step trace's view ------------------------------------------------------ */

@@ -12,9 +12,10 @@
  * (src/fault.h: the line every launch reads). Writers take one mutex.
  *
  * Lifetime: a record is never freed. A module or library unload turns the
- * keys of its kernels into tombstones; a later kernel the driver gives the
- * same address gets a fresh record, while a launch event, a report or a kept
- * step (through the record's view) may still hold the old one safely.
+ * keys of its kernels into tombstones and counts the unload in
+ * atl_unload_gen; a later kernel the driver gives the same address gets a
+ * fresh record, while a launch event, a report or a kept step may still
+ * hold the old one safely.
  */
 #ifndef ATL_KERNELS_H
 #define ATL_KERNELS_H
@@ -43,6 +44,8 @@ struct atl_krec {
     uint64_t launches, blocks;
     /* Debug sync's cached answer (src/faultrep.c): 0 not asked yet, 1 no, 2 yes. */
     int dsk;
+    /* ATLAS_KERNEL's cached answer (src/kselect.c), the same way. */
+    int ksel;
     /* The flight recorder's (src/flight.c): the parameter bytes of the
      * kernel's first launch since the last good sync. */
     uint64_t args_epoch; /* the epoch the bytes are from (0: none) */
@@ -141,8 +144,12 @@ void atl_kernels_forget(void *handle);
 /* A module or library is gone: forgets the handles it owned (and those whose
  * owner is unknown: fetched by name from the driver, they may be its, and
  * asking again costs one call), so a new kernel the driver gives the same
- * address gets a record of its own. */
+ * address gets a record of its own, and counts the unload in
+ * atl_unload_gen. */
 void atl_kernels_forget_owner(void *owner);
+/* Counts successful module and library unloads: a cache keyed by kernel
+ * handle checks an entry made before the latest unload before trusting it. */
+extern unsigned long atl_unload_gen;
 
 /* ---- the step trace's view ------------------------------------------------------ */
 

@@ -461,6 +461,19 @@ int atl_ledger_find_guarded(CUdeviceptr addr, CUdeviceptr *base, uint64_t *numbe
     return found;
 }
 
+int atl_ledger_find_base(CUdeviceptr addr, CUdeviceptr *base, size_t *span, uint64_t *number)
+{
+    pthread_mutex_lock(&lock);
+    const struct atl_alloc_rec *r = holding_locked(addr);
+    if (r) {
+        *base = r->ptr;
+        *span = atl_alloc_span(r);
+        *number = r->seq;
+    }
+    pthread_mutex_unlock(&lock);
+    return r != NULL;
+}
+
 size_t atl_ledger_count(size_t *bytes)
 {
     pthread_mutex_lock(&lock);

@@ -76,6 +76,11 @@ int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out);
  * its record: its base and creation number; 1 if found. */
 int atl_ledger_find_guarded(CUdeviceptr addr, CUdeviceptr *base, uint64_t *number);
 
+/* The same for any allocation, without copying its record (the race
+ * detector resolves every pointer a launch passes): its base, span
+ * (atl_alloc_span) and creation number; 1 if found. */
+int atl_ledger_find_base(CUdeviceptr addr, CUdeviceptr *base, size_t *span, uint64_t *number);
+
 /* Number of live allocations (physical VMM allocations included, their
  * mappings not), and their requested bytes. */
 size_t atl_ledger_count(size_t *bytes);

@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include "config.h"
+#include "hint.h"
 #include "stack.h"
 
 #include <errno.h>
@@ -181,6 +182,32 @@ static void rank_check_once(void)
         atl_log_line(line);
 }
 
+/* The report files this process writes, by file: a second setting naming one of them is
+ * refused as such (two reports in one file would cut each other up, and the lock alone would
+ * blame "another process"). */
+static struct {
+    dev_t dev;
+    ino_t ino;
+    const char *setting;
+} opened[4];
+static pthread_mutex_t opened_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The setting that already writes st's file, or NULL; else, when `add`, it becomes setting's. */
+static const char *opened_file(const struct stat *st, const char *setting, int add)
+{
+    const char *other = NULL;
+    pthread_mutex_lock(&opened_mu);
+    size_t i = 0;
+    for (; i < sizeof opened / sizeof opened[0] && opened[i].setting && !other; i++)
+        if (opened[i].dev == st->st_dev && opened[i].ino == st->st_ino &&
+            strcmp(opened[i].setting, setting) != 0)
+            other = opened[i].setting;
+    if (!other && add && i < sizeof opened / sizeof opened[0])
+        opened[i].dev = st->st_dev, opened[i].ino = st->st_ino, opened[i].setting = setting;
+    pthread_mutex_unlock(&opened_mu);
+    return other;
+}
+
 int atl_open_report_file(const char *setting, const char *pattern, int append, const char *fallback,
                          char *path, size_t len)
 {
@@ -224,6 +251,13 @@ int atl_open_report_file(const char *setting, const char *pattern, int append, c
         bad = strerror(errno);
     else
         bad = refusal(&st, why, sizeof why);
+    const char *other = !bad && S_ISREG(st.st_mode) ? opened_file(&st, setting, 0) : NULL;
+    if (other) {
+        char name[64];
+        snprintf(why, sizeof why, "%s writes it already (each report needs a file of its own)",
+                 atl_hint_name(other, name, sizeof name));
+        bad = why;
+    }
     if (bad)
         goto refused;
     int fl = fcntl(fd, F_GETFL);
@@ -242,11 +276,15 @@ int atl_open_report_file(const char *setting, const char *pattern, int append, c
             goto refused;
         }
     }
+    if (S_ISREG(st.st_mode))
+        opened_file(&st, setting, 1);
     return fd;
 refused:
     if (fd >= 0)
         close(fd);
-    atl_log(ATL_WARN, "cannot open %s file '%s': %s; %s", setting, path, bad, fallback);
+    char name[64];
+    atl_log(ATL_WARN, "cannot open %s file '%s': %s; %s", atl_hint_name(setting, name, sizeof name),
+            path, bad, fallback);
     return -1;
 }
 

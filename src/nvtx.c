@@ -14,6 +14,7 @@
 #include "nvtx.h"
 
 #include "config.h"
+#include "hint.h"
 #include "log.h"
 #include "trace_internal.h"
 
@@ -150,23 +151,36 @@ int atl_nvtx_inject(const void *(*get_table)(uint32_t id))
  * variable unset, or naming another library), or it did and no range had the name. */
 void atl_nvtx_hint(void)
 {
+    char set[ATL_STEP_NAME_MAX + 48], value[ATL_STEP_NAME_MAX + 8];
+    snprintf(value, sizeof value, "nvtx:%s", step_name);
+    atl_hint_setting("ATLAS_STEP", value, set, sizeof set);
     if (!nvtx_injected) {
         const char *inj = getenv("NVTX_INJECTION64_PATH");
+        char lib[4096];
+        char *cmd = NULL;
         if (inj && *inj && !strstr(inj, "libatlastrace"))
             atl_log(ATL_WARN,
-                    "step trace: ATLAS_STEP=nvtx:%s but NVTX_INJECTION64_PATH names another "
-                    "library, so NVTX ranges never reached atlastrace",
-                    step_name);
+                    "step trace: %s but NVTX_INJECTION64_PATH names another library, so NVTX "
+                    "ranges never reached atlastrace",
+                    set);
         else if (inj && *inj)
             atl_log(ATL_WARN,
-                    "step trace: ATLAS_STEP=nvtx:%s but the program opened no NVTX range "
-                    "(NVTX never loaded atlastrace, which NVTX_INJECTION64_PATH names)",
-                    step_name);
+                    "step trace: %s but the program opened no NVTX range (NVTX never loaded "
+                    "atlastrace, which NVTX_INJECTION64_PATH names)",
+                    set);
+        else if (atl_hint_library(lib, sizeof lib) == 0 &&
+                 (cmd =
+                      atl_hint_command((struct atl_hint_set[]){{"NVTX_INJECTION64_PATH", lib}}, 1)))
+            atl_log(ATL_WARN,
+                    "step trace: %s but NVTX never called atlastrace: re-run with "
+                    "NVTX_INJECTION64_PATH naming it: %s",
+                    set, cmd);
         else
             atl_log(ATL_WARN,
-                    "step trace: ATLAS_STEP=nvtx:%s but NVTX never called atlastrace: set "
-                    "NVTX_INJECTION64_PATH to the absolute path of libatlastrace.so",
-                    step_name);
+                    "step trace: %s but NVTX never called atlastrace: set NVTX_INJECTION64_PATH "
+                    "to the absolute path of libatlastrace.so",
+                    set);
+        free(cmd);
         return;
     }
     if (__atomic_load_n(&nvtx_matched, __ATOMIC_RELAXED))
@@ -179,12 +193,12 @@ void atl_nvtx_hint(void)
     pthread_mutex_unlock(&nvtx_seen_mu);
     if (n)
         atl_log(ATL_WARN,
-                "step trace: ATLAS_STEP=nvtx:%s but the program opened no NVTX range named '%s'; "
-                "the ranges it opened: %s",
-                step_name, step_name, seen);
+                "step trace: %s but the program opened no NVTX range named '%s'; the ranges it "
+                "opened: %s",
+                set, step_name, seen);
     else
         atl_log(ATL_WARN,
-                "step trace: ATLAS_STEP=nvtx:%s but the program opened no NVTX range named '%s' "
-                "(no named range at all)",
-                step_name, step_name);
+                "step trace: %s but the program opened no NVTX range named '%s' (no named range "
+                "at all)",
+                set, step_name);
 }

@@ -3,7 +3,8 @@
  * zones or ATLAS_LEAKS, are a feature of their own (src/leaks.h).
  *
  * Every guarded driver allocation is over-allocated by a poisoned tail; the
- * program keeps the base pointer the driver returned. The tails are checked
+ * program keeps the base pointer the driver returned. Freed ones wait
+ * poisoned in a quarantine, checked for writes after free. The tails are checked
  * on the GPU (small kernels embedded as PTX): each by a check queued before
  * its free; those a launch's parameters reach by a check queued after the
  * launch (launch mode); all of them at host syncs (sync and launch modes),
@@ -28,12 +29,13 @@ void atl_redzone_alloc_pre(struct atl_alloc *a);
 /* Poisons the tail of a guarded allocation. Returns 1 when the allocation
  * is guarded (its tail poisoned), else 0. */
 int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r);
-/* May hold an asynchronous free back (f->held): see "frees held back" in
- * redzone.c. */
+/* May hold a free back (f->held): see "frees held back" and "the
+ * quarantine" in redzone.c. */
 void atl_redzone_free_pre(struct atl_free *f);
 void atl_redzone_free_post(struct atl_free *f, CUresult r);
-/* An allocation failed for memory: releases the frees held back and
- * synchronises the context. 1 when the allocation is worth retrying. */
+/* An allocation failed for memory: releases the frees held back and the
+ * quarantine, and synchronises the context. 1 when the allocation is worth
+ * retrying. */
 int atl_redzone_release_held(void);
 void atl_redzone_sync_pre(const struct atl_sync *s);
 void atl_redzone_capture_pre(const struct atl_capture *c);

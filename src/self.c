@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "events.h"
+#include "hint.h"
 #include "log.h"
 
 #include <errno.h>
@@ -161,7 +162,8 @@ void atl_exit_verdict(void)
     static const char *const what[ATL_FINDING_KINDS][2] = {{"overruns", "overrun"},
                                                            {"faults", "fault"},
                                                            {"leaks", "leak"},
-                                                           {"differing steps", "differing step"}};
+                                                           {"differing steps", "differing step"},
+                                                           {"races", "race"}};
     char list[160];
     size_t n = 0;
     list[0] = '\0';
@@ -176,8 +178,10 @@ void atl_exit_verdict(void)
     }
     if (!n)
         return;
-    atl_log(ATL_ERROR, "reported %s: exit status %llu (ATLAS_ERROR_EXITCODE)", list,
-            atl_cfg.error_exitcode);
+    char code[24], set[64];
+    snprintf(code, sizeof code, "%llu", atl_cfg.error_exitcode);
+    atl_log(ATL_ERROR, "reported %s: exit status %llu (%s)", list, atl_cfg.error_exitcode,
+            atl_hint_setting("ATLAS_ERROR_EXITCODE", code, set, sizeof set));
     fflush(NULL);
     _exit((int)atl_cfg.error_exitcode);
 }

@@ -34,6 +34,7 @@ enum atl_finding {
     ATL_FINDING_FAULT,   /* a sticky fault, or a launch debug sync found failing */
     ATL_FINDING_LEAK,    /* allocations never freed (ATLAS_LEAKS) */
     ATL_FINDING_DIFF,    /* a step that differs (counts only with ATLAS_ERROR_ON=diff) */
+    ATL_FINDING_RACE,    /* a race between streams (ATLAS_RACES) */
     ATL_FINDING_KINDS,
 };
 void atl_note_finding(enum atl_finding kind, uint64_t n);

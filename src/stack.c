@@ -295,6 +295,11 @@ void atl_stack_site(const struct atl_stack *s, char *buf, size_t len)
         snprintf(buf, len, "?");
 }
 
+int atl_stack_skipped(void *pc)
+{
+    return ours(pc) || plumbing(pc);
+}
+
 int atl_stack_site_index(const struct atl_stack *s)
 {
     for (int i = 0; i < s->n; i++)

@@ -23,6 +23,7 @@
 #include "chrome.h"
 #include "config.h"
 #include "driver.h"
+#include "hint.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
@@ -266,6 +267,7 @@ void atl_trace_sync(const struct atl_sync *s, CUresult r)
  * open is the tracker's (src/capture.c: the engine tells it first); the
  * trace keeps only whether its capture step is open. */
 static int cap_step;
+static int captured_any; /* for the exit's "no capture" line */
 static uint64_t cap_stream, cap_begin_ns;
 
 static void capture_step_end(void)
@@ -296,6 +298,7 @@ void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
 {
     if (!c->begin || r != CUDA_SUCCESS)
         return;
+    __atomic_store_n(&captured_any, 1, __ATOMIC_RELAXED);
     if (atl_trace_mode == ATL_MODE_CAPTURE &&
         !__atomic_exchange_n(&cap_step, 1, __ATOMIC_ACQ_REL) &&
         !__atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE)) {
@@ -358,10 +361,17 @@ static void exit_hints(void)
 {
     if (atl_trace_mode == ATL_MODE_NVTX)
         atl_nvtx_hint();
+    char set[64];
     if (atl_trace_mode == ATL_MODE_API && !__atomic_load_n(&api_begun, __ATOMIC_RELAXED))
         atl_log(ATL_WARN,
-                "step trace: ATLAS_STEP=api but the program never called atlas_step_begin "
-                "(include/atlas/trace.h): no steps were recorded");
+                "step trace: %s but the program never called atlas_step_begin "
+                "(include/atlas/trace.h): no steps were recorded",
+                atl_hint_setting("ATLAS_STEP", "api", set, sizeof set));
+    if (atl_trace_mode == ATL_MODE_CAPTURE && !__atomic_load_n(&captured_any, __ATOMIC_RELAXED))
+        atl_log(ATL_WARN,
+                "step trace: %s but the program captured no graph (no stream capture began): "
+                "no steps were recorded",
+                atl_hint_setting("ATLAS_STEP", "capture", set, sizeof set));
 }
 
 void atl_trace_exit(void)

@@ -149,15 +149,32 @@ static _Noreturn void bad_usage(const char *fmt, const char *arg)
  * same thing for the live report. */
 static unsigned parse_max(const char *v)
 {
-    int idx = atl_config_find("ATLAS_DIFF_MAX");
-    const char *why = atl_config_check(idx, v);
+    unsigned long long n = 0;
+    const char *why = atl_config_value(atl_config_find("ATLAS_DIFF_MAX"), v, &n);
     if (why) {
         char fmt[160];
         snprintf(fmt, sizeof fmt, "--max %%s: %s (N is a number of lines, as for ATLAS_DIFF_MAX)",
                  why);
         bad_usage(fmt, v);
     }
-    return (unsigned)strtoull(v, NULL, 0);
+    /* the value as the library reads it (decimal or 0x hex: 010 is ten, 09 is nine) */
+    return (unsigned)n;
+}
+
+/* --ignore's list (or ATLAS_DIFF_IGNORE's, `what`), refused by the rules the library refuses
+ * ATLAS_DIFF_IGNORE with: an entry that does not parse would otherwise quietly ignore nothing. */
+static const char *parse_ignore(const char *what, const char *v)
+{
+    const char *why = atl_config_check(atl_config_find("ATLAS_DIFF_IGNORE"), v);
+    if (why) {
+        char fmt[320];
+        snprintf(fmt, sizeof fmt,
+                 "%s%%s: %s (a list of kernel or kernel:argN, as for "
+                 "ATLAS_DIFF_IGNORE)",
+                 what, why);
+        bad_usage(fmt, v);
+    }
+    return v;
 }
 
 /* --pointers' or --residue's value (or the setting's, `name`), by the rules of that
@@ -193,6 +210,8 @@ int main(int argc, char **argv)
 {
     unsigned max = default_max();
     const char *ign = getenv("ATLAS_DIFF_IGNORE");
+    if (ign && *ign)
+        parse_ignore("ATLAS_DIFF_IGNORE=", ign);
     const char *pv = getenv("ATLAS_DIFF_POINTERS");
     int pointers = pv && *pv ? parse_mode("ATLAS_DIFF_POINTERS", pv, "ATLAS_DIFF_POINTERS=")
                              : ATL_PTRS_COLLAPSE;
@@ -219,7 +238,7 @@ int main(int argc, char **argv)
         } else if ((v = option_value(argc, argv, &i, "--max"))) {
             max = parse_max(v);
         } else if ((v = option_value(argc, argv, &i, "--ignore"))) {
-            ign = v;
+            ign = parse_ignore("--ignore ", v);
         } else if ((v = option_value(argc, argv, &i, "--pointers"))) {
             pointers = parse_mode("ATLAS_DIFF_POINTERS", v, "--pointers ");
         } else if ((v = option_value(argc, argv, &i, "--residue"))) {

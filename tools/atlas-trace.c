@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "dsk.h"
+#include "hint.h"
 
 #ifndef ATLAS_VERSION
 #define ATLAS_VERSION "unknown"
@@ -63,10 +64,14 @@ static void usage(FILE *f)
             "  --debug-sync[=KERNELS] synchronize after every launch (or only after launches of\n"
             "                        the comma-separated KERNELS), to name a faulting kernel\n"
             "  --leaks               report device allocations still live at exit\n"
+            "  --races[=all]         report races between streams: accesses to the same memory\n"
+            "                        on two streams, nothing ordering them, one a write;\n"
+            "                        all: also those where a side only may write\n"
             "  --audit               report every kernel looked up, found or missing\n"
             "  --stats               print each intercepted function's call count at exit\n"
             "  --error-exitcode=N    exit with status N (1-255) when anything was reported:\n"
-            "                        an overrun, a fault, leaks under --leaks (0: off)\n"
+            "                        an overrun, a fault, leaks under --leaks, a race under\n"
+            "                        --races (0: off)\n"
             "  --error-on=WHAT       findings (the default) or diff: also a differing step\n"
             "  -o, --log=FILE        write atlastrace's reports to FILE instead of stderr\n"
             "  --no-children         leave child processes of the program untraced\n"
@@ -131,11 +136,28 @@ static int valid_step_mode(const char *m)
     return strncmp(m, "nvtx:", 5) == 0 && m[5] != '\0';
 }
 
-/* An output file, made absolute now: the program may change directory before it writes. */
+/* An output file, made absolute now: the program may change directory before it writes.
+ * Refused when it names a folder, or an executable file: `--json ./app lib.so` (the file
+ * forgotten) would run lib.so and let the library truncate ./app. */
 static char *output_path(const char *opt, const char *path)
 {
+    struct stat st;
     if (*path == '\0')
         bad_usage("%s needs a file name", opt);
+    if (!strchr(path, '%') && stat(path, &st) == 0) {
+        char msg[PATH_MAX + 256];
+        if (S_ISDIR(st.st_mode))
+            snprintf(msg, sizeof msg, "%s %s: a folder, not a file", opt, path);
+        else if (S_ISREG(st.st_mode) && (st.st_mode & 0111))
+            snprintf(msg, sizeof msg,
+                     "%s %s: an executable file, which the report would overwrite (the program "
+                     "comes after the file: %s=FILE program ...)",
+                     opt, path, opt);
+        else
+            msg[0] = '\0';
+        if (msg[0])
+            bad_usage("%s", msg);
+    }
     if (path[0] == '/')
         return strdup(path);
     char cwd[PATH_MAX];
@@ -145,6 +167,16 @@ static char *output_path(const char *opt, const char *path)
     if (asprintf(&abs, "%s/%s", cwd, path) < 0)
         return strdup(path);
     return abs;
+}
+
+/* Do two absolute output names name one file: the same name, or one file already there? */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0)
+        return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 static int is_file(const char *p)
@@ -228,6 +260,7 @@ enum {
     OPT_D2H,
     OPT_DEBUG_SYNC,
     OPT_LEAKS,
+    OPT_RACES,
     OPT_AUDIT,
     OPT_STATS,
     OPT_LOG,
@@ -245,6 +278,7 @@ static const struct option long_opts[] = {
     {"d2h", optional_argument, NULL, OPT_D2H},
     {"debug-sync", optional_argument, NULL, OPT_DEBUG_SYNC},
     {"leaks", no_argument, NULL, OPT_LEAKS},
+    {"races", optional_argument, NULL, OPT_RACES},
     {"audit", no_argument, NULL, OPT_AUDIT},
     {"stats", no_argument, NULL, OPT_STATS},
     {"log", required_argument, NULL, OPT_LOG},
@@ -260,54 +294,66 @@ static const struct option long_opts[] = {
 struct settings {
     int trace, leaks, audit, stats, no_children;
     const char *debug_sync; /* "1", or a list of kernel names */
-    const char *step, *redzone, *redzone_check, *d2h, *error_exitcode, *error_on;
+    const char *step, *redzone, *redzone_check, *d2h, *error_exitcode, *error_on, *races;
     char *json, *chrome, *log;
 };
 
-static void parse_options(int argc, char **argv, struct settings *s)
+/* Parses the options into s; word_var[i] gets the ATLAS_* variable the option in argv[i] sets
+ * (for the hints' re-run commands, src/hint.h). */
+static void parse_options(int argc, char **argv, struct settings *s, const char **word_var)
 {
-    int c;
+    int c, first = optind;
+    const char *var = NULL;
 
     opterr = 0; /* our own messages, each followed by the usage */
     /* "+": stop at the first argument that is not an option, which is the program; its own
      * options are left alone. */
-    while ((c = getopt_long(argc, argv, "+:hVo:", long_opts, NULL)) != -1) {
+    for (; (c = getopt_long(argc, argv, "+:hVo:", long_opts, NULL)) != -1; first = optind) {
         switch (c) {
         case OPT_TRACE:
+            var = optarg ? "ATLAS_STEP" : "ATLAS_TRACE";
             s->trace = 1;
             if (optarg) {
                 if (!valid_step_mode(optarg))
                     bad_usage("--trace=%s: the step mode is one of sync, capture, api or nvtx:NAME",
                               optarg);
+                /* and the library's limits (a range name's length) */
+                check_setting("--trace", "ATLAS_STEP", optarg, "MODE is where a step ends");
                 s->step = optarg;
             }
             break;
         case OPT_JSON:
+            var = "ATLAS_TRACE_FILE";
             s->trace = 1;
             free(s->json);
             s->json = output_path("--json", optarg);
             break;
         case OPT_CHROME:
+            var = "ATLAS_CHROME_TRACE";
             s->trace = 1;
             free(s->chrome);
             s->chrome = output_path("--chrome", optarg);
             break;
         case 'o':
         case OPT_LOG:
+            var = "ATLAS_LOG";
             free(s->log);
             s->log = output_path("--log", optarg);
             break;
         case OPT_REDZONE:
+            var = "ATLAS_REDZONE";
             check_setting("--redzone", "ATLAS_REDZONE", optarg,
                           "BYTES is a number of bytes, decimal or 0x hex");
             s->redzone = optarg;
             break;
         case OPT_REDZONE_CHECK:
+            var = "ATLAS_REDZONE_CHECK";
             check_setting("--redzone-check", "ATLAS_REDZONE_CHECK", optarg,
                           "WHEN is one of free, sync or launch");
             s->redzone_check = optarg;
             break;
         case OPT_D2H:
+            var = "ATLAS_D2H_TRACE";
             /* by the library's reading of the number: 010 is ten, 08 is eight */
             if (optarg && check_setting("--d2h", "ATLAS_D2H_TRACE", optarg,
                                         "N is the number of the copy to backtrace") == 0)
@@ -315,36 +361,56 @@ static void parse_options(int argc, char **argv, struct settings *s)
             s->d2h = optarg ? optarg : D2H_DEFAULT;
             break;
         case OPT_ERROR_EXITCODE:
+            var = "ATLAS_ERROR_EXITCODE";
             check_setting("--error-exitcode", "ATLAS_ERROR_EXITCODE", optarg,
                           "N is an exit status");
             s->error_exitcode = optarg;
             break;
         case OPT_ERROR_ON:
+            var = "ATLAS_ERROR_ON";
             check_setting("--error-on", "ATLAS_ERROR_ON", optarg, "WHAT is findings or diff");
             s->error_on = optarg;
             break;
         case OPT_DEBUG_SYNC: {
             const char *why;
+            var = "ATLAS_DEBUG_SYNC_KERNELS";
             if (optarg && atl_dsk_parse(optarg, &why) != ATL_DSK_LIST) {
+                /* the parser's reason for a character that is no name's repeats what a list
+                 * is; said once, with what a name holds */
+                int odd = 0;
+                for (const char *p = optarg; *p; p++)
+                    odd |= *p != ',' && !atl_dsk_name_char(*p);
                 char reason[256];
                 snprintf(reason, sizeof reason,
-                         "KERNELS is a comma-separated list of kernel names%s%s", why ? ": " : "",
-                         why ? why : "");
+                         "KERNELS is a comma-separated list of kernel names%s%s",
+                         odd   ? " (letters, digits, _ $ .)"
+                         : why ? ": "
+                               : "",
+                         !odd && why ? why : "");
                 refuse("--debug-sync", optarg, reason);
             }
             s->debug_sync = optarg ? optarg : "1";
             break;
         }
         case OPT_LEAKS:
+            var = "ATLAS_LEAKS";
             s->leaks = 1;
             break;
+        case OPT_RACES:
+            if (optarg && strcmp(optarg, "all") != 0)
+                refuse("--races", optarg, "the only value is all");
+            s->races = optarg ? "all" : "1";
+            break;
         case OPT_AUDIT:
+            var = "ATLAS_KERNEL_AUDIT";
             s->audit = 1;
             break;
         case OPT_STATS:
+            var = "ATLAS_STATS";
             s->stats = 1;
             break;
         case OPT_NO_CHILDREN:
+            var = "ATLAS_NO_CHILDREN";
             s->no_children = 1;
             break;
         case 'h':
@@ -368,9 +434,25 @@ static void parse_options(int argc, char **argv, struct settings *s)
             }
             bad_usage("unknown or ambiguous option %s", argv[optind - 1]);
         }
+        for (int i = first; i < optind; i++)
+            word_var[i] = var;
     }
     if (optind >= argc)
         bad_usage("%s", "no program to run");
+    /* each report its own file: two in one would truncate each other, and the library could
+     * only say the file is taken */
+    const struct {
+        const char *opt, *path;
+    } out[] = {{"--json", s->json}, {"--chrome", s->chrome}, {"--log", s->log}};
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (out[i].path && out[j].path && same_file(out[i].path, out[j].path)) {
+                char msg[PATH_MAX + 128];
+                snprintf(msg, sizeof msg,
+                         "%s and %s name the same file, %s: each report needs its own", out[i].opt,
+                         out[j].opt, out[i].path);
+                bad_usage("%s", msg);
+            }
 }
 
 static void apply(const struct settings *s, const char *lib)
@@ -393,6 +475,8 @@ static void apply(const struct settings *s, const char *lib)
         set("ATLAS_DEBUG_SYNC_KERNELS", s->debug_sync);
     if (s->leaks)
         set("ATLAS_LEAKS", "1");
+    if (s->races)
+        set("ATLAS_RACES", s->races);
     if (s->audit)
         set("ATLAS_KERNEL_AUDIT", "1");
     if (s->stats)
@@ -432,13 +516,39 @@ static void apply(const struct settings *s, const char *lib)
                 prog, nvtx, s->step);
 }
 
+/* The ATLAS_* entries of the environment, copied (apply() may replace them). */
+static char **atlas_entries(void)
+{
+    size_t n = 0, k = 0;
+    for (char **e = environ; *e; e++)
+        n += strncmp(*e, "ATLAS_", 6) == 0;
+    char **out = calloc(n + 1, sizeof *out);
+    for (char **e = environ; out && *e; e++)
+        if (strncmp(*e, "ATLAS_", 6) == 0 && !(out[k++] = strdup(*e)))
+            return NULL;
+    return out;
+}
+
 int main(int argc, char **argv)
 {
     struct settings s = {0};
+    const char **word_var = calloc((size_t)argc + 1, sizeof *word_var);
+    char **inherited = atlas_entries();
+    if (!word_var || !inherited) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return EXIT_NO_LIBRARY;
+    }
 
-    parse_options(argc, argv, &s);
+    parse_options(argc, argv, &s, word_var);
     char *lib = find_library();
     apply(&s, lib);
+    /* what the library needs to print a re-run command as atlas-trace's (src/hint.h); without
+     * it, hints take the bare-preload form, which also runs */
+    char *front = atl_front_encode(argc, argv, optind, word_var, inherited, environ);
+    if (front)
+        set(ATL_FRONT_VAR, front);
+    else
+        unsetenv(ATL_FRONT_VAR);
 
     char **cmd = argv + optind;
     execvp(cmd[0], cmd);

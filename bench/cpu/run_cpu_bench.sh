@@ -3,7 +3,9 @@
 # the fake driver, native vs the preload idle vs each feature configuration.
 #   run_cpu_bench.sh BUILD REPS N "name:ENV=V ENV=V;name2:..." ["256 10000"]
 # The last argument adds rows launch:K, the launch loop over K distinct
-# kernels in turn (cpu_bench.c), for each count K.
+# kernels in turn (cpu_bench.c), for each count K. CPU_BENCH_BIN and
+# CPU_BENCH_LOOPS run another program of the same interface (its loops by
+# name; make races-bench).
 # Configurations run interleaved (native, idle, stats, ... then again), REPS
 # times; the table shows the median, the spread (min..max) and the ratio of
 # medians against native. Instructions come from callgrind as
@@ -15,10 +17,9 @@ N=${3:-1000000}
 EXTRA=${4:-}
 KERNELS=${5:-}
 export CPU_BENCH_KERNELS="$KERNELS"
-# CPU_BENCH_LOOPS: the loops whose rows are printed (all of them are timed)
-LOOPS=${CPU_BENCH_LOOPS:-"launch args8 dtoh gpt2"}
+LOOPS=${CPU_BENCH_LOOPS:-launch args8 dtoh gpt2}
 for k in $KERNELS; do LOOPS="$LOOPS launch:$k"; done
-BIN=$BUILD/bench/cpu_bench
+BIN=${CPU_BENCH_BIN:-$BUILD/bench/cpu_bench}
 LIB=$(realpath "$BUILD/libatlastrace.so")
 FAKE=$(realpath "$BUILD/fake")
 TMP=$(mktemp -d /tmp/atlas-cpubench-XXXXXX)

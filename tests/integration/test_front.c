@@ -68,6 +68,7 @@ START_TEST(each_option_sets_its_variable)
                           "--d2h=5",
                           "--debug-sync",
                           "--leaks",
+                          "--races=all",
                           "--audit",
                           "--stats",
                           "--log=/tmp/atlas-%p-%r.log",
@@ -83,12 +84,13 @@ START_TEST(each_option_sets_its_variable)
     ck_line(r.out, "ATLAS_D2H_TRACE=5");
     ck_line(r.out, "ATLAS_DEBUG_SYNC_KERNELS=1");
     ck_line(r.out, "ATLAS_LEAKS=1");
+    ck_line(r.out, "ATLAS_RACES=all");
     ck_line(r.out, "ATLAS_KERNEL_AUDIT=1");
     ck_line(r.out, "ATLAS_STATS=1");
     ck_line(r.out, "ATLAS_LOG=/tmp/atlas-%%p-%%r.log"); /* the library expands %p, %r */
     ck_line(r.out, "LD_PRELOAD=%s", lib);
     ck_line(r.out, "NVTX_INJECTION64_PATH=%s", lib);
-    ck_assert_int_eq(count_lines(r.out, "ATLAS_"), 10);
+    ck_assert_int_eq(count_lines(r.out, "ATLAS_"), 11);
     run_free(&r);
 }
 END_TEST
@@ -125,11 +127,12 @@ END_TEST
 
 START_TEST(value_defaults_and_modes)
 {
-    const char *args[] = {"--trace", "--d2h", target, "env", NULL};
+    const char *args[] = {"--trace", "--d2h", "--races", target, "env", NULL};
     struct run_result r;
     run_ok(&r, args, NULL);
     ck_line(r.out, "ATLAS_TRACE=1");
     ck_line(r.out, "ATLAS_D2H_TRACE=1");
+    ck_line(r.out, "ATLAS_RACES=1");
     ck_assert_int_eq(count_lines(r.out, "ATLAS_STEP"), 0);
     run_free(&r);
 
@@ -200,10 +203,22 @@ static const struct {
     {"--error-exitcode=-1", "--error-exitcode=-1: negative value"},
     {"--error-exitcode=x", "--error-exitcode=x: not a number"},
     {"--error-on=leaks", "--error-on=leaks: not one of the accepted values for ATLAS_ERROR_ON"},
+    {"--races=1", "--races=1: the only value is all"},
     /* a kernel list: names only (on and off are spelled --debug-sync and nothing) */
     {"--debug-sync=,", "--debug-sync=,: KERNELS is a comma-separated list of kernel names"},
     {"--debug-sync=yes", "--debug-sync=yes: KERNELS is a comma-separated list"},
+    {"--debug-sync=a!", "--debug-sync=a!: KERNELS is a comma-separated list of kernel names "
+                        "(letters, digits, _ $ .)\n"},
 };
+
+/* How often `needle` occurs in `text`. */
+static int occurrences(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
 
 START_TEST(bad_option_is_usage_error)
 {
@@ -214,6 +229,9 @@ START_TEST(bad_option_is_usage_error)
     ck_assert_msg(strstr(r.err, bad[_i].says), "%s: stderr lacks '%s':\n%s", bad[_i].opt,
                   bad[_i].says, r.err);
     ck_assert_msg(strstr(r.err, "Usage: atlas-trace"), "%s: no usage:\n%s", bad[_i].opt, r.err);
+    /* said once: the argument, and what a value must be */
+    ck_assert_msg(occurrences(r.err, bad[_i].opt) <= 1 && occurrences(r.err, bad[_i].says) == 1,
+                  "%s: said twice:\n%s", bad[_i].opt, r.err);
     ck_assert_msg(strcmp(r.out, "") == 0, "%s: the program ran:\n%s", bad[_i].opt, r.out);
     run_free(&r);
 }
@@ -282,7 +300,7 @@ START_TEST(error_exitcode_replaces_the_status)
                   verdicts[_i].how, verdicts[_i].overrun, r.status, verdicts[_i].status, r.err);
     ck_line(r.out, "ending by %s(3)", verdicts[_i].how);
     if (verdicts[_i].status == 9)
-        HAS(r.err, "reported 1 overrun: exit status 9 (ATLAS_ERROR_EXITCODE)");
+        HAS(r.err, "reported 1 overrun: exit status 9 (--error-exitcode=9)");
     else
         HASNT(r.err, "ATLAS_ERROR_EXITCODE");
     run_free(&r);
@@ -375,7 +393,8 @@ START_TEST(step_mode_hints_are_true)
 
     const char *api[] = {"--trace=api", BUILD_DIR "/tests/trace_steps", "scalar", "2", NULL};
     run_ok(&r, api, NULL);
-    HAS(r.err, "ATLAS_STEP=api but the program never called atlas_step_begin");
+    /* said as the option the user typed, not the variable it became */
+    HAS(r.err, "step trace: --trace=api but the program never called atlas_step_begin");
     run_free(&r);
 
     const char *api_used[] = {"--trace=api", BUILD_DIR "/tests/trace_steps", "api", "2", NULL};
@@ -698,6 +717,71 @@ START_TEST(demo_runs_on_the_fake_driver)
 }
 END_TEST
 
+/* Output files the tool can tell are wrong are refused before anything runs: an executable
+ * (`--json ./app lib.so`, the file forgotten, would run lib.so and let the library truncate
+ * ./app), a folder, one file for two reports; and a range name longer than the library takes.
+ * Set by hand, the library names the report that already writes the file. */
+START_TEST(output_files_checked)
+{
+    char dir[] = "/tmp/atlas-front-out-XXXXXX", app[PATH_MAX], same[PATH_MAX];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(app, sizeof app, "%s/app", dir);
+    snprintf(same, sizeof same, "%s/same", dir);
+    char cp[2 * PATH_MAX];
+    snprintf(cp, sizeof cp, "cp %s %s", target, app);
+    ck_assert_int_eq(system(cp), 0);
+    struct stat before, after;
+    ck_assert_int_eq(stat(app, &before), 0);
+
+    char json_eq_same[PATH_MAX + 16], chrome_eq_same[PATH_MAX + 16], json_dir[PATH_MAX + 16];
+    snprintf(json_eq_same, sizeof json_eq_same, "--json=%s", same);
+    snprintf(chrome_eq_same, sizeof chrome_eq_same, "--chrome=%s", same);
+    snprintf(json_dir, sizeof json_dir, "--json=%s", dir);
+    char long_mode[128] = "--trace=nvtx:";
+    memset(long_mode + strlen(long_mode), 'n', 70);
+    const struct {
+        const char *args[6], *says;
+    } cases[] = {
+        {{"--json", app, BUILD_DIR "/tests/front_demo_kernels.so", NULL},
+         ": an executable file, which the report would overwrite"},
+        {{"-o", app, target, "env", NULL}, ": an executable file"},
+        {{json_eq_same, chrome_eq_same, target, "env", NULL},
+         "--json and --chrome name the same file"},
+        {{json_eq_same, "-o", same, target, "env", NULL}, "--json and --log name the same file"},
+        {{json_dir, target, "env", NULL}, ": a folder, not a file"},
+        {{long_mode, target, "env", NULL}, "range name too long for ATLAS_STEP"},
+    };
+    struct run_result r;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_tool(&r, TOOL, cases[i].args, NULL);
+        ck_assert_msg(r.status == 2, "%s: exit %d\n%s", cases[i].says, r.status, r.err);
+        HAS(r.err, cases[i].says);
+        ck_assert_str_eq(r.out, "");
+        run_free(&r);
+    }
+    ck_assert_int_eq(stat(app, &after), 0);
+    ck_assert_int_eq(after.st_size, before.st_size);
+
+    /* set by hand: the library says which report has the file, not "another process" */
+    char tv[PATH_MAX + 32], cv[PATH_MAX + 32];
+    snprintf(tv, sizeof tv, "ATLAS_TRACE_FILE=%s", same);
+    snprintf(cv, sizeof cv, "ATLAS_CHROME_TRACE=%s", same);
+    const char *env[] = {tv, cv, NULL};
+    char *argv[] = {BUILD_DIR "/examples/demo_steps", BUILD_DIR "/tests/front_demo_kernels.so",
+                    NULL};
+    run_target(&r, argv, env, 1);
+    ck_assert_int_eq(r.status, 0);
+    HAS(r.log, "cannot open ATLAS_CHROME_TRACE file '");
+    HAS(r.log, "': ATLAS_TRACE_FILE writes it already (each report needs a file of its own); no "
+               "Chrome trace");
+    HASNT(r.log, "another process");
+    run_free(&r);
+    unlink(same);
+    unlink(app);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     /* what the tests' own environment holds must not leak into what they assert */
@@ -746,6 +830,7 @@ int main(void)
     tcase_add_test(tc, no_children_without_the_tool);
     tcase_add_test(tc, no_children_python_subprocess);
     tcase_add_test(tc, demo_runs_on_the_fake_driver);
+    tcase_add_test(tc, output_files_checked);
     suite_add_tcase(s, tc);
 
     SRunner *sr = srunner_create(s);

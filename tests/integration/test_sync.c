@@ -250,7 +250,8 @@ START_TEST(a_graph_suspect_lists_its_kernel_nodes)
     HAS(r.log, "fault:       node kernel=oob_write(float*) grid=(2,1,1) block=(256,1,1)\n");
     HAS(r.log, "fault:       node kernel=axpy_good(float*) grid=(2,1,1) block=(512,1,1)\n");
     /* only the graph is rare: the hint synchronises graph launches */
-    HAS(r.log, "then their kernel nodes listed): ATLAS_DEBUG_SYNC_KERNELS=1 " TARGET " graph\n");
+    HAS(r.log, "then their kernel nodes listed): LD_PRELOAD=");
+    HAS(r.log, " ATLAS_DEBUG_SYNC_KERNELS=1 " TARGET " graph\n");
     run_free(&r);
 }
 END_TEST

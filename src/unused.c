@@ -1,0 +1,113 @@
+/*
+ * Settings that do nothing (src/unused.h). The rules name what each feature needs to be on,
+ * by the code that reads the setting: red zones read theirs only with ATLAS_REDZONE (the
+ * allocation trace also with the ledger of ATLAS_LEAKS), the step trace only when it records
+ * (ATLAS_TRACE, ATLAS_TRACE_FILE or ATLAS_CHROME_TRACE), the exit status only with
+ * ATLAS_ERROR_EXITCODE.
+ */
+#include "unused.h"
+
+#include "config.h"
+#include "envedit.h"
+#include "hint.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int given(const char *var)
+{
+    int i = atl_config_find(var);
+    return i >= 0 && atl_cfg.set[i];
+}
+
+/* A feature and the settings that do nothing while it is off. */
+struct rule {
+    int off;
+    const char *needs; /* what turns it on, as the line says it (variables, " or " between) */
+    const char *why;
+    const char *settings[8];
+};
+
+static void say(const struct rule *r)
+{
+    char line[1024], one[160];
+    size_t used = 0;
+    int n = 0, total = 0;
+    for (int i = 0; r->settings[i]; i++)
+        total += given(r->settings[i]);
+    if (!r->off || !total)
+        return;
+    line[0] = '\0';
+    for (int i = 0; r->settings[i]; i++) {
+        if (!given(r->settings[i]))
+            continue;
+        const char *v = atl_env_get(r->settings[i]);
+        char shown[72];
+        atl_config_show_value(v ? v : "", shown, sizeof shown);
+        atl_hint_setting(r->settings[i], shown, one, sizeof one);
+        n++;
+        used += (size_t)snprintf(line + used, used < sizeof line ? sizeof line - used : 0, "%s%s",
+                                 n == 1       ? ""
+                                 : n == total ? " and "
+                                              : ", ",
+                                 one);
+        if (used >= sizeof line)
+            used = sizeof line - 1;
+    }
+    /* the prerequisites, each in the user's terms */
+    char needs[256], name[64];
+    size_t nu = 0;
+    needs[0] = '\0';
+    for (const char *p = r->needs; *p;) {
+        size_t len = strcspn(p, " ");
+        char var[64];
+        snprintf(var, sizeof var, "%.*s", (int)len, p);
+        const char *shown =
+            strncmp(var, "ATLAS_", 6) == 0 ? atl_hint_name(var, name, sizeof name) : var;
+        nu += (size_t)snprintf(needs + nu, nu < sizeof needs ? sizeof needs - nu : 0, "%s%s",
+                               nu ? " " : "", shown);
+        if (nu >= sizeof needs)
+            nu = sizeof needs - 1;
+        p += len;
+        p += strspn(p, " ");
+    }
+    atl_log(ATL_WARN, "%s %s nothing without %s (%s)", line, total == 1 ? "does" : "do", needs,
+            r->why);
+}
+
+void atl_unused_settings(void)
+{
+    int tracing = atl_cfg.trace || atl_cfg.trace_file || atl_cfg.chrome_trace;
+    const struct rule rules[] = {
+        {!atl_cfg.redzone,
+         "ATLAS_REDZONE",
+         "red zones are off",
+         {"ATLAS_REDZONE_CHECK", "ATLAS_REDZONE_FILL", "ATLAS_REDZONE_MIN_IDX",
+          "ATLAS_REDZONE_POOLS", NULL}},
+        {!atl_cfg.redzone && !atl_cfg.leaks,
+         "ATLAS_REDZONE or ATLAS_LEAKS",
+         "no allocation is on the ledger",
+         {"ATLAS_REDZONE_TRACE_IDX", "ATLAS_STACK_DEPTH", NULL}},
+        {!tracing,
+         "ATLAS_TRACE",
+         "steps are not recorded",
+         {"ATLAS_STEP", "ATLAS_DIFF_MAX", "ATLAS_DIFF_IGNORE", "ATLAS_DIFF_POINTERS",
+          "ATLAS_DIFF_RESIDUE", "ATLAS_TRACE_MAX_MB", NULL}},
+        {!atl_cfg.chrome_trace,
+         "ATLAS_CHROME_TRACE",
+         "no Chrome trace is written",
+         {"ATLAS_CHROME_MAX_MB", NULL}},
+        {!atl_cfg.error_exitcode,
+         "ATLAS_ERROR_EXITCODE",
+         "the exit status is the program's",
+         {"ATLAS_ERROR_ON", NULL}},
+        /* diff counts differing steps, which only a recorded trace has */
+        {atl_cfg.error_exitcode && atl_cfg.error_on == 1 && !tracing,
+         "ATLAS_TRACE",
+         "no step is recorded, so none can differ",
+         {"ATLAS_ERROR_ON", NULL}},
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        say(&rules[i]);
+}
