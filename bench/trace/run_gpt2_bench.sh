@@ -3,12 +3,12 @@
 # native, on the H200 (issue #30: 1.3-1.67x before; the bar is 1.10x):
 #   bench/trace/run_gpt2_bench.sh BUILD_DIR [RUNS]
 # RUNS (default 5) native and traced processes, interleaved; each prints the
-# median of its 60 timed steps (bench/trace/gpt2_step.py). Prints each run,
-# the medians and their ratio, PASS or FAIL against 1.10x; exits 1 on FAIL.
+# median of its blocks of timed steps (bench/races/gpt2_step.py, each step
+# ending with the host reading the loss). Prints each run, the medians and
+# their ratio, PASS or FAIL against 1.10x; exits 1 on FAIL.
 build=${1:-build}
 runs=${2:-5}
 lib=$(realpath "$build/libatlastrace.so")
-here=bench/trace
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 status=0
@@ -16,9 +16,9 @@ status=0
 one() { # NAME [ENV...]: one run, its step time appended to $tmp/NAME
     name=$1
     shift
-    if env "$@" python3 $here/gpt2_step.py 10 60 >"$tmp/out" 2>"$tmp/err" &&
-        grep -q '^ok' "$tmp/out"; then
-        ms=$(awk '/^step_ms/ {print $2}' "$tmp/out")
+    if env "$@" python3 bench/races/gpt2_step.py 100 sync >"$tmp/out" 2>"$tmp/err" &&
+        grep -q '^ms_per_step ' "$tmp/out"; then
+        ms=$(awk '/^ms_per_step/ {print $2}' "$tmp/out")
         echo "$ms" >>"$tmp/$name"
         echo "  $name: $ms ms a step"
     else
