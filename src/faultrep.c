@@ -32,14 +32,9 @@ static unsigned long long dsk_seen; /* the list's entries that named a launched 
  * are forgotten. */
 unsigned atl_faultrep_init(void)
 {
+    /* a bad value was said, and left unset, by the settings' parser (the same one: src/dsk.h) */
     const char *why;
     debug_sync = atl_dsk_parse(atl_cfg.debug_sync_kernels, &why);
-    if (debug_sync == ATL_DSK_BAD) {
-        char shown[80];
-        atl_config_show_value(atl_cfg.debug_sync_kernels, shown, sizeof shown);
-        atl_log(ATL_ERROR, "ignoring ATLAS_DEBUG_SYNC_KERNELS='%s': %s; using 0", shown, why);
-        debug_sync = ATL_DSK_OFF;
-    }
     atl_fault_init(atl_cfg.launch_ring);
     if (debug_sync == ATL_DSK_LIST) {
         /* a copy: the environment's string may be changed by the program */

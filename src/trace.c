@@ -32,7 +32,6 @@
 
 #include <pthread.h>
 #include <string.h>
-#include <strings.h>
 
 int atl_trace_on;
 enum atl_trace_mode atl_trace_mode;
@@ -318,16 +317,21 @@ unsigned atl_trace_init(void)
      * atlas-trace --chrome does): a file setting never does nothing */
     if (!atl_cfg.trace && !atl_cfg.chrome_trace && !atl_cfg.trace_file)
         return 0;
-    /* the syntax was checked (and a bad value reported) with the settings */
-    const char *st = atl_cfg.step ? atl_cfg.step : "sync";
-    if (strcasecmp(st, "capture") == 0) {
+    /* read by the rule the settings were checked with (a bad value was reported then, and
+     * left unset: sync) */
+    const char *range;
+    switch (atl_step_mode(atl_cfg.step, &range)) {
+    case ATL_STEP_CAPTURE:
         atl_trace_mode = ATL_MODE_CAPTURE;
-    } else if (strcasecmp(st, "api") == 0) {
+        break;
+    case ATL_STEP_API:
         atl_trace_mode = ATL_MODE_API;
-    } else if (strncasecmp(st, "nvtx:", 5) == 0) {
+        break;
+    case ATL_STEP_NVTX:
         atl_trace_mode = ATL_MODE_NVTX;
-        atl_nvtx_init(st + 5);
-    } else {
+        atl_nvtx_init(range);
+        break;
+    default:
         atl_trace_mode = ATL_MODE_SYNC;
     }
     atl_tbuf_init((size_t)atl_cfg.trace_max_mb << 20);
