@@ -482,6 +482,20 @@ const char *atl_config_value(int idx, const char *value, unsigned long long *num
     return parse_value(&atl_cfg_vars[idx], value, num);
 }
 
+const char *atl_config_env(int idx, char *const *envp, const char **value, unsigned long long *num)
+{
+    const struct atl_cfg_var *v = &atl_cfg_vars[idx];
+    size_t n = strlen(v->name);
+    *value = NULL;
+    *num = v->def;
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, v->name, n) == 0 && (*e)[n] == '=')
+            *value = *e + n + 1;
+    if (*value && !**value)
+        *value = NULL;
+    return *value ? parse_value(v, *value, num) : NULL;
+}
+
 const char *atl_config_check(int idx, const char *value)
 {
     unsigned long long num;

@@ -122,6 +122,12 @@ const char *atl_config_check(int idx, const char *value);
  * in *num when valid. */
 const char *atl_config_value(int idx, const char *value, unsigned long long *num);
 
+/* Setting number `idx` as the environment `envp` gives it, by the table's rules, for a tool
+ * that reads a few settings of its own (atlas-diff): NULL when it is unset or empty (*value
+ * NULL, *num its default) or valid (*value its text, *num as atl_config_value gives it), else
+ * why not (*value its text). */
+const char *atl_config_env(int idx, char *const *envp, const char **value, unsigned long long *num);
+
 /* Expands %p (PID), %r (rank from RANK, LOCAL_RANK, OMPI_COMM_WORLD_RANK or
  * SLURM_PROCID, "0" when none) and %% (a %) in a file name pattern. Returns
  * 0, or -1 when the name does not fit in `outsz` (out then holds the part

@@ -955,6 +955,23 @@ START_TEST(tool_command_line)
     ck_assert_int_eq(r.status, 2);
     HAS(r.err, "atlas-diff: ATLAS_DIFF_IGNORE=add_pos:argX: not KERNEL or KERNEL:argN");
     run_free(&r);
+
+    /* and ATLAS_DIFF_MAX, through the settings module, as the live report reads it; --max over it
+     */
+    static const char *const max_env[] = {"ATLAS_DIFF_MAX=3", NULL};
+    run_target(&r, argv, max_env, 0);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(count_lines(r.out, "... 5 more differences not shown (ATLAS_DIFF_MAX=3)"), 1);
+    run_free(&r);
+    char *argv_max[] = {TOOL, "--max=4", path, NULL};
+    run_target(&r, argv_max, max_env, 0);
+    ck_assert_int_eq(count_lines(r.out, "... 4 more differences not shown (--max=4)"), 1);
+    run_free(&r);
+    static const char *const bad_max[] = {"ATLAS_DIFF_MAX=lots", NULL};
+    run_target(&r, argv, bad_max, 0);
+    ck_assert_int_eq(r.status, 2);
+    HAS(r.err, "atlas-diff: ATLAS_DIFF_MAX=lots: not a number");
+    run_free(&r);
 }
 END_TEST
 
