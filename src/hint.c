@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "hint.h"
 
+#include "config.h"
 #include "envedit.h"
 
 #include <dlfcn.h>
@@ -21,36 +22,13 @@
 
 extern char **environ;
 
-/* The settings atlas-trace has options for, and how each is spelled: `flag` when the value is
- * 1, `eq` followed by the value otherwise. (tools/atlas-trace.c; tests/integration/
- * test_hints.sh checks each spelling against what atlas-trace sets.) */
-static const struct {
-    const char *var, *flag, *eq;
-} options[] = {
-    {"ATLAS_TRACE", "--trace", NULL},
-    {"ATLAS_STEP", NULL, "--trace="},
-    {"ATLAS_TRACE_FILE", NULL, "--json="},
-    {"ATLAS_CHROME_TRACE", NULL, "--chrome="},
-    {"ATLAS_REDZONE", NULL, "--redzone="},
-    {"ATLAS_REDZONE_CHECK", NULL, "--redzone-check="},
-    {"ATLAS_D2H_TRACE", NULL, "--d2h="},
-    {"ATLAS_DEBUG_SYNC_KERNELS", "--debug-sync", "--debug-sync="},
-    {"ATLAS_LEAKS", "--leaks", NULL},
-    {"ATLAS_KERNEL_AUDIT", "--audit", NULL},
-    {"ATLAS_STATS", "--stats", NULL},
-    {"ATLAS_LOG", NULL, "--log="},
-    {"ATLAS_ERROR_EXITCODE", NULL, "--error-exitcode="},
-    {"ATLAS_ERROR_ON", NULL, "--error-on="},
-    {"ATLAS_NO_CHILDREN", "--no-children", NULL},
-    {"ATLAS_RACES", "--races", "--races="},
-};
-
-static int option_of(const char *var)
+/* The row of the settings table whose atlas-trace option sets `var` (src/config.def), or
+ * NULL when it has none. (tests/integration/test_hints.sh checks each spelling against what
+ * atlas-trace sets.) */
+static const struct atl_cfg_var *option_of(const char *var)
 {
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
-        if (strcmp(options[i].var, var) == 0)
-            return (int)i;
-    return -1;
+    int i = atl_config_find(var);
+    return i >= 0 && atl_cfg_vars[i].opt.name ? &atl_cfg_vars[i] : NULL;
 }
 
 /* ---- growing strings ------------------------------------------------------------------- */
@@ -307,16 +285,20 @@ static int added(const struct atl_hint_set *add, size_t n, const char *name, siz
     return 0;
 }
 
-/* The option that gives `var` the value `value`, into out; NULL when there is none. */
+/* The option that gives `var` the value `value`, into out: the bare option when that is the
+ * value it gives ("--trace", "--debug-sync"), else "--name=value"; NULL when there is none, or
+ * the option does not take that value (--races=0 is spelled by leaving --races out). */
 static const char *option_text(const char *var, const char *value, char *out, size_t len)
 {
-    int o = option_of(var);
-    if (o < 0)
+    const struct atl_cfg_var *v = option_of(var);
+    if (!v)
         return NULL;
-    if (options[o].flag && strcmp(value, "1") == 0)
-        snprintf(out, len, "%s", options[o].flag);
-    else if (options[o].eq)
-        snprintf(out, len, "%s%s", options[o].eq, value);
+    const struct atl_cfg_opt *o = &v->opt;
+    if ((o->kind == ATL_OPT_FLAG && strcmp(value, "1") == 0) ||
+        (o->bare && strcmp(value, o->bare) == 0))
+        snprintf(out, len, "--%s", o->name);
+    else if (o->kind != ATL_OPT_FLAG && !(o->vcheck && o->vcheck(value)))
+        snprintf(out, len, "--%s=%s", o->name, value);
     else
         return NULL;
     return out;
@@ -520,7 +502,7 @@ static char given_by(const struct front *f, const char *var)
 static int speak_option(const char *var)
 {
     struct front f;
-    if (option_of(var) < 0 || front_read(&f) != 0)
+    if (!option_of(var) || front_read(&f) != 0)
         return 0;
     char how = given_by(&f, var);
     free(f.w);
@@ -536,12 +518,9 @@ const char *atl_hint_setting(const char *var, const char *value, char *out, size
 
 const char *atl_hint_name(const char *var, char *out, size_t len)
 {
-    int o = option_of(var);
     if (!speak_option(var))
         snprintf(out, len, "%s", var);
-    else if (options[o].flag)
-        snprintf(out, len, "%s", options[o].flag);
     else
-        snprintf(out, len, "%.*s", (int)strcspn(options[o].eq, "="), options[o].eq);
+        snprintf(out, len, "--%s", option_of(var)->opt.name);
     return out;
 }

@@ -275,6 +275,12 @@ START_TEST(limits_are_the_librarys)
     run_ok(&r, short_log, NULL);
     ck_line(r.out, "ATLAS_LOG=/tmp/a.log");
     run_free(&r);
+
+    /* valgrind's and compute-sanitizer's spelling of it */
+    const char *log_file[] = {"--log-file=/tmp/b.log", target, "env", NULL};
+    run_ok(&r, log_file, NULL);
+    ck_line(r.out, "ATLAS_LOG=/tmp/b.log");
+    run_free(&r);
 }
 END_TEST
 
