@@ -25,6 +25,7 @@
 #include "driver.h"
 #include "hint.h"
 #include "kernels.h"
+#include "kselect.h"
 #include "ledger.h"
 #include "log.h"
 #include "nvtx.h"
@@ -85,7 +86,10 @@ out:
 
 void atl_trace_launch(const struct atl_launch *l, CUresult r)
 {
-    if (r != CUDA_SUCCESS || !rec_now() || skip_op((uint64_t)(uintptr_t)l->stream))
+    /* ATLAS_KERNEL: the launches of the kernels it selects only (one match per kernel, kept in
+     * its record) */
+    if (r != CUDA_SUCCESS || !rec_now() || skip_op((uint64_t)(uintptr_t)l->stream) ||
+        !atl_ksel_match(l->rec))
         return;
     const void *packed = NULL;
     size_t packed_size = 0;
@@ -334,6 +338,7 @@ unsigned atl_trace_init(void)
     default:
         atl_trace_mode = ATL_MODE_SYNC;
     }
+    atl_ksel_init();
     atl_tbuf_init((size_t)atl_cfg.trace_max_mb << 20);
     atl_tstep_init();
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */

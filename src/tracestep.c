@@ -60,6 +60,14 @@ static void log_line_cb(void *ctx, const char *text)
     atl_log_line(text);
 }
 
+/* The exit summary's lines: the step trace's own summary, said at warn (ATLAS_LOG_LEVEL=error,
+ * atlas-trace -q, keeps the diffs, which are findings, and drops it) */
+static void summary_line_cb(void *ctx, const char *text)
+{
+    (void)ctx;
+    atl_log(ATL_WARN, "%s", text);
+}
+
 /* Under step_mu: the arrays of a step no longer needed, kept for the next
  * thread buffer whose arrays a step takes over (so a steady loop allocates
  * nothing per step). */
@@ -759,7 +767,7 @@ void atl_tstep_exit(void (*hints)(void))
         stats.steps += f, stats.compared += f, stats.identical += f;
         __atomic_store_n(&b->fast_steps, 0, __ATOMIC_RELAXED);
     }
-    atl_diff_summary(&stats, log_line_cb, NULL);
+    atl_diff_summary(&stats, summary_line_cb, NULL);
     if (json) {
         fclose(json);
         __atomic_store_n(&json, NULL, __ATOMIC_RELAXED); /* fast_step reads it without step_mu */

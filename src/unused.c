@@ -72,8 +72,13 @@ static void say(const struct rule *r)
         size_t len = strcspn(p, " ");
         char var[64];
         snprintf(var, sizeof var, "%.*s", (int)len, p);
-        const char *shown =
-            strncmp(var, "ATLAS_", 6) == 0 ? atl_hint_name(var, name, sizeof name) : var;
+        /* NAME, or NAME=VALUE for a setting that needs that value */
+        char *eq = strchr(var, '=');
+        if (eq)
+            *eq++ = '\0';
+        const char *shown = strncmp(var, "ATLAS_", 6) != 0 ? var
+                            : eq ? atl_hint_setting(var, eq, name, sizeof name)
+                                 : atl_hint_name(var, name, sizeof name);
         nu += (size_t)snprintf(needs + nu, nu < sizeof needs ? sizeof needs - nu : 0, "%s%s",
                                nu ? " " : "", shown);
         if (nu >= sizeof needs)
@@ -97,6 +102,11 @@ void atl_unused_settings(void)
          NULL},
         {!atl_cfg.error_exitcode, "ATLAS_ERROR_EXITCODE", "the exit status is the program's",
          ATL_NEED_EXITCODE, NULL},
+        /* the kernels it limits are those the step trace records and those red zones'
+         * launch mode checks after */
+        {!tracing && !(atl_cfg.redzone && atl_cfg.redzone_check == 2),
+         "ATLAS_TRACE or ATLAS_REDZONE_CHECK=launch", "it limits the step trace and launch mode",
+         ATL_NEED_KSELECT, NULL},
         /* diff counts differing steps, which only a recorded trace has */
         {atl_cfg.error_exitcode && atl_cfg.error_on == 1 && !tracing, "ATLAS_TRACE",
          "no step is recorded, so none can differ", ATL_NEED_NONE, "ATLAS_ERROR_ON"},

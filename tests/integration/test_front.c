@@ -95,6 +95,77 @@ START_TEST(each_option_sets_its_variable)
 }
 END_TEST
 
+/* The settings that had no option before (issue #31): each is an option of the same name, by
+ * the same rules (src/config.def). */
+START_TEST(every_setting_has_an_option)
+{
+    static const char *const set[][2] = {
+        {"--log-level=info", "ATLAS_LOG_LEVEL=info"},
+        {"--hang-seconds=30", "ATLAS_HANG_SECONDS=30"},
+        {"--launch-ring=128", "ATLAS_LAUNCH_RING=128"},
+        {"--redzone-fill=7", "ATLAS_REDZONE_FILL=7"},
+        {"--redzone-min-idx=3", "ATLAS_REDZONE_MIN_IDX=3"},
+        {"--redzone-trace-idx=2", "ATLAS_REDZONE_TRACE_IDX=2"},
+        {"--redzone-pools=keep", "ATLAS_REDZONE_POOLS=keep"},
+        {"--redzone-quarantine-mb=16", "ATLAS_REDZONE_QUARANTINE_MB=16"},
+        {"--kernel=^(k1|k2)$", "ATLAS_KERNEL=^(k1|k2)$"},
+        {"--stack-depth=8", "ATLAS_STACK_DEPTH=8"},
+        {"--diff-max=5", "ATLAS_DIFF_MAX=5"},
+        {"--diff-ignore=k1:arg1,k2", "ATLAS_DIFF_IGNORE=k1:arg1,k2"},
+        {"--diff-pointers=all", "ATLAS_DIFF_POINTERS=all"},
+        {"--diff-residue=none", "ATLAS_DIFF_RESIDUE=none"},
+        {"--trace-max-mb=64", "ATLAS_TRACE_MAX_MB=64"},
+        {"--chrome-max-mb=8", "ATLAS_CHROME_MAX_MB=8"},
+    };
+    enum { N = sizeof set / sizeof set[0] };
+    const char *args[N + 3];
+    for (int i = 0; i < N; i++)
+        args[i] = set[i][0];
+    args[N] = target, args[N + 1] = "env", args[N + 2] = NULL;
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    for (int i = 0; i < N; i++)
+        ck_line(r.out, "%s", set[i][1]);
+    ck_assert_int_eq(count_lines(r.out, "ATLAS_"), N);
+    run_free(&r);
+
+    /* -q: only findings and the summary line, as --log-level=error; the last one given wins */
+    const char *quiet[] = {"-q", target, "env", NULL};
+    run_ok(&r, quiet, NULL);
+    ck_line(r.out, "ATLAS_LOG_LEVEL=error");
+    run_free(&r);
+    const char *louder[] = {"--quiet", "--log-level=debug", target, "env", NULL};
+    run_ok(&r, louder, NULL);
+    ck_line(r.out, "ATLAS_LOG_LEVEL=debug");
+    run_free(&r);
+}
+END_TEST
+
+/* -q through a run with findings: the overrun and the leak are said, the features' own summaries
+ * and notes are not. */
+START_TEST(quiet_says_findings)
+{
+    const char *args[] = {"-q", "--redzone=64", "--leaks", BUILD_DIR "/tests/redzone_prog", "leak",
+                          NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, args, NULL);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    HAS(r.err, "leaks: 2 allocations never freed");
+    HAS(r.err, "leaks:   alloc#");
+    HAS(r.err, "redzone overrun: alloc#");
+    HASNT(r.err, "overruns found in");
+    run_free(&r);
+
+    /* a step diff is a finding; the step trace's own summary is not */
+    const char *trace[] = {"-q", "--trace", BUILD_DIR "/tests/trace_steps", "scalar", "3", NULL};
+    run_tool(&r, TOOL, trace, NULL);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    HAS(r.err, "differs from #1");
+    HASNT(r.err, "trace summary:");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(no_options_set_only_the_preload)
 {
     const char *args[] = {target, "env", NULL};
@@ -148,8 +219,11 @@ START_TEST(value_defaults_and_modes)
     ck_line(r.out, "ATLAS_DEBUG_SYNC_KERNELS=bad_kernel,other");
     run_free(&r);
 
-    static const char *const modes[] = {"sync", "capture", "api", "nvtx:train step"};
-    for (int i = 0; i < 4; i++) {
+    /* the step modes by the library's one rule: any case (ATLAS_STEP=SYNC was taken, and
+     * --trace=SYNC refused) */
+    static const char *const modes[] = {"sync", "capture", "api",      "nvtx:train step",
+                                        "SYNC", "Capture", "NVTX:step"};
+    for (int i = 0; i < 7; i++) {
         char opt[64];
         snprintf(opt, sizeof opt, "--trace=%s", modes[i]);
         const char *a2[] = {opt, "--redzone=0x100", target, "env", NULL};
@@ -204,6 +278,14 @@ static const struct {
     {"--error-exitcode=x", "--error-exitcode=x: not a number"},
     {"--error-on=leaks", "--error-on=leaks: not one of the accepted values for ATLAS_ERROR_ON"},
     {"--races=1", "--races=1: the only value is all"},
+    /* the settings given options by issue #31, by their rows' limits */
+    {"--stack-depth=25", "--stack-depth=25: out of range 0..24 for ATLAS_STACK_DEPTH"},
+    {"--log-level=loud", "LEVEL is one of error, warn, info or debug"},
+    {"--kernel=(", "--kernel=(: not a POSIX extended regular expression"},
+    {"--diff-ignore=a:argX", "--diff-ignore=a:argX: not KERNEL or KERNEL:argN"},
+    {"--hang-seconds=86401", "out of range 0..86400 for ATLAS_HANG_SECONDS"},
+    {"-q=1", "unknown option -="},
+    {"--quiet=1", "--quiet=1: this option takes no value"},
     /* a kernel list: names only (on and off are spelled --debug-sync and nothing) */
     {"--debug-sync=,", "--debug-sync=,: KERNELS is a comma-separated list of kernel names"},
     {"--debug-sync=yes", "--debug-sync=yes: KERNELS is a comma-separated list"},
@@ -813,6 +895,8 @@ int main(void)
     TCase *tc = tcase_create("front");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, each_option_sets_its_variable);
+    tcase_add_test(tc, every_setting_has_an_option);
+    tcase_add_test(tc, quiet_says_findings);
     tcase_add_test(tc, no_options_set_only_the_preload);
     tcase_add_test(tc, outputs_imply_trace_and_become_absolute);
     tcase_add_test(tc, value_defaults_and_modes);

@@ -426,6 +426,25 @@ START_TEST(diff_ignore)
 }
 END_TEST
 
+/* ATLAS_KERNEL limits the step trace to the kernels it matches: "scalar" launches fill, add_step
+ * (its argument changes every step), fill. */
+START_TEST(kernel_filter)
+{
+    struct run_result r;
+    const char *fill_only[] = {"ATLAS_KERNEL=^fill", NULL};
+    trace_run(&r, "scalar", "3", fill_only);
+    ck_assert_int_eq(count_lines(r.log, "trace summary: steps=3 compared=2 identical=2"), 1);
+    ck_assert_int_eq(count_lines(r.log, "add_step"), 0);
+    run_free(&r);
+    const char *add_only[] = {"ATLAS_KERNEL=add_step", NULL};
+    trace_run(&r, "scalar", "3", add_only);
+    ck_assert_int_eq(count_lines(r.log, "differs from #1: 1 op (was 1, +0)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "op 0 add_step(float*, int) [launch] arg1"), 2);
+    ck_assert_int_eq(count_lines(r.log, "identical=0 differing=2"), 1);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(capture_mode)
 {
     struct run_result r;
@@ -1001,6 +1020,7 @@ int main(void)
     tcase_add_test(tc, sizes_in_decimal);
     tcase_add_test(tc, diff_max);
     tcase_add_test(tc, diff_ignore);
+    tcase_add_test(tc, kernel_filter);
     tcase_add_test(tc, capture_mode);
     tcase_add_test(tc, api_mode);
     tcase_add_test(tc, nvtx_mode);
