@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -156,6 +157,7 @@ static uint64_t fingerprint(char *const *env)
  *     a WORD          atlas-trace's argv[0]
  *     o VAR WORD      a word of an option, and the variable it sets (empty: none, as "--")
  *     p WORD          a word of the program's command line
+ *     i PID           the process atlas-trace runs the program in (it execs: its own PID)
  */
 
 static void field(struct buf *b, const char *s, size_t n)
@@ -173,6 +175,10 @@ char *atl_front_encode(int argc, char *const *argv, int prog, const char *const 
     char head[40];
     snprintf(head, sizeof head, "1;%016" PRIx64 ";", fingerprint(final));
     puts_(&b, head);
+    char pid[24];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    put(&b, "i", 1);
+    field(&b, pid, strlen(pid));
     for (char *const *e = inherited; e && *e; e++) {
         if (strncmp(*e, "ATLAS_", 6) != 0)
             continue;
@@ -225,16 +231,10 @@ static int read_field(const char **s, struct span *out)
 
 /* The front's record of this process, when atlas-trace started it with the settings it still
  * has; 0 and f->w to free, or -1. */
-static int front_read(struct front *f)
+/* The front's records (after "1;FINGERPRINT;"), into f; 0 and f->w to free, or -1. */
+static int front_records(const char *v, struct front *f)
 {
     f->w = NULL, f->n = 0;
-    const char *v = atl_env_get(ATL_FRONT_VAR);
-    if (!v || strncmp(v, "1;", 2) != 0 || strlen(v) < 20 || v[18] != ';')
-        return -1;
-    char *end;
-    uint64_t fp = strtoull(v + 2, &end, 16);
-    if (end != v + 18 || fp != fingerprint(environ))
-        return -1;
     size_t cap = 0;
     int argv0 = 0;
     for (const char *s = v + 19; *s;) {
@@ -248,7 +248,7 @@ static int front_read(struct front *f)
         struct word *w = &f->w[f->n];
         memset(w, 0, sizeof *w);
         w->tag = *s++;
-        if (!strchr("eaop", w->tag) || (w->tag == 'o' && read_field(&s, &w->var)) ||
+        if (!strchr("eaopi", w->tag) || (w->tag == 'o' && read_field(&s, &w->var)) ||
             read_field(&s, &w->text))
             goto bad;
         argv0 += w->tag == 'a';
@@ -260,6 +260,44 @@ bad:
     free(f->w);
     f->w = NULL;
     return -1;
+}
+
+/* ATLASTRACE_FRONT's value when its header is well formed, else NULL. */
+static const char *front_value(void)
+{
+    const char *v = atl_env_get(ATL_FRONT_VAR);
+    if (!v || strncmp(v, "1;", 2) != 0 || strlen(v) < 20 || v[18] != ';')
+        return NULL;
+    return v;
+}
+
+/* The front's record of this process, when atlas-trace started it with the settings it still
+ * has; 0 and f->w to free, or -1. */
+static int front_read(struct front *f)
+{
+    f->w = NULL, f->n = 0;
+    const char *v = front_value();
+    if (!v)
+        return -1;
+    char *end;
+    uint64_t fp = strtoull(v + 2, &end, 16);
+    if (end != v + 18 || fp != fingerprint(environ))
+        return -1;
+    return front_records(v, f);
+}
+
+int atl_front_pid(long *pid)
+{
+    struct front f;
+    const char *v = front_value();
+    *pid = 0;
+    if (!v || front_records(v, &f) != 0)
+        return 0;
+    for (size_t i = 0; i < f.n; i++)
+        if (f.w[i].tag == 'i' && f.w[i].text.n && f.w[i].text.n < 20)
+            *pid = strtol(f.w[i].text.p, NULL, 10);
+    free(f.w);
+    return 1;
 }
 
 int atl_hint_front(void)

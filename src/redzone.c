@@ -2625,6 +2625,16 @@ void atl_redzone_exit(void)
     }
 }
 
+int atl_redzone_counts(uint64_t *found, uint64_t *guarded, uint64_t *freed_written,
+                       uint64_t *freed_kept)
+{
+    *found = __atomic_load_n(&overruns, __ATOMIC_RELAXED);
+    *guarded = __atomic_load_n(&guarded_total, __ATOMIC_RELAXED);
+    *freed_written = __atomic_load_n(&after_free, __ATOMIC_RELAXED);
+    *freed_kept = __atomic_load_n(&quarantined_total, __ATOMIC_RELAXED);
+    return pad != 0;
+}
+
 int atl_redzone_poison(uint64_t lo, uint64_t hi)
 {
     if (!pad)

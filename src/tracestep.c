@@ -755,6 +755,12 @@ void atl_tstep_init(void)
             atl_chrome_now(); /* the initialising thread's; others' start at 0 */
 }
 
+void atl_tstep_counts(uint64_t *steps, uint64_t *differ)
+{
+    *steps = stats.steps;
+    *differ = stats.compared - stats.identical;
+}
+
 void atl_tstep_exit(void (*hints)(void))
 {
     if (atl_exit_lock(&step_mu, "the trace summary") != 0)
