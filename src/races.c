@@ -2102,10 +2102,11 @@ void atl_races_exit(void)
              atl_hint_setting("ATLAS_RACES", "all", all, sizeof all));
     atl_log(ATL_WARN,
             "races: %llu found (%llu distinct), %llu possible (%llu distinct: a side only may "
-            "write, or may not touch the same bytes; %s); %llu accesses checked on %u streams%s",
+            "write, or may not touch the same bytes; %s); %llu access%s checked on %u stream%s%s",
             (unsigned long long)races, (unsigned long long)rd, (unsigned long long)poss,
-            (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists,
-            (unsigned long long)acc, streams, dead ? " (stopped early: out of memory)" : "");
+            (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists, (unsigned long long)acc,
+            acc == 1 ? "" : "es", streams, streams == 1 ? "" : "s",
+            dead ? " (stopped early: out of memory)" : "");
     if (unprinted)
         atl_log(ATL_WARN, "races: %llu distinct ones not printed (the first %d are)",
                 (unsigned long long)unprinted, RC_PRINT_MAX);

@@ -348,9 +348,9 @@ static void report_print(struct report *r)
     r->kept = NULL, r->nkept = 0;
     if (r->lines > printed) {
         char line[128];
-        snprintf(line, sizeof line, "  ... %zu more differences not shown (%s=%u)",
-                 r->lines - printed, r->o->max_name ? r->o->max_name : "ATLAS_DIFF_MAX",
-                 r->o->max_lines);
+        snprintf(line, sizeof line, "  ... %zu more difference%s not shown (%s=%u)",
+                 r->lines - printed, r->lines - printed == 1 ? "" : "s",
+                 r->o->max_name ? r->o->max_name : "ATLAS_DIFF_MAX", r->o->max_lines);
         r->o->line(r->o->ctx, line);
     }
 }
@@ -1123,8 +1123,8 @@ static void frozen_summary(const struct atl_diff_stats *st, void (*line)(void *,
     }
     if (n > 16) {
         char buf[96];
-        snprintf(buf, sizeof buf, "trace summary: frozen value: %d more parameters changed",
-                 n - 16);
+        snprintf(buf, sizeof buf, "trace summary: frozen value: %d more parameter%s changed",
+                 n - 16, n - 16 == 1 ? "" : "s");
         line(ctx, buf);
     }
 }

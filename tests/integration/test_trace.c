@@ -986,6 +986,11 @@ START_TEST(tool_command_line)
     run_target(&r, argv_max, max_env, 0);
     ck_assert_int_eq(count_lines(r.out, "... 4 more differences not shown (--max=4)"), 1);
     run_free(&r);
+    /* one more, said in the singular */
+    char *argv_one[] = {TOOL, "--max=7", path, NULL};
+    run_target(&r, argv_one, NULL, 0);
+    ck_assert_int_eq(count_lines(r.out, "... 1 more difference not shown (--max=7)"), 1);
+    run_free(&r);
     static const char *const bad_max[] = {"ATLAS_DIFF_MAX=lots", NULL};
     run_target(&r, argv, bad_max, 0);
     ck_assert_int_eq(r.status, 2);
