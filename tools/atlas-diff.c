@@ -465,6 +465,10 @@ int main(int argc, char **argv)
                 found += atl_step_diff(&a.steps[a.prev[i] - 1], &a.steps[i], &o, &st) != 0;
     } else {
         st.steps = a.n + b.n;
+        /* which file is which, in each step's header and the summary */
+        st.steps_a = a.n, st.steps_b = b.n;
+        st.run_a = o.run_a = files[0];
+        st.run_b = o.run_b = files[1];
         /* each run's steps by (name, thread, occurrence): the first of each */
         struct kinds ka = {0}, kb = {0};
         if (index_kinds(&ka, &a) || index_kinds(&kb, &b)) {
