@@ -218,16 +218,18 @@ void atl_leaks_exit(void)
     }
     n = atl_ledger_snapshot(all, n);
     qsort(all, n, sizeof *all, by_size_desc);
-    atl_log(ATL_WARN, "leaks: %zu allocation%s never freed, %zu bytes in total (largest first):", n,
+    /* findings: said at ATLAS_LOG_LEVEL=error too (atlas-trace -q) */
+    atl_log(ATL_ERROR,
+            "leaks: %zu allocation%s never freed, %zu bytes in total (largest first):", n,
             n == 1 ? "" : "s", total);
     for (size_t i = 0; i < n && i < 100; i++) {
         char site[512], where[64];
         atl_stack_site(&all[i].site, site, sizeof site);
-        atl_log(ATL_WARN, "leaks:   alloc#%llu %zu bytes %s, allocated at %s",
+        atl_log(ATL_ERROR, "leaks:   alloc#%llu %zu bytes %s, allocated at %s",
                 (unsigned long long)all[i].seq, all[i].bytes,
                 atl_ledger_where(&all[i], where, sizeof where), site);
     }
     if (n > 100)
-        atl_log(ATL_WARN, "leaks:   ... and %zu more", n - 100);
+        atl_log(ATL_ERROR, "leaks:   ... and %zu more", n - 100);
     free(all);
 }

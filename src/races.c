@@ -2062,13 +2062,16 @@ static void print_pending(struct rpend *p, int n)
 {
     for (int i = 0; i < n; i++, p++) {
         const char *tag = p->sure ? "race" : "possible race";
+        /* a race is a finding (said at ATLAS_LOG_LEVEL=error, atlas-trace -q); a possible one
+         * is listed only when asked for */
+        int lvl = p->sure ? ATL_ERROR : ATL_WARN;
         char site[256], e[1400], x[1400], edge[1400];
         const char *how =
             p->e.mode == RC_READ || p->x.mode == RC_READ
                 ? (p->sure ? "written on one stream and read on another"
                            : "maybe written on one stream and read on another")
                 : (p->sure ? "written on two streams" : "maybe written on two streams");
-        atl_log(ATL_WARN,
+        atl_log(lvl,
                 "%s: alloc#%llu (%llu bytes at 0x%llx, allocated at %s): %s, with nothing "
                 "ordering them",
                 tag, (unsigned long long)p->seq, (unsigned long long)p->bytes,
@@ -2076,9 +2079,9 @@ static void print_pending(struct rpend *p, int n)
         side_desc(&p->e, &p->se, &p->site_e, &p->site_e2, e, sizeof e);
         side_desc(&p->x, &p->sx, &p->site_x, &p->site_x2, x, sizeof x);
         missing_edge(p, edge, sizeof edge);
-        atl_log(ATL_WARN, "%s:   1st: %s", tag, e);
-        atl_log(ATL_WARN, "%s:   2nd: %s", tag, x);
-        atl_log(ATL_WARN, "%s:   missing edge: %s", tag, edge);
+        atl_log(lvl, "%s:   1st: %s", tag, e);
+        atl_log(lvl, "%s:   2nd: %s", tag, x);
+        atl_log(lvl, "%s:   missing edge: %s", tag, edge);
     }
 }
 
@@ -2099,10 +2102,11 @@ void atl_races_exit(void)
              atl_hint_setting("ATLAS_RACES", "all", all, sizeof all));
     atl_log(ATL_WARN,
             "races: %llu found (%llu distinct), %llu possible (%llu distinct: a side only may "
-            "write, or may not touch the same bytes; %s); %llu accesses checked on %u streams%s",
+            "write, or may not touch the same bytes; %s); %llu access%s checked on %u stream%s%s",
             (unsigned long long)races, (unsigned long long)rd, (unsigned long long)poss,
-            (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists,
-            (unsigned long long)acc, streams, dead ? " (stopped early: out of memory)" : "");
+            (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists, (unsigned long long)acc,
+            acc == 1 ? "" : "es", streams, streams == 1 ? "" : "s",
+            dead ? " (stopped early: out of memory)" : "");
     if (unprinted)
         atl_log(ATL_WARN, "races: %llu distinct ones not printed (the first %d are)",
                 (unsigned long long)unprinted, RC_PRINT_MAX);

@@ -840,10 +840,10 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
         site_of(z->base, known_site, site, sizeof site);
         size_t lo = z->bytes + first, hi = z->bytes + last;
         atl_log(ATL_ERROR,
-                "redzone overrun: alloc#%llu %zu bytes at 0x%llx, allocated at %s: %u bytes "
+                "redzone overrun: alloc#%llu %zu bytes at 0x%llx, allocated at %s: %u byte%s "
                 "corrupted at +%zu..+%zu%s",
-                (unsigned long long)z->seq, z->bytes, (unsigned long long)z->base, site, bad, lo,
-                hi,
+                (unsigned long long)z->seq, z->bytes, (unsigned long long)z->base, site, bad,
+                bad == 1 ? "" : "s", lo, hi,
                 last + 1 == z->len ? " (up to the end of the red zone: the write may reach further)"
                                    : "");
         if (how->by == BY_LAUNCH && z->unchecked && !how->whole) {
@@ -2606,23 +2606,37 @@ void atl_redzone_exit(void)
             ctx = NULL;
         atl_exit_bounded(exit_scan, &ctx, "the red-zone check at exit (the driver did not answer)");
         if (skipped_capture)
-            atl_log(ATL_INFO, "redzone: %llu checks were skipped while a stream capture was active",
-                    (unsigned long long)skipped_capture);
+            atl_log(ATL_INFO, "redzone: %llu check%s skipped while a stream capture was active",
+                    (unsigned long long)skipped_capture, skipped_capture == 1 ? " was" : "s were");
         if (held_frees)
             atl_log(ATL_INFO,
-                    "redzone: %llu frees on the legacy stream were held back and checked in %llu "
-                    "batches",
-                    (unsigned long long)held_frees, (unsigned long long)held_batches);
+                    "redzone: %llu free%s on the legacy stream %s held back and checked in %llu "
+                    "batch%s",
+                    (unsigned long long)held_frees, held_frees == 1 ? "" : "s",
+                    held_frees == 1 ? "was" : "were", (unsigned long long)held_batches,
+                    held_batches == 1 ? "" : "es");
         char freed[160] = "";
         if (quarantined_total)
             snprintf(freed, sizeof freed,
-                     "; %llu writes after free found in %llu freed allocations kept poisoned",
-                     (unsigned long long)after_free, (unsigned long long)quarantined_total);
+                     "; %llu write%s after free found in %llu freed allocation%s kept poisoned",
+                     (unsigned long long)after_free, after_free == 1 ? "" : "s",
+                     (unsigned long long)quarantined_total, quarantined_total == 1 ? "" : "s");
         atl_log(ATL_WARN,
-                "redzone: %llu overruns found in %llu guarded allocations (%llu checks)%s",
-                (unsigned long long)overruns, (unsigned long long)guarded_total,
-                (unsigned long long)checks, freed);
+                "redzone: %llu overrun%s found in %llu guarded allocation%s (%llu check%s)%s",
+                (unsigned long long)overruns, overruns == 1 ? "" : "s",
+                (unsigned long long)guarded_total, guarded_total == 1 ? "" : "s",
+                (unsigned long long)checks, checks == 1 ? "" : "s", freed);
     }
+}
+
+int atl_redzone_counts(uint64_t *found, uint64_t *guarded, uint64_t *freed_written,
+                       uint64_t *freed_kept)
+{
+    *found = __atomic_load_n(&overruns, __ATOMIC_RELAXED);
+    *guarded = __atomic_load_n(&guarded_total, __ATOMIC_RELAXED);
+    *freed_written = __atomic_load_n(&after_free, __ATOMIC_RELAXED);
+    *freed_kept = __atomic_load_n(&quarantined_total, __ATOMIC_RELAXED);
+    return pad != 0;
 }
 
 int atl_redzone_poison(uint64_t lo, uint64_t hi)

@@ -25,6 +25,7 @@
 #include "driver.h"
 #include "hint.h"
 #include "kernels.h"
+#include "kselect.h"
 #include "ledger.h"
 #include "log.h"
 #include "nvtx.h"
@@ -32,7 +33,6 @@
 
 #include <pthread.h>
 #include <string.h>
-#include <strings.h>
 
 int atl_trace_on;
 enum atl_trace_mode atl_trace_mode;
@@ -93,8 +93,11 @@ out:
 
 void atl_trace_launch(const struct atl_launch *l, CUresult r)
 {
+    /* ATLAS_KERNEL: the launches of the kernels it selects only (one match per kernel, kept in
+     * its record) */
     struct tbuf *into;
-    if (r != CUDA_SUCCESS || !rec_now() || (into = op_buf((uint64_t)(uintptr_t)l->stream)) == SKIP)
+    if (r != CUDA_SUCCESS || !rec_now() || !atl_ksel_match(l->rec) ||
+        (into = op_buf((uint64_t)(uintptr_t)l->stream)) == SKIP)
         return;
     const void *packed = NULL;
     size_t packed_size = 0;
@@ -334,18 +337,24 @@ unsigned atl_trace_init(void)
      * atlas-trace --chrome does): a file setting never does nothing */
     if (!atl_cfg.trace && !atl_cfg.chrome_trace && !atl_cfg.trace_file)
         return 0;
-    /* the syntax was checked (and a bad value reported) with the settings */
-    const char *st = atl_cfg.step ? atl_cfg.step : "sync";
-    if (strcasecmp(st, "capture") == 0) {
+    /* read by the rule the settings were checked with (a bad value was reported then, and
+     * left unset: sync) */
+    const char *range;
+    switch (atl_step_mode(atl_cfg.step, &range)) {
+    case ATL_STEP_CAPTURE:
         atl_trace_mode = ATL_MODE_CAPTURE;
-    } else if (strcasecmp(st, "api") == 0) {
+        break;
+    case ATL_STEP_API:
         atl_trace_mode = ATL_MODE_API;
-    } else if (strncasecmp(st, "nvtx:", 5) == 0) {
+        break;
+    case ATL_STEP_NVTX:
         atl_trace_mode = ATL_MODE_NVTX;
-        atl_nvtx_init(st + 5);
-    } else {
+        atl_nvtx_init(range);
+        break;
+    default:
         atl_trace_mode = ATL_MODE_SYNC;
     }
+    atl_ksel_init();
     atl_tbuf_init((size_t)atl_cfg.trace_max_mb << 20);
     atl_tstep_init();
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */

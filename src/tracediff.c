@@ -451,9 +451,9 @@ static void report_print(struct report *r)
     report_discard(r);
     if (r->lines > printed) {
         char line[128];
-        snprintf(line, sizeof line, "  ... %zu more differences not shown (%s=%u)",
-                 r->lines - printed, r->o->max_name ? r->o->max_name : "ATLAS_DIFF_MAX",
-                 r->o->max_lines);
+        snprintf(line, sizeof line, "  ... %zu more difference%s not shown (%s=%u)",
+                 r->lines - printed, r->lines - printed == 1 ? "" : "s",
+                 r->o->max_name ? r->o->max_name : "ATLAS_DIFF_MAX", r->o->max_lines);
         r->o->line(r->o->ctx, line);
     }
 }
@@ -1295,15 +1295,31 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
         snprintf(where, sizeof where, " (thread %s, stream 0x%" PRIx64 ")", b->thread, b->stream);
     else if (opts->where)
         snprintf(where, sizeof where, " (thread %s)", b->thread);
-    snprintf(r.header, sizeof r.header,
-             "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
-             ": %zu op%s (was %zu, %+ld)",
-             b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s", a->nops,
-             (long)b->nops - (long)a->nops);
-    snprintf(r.header_noted, sizeof r.header_noted,
-             "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") has the host values of #%" PRIu64
-             "; only uninitialised bytes differ: %zu op%s",
-             b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s");
+    if (opts->run_a && opts->run_b) {
+        /* two runs: which file each step is from, and its place there */
+        snprintf(r.header, sizeof r.header,
+                 "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64 ") differs from #%" PRIu64
+                 " of %.120s (step %" PRIu64 "): %zu op%s (%zu in %.120s, %+ld)",
+                 b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index,
+                 b->nops, b->nops == 1 ? "" : "s", a->nops, opts->run_a,
+                 (long)b->nops - (long)a->nops);
+        snprintf(r.header_noted, sizeof r.header_noted,
+                 "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64
+                 ") has the host values of #%" PRIu64 " of %.120s (step %" PRIu64
+                 "); only uninitialised bytes differ: %zu op%s",
+                 b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index,
+                 b->nops, b->nops == 1 ? "" : "s");
+    } else {
+        snprintf(r.header, sizeof r.header,
+                 "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
+                 ": %zu op%s (was %zu, %+ld)",
+                 b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s",
+                 a->nops, (long)b->nops - (long)a->nops);
+        snprintf(r.header_noted, sizeof r.header_noted,
+                 "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") has the host values of #%" PRIu64
+                 "; only uninitialised bytes differ: %zu op%s",
+                 b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s");
+    }
     if (opts->header) {
         snprintf(r.header, sizeof r.header, "%s", opts->header);
         snprintf(r.header_noted, sizeof r.header_noted, "%s", opts->header);
@@ -1478,7 +1494,24 @@ static void frozen_summary(const struct atl_diff_stats *st, void (*line)(void *,
     memcpy(f, st->frozen, (size_t)n * sizeof *f);
     qsort(f, (size_t)n, sizeof *f, frozen_cmp);
     for (int i = 0; i < n && i < 16; i++) {
-        char how[160], buf[400];
+        char how[400], buf[800];
+        if (st->run_a && st->run_b) {
+            /* two runs: each change is one run against the other, not a step against the last */
+            if (f[i].n == 1)
+                snprintf(how, sizeof how, "0x%" PRIx64 " in %.100s, 0x%" PRIx64 " in %.100s",
+                         f[i].v[0], st->run_a, f[i].v[1], st->run_b);
+            else
+                snprintf(how, sizeof how,
+                         "first 0x%" PRIx64 " in %.100s, 0x%" PRIx64 " in %.100s; last 0x%" PRIx64
+                         " in %.100s",
+                         f[i].v[0], st->run_a, f[i].v[1], st->run_b, f[i].last, st->run_b);
+            snprintf(buf, sizeof buf,
+                     "trace summary: run-to-run value: %.160s differs between the runs in %" PRIu64
+                     " step%s: %s",
+                     f[i].what, f[i].n, f[i].n == 1 ? "" : "s", how);
+            line(ctx, buf);
+            continue;
+        }
         if (f[i].n == 1)
             snprintf(how, sizeof how, "changed once, 0x%" PRIx64 " -> 0x%" PRIx64, f[i].v[0],
                      f[i].v[1]);
@@ -1498,8 +1531,8 @@ static void frozen_summary(const struct atl_diff_stats *st, void (*line)(void *,
     }
     if (n > 16) {
         char buf[96];
-        snprintf(buf, sizeof buf, "trace summary: frozen value: %d more parameters changed",
-                 n - 16);
+        snprintf(buf, sizeof buf, "trace summary: frozen value: %d more parameter%s changed",
+                 n - 16, n - 16 == 1 ? "" : "s");
         line(ctx, buf);
     }
 }
@@ -1508,13 +1541,21 @@ void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, cons
                       void *ctx)
 {
     char buf[1024];
-    size_t l =
-        (size_t)snprintf(buf, sizeof buf,
-                         "trace summary: steps=%" PRIu64 " compared=%" PRIu64 " identical=%" PRIu64
-                         " differing=%" PRIu64,
-                         st->steps, st->compared, st->identical, st->compared - st->identical);
+    size_t l;
+    if (st->run_a && st->run_b)
+        /* each run's steps on their own: a step of one is compared with its match in the other */
+        l = atl_fmt(buf, sizeof buf,
+                    "trace summary: steps=%" PRIu64 " in %.200s, %" PRIu64
+                    " in %.200s; compared=%" PRIu64 " identical=%" PRIu64 " differing=%" PRIu64,
+                    st->steps_a, st->run_a, st->steps_b, st->run_b, st->compared, st->identical,
+                    st->compared - st->identical);
+    else
+        l = atl_fmt(buf, sizeof buf,
+                    "trace summary: steps=%" PRIu64 " compared=%" PRIu64 " identical=%" PRIu64
+                    " differing=%" PRIu64,
+                    st->steps, st->compared, st->identical, st->compared - st->identical);
     if (st->shapes)
-        snprintf(buf + l, sizeof buf - l, " shapes=%" PRIu64, st->shapes);
+        atl_fmt(buf + l, sizeof buf - l, " shapes=%" PRIu64, st->shapes);
     line(ctx, buf);
     if (st->per_shape[0]) {
         fmt(buf, sizeof buf, "trace summary: steps per shape: %s", st->per_shape);

@@ -32,6 +32,10 @@ __attribute__((format(printf, 3, 4))) size_t atl_fmt(char *buf, size_t len, cons
 /* Counts kept across a run for the exit summary. */
 struct atl_diff_stats {
     uint64_t steps, compared, identical;
+    /* Two runs (atlas-diff A B): their files' names, said in the summary, and the steps read
+     * from each; NULL: the steps of one run against each other. */
+    const char *run_a, *run_b;
+    uint64_t steps_a, steps_b;
     struct {
         char what[160]; /* "kernel arg1" */
         uint64_t n;
@@ -65,14 +69,16 @@ struct atl_diff_opts {
     unsigned max_lines;   /* lines per step, then a count of the rest */
     const char *max_name; /* what sets max_lines, for the "not shown" hint (NULL: ATLAS_DIFF_MAX) */
     const struct atl_ignore *ignore;
-    const char *replay; /* capture mode: say replay-safe (non-NULL) */
-    int where;          /* name the step's thread and stream in its header (more than one
-                         * thread or stream has steps) */
-    int cross;          /* a and b come from two processes: host addresses of copies are
-                         * not compared (they never match) */
-    int pointers;       /* pointers that moved within their allocation: ATL_PTRS_* */
-    int residue;        /* words of by-value parameters holding host-memory residue
-                         * (uninitialised bytes): ATL_PTRS_* (collapse, all, none) */
+    const char *replay;        /* capture mode: say replay-safe (non-NULL) */
+    int where;                 /* name the step's thread and stream in its header (more than one
+                                * thread or stream has steps) */
+    int cross;                 /* a and b come from two processes: host addresses of copies are
+                                * not compared (they never match) */
+    const char *run_a, *run_b; /* with cross, the names of a's run and b's (atlas-diff's two
+                                * files), said in each step's header; or NULL */
+    int pointers;              /* pointers that moved within their allocation: ATL_PTRS_* */
+    int residue;               /* words of by-value parameters holding host-memory residue
+                                * (uninitialised bytes): ATL_PTRS_* (collapse, all, none) */
     /* 1 when a value is an address of the process's own host memory
      * (src/hostmap.h); NULL offline, where only the "residue" marks of the
      * JSON lines say it */

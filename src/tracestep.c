@@ -66,6 +66,14 @@ static void log_line_cb(void *ctx, const char *text)
     atl_log_line(text);
 }
 
+/* The exit summary's lines: the step trace's own summary, said at warn (ATLAS_LOG_LEVEL=error,
+ * atlas-trace -q, keeps the diffs, which are findings, and drops it) */
+static void summary_line_cb(void *ctx, const char *text)
+{
+    (void)ctx;
+    atl_log(ATL_WARN, "%s", text);
+}
+
 /* "another buffer", explained from the ledger: the buffer used now (its size
  * and site, and whether it was made after the reference step `a` ended),
  * and the one used before: still allocated (a pointer that really moved),
@@ -919,6 +927,12 @@ void atl_tstep_init(void)
             atl_chrome_now(); /* the initialising thread's; others' start at 0 */
 }
 
+void atl_tstep_counts(uint64_t *steps, uint64_t *differ)
+{
+    *steps = stats.steps;
+    *differ = stats.compared - stats.identical;
+}
+
 void atl_tstep_exit(void (*hints)(void))
 {
     if (atl_exit_lock(&step_mu, "the trace summary") != 0)
@@ -937,7 +951,7 @@ void atl_tstep_exit(void (*hints)(void))
     for (int i = 0; i < nnames; i++)
         atl_series_flush_kind(&series, &names[i].k, &o);
     atl_series_done(&series, &o);
-    atl_diff_summary(&stats, log_line_cb, NULL);
+    atl_diff_summary(&stats, summary_line_cb, NULL);
     if (json) {
         fclose(json);
         __atomic_store_n(&json, NULL, __ATOMIC_RELAXED); /* fast_step reads it without step_mu */

@@ -111,8 +111,8 @@ static void usage(void)
            "             ranks whose file ends early (hung or killed)\n"
            "  -         read a file from standard input\n"
            "\n"
-           "  --max N, --max=N        difference lines printed per step (default %u, at most\n"
-           "                          ATLAS_DIFF_MAX's limit), then a count of the rest\n"
+           "  --max N, --max=N        difference lines printed per step, then a count of\n"
+           "                          the rest (default: $ATLAS_DIFF_MAX, else %u)\n"
            "  --ignore LIST, --ignore=LIST\n"
            "                          expected differences to stay quiet about:\n"
            "                          kernel[:argN],... (default: $ATLAS_DIFF_IGNORE)\n"
@@ -161,8 +161,8 @@ static unsigned parse_max(const char *v)
     return (unsigned)n;
 }
 
-/* --ignore's list (or ATLAS_DIFF_IGNORE's, `what`), refused by the rules the library refuses
- * ATLAS_DIFF_IGNORE with: an entry that does not parse would otherwise quietly ignore nothing. */
+/* --ignore's list, refused by the rules the library refuses ATLAS_DIFF_IGNORE with: an entry
+ * that does not parse would otherwise quietly ignore nothing. */
 static const char *parse_ignore(const char *what, const char *v)
 {
     const char *why = atl_config_check(atl_config_find("ATLAS_DIFF_IGNORE"), v);
@@ -177,8 +177,7 @@ static const char *parse_ignore(const char *what, const char *v)
     return v;
 }
 
-/* --pointers' or --residue's value (or the setting's, `name`), by the rules of that
- * setting: its index. */
+/* --pointers' or --residue's value, by the rules of setting `name`: its index. */
 static int parse_mode(const char *name, const char *v, const char *what)
 {
     unsigned long long i = 0;
@@ -206,18 +205,32 @@ static const char *option_value(int argc, char **argv, int *i, const char *opt)
     return argv[++*i];
 }
 
+extern char **environ;
+
+/* ATLAS_DIFF_<name>, read through the settings module by the library's rules; a bad value
+ * stops here, as a bad option does (the library would say it and use the default: a run
+ * offline can be asked again). Its text into *text, its number returned. */
+static unsigned long long setting(const char *name, const char **text, const char *is)
+{
+    unsigned long long num;
+    const char *why = atl_config_env(atl_config_find(name), environ, text, &num);
+    if (why) {
+        char fmt[400];
+        snprintf(fmt, sizeof fmt, "%s=%%s: %s%s", name, why, is);
+        bad_usage(fmt, *text);
+    }
+    return num;
+}
+
 int main(int argc, char **argv)
 {
-    unsigned max = default_max();
-    const char *ign = getenv("ATLAS_DIFF_IGNORE");
-    if (ign && *ign)
-        parse_ignore("ATLAS_DIFF_IGNORE=", ign);
-    const char *pv = getenv("ATLAS_DIFF_POINTERS");
-    int pointers = pv && *pv ? parse_mode("ATLAS_DIFF_POINTERS", pv, "ATLAS_DIFF_POINTERS=")
-                             : ATL_PTRS_COLLAPSE;
-    const char *rv = getenv("ATLAS_DIFF_RESIDUE");
-    int residue =
-        rv && *rv ? parse_mode("ATLAS_DIFF_RESIDUE", rv, "ATLAS_DIFF_RESIDUE=") : ATL_PTRS_COLLAPSE;
+    const char *ign, *text;
+    unsigned max = (unsigned)setting("ATLAS_DIFF_MAX", &text, " (a number of lines)");
+    /* what set the lines per step, for the "not shown" line */
+    const char *max_name = text ? "ATLAS_DIFF_MAX" : "--max";
+    setting("ATLAS_DIFF_IGNORE", &ign, " (a list of kernel or kernel:argN)");
+    int pointers = (int)setting("ATLAS_DIFF_POINTERS", &text, " (collapse, all or none)");
+    int residue = (int)setting("ATLAS_DIFF_RESIDUE", &text, " (collapse, all or none)");
     /* at most argc names: --ranks takes any number */
     const char **files = calloc((size_t)argc + 1, sizeof *files);
     int nf = 0, options_end = 0, ranks = 0;
@@ -237,6 +250,7 @@ int main(int argc, char **argv)
             ranks = 1; /* found by the scan above */
         } else if ((v = option_value(argc, argv, &i, "--max"))) {
             max = parse_max(v);
+            max_name = "--max";
         } else if ((v = option_value(argc, argv, &i, "--ignore"))) {
             ign = parse_ignore("--ignore ", v);
         } else if ((v = option_value(argc, argv, &i, "--pointers"))) {
@@ -263,7 +277,7 @@ int main(int argc, char **argv)
         struct atl_ignore rig;
         atl_ignore_parse(&rig, ign);
         struct atl_diff_opts ro = {.max_lines = max,
-                                   .max_name = "--max",
+                                   .max_name = max_name,
                                    .ignore = &rig,
                                    .line = out_line,
                                    .cross = 1, /* ranks are other processes */
@@ -279,7 +293,7 @@ int main(int argc, char **argv)
     struct atl_ignore ig;
     atl_ignore_parse(&ig, ign);
     struct atl_diff_opts o = {
-        .max_lines = max, .max_name = "--max", .ignore = &ig, .line = out_line};
+        .max_lines = max, .max_name = max_name, .ignore = &ig, .line = out_line};
     o.cross = nf == 2; /* host addresses of two processes never match */
     o.pointers = pointers;
     o.residue = residue;

@@ -436,6 +436,10 @@ static void two_step(struct two *t, struct chan *c, int side, struct atl_step *s
                      struct atl_diff_opts *o, struct atl_diff_stats *st)
 {
     st->steps++;
+    if (side)
+        st->steps_b++;
+    else
+        st->steps_a++;
     uint64_t kk = nz(kind_key(s));
     s->nth = map_count(&t->kinds[side], kk);
     uint64_t group = nz(mix(kk, atl_step_shape(s)));
@@ -541,6 +545,9 @@ static int two_runs(struct chan *c, const char *pa, const char *pb,
     struct atl_diff_opts o = *base;
     o.line = out_add, o.ctx = out;
     o.shapes = 1; /* the n-th steps of a kind in two runs have one shape, or one line says not */
+    /* which file is which, in each step's header and the summary */
+    o.run_a = st->run_a = pa;
+    o.run_b = st->run_b = pb;
     char thread0[24] = "";
     uint64_t stream0 = 0;
     int have[2] = {1, 1};

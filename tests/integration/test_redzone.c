@@ -76,10 +76,10 @@ START_TEST(overrun_one_byte)
     rz_run(&r, "over", "1", NULL);
     HAS(r.log, "redzone overrun: alloc#2 4096 bytes at 0x");
     HAS(r.log, ", allocated at rz_alloc+0x");
-    HAS(r.log, ": 1 bytes corrupted at +4096..+4096\n");
+    HAS(r.log, ": 1 byte corrupted at +4096..+4096\n");
     six_suspects(r.log, "cuMemFree_v2");
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
-    HAS(r.log, "redzone: 1 overruns found in 2 guarded allocations");
+    HAS(r.log, "redzone: 1 overrun found in 2 guarded allocations");
     /* the frees were checked by kernels queued before them, nothing was
      * copied back; the program's own sync, and each cuMemFree into the
      * quarantine waits for the device, as the driver's does */
@@ -118,7 +118,7 @@ START_TEST(underrun_not_caught)
     struct run_result r;
     rz_run(&r, "before", NULL, NULL);
     HASNT(r.log, "redzone overrun");
-    HAS(r.log, "redzone: 0 overruns found in 1 guarded allocations");
+    HAS(r.log, "redzone: 0 overruns found in 1 guarded allocation");
     run_free(&r);
 }
 END_TEST
@@ -174,7 +174,7 @@ START_TEST(bisect_min_idx)
     HAS(r.log, "redzone: alloc#3 bytes=4096 ptr=0x");
     HASNT(r.log, "redzone: alloc#1 bytes=");
     HASNT(r.log, "redzone: alloc#2 bytes=");
-    HAS(r.log, "redzone: 1 overruns found in 1 guarded allocations");
+    HAS(r.log, "redzone: 1 overrun found in 1 guarded allocation");
     run_free(&r);
 }
 END_TEST
@@ -250,7 +250,7 @@ START_TEST(check_at_launch_names_culprit)
     struct run_result r;
     rz_run(&r, "over", "1", env);
     HAS(r.log, "redzone overrun: alloc#2 4096 bytes");
-    HAS(r.log, "1 bytes corrupted at +4096..+4096\natlas[");
+    HAS(r.log, "1 byte corrupted at +4096..+4096\natlas[");
     HAS(r.log, "redzone: culprit: launch#4 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
     HAS(r.log, "redzone: found by the check after launch#4 on stream 0x0, which reached alloc#2 "
                "through arg0+0x0\n");
@@ -416,7 +416,7 @@ START_TEST(check_at_launch_threads)
         snprintf(line, sizeof line, "alloc#%d 4096 bytes at 0x", 9 * t + 9);
         HAS(r.log, line);
     }
-    HAS(r.log, ": 1 bytes corrupted at +4096..+4096\n");
+    HAS(r.log, ": 1 byte corrupted at +4096..+4096\n");
     HAS(r.log, ": 4 bytes corrupted at +4096..+4099\n");
     ck_assert_int_eq(count_lines(r.log, "found by the check after launch#"), 4);
     run_free(&r);
@@ -702,7 +702,7 @@ START_TEST(held_frees_checked_at_exit)
     HAS(r.log, "redzone overrun: alloc#2 512 bytes at 0x");
     HAS(r.log, ": 3 bytes corrupted at +512..+514\n");
     HAS(r.log, "redzone: alloc#2 found at cuMemFreeAsync:");
-    HAS(r.log, "redzone: 1 overruns found in 2 guarded allocations");
+    HAS(r.log, "redzone: 1 overrun found in 2 guarded allocations");
     run_free(&r);
 }
 END_TEST
@@ -750,7 +750,7 @@ START_TEST(write_after_free)
     HAS(r.log, "ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='^(poke)$' " PROG " uaf\n");
     HASNT(r.log, "redzone overrun");
     HAS(r.log, "redzone: 0 overruns found in 2 guarded allocations");
-    HAS(r.log, "; 1 writes after free found in 2 freed allocations kept poisoned\n");
+    HAS(r.log, "; 1 write after free found in 2 freed allocations kept poisoned\n");
     run_free(&r);
     static const char *const launch[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
     rz_run(&r, "uaf", NULL, launch);
@@ -875,7 +875,7 @@ START_TEST(allocation_during_capture)
     same_out_as_plain(&r, "capture-alloc");
     HAS(r.out, "end capture: 0\n");
     HAS(r.log, "redzone: alloc#2 made while a stream capture is active is not guarded");
-    HAS(r.log, "redzone: 0 overruns found in 1 guarded allocations");
+    HAS(r.log, "redzone: 0 overruns found in 1 guarded allocation");
     run_free(&r);
 }
 END_TEST
@@ -954,7 +954,7 @@ START_TEST(pitch_allocation)
     rz_run(&r, "pitch", NULL, NULL);
     HAS(r.out, "pitch: 512\n");
     HAS(r.log, "redzone overrun: alloc#1 5120 bytes at 0x");
-    HAS(r.log, "1 bytes corrupted at +5120..+5120");
+    HAS(r.log, "1 byte corrupted at +5120..+5120");
     run_free(&r);
 }
 END_TEST
@@ -966,7 +966,7 @@ START_TEST(program_api)
     HAS(r.out, "scan: 1\nscan again: 0\npoisoned: 1\nscan after poison: 0\n"
                "scan after second overrun: 1\n");
     HAS(r.log, "3 bytes corrupted at +4096..+4098");
-    HAS(r.log, "1 bytes corrupted at +4100..+4100");
+    HAS(r.log, "1 byte corrupted at +4100..+4100");
     HAS(r.log, "found at atlas_redzone_scan:");
     /* without the preload the calls are no-ops */
     char *argv[] = {PROG, "api", NULL};

@@ -572,6 +572,25 @@ START_TEST(diff_ignore)
 }
 END_TEST
 
+/* ATLAS_KERNEL limits the step trace to the kernels it matches: "scalar" launches fill, add_step
+ * (its argument changes every step), fill. */
+START_TEST(kernel_filter)
+{
+    struct run_result r;
+    const char *fill_only[] = {"ATLAS_KERNEL=^fill", NULL};
+    trace_run(&r, "scalar", "3", fill_only);
+    ck_assert_int_eq(count_lines(r.log, "trace summary: steps=3 compared=2 identical=2"), 1);
+    ck_assert_int_eq(count_lines(r.log, "add_step"), 0);
+    run_free(&r);
+    const char *add_only[] = {"ATLAS_KERNEL=add_step", NULL};
+    trace_run(&r, "scalar", "3", add_only);
+    ck_assert_int_eq(count_lines(r.log, "differs from #1: 1 op (was 1, +0)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "op 0 add_step(float*, int) [launch] arg1"), 2);
+    ck_assert_int_eq(count_lines(r.log, "identical=0 differing=2"), 1);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(capture_mode)
 {
     struct run_result r;
@@ -882,6 +901,62 @@ START_TEST(two_runs_extra_steps_named)
 }
 END_TEST
 
+/* Two runs that differ: each line says which file each step is from, the summary counts each
+ * file's steps apart, and a value that differs between the runs is said as such (not as a
+ * value that "changed once" from step to step). B is A with add_step's argument changed in
+ * steps 1 and 3. */
+START_TEST(two_runs_named)
+{
+    char a[512], b[512];
+    record_to("scalar", "3", "runs-a", a, sizeof a);
+    snprintf(b, sizeof b, "%s/runs-b.jsonl", tmpdir);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "sed 's/000064000000\"/000074000000\"/; s/000066000000\"/000077000000\"/' %s >%s", a,
+             b);
+    ck_assert_int_eq(system(cmd), 0);
+    struct run_result r;
+    char *argv[] = {TOOL, a, b, NULL};
+    run_target(&r, argv, NULL, 0);
+    ck_assert_msg(r.status == 1, "%s", r.out);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "step \"cuStreamSynchronize\" #1 of %s (step 1) differs from #1 of %s (step 1): 3 ops "
+             "(3 in %s, +0)",
+             b, a, a);
+    HAS(r.out, want);
+    snprintf(want, sizeof want,
+             "trace summary: steps=3 in %s, 3 in %s; compared=3 identical=1 differing=2", a, b);
+    HAS(r.out, want);
+    snprintf(want, sizeof want,
+             "trace summary: run-to-run value: add_step arg1 differs between the runs in 2 steps: "
+             "first 0x64 in %s, 0x74 in %s; last 0x77 in %s",
+             a, b, b);
+    HAS(r.out, want);
+    HASNT(r.out, "changed once");
+    HASNT(r.out, "frozen value");
+    run_free(&r);
+
+    /* one step apart: the singular, and each file's own count */
+    char c[512];
+    record_to("scalar", "4", "runs-c", c, sizeof c);
+    snprintf(cmd, sizeof cmd, "sed 's/000064000000\"/000074000000\"/' %s >%s", a, b);
+    ck_assert_int_eq(system(cmd), 0);
+    char *argv2[] = {TOOL, b, c, NULL};
+    run_target(&r, argv2, NULL, 0);
+    snprintf(want, sizeof want, "trace summary: steps=3 in %s, 4 in %s; compared=3", b, c);
+    HAS(r.out, want);
+    snprintf(want, sizeof want,
+             "trace summary: run-to-run value: add_step arg1 differs between the runs in 1 step: "
+             "0x74 in %s, 0x64 in %s",
+             b, c);
+    HAS(r.out, want);
+    snprintf(want, sizeof want, "step \"cuStreamSynchronize\" #4 is only in %s", c);
+    HAS(r.out, want);
+    run_free(&r);
+}
+END_TEST
+
 /* Ops do not pile up where no step takes them: a thread that synchronised
  * once and then left that to others lends its ops again after a few
  * thousand step ends, and lent ops that no step claims are dropped. */
@@ -1159,6 +1234,28 @@ START_TEST(tool_command_line)
     ck_assert_int_eq(r.status, 2);
     HAS(r.err, "atlas-diff: ATLAS_DIFF_IGNORE=add_pos:argX: not KERNEL or KERNEL:argN");
     run_free(&r);
+
+    /* and ATLAS_DIFF_MAX, through the settings module, as the live report reads it; --max over it
+     */
+    static const char *const max_env[] = {"ATLAS_DIFF_MAX=3", NULL};
+    run_target(&r, argv, max_env, 0);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(count_lines(r.out, "... 5 more differences not shown (ATLAS_DIFF_MAX=3)"), 1);
+    run_free(&r);
+    char *argv_max[] = {TOOL, "--max=4", path, NULL};
+    run_target(&r, argv_max, max_env, 0);
+    ck_assert_int_eq(count_lines(r.out, "... 4 more differences not shown (--max=4)"), 1);
+    run_free(&r);
+    /* one more, said in the singular */
+    char *argv_one[] = {TOOL, "--max=7", path, NULL};
+    run_target(&r, argv_one, NULL, 0);
+    ck_assert_int_eq(count_lines(r.out, "... 1 more difference not shown (--max=7)"), 1);
+    run_free(&r);
+    static const char *const bad_max[] = {"ATLAS_DIFF_MAX=lots", NULL};
+    run_target(&r, argv, bad_max, 0);
+    ck_assert_int_eq(r.status, 2);
+    HAS(r.err, "atlas-diff: ATLAS_DIFF_MAX=lots: not a number");
+    run_free(&r);
 }
 END_TEST
 
@@ -1191,6 +1288,7 @@ int main(void)
     tcase_add_test(tc, sizes_in_decimal);
     tcase_add_test(tc, diff_max);
     tcase_add_test(tc, diff_ignore);
+    tcase_add_test(tc, kernel_filter);
     tcase_add_test(tc, capture_mode);
     tcase_add_test(tc, api_mode);
     tcase_add_test(tc, nvtx_mode);
@@ -1207,6 +1305,7 @@ int main(void)
     tcase_add_test(tj, two_runs_compare_equal);
     tcase_add_test(tj, two_runs_extra_steps_named);
     tcase_add_test(tj, tool_reads_as_live);
+    tcase_add_test(tj, two_runs_named);
     tcase_add_test(tj, residue_in_json_lines);
     tcase_add_test(tj, stale_ops_do_not_pile_up);
     tcase_add_test(tj, memory_per_op);

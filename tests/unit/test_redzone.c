@@ -270,9 +270,9 @@ START_TEST(gpu_scan_finds_overrun)
     ck_assert_int_eq(atl_redzone_scan_all("test"), 2);
     log = read_log();
     ck_assert_msg(strstr(log, "1000 bytes at 0x") &&
-                      strstr(log, "1 bytes corrupted at +1000..+1000"),
+                      strstr(log, "1 byte corrupted at +1000..+1000"),
                   "%s", log);
-    ck_assert_msg(strstr(log, "1 bytes corrupted at +319..+319"), "%s", log);
+    ck_assert_msg(strstr(log, "1 byte corrupted at +319..+319"), "%s", log);
 }
 END_TEST
 
