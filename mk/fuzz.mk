@@ -19,7 +19,7 @@ FUZZERS        := config
 FUZZ_SRCS_config := src/config.c
 # the trace-file (JSON-lines) reader of tools/atlas-diff, and the diff it feeds
 FUZZERS         += trace
-FUZZ_SRCS_trace := src/tracediff.c src/step.c src/tracejson.c src/stack.c src/hostmap.c src/thread.c \
+FUZZ_SRCS_trace := src/tracediff.c src/stepseries.c src/step.c src/tracejson.c src/stack.c src/hostmap.c src/thread.c \
                    src/realdl.c
 # the reader's blocks as small as the inputs: lines cross them everywhere
 FUZZ_DEFS_trace := -DATL_READ_BLOCK=61

@@ -78,6 +78,12 @@ static unsigned nsites;
 static uint64_t sites_dropped;
 static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
 
+int atl_blocking_sites(uint64_t *n)
+{
+    *n = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
+    return trace_on;
+}
+
 static void site_note(enum atl_blocking_counter k, size_t nbytes)
 {
     struct atl_stack st;

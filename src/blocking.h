@@ -51,6 +51,9 @@ void atl_blocking_report(int brief);
 
 uint64_t atl_blocking_counter(enum atl_blocking_counter k);
 uint64_t atl_blocking_d2h(void);
+/* The call sites of blocking copies in *n (the summary line); 1 when they are kept
+ * (ATLAS_D2H_TRACE). */
+int atl_blocking_sites(uint64_t *n);
 /* One counter by its name, or the blocking total for "blocking_d2h"; -1 for
  * an unknown name (exported as atlas_sync_count, src/api.c). */
 long long atl_blocking_count_named(const char *name);

@@ -22,6 +22,7 @@
 #include "redzone.h"
 #include "ring.h"
 #include "stats.h"
+#include "summary.h"
 #include "thread.h"
 #include "trace.h"
 #include "unused.h"
@@ -95,6 +96,16 @@ static unsigned wanted_events(void)
     return want;
 }
 
+/* Reports go to ATLAS_LOG's file from here (stderr when unset or it cannot be opened). */
+static void open_log(char *const *envp)
+{
+    const char *logp = NULL;
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, "ATLAS_LOG=", 10) == 0 && (*e)[10])
+            logp = *e + 10;
+    atl_log_open(logp);
+}
+
 static void init_body(void)
 {
     atl_thr.depth++;
@@ -104,11 +115,7 @@ static void init_body(void)
     char *const *envp = getauxval(AT_SECURE) ? empty : environ;
 
     /* ATLAS_LOG first, so problems with the other settings land there. */
-    const char *logp = NULL;
-    for (char *const *e = envp; e && *e; e++)
-        if (strncmp(*e, "ATLAS_LOG=", 10) == 0 && (*e)[10])
-            logp = *e + 10;
-    atl_log_open(logp);
+    open_log(envp);
 
     atl_config_parse(&atl_cfg, envp, warn_line, NULL);
     atl_log_set_level((int)atl_cfg.log_level);
@@ -563,11 +570,60 @@ void atl_engine_exit(void)
     atl_thr.depth--;
 }
 
+/* The summary line's counts, from each feature that is on (src/summary.h). */
+static void summary_counts(struct atl_summary *s)
+{
+    memset(s, 0, sizeof *s);
+    uint64_t kept = 0;
+    s->redzone = on(ATL_FEAT_REDZONE) &&
+                 atl_redzone_counts(&s->overruns, &s->guarded, &s->after_free, &kept);
+    s->quarantine = kept != 0;
+    /* the findings sink's counts: suppressed findings are said apart */
+    s->faults = atl_findings_count(ATL_FINDING_FAULT);
+    s->launches = atl_fault_last_launch();
+    s->launches_counted = atl_fault_ring_on() || s->launches;
+    s->debug_sync = on(ATL_FEAT_FAULT) && atl_faultrep_synced(&s->synced);
+    s->leaks = atl_cfg.leaks != 0;
+    s->leaked = atl_findings_count(ATL_FINDING_LEAK);
+    if (s->leaks)
+        atl_leaks_found(&s->leaked_allocs, &s->leaked_bytes);
+    s->races = on(ATL_FEAT_RACES);
+    s->race_count = atl_findings_count(ATL_FINDING_RACE);
+    s->trace = on(ATL_FEAT_TRACE);
+    if (s->trace)
+        atl_tstep_counts(&s->steps, &s->differ);
+    s->copies = atl_blocking_d2h();
+    s->sites_counted = atl_blocking_sites(&s->sites);
+    s->syncs = atl_blocking_counter(ATL_SC_SYNC_STREAM) + atl_blocking_counter(ATL_SC_SYNC_CTX) +
+               atl_blocking_counter(ATL_SC_SYNC_EVENT);
+    s->suppressions = atl_cfg.suppressions != NULL;
+    for (int k = 0; k < ATL_FINDING_KINDS; k++)
+        s->suppressed += atl_findings_suppressed((enum atl_finding)k);
+}
+
+/* Last, after the exit reports and the verdict's line: the summary line, in a process that
+ * runs under atlas-trace (src/summary.h); one that never initialised opens the log for it. */
 __attribute__((destructor)) static void engine_fini(void)
 {
     atl_engine_exit();
-    if (__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) && !in_child)
-        atl_exit_verdict();
+    if (in_child)
+        return;
+    int init = __atomic_load_n(&initialised, __ATOMIC_ACQUIRE);
+    char line[512];
+    const char *last = NULL;
+    if (atl_summary_wanted(init)) {
+        struct atl_summary s;
+        if (init)
+            summary_counts(&s);
+        else
+            open_log(getauxval(AT_SECURE) ? NULL : environ);
+        atl_summary_format(init ? &s : NULL, line, sizeof line);
+        last = line;
+    }
+    if (init)
+        atl_exit_verdict(last);
+    else if (last)
+        atl_log_line(last);
 }
 
 /* A forked child inherits our counters and any lock another thread held at

@@ -33,14 +33,9 @@ static unsigned long long dsk_seen; /* the list's entries that named a launched 
  * are forgotten. */
 unsigned atl_faultrep_init(void)
 {
+    /* a bad value was said, and left unset, by the settings' parser (the same one: src/dsk.h) */
     const char *why;
     debug_sync = atl_dsk_parse(atl_cfg.debug_sync_kernels, &why);
-    if (debug_sync == ATL_DSK_BAD) {
-        char shown[80];
-        atl_config_show_value(atl_cfg.debug_sync_kernels, shown, sizeof shown);
-        atl_log(ATL_ERROR, "ignoring ATLAS_DEBUG_SYNC_KERNELS='%s': %s; using 0", shown, why);
-        debug_sync = ATL_DSK_OFF;
-    }
     atl_fault_init(atl_cfg.launch_ring);
     if (debug_sync == ATL_DSK_LIST) {
         /* a copy: the environment's string may be changed by the program */
@@ -104,6 +99,7 @@ void atl_faultrep_check(int hook, CUresult r)
 /* ---- debug sync --------------------------------------------------------------------- */
 
 static int debug_reported;
+static uint64_t debug_synced; /* launches debug sync synchronised after (the summary line) */
 
 /* Synchronises the launch's stream. Success marks the launches so far as
  * good; the first failure latches (this report says it all) and gives its
@@ -117,6 +113,7 @@ static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out,
     if (upto_out)
         *upto_out = upto;
     CUresult r = atl_drv.cuStreamSynchronize((pt && !stream) ? CU_STREAM_PER_THREAD : stream);
+    __atomic_add_fetch(&debug_synced, 1, __ATOMIC_RELAXED);
     if (r == CUDA_SUCCESS) {
         atl_flight_good_sync(ATL_SYNC_STREAM, stream, upto);
         return r;
@@ -268,6 +265,12 @@ CUresult atl_faultrep_graph_launch_post(const struct atl_graph_launch *g, CUresu
     atl_log_frames(ATL_ERROR, "debug-sync", &stk, 0, 12);
     atl_find_close(&f);
     return r;
+}
+
+int atl_faultrep_synced(uint64_t *n)
+{
+    *n = __atomic_load_n(&debug_synced, __ATOMIC_RELAXED);
+    return debug_sync != ATL_DSK_OFF;
 }
 
 CUresult atl_faultrep_launch_post(const struct atl_launch *l)

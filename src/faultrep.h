@@ -38,5 +38,8 @@ void atl_faultrep_sync_post(const struct atl_sync *s, CUresult r);
 /* At exit: names of ATLAS_DEBUG_SYNC_KERNELS's list that no launched kernel
  * had (debug sync did nothing for them). */
 void atl_faultrep_exit(void);
+/* The launches (and graph launches) debug sync synchronised after, in *n (the summary line);
+ * 1 when debug sync is on. */
+int atl_faultrep_synced(uint64_t *n);
 
 #endif

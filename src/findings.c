@@ -50,40 +50,7 @@ static int supp_frames; /* an entry has frame lines: findings' frames are looked
 static FILE *report;    /* ATLAS_REPORT */
 static int want_frames; /* set at init: frames are looked up (entries need them, or the file) */
 static uint64_t counts[ATL_FINDING_KINDS], suppressed[ATL_FINDING_KINDS];
-static uint64_t next_id, printed, unprinted, repeated;
-
-/* The keys of findings printed, for repeats (an open-addressing set). */
-static uint64_t *keys;
-static size_t nkeys, capkeys;
-
-/* 1 when key was seen before; else it is added. */
-static int seen_key(uint64_t key)
-{
-    if ((nkeys + 1) * 2 > capkeys) {
-        size_t cap = capkeys ? capkeys * 2 : 256;
-        uint64_t *n = calloc(cap, sizeof *n);
-        if (!n)
-            return 0; /* out of memory: printed again rather than lost */
-        for (size_t i = 0; i < capkeys; i++)
-            if (keys[i])
-                for (size_t j = keys[i] & (cap - 1);; j = (j + 1) & (cap - 1))
-                    if (!n[j]) {
-                        n[j] = keys[i];
-                        break;
-                    }
-        free(keys);
-        keys = n, capkeys = cap;
-    }
-    for (size_t j = key & (capkeys - 1);; j = (j + 1) & (capkeys - 1)) {
-        if (keys[j] == key)
-            return 1;
-        if (!keys[j]) {
-            keys[j] = key;
-            nkeys++;
-            return 0;
-        }
-    }
-}
+static uint64_t next_id, printed, unprinted;
 
 static void warn_line(void *ctx, const char *line)
 {
@@ -245,10 +212,7 @@ int atl_find_open(struct atl_find *f)
         __atomic_add_fetch(&suppressed[f->kind], 1, __ATOMIC_RELAXED);
     } else {
         __atomic_add_fetch(&counts[f->kind], 1, __ATOMIC_RELAXED);
-        /* no limit (0) prints everything, repeats too */
-        if (f->repeat_key && atl_cfg.print_limit && seen_key(f->repeat_key))
-            __atomic_add_fetch(&repeated, 1, __ATOMIC_RELAXED);
-        else if (f->no_print)
+        if (f->no_print)
             ; /* past the feature's own room: it says how many */
         else if (atl_cfg.print_limit && printed >= atl_cfg.print_limit)
             __atomic_add_fetch(&unprinted, 1, __ATOMIC_RELAXED);
@@ -297,11 +261,6 @@ uint64_t atl_findings_unprinted(void)
     return __atomic_load_n(&unprinted, __ATOMIC_RELAXED);
 }
 
-uint64_t atl_findings_repeated(void)
-{
-    return __atomic_load_n(&repeated, __ATOMIC_RELAXED);
-}
-
 void atl_findings_exit(void)
 {
     if (atl_exit_lock(&lock, "the findings' closing lines") != 0)
@@ -312,12 +271,6 @@ void atl_findings_exit(void)
                 "findings: %llu more not printed, past the first %llu (counted all the same; %s "
                 "prints all)",
                 (unsigned long long)unprinted, (unsigned long long)atl_cfg.print_limit,
-                atl_hint_setting("ATLAS_PRINT_LIMIT", "0", set, sizeof set));
-    if (repeated) /* only differing steps repeat (the same parameters changed again) */
-        atl_log(ATL_WARN,
-                "findings: %llu more differing step%s repeated a difference printed above: "
-                "counted, not printed again (%s prints them)",
-                (unsigned long long)repeated, repeated == 1 ? "" : "s",
                 atl_hint_setting("ATLAS_PRINT_LIMIT", "0", set, sizeof set));
     uint64_t total = 0;
     for (int k = 0; k < ATL_FINDING_KINDS; k++)

@@ -49,12 +49,9 @@ struct atl_find {
     const char *step; /* a step's name; NULL: none */
     uint64_t step_no;
     const struct atl_stack *stack; /* allocation or call-site frames; NULL: none */
-    /* a finding that repeats one already printed (the same difference in the
-     * next step) is counted and written, not printed again: non-zero
-     * identifies what repeats */
-    uint64_t repeat_key;
-    /* the feature cannot print it (no room left in its own report): counted
-     * and written as not printed */
+    /* the feature does not print it and says so itself (no room left in its
+     * own report; a step folded into a run of repeats): counted and written as
+     * not printed, not counted as past the print limit */
     int no_print;
     /* set by atl_find_open: printed now (for atl_find_close); suppressed */
     int shown, suppressed;
@@ -65,7 +62,7 @@ struct atl_find {
 void atl_findings_init(void);
 
 /* The finding f, once: 1 when its lines are to be printed now; 0 when it is
- * suppressed, repeats one printed, or is past the print limit (it is counted
+ * suppressed, not printed by its feature (no_print), or past the print limit (it is counted
  * and written all the same, unless suppressed: then counted as suppressed). */
 int atl_find_open(struct atl_find *f);
 /* After its lines: the suppression entry, with ATLAS_GEN_SUPPRESSIONS. */
@@ -75,9 +72,8 @@ void atl_find_close(const struct atl_find *f);
  * the summary count), and the suppressed ones. */
 uint64_t atl_findings_count(enum atl_finding k);
 uint64_t atl_findings_suppressed(enum atl_finding k);
-/* Findings counted but not printed: past the print limit, and repeats. */
+/* Findings counted but not printed: past the print limit. */
 uint64_t atl_findings_unprinted(void);
-uint64_t atl_findings_repeated(void);
 
 /* At exit, after the features' reports: what was not printed, what was
  * suppressed and by which entries; the findings file is closed. */

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "hint.h"
 
+#include "config.h"
 #include "envedit.h"
 
 #include <dlfcn.h>
@@ -18,43 +19,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 extern char **environ;
 
-/* The settings atlas-trace has options for, and how each is spelled: `flag` when the value is
- * 1, `eq` followed by the value otherwise. (tools/atlas-trace.c; tests/integration/
- * test_hints.sh checks each spelling against what atlas-trace sets.) */
-static const struct {
-    const char *var, *flag, *eq;
-} options[] = {
-    {"ATLAS_TRACE", "--trace", NULL},
-    {"ATLAS_STEP", NULL, "--trace="},
-    {"ATLAS_TRACE_FILE", NULL, "--json="},
-    {"ATLAS_CHROME_TRACE", NULL, "--chrome="},
-    {"ATLAS_REDZONE", NULL, "--redzone="},
-    {"ATLAS_REDZONE_CHECK", NULL, "--redzone-check="},
-    {"ATLAS_D2H_TRACE", NULL, "--d2h="},
-    {"ATLAS_DEBUG_SYNC_KERNELS", "--debug-sync", "--debug-sync="},
-    {"ATLAS_LEAKS", "--leaks", NULL},
-    {"ATLAS_KERNEL_AUDIT", "--audit", NULL},
-    {"ATLAS_STATS", "--stats", NULL},
-    {"ATLAS_LOG", NULL, "--log="},
-    {"ATLAS_ERROR_EXITCODE", NULL, "--error-exitcode="},
-    {"ATLAS_ERROR_ON", NULL, "--error-on="},
-    {"ATLAS_NO_CHILDREN", "--no-children", NULL},
-    {"ATLAS_RACES", "--races", "--races="},
-    {"ATLAS_PRINT_LIMIT", NULL, "--print-limit="},
-    {"ATLAS_SUPPRESSIONS", NULL, "--suppressions="},
-    {"ATLAS_GEN_SUPPRESSIONS", "--gen-suppressions", NULL},
-    {"ATLAS_REPORT", NULL, "--report="},
-};
-
-static int option_of(const char *var)
+/* The row of the settings table whose atlas-trace option sets `var` (src/config.def), or
+ * NULL when it has none. (tests/integration/test_hints.sh checks each spelling against what
+ * atlas-trace sets.) */
+static const struct atl_cfg_var *option_of(const char *var)
 {
-    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
-        if (strcmp(options[i].var, var) == 0)
-            return (int)i;
-    return -1;
+    int i = atl_config_find(var);
+    return i >= 0 && atl_cfg_vars[i].opt.name ? &atl_cfg_vars[i] : NULL;
 }
 
 /* ---- growing strings ------------------------------------------------------------------- */
@@ -182,6 +157,7 @@ static uint64_t fingerprint(char *const *env)
  *     a WORD          atlas-trace's argv[0]
  *     o VAR WORD      a word of an option, and the variable it sets (empty: none, as "--")
  *     p WORD          a word of the program's command line
+ *     i PID           the process atlas-trace runs the program in (it execs: its own PID)
  */
 
 static void field(struct buf *b, const char *s, size_t n)
@@ -199,6 +175,10 @@ char *atl_front_encode(int argc, char *const *argv, int prog, const char *const 
     char head[40];
     snprintf(head, sizeof head, "1;%016" PRIx64 ";", fingerprint(final));
     puts_(&b, head);
+    char pid[24];
+    snprintf(pid, sizeof pid, "%ld", (long)getpid());
+    put(&b, "i", 1);
+    field(&b, pid, strlen(pid));
     for (char *const *e = inherited; e && *e; e++) {
         if (strncmp(*e, "ATLAS_", 6) != 0)
             continue;
@@ -251,16 +231,10 @@ static int read_field(const char **s, struct span *out)
 
 /* The front's record of this process, when atlas-trace started it with the settings it still
  * has; 0 and f->w to free, or -1. */
-static int front_read(struct front *f)
+/* The front's records (after "1;FINGERPRINT;"), into f; 0 and f->w to free, or -1. */
+static int front_records(const char *v, struct front *f)
 {
     f->w = NULL, f->n = 0;
-    const char *v = atl_env_get(ATL_FRONT_VAR);
-    if (!v || strncmp(v, "1;", 2) != 0 || strlen(v) < 20 || v[18] != ';')
-        return -1;
-    char *end;
-    uint64_t fp = strtoull(v + 2, &end, 16);
-    if (end != v + 18 || fp != fingerprint(environ))
-        return -1;
     size_t cap = 0;
     int argv0 = 0;
     for (const char *s = v + 19; *s;) {
@@ -274,7 +248,7 @@ static int front_read(struct front *f)
         struct word *w = &f->w[f->n];
         memset(w, 0, sizeof *w);
         w->tag = *s++;
-        if (!strchr("eaop", w->tag) || (w->tag == 'o' && read_field(&s, &w->var)) ||
+        if (!strchr("eaopi", w->tag) || (w->tag == 'o' && read_field(&s, &w->var)) ||
             read_field(&s, &w->text))
             goto bad;
         argv0 += w->tag == 'a';
@@ -286,6 +260,44 @@ bad:
     free(f->w);
     f->w = NULL;
     return -1;
+}
+
+/* ATLASTRACE_FRONT's value when its header is well formed, else NULL. */
+static const char *front_value(void)
+{
+    const char *v = atl_env_get(ATL_FRONT_VAR);
+    if (!v || strncmp(v, "1;", 2) != 0 || strlen(v) < 20 || v[18] != ';')
+        return NULL;
+    return v;
+}
+
+/* The front's record of this process, when atlas-trace started it with the settings it still
+ * has; 0 and f->w to free, or -1. */
+static int front_read(struct front *f)
+{
+    f->w = NULL, f->n = 0;
+    const char *v = front_value();
+    if (!v)
+        return -1;
+    char *end;
+    uint64_t fp = strtoull(v + 2, &end, 16);
+    if (end != v + 18 || fp != fingerprint(environ))
+        return -1;
+    return front_records(v, f);
+}
+
+int atl_front_pid(long *pid)
+{
+    struct front f;
+    const char *v = front_value();
+    *pid = 0;
+    if (!v || front_records(v, &f) != 0)
+        return 0;
+    for (size_t i = 0; i < f.n; i++)
+        if (f.w[i].tag == 'i' && f.w[i].text.n && f.w[i].text.n < 20)
+            *pid = strtol(f.w[i].text.p, NULL, 10);
+    free(f.w);
+    return 1;
 }
 
 int atl_hint_front(void)
@@ -311,16 +323,22 @@ static int added(const struct atl_hint_set *add, size_t n, const char *name, siz
     return 0;
 }
 
-/* The option that gives `var` the value `value`, into out; NULL when there is none. */
+/* The option that gives `var` the value `value`, into out: the bare option when that is the
+ * value it gives ("--trace", "--debug-sync"), else "--name=value"; NULL when there is none, or
+ * the option does not take that value (--races=0 is spelled by leaving --races out). */
 static const char *option_text(const char *var, const char *value, char *out, size_t len)
 {
-    int o = option_of(var);
-    if (o < 0)
+    const struct atl_cfg_var *v = option_of(var);
+    if (!v)
         return NULL;
-    if (options[o].flag && strcmp(value, "1") == 0)
-        snprintf(out, len, "%s", options[o].flag);
-    else if (options[o].eq)
-        snprintf(out, len, "%s%s", options[o].eq, value);
+    const struct atl_cfg_opt *o = &v->opt;
+    if ((o->kind == ATL_OPT_FLAG && strcmp(value, "1") == 0) ||
+        (o->bare && strcmp(value, o->bare) == 0))
+        snprintf(out, len, "--%s", o->name);
+    else if (o->kind == ATL_OPT_INFILES && value[strcspn(value, ":,")])
+        return NULL; /* several files: each is an option of its own, as the user gave them */
+    else if (o->kind != ATL_OPT_FLAG && !(o->vcheck && o->vcheck(value)))
+        snprintf(out, len, "--%s=%s", o->name, value);
     else
         return NULL;
     return out;
@@ -524,7 +542,7 @@ static char given_by(const struct front *f, const char *var)
 static int speak_option(const char *var)
 {
     struct front f;
-    if (option_of(var) < 0 || front_read(&f) != 0)
+    if (!option_of(var) || front_read(&f) != 0)
         return 0;
     char how = given_by(&f, var);
     free(f.w);
@@ -540,12 +558,9 @@ const char *atl_hint_setting(const char *var, const char *value, char *out, size
 
 const char *atl_hint_name(const char *var, char *out, size_t len)
 {
-    int o = option_of(var);
     if (!speak_option(var))
         snprintf(out, len, "%s", var);
-    else if (options[o].flag)
-        snprintf(out, len, "%s", options[o].flag);
     else
-        snprintf(out, len, "%.*s", (int)strcspn(options[o].eq, "="), options[o].eq);
+        snprintf(out, len, "--%s", option_of(var)->opt.name);
     return out;
 }

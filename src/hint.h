@@ -57,6 +57,12 @@ int atl_hint_library(char *out, size_t len);
  * then speak atlas-trace's options), else 0. */
 int atl_hint_front(void);
 
+/* 1 when this process runs under atlas-trace: ATLASTRACE_FRONT is set and well formed, with
+ * this process's settings or others (a child started with settings of its own), else 0;
+ * *pid: the process atlas-trace ran the program in (it execs, so the program's own PID), 0
+ * when not said. Reads `environ` as atl_env_get does (src/envedit.h): for a constructor. */
+int atl_front_pid(long *pid);
+
 /* For atlas-trace: the value of ATLASTRACE_FRONT for `argv` (argc words), of which words
  * [1, prog) are atlas-trace's own (`word_var[i]` names the ATLAS_* variable the option in word
  * i sets, or NULL) and [prog, argc) the program's; `inherited` lists the ATLAS_* entries

@@ -2,7 +2,7 @@
  * ATLAS_KERNEL: the kernels a setting limits a feature to, by a POSIX
  * extended regular expression matched against the kernel's name, compiled
  * once. Red zones' launch mode checks only after the launches it selects
- * (docs/redzone.md); the step trace will take it too (issue #31).
+ * (docs/redzone.md), and the step trace records only them (docs/trace.md).
  */
 #ifndef ATL_KSELECT_H
 #define ATL_KSELECT_H

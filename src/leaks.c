@@ -246,6 +246,14 @@ static void group_line(const struct leak_group *g, const struct atl_alloc_rec *a
              site);
 }
 
+static uint64_t found_allocs, found_bytes; /* what atl_leaks_exit reported, unsuppressed */
+
+void atl_leaks_found(uint64_t *allocs, uint64_t *bytes)
+{
+    *allocs = found_allocs;
+    *bytes = found_bytes;
+}
+
 void atl_leaks_exit(void)
 {
     if (!list_on)
@@ -308,21 +316,23 @@ void atl_leaks_exit(void)
         }
         kept++, kept_n += g[i].n, kept_bytes += g[i].bytes;
     }
+    found_allocs = kept_n, found_bytes = kept_bytes;
     char sup[64] = "";
     if (quiet)
         snprintf(sup, sizeof sup, "; %zu more suppressed", quiet);
+    /* findings: said at ATLAS_LOG_LEVEL=error too (atlas-trace -q) */
     if (!kept)
         atl_log(ATL_WARN, "leaks: none but suppressed ones (%zu allocation%s never freed)", quiet,
                 quiet == 1 ? "" : "s");
     else
-        atl_log(ATL_WARN,
+        atl_log(ATL_ERROR,
                 "leaks: %zu allocation%s never freed, %zu bytes in total, from %zu call stack%s "
                 "(largest first)%s:",
                 kept_n, kept_n == 1 ? "" : "s", kept_bytes, kept, kept == 1 ? "" : "s", sup);
     for (size_t i = 0; i < ng; i++) {
         if (!f[i].shown)
             continue;
-        atl_log(ATL_WARN, "%s", f[i].message);
+        atl_log(ATL_ERROR, "%s", f[i].message);
         atl_find_close(&f[i]);
         free((char *)f[i].message);
     }

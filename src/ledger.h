@@ -34,6 +34,24 @@ extern int atl_ledger_on;
  * asked, so a failed allocation also has a number). */
 uint64_t atl_ledger_next_seq(void);
 
+/* The number the next allocation will get (none is taken): allocations
+ * numbered from it on are made after now. */
+uint64_t atl_ledger_seq_peek(void);
+
+/* Changes whenever an allocation (or mapping) is added or removed: what an
+ * address resolved to stays true while it stays the same. */
+uint64_t atl_ledger_generation(void);
+
+/* Recently freed allocations, for reports that name one no longer live (the
+ * step diff's "another buffer": was the buffer it replaces freed, and
+ * where?). Kept only once a feature asks (atl_ledger_keep_freed, with the
+ * stack depth of a free's site): the last ATL_LEDGER_FREED of them. */
+#define ATL_LEDGER_FREED 1024
+void atl_ledger_keep_freed(int depth);
+/* The freed allocation alloc#seq, if still kept: its record and the stack of
+ * its free; 1 when found. */
+int atl_ledger_freed(uint64_t seq, struct atl_alloc_rec *out, struct atl_stack *where);
+
 /* Adds a live allocation (copied). Returns 0, or -1 when out of memory. */
 int atl_ledger_add(const struct atl_alloc_rec *r);
 

@@ -2167,6 +2167,9 @@ static void print_pending(struct rop *op)
     struct rpend *p = op->pend;
     for (int i = 0; i < op->npend; i++, p++) {
         const char *tag = p->sure ? "race" : "possible race";
+        /* a race is a finding (said at ATLAS_LOG_LEVEL=error, atlas-trace -q); a possible one
+         * is listed only when asked for */
+        int lvl = p->sure ? ATL_ERROR : ATL_WARN;
         char e[1400], x[1400], edge[1400];
         if (p->sure) {
             race_finding(p);
@@ -2178,13 +2181,13 @@ static void print_pending(struct rop *op)
         } else {
             race_head(p, p->head, sizeof p->head);
         }
-        atl_log(ATL_WARN, "%s", p->head);
+        atl_log(lvl, "%s", p->head);
         side_desc(&p->e, &p->se, &p->site_e, &p->site_e2, e, sizeof e);
         side_desc(&p->x, &p->sx, &p->site_x, &p->site_x2, x, sizeof x);
         missing_edge(p, edge, sizeof edge);
-        atl_log(ATL_WARN, "%s:   1st: %s", tag, e);
-        atl_log(ATL_WARN, "%s:   2nd: %s", tag, x);
-        atl_log(ATL_WARN, "%s:   missing edge: %s", tag, edge);
+        atl_log(lvl, "%s:   1st: %s", tag, e);
+        atl_log(lvl, "%s:   2nd: %s", tag, x);
+        atl_log(lvl, "%s:   missing edge: %s", tag, edge);
         if (p->sure)
             atl_find_close(&p->f);
     }
@@ -2226,10 +2229,11 @@ void atl_races_exit(void)
              atl_hint_setting("ATLAS_RACES", "all", all, sizeof all));
     atl_log(ATL_WARN,
             "races: %llu found (%llu distinct), %llu possible (%llu distinct: a side only may "
-            "write, or may not touch the same bytes; %s); %llu accesses checked on %u streams%s",
+            "write, or may not touch the same bytes; %s); %llu access%s checked on %u stream%s%s",
             (unsigned long long)races, (unsigned long long)rd, (unsigned long long)poss,
             (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists, (unsigned long long)acc,
-            streams, dead ? " (stopped early: out of memory)" : "");
+            acc == 1 ? "" : "es", streams, streams == 1 ? "" : "s",
+            dead ? " (stopped early: out of memory)" : "");
     if (unprinted)
         atl_log(ATL_WARN,
                 "races: %llu distinct ones not printed (%d a call and %d in all are; all are "

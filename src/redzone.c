@@ -2650,13 +2650,15 @@ void atl_redzone_exit(void)
             ctx = NULL;
         atl_exit_bounded(exit_scan, &ctx, "the red-zone check at exit (the driver did not answer)");
         if (skipped_capture)
-            atl_log(ATL_INFO, "redzone: %llu checks were skipped while a stream capture was active",
-                    (unsigned long long)skipped_capture);
+            atl_log(ATL_INFO, "redzone: %llu check%s skipped while a stream capture was active",
+                    (unsigned long long)skipped_capture, skipped_capture == 1 ? " was" : "s were");
         if (held_frees)
             atl_log(ATL_INFO,
-                    "redzone: %llu frees on the legacy stream were held back and checked in %llu "
-                    "batches",
-                    (unsigned long long)held_frees, (unsigned long long)held_batches);
+                    "redzone: %llu free%s on the legacy stream %s held back and checked in %llu "
+                    "batch%s",
+                    (unsigned long long)held_frees, held_frees == 1 ? "" : "s",
+                    held_frees == 1 ? "was" : "were", (unsigned long long)held_batches,
+                    held_batches == 1 ? "" : "es");
         /* the findings sink's counts: what a suppression file silenced is said apart */
         uint64_t overruns = atl_findings_count(ATL_FINDING_OVERRUN),
                  after_free = atl_findings_count(ATL_FINDING_AFTER_FREE),
@@ -2678,6 +2680,17 @@ void atl_redzone_exit(void)
                 (unsigned long long)guarded_total, guarded_total == 1 ? "" : "s",
                 (unsigned long long)checks, checks == 1 ? "" : "s", freed);
     }
+}
+
+int atl_redzone_counts(uint64_t *found, uint64_t *guarded, uint64_t *freed_written,
+                       uint64_t *freed_kept)
+{
+    /* the findings sink's: suppressed ones are not among them */
+    *found = atl_findings_count(ATL_FINDING_OVERRUN);
+    *guarded = __atomic_load_n(&guarded_total, __ATOMIC_RELAXED);
+    *freed_written = atl_findings_count(ATL_FINDING_AFTER_FREE);
+    *freed_kept = __atomic_load_n(&quarantined_total, __ATOMIC_RELAXED);
+    return pad != 0;
 }
 
 int atl_redzone_poison(uint64_t lo, uint64_t hi)

@@ -47,6 +47,10 @@ void atl_redzone_launch_post(const struct atl_launch *l, CUresult r);
 void atl_redzone_sync_post(const struct atl_sync *s, CUresult r);
 void atl_redzone_teardown(const char *where);
 void atl_redzone_exit(void);
+/* For the summary line: overruns found, allocations guarded, writes after free found, freed
+ * allocations kept poisoned; 1 when red zones are on. */
+int atl_redzone_counts(uint64_t *found, uint64_t *guarded, uint64_t *freed_written,
+                       uint64_t *freed_kept);
 
 /* Scans every live zone now; returns the number of newly corrupted zones. */
 int atl_redzone_scan_all(const char *where);

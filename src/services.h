@@ -61,7 +61,8 @@ void atl_exit_skipped(const char *what);
 CUresult atl_own_error_deliver(CUresult r);
 /* The exit reports start: the deadline of atl_exit_lock is set from now. */
 void atl_exit_begin(void);
-/* ATLAS_ERROR_EXITCODE: ends the process with it when a finding counts. */
-void atl_exit_verdict(void);
+/* ATLAS_ERROR_EXITCODE: says the verdict and ends the process with it when a finding counts;
+ * `last` (or NULL) is written after the verdict, as the run's last line, whether or not. */
+void atl_exit_verdict(const char *last);
 
 #endif

@@ -38,6 +38,9 @@ struct atl_kfn {
      * among its changing words: uninitialised bytes (learned by the diff,
      * never forgotten; written to the JSON lines as "residue") */
     uint64_t residue;
+    /* the kernel's part of an op's shape (its mangled name and parameter
+     * count, hashed): 0 until first asked (src/tracediff.c) */
+    uint64_t shapeh;
 };
 
 /* One op: 64 bytes, plus the kernel's parameter bytes kept elsewhere. The
@@ -130,6 +133,13 @@ struct atl_step {
     /* per-op hashes, computed once on the first diff that needs them (a
      * cache: the step is compared against its predecessor and successor) */
     uint64_t *shape, *full;
+    /* The step's shape (atl_step_shape: its ops' kinds and kernels, not
+     * their values), 0 until first asked. */
+    uint64_t shapesum;
+    /* The live tracer: the allocation ledger's next number when the step
+     * ended (alloc#N with N >= seqmark were made after it), and its
+     * generation when the step's pointers were resolved; 0 offline. */
+    uint64_t seqmark, ledger_gen;
 };
 
 enum { ATL_ANN_DST = 0, ATL_ANN_SRC = 8 };

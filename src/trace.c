@@ -25,6 +25,7 @@
 #include "driver.h"
 #include "hint.h"
 #include "kernels.h"
+#include "kselect.h"
 #include "ledger.h"
 #include "log.h"
 #include "nvtx.h"
@@ -32,7 +33,6 @@
 
 #include <pthread.h>
 #include <string.h>
-#include <strings.h>
 
 int atl_trace_on;
 enum atl_trace_mode atl_trace_mode;
@@ -47,19 +47,26 @@ static inline int rec_now(void)
     return __atomic_load_n(&atl_trace_recording, __ATOMIC_RELAXED) > 0;
 }
 
-/* Stream captures in progress (any mode): while there are, each op asks the
- * driver whether its stream captures. A captured op is not executed where
- * it is enqueued: it belongs to the capture step only (ATLAS_STEP=capture),
- * and the eager step records the graph's launch instead. */
-static int skip_op(uint64_t stream)
+/* Where an op on `stream` is recorded. While stream captures are in
+ * progress (any mode), each op asks the driver whether its stream captures.
+ * A captured op is not executed where it is enqueued: it belongs to the
+ * capture step only (ATLAS_STEP=capture: eager ops are not recorded), and
+ * the eager step records the graph's launch instead; in the other modes the
+ * captured ops go to the capture buffer, to be compared with eager steps of
+ * their shape when the capture ends. NULL: the thread's buffer; SKIP: none. */
+#define SKIP ((struct tbuf *)1)
+static struct tbuf *op_buf(uint64_t stream)
 {
     if (__builtin_expect(!atl_capture_any(), 1))
-        return 0;
+        return atl_trace_mode == ATL_MODE_CAPTURE ? SKIP : NULL;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     if (!atl_drv.cuStreamIsCapturing ||
         atl_drv.cuStreamIsCapturing((CUstream)(uintptr_t)stream, &st) != CUDA_SUCCESS)
         st = CU_STREAM_CAPTURE_STATUS_NONE;
-    return (st == CU_STREAM_CAPTURE_STATUS_ACTIVE) != (atl_trace_mode == ATL_MODE_CAPTURE);
+    int captured = st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (atl_trace_mode == ATL_MODE_CAPTURE)
+        return captured ? NULL : SKIP;
+    return captured ? &atl_tbuf_capture : NULL;
 }
 
 static void warn_inexact(const struct atl_kfn *k)
@@ -86,7 +93,11 @@ out:
 
 void atl_trace_launch(const struct atl_launch *l, CUresult r)
 {
-    if (r != CUDA_SUCCESS || !rec_now() || skip_op((uint64_t)(uintptr_t)l->stream))
+    /* ATLAS_KERNEL: the launches of the kernels it selects only (one match per kernel, kept in
+     * its record) */
+    struct tbuf *into;
+    if (r != CUDA_SUCCESS || !rec_now() || !atl_ksel_match(l->rec) ||
+        (into = op_buf((uint64_t)(uintptr_t)l->stream)) == SKIP)
         return;
     const void *packed = NULL;
     size_t packed_size = 0;
@@ -105,28 +116,30 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
         warn_inexact(k);
     if (packed && packed_size < k->total)
         packed = NULL; /* a short buffer: do not read past it */
-    atl_tbuf_record_launch(l, k, packed);
+    atl_tbuf_record_launch(into, l, k, packed);
 }
 
 void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
 {
-    if (r != CUDA_SUCCESS || !rec_now() || skip_op((uint64_t)(uintptr_t)g->stream))
+    struct tbuf *into;
+    if (r != CUDA_SUCCESS || !rec_now() || (into = op_buf((uint64_t)(uintptr_t)g->stream)) == SKIP)
         return;
     struct atl_op o = {.kind = ATL_OP_GRAPH, .stream = (uint64_t)(uintptr_t)g->stream};
     o.u.g.exec = (uint64_t)(uintptr_t)g->exec;
-    atl_tbuf_record(&o);
+    atl_tbuf_record(into, &o);
 }
 
 void atl_trace_memset(const struct atl_memset *m, CUresult r)
 {
-    if (r == CUDA_SUCCESS && rec_now() && !skip_op((uint64_t)(uintptr_t)m->stream)) {
+    struct tbuf *into;
+    if (r == CUDA_SUCCESS && rec_now() && (into = op_buf((uint64_t)(uintptr_t)m->stream)) != SKIP) {
         struct atl_op o = {.kind = ATL_OP_MEMSET,
                            .sub = (uint8_t)m->elem,
                            .stream = (uint64_t)(uintptr_t)m->stream,
                            .shmem = m->value};
         o.u.m.ptr = m->dst, o.u.m.count = m->count, o.u.m.pitch = m->pitch;
         o.u.m.height = m->height;
-        atl_tbuf_record(&o);
+        atl_tbuf_record(into, &o);
     }
     /* a synchronous memset is not a host synchronisation point: the driver
      * may return before it completes */
@@ -210,10 +223,11 @@ static void sync_step(const char *name, enum atl_take take, uint64_t stream);
 
 void atl_trace_copy(const struct atl_copy *c, CUresult r)
 {
-    if (r == CUDA_SUCCESS && rec_now() && !skip_op((uint64_t)(uintptr_t)c->stream)) {
+    struct tbuf *into;
+    if (r == CUDA_SUCCESS && rec_now() && (into = op_buf((uint64_t)(uintptr_t)c->stream)) != SKIP) {
         struct atl_op o = {0};
         copy_op(c, &o);
-        atl_tbuf_record(&o);
+        atl_tbuf_record(into, &o);
     }
     /* A synchronous copy to the host (or any synchronous copy through
      * unified addressing) returns only when the GPU is done with the work
@@ -269,6 +283,11 @@ void atl_trace_capture_pre(const struct atl_capture *c)
 {
     if (c->begin)
         return;
+    /* eager against captured: the last open capture ended */
+    if (atl_trace_mode != ATL_MODE_CAPTURE && !atl_capture_any() &&
+        __atomic_load_n(&atl_tbuf_capture.nops, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE))
+        atl_tstep_captured();
     /* ops enqueued from now on are not in this capture: the engine has
      * already closed it in src/capture.c; the last one ends the step (an
      * end on a stream that was not capturing closed nothing) */
@@ -318,18 +337,24 @@ unsigned atl_trace_init(void)
      * atlas-trace --chrome does): a file setting never does nothing */
     if (!atl_cfg.trace && !atl_cfg.chrome_trace && !atl_cfg.trace_file)
         return 0;
-    /* the syntax was checked (and a bad value reported) with the settings */
-    const char *st = atl_cfg.step ? atl_cfg.step : "sync";
-    if (strcasecmp(st, "capture") == 0) {
+    /* read by the rule the settings were checked with (a bad value was reported then, and
+     * left unset: sync) */
+    const char *range;
+    switch (atl_step_mode(atl_cfg.step, &range)) {
+    case ATL_STEP_CAPTURE:
         atl_trace_mode = ATL_MODE_CAPTURE;
-    } else if (strcasecmp(st, "api") == 0) {
+        break;
+    case ATL_STEP_API:
         atl_trace_mode = ATL_MODE_API;
-    } else if (strncasecmp(st, "nvtx:", 5) == 0) {
+        break;
+    case ATL_STEP_NVTX:
         atl_trace_mode = ATL_MODE_NVTX;
-        atl_nvtx_init(st + 5);
-    } else {
+        atl_nvtx_init(range);
+        break;
+    default:
         atl_trace_mode = ATL_MODE_SYNC;
     }
+    atl_ksel_init();
     atl_tbuf_init((size_t)atl_cfg.trace_max_mb << 20);
     atl_tstep_init();
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */

@@ -33,6 +33,9 @@ void atl_trace_api_step_end(void);
 
 /* The exit summary. */
 void atl_trace_exit(void);
+/* After it, for the summary line: the steps recorded, and those that differed from the
+ * previous step of their kind. */
+void atl_tstep_counts(uint64_t *steps, uint64_t *differ);
 
 /* For the hang report (src/hang.c), from any thread, taking no lock the
  * launch path waits on for long (src/tracestep.c): the steps finished so

@@ -99,6 +99,10 @@ struct tbuf {
 /* Every thread's buffer: appended at the tail (a release store), never
  * removed, so it is walked without a lock. */
 extern struct tbuf *atl_tbuf_list;
+/* The ops captured into CUDA graphs in sync, nvtx and api modes, from every
+ * thread (not in the list: no step takes them); a capture's end takes them
+ * (atl_tstep_captured) to compare them with eager steps of their shape. */
+extern struct tbuf atl_tbuf_capture;
 
 static inline void atl_cpu_relax(void)
 {
@@ -155,12 +159,14 @@ void atl_tbuf_held_note(struct tbuf *b);
 /* Under the step ends' lock: what the trace keeps between steps, which the
  * budget counts with the buffers. */
 void atl_tbuf_set_kept(size_t bytes);
-/* Records an op without parameter bytes into the calling thread's buffer. */
-void atl_tbuf_record(const struct atl_op *o);
-/* Records a launch of kernel k (its view): the record written in place, the
- * parameter bytes gathered from l->params, or copied from `packed` (k->total
- * bytes), straight after the last op's. */
-void atl_tbuf_record_launch(const struct atl_launch *l, const struct atl_kfn *k,
+/* Records an op without parameter bytes into buffer `into` (NULL: the
+ * calling thread's). */
+void atl_tbuf_record(struct tbuf *into, const struct atl_op *o);
+/* Records a launch of kernel k (its view) into `into` (NULL: the calling
+ * thread's buffer): the record written in place, the parameter bytes
+ * gathered from l->params, or copied from `packed` (k->total bytes),
+ * straight after the last op's. */
+void atl_tbuf_record_launch(struct tbuf *into, const struct atl_launch *l, const struct atl_kfn *k,
                             const void *packed);
 
 /* ---- src/tracestep.c: steps and step ends --------------------------------------- */
@@ -187,6 +193,10 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
 /* Drops every thread's ops (a capture begins: nothing before it is part of
  * it). */
 void atl_tstep_drop(void);
+/* Sync, nvtx and api modes: the last open stream capture ended; its ops
+ * (atl_tbuf_capture) are compared with the latest eager step of their shape,
+ * and kept for the eager steps to come (eager against captured). */
+void atl_tstep_captured(void);
 /* NVTX and api steps: the calling thread opens a step named `name` (one
  * already open ends first), or closes its open step. */
 void atl_tstep_open(const char *name);

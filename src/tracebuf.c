@@ -21,6 +21,7 @@
 #include <string.h>
 
 struct tbuf *atl_tbuf_list;
+struct tbuf atl_tbuf_capture;
 
 int atl_tbuf_lock_step(struct tbuf *b)
 {
@@ -122,7 +123,8 @@ static size_t grow_adds(size_t cap, size_t need, size_t elem, size_t first)
 /* Would `more` bytes take the trace past ATLAS_TRACE_MAX_MB? Says so once. */
 static int over_budget(struct tbuf *b, size_t more)
 {
-    size_t sum = more + __atomic_load_n(&kept, __ATOMIC_RELAXED);
+    size_t sum = more + __atomic_load_n(&kept, __ATOMIC_RELAXED) +
+                 __atomic_load_n(&atl_tbuf_capture.held, __ATOMIC_RELAXED);
     for (struct tbuf *t = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); t;
          t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE))
         sum += __atomic_load_n(&t->held, __ATOMIC_RELAXED);
@@ -211,22 +213,22 @@ static inline void op_done(struct tbuf *b, uint64_t now, size_t nbytes)
     b->nbytes += nbytes; /* packed: 64 bytes an op plus exactly its parameter bytes */
 }
 
-/* This thread's buffer, locked (NULL: out of memory), and the Chrome
- * export's enqueue time: one vDSO clock read (about 20 ns), taken only when
- * the export is on. */
-static inline struct tbuf *rec_begin(uint64_t *now)
+/* Buffer `into`, or this thread's, locked (NULL: out of memory), and the
+ * Chrome export's enqueue time: one vDSO clock read (about 20 ns), taken only
+ * when the export is on. */
+static inline struct tbuf *rec_begin(struct tbuf *into, uint64_t *now)
 {
     *now = atl_chrome_on ? atl_chrome_now() : 0;
-    struct tbuf *b = atl_tbuf_get();
+    struct tbuf *b = into ? into : atl_tbuf_get();
     if (b)
         atl_tbuf_lock(b);
     return b;
 }
 
-void atl_tbuf_record(const struct atl_op *o)
+void atl_tbuf_record(struct tbuf *into, const struct atl_op *o)
 {
     uint64_t now;
-    struct tbuf *b = rec_begin(&now);
+    struct tbuf *b = rec_begin(into, &now);
     if (!b)
         return;
     struct atl_op *d = op_take(b);
@@ -237,10 +239,11 @@ void atl_tbuf_record(const struct atl_op *o)
     atl_tbuf_unlock(b);
 }
 
-void atl_tbuf_record_launch(const struct atl_launch *l, const struct atl_kfn *k, const void *packed)
+void atl_tbuf_record_launch(struct tbuf *into, const struct atl_launch *l, const struct atl_kfn *k,
+                            const void *packed)
 {
     uint64_t now;
-    struct tbuf *b = rec_begin(&now);
+    struct tbuf *b = rec_begin(into, &now);
     if (!b)
         return;
     struct atl_op *d = op_take(b);

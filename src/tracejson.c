@@ -1302,6 +1302,13 @@ static int fast_launch(const char *q, const char *e, struct jline *L)
 int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx, char *err,
                    size_t errlen)
 {
+    return atl_trace_read_reuse(f, fn, NULL, ctx, err, errlen);
+}
+
+int atl_trace_read_reuse(FILE *f, int (*fn)(void *ctx, struct atl_step *s),
+                         void (*fresh)(void *ctx, struct atl_step *s), void *ctx, char *err,
+                         size_t errlen)
+{
     struct lines rd = {.f = f};
     size_t lineno = 0;
     int complete, rc = -1, open = 0, steps = 0, oom = 0;
@@ -1321,6 +1328,8 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (fresh)
+        fresh(ctx, &cur);
     for (;;) {
         char *line = read_line(&rd, &complete, &oom);
         if (!line && oom) {
@@ -1424,6 +1433,8 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                 snprintf(err, errlen, "line %zu: out of memory", lineno);
                 goto out;
             }
+            if (fresh) /* after fn: it may hand back a step done with */
+                fresh(ctx, &cur);
             continue;
         }
         if (L->v2 && !L->has_op) { /* a kernel's declaration */

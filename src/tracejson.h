@@ -33,5 +33,11 @@ void atl_step_write_json(const struct atl_step *s, FILE *f, int (*host_addr)(uin
  * (empty when nothing was). */
 int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx, char *err,
                    size_t errlen);
+/* The same, each step begun in arrays fresh(ctx, s) lends (a step the
+ * reader's caller is done with, emptied): a file of many large steps is
+ * read without the arrays of each allocated, grown and page-faulted anew. */
+int atl_trace_read_reuse(FILE *f, int (*fn)(void *ctx, struct atl_step *s),
+                         void (*fresh)(void *ctx, struct atl_step *s), void *ctx, char *err,
+                         size_t errlen);
 
 #endif

@@ -17,7 +17,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "services.h"
-#include "stepfind.h"
+#include "stepseries.h"
 #include "thread.h"
 #include "trace.h"
 #include "tracediff.h"
@@ -43,15 +43,20 @@ static size_t step_tscap;
 static uint64_t step_count;
 static struct atl_diff_stats stats;
 
-/* The previous step of each kind (name, thread, stream): what the next one
- * of its kind is compared with. */
+/* Each kind of step (name, thread, stream) and the last step of each of its
+ * shapes (src/stepseries.h): what the next step of the kind and shape is
+ * compared with. At most MAX_NAMES kinds of ATL_KIND_SHAPES shapes keep a
+ * step each. */
 #define MAX_NAMES 256
 static struct {
-    int busy; /* a spin lock over nth and prev: taken after step_mu by a step end, or
-               * alone by fast_step */
+    int busy; /* a spin lock over nth and the kind's steps: taken after step_mu by a step
+               * end, or alone by fast_step */
     uint64_t nth;
-    struct atl_step prev; /* its name, thread and stream are the kind's */
+    char name[64], thread[24];
+    uint64_t stream;
+    struct atl_kind k;
 } names[MAX_NAMES];
+static struct atl_series series; /* under step_mu */
 static int nnames;
 static int where;   /* more than one thread or stream has steps: reports name them */
 static int nowners; /* threads that have ended a step of their own (ever) */
@@ -62,112 +67,141 @@ static void log_line_cb(void *ctx, const char *text)
     atl_log_line(text);
 }
 
-/* A step's diff lines, held (under step_mu) until the findings sink says
- * whether the difference is printed: a suppressed one, one past the print
- * limit, or one that repeats the difference of an earlier step is not. */
-static struct {
-    char *text;
-    size_t n, cap;
-} held;
+/* ---- differing steps as findings (src/findings.h) ----------------------------------- */
 
-static void hold_line(void *ctx, const char *text)
+/* Under step_mu: the findings of the comparison being made, and the steps that differ only
+ * as suppressed findings (not counted as differing by the summary line). */
+static struct {
+    unsigned found, suppressed;
+} tally;
+static uint64_t quiet_steps;
+
+/* The differing step last printed, for the suppression entry after its lines
+ * (ATLAS_GEN_SUPPRESSIONS), said by diff_told once they are. */
+static struct {
+    struct atl_find f;
+    char kernel[160], mangled[512], step[64];
+    int open;
+} told;
+
+/* A step found to differ (struct atl_diff_opts' found): through the findings sink, which says
+ * whether its report is printed. A folded repeat is said by its run's line: never on its own. */
+static int diff_found(void *ctx, const struct atl_diff_found *d)
 {
     (void)ctx;
-    size_t len = strlen(text) + 1;
-    if (held.n + len > held.cap) {
-        size_t cap = held.cap ? held.cap : 4096;
-        while (cap < held.n + len)
-            cap *= 2;
-        char *t = realloc(held.text, cap);
-        if (!t) {
-            atl_log_line(text); /* out of memory: said at once */
-            return;
-        }
-        held.text = t, held.cap = cap;
-    }
-    memcpy(held.text + held.n, text, len);
-    held.n += len;
-}
-
-static void held_flush(int print)
-{
-    for (size_t i = 0; print && i < held.n; i += strlen(held.text + i) + 1)
-        atl_log_line(held.text + i);
-    held.n = 0;
-}
-
-/* The diff of step s against prev (the previous step of its kind), through
- * the findings sink. */
-static void diff_step(const struct atl_step *prev, const struct atl_step *s,
-                      struct atl_diff_opts *o)
-{
-    struct atl_diff_mark mark;
-    atl_diff_mark(&stats, &mark);
-    o->line = hold_line;
-    size_t nd = atl_step_diff(prev, s, o, &stats);
-    if (!nd || !held.n) {
-        held_flush(1); /* not a difference (only uninitialised bytes): said as it is */
-        return;
-    }
-    char kernel[160];
-    uint64_t key =
-        atl_diff_changed(&stats, &mark, s->name, prev->nops, s->nops, kernel, sizeof kernel);
     struct atl_find f = {.kind = ATL_FINDING_DIFF,
-                         .message = held.text, /* the first line: the step's header */
-                         .kernel = kernel[0] ? kernel : NULL,
-                         .step = s->name,
-                         .step_no = s->nth,
-                         .repeat_key = key};
+                         .message = d->header,
+                         .kernel = d->kernel,
+                         .kernel_mangled = d->kernel_mangled,
+                         .step = d->b->name,
+                         .step_no = d->b->nth,
+                         .no_print = d->folded};
     int print = atl_find_open(&f);
-    held_flush(print);
-    if (print)
-        atl_find_close(&f);
+    tally.found++;
+    tally.suppressed += f.suppressed;
+    if (print && atl_cfg.gen_suppressions) {
+        snprintf(told.kernel, sizeof told.kernel, "%s", d->kernel ? d->kernel : "");
+        snprintf(told.mangled, sizeof told.mangled, "%s",
+                 d->kernel_mangled ? d->kernel_mangled : "");
+        snprintf(told.step, sizeof told.step, "%s", d->b->name);
+        told.f = f;
+        told.f.kernel = d->kernel ? told.kernel : NULL;
+        told.f.kernel_mangled = d->kernel_mangled ? told.mangled : NULL;
+        told.f.step = told.step;
+        told.f.message = NULL;
+        told.open = 1;
+    }
+    return print;
 }
 
-/* Under step_mu: the arrays of a step no longer needed, kept for the next
- * thread buffer whose arrays a step takes over (so a steady loop allocates
- * nothing per step). */
-static struct {
-    struct atl_op *ops;
-    size_t capops;
-    uint8_t *bytes;
-    size_t capbytes;
-} spare;
-
-static void spare_put(struct atl_step *s)
+static void diff_told(void)
 {
-    if (!spare.ops || s->capops > spare.capops) {
-        free(spare.ops);
-        spare.ops = s->ops, spare.capops = s->capops;
-        s->ops = NULL;
+    if (told.open)
+        atl_find_close(&told.f);
+    told.open = 0;
+}
+
+/* The exit summary's lines: the step trace's own summary, said at warn (ATLAS_LOG_LEVEL=error,
+ * atlas-trace -q, keeps the diffs, which are findings, and drops it) */
+static void summary_line_cb(void *ctx, const char *text)
+{
+    (void)ctx;
+    atl_log(ATL_WARN, "%s", text);
+}
+
+/* "another buffer", explained from the ledger: the buffer used now (its size
+ * and site, and whether it was made after the reference step `a` ended),
+ * and the one used before: still allocated (a pointer that really moved),
+ * or freed (allocator churn: it replaces it), and where. */
+static void explain(const struct atl_ann *was, uint64_t va, const struct atl_ann *now, uint64_t vb,
+                    const struct atl_step *a, char *buf, size_t len)
+{
+    struct atl_alloc_rec r;
+    struct atl_stack st;
+    char site[256];
+    size_t l = 0;
+    buf[0] = '\0';
+    if (atl_ledger_find((CUdeviceptr)(vb - now->off), &r) && r.seq == now->seq) {
+        atl_stack_site(&r.site, site, sizeof site);
+        l += atl_fmt(buf + l, len - l,
+                     "alloc#%" PRIu64 " (%zu bytes, made %s step %" PRIu64 "%s%s)", now->seq,
+                     r.bytes, a->seqmark && now->seq >= a->seqmark ? "after" : "by the end of",
+                     a->index, site[0] ? " at " : "", site);
     }
-    if (!spare.bytes || s->capbytes > spare.capbytes) {
-        free(spare.bytes);
-        spare.bytes = s->bytes, spare.capbytes = s->capbytes;
-        s->bytes = NULL;
+    if (atl_ledger_find((CUdeviceptr)(va - was->off), &r) && r.seq == was->seq) {
+        atl_fmt(buf + l, len - l, "%salloc#%" PRIu64 " still allocated", l ? "; " : "", was->seq);
+    } else if (atl_ledger_freed(was->seq, &r, &st)) {
+        atl_stack_site(&st, site, sizeof site);
+        atl_fmt(buf + l, len - l, "%sreplaces alloc#%" PRIu64 " (%zu bytes), freed%s%s",
+                l ? " " : "", was->seq, r.bytes, site[0] ? " at " : "", site);
+    } else {
+        atl_fmt(buf + l, len - l, "%salloc#%" PRIu64 " freed", l ? "; " : "", was->seq);
     }
-    atl_step_free(s);
 }
 
 /* Under step_mu and b's lock: a step with nothing yet takes b's arrays as
- * they are, and b gets the spare ones. */
+ * they are; b gets arrays back at the end of the step (give_back). */
 static void take_over(struct atl_step *s, struct tbuf *b)
 {
     s->ops = b->ops, s->nops = b->nops, s->capops = b->cap;
     s->bytes = b->bytes, s->nbytes = b->nbytes, s->capbytes = b->capbytes;
-    b->ops = spare.ops, b->cap = spare.capops;
-    b->bytes = spare.bytes, b->capbytes = spare.capbytes;
-    spare.ops = NULL, spare.capops = 0, spare.bytes = NULL, spare.capbytes = 0;
+    b->ops = NULL, b->cap = 0, b->bytes = NULL, b->capbytes = 0;
     atl_tbuf_held_note(b);
+}
+
+/* Under step_mu, at the end of a step end: the arrays of a step no longer
+ * needed go back to the buffer of the thread ending it, if a step took that
+ * buffer's arrays (so a steady loop allocates nothing per step), and are
+ * freed otherwise. The trace then holds two step-sized copies (the step
+ * being recorded and the last of its kind and shape), not three (a spare
+ * pair of arrays was kept for whichever buffer came next). */
+static void give_back(struct tbuf *me, struct atl_step *s)
+{
+    if (me && (s->ops || s->bytes) && atl_tbuf_lock_step(me) == 0) {
+        if (!me->ops && !me->nops)
+            me->ops = s->ops, me->cap = s->capops, s->ops = NULL;
+        if (!me->bytes && !me->nbytes)
+            me->bytes = s->bytes, me->capbytes = s->capbytes, s->bytes = NULL;
+        atl_tbuf_held_note(me);
+        atl_tbuf_unlock(me);
+    }
+    atl_step_free(s);
+}
+
+static size_t step_held(const struct atl_step *s)
+{
+    return s->capops * sizeof *s->ops + s->capbytes + s->capspans * sizeof *s->spans;
 }
 
 /* Under step_mu, at a step end: what the trace keeps between steps. */
 static void kept_note(void)
 {
-    size_t n = spare.capops * sizeof *spare.ops + spare.capbytes + step_tscap * sizeof *step_ts;
+    size_t n = step_tscap * sizeof *step_ts;
     for (int i = 0; i < nnames; i++)
-        n += names[i].prev.capops * sizeof *names[i].prev.ops + names[i].prev.capbytes +
-             names[i].prev.capspans * sizeof *names[i].prev.spans;
+        for (int j = 0; j < ATL_KIND_SHAPES; j++)
+            n += step_held(&names[i].k.slot[j].step);
+    for (int j = 0; j < ATL_SERIES_CAPTURES; j++)
+        n += step_held(&series.caps[j].step);
     atl_tbuf_set_kept(n);
 }
 
@@ -415,7 +449,13 @@ static __attribute__((noinline)) void order_streams(struct atl_step *s)
  * What is kept is the allocations found (the step's spans), not a note per
  * pointer: the words looked at are the same every time (atl_op_word_next),
  * so a word is named exactly when its value lies in one of them. */
-static void resolve_pointers(struct atl_step *s)
+/* `like`, when given, is a step of the same ops whose pointers were resolved
+ * while the ledger was as it is now (its generation): its spans hold for
+ * every op whose record and bytes are like's, so only the other ops are
+ * looked at. A step that differs in a scalar from the last of its shape (a
+ * loop with a learning-rate schedule: every step) is resolved op by op no
+ * more. */
+static void resolve_pointers(struct atl_step *s, const struct atl_step *like)
 {
     /* the last allocation found: consecutive pointers mostly fall in one */
     uint64_t lo = 0, hi = 0;
@@ -424,13 +464,39 @@ static void resolve_pointers(struct atl_step *s)
     enum { SEEN = 64 };
     uint64_t seen[SEEN];
     memset(seen, 0xff, sizeof seen);
+    /* The allocations found, the latest RECENT of them, and values the
+     * ledger holds no allocation for, MISS slots by value: the words looked
+     * at repeat from op to op (the same buffers; a by-value struct's bytes,
+     * which are no pointers), and each ledger look-up takes its lock and
+     * walks its tree. A GPT-2-like step (161 ops with a 252-byte struct
+     * each, make cpu-bench's gpt2) spent 60% of its traced time here. */
+    enum { RECENT = 16, MISS = 512 };
+    struct {
+        uint64_t lo, hi;
+    } recent[RECENT];
+    unsigned nrecent = 0, rnext = 0;
+    uint64_t miss[MISS];
+    memset(miss, 0, sizeof miss); /* 0 is below 64 KiB: never looked up */
     s->nspans = 0;
+    s->ledger_gen = atl_ledger_generation();
+    if (like &&
+        (like->nops != s->nops || like->ledger_gen != s->ledger_gen ||
+         atl_grow((void **)&s->spans, &s->capspans, like->nspans + 1, sizeof *s->spans, 16)))
+        like = NULL;
+    if (like && like->nspans) {
+        memcpy(s->spans, like->spans, like->nspans * sizeof *s->spans);
+        s->nspans = like->nspans;
+    }
     for (size_t i = 0; i < s->nops; i++) {
         const struct atl_op *o = &s->ops[i];
         unsigned param = 0, wd = 0;
         uint32_t at;
         uint64_t v;
         const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
+        if (like && memcmp(o, &like->ops[i], sizeof *o) == 0 &&
+            (!k || !k->total ||
+             memcmp(atl_op_bytes(s, o), atl_op_bytes(like, &like->ops[i]), k->total) == 0))
+            continue; /* its words fell where like's did */
         if (k && k->words) {
             /* the common case inline: the words of a launch whose pointers
              * all fall in the last allocation found */
@@ -447,10 +513,25 @@ static void resolve_pointers(struct atl_step *s)
         while (atl_op_word_next(s, o, &param, &wd, &at, &v)) {
             if (v >= lo && v < hi)
                 continue;
-            struct atl_alloc_rec rec;
-            if (!atl_ledger_find((CUdeviceptr)v, &rec))
+            unsigned r = 0;
+            while (r < nrecent && !(v >= recent[r].lo && v < recent[r].hi))
+                r++;
+            if (r < nrecent) {
+                lo = recent[r].lo, hi = recent[r].hi;
                 continue;
+            }
+            uint64_t *m = &miss[atl_hash_mix(0, v) % MISS];
+            if (*m == v)
+                continue;
+            struct atl_alloc_rec rec;
+            if (!atl_ledger_find((CUdeviceptr)v, &rec)) {
+                *m = v;
+                continue;
+            }
             lo = rec.ptr, hi = rec.ptr + atl_alloc_span(&rec);
+            recent[rnext].lo = lo, recent[rnext].hi = hi;
+            rnext = (rnext + 1) % RECENT;
+            nrecent += nrecent < RECENT;
             if (seen[rec.seq % SEEN] == rec.seq)
                 continue;
             seen[rec.seq % SEEN] = rec.seq;
@@ -540,7 +621,8 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
 {
     if (!me || !me->fast_slot || __atomic_load_n(&json, __ATOMIC_RELAXED) || atl_chrome_on ||
         atl_trace_mode == ATL_MODE_CAPTURE || (take != ATL_TAKE_LENT && take != ATL_TAKE_STREAM) ||
-        atl_exiting() || !__atomic_load_n(&me->owner, __ATOMIC_RELAXED))
+        atl_exiting() || !__atomic_load_n(&me->owner, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&series.ncaptures, __ATOMIC_RELAXED)) /* eager against captured */
         return 0;
     uint64_t now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
     for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
@@ -552,21 +634,25 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
     char label[sizeof atl_trace_tt.label];
     thread_label(me, label);
     const int slot = me->fast_slot - 1;
-    struct atl_step *prev = &names[slot].prev;
     int done = 0;
     atl_spin_lock(&names[slot].busy);
+    /* the kind's latest step, unless a folded run of its shape waits to be
+     * printed (the slow path ends it) */
+    struct atl_shaped *recent = atl_kind_recent(&names[slot].k);
+    struct atl_step *prev = recent && !recent->fold.sig ? &recent->step : NULL;
     atl_tbuf_lock(me);
     if (me->nops == 0 && !me->oom) {
         done = 1; /* nothing recorded, nothing lent: no step (as the slow path decides) */
-    } else if (!me->oom && prev->ops && prev->nops == me->nops && prev->nbytes == me->nbytes &&
-               strncmp(prev->name, name, sizeof prev->name - 1) == 0 &&
-               strcmp(prev->thread, label) == 0) {
+    } else if (!me->oom && prev && prev->ops && prev->nops == me->nops &&
+               prev->nbytes == me->nbytes &&
+               strncmp(names[slot].name, name, sizeof names[slot].name - 1) == 0 &&
+               strcmp(names[slot].thread, label) == 0) {
         /* the key's stream: the synchronised one, or the one stream of the ops */
         uint64_t st = take == ATL_TAKE_STREAM ? stream : me->ops[0].stream;
         size_t i = me->multi ? 0 : me->nops;
         while (i < me->nops && me->ops[i].stream == me->ops[0].stream)
             i++;
-        done = i == me->nops && prev->stream == st &&
+        done = i == me->nops && names[slot].stream == st &&
                memcmp(prev->ops, me->ops, me->nops * sizeof *me->ops) == 0 &&
                (me->nbytes == 0 || memcmp(prev->bytes, me->bytes, me->nbytes) == 0);
         if (done) {
@@ -574,6 +660,7 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
             me->nbytes = 0;
             prev->index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
             prev->nth = ++names[slot].nth;
+            recent->steps++;
             __atomic_store_n(&me->fast_steps, me->fast_steps + 1, __ATOMIC_RELAXED);
         }
     }
@@ -620,26 +707,31 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
             s.stream = 0;
     }
     int slot = 0;
-    while (slot < nnames && !atl_step_same_key(&names[slot].prev, &s, 0))
+    while (slot < nnames &&
+           !(strcmp(names[slot].name, s.name) == 0 && strcmp(names[slot].thread, s.thread) == 0 &&
+             names[slot].stream == s.stream))
         slot++;
     if (slot == nnames) {
         if (nnames == MAX_NAMES) {
             slot = MAX_NAMES - 1; /* more kinds of step than that: the last slot is shared */
         } else {
-            struct atl_step *k = &names[nnames++].prev;
-            snprintf(k->name, sizeof k->name, "%s", s.name);
-            memcpy(k->thread, s.thread, sizeof k->thread);
-            k->stream = s.stream;
+            slot = nnames++;
+            snprintf(names[slot].name, sizeof names[slot].name, "%s", s.name);
+            memcpy(names[slot].thread, s.thread, sizeof names[slot].thread);
+            names[slot].stream = s.stream;
+            atl_kind_init(&names[slot].k);
             if (nnames > 1 &&
-                (strcmp(names[0].prev.thread, s.thread) != 0 || names[0].prev.stream != s.stream))
+                (strcmp(names[0].thread, s.thread) != 0 || names[0].stream != s.stream))
                 where = 1;
         }
     }
-    /* the kind's lock (fast_step reads its previous step without step_mu);
+    /* the kind's lock (fast_step reads its latest step without step_mu);
      * released at every return below */
     atl_spin_lock(&names[slot].busy);
     s.nth = ++names[slot].nth;
-    struct atl_step *prev = &names[slot].prev;
+    s.seqmark = atl_ledger_seq_peek();
+    struct atl_kind *kind = &names[slot].k;
+    struct atl_shaped *recent = atl_kind_recent(kind);
     /* this thread's next step end may take the fast path to this kind (not
      * to the last slot, which kinds past MAX_NAMES share) */
     if (me)
@@ -652,25 +744,29 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
         .pointers = (int)atl_cfg.diff_pointers,
         .residue = (int)atl_cfg.diff_residue,
         .host_addr = atl_host_addr,
-        .line = log_line_cb,
+        .explain = explain,
+        .found = diff_found,
     };
-    /* The steady state of a replayable loop: byte-identical to the previous
-     * step. Two memcmps decide it, and the previous step (already hashed and
+    atl_series_opts(&series, &o);
+    /* The steady state of a replayable loop: byte-identical to the kind's
+     * latest step. Two memcmps decide it, and that step (already hashed and
      * resolved) stays as the reference, so an identical step costs no
      * hashing, no ledger look-ups and no allocation beyond the merge. */
-    if (same_as(prev, &s)) {
+    if (recent && same_as(&recent->step, &s)) {
+        struct atl_step *prev = &recent->step;
         if (json || atl_chrome_on)
-            resolve_pointers(&s);
+            resolve_pointers(&s, &recent->step);
         if (json) {
             atl_step_write_json(&s, json, atl_host_addr);
             fflush(json);
         }
         if (atl_chrome_on)
             chrome_write(&s, begin, end);
-        uint64_t was = prev->nth;
+        uint64_t was = prev->nth, wasidx = prev->index;
         prev->index = s.index, prev->nth = s.nth;
-        spare_put(&s);
+        give_back(me, &s);
         stats.compared++, stats.identical++;
+        atl_series_same(&series, kind, recent, &o);
         if (o.replay) {
             char line[160];
             snprintf(line, sizeof line,
@@ -678,28 +774,39 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
                      o.replay, prev->nth, was, prev->nops);
             atl_log_line(line);
         }
+        atl_series_eager(&series, prev, 1, wasidx, &o);
+        diff_told();
         atl_spin_unlock(&names[slot].busy);
         kept_note();
         pthread_mutex_unlock(&step_mu);
         return;
     }
-    if (atl_ledger_on)
-        resolve_pointers(&s);
-    /* prev's kernels were named when it ended (here: a step becomes prev
-     * only below); a million-op step is not walked twice for it */
+    if (atl_ledger_on) {
+        struct atl_shaped *like = atl_kind_shape(kind, atl_step_shape(&s));
+        resolve_pointers(&s, like && like->step.ops ? &like->step : NULL);
+    }
+    /* the kept steps' kernels were named when they ended (here: a step is
+     * kept only below); a million-op step is not walked twice for it */
     name_ops(&s);
     /* the diff first: what it learns about the kernels (parameters holding
      * uninitialised bytes) goes into this step's JSON lines already */
-    if (prev->ops)
-        diff_step(prev, &s, &o);
+    struct atl_shaped *ref;
+    tally.found = tally.suppressed = 0;
+    atl_series_compare(&series, kind, &s, &o, &ref);
+    diff_told();
+    if (tally.found && tally.found == tally.suppressed)
+        quiet_steps++; /* it differs, but as suppressed findings only */
+    atl_series_eager(&series, &s, 0, 0, &o);
+    diff_told();
     if (json) {
         atl_step_write_json(&s, json, atl_host_addr);
         fflush(json);
     }
     if (atl_chrome_on)
         chrome_write(&s, begin, end);
-    spare_put(prev);
-    *prev = s;
+    struct atl_step drop;
+    atl_series_keep(&series, kind, ref, &s, &o, &drop);
+    give_back(me, &drop);
     atl_spin_unlock(&names[slot].busy);
     kept_note();
     pthread_mutex_unlock(&step_mu);
@@ -791,6 +898,72 @@ void atl_tstep_close(void)
     __atomic_sub_fetch(&atl_trace_recording, 1, __ATOMIC_ACQ_REL);
 }
 
+void atl_tstep_captured(void)
+{
+    if (atl_exit_lock(&step_mu, "the step trace's capture") != 0)
+        return;
+    struct atl_step s;
+    atl_step_init(&s, "capture");
+    struct tbuf *b = &atl_tbuf_capture;
+    atl_tbuf_lock(b);
+    /* the buffer's arrays, as they are; it starts afresh at the next capture */
+    s.ops = b->ops, s.nops = b->nops, s.capops = b->cap;
+    s.bytes = b->bytes, s.nbytes = b->nbytes, s.capbytes = b->capbytes;
+    b->ops = NULL, b->cap = 0, b->bytes = NULL, b->capbytes = 0;
+    __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+    b->nbytes = 0, b->oom = 0;
+    atl_tbuf_held_note(b);
+    atl_tbuf_unlock(b);
+    if (!s.nops) {
+        atl_step_free(&s);
+        pthread_mutex_unlock(&step_mu);
+        return;
+    }
+    harvest_one_stream = 0;
+    order_by_stream(&s);
+    s.index = __atomic_load_n(&step_count, __ATOMIC_RELAXED); /* the step it came after */
+    s.stream = s.ops[0].stream;
+    thread_label(atl_thr.trace_buf, s.thread);
+    s.seqmark = atl_ledger_seq_peek();
+    if (atl_ledger_on)
+        resolve_pointers(&s, NULL);
+    name_ops(&s);
+    /* the latest eager step of its shape, of any kind */
+    const uint64_t shape = atl_step_shape(&s);
+    const struct atl_step *eager = NULL;
+    int held = -1;
+    for (int i = 0; i < nnames; i++) {
+        atl_spin_lock(&names[i].busy);
+        for (int j = 0; j < ATL_KIND_SHAPES; j++) {
+            const struct atl_shaped *sl = &names[i].k.slot[j];
+            if (sl->shape == shape && sl->step.ops && (!eager || sl->step.index > eager->index))
+                eager = &sl->step, held = i;
+        }
+        atl_spin_unlock(&names[i].busy);
+    }
+    struct atl_diff_opts o = {
+        .max_lines = (unsigned)atl_cfg.diff_max,
+        .ignore = &ignore_list,
+        .where = where,
+        .pointers = (int)atl_cfg.diff_pointers,
+        .residue = (int)atl_cfg.diff_residue,
+        .host_addr = atl_host_addr,
+        .found = diff_found,
+    };
+    atl_series_opts(&series, &o);
+    struct atl_step drop;
+    /* the eager step's kind stays locked while it is read (fast_step renumbers it) */
+    if (held >= 0)
+        atl_spin_lock(&names[held].busy);
+    atl_series_capture(&series, &s, eager, &o, &drop);
+    diff_told();
+    if (held >= 0)
+        atl_spin_unlock(&names[held].busy);
+    atl_step_free(&drop);
+    kept_note();
+    pthread_mutex_unlock(&step_mu);
+}
+
 /* Under step_mu (a capture begins): every thread's ops go. */
 void atl_tstep_drop(void)
 {
@@ -801,6 +974,9 @@ void atl_tstep_drop(void)
 
 void atl_tstep_init(void)
 {
+    atl_series_init(&series, &stats, log_line_cb, NULL);
+    /* "another buffer" says whether the buffer it replaces was freed, and where */
+    atl_ledger_keep_freed((int)atl_cfg.stack_depth);
     atl_ignore_parse(&ignore_list, atl_cfg.diff_ignore);
     if (atl_cfg.trace_file)
         json = atl_report_stream("ATLAS_TRACE_FILE", atl_cfg.trace_file, "no JSON lines");
@@ -809,6 +985,12 @@ void atl_tstep_init(void)
     if (atl_cfg.chrome_trace && atl_chrome_open(atl_cfg.chrome_trace) == 0)
         atl_trace_tt.begin_ns =
             atl_chrome_now(); /* the initialising thread's; others' start at 0 */
+}
+
+void atl_tstep_counts(uint64_t *steps, uint64_t *differ)
+{
+    *steps = stats.steps;
+    *differ = stats.compared - stats.identical - quiet_steps;
 }
 
 void atl_tstep_exit(void (*hints)(void))
@@ -823,7 +1005,13 @@ void atl_tstep_exit(void (*hints)(void))
         stats.steps += f, stats.compared += f, stats.identical += f;
         __atomic_store_n(&b->fast_steps, 0, __ATOMIC_RELAXED);
     }
-    atl_diff_summary(&stats, log_line_cb, NULL);
+    /* what was held back: folded runs, new shapes; then the shape counts */
+    struct atl_diff_opts o = {.line = log_line_cb};
+    atl_series_opts(&series, &o);
+    for (int i = 0; i < nnames; i++)
+        atl_series_flush_kind(&series, &names[i].k, &o);
+    atl_series_done(&series, &o);
+    atl_diff_summary(&stats, summary_line_cb, NULL);
     if (json) {
         fclose(json);
         __atomic_store_n(&json, NULL, __ATOMIC_RELAXED); /* fast_step reads it without step_mu */

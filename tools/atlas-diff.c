@@ -16,8 +16,8 @@
  */
 #include "config.h"
 #include "diff-ranks.h"
+#include "diff-runs.h"
 #include "findjson.h"
-#include "stepfind.h"
 #include "tracediff.h"
 #include "tracejson.h"
 
@@ -39,89 +39,6 @@ static unsigned default_max(void)
     return (unsigned)atl_cfg_vars[atl_config_find("ATLAS_DIFF_MAX")].def;
 }
 
-/* Steps by kind, in an open-addressing table of step indices (+1; 0 is
- * empty): a kind is (name, thread, stream), or across two runs (name,
- * thread, occurrence), whose streams are two processes' handles. Matching a
- * step is then one probe, not a search of every step read: a trace of
- * 100,000 steps (a step ends at every synchronous copy) took quadratic time. */
-struct kinds {
-    size_t *slot;
-    size_t cap; /* a power of two, or 0 */
-    size_t used;
-};
-
-static uint64_t kind_hash(const struct atl_step *s, int cross)
-{
-    uint64_t h = atl_hash_bytes(0x5eed, s->name, strlen(s->name));
-    h = atl_hash_bytes(h, s->thread, strlen(s->thread));
-    return atl_hash_mix(h, cross ? s->nth : s->stream);
-}
-
-static int same_kind(const struct atl_step *a, const struct atl_step *b, int cross)
-{
-    return atl_step_same_key(a, b, cross) && (!cross || a->nth == b->nth);
-}
-
-/* The slot of s's kind among steps[] (holding 0 when none is there yet). */
-static size_t *kind_slot(const struct kinds *t, const struct atl_step *steps,
-                         const struct atl_step *s, int cross)
-{
-    size_t i = (size_t)kind_hash(s, cross) & (t->cap - 1);
-    while (t->slot[i] && !same_kind(&steps[t->slot[i] - 1], s, cross))
-        i = (i + 1) & (t->cap - 1);
-    return &t->slot[i];
-}
-
-/* Makes room for one more kind (rehashing steps[] at their slots). */
-static int kinds_room(struct kinds *t, const struct atl_step *steps, int cross)
-{
-    if ((t->used + 1) * 2 <= t->cap)
-        return 0;
-    struct kinds n = {calloc(t->cap ? t->cap * 2 : 64, sizeof(size_t)), t->cap ? t->cap * 2 : 64,
-                      t->used};
-    if (!n.slot)
-        return -1;
-    for (size_t i = 0; i < t->cap; i++)
-        if (t->slot[i])
-            *kind_slot(&n, steps, &steps[t->slot[i] - 1], cross) = t->slot[i];
-    free(t->slot);
-    *t = n;
-    return 0;
-}
-
-struct run {
-    struct atl_step *steps;
-    size_t *prev; /* index + 1 of the previous step of each step's kind, 0: none */
-    size_t n, cap;
-    struct kinds last; /* each kind's latest step */
-};
-
-static int keep_step(void *ctx, struct atl_step *s)
-{
-    struct run *r = ctx;
-    if (r->n == r->cap) {
-        size_t nc = r->cap ? r->cap * 2 : 16;
-        struct atl_step *ns = realloc(r->steps, nc * sizeof *ns);
-        if (!ns)
-            return -1;
-        r->steps = ns;
-        size_t *np = realloc(r->prev, nc * sizeof *np);
-        if (!np)
-            return -1;
-        r->prev = np, r->cap = nc;
-    }
-    if (kinds_room(&r->last, r->steps, 0))
-        return -1;
-    /* occurrence of this name (and thread and stream) in this run */
-    size_t *slot = kind_slot(&r->last, r->steps, s, 0);
-    s->nth = *slot ? r->steps[*slot - 1].nth + 1 : 1;
-    r->prev[r->n] = *slot;
-    r->last.used += !*slot;
-    *slot = r->n + 1;
-    r->steps[r->n++] = *s;
-    return 0;
-}
-
 /* Text from a trace file or the command line, printed with control bytes shown as '?': a file
  * name or a kernel name can never move the cursor, clear the screen or forge a line. */
 static void put_clean(FILE *f, const char *s)
@@ -139,168 +56,105 @@ static void fail(const char *path, const char *why)
     putc('\n', stderr);
 }
 
-/* One file's reading: what it found, and the line to print about it (an error, or what a
- * file cut short left out), printed by the caller in the order of the files. */
-struct load {
-    const char *path;
-    struct run *r;
-    int rc;
-    char why[256]; /* empty: nothing to say */
-};
-
-static void *load_run(void *arg)
+/* Reads one trace file, a step at a time into fn (diff-runs.h's atl_read_fn): a
+ * directory or a file that cannot be opened is refused with why. */
+static int read_trace(const char *path, int (*fn)(void *, struct atl_step *),
+                      void (*fresh)(void *, struct atl_step *), void *ctx, char *why, size_t whylen)
 {
-    struct load *l = arg;
-    const char *path = l->path;
     struct stat st;
-    l->rc = -1;
-    l->why[0] = '\0';
+    why[0] = '\0';
     if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(l->why, sizeof l->why, "is a directory, not a trace file");
-        return NULL;
+        snprintf(why, whylen, "is a directory, not a trace file");
+        return -1;
     }
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
     if (!f) {
-        snprintf(l->why, sizeof l->why, "%s", strerror(errno));
-        return NULL;
+        snprintf(why, whylen, "%s", strerror(errno));
+        return -1;
     }
-    int rc = atl_trace_read(f, keep_step, l->r, l->why, sizeof l->why);
+    int rc = atl_trace_read_reuse(f, fn, fresh, ctx, why, whylen);
     int read_err = ferror(f) ? errno : 0;
     if (f != stdin)
         fclose(f);
-    if (read_err)
-        snprintf(l->why, sizeof l->why, "%s", strerror(read_err));
-    else if (rc == 0)
-        l->rc = 0; /* why, if set, says what was left out */
-    return NULL;
-}
-
-/* Says what load_run found; -1 when the file could not be read. */
-static int load_report(const struct load *l)
-{
-    if (l->rc != 0) {
-        fail(l->path, l->why);
+    if (read_err) {
+        snprintf(why, whylen, "%s", strerror(read_err));
         return -1;
     }
-    if (l->why[0]) /* read up to its last whole step: say what was left out */
-        fprintf(stderr, "atlas-diff: %s: %s\n", l->path, l->why);
-    return 0;
+    return rc; /* 0: why, if set, says what was left out */
 }
 
-/* Reads A, and B when given: B on a thread of its own meanwhile (two files of a million ops
- * are two seconds of parsing each), unless one of them is the standard input. Reports as
- * reading them in turn would: A's error alone when A cannot be read. */
-static int load_both(const char *pa, struct run *a, const char *pb, struct run *b)
-{
-    struct load la = {.path = pa, .r = a}, lb = {.path = pb, .r = b};
-    pthread_t t;
-    int threaded = pb && strcmp(pa, "-") != 0 && strcmp(pb, "-") != 0 &&
-                   pthread_create(&t, NULL, load_run, &lb) == 0;
-    load_run(&la);
-    if (threaded)
-        pthread_join(t, NULL);
-    if (load_report(&la) != 0)
-        return -1;
-    if (!pb)
-        return 0;
-    if (!threaded)
-        load_run(&lb);
-    return load_report(&lb);
-}
+/* --report=FILE: each differing step, and each step of one file only, as a finding: one JSON
+ * line each (src/findjson.h, docs/findings.schema.json, as the library's ATLAS_REPORT writes a
+ * differing step). Held until the diff is through: trouble (exit status 2) replaces the report,
+ * and then the file holds nothing. */
+static struct {
+    const char *files[2];
+    uint64_t id;
+    char *text;
+    size_t n, cap;
+    int oom;
+} found;
 
-static void run_free(struct run *r)
+static void found_add(const char *message, const char *step, uint64_t nth, const char *kernel,
+                      const char *mangled, int printed)
 {
-    for (size_t i = 0; i < r->n; i++)
-        atl_step_free(&r->steps[i]);
-    free(r->steps);
-    free(r->prev);
-    free(r->last.slot);
-    memset(r, 0, sizeof *r);
-}
-
-/* t: r's steps by (name, thread, occurrence), the first step of each. */
-static int index_kinds(struct kinds *t, const struct run *r)
-{
-    for (size_t i = 0; i < r->n; i++) {
-        if (kinds_room(t, r->steps, 1))
-            return -1;
-        size_t *slot = kind_slot(t, r->steps, &r->steps[i], 1);
-        if (!*slot) {
-            *slot = i + 1;
-            t->used++;
+    char line[8192];
+    struct atl_finding_rec rec = {.tool = "atlas-diff",
+                                  .id = ++found.id,
+                                  .kind = "step-diff",
+                                  .message = message,
+                                  .kernel = kernel,
+                                  .kernel_mangled = mangled,
+                                  .step = step,
+                                  .step_no = nth,
+                                  .files = {found.files[0], found.files[1]},
+                                  .printed = printed};
+    size_t n = atl_finding_json(&rec, line, sizeof line);
+    if (found.n + n > found.cap) {
+        size_t cap = found.cap ? found.cap * 2 : 65536;
+        while (cap < found.n + n)
+            cap *= 2;
+        char *t = realloc(found.text, cap);
+        if (!t) {
+            found.oom = 1;
+            return;
         }
+        found.text = t, found.cap = cap;
     }
-    return 0;
+    memcpy(found.text + found.n, line, n);
+    found.n += n;
+}
+
+/* A differing step (struct atl_diff_opts' found): every report is printed, a folded repeat
+ * in its run's line. */
+static int step_found(void *ctx, const struct atl_diff_found *d)
+{
+    (void)ctx;
+    found_add(d->header, d->b->name, d->b->nth, d->kernel, d->kernel_mangled, !d->folded);
+    return 1;
+}
+
+/* A step only one file has, from its line (tools/diff-runs.c): 'step "NAME" #N is only in F',
+ * or 'steps "NAME" #N-#M (...) are only in F' for several of one shape. */
+static void only_in(const char *text)
+{
+    int one = strncmp(text, "step \"", 6) == 0, many = strncmp(text, "steps \"", 7) == 0;
+    if ((!one || !strstr(text, " is only in ")) && (!many || !strstr(text, " are only in ")))
+        return;
+    const char *name = text + (one ? 6 : 7), *q = strchr(name, '"');
+    char step[64];
+    if (!q || q[1] != ' ' || q[2] != '#')
+        return;
+    snprintf(step, sizeof step, "%.*s", (int)(q - name), name);
+    found_add(text, step, strtoull(q + 3, NULL, 10), NULL, NULL, 1);
 }
 
 static void out_line(void *ctx, const char *text)
 {
-    (void)ctx;
+    if (ctx)
+        only_in(text);
     put_clean(stdout, text);
     putc('\n', stdout);
-}
-
-/* --report=FILE: each differing step (or step of one file only) as a finding, one JSON line
- * (src/findjson.h, docs/findings.schema.json), the same lines the library's ATLAS_REPORT
- * writes for a differing step. */
-struct reporter {
-    FILE *f;
-    const char *files[2];
-    uint64_t id;
-    char first[1024]; /* the first line printed since the last mark: a step's header */
-    int have;
-};
-
-static void report_line(void *ctx, const char *text)
-{
-    struct reporter *r = ctx;
-    if (r && r->f && !r->have) {
-        snprintf(r->first, sizeof r->first, "%s", text);
-        r->have = 1;
-    }
-    out_line(NULL, text);
-}
-
-static void report_finding(struct reporter *r, const char *message, const char *step, uint64_t nth,
-                           const char *kernel)
-{
-    if (!r->f)
-        return;
-    char line[8192];
-    struct atl_finding_rec rec = {.tool = "atlas-diff",
-                                  .id = ++r->id,
-                                  .kind = "step-diff",
-                                  .message = message,
-                                  .kernel = kernel && *kernel ? kernel : NULL,
-                                  .step = step,
-                                  .step_no = nth,
-                                  .files = {r->files[0], r->files[1]},
-                                  .printed = 1};
-    fwrite(line, 1, atl_finding_json(&rec, line, sizeof line), r->f);
-}
-
-/* One diff, with its finding when it differs: 1 when it does. */
-static int diff_one(struct reporter *r, const struct atl_step *a, const struct atl_step *b,
-                    struct atl_diff_opts *o, struct atl_diff_stats *st)
-{
-    struct atl_diff_mark mark;
-    atl_diff_mark(st, &mark);
-    r->have = 0;
-    if (!atl_step_diff(a, b, o, st))
-        return 0;
-    char kernel[160];
-    atl_diff_changed(st, &mark, b->name, a->nops, b->nops, kernel, sizeof kernel);
-    report_finding(r, r->have ? r->first : "", b->name, b->nth, kernel);
-    return 1;
-}
-
-static void only_in(struct reporter *r, const struct atl_step *s, const char *file)
-{
-    char line[256];
-    snprintf(line, sizeof line, "step \"%s\" #%llu is only in %s", s->name,
-             (unsigned long long)s->nth, file);
-    out_line(NULL, line);
-    report_finding(r, line, s->name, s->nth, NULL);
 }
 
 /* clang-format off: one line of the usage per line here */
@@ -325,8 +179,8 @@ static void usage(void)
            "             ranks whose file ends early (hung or killed)\n"
            "  -         read a file from standard input\n"
            "\n"
-           "  --max N, --max=N        difference lines printed per step (default %u, at most\n"
-           "                          ATLAS_DIFF_MAX's limit), then a count of the rest\n"
+           "  --max N, --max=N        difference lines printed per step, then a count of\n"
+           "                          the rest (default: $ATLAS_DIFF_MAX, else %u)\n"
            "  --ignore LIST, --ignore=LIST\n"
            "                          expected differences to stay quiet about:\n"
            "                          kernel[:argN],... (default: $ATLAS_DIFF_IGNORE)\n"
@@ -340,8 +194,8 @@ static void usage(void)
            "                          (uninitialised bytes): collapse (the default), all\n"
            "                          or none (default: $ATLAS_DIFF_RESIDUE)\n"
            "  --report FILE, --report=FILE\n"
-           "                          also write each differing step to FILE as a JSON line\n"
-           "                          (docs/findings.schema.json; not with --ranks)\n"
+           "                          write each differing step, and each step of one file\n"
+           "                          only, to FILE as a JSON line (docs/findings.schema.json)\n"
            "  -h, --help              print this help and exit\n"
            "  -V, --version           print the version and exit\n"
            "\n"
@@ -378,8 +232,8 @@ static unsigned parse_max(const char *v)
     return (unsigned)n;
 }
 
-/* --ignore's list (or ATLAS_DIFF_IGNORE's, `what`), refused by the rules the library refuses
- * ATLAS_DIFF_IGNORE with: an entry that does not parse would otherwise quietly ignore nothing. */
+/* --ignore's list, refused by the rules the library refuses ATLAS_DIFF_IGNORE with: an entry
+ * that does not parse would otherwise quietly ignore nothing. */
 static const char *parse_ignore(const char *what, const char *v)
 {
     const char *why = atl_config_check(atl_config_find("ATLAS_DIFF_IGNORE"), v);
@@ -394,8 +248,7 @@ static const char *parse_ignore(const char *what, const char *v)
     return v;
 }
 
-/* --pointers' or --residue's value (or the setting's, `name`), by the rules of that
- * setting: its index. */
+/* --pointers' or --residue's value, by the rules of setting `name`: its index. */
 static int parse_mode(const char *name, const char *v, const char *what)
 {
     unsigned long long i = 0;
@@ -423,22 +276,36 @@ static const char *option_value(int argc, char **argv, int *i, const char *opt)
     return argv[++*i];
 }
 
+extern char **environ;
+
+/* ATLAS_DIFF_<name>, read through the settings module by the library's rules; a bad value
+ * stops here, as a bad option does (the library would say it and use the default: a run
+ * offline can be asked again). Its text into *text, its number returned. */
+static unsigned long long setting(const char *name, const char **text, const char *is)
+{
+    unsigned long long num;
+    const char *why = atl_config_env(atl_config_find(name), environ, text, &num);
+    if (why) {
+        char fmt[400];
+        snprintf(fmt, sizeof fmt, "%s=%%s: %s%s", name, why, is);
+        bad_usage(fmt, *text);
+    }
+    return num;
+}
+
 int main(int argc, char **argv)
 {
-    unsigned max = default_max();
-    const char *ign = getenv("ATLAS_DIFF_IGNORE");
-    if (ign && *ign)
-        parse_ignore("ATLAS_DIFF_IGNORE=", ign);
-    const char *pv = getenv("ATLAS_DIFF_POINTERS");
-    int pointers = pv && *pv ? parse_mode("ATLAS_DIFF_POINTERS", pv, "ATLAS_DIFF_POINTERS=")
-                             : ATL_PTRS_COLLAPSE;
-    const char *rv = getenv("ATLAS_DIFF_RESIDUE");
-    int residue =
-        rv && *rv ? parse_mode("ATLAS_DIFF_RESIDUE", rv, "ATLAS_DIFF_RESIDUE=") : ATL_PTRS_COLLAPSE;
+    const char *ign, *text;
+    unsigned max = (unsigned)setting("ATLAS_DIFF_MAX", &text, " (a number of lines)");
+    /* what set the lines per step, for the "not shown" line */
+    const char *max_name = text ? "ATLAS_DIFF_MAX" : "--max";
+    setting("ATLAS_DIFF_IGNORE", &ign, " (a list of kernel or kernel:argN)");
+    int pointers = (int)setting("ATLAS_DIFF_POINTERS", &text, " (collapse, all or none)");
+    int residue = (int)setting("ATLAS_DIFF_RESIDUE", &text, " (collapse, all or none)");
     /* at most argc names: --ranks takes any number */
     const char **files = calloc((size_t)argc + 1, sizeof *files);
     int nf = 0, options_end = 0, ranks = 0;
-    const char *report_path = NULL;
+    const char *report = NULL;
     if (!files)
         return 2;
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
@@ -455,6 +322,7 @@ int main(int argc, char **argv)
             ranks = 1; /* found by the scan above */
         } else if ((v = option_value(argc, argv, &i, "--max"))) {
             max = parse_max(v);
+            max_name = "--max";
         } else if ((v = option_value(argc, argv, &i, "--ignore"))) {
             ign = parse_ignore("--ignore ", v);
         } else if ((v = option_value(argc, argv, &i, "--pointers"))) {
@@ -464,7 +332,7 @@ int main(int argc, char **argv)
         } else if ((v = option_value(argc, argv, &i, "--report"))) {
             if (!*v)
                 bad_usage("%s", "--report needs a file name");
-            report_path = v;
+            report = v;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             free(files);
@@ -477,24 +345,30 @@ int main(int argc, char **argv)
             bad_usage("unknown option %s", a);
         }
     }
-    if (nf == 0)
+    if (nf == 0) {
+        free(files); /* bad_usage exits: the list would read as a leak */
         bad_usage("%s", "no trace file given");
-    if (ranks && report_path)
-        bad_usage("%s", "--report is not written with --ranks (one file or two)");
-    struct reporter rep = {.files = {files[0], nf == 2 ? files[1] : NULL}};
-    if (report_path && !(rep.f = fopen(report_path, "w"))) {
-        fail(report_path, strerror(errno));
-        free(files);
-        return 2;
     }
+    if (ranks && report) {
+        free(files);
+        bad_usage("%s", "--report is not written with --ranks (one file or two)");
+    }
+    for (int i = 0; report && i < nf; i++)
+        if (strcmp(report, files[i]) == 0) {
+            free(files);
+            bad_usage("--report %s: a trace file compared, which the report would overwrite",
+                      report);
+        }
     if (ranks) {
         struct atl_ignore rig;
         atl_ignore_parse(&rig, ign);
         struct atl_diff_opts ro = {.max_lines = max,
-                                   .max_name = "--max",
+                                   .max_name = max_name,
                                    .ignore = &rig,
                                    .line = out_line,
                                    .cross = 1, /* ranks are other processes */
+                                   /* ranks run alike: a step of another shape is said so */
+                                   .shapes = 1,
                                    .pointers = pointers,
                                    .residue = residue};
         int rc = atl_diff_ranks((char *const *)files, nf, &ro, fail);
@@ -502,70 +376,40 @@ int main(int argc, char **argv)
         free(files);
         return rc;
     }
-    struct run a = {0}, b = {0};
-    if (load_both(files[0], &a, nf == 2 ? files[1] : NULL, &b)) {
-        run_free(&a);
-        run_free(&b);
-        free(files);
-        return 2;
-    }
-
     struct atl_ignore ig;
     atl_ignore_parse(&ig, ign);
-    struct atl_diff_stats st;
-    memset(&st, 0, sizeof st);
     struct atl_diff_opts o = {
-        .max_lines = max, .max_name = "--max", .ignore = &ig, .line = report_line, .ctx = &rep};
+        .max_lines = max, .max_name = max_name, .ignore = &ig, .line = out_line};
     o.cross = nf == 2; /* host addresses of two processes never match */
     o.pointers = pointers;
     o.residue = residue;
-    /* the steps' thread and stream are named when there is more than one */
-    for (size_t i = 1; i < a.n && !o.where; i++)
-        o.where = strcmp(a.steps[i].thread, a.steps[0].thread) != 0 ||
-                  a.steps[i].stream != a.steps[0].stream;
-    size_t found = 0;
-    if (nf == 1) {
-        st.steps = a.n;
-        for (size_t i = 0; i < a.n; i++)
-            if (a.prev[i])
-                found += diff_one(&rep, &a.steps[a.prev[i] - 1], &a.steps[i], &o, &st);
-    } else {
-        st.steps = a.n + b.n;
-        /* each run's steps by (name, thread, occurrence): the first of each */
-        struct kinds ka = {0}, kb = {0};
-        if (index_kinds(&ka, &a) || index_kinds(&kb, &b)) {
-            fprintf(stderr, "atlas-diff: out of memory\n");
-            free(ka.slot), free(kb.slot);
-            run_free(&a), run_free(&b), atl_ignore_free(&ig), free(files);
+    FILE *rf = NULL;
+    if (report) {
+        /* opened first: a file that cannot be written is said before any work */
+        if (!(rf = fopen(report, "w"))) {
+            fail(report, strerror(errno));
+            atl_ignore_free(&ig);
+            free(files);
             return 2;
         }
-        for (size_t j = 0; j < b.n; j++) {
-            const struct atl_step *sb = &b.steps[j];
-            size_t ia = a.n ? *kind_slot(&ka, a.steps, sb, 1) : 0;
-            if (!ia) {
-                only_in(&rep, sb, files[1]);
-                found++;
-                continue;
-            }
-            found += diff_one(&rep, &a.steps[ia - 1], sb, &o, &st);
-        }
-        for (size_t i = 0; i < a.n; i++) {
-            if (!b.n || !*kind_slot(&kb, b.steps, &a.steps[i], 1)) {
-                only_in(&rep, &a.steps[i], files[0]);
-                found++;
-            }
-        }
-        free(ka.slot);
-        free(kb.slot);
+        found.files[0] = files[0], found.files[1] = nf == 2 ? files[1] : NULL;
+        o.found = step_found;
+        o.ctx = &found; /* out_line reads the lines of steps of one file only */
     }
-    atl_diff_summary(&st, out_line, NULL);
-    int rc = found ? 1 : 0;
-    if (rep.f && fclose(rep.f) != 0) {
-        fail(report_path, strerror(errno)); /* a findings file cut short is trouble */
-        rc = 2;
+    int rc = atl_diff_runs(files[0], nf == 2 ? files[1] : NULL, read_trace, &o, fail);
+    if (rf) {
+        if (found.oom) {
+            fail(report, "out of memory: the findings are not written");
+            rc = 2;
+        }
+        if (rc != 2 && found.n)
+            fwrite(found.text, 1, found.n, rf);
+        if (fclose(rf) != 0 && rc != 2) {
+            fail(report, strerror(errno)); /* a findings file cut short is trouble */
+            rc = 2;
+        }
+        free(found.text);
     }
-    run_free(&a);
-    run_free(&b);
     atl_ignore_free(&ig);
     free(files);
     return rc;

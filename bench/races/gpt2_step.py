@@ -5,7 +5,10 @@ architecture written out below). Prints "ms_per_step X" (median of 5 blocks of s
 warm-up) and which model it built. One configuration per process, so run_races.sh can
 interleave native, idle, traced and race-checked runs.
 
-    gpt2_step.py [STEPS]"""
+    gpt2_step.py [STEPS] [sync]
+
+"sync" ends each step with the host reading the loss (a sync: a step of the step trace at
+syncs, bench/trace/run_gpt2_bench.sh)."""
 import math
 import statistics
 import sys
@@ -73,6 +76,7 @@ def build():
 
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    sync = len(sys.argv) > 2 and sys.argv[2] == "sync"
     torch.manual_seed(0)
     name, run, m = build()
     m.cuda().train()
@@ -81,8 +85,11 @@ def main():
 
     def step():
         opt.zero_grad(set_to_none=True)
-        run(idx, idx).backward()
+        loss = run(idx, idx)
+        loss.backward()
         opt.step()
+        if sync:
+            loss.item()
 
     for _ in range(20):
         step()

@@ -190,24 +190,50 @@ START_TEST(print_limit)
 }
 END_TEST
 
-/* A step whose difference repeats the one printed (the same parameter changed again) is
- * counted, not printed; --print-limit=0 prints every one. */
+static void validate(const char *report);
+
+/* A step whose difference repeats the one before (the same parameter changed by the same
+ * delta) is folded into one line (src/tracediff.c); each is a finding all the same: counted by
+ * --error-exitcode, written to the findings file as not printed, not counted as past the
+ * print limit. A suppression of the first silences the run's line too. */
 START_TEST(repeated_differences_folded)
 {
+    char rep[PATH_MAX + 32], ropt[PATH_MAX + 64];
+    snprintf(rep, sizeof rep, "%s/steps.jsonl", tmp);
+    snprintf(ropt, sizeof ropt, "--report=%s", rep);
     const char *args[] = {
-        "--trace", "--error-exitcode=5", "--error-on=diff", T("trace_steps"), "scalar", "4", NULL};
+        "--trace", "--error-exitcode=5", "--error-on=diff", ropt, T("trace_steps"), "scalar", "4",
+        NULL};
     struct run_result r;
     tool(&r, args, NULL);
     ck_assert_msg(r.status == 5, "exit %d\n%s", r.status, r.err);
     ck_assert_int_eq(count_lines(r.err, "differs from"), 1);
-    HAS(r.err, "findings: 2 more differing steps repeated a difference printed above: counted, "
-               "not printed again (--print-limit=0 prints them)\n");
+    HAS(r.err, "steps 3-4 (\"cuStreamSynchronize\"): add_step arg1 +1 per step, 0x65 -> 0x67 "
+               "(2 steps)\n");
     HAS(r.err, "reported 3 differing steps: exit status 5");
+    HASNT(r.err, "not printed");
+    validate(rep);
+    char *text = read_file_text(rep, NULL);
+    ck_assert_int_eq(count_lines(text, "\"kind\":\"step-diff\""), 3);
+    ck_assert_int_eq(count_lines(text, "\"printed\":true"), 1);
+    ck_assert_int_eq(count_lines(text, "\"kernel\":\"add_step\""), 3);
+    free(text);
     run_free(&r);
-    const char *all[] = {"--trace", "--print-limit=0", T("trace_steps"), "scalar", "4", NULL};
-    tool(&r, all, NULL);
-    ck_assert_int_eq(count_lines(r.err, "differs from"), 3);
-    HASNT(r.err, "repeated");
+
+    char file[PATH_MAX + 32], opt[PATH_MAX + 64];
+    snprintf(file, sizeof file, "%s/steps.supp", tmp);
+    write_file(file, "{\n the counter\n atlas:step-diff\n kernel:add_step\n}\n");
+    snprintf(opt, sizeof opt, "--suppressions=%s", file);
+    const char *quiet[] = {
+        "--trace", "--error-exitcode=5", "--error-on=diff", opt, T("trace_steps"), "scalar", "4",
+        NULL};
+    tool(&r, quiet, NULL);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    HASNT(r.err, "differs from");
+    HASNT(r.err, "steps 3-4");
+    HAS(r.err, "suppressed: 3 findings (3 differing steps) (entries read: 1)\n");
+    HAS(r.err, ", 0 of 4 steps differ, ");
+    HAS(r.err, ", 3 findings suppressed\n");
     run_free(&r);
 }
 END_TEST
@@ -571,8 +597,11 @@ START_TEST(atlas_diff_report)
     ck_assert_int_eq(r.status, 1);
     validate(rep);
     char *text = read_file_text(rep, NULL);
+    /* step 3's difference repeats step 2's: folded into one line, a finding all the same */
     ck_assert_int_eq(count_lines(text, "\"tool\":\"atlas-diff\""), 2);
-    ck_assert_int_eq(count_lines(r.out, "differs from"), 2);
+    ck_assert_int_eq(count_lines(r.out, "differs from"), 1);
+    ck_assert_int_eq(count_lines(r.out, "step 3 (\"cuStreamSynchronize\"): add_step arg1"), 1);
+    ck_assert_int_eq(count_lines(text, "\"printed\":false"), 1);
     ck_assert_int_eq(count_lines(text, "\"kind\":\"step-diff\",\"message\":\"step \\\""
                                        "cuStreamSynchronize\\\" #"),
                      2);
@@ -588,7 +617,7 @@ START_TEST(atlas_diff_report)
     /* b's 4th step is only in b */
     ck_assert_int_eq(count_lines(r.out, "is only in"), 1);
     HAS(text, "is only in");
-    ck_assert_int_eq(count_lines(text, "\"files\":["),
+    ck_assert_int_eq(count_lines(text, "\"printed\":true"),
                      count_lines(r.out, "differs from") + count_lines(r.out, "is only in"));
     free(text);
     run_free(&r);
@@ -621,7 +650,7 @@ START_TEST(demo_is_short)
     ck_assert_msg(lines <= 15, "%d atlas lines:\n%s", lines, r.err);
     HAS(r.err, "allocated at main (demo_steps.c:");
     HAS(r.err, "redzone: culprit: launch#9 kernel=fill");
-    HAS(r.err, "trace summary: frozen value: add_pos arg1 changed in 3 steps");
+    HAS(r.err, "trace summary: frozen value: add_pos arg1 changed in 2 steps");
     HAS(r.err, "d2h-summary: 4 blocking device-to-host copies (16 bytes), 0 hidden syncs");
     ck_assert_int_eq(count_lines(r.err, "d2h-summary"), 1);
     run_free(&r);

@@ -311,7 +311,7 @@ START_TEST(kernel_audit_table)
     struct run_result r;
     run_mode(&r, "audit", env);
     HAS(r.out, "optional lookup returned 500\n");
-    HAS(r.log, "kernel-audit: 3 kernels looked up, 1 look-ups failed\n");
+    HAS(r.log, "kernel-audit: 3 kernels looked up, 1 look-up failed\n");
     HAS(r.log, "kernel-audit: resolved=yes launches=7 blocks=42 lookups=2 owner=module@");
     HAS(r.log, "kernel-audit: resolved=yes launches=0 blocks=0 lookups=1 owner=module@");
     HAS(r.log, "kernel-audit: resolved=NO(CUDA_ERROR_NOT_FOUND) launches=0 blocks=0 lookups=1 "

@@ -72,30 +72,18 @@ static CUresult k_fill(const struct fake_launch *l, void **p)
     return CUDA_SUCCESS;
 }
 
-/* read6(float const*, float const*, float const*, float const*, float const*,
- * float const*): reads the first float of six buffers */
-static CUresult k_read6(const struct fake_launch *l, void **p)
-{
-    (void)l;
-    for (int i = 0; i < 6; i++)
-        sink += **(const float **)p[i];
-    return CUDA_SUCCESS;
-}
-
 static const size_t sz_ptr_int[] = {8, 4};
 static const size_t sz_fill[] = {4, 4, 8};
-static const size_t sz_ptr6[] = {8, 8, 8, 8, 8, 8};
 static const struct fake_kernel_def kernels[] = {
     {"_Z7consumePKfi", k_consume, 2, sz_ptr_int, NULL},
     {"_Z7producePfi", k_produce, 2, sz_ptr_int, NULL},
     {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_"
      "T1_",
      k_fill, 3, sz_fill, NULL},
-    {"_Z5read6PKfS0_S0_S0_S0_S0_", k_read6, 6, sz_ptr6, NULL},
 };
-static const struct fake_image image = {FAKE_IMAGE_MAGIC, 4, kernels};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 3, kernels};
 
-static CUfunction consume, produce, fill, read6;
+static CUfunction consume, produce, fill;
 static CUdeviceptr d;
 static float host[N];
 static int raced;
@@ -115,7 +103,6 @@ __attribute__((noinline)) void setup(void)
     CHECK(cuModuleGetFunction(&consume, mod, "_Z7consumePKfi"));
     CHECK(cuModuleGetFunction(&produce, mod, "_Z7producePfi"));
     CHECK(cuModuleGetFunction(&fill, mod, kernels[2].name));
-    CHECK(cuModuleGetFunction(&read6, mod, kernels[3].name));
     CHECK(cuMemAlloc(&d, N * sizeof(float)));
 }
 
@@ -593,10 +580,29 @@ static void case_dlsym(void)
     read_on(b);
 }
 
+/* read6(float const*, float const*, float const*, float const*, float const*,
+ * float const*): reads the first float of six buffers (a module of its own) */
+static CUresult k_read6(const struct fake_launch *l, void **p)
+{
+    (void)l;
+    for (int i = 0; i < 6; i++)
+        sink += **(const float **)p[i];
+    return CUDA_SUCCESS;
+}
+
+static const size_t sz_ptr6[] = {8, 8, 8, 8, 8, 8};
+static const struct fake_kernel_def six_kernels[] = {
+    {"_Z5read6PKfS0_S0_S0_S0_S0_", k_read6, 6, sz_ptr6, NULL}};
+static const struct fake_image six_image = {FAKE_IMAGE_MAGIC, 1, six_kernels};
+
 /* Six buffers uploaded on one stream and read by one launch on another:
  * six distinct races in one call, more than one call prints (four). */
 static void case_six(void)
 {
+    CUmodule mod;
+    CUfunction read6;
+    CHECK(cuModuleLoadData(&mod, &six_image));
+    CHECK(cuModuleGetFunction(&read6, mod, six_kernels[0].name));
     CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
     CUdeviceptr six[6];
     void *args[6];

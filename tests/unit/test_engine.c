@@ -7,6 +7,7 @@
 #include "kernels.h"
 #include "ledger.h"
 #include "stack.h"
+#include "summary.h"
 #include "trace.h"
 
 #include <check.h>
@@ -437,6 +438,86 @@ START_TEST(captures_one_tracker)
 }
 END_TEST
 
+/* The summary line's numbers and words: thousands separators, and singular for 1. */
+START_TEST(summary_reads_right)
+{
+    char num[32], line[512];
+    ck_assert_str_eq(atl_summary_number(0, num), "0");
+    ck_assert_str_eq(atl_summary_number(999, num), "999");
+    ck_assert_str_eq(atl_summary_number(2114, num), "2,114");
+    ck_assert_str_eq(atl_summary_number(1000000, num), "1,000,000");
+    ck_assert_str_eq(atl_summary_number(18446744073709551615ULL, num),
+                     "18,446,744,073,709,551,615");
+    struct atl_summary s = {.redzone = 1,
+                            .overruns = 1,
+                            .guarded = 2114,
+                            .launches_counted = 1,
+                            .launches = 1,
+                            .leaks = 1,
+                            .trace = 1,
+                            .steps = 40,
+                            .differ = 3,
+                            .copies = 17,
+                            .sites_counted = 1,
+                            .sites = 3,
+                            .syncs = 1};
+    atl_summary_format(&s, line, sizeof line);
+    ck_assert_str_eq(line, "summary: 1 overrun in 2,114 guarded allocations, 0 faults in 1 launch, "
+                           "0 leaks, 3 of 40 steps differ, 17 blocking copies from 3 sites, "
+                           "1 host sync");
+    s = (struct atl_summary){.redzone = 1,
+                             .overruns = 2,
+                             .guarded = 1,
+                             .quarantine = 1,
+                             .after_free = 1,
+                             .faults = 1,
+                             .debug_sync = 1,
+                             .synced = 1,
+                             .leaks = 1,
+                             .leaked = 1,
+                             .leaked_allocs = 1,
+                             .leaked_bytes = 4096,
+                             .races = 1,
+                             .race_count = 1,
+                             .trace = 1,
+                             .steps = 1,
+                             .differ = 1,
+                             .copies = 1,
+                             .sites_counted = 1,
+                             .sites = 1,
+                             .syncs = 2};
+    atl_summary_format(&s, line, sizeof line);
+    ck_assert_str_eq(line, "summary: 2 overruns in 1 guarded allocation, 1 write after free, "
+                           "1 fault (1 synchronised), 1 leak (4,096 bytes), 1 race, 1 of 1 step "
+                           "differs, 1 blocking copy from 1 site, 2 host syncs");
+    /* leaks are call stacks (findings) and their allocations; suppressed findings apart, once
+     * suppression files were read */
+    s = (struct atl_summary){.leaks = 1,
+                             .leaked = 2,
+                             .leaked_allocs = 1002,
+                             .leaked_bytes = 4100096,
+                             .suppressions = 1,
+                             .suppressed = 1};
+    atl_summary_format(&s, line, sizeof line);
+    ck_assert_str_eq(line, "summary: 0 faults, 2 leaks (1,002 allocations, 4,100,096 bytes), 0 "
+                           "blocking copies, 0 host syncs, 1 finding suppressed");
+    s = (struct atl_summary){.suppressions = 1};
+    atl_summary_format(&s, line, sizeof line);
+    ck_assert_str_eq(line, "summary: 0 faults, 0 blocking copies, 0 host syncs, 0 findings "
+                           "suppressed");
+    s = (struct atl_summary){.trace = 1};
+    atl_summary_format(&s, line, sizeof line);
+    ck_assert_str_eq(line, "summary: 0 faults, no step recorded, 0 blocking copies, 0 host syncs");
+    atl_summary_format(NULL, line, sizeof line);
+    ck_assert_str_eq(
+        line, "summary: no CUDA driver call was made in this process, so nothing was watched");
+    /* cut short, never past the buffer */
+    char small[24];
+    atl_summary_format(&s, small, sizeof small);
+    ck_assert_uint_lt(strlen(small), sizeof small);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("engine");
@@ -450,6 +531,7 @@ int main(void)
     tcase_add_test(tc, kernel_names_from_lookups);
     tcase_add_test(tc, renamed_handle_traced_under_its_new_name);
     tcase_add_test(tc, demangles);
+    tcase_add_test(tc, summary_reads_right);
     tcase_add_test(tc, reentrancy_is_per_thread);
     tcase_add_test(tc, exit_lock_gives_up);
     tcase_add_test(tc, captures_one_tracker);

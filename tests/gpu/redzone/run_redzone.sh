@@ -86,8 +86,8 @@ count free "redzone overrun: alloc#[0-9]+ 1000 bytes .*: 8 bytes corrupted at \+
 has free "redzone: alloc#[0-9]+ found at cuMemFree_v2: 1 of the [0-9]+ launches since the last clean check reach it \(a parameter points into it; [0-9]+ ruled out" "default mode: found at the free, only the launch that reaches it listed"
 has free "redzone:   x1, newest launch#$bad kernel=overrun_kernel\(unsigned char\*, int\)" "default mode: the overrun's launch listed"
 count free "redzone:   x[0-9]+, newest" 1 "default mode: no other suspect"
-has free "re-run in launch mode on these kernels: LD_PRELOAD=$lib ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(_Z14overrun_kernelPhi\)\$' .*rz_overrun$" "default mode: the command to name it"
-has free "redzone: 1 overrun found in [0-9]+ guarded allocations" "final count"
+has free "launch mode names the culprit \([^)]*\); re-run with it: LD_PRELOAD=$lib ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(_Z14overrun_kernelPhi\)\$' .*rz_overrun$" "default mode: the command to name it"
+has free "redzone: 1 overrun found in [0-9]+ guarded allocations?" "final count"
 
 under sync ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=sync -- "$prog"
 has sync "found at cuCtxSynchronize|found at cuStreamSynchronize|found at cuCtxSynchronize_v2" "sync mode: found at the host sync"
@@ -136,7 +136,7 @@ atmost() {
     if [ "$n" -le "$3" ]; then pass "$1: $4 ($n)"; else fail "$1: $4 (found $n, want at most $3)"; fi
 }
 atmost torch_overrun_default "redzone:   x[0-9]+, newest launch" 2 "default allocator: at most the two launches that reach it listed"
-has torch_overrun_default "re-run in launch mode on these kernels: LD_PRELOAD=$lib ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(off_by_one_kernel" "default allocator: the command to name it"
+has torch_overrun_default "launch mode names the culprit \([^)]*\); re-run with it: LD_PRELOAD=$lib ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(off_by_one_kernel" "default allocator: the command to name it"
 
 under torch_overrun_default_launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='^(off_by_one_kernel)$' -- python3 $here/rz_torch_overrun.py big
 has torch_overrun_default_launch "redzone: culprit: launch#[0-9]+ kernel=off_by_one_kernel" "default allocator, launch mode on the Triton kernel only: named"
@@ -192,7 +192,7 @@ for how in pool sync; do
     count uaf_$how "redzone: write after free: alloc#[0-9]+ \(freed at .*\) written by late_write\(unsigned char\*, int, int\) \(launch#$ubad, the one launch since its free that reaches it\): 64 bytes at \+128\.\.\+191 of its 4096 bytes" 1 "$how: the write after free reported once, its launch named"
     has uaf_$how "redzone:   allocated at .*; freed by cuMemFree(Async|_v2) at:" "$how: both sites"
     has uaf_$how "redzone:   #0 " "$how: the free's call stack"
-    has uaf_$how "; 1 write after free found in [0-9]+ freed allocations kept poisoned" "$how: final count"
+    has uaf_$how "; 1 write after free found in [0-9]+ freed allocations? kept poisoned" "$how: final count"
     under uaf_${how}_launch ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch -- "$uprog" $how
     has uaf_${how}_launch "written by late_write\(unsigned char\*, int, int\) \(launch#$ubad\): 64 bytes at \+128\.\.\+191" "$how, launch mode: named by the check after it"
 done
