@@ -2319,15 +2319,6 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
     }
     zone_add(&z);
     __atomic_add_fetch(&guarded_total, 1, __ATOMIC_RELAXED);
-    if (__atomic_load_n(&kernel_state, __ATOMIC_RELAXED) == 0) {
-        /* The check kernels, loaded at the first guarded allocation: their
-         * JIT (tens of ms) at the first free or sync let a late write by
-         * another stream's kernel land before the poison (measured on the
-         * H200: PyTorch's missing record_stream went unreported) */
-        pthread_mutex_lock(&scan_lock);
-        checks_ready_locked();
-        pthread_mutex_unlock(&scan_lock);
-    }
     atl_log(ATL_INFO, "redzone: alloc#%llu bytes=%zu ptr=0x%llx", (unsigned long long)z.seq,
             z.bytes, (unsigned long long)z.base);
     return 1;
