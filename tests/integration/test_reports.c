@@ -630,18 +630,130 @@ START_TEST(atlas_diff_report)
 }
 END_TEST
 
+/* ---- the options, and the summary line ----------------------------------------------------- */
+
+/* The findings' options are rows of the settings table (src/config.def): atlas-trace takes
+ * them by its rules, refuses what the library could not use before anything runs (exit 2), and
+ * --help lists them. --suppressions may be repeated: the files, absolute, in ATLAS_SUPPRESSIONS. */
+START_TEST(findings_options_from_the_table)
+{
+    struct run_result r;
+    const char *help[] = {"--help", NULL};
+    tool(&r, help, NULL);
+    ck_assert_int_eq(r.status, 0);
+    HAS(r.out, "--print-limit=N");
+    HAS(r.out, "--suppressions=FILE");
+    HAS(r.out, "--gen-suppressions");
+    HAS(r.out, "--report=FILE");
+    HAS(r.out, "--symbols=0|1");
+    run_free(&r);
+
+    char a[PATH_MAX + 32], b[PATH_MAX + 32], oa[PATH_MAX + 64], ob[PATH_MAX + 64];
+    snprintf(a, sizeof a, "%s/a.supp", tmp);
+    snprintf(b, sizeof b, "%s/b.supp", tmp);
+    write_file(a, "");
+    write_file(b, "");
+    snprintf(oa, sizeof oa, "--suppressions=%s", a);
+    snprintf(ob, sizeof ob, "--suppressions=%s", b);
+    const char *two[] = {oa, ob, "--print-limit=7", "--gen-suppressions", "/usr/bin/env", NULL};
+    tool(&r, two, NULL);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    char want[3 * PATH_MAX];
+    snprintf(want, sizeof want, "\nATLAS_SUPPRESSIONS=%s:%s\n", a, b);
+    HAS(r.out, want);
+    HAS(r.out, "\nATLAS_PRINT_LIMIT=7\n");
+    HAS(r.out, "\nATLAS_GEN_SUPPRESSIONS=1\n");
+    run_free(&r);
+
+    static const struct {
+        const char *arg, *says;
+    } refused[] = {
+        {"--suppressions=/nonexistent/x.supp", "--suppressions=/nonexistent/x.supp: No such file"},
+        {"--suppressions=/tmp", "--suppressions=/tmp: a folder, not a file"},
+        {"--suppressions=a:b", "--suppressions=a:b: a file name with ':' or ','"},
+        {"--print-limit=many", "--print-limit=many: "},
+        {"--print-limit=-1", "--print-limit=-1: "},
+        {"--report=/tmp", "--report /tmp: a folder, not a file"},
+        {"--symbols=2", "--symbols=2: "},
+        {"--gen-suppressions=1", "--gen-suppressions=1: this option takes no value"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        const char *args[] = {refused[i].arg, "/bin/true", NULL};
+        tool(&r, args, NULL);
+        ck_assert_msg(r.status == 2, "%s: exit %d\n%s", refused[i].arg, r.status, r.err);
+        HAS(r.err, refused[i].says);
+        HASNT(r.err, "summary: "); /* nothing ran */
+        run_free(&r);
+    }
+    /* one file for two reports */
+    char same[PATH_MAX + 32], o1[PATH_MAX + 64], o2[PATH_MAX + 64];
+    snprintf(same, sizeof same, "%s/both.jsonl", tmp);
+    snprintf(o1, sizeof o1, "--report=%s", same);
+    snprintf(o2, sizeof o2, "--json=%s", same);
+    const char *clash[] = {o1, o2, "/bin/true", NULL};
+    tool(&r, clash, NULL);
+    ck_assert_int_eq(r.status, 2);
+    HAS(r.err, "name the same file");
+    run_free(&r);
+}
+END_TEST
+
+/* The last line of `text`, its newline included (every line of a report ends with one). */
+static const char *last_line(const char *text)
+{
+    size_t len = strlen(text);
+    ck_assert_msg(len > 1 && text[len - 1] == '\n', "no whole last line in:\n%s", text);
+    const char *last = text + len - 1;
+    while (last > text && last[-1] != '\n')
+        last--;
+    return last;
+}
+
+/* The summary line stays the run's last line with the findings options on, after the verdict,
+ * the suppression entries and the suppressed count; it counts the findings not suppressed and
+ * says the suppressed ones apart. */
+START_TEST(summary_last_suppressed_apart)
+{
+    char supp[PATH_MAX + 32], sopt[PATH_MAX + 64], rep[PATH_MAX + 32], ropt[PATH_MAX + 64];
+    snprintf(supp, sizeof supp, "%s/leaks.supp", tmp);
+    write_file(supp, "{\n leaks are known\n atlas:leak\n}\n");
+    snprintf(sopt, sizeof sopt, "--suppressions=%s", supp);
+    snprintf(rep, sizeof rep, "%s/last.jsonl", tmp);
+    snprintf(ropt, sizeof ropt, "--report=%s", rep);
+    const char *args[] = {"--redzone=64",       "--leaks", sopt,   ropt, "--gen-suppressions",
+                          "--error-exitcode=3", RZ,        "leak", NULL};
+    struct run_result r;
+    tool(&r, args, NULL);
+    ck_assert_msg(r.status == 3, "exit %d\n%s", r.status, r.err);
+    HAS(r.err, "reported 1 overrun: exit status 3");
+    const char *last = last_line(r.err);
+    ck_assert_msg(strstr(last, "]: summary: 1 overrun in 3 guarded allocations, ") &&
+                      strstr(last, ", 0 leaks, ") && strstr(last, ", 2 findings suppressed\n"),
+                  "not the summary, last:\n%s", r.err);
+    run_free(&r);
+}
+END_TEST
+
 /* ---- make demo ---------------------------------------------------------------------------- */
 
-/* make demo's run (mk/demo.mk's options): at most 15 atlas lines, the allocation named by
- * file and line, the blocking copies in one line. */
+/* make demo's run, with mk/demo.mk's DEMO_OPTS as make passes them: at most 15 atlas lines,
+ * the allocation named by file and line, the blocking copies in one line, the summary last. */
 START_TEST(demo_is_short)
 {
-    const char *args[] = {"--trace",
-                          "--redzone=256",
-                          "--redzone-check=launch",
-                          BUILD_DIR "/examples/demo_steps",
-                          T("front_demo_kernels.so"),
-                          NULL};
+    char *mk = read_file_text("mk/demo.mk", NULL);
+    ck_assert_ptr_nonnull(mk);
+    char *opts = strstr(mk, "\nDEMO_OPTS := ");
+    ck_assert_msg(opts, "no DEMO_OPTS in mk/demo.mk");
+    opts += strlen("\nDEMO_OPTS := ");
+    opts[strcspn(opts, "\n")] = '\0';
+    const char *args[16];
+    int n = 0;
+    for (char *save = NULL, *w = strtok_r(opts, " ", &save); w && n < 12;
+         w = strtok_r(NULL, " ", &save))
+        args[n++] = w;
+    args[n++] = BUILD_DIR "/examples/demo_steps";
+    args[n++] = T("front_demo_kernels.so");
+    args[n] = NULL;
     struct run_result r;
     tool(&r, args, NULL);
     ck_assert_int_eq(r.status, 0);
@@ -653,7 +765,9 @@ START_TEST(demo_is_short)
     HAS(r.err, "trace summary: frozen value: add_pos arg1 changed in 2 steps");
     HAS(r.err, "d2h-summary: 4 blocking device-to-host copies (16 bytes), 0 hidden syncs");
     ck_assert_int_eq(count_lines(r.err, "d2h-summary"), 1);
+    ck_assert_msg(strstr(last_line(r.err), "]: summary: "), "the summary is not last:\n%s", r.err);
     run_free(&r);
+    free(mk);
 }
 END_TEST
 
@@ -691,6 +805,8 @@ int main(void)
     tcase_add_loop_test(tc, report_matches_stderr, 0, sizeof cases / sizeof cases[0]);
     tcase_add_test(tc, report_marks_suppressed);
     tcase_add_test(tc, atlas_diff_report);
+    tcase_add_test(tc, findings_options_from_the_table);
+    tcase_add_test(tc, summary_last_suppressed_apart);
     tcase_add_test(tc, demo_is_short);
     tcase_add_test(tc, redzone_hint_and_plurals);
     suite_add_tcase(s, tc);
