@@ -13,9 +13,14 @@ $(BUILD)/tests/libsym.so: tests/targets/sym_lib.c $(FAKE_DIR)/libcuda.so
 $(BUILD)/tests/libsym_stripped.so: $(BUILD)/tests/libsym.so
 	strip --strip-debug -o $@ $<
 
-$(BUILD)/tests/sym_prog: tests/targets/sym_prog.c $(FAKE_DIR)/libcuda.so
+# sym_rt.c stands for CUDA's runtime linked in statically: no debug information
+$(BUILD)/tests/sym_rt.o: tests/targets/sym_rt.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(FAKE_DIR) -lcuda -ldl
+	$(CC) $(filter-out -g,$(ALL_CFLAGS)) -g0 -c -o $@ $<
+
+$(BUILD)/tests/sym_prog: tests/targets/sym_prog.c $(BUILD)/tests/sym_rt.o $(FAKE_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< $(BUILD)/tests/sym_rt.o -L$(FAKE_DIR) -lcuda -ldl
 
 # temporary paths are built into PATH_MAX buffers from other PATH_MAX buffers (mk/front.mk too)
 $(BUILD)/tests/test_reports: ALL_CFLAGS += -Wno-format-truncation

@@ -48,7 +48,8 @@ void atl_frame_format(void *pc, char *buf, size_t len);
 void atl_frame_text(const struct atl_frame *f, char *buf, size_t len);
 
 /* The site a person looks for: the first frame outside the CUDA libraries
- * (libcuda, libcudart, libcublas, ...), formatted as above. */
+ * (libcuda, libcudart, libcublas, ...) and outside CUDA's runtime linked into
+ * the program (nvcc's default, -cudart static), formatted as above. */
 void atl_stack_site(const struct atl_stack *s, char *buf, size_t len);
 
 /* Whether a report skips frame pc: one of ours, or one of the CUDA libraries'.
@@ -56,7 +57,8 @@ void atl_stack_site(const struct atl_stack *s, char *buf, size_t len);
  * without unwinding. */
 int atl_stack_skipped(void *pc);
 
-/* Index of that frame in s (0 when every frame is plumbing). */
+/* Index of that frame in s (0 when every frame is plumbing). Both read the
+ * symbol table: at report time only. */
 int atl_stack_site_index(const struct atl_stack *s);
 
 /* Demangles a C++ (or CUDA kernel) name through the C++ runtime's

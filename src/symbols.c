@@ -223,11 +223,12 @@ int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, siz
     Dwfl_Line *l = mod ? dw.module_getsrc(mod, m.pc) : NULL;
     int ln = 0;
     const char *src = l ? dw.lineinfo(l, NULL, &ln, NULL, NULL, NULL) : NULL;
+    const char *name = mod ? dw.module_addrname(mod, m.pc) : NULL;
+    if (name && funcsz)
+        snprintf(func, funcsz, "%s", name);
     if (src && *src && ln > 0) {
         snprintf(file, filesz, "%s", src);
         *line = ln;
-        const char *name = dw.module_addrname(mod, m.pc);
-        snprintf(func, funcsz, "%s", name ? name : "");
         ok = 1;
     }
     pthread_mutex_unlock(&sym_lock);

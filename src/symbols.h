@@ -12,10 +12,11 @@
 #include <stddef.h>
 
 /* The source file and line of the call that return address `pc` returns from
- * (the line of pc - 1), and the function libdw names there (from the symbol
- * table, which names static functions too; "" when none). 1 when found, else
- * 0 with nothing written. Thread-safe; at exit it waits for another thread's
- * look-up only until the exit's deadline. */
+ * (the line of pc - 1): 1 when found, else 0 with neither written. `func` gets
+ * the function the symbol table names there (it names static functions too)
+ * whenever it does, line or not; it is left as it was when not. Thread-safe;
+ * at exit it waits for another thread's look-up only until the exit's
+ * deadline. */
 int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, size_t funcsz);
 
 /* ATLAS_SYMBOLS=0 (tests, and a user who wants the old form): no look-ups. */

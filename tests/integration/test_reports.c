@@ -81,7 +81,8 @@ static void write_file(const char *path, const char *text)
 
 /* ---- file:line ------------------------------------------------------------------------- */
 
-/* A -g build names its frames by file and line (the program's own and a library's); a
+/* A -g build names its frames by file and line (the program's own and a library's), and the
+ * site is the program's call, not CUDA's runtime linked into it nor a kernel's launch stub; a
  * stripped library keeps the symbol+offset form; ATLAS_SYMBOLS=0 asks for that form. */
 START_TEST(frames_name_file_and_line)
 {
@@ -99,6 +100,15 @@ START_TEST(frames_name_file_and_line)
     HAS(r.log, want);
     snprintf(want, sizeof want, "allocated at sym_alloc (sym_lib.c:%d)\n", lib);
     HAS(r.log, want);
+    /* through CUDA's runtime linked into the program (nvcc's default): the program's caller */
+    snprintf(want, sizeof want, "allocated at rt_alloc (sym_prog.c:%d)\n",
+             source_line("tests/targets/sym_prog.c", "RT_ALLOC_LINE"));
+    HAS(r.log, want);
+    /* through a kernel's launch stub and host function: the launch's line */
+    snprintf(want, sizeof want, "allocated at launch_alloc (sym_prog.c:%d)\n",
+             source_line("tests/targets/sym_prog.c", "LAUNCH_ALLOC_LINE"));
+    HAS(r.log, want);
+    HASNT(r.log, "libcudart_static_");
     run_free(&r);
 
     snprintf(copy, sizeof copy, "%s/libsym_stripped.so", tmp);
@@ -117,6 +127,8 @@ START_TEST(frames_name_file_and_line)
     argv[1] = T("libsym.so");
     run_target(&r, argv, off, 1);
     HAS(r.log, "allocated at own_alloc+0x");
+    HAS(r.log, "allocated at rt_alloc+0x"); /* told by dladdr's names (-rdynamic) */
+    HAS(r.log, "allocated at launch_alloc+0x");
     HASNT(r.log, ".c:");
     run_free(&r);
 }

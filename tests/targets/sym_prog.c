@@ -1,7 +1,9 @@
 /*
  * Stack frames named by file and line (src/symbols.c): a program built with debug
- * information that leaks one allocation made in its own code and one made in a shared
- * library it loads (argv[1], sym_lib.c built as the test chooses), then, per argv[2], leaves
+ * information that leaks one allocation made in its own code, one made in a shared library
+ * it loads (argv[1], sym_lib.c built as the test chooses) and one made through a stand-in of
+ * CUDA's runtime linked into it without debug information (sym_rt.c), one through a kernel's
+ * launch stub (the same), then, per argv[2], leaves
  * that library's file as it is ("keep"), overwrites it with bytes that are no ELF file
  * ("garbage"), with its first 2 KiB only ("truncated"), or removes it ("missing") before the
  * leak report reads it. The mapped copy stays: the program itself is unaffected.
@@ -19,6 +21,34 @@ __attribute__((noinline)) CUdeviceptr own_alloc(size_t n)
 {
     CUdeviceptr p = 0;
     cuMemAlloc(&p, n); /* OWN_ALLOC_LINE */
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+CUdeviceptr cudaFakeMalloc(size_t n); /* sym_rt.c */
+
+__attribute__((noinline)) CUdeviceptr rt_alloc(size_t n)
+{
+    CUdeviceptr p = cudaFakeMalloc(n); /* RT_ALLOC_LINE */
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+/* A kernel's host function as nvcc makes it, poke(float*) (with the program's line
+ * information), calling its launch stub; the user's line is the launch's, one frame out. */
+CUdeviceptr _Z23__device_stub__Z4pokePfPf(size_t n); /* sym_rt.c */
+CUdeviceptr _Z4pokePf(size_t n);
+
+__attribute__((noinline)) CUdeviceptr _Z4pokePf(size_t n)
+{
+    CUdeviceptr p = _Z23__device_stub__Z4pokePfPf(n);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+__attribute__((noinline)) CUdeviceptr launch_alloc(size_t n)
+{
+    CUdeviceptr p = _Z4pokePf(n); /* LAUNCH_ALLOC_LINE */
     __asm__ volatile("" ::: "memory");
     return p;
 }
@@ -59,6 +89,8 @@ int main(int argc, char **argv)
     }
     own_alloc(111);
     sym_alloc(222);
+    rt_alloc(333);
+    launch_alloc(444);
     const char *how = argv[2];
     int rc = 0;
     if (!strcmp(how, "garbage")) {
