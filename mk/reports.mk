@@ -2,7 +2,9 @@
 # src/symbols.c; docs/reports.md): file:line in stacks, leak groups, the print limit,
 # suppressions, the findings file and its schema (docs/findings.schema.json).
 #
-#   make reports-check   part of make check
+#   make reports-check       part of make check
+#   make reports-gpu-check   on a GPU: file:line of an nvcc -g -lineinfo program, the findings
+#                            file of PyTorch runs (part of make gpu-check)
 
 # The allocation site in a shared library of its own, with debug information (ALL_CFLAGS has
 # -g) and stripped of it; the program that loads either and may replace its file.
@@ -46,3 +48,15 @@ reports-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/atlas-t
 	$(BUILD)/tests/test_reports
 
 CHECK_TARGETS += reports-check
+
+# ---- real GPU (make reports-gpu-check) -----------------------------------------------------------
+# rz_overrun.cu as a user builds it for line numbers: -g -lineinfo, nvcc's default static cudart
+$(GPU_DIR)/rz_overrun_g: tests/gpu/redzone/rz_overrun.cu tests/gpu/redzone/rz_ck.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -g -lineinfo -O2 -o $@ $<
+
+.PHONY: reports-gpu-check
+reports-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/atlas-trace $(GPU_DIR)/rz_overrun_g
+	sh tests/gpu/reports/run_reports.sh $(BUILD)
+
+GPU_TARGETS += reports-gpu-check
