@@ -185,12 +185,14 @@ void atl_launch_from_config(struct atl_launch *l)
 void atl_launch_pre(struct atl_launch *l)
 {
     register_late_atexit();
-    /* the one look-up of the kernel's record: every feature reads it in the event */
-    struct atl_ktab_ent *e = atl_ring_ready_ent(l->func);
-    l->rec = e ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE)
-               : atl_ring_first(l->func, l->params, l->extra);
+    /* the one look-up of the kernel's record: every feature reads it in the
+     * event, pinned until the end of atl_launch_post (src/kernels.h) */
+    atl_krec_pin();
     l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
                           l->block[0], l->block[1], l->block[2], l->shmem);
+    l->rec = atl_ring_ready(l->func) ? atl_krec_find(l->func) : NULL;
+    if (!l->rec)
+        l->rec = atl_ring_first(l->func, l->params, l->extra, l->seq);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_launch_pre(l);
 }
@@ -204,6 +206,7 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
         atl_redzone_launch_post(l, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_launch(l, r);
+    atl_krec_unpin();
     return out;
 }
 

@@ -11,8 +11,21 @@
  * atl_ring_put. On x86-64 the two grid launchers do it in assembly
  * (hooks/hooks.c, the same steps); elsewhere atl_ring_ready below and
  * atl_ring_put. Anything else (a handle the table lacks, the first launch of
- * a kernel since the last good sync) goes through atl_ring_first (cold, once
- * per kernel and sync).
+ * a kernel in the recorder's epoch) goes through atl_ring_first (cold, once
+ * per kernel and epoch).
+ *
+ * The epoch (atl_fl.epoch): a new one starts at a host synchronisation that
+ * succeeds, so that a kernel's kept arguments are those of its first launch
+ * since a good sync; but only once the program has made at least
+ * ATL_FLIGHT_COLD_SPACING launches for each cold path the current epoch
+ * took. A program that synchronises after every few launches would
+ * otherwise send every launch down the cold path (its lookup and argument
+ * copy cost ten times the light path); this way the cold paths are at most
+ * one launch in ATL_FLIGHT_COLD_SPACING, whatever the pattern of syncs, and
+ * a kernel launched rarely (the suspect a fault report is about) still has
+ * the arguments of each of its launches kept, since its launches are each
+ * the first of their epoch. The report says which launch the kept bytes
+ * are of.
  */
 #ifndef ATL_RING_H
 #define ATL_RING_H
@@ -23,9 +36,11 @@
 #include "fault.h"   /* the ring itself, atl_fl */
 #include "kernels.h" /* the kernel table and its records */
 
+#define ATL_FLIGHT_COLD_SPACING 512
+
 /* The table entry of f when a launch of f can be recorded right away: the
- * table knows f, and this is not f's first launch since the last good
- * sync; else NULL. */
+ * table knows f, and this is not f's first launch in the recorder's epoch;
+ * else NULL. */
 static inline struct atl_ktab_ent *atl_ring_ready_ent(const void *f)
 {
     struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), f);
@@ -44,10 +59,11 @@ static inline int atl_ring_ready(const void *f)
 
 /* The cold half: names f while the driver still answers (after a fault it
  * stops answering cuFuncGetName, seen on the H200), enters it in the table,
- * keeps this launch's parameter bytes (its first since the last good sync)
- * and marks it seen in this epoch. params/extra as cuLaunchKernel takes them.
- * Returns f's record (NULL: f is NULL, or out of memory). */
-struct atl_krec *atl_ring_first(void *f, void **params, void **extra) ATL_HIDDEN
+ * keeps the parameter bytes of this launch (number seq, its first in the
+ * epoch) and marks it seen in this epoch. params/extra as cuLaunchKernel
+ * takes them. Returns f's record (NULL: f is NULL, or out of memory), which
+ * stays valid while the caller is pinned (src/kernels.h). */
+struct atl_krec *atl_ring_first(void *f, void **params, void **extra, uint64_t seq) ATL_HIDDEN
     __attribute__((cold, noinline));
 
 #endif
