@@ -82,7 +82,8 @@ void *atl_real_ptr[ATL_ID_COUNT];
  *          is on (-> mid_); otherwise a tail call to the driver, with no
  *          stack frame;
  *   mid_   the light path (hooks.def's LIGHT column), then the driver;
- *   slow_  the engine's full path, cold. */
+ *   slow_  the engine's full path, cold; left by longjmp or cancellation,
+ *          atl_unwound undoes what it began (engine.h). */
 #define ATL_SLOW(sym, KIND, fname, path)                                                           \
     static __attribute__((noinline, noclone, cold, used)) CUresult slow_##fname(ATL_K_##KIND##_P)  \
     {                                                                                              \
@@ -96,8 +97,11 @@ void *atl_real_ptr[ATL_ID_COUNT];
         }                                                                                          \
         if (!atl_enter(id_, path))                                                                 \
             return real_(ATL_K_##KIND##_A);                                                        \
+        struct _pthread_cleanup_buffer unwound_;                                                   \
+        _pthread_cleanup_push(&unwound_, atl_unwound, NULL);                                       \
         ATL_K_##KIND##_PRE CUresult r_ = real_(ATL_K_##KIND##_A);                                  \
-        ATL_K_##KIND##_POST atl_leave();                                                           \
+        ATL_K_##KIND##_POST _pthread_cleanup_pop(&unwound_, 0);                                    \
+        atl_leave();                                                                               \
         return r_;                                                                                 \
     }
 #define ATL_ENTRY(sym, KIND, fname, path, storage)                                                 \

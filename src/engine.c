@@ -151,6 +151,15 @@ void atl_leave(void)
     atl_thr.depth--;
 }
 
+void atl_unwound(void *arg)
+{
+    (void)arg;
+    if (on(ATL_FEAT_HANG))
+        atl_hang_leave();
+    atl_krec_unpin_all();
+    atl_thr.depth = 0; /* the slow path runs only from depth 0 (atl_enter) */
+}
+
 /* cudart registers its own exit handler (which tears the context down) when
  * it initialises, after our first hook ran. atexit handlers run in reverse
  * order, so registering again at the first real work puts our report ahead
