@@ -39,6 +39,9 @@ static int finished;     /* exit report done: hooks pass through */
 static int in_child;     /* forked child: never report */
 static int exit_started; /* atl_engine_exit entered */
 static int late_atexit;  /* second atexit registration done */
+/* The process that initialised: a child of a raw fork (syscall(SYS_fork), or
+ * clone, which run no atfork handler) is told apart by its pid at exit. */
+static pid_t init_pid;
 
 static void warn_line(void *ctx, const char *line)
 {
@@ -103,6 +106,7 @@ static void init_body(void)
     for (int f = 0; f < ATL_FEAT_COUNT; f++)
         atl_engine_enable((enum atl_feature)f, feature_init[f]());
 
+    init_pid = getpid();
     pthread_atfork(NULL, NULL, atl_engine_atfork_child);
     atexit(atl_engine_exit);
 
@@ -442,9 +446,19 @@ void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
 
 /* ---- exit -------------------------------------------------------------------- */
 
+/* In a child that no atfork handler told (a raw fork): the same as the
+ * handler would have done. */
+static int child_of_raw_fork(void)
+{
+    if (in_child || getpid() == init_pid)
+        return in_child;
+    atl_engine_atfork_child();
+    return 1;
+}
+
 void atl_engine_exit(void)
 {
-    if (!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) || in_child)
+    if (!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) || child_of_raw_fork())
         return;
     if (__atomic_exchange_n(&exit_started, 1, __ATOMIC_ACQ_REL))
         return;
@@ -482,7 +496,7 @@ void atl_engine_exit(void)
 __attribute__((destructor)) static void engine_fini(void)
 {
     atl_engine_exit();
-    if (__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) && !in_child)
+    if (__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) && !child_of_raw_fork())
         atl_exit_verdict();
 }
 
