@@ -57,7 +57,7 @@ static void route_pytorch(void)
     char value[1024];
     int n = old ? snprintf(value, sizeof value, "%s,%s", old, backend)
                 : snprintf(value, sizeof value, "%s", backend);
-    if (n < 0 || (size_t)n >= sizeof value || atl_env_set(name, value) != 0)
+    if (n < 0 || (size_t)n >= sizeof value || atl_env_route(name, value) != 0)
         return;
     char what[160];
     snprintf(what, sizeof what, "%s=%s%s", name, old ? "...," : "", backend);
@@ -67,7 +67,7 @@ static void route_pytorch(void)
 static void route_jax(void)
 {
     if (atl_env_get("XLA_PYTHON_CLIENT_ALLOCATOR") ||
-        atl_env_set("XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async") != 0)
+        atl_env_route("XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async") != 0)
         return;
     note("XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async");
 }
