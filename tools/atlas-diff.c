@@ -20,11 +20,13 @@
 #include "tracejson.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef ATLAS_VERSION
 #define ATLAS_VERSION "unknown"
@@ -153,14 +155,25 @@ static void *load_run(void *arg)
     struct stat st;
     l->rc = -1;
     l->why[0] = '\0';
-    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(l->why, sizeof l->why, "is a directory, not a trace file");
-        return NULL;
-    }
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-    if (!f) {
-        snprintf(l->why, sizeof l->why, "%s", strerror(errno));
-        return NULL;
+    FILE *f = stdin;
+    if (strcmp(path, "-") != 0) {
+        /* a regular file only: /dev/zero would be read for ever, and a FIFO
+         * would block the open (O_NONBLOCK: it opens, and is refused) */
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        const char *bad = fd < 0 || fstat(fd, &st) != 0 ? strerror(errno)
+                          : S_ISDIR(st.st_mode)         ? "is a directory, not a trace file"
+                          : !S_ISREG(st.st_mode)
+                              ? "not a regular file (a trace on a pipe: give - and the pipe as "
+                                "the standard input)"
+                              : NULL;
+        if (!bad && (fcntl(fd, F_SETFL, 0) != 0 || !(f = fdopen(fd, "r"))))
+            bad = strerror(errno);
+        if (bad) {
+            snprintf(l->why, sizeof l->why, "%s", bad);
+            if (fd >= 0)
+                close(fd);
+            return NULL;
+        }
     }
     int rc = atl_trace_read(f, keep_step, l->r, l->why, sizeof l->why);
     int read_err = ferror(f) ? errno : 0;
