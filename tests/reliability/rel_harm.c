@@ -44,6 +44,9 @@
  *                             while it launches, and exits with it open
  *   rel_harm rawfork          launches, then syscall(SYS_fork): the child
  *                             (no atfork handler ran) exits through exit(0)
+ *   rel_harm audit            loads a module, looks "narrow" up, launches it
+ *                             7 times on a 2x3 grid, unloads the module and
+ *                             exits (issue #27: the audit's counts)
  */
 #define _GNU_SOURCE
 #include "../fake/fakecuda.h"
@@ -519,6 +522,22 @@ static int raw_fork(void)
     return 0;
 }
 
+static int audit_after_unload(void)
+{
+    setup();
+    CUmodule m;
+    CUfunction f;
+    unsigned long long one = 7;
+    void *params[] = {&one};
+    CK(cuModuleLoadData(&m, &narrow_img));
+    CK(cuModuleGetFunction(&f, m, "narrow"));
+    for (int i = 0; i < 7; i++)
+        CK(cuLaunchKernel(f, 2, 3, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CK(cuModuleUnload(m));
+    printf("ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -546,7 +565,9 @@ int main(int argc, char **argv)
         return fds(argv[2], argv[3]);
     if (strcmp(mode, "rawfork") == 0)
         return raw_fork();
+    if (strcmp(mode, "audit") == 0)
+        return audit_after_unload();
     fprintf(stderr, "usage: rel_harm sigint|unload|dlclose|poll|oneshot|setenv|reload|longjmp|"
-                    "cancel|threads|fds|rawfork ...\n");
+                    "cancel|threads|fds|rawfork|audit ...\n");
     return 64;
 }

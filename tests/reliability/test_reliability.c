@@ -633,6 +633,21 @@ START_TEST(raw_fork_child_reports_nothing)
 }
 END_TEST
 
+/* The kernel audit of a program that unloads its module before it exits
+ * (issue #27): the launches counted in the records the unload dropped are
+ * still in the report (launches=0 blocks=0 before). */
+START_TEST(audit_counts_survive_unload)
+{
+    char *argv[] = {T("rel_harm"), "audit", NULL};
+    const char *const env[] = {"ATLAS_KERNEL_AUDIT=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d:\n%s", r.status, r.err);
+    HAS(r.log, "kernel-audit: resolved=yes launches=7 blocks=42 lookups=1 owner=module@");
+    run_free(&r);
+}
+END_TEST
+
 /* A library loaded before ours left `environ` read-only: the load-time
  * edits (red zones' pool routing, --no-children) build a new array. */
 START_TEST(read_only_environ_at_load)
@@ -848,6 +863,7 @@ int main(void)
     tcase_add_test(tc, descriptors_taken_by_the_program);
     tcase_add_test(tc, raw_fork_child_reports_nothing);
     tcase_add_test(tc, read_only_environ_at_load);
+    tcase_add_test(tc, audit_counts_survive_unload);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
