@@ -90,14 +90,20 @@ static void args_keep(struct atl_krec *r, void **params, void **extra, uint64_t 
     __atomic_store_n(&r->args_busy, 0, __ATOMIC_RELEASE);
 }
 
-/* The epoch's start (the newest launch number then) and the cold paths it
- * took: a good sync starts a new epoch only once the launches since its
- * start pay for them (ring.h). Under marks_lock, but for the count. */
-static uint64_t epoch_from, epoch_colds;
+/* The cold paths' budget (ring.h), in launches: each launch earns one,
+ * each cold path costs ATL_FLIGHT_COLD_SPACING, and a good sync starts a new
+ * epoch only while the budget is above zero. It starts full and holds at
+ * most ATL_FLIGHT_COLD_BURST cold paths: a short program (or the first
+ * thousands of launches of a long one) keeps the arguments of every first
+ * launch after a good sync, and a long one pays at most one cold path per
+ * ATL_FLIGHT_COLD_SPACING launches, whatever its syncs. Under marks_lock,
+ * but for the count of cold paths. */
+static int64_t budget = (int64_t)ATL_FLIGHT_COLD_SPACING * ATL_FLIGHT_COLD_BURST;
+static uint64_t budget_launch, budget_colds, colds;
 
 struct atl_krec *atl_ring_first(void *f, void **params, void **extra, uint64_t seq)
 {
-    __atomic_add_fetch(&epoch_colds, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&colds, 1, __ATOMIC_RELAXED);
     atl_krec_pin();
     struct atl_krec *r = atl_krec_get(f);
     if (r) {
@@ -227,13 +233,14 @@ static pthread_mutex_t marks_lock = PTHREAD_MUTEX_INITIALIZER;
 void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upto)
 {
     pthread_mutex_lock(&marks_lock);
-    uint64_t now = atl_fault_last_launch();
-    if (now - epoch_from >=
-        ATL_FLIGHT_COLD_SPACING * __atomic_load_n(&epoch_colds, __ATOMIC_RELAXED)) {
-        epoch_from = now;
-        __atomic_store_n(&epoch_colds, 0, __ATOMIC_RELAXED);
+    uint64_t now = atl_fault_last_launch(), c = __atomic_load_n(&colds, __ATOMIC_RELAXED);
+    budget += (int64_t)(now - budget_launch) -
+              (int64_t)ATL_FLIGHT_COLD_SPACING * (int64_t)(c - budget_colds);
+    if (budget > (int64_t)ATL_FLIGHT_COLD_SPACING * ATL_FLIGHT_COLD_BURST)
+        budget = (int64_t)ATL_FLIGHT_COLD_SPACING * ATL_FLIGHT_COLD_BURST;
+    budget_launch = now, budget_colds = c;
+    if (budget > 0)
         __atomic_add_fetch(&atl_fl.epoch, 1, __ATOMIC_RELAXED);
-    }
     if (kind == ATL_SYNC_CTX) {
         if (upto > good_all)
             __atomic_store_n(&good_all, upto, __ATOMIC_RELAXED);
@@ -367,7 +374,7 @@ static void print_args(const char *tag, const struct group *g)
         atl_log(ATL_ERROR,
                 "%s:     args: not kept for these launches (the newest kept, of launch=%llu, are "
                 "older: the flight recorder keeps a kernel's arguments at its first launch "
-                "after a good sync, at most once per %u launches of the program per kernel)",
+                "after a good sync, within a budget of one such copy per %u launches)",
                 tag, (unsigned long long)seq, ATL_FLIGHT_COLD_SPACING);
         return;
     }

@@ -16,16 +16,18 @@
  *
  * The epoch (atl_fl.epoch): a new one starts at a host synchronisation that
  * succeeds, so that a kernel's kept arguments are those of its first launch
- * since a good sync; but only once the program has made at least
- * ATL_FLIGHT_COLD_SPACING launches for each cold path the current epoch
- * took. A program that synchronises after every few launches would
- * otherwise send every launch down the cold path (its lookup and argument
- * copy cost ten times the light path); this way the cold paths are at most
- * one launch in ATL_FLIGHT_COLD_SPACING, whatever the pattern of syncs, and
- * a kernel launched rarely (the suspect a fault report is about) still has
- * the arguments of each of its launches kept, since its launches are each
- * the first of their epoch. The report says which launch the kept bytes
- * are of.
+ * since a good sync; but only while the cold paths have a budget: each
+ * launch earns a 1/ATL_FLIGHT_COLD_SPACING-th of one, each cold path spends
+ * one, and the budget holds at most ATL_FLIGHT_COLD_BURST. A program that
+ * synchronises after every few launches would otherwise send every launch
+ * down the cold path (its lookup and argument copy cost ten times the light
+ * path); this way the cold paths are at most one launch in
+ * ATL_FLIGHT_COLD_SPACING over a run, whatever the pattern of syncs, and
+ * more only in a burst of at most ATL_FLIGHT_COLD_BURST (a short program
+ * keeps the arguments of every first launch after a good sync). A kernel
+ * launched rarely (the suspect a fault report is about) still has the
+ * arguments of each of its launches kept, since its launches are each the
+ * first of their epoch. The report says which launch the kept bytes are of.
  */
 #ifndef ATL_RING_H
 #define ATL_RING_H
@@ -37,6 +39,7 @@
 #include "kernels.h" /* the kernel table and its records */
 
 #define ATL_FLIGHT_COLD_SPACING 512
+#define ATL_FLIGHT_COLD_BURST 4096
 
 /* The table entry of f when a launch of f can be recorded right away: the
  * table knows f, and this is not f's first launch in the recorder's epoch;
