@@ -203,7 +203,7 @@ void atl_launch_pre(struct atl_launch *l)
     atl_krec_pin();
     l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
                           l->block[0], l->block[1], l->block[2], l->shmem);
-    l->rec = atl_ring_ready(l->func) ? atl_krec_find(l->func) : NULL;
+    l->rec = atl_ring_ready_rec(l->func);
     if (!l->rec)
         l->rec = atl_ring_first(l->func, l->params, l->extra, l->seq);
     if (on(ATL_FEAT_REDZONE))

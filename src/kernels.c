@@ -336,33 +336,26 @@ static void departed_add(struct own *o, const struct kr *k)
  * shows the generation it pinned at in its slot (src/thread.h); a record
  * that left at generation G is freed once no slot shows a pin below G (the
  * threads pinned before it left are done) and nobody holds a reference. */
-static uint64_t gen = 1;
+uint64_t atl_krec_gen = 1;
+#define gen atl_krec_gen
 static uint64_t unslotted; /* threads pinned without a slot: nothing is freed meanwhile */
 static struct kr *limbo;
 static uint64_t nrecords, nlimbo;
 
-void atl_krec_pin(void)
+/* The first pin of a thread (it takes its slot now), or one of a thread
+ * that has none. */
+void atl_krec_pin_slow(void)
 {
-    if (atl_thr.krec_pins++)
-        return;
     struct atl_tslot *s = atl_tslot_mine();
-    /* Sequentially consistent store (an xchg on x86-64): the table is read
-     * after the pin is visible to the freeing thread, which takes a record
-     * out of the table before it reads the pins. */
     if (s)
         __atomic_store_n(&s->krec_pin, __atomic_load_n(&gen, __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
     else
         __atomic_add_fetch(&unslotted, 1, __ATOMIC_SEQ_CST);
 }
 
-void atl_krec_unpin(void)
+void atl_krec_unpin_slow(void)
 {
-    if (atl_thr.krec_pins <= 0 || --atl_thr.krec_pins)
-        return;
-    if (atl_thr.slot > 0)
-        __atomic_store_n(&atl_tslot_mine()->krec_pin, 0, __ATOMIC_RELEASE);
-    else
-        __atomic_sub_fetch(&unslotted, 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&unslotted, 1, __ATOMIC_RELEASE);
 }
 
 void atl_krec_unpin_all(void)

@@ -49,7 +49,8 @@
 #include <stdint.h>
 
 #include "events.h"
-#include "fault.h" /* atl_fl.ktab, the table's root */
+#include "fault.h"  /* atl_fl.ktab, the table's root */
+#include "thread.h" /* the pins, in the threads' slots */
 
 #define ATL_KREC_ARGS 256 /* parameter bytes the flight recorder keeps */
 struct atl_krec {
@@ -137,9 +138,36 @@ static inline struct atl_krec *atl_krec_find(const void *h)
 }
 
 /* Keeps the records this thread finds allocated until the matching unpin
- * (see Lifetime above). Pins nest. */
-void atl_krec_pin(void);
-void atl_krec_unpin(void);
+ * (see Lifetime above). Pins nest. Inline: the engine pins every launch
+ * through its slow path. The first pin of a thread takes its slot, and a
+ * thread without one is counted apart (atl_krec_pin_slow). */
+extern uint64_t atl_krec_gen ATL_HIDDEN;
+void atl_krec_pin_slow(void) ATL_HIDDEN;
+void atl_krec_unpin_slow(void) ATL_HIDDEN;
+static inline void atl_krec_pin(void)
+{
+    if (atl_thr.krec_pins++)
+        return;
+    int i = atl_thr.slot;
+    /* Sequentially consistent (an xchg on x86-64): the table is read after
+     * the pin is visible to the freeing thread, which takes a record out of
+     * the table before it reads the pins. */
+    if (__builtin_expect(i > 0, 1))
+        __atomic_store_n(&atl_tslot_at((unsigned)i - 1)->krec_pin,
+                         __atomic_load_n(&atl_krec_gen, __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
+    else
+        atl_krec_pin_slow();
+}
+static inline void atl_krec_unpin(void)
+{
+    if (atl_thr.krec_pins <= 0 || --atl_thr.krec_pins)
+        return;
+    int i = atl_thr.slot;
+    if (__builtin_expect(i > 0, 1))
+        __atomic_store_n(&atl_tslot_at((unsigned)i - 1)->krec_pin, 0, __ATOMIC_RELEASE);
+    else
+        atl_krec_unpin_slow();
+}
 /* This thread left the library by longjmp or cancellation: its pins go. */
 void atl_krec_unpin_all(void);
 

@@ -54,6 +54,20 @@ static inline struct atl_ktab_ent *atl_ring_ready_ent(const void *f)
                : NULL;
 }
 
+/* The record of f when a launch of f can be recorded right away (one probe:
+ * the engine's launch path), else NULL. The caller is pinned. */
+static inline struct atl_krec *atl_ring_ready_rec(const void *f)
+{
+    for (;;) {
+        struct atl_ktab_ent *e = atl_ring_ready_ent(f);
+        if (!e)
+            return NULL;
+        struct atl_krec *r = __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&e->key, __ATOMIC_ACQUIRE) == f)
+            return r; /* else a writer moved another key there: again */
+    }
+}
+
 /* 1 when a launch of f can be recorded right away (the light path's test). */
 static inline int atl_ring_ready(const void *f)
 {

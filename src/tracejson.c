@@ -1690,8 +1690,8 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
         char *line = read_line(&rd, &complete, &oom);
         if (!line && oom) {
             if (oom == 2)
-                snprintf(err, errlen, "line %zu: longer than %zu MiB: not a trace file",
-                         lineno + 1, ATL_READ_LINE_MAX >> 20);
+                snprintf(err, errlen, "line %zu: longer than %zu MiB: not a trace file", lineno + 1,
+                         ATL_READ_LINE_MAX >> 20);
             else
                 snprintf(err, errlen, "line %zu: out of memory", lineno + 1);
             goto out;
