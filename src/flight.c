@@ -233,7 +233,10 @@ static pthread_mutex_t marks_lock = PTHREAD_MUTEX_INITIALIZER;
 void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upto)
 {
     pthread_mutex_lock(&marks_lock);
-    uint64_t now = atl_fault_last_launch(), c = __atomic_load_n(&colds, __ATOMIC_RELAXED);
+    /* the launches made before the sync began pay: upto, not a second load
+     * of the launch counter (a sync's cost is paid by every sync) */
+    uint64_t now = upto > budget_launch ? upto : budget_launch;
+    uint64_t c = __atomic_load_n(&colds, __ATOMIC_RELAXED);
     budget += (int64_t)(now - budget_launch) -
               (int64_t)ATL_FLIGHT_COLD_SPACING * (int64_t)(c - budget_colds);
     if (budget > (int64_t)ATL_FLIGHT_COLD_SPACING * ATL_FLIGHT_COLD_BURST)

@@ -38,8 +38,8 @@
 #include "fault.h"   /* the ring itself, atl_fl */
 #include "kernels.h" /* the kernel table and its records */
 
-#define ATL_FLIGHT_COLD_SPACING 512
-#define ATL_FLIGHT_COLD_BURST 4096
+#define ATL_FLIGHT_COLD_SPACING 1024
+#define ATL_FLIGHT_COLD_BURST 64
 
 /* The table entry of f when a launch of f can be recorded right away: the
  * table knows f, and this is not f's first launch in the recorder's epoch;

@@ -67,19 +67,21 @@ done
 
 N1=20000
 N2=120000
+# ATL_FLIGHT_COLD_SPACING (src/ring.h)
+SPACING=$(awk '/define ATL_FLIGHT_COLD_SPACING/ { print $3 }' src/ring.h)
 # The launches a row's instructions are counted over. With syncs, the flight
 # recorder keeps each kernel's arguments once per epoch, and an epoch of K
-# kernels lasts 512 x K launches (src/ring.h): a row counts over whole
+# kernels lasts 1,024 x K launches (src/ring.h): a row counts over whole
 # epochs when one is short enough for callgrind (the cold paths included,
 # at their average); a longer one is marked ' (in one epoch)', its cold
-# paths not counted (at most 1 launch in 512 takes one: about +1), over one
+# paths not counted (at most 1 launch in 1,024 takes one: about +0.5), over one
 # round of its kernels (the fake driver's launch looks its handle up in a
 # list: 27,000 instructions with 10,000 kernels).
 window() { # LOOP -> launches
     case $1 in
     s*:k*:p*)
         s=${1#s}; s=${s%%:*}; k=${1#*:k}; k=${k%%:*}
-        e=$(( (512 * k + s - 1) / s * s ))
+        e=$(( (SPACING * k + s - 1) / s * s ))
         if [ "$e" -le 400000 ]; then
             echo $(( e * ((100000 + e - 1) / e) ))
         elif [ "$k" -ge 10000 ]; then
@@ -140,7 +142,7 @@ row() {
                 sync=$(cat "$TMP/$name.sync.dir" 2>/dev/null || echo 0)
                 lins=$(awk -v a="$dins" -v b="$sync" -v s="$s" 'BEGIN { printf "%+.1f", a - b / s }')
                 k=${loop#*:k}; k=${k%%:*}
-                [ $(( 512 * k )) -gt 400000 ] && note=" (in one epoch)" ;;
+                [ $(( SPACING * k )) -gt 400000 ] && note=" (in one epoch)" ;;
             esac
         fi
         printf '%-10s %-15s %10s %17s %7.2fx %+10.2f %10s %10s %8s%s\n' "$name" $loop "$med" "$lo..$hi" \
