@@ -8,8 +8,8 @@
 #   make gpu-check  the real-GPU suite (run on a machine with a GPU)
 #   make bench      overhead figures, as ratios against the native program
 
-# Builds and test suites run in parallel on every core unless -j is given:
-# make check takes about 5.5 minutes on 2 cores this way.
+# Builds and test suites run in parallel on every core unless -j is given (make check's time:
+# README.md, Tests).
 # Only the top-level make chooses: a make this tree runs again (make check's
 # runner, the install test, the sanitizer builds) shares its jobs, and a -j
 # of its own would make it warn "-j2 forced in makefile: resetting jobserver
@@ -51,25 +51,31 @@ CFLAGS   ?= -O2 -g
 ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) -fPIC -I include -I src -I $(CUDA_INC) $(EXTRA_CFLAGS)
 LDLIBS_CORE := -ldl -lpthread
 
-# Installs a Debian package a test needs when it is missing: as root, else
-# through sudo (tools/ensure-deb.sh WHO PROBE PACKAGE...).
-ENSURE_DEB := sh tools/ensure-deb.sh
+# Bare `make` builds the library and the tools (`all`: fragments add to ALL_TARGETS), with no
+# test framework and no package registry, whichever rule a fragment writes first.
+.DEFAULT_GOAL := all
 
 # ---- shared by the fragments: defined here, before any of them is read,
 # so that none depends on the order mk/*.mk are included in ----
 # The fake driver (mk/fake.mk builds it).
 FAKE_DIR := $(BUILD)/fake
 FAKE_LIB := $(FAKE_DIR)/libcuda.so.1
-# Check, the test framework: its flags, expanded when used (make check may
-# install it first: check-deps).
-CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
-CHECK_LIBS   = $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
+# Check, the test framework: its flags. Read once, when make reads this file: make check
+# installs the test tools first and then runs the suites in a make of their own
+# (tools/check-verdict.sh), which reads them after the install.
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 TEST_DEFS    := -DBUILD_DIR='"$(BUILD)"'
 
-# Check (the test framework) is installed when missing ($(ENSURE_DEB)).
+# What a suite needs of Check, asked before anything is built against it. Only make check
+# installs test tools (tools/test-tools.sh), once, before any suite runs: a suite run alone,
+# and the makes the suites start (c-entry-check, the sanitizer builds, the install test), only
+# ask, so no two package installs can run at once.
 .PHONY: check-deps
 check-deps:
-	@$(ENSURE_DEB) "make check" "pkg-config --exists check" check pkg-config
+	@pkg-config --exists check 2>/dev/null || { echo "make: Check, the test framework, is \
+	missing: make check installs it (or install the Debian packages check and pkg-config)" >&2; \
+	exit 1; }
 
 # Test binaries by pattern; a fragment names the binary (and any extra
 # prerequisite, such as a header it includes) and the recipe comes from here.
@@ -93,15 +99,17 @@ INSTALL_TARGETS :=
 UNINSTALL_TARGETS :=
 
 .PHONY: all check demo gpu-check bench install uninstall clean format
-# The first rule is the default goal; fragments add prerequisites to it.
-all:
 
 include $(sort $(wildcard mk/*.mk))
 
 all: $(ALL_TARGETS)
-# The suites run through tools/check-verdict.sh, whose last line is the verdict
-# ("make check: N suites, M checks, all passed in T s", or what failed).
+# First every test tool (Check, valgrind, clang and libFuzzer's runtime, python3's venv),
+# installed where missing in one go (tools/test-tools.sh); then the suites, in a make of their own started by
+# tools/check-verdict.sh, whose last line is the verdict ("make check: N suites, M checks, all
+# passed in T s", or what failed).
 check:
+	@sh tools/test-tools.sh "$(FUZZ_CC)" || { echo "make check: FAILED: the test tools \
+	above are missing and could not be installed; no suite was run"; exit 1; }
 	@sh tools/check-verdict.sh "$(MAKE)" $(CHECK_TARGETS)
 gpu-check: $(GPU_TARGETS)
 # Without a GPU, make bench runs what measures the CPU side and says what it
@@ -130,4 +138,4 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)

@@ -5,7 +5,7 @@
 #include <cuda.h>
 #include <pthread.h> /* struct _pthread_cleanup_buffer, for the slow path */
 
-#include "blocking.h" /* the DTOH light path */
+#include "blocking.h" /* the DTOH light path's count */
 #include "engine.h"
 #include "ring.h"
 

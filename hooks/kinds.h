@@ -51,9 +51,12 @@ static inline void atl_launch_event(struct atl_launch *ev, int hook, CUfunction 
     ev->shmem = shmem, ev->stream = stream, ev->params = kp, ev->extra = extra;
     ev->config = NULL, ev->seq = 0;
 }
+/* In slow_, whose return address is the caller of the hook's entry (the
+ * entry jumps to it). */
 #define ATL_LAUNCH_EVENT(kp_, extra_)                                                              \
     struct atl_launch ev_;                                                                         \
     atl_launch_event(&ev_, id_, f, gx, gy, gz, bx, by, bz, shmem, hStream, kp_, extra_);           \
+    ev_.caller = __builtin_return_address(0);                                                      \
     atl_launch_pre(&ev_);
 #define ATL_K_LAUNCH_PRE ATL_LAUNCH_EVENT(kp, extra)
 #define ATL_K_LAUNCH_POST r_ = atl_launch_post(&ev_, r_);
@@ -70,8 +73,12 @@ static inline void atl_launch_event(struct atl_launch *ev, int hook, CUfunction 
 #define ATL_K_LAUNCH_EX_A config, f, kp, extra
 #define ATL_K_LAUNCH_EX_BIT ATL_ON_LAUNCH
 #define ATL_K_LAUNCH_EX_PRE                                                                        \
-    struct atl_launch ev_ = {                                                                      \
-        .hook = id_, .func = f, .params = kp, .extra = extra, .config = config};                   \
+    struct atl_launch ev_ = {.hook = id_,                                                          \
+                             .func = f,                                                            \
+                             .params = kp,                                                         \
+                             .extra = extra,                                                       \
+                             .config = config,                                                     \
+                             .caller = __builtin_return_address(0)};                               \
     atl_launch_from_config(&ev_);                                                                  \
     atl_launch_pre(&ev_);
 #define ATL_K_LAUNCH_EX_POST r_ = atl_launch_post(&ev_, r_);
@@ -80,7 +87,8 @@ static inline void atl_launch_event(struct atl_launch *ev, int hook, CUfunction 
 #define ATL_K_GRAPH_LAUNCH_A hExec, hStream
 #define ATL_K_GRAPH_LAUNCH_BIT ATL_ON_LAUNCH
 #define ATL_K_GRAPH_LAUNCH_PRE                                                                     \
-    struct atl_graph_launch ev_ = {.hook = id_, .exec = hExec, .stream = hStream};                 \
+    struct atl_graph_launch ev_ = {                                                                \
+        .hook = id_, .exec = hExec, .stream = hStream, .caller = __builtin_return_address(0)};     \
     atl_graph_launch_pre(&ev_);
 #define ATL_K_GRAPH_LAUNCH_POST r_ = atl_graph_launch_post(&ev_, r_);
 
@@ -226,14 +234,23 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_FREE_BIT ATL_ON_ALLOC
 #define ATL_K_FREE_PRE                                                                             \
     struct atl_free ev_ = {.hook = id_, .ptr = dptr};                                              \
-    atl_free_pre(&ev_);
+    atl_free_pre(&ev_);                                                                            \
+    if (ev_.held) { /* kept poisoned in the quarantine (src/redzone.c) */                          \
+        atl_free_post(&ev_, CUDA_SUCCESS);                                                         \
+        atl_leave();                                                                               \
+        return CUDA_SUCCESS;                                                                       \
+    }
 #define ATL_K_FREE_POST atl_free_post(&ev_, r_);
 
 #define ATL_K_FREE_ASYNC_P CUdeviceptr dptr, CUstream hStream
 #define ATL_K_FREE_ASYNC_A dptr, hStream
 #define ATL_K_FREE_ASYNC_BIT ATL_ON_ALLOC
 #define ATL_K_FREE_ASYNC_PRE                                                                       \
-    struct atl_free ev_ = {.hook = id_, .ptr = dptr, .stream = hStream, .async = 1};               \
+    struct atl_free ev_ = {.hook = id_,                                                            \
+                           .ptr = dptr,                                                            \
+                           .stream = hStream,                                                      \
+                           .async = 1,                                                             \
+                           .caller = __builtin_return_address(0)};                                 \
     atl_free_pre(&ev_);                                                                            \
     if (ev_.held) { /* released later, with a batch (src/redzone.c) */                             \
         atl_free_post(&ev_, CUDA_SUCCESS);                                                         \
@@ -287,7 +304,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 
 /* ---- copies ---- */
 #define ATL_COPY_EVENT(...)                                                                        \
-    struct atl_copy ev_ = {.hook = id_, __VA_ARGS__};                                              \
+    struct atl_copy ev_ = {.hook = id_, .caller = __builtin_return_address(0), __VA_ARGS__};       \
     atl_copy_pre(&ev_);
 #define ATL_COPY_POST r_ = atl_copy_post(&ev_, r_);
 
@@ -496,7 +513,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 
 /* ---- memsets ---- */
 #define ATL_SET_EVENT(...)                                                                         \
-    struct atl_memset ev_ = {.hook = id_, __VA_ARGS__};                                            \
+    struct atl_memset ev_ = {.hook = id_, .caller = __builtin_return_address(0), __VA_ARGS__};     \
     atl_memset_pre(&ev_);
 #define ATL_SET_POST r_ = atl_memset_post(&ev_, r_);
 
@@ -584,7 +601,8 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_SYNC_CTX_A
 #define ATL_K_SYNC_CTX_BIT ATL_ON_SYNC
 #define ATL_K_SYNC_CTX_PRE                                                                         \
-    struct atl_sync ev_ = {.hook = id_, .kind = ATL_SYNC_CTX};                                     \
+    struct atl_sync ev_ = {                                                                        \
+        .hook = id_, .kind = ATL_SYNC_CTX, .caller = __builtin_return_address(0)};                 \
     atl_sync_pre(&ev_);
 #define ATL_K_SYNC_CTX_POST r_ = atl_sync_post(&ev_, r_);
 
@@ -592,7 +610,8 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_SYNC_CTX2_A ctx
 #define ATL_K_SYNC_CTX2_BIT ATL_ON_SYNC
 #define ATL_K_SYNC_CTX2_PRE                                                                        \
-    struct atl_sync ev_ = {.hook = id_, .kind = ATL_SYNC_CTX, .ctx = ctx};                         \
+    struct atl_sync ev_ = {                                                                        \
+        .hook = id_, .kind = ATL_SYNC_CTX, .ctx = ctx, .caller = __builtin_return_address(0)};     \
     atl_sync_pre(&ev_);
 #define ATL_K_SYNC_CTX2_POST r_ = atl_sync_post(&ev_, r_);
 
@@ -600,7 +619,10 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_SYNC_STREAM_A hStream
 #define ATL_K_SYNC_STREAM_BIT ATL_ON_SYNC
 #define ATL_K_SYNC_STREAM_PRE                                                                      \
-    struct atl_sync ev_ = {.hook = id_, .kind = ATL_SYNC_STREAM, .stream = hStream};               \
+    struct atl_sync ev_ = {.hook = id_,                                                            \
+                           .kind = ATL_SYNC_STREAM,                                                \
+                           .stream = hStream,                                                      \
+                           .caller = __builtin_return_address(0)};                                 \
     atl_sync_pre(&ev_);
 #define ATL_K_SYNC_STREAM_POST r_ = atl_sync_post(&ev_, r_);
 
@@ -608,9 +630,100 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_SYNC_EVENT_A hEvent
 #define ATL_K_SYNC_EVENT_BIT ATL_ON_SYNC
 #define ATL_K_SYNC_EVENT_PRE                                                                       \
-    struct atl_sync ev_ = {.hook = id_, .kind = ATL_SYNC_EVENT, .event = hEvent};                  \
+    struct atl_sync ev_ = {.hook = id_,                                                            \
+                           .kind = ATL_SYNC_EVENT,                                                 \
+                           .event = hEvent,                                                        \
+                           .caller = __builtin_return_address(0)};                                 \
     atl_sync_pre(&ev_);
 #define ATL_K_SYNC_EVENT_POST r_ = atl_sync_post(&ev_, r_);
+
+/* ---- stream ordering (ATL_ON_STREAM): records, waits, host functions,
+ * queries, stream and event lifetime ---- */
+#define ATL_SOP_EVENT(...)                                                                         \
+    struct atl_stream_op ev_ = {.hook = id_, .caller = __builtin_return_address(0), __VA_ARGS__};  \
+    atl_stream_pre(&ev_);
+#define ATL_SOP_POST atl_stream_post(&ev_, r_);
+
+#define ATL_K_STREAM_CREATE_P CUstream *phStream, unsigned int Flags
+#define ATL_K_STREAM_CREATE_A phStream, Flags
+#define ATL_K_STREAM_CREATE_BIT ATL_ON_STREAM
+#define ATL_K_STREAM_CREATE_PRE                                                                    \
+    ATL_SOP_EVENT(.kind = ATL_SOP_CREATE, .pstream = phStream, .flags = Flags)
+#define ATL_K_STREAM_CREATE_POST ATL_SOP_POST
+
+#define ATL_K_STREAM_CREATE_PRIO_P CUstream *phStream, unsigned int flags, int priority
+#define ATL_K_STREAM_CREATE_PRIO_A phStream, flags, priority
+#define ATL_K_STREAM_CREATE_PRIO_BIT ATL_ON_STREAM
+#define ATL_K_STREAM_CREATE_PRIO_PRE                                                               \
+    ATL_SOP_EVENT(.kind = ATL_SOP_CREATE, .pstream = phStream, .flags = flags, .priority = priority)
+#define ATL_K_STREAM_CREATE_PRIO_POST ATL_SOP_POST
+
+#define ATL_K_STREAM_DESTROY_P CUstream hStream
+#define ATL_K_STREAM_DESTROY_A hStream
+#define ATL_K_STREAM_DESTROY_BIT ATL_ON_STREAM
+#define ATL_K_STREAM_DESTROY_PRE ATL_SOP_EVENT(.kind = ATL_SOP_DESTROY, .stream = hStream)
+#define ATL_K_STREAM_DESTROY_POST ATL_SOP_POST
+
+#define ATL_K_EVENT_RECORD_P CUevent hEvent, CUstream hStream
+#define ATL_K_EVENT_RECORD_A hEvent, hStream
+#define ATL_K_EVENT_RECORD_BIT ATL_ON_STREAM
+#define ATL_K_EVENT_RECORD_PRE                                                                     \
+    ATL_SOP_EVENT(.kind = ATL_SOP_RECORD, .event = hEvent, .stream = hStream)
+#define ATL_K_EVENT_RECORD_POST ATL_SOP_POST
+
+#define ATL_K_EVENT_RECORD_F_P CUevent hEvent, CUstream hStream, unsigned int flags
+#define ATL_K_EVENT_RECORD_F_A hEvent, hStream, flags
+#define ATL_K_EVENT_RECORD_F_BIT ATL_ON_STREAM
+#define ATL_K_EVENT_RECORD_F_PRE                                                                   \
+    ATL_SOP_EVENT(.kind = ATL_SOP_RECORD, .event = hEvent, .stream = hStream, .flags = flags)
+#define ATL_K_EVENT_RECORD_F_POST ATL_SOP_POST
+
+#define ATL_K_STREAM_WAIT_P CUstream hStream, CUevent hEvent, unsigned int Flags
+#define ATL_K_STREAM_WAIT_A hStream, hEvent, Flags
+#define ATL_K_STREAM_WAIT_BIT ATL_ON_STREAM
+#define ATL_K_STREAM_WAIT_PRE                                                                      \
+    ATL_SOP_EVENT(.kind = ATL_SOP_WAIT, .stream = hStream, .event = hEvent, .flags = Flags)
+#define ATL_K_STREAM_WAIT_POST ATL_SOP_POST
+
+/* The host function and callback may be replaced by the feature's own
+ * (struct atl_stream_op): the driver gets what pre left in the event. */
+#define ATL_K_HOST_FN_P CUstream hStream, CUhostFn fn, void *userData
+#define ATL_K_HOST_FN_A hStream, fn, userData
+#define ATL_K_HOST_FN_BIT ATL_ON_STREAM
+#define ATL_K_HOST_FN_PRE                                                                          \
+    ATL_SOP_EVENT(.kind = ATL_SOP_HOST_FN, .stream = hStream, .fn = fn, .data = userData)          \
+    fn = ev_.fn;                                                                                   \
+    userData = ev_.data;
+#define ATL_K_HOST_FN_POST ATL_SOP_POST
+
+#define ATL_K_STREAM_CB_P                                                                          \
+    CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags
+#define ATL_K_STREAM_CB_A hStream, callback, userData, flags
+#define ATL_K_STREAM_CB_BIT ATL_ON_STREAM
+#define ATL_K_STREAM_CB_PRE                                                                        \
+    ATL_SOP_EVENT(.kind = ATL_SOP_CALLBACK, .stream = hStream, .cb = callback, .data = userData,   \
+                  .flags = flags)                                                                  \
+    callback = ev_.cb;                                                                             \
+    userData = ev_.data;
+#define ATL_K_STREAM_CB_POST ATL_SOP_POST
+
+#define ATL_K_STREAM_QUERY_P CUstream hStream
+#define ATL_K_STREAM_QUERY_A hStream
+#define ATL_K_STREAM_QUERY_BIT ATL_ON_STREAM
+#define ATL_K_STREAM_QUERY_PRE ATL_SOP_EVENT(.kind = ATL_SOP_QUERY_STREAM, .stream = hStream)
+#define ATL_K_STREAM_QUERY_POST ATL_SOP_POST
+
+#define ATL_K_EVENT_QUERY_P CUevent hEvent
+#define ATL_K_EVENT_QUERY_A hEvent
+#define ATL_K_EVENT_QUERY_BIT ATL_ON_STREAM
+#define ATL_K_EVENT_QUERY_PRE ATL_SOP_EVENT(.kind = ATL_SOP_QUERY_EVENT, .event = hEvent)
+#define ATL_K_EVENT_QUERY_POST ATL_SOP_POST
+
+#define ATL_K_EVENT_DESTROY_P CUevent hEvent
+#define ATL_K_EVENT_DESTROY_A hEvent
+#define ATL_K_EVENT_DESTROY_BIT ATL_ON_STREAM
+#define ATL_K_EVENT_DESTROY_PRE ATL_SOP_EVENT(.kind = ATL_SOP_EVENT_DESTROY, .event = hEvent)
+#define ATL_K_EVENT_DESTROY_POST ATL_SOP_POST
 
 /* ---- lookups ---- */
 #define ATL_K_GET_FUNCTION_P CUfunction *hfunc, CUmodule hmod, const char *name
@@ -806,12 +919,16 @@ static inline uint64_t atl_light_record_GRAPH_LAUNCH(int id, ATL_K_GRAPH_LAUNCH_
 }
 
 /* DTOH: a synchronous device-to-host copy always blocks: counted after the
- * real call (its result feeds the fault latch), no event, no engine. */
+ * real call, no event, no engine (the light path's bit is the blocking
+ * feature's: it alone asks for it); a failure goes to the engine's latch. */
 static inline CUresult atl_light_dtoh(int id, CUresult(CUDAAPI *real)(ATL_K_CPY_DTOH_P),
                                       ATL_K_CPY_DTOH_P)
 {
     CUresult r = real(dst, src, n);
-    atl_blocking_dtoh_light(id, n, r);
+    if (__builtin_expect(r == CUDA_SUCCESS, 1))
+        atl_blocking_dtoh_count(n);
+    else
+        atl_dtoh_failed(id, r);
     return r;
 }
 

@@ -12,46 +12,13 @@
 #include "hooks.h"
 
 #include "driver.h"
+#include "realdl.h"
 #include "stats.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-
-/* ---- the real dlsym ------------------------------------------------------ */
-
-typedef void *(*dlsym_fn)(void *, const char *);
-static dlsym_fn real_dlsym_ptr;
-
-/* A sanitizer runtime preloaded ahead of a sanitized build of us calls
- * dlsym while it initialises, before its shadow memory exists: this path up
- * to the "not a cu* name" return must carry no sanitizer instrumentation. */
-#define ATL_NO_SANITIZE __attribute__((no_sanitize("address", "undefined", "thread")))
-
-ATL_NO_SANITIZE static dlsym_fn real_dlsym(void)
-{
-    dlsym_fn f = __atomic_load_n(&real_dlsym_ptr, __ATOMIC_ACQUIRE);
-    if (f)
-        return f;
-    /* dlvsym is not ours, so this cannot recurse. glibc 2.34 moved dlsym
-     * into libc under a new version; older ones only have the first. */
-    f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!f)
-        f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    if (!f) {
-        /* Loaded with dlopen rather than preloaded, libc comes before us and
-         * RTLD_NEXT cannot see it: ask libc itself. */
-        void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-        if (libc) {
-            f = (dlsym_fn)dlvsym(libc, "dlsym", "GLIBC_2.34");
-            if (!f)
-                f = (dlsym_fn)dlvsym(libc, "dlsym", "GLIBC_2.2.5");
-        }
-    }
-    __atomic_store_n(&real_dlsym_ptr, f, __ATOMIC_RELEASE);
-    return f;
-}
 
 /* ---- pointer -> hook id ------------------------------------------------------ */
 
@@ -114,7 +81,7 @@ static void bind_body(void)
         __atomic_store_n(&bound, 2, __ATOMIC_RELEASE);
         return;
     }
-    dlsym_fn rd = real_dlsym();
+    atl_dlsym_fn rd = atl_real_dlsym();
     void *real[ATL_ID_COUNT];
     for (int id = 0; id < ATL_ID_COUNT; id++) {
         real[id] = rd ? rd(h, atl_hook_names[id]) : NULL;
@@ -175,9 +142,11 @@ static int from_driver(void *p)
     return strncmp(base, "libcuda.so", 10) == 0;
 }
 
+/* Up to the "not a cu* name" return, no sanitizer instrumentation
+ * (ATL_NO_SANITIZE, src/realdl.h). */
 ATL_NO_SANITIZE __attribute__((visibility("default"))) void *dlsym(void *handle, const char *name)
 {
-    dlsym_fn rd = real_dlsym();
+    atl_dlsym_fn rd = atl_real_dlsym();
     if (!rd)
         return NULL;
     void *p = rd(handle, name);

@@ -39,11 +39,12 @@ $(BUILD)/libatlas_engine.a: $(ENGINE_OBJS)
 ALL_TARGETS += $(BUILD)/libatlastrace.so
 
 # The C hook entry (hooks.c's fallback where there is no x86-64 stub) is
-# built and tested here too, so it cannot rot unseen: the core, sync and
-# trace suites against the fake driver, in a build directory of its own.
+# built and tested here too, so it cannot rot unseen: the core, sync, trace
+# and race suites against the fake driver, in a build directory of its own.
 .PHONY: c-entry-check
 c-entry-check:
-	$(MAKE) BUILD=$(BUILD)/c-entry CFLAGS="$(CFLAGS) -DATL_C_FAST" core-check sync-check trace-check
+	$(MAKE) BUILD=$(BUILD)/c-entry CFLAGS="$(CFLAGS) -DATL_C_FAST" core-check sync-check trace-check \
+	  races-check
 
 CHECK_TARGETS += c-entry-check
 

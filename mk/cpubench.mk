@@ -6,7 +6,9 @@
 #                  [CPU_BENCH_KERNELS="256 10000"] [CPU_BENCH_SYNCS="1 16 256"]
 #                  [CPU_BENCH_RELOADS="30 100"]
 # CPU_BENCH_CONFIGS adds rows ("name:SETTINGS" separated by ';') to the fixed
-# native, idle and stats rows, as features land. CPU_BENCH_KERNELS adds rows
+# native, idle and stats rows, as features land; the step trace's row is there by
+# default, so its cost on the GPT-2-like op mix (the gpt2 loop) shows without a
+# GPU (issue #30). CPU_BENCH_KERNELS adds rows
 # launch:K, launches over K distinct kernels in turn (the launch path must
 # stay flat in the number of kernels). CPU_BENCH_SYNCS adds rows sS:kK:pP, a
 # cuCtxSynchronize every S launches over each K kernels of 0 and 8
@@ -17,7 +19,7 @@
 
 CPU_BENCH_REPS    ?= 7
 CPU_BENCH_N       ?= 1000000
-CPU_BENCH_CONFIGS ?=
+CPU_BENCH_CONFIGS ?= trace:ATLAS_TRACE=1
 CPU_BENCH_KERNELS ?= 256 10000
 CPU_BENCH_SYNCS   ?= 1 16 256
 CPU_BENCH_RELOADS ?= 30 100

@@ -34,7 +34,8 @@ $(FAKE_TESTMOD): tests/fake/fake_testmod.c tests/fake/fakecuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -o $@ $<
 
-$(FAKE_SELFTEST): tests/fake/fake_selftest.c tests/fake/fakecuda.h tests/fake/ptds.def $(FAKE_LIB)
+$(FAKE_SELFTEST): tests/fake/fake_selftest.c tests/fake/fakecuda.h tests/fake/ptds.def $(FAKE_LIB) \
+                  | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda $(CHECK_LIBS) $(LDLIBS_CORE)
 

@@ -86,13 +86,19 @@ $(FRONT_DEMO_KERNELS): tests/targets/front_demo_kernels.c tests/fake/fakecuda.h
 # Built by make: the documentation's commands that need no GPU run the demo on the fake driver.
 ALL_TARGETS += $(FRONT_DEMO) $(FRONT_DEMO_KERNELS)
 
+# The settings table's options, listed for the documentation check (test_option_docs.sh).
+$(BUILD)/tests/option_rows: tests/targets/option_rows.c $(BUILD)/libatlas_engine.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
+
 .PHONY: front-check
 # The targets of the red-zone, sync and trace suites (built by their fragments) give the
 # --error-exitcode tests an overrun, a leak, a fault and differing steps.
 front-check: check-deps $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(FRONT_TARGET) $(FRONT_TEST) $(FAKE_LIB) \
              $(FRONT_DEMO) $(FRONT_DEMO_KERNELS) $(BUILD)/tests/redzone_prog $(BUILD)/tests/sync_target \
-             $(BUILD)/tests/trace_steps
+             $(BUILD)/tests/trace_steps $(BUILD)/tests/option_rows
 	$(FRONT_TEST)
+	sh tests/integration/test_option_docs.sh $(BUILD)
 	sh tests/integration/front_install.sh $(MAKE) $(BUILD)
 
 CHECK_TARGETS += front-check
@@ -101,7 +107,8 @@ CHECK_TARGETS += front-check
 # build/gpu/gpu_cudart_static is built by mk/gpu.mk (included after this file, so spelled out).
 
 .PHONY: front-gpu-check
-front-gpu-check: $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(BUILD)/gpu/gpu_cudart_static $(FRONT_DEMO)
+# wheel: mk/package.mk (read after this file)
+front-gpu-check: $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(BUILD)/gpu/gpu_cudart_static $(FRONT_DEMO) wheel
 	sh tests/gpu/front/run_front.sh $(BUILD)
 
 GPU_TARGETS += front-gpu-check

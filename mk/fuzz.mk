@@ -19,23 +19,24 @@ FUZZERS        := config
 FUZZ_SRCS_config := src/config.c
 # the trace-file (JSON-lines) reader of tools/atlas-diff, and the diff it feeds
 FUZZERS         += trace
-FUZZ_SRCS_trace := src/tracediff.c src/step.c src/tracejson.c src/stack.c src/hostmap.c src/thread.c
+FUZZ_SRCS_trace := src/tracediff.c src/stepseries.c src/step.c src/tracejson.c src/stack.c src/hostmap.c src/thread.c \
+                   src/realdl.c
 # the reader's blocks as small as the inputs: lines cross them everywhere
 FUZZ_DEFS_trace := -DATL_READ_BLOCK=61
 
 FUZZ_DIR  := $(BUILD)/fuzz
 FUZZ_BINS := $(FUZZERS:%=$(FUZZ_DIR)/fuzz_%)
 
-# libFuzzer's runtime ships apart from clang on Debian (libclang-rt-N-dev);
-# installed when missing, as check-deps does for Check.
+# clang and libFuzzer's runtime (which Debian ships apart from clang, libclang-rt-N-dev):
+# asked for here, installed by make check before any suite runs (tools/test-tools.sh).
 .PHONY: fuzz-deps
 fuzz-deps:
 	@mkdir -p $(FUZZ_DIR)
-	@$(ENSURE_DEB) fuzz "command -v $(FUZZ_CC)" clang
 	@echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' > $(FUZZ_DIR)/probe.c
-	@v=$$($(FUZZ_CC) -dumpversion | cut -d. -f1); \
-	$(ENSURE_DEB) fuzz "$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe" libclang-rt-$$v-dev; \
-	rc=$$?; rm -f $(FUZZ_DIR)/probe $(FUZZ_DIR)/probe.c; exit $$rc
+	@$(FUZZ_CC) -fsanitize=fuzzer $(FUZZ_DIR)/probe.c -o $(FUZZ_DIR)/probe >/dev/null 2>&1; \
+	rc=$$?; rm -f $(FUZZ_DIR)/probe $(FUZZ_DIR)/probe.c; [ $$rc = 0 ] || { echo "fuzz: \
+	$(FUZZ_CC) with libFuzzer is missing: make check installs it (or install the Debian \
+	packages clang and libclang-rt-N-dev)" >&2; exit 1; }
 
 # The headers and tables the sources include count too (a new row of src/config.def must rebuild
 # the config fuzzer, or it checks the new row against the old table).

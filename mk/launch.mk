@@ -39,12 +39,14 @@ LAUNCH_TEST_SAN := $(BUILD)/tests/launch/test_launch_san
 LAUNCH_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
 $(BUILD)/tests/launch/%.o: ALL_CFLAGS += $(LAUNCH_CHECK_CFLAGS)
+$(BUILD)/tests/launch/test_launch.o: | check-deps
 
 $(LAUNCH_TEST): $(BUILD)/tests/launch/test_launch.o $(LAUNCH_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LAUNCH_CHECK_LIBS) -lpthread
 
 # The same tests with the library compiled in under ASan and UBSan.
-$(LAUNCH_TEST_SAN): tests/launch/test_launch.c $(LAUNCH_SRCS) src/launch/internal.h include/atlas/launch.h
+$(LAUNCH_TEST_SAN): tests/launch/test_launch.c $(LAUNCH_SRCS) src/launch/internal.h \
+                  include/atlas/launch.h | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LAUNCH_CHECK_CFLAGS) $(LAUNCH_SAN) -o $@ tests/launch/test_launch.c \
 		$(LAUNCH_SRCS) $(LAUNCH_CHECK_LIBS) -lpthread

@@ -121,7 +121,8 @@ rel-tsan: rel-tsan-build
 
 # memcheck over a cuGetProcAddress program under the preload.
 rel-valgrind: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/tp_gpa
-	@$(ENSURE_DEB) "make check" "command -v valgrind" valgrind
+	@command -v valgrind >/dev/null || { echo "reliability: valgrind is missing: make check \
+	installs it (or install the Debian package valgrind)" >&2; exit 1; }
 	LD_LIBRARY_PATH=$(FAKE_DIR) ATLAS_STATS=1 \
 	  $(TIMED) "valgrind: tp_gpa under the preload" \
 	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \

@@ -45,7 +45,7 @@ $(GPU_DIR)/flight: tests/gpu/sync/flight.cu
 	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
 
 .PHONY: sync-gpu-check
-sync-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/sync_oob $(GPU_DIR)/flight
+sync-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/atlas-trace $(GPU_DIR)/sync_oob $(GPU_DIR)/flight
 	sh tests/gpu/sync/run_sync.sh $(BUILD)
 
 GPU_TARGETS += sync-gpu-check

@@ -4,11 +4,12 @@
 # tools/atlas-diff: the live step diff, offline; one diff module for both.
 # Beside atlas-trace in the build tree, as in an installed bin/.
 # tools/diff-ranks.c: its --ranks mode (N ranks of one job, the odd one out).
-$(BUILD)/atlas-diff: tools/atlas-diff.c tools/diff-ranks.c tools/diff-ranks.h \
+$(BUILD)/atlas-diff: tools/atlas-diff.c tools/diff-ranks.c tools/diff-ranks.h tools/diff-runs.c \
+                     tools/diff-runs.h \
                      $(BUILD)/libatlas_engine.a VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DATLAS_VERSION='"$(shell cat VERSION 2>/dev/null || echo unknown)"' \
-		-o $@ tools/atlas-diff.c tools/diff-ranks.c $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
+		-o $@ tools/atlas-diff.c tools/diff-ranks.c tools/diff-runs.c $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
 
 $(BUILD)/tests/trace_steps: tests/targets/trace_steps.c include/atlas/trace.h $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
@@ -44,12 +45,32 @@ $(GPU_DIR)/trace_graph: tests/gpu/trace/trace_graph.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
 
+$(GPU_DIR)/trace_capture_eager: tests/gpu/trace/trace_capture_eager.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -o $@ $<
+
 .PHONY: trace-gpu-check
 trace-gpu-check: $(BUILD)/libatlastrace.so $(BUILD)/atlas-diff $(GPU_DIR)/trace_loop \
-                 $(GPU_DIR)/trace_threads $(GPU_DIR)/trace_graph
+                 $(GPU_DIR)/trace_threads $(GPU_DIR)/trace_graph $(GPU_DIR)/trace_capture_eager
 	sh tests/gpu/trace/run_trace.sh $(BUILD)
 
 GPU_TARGETS += trace-gpu-check
+
+# Issue #30's programs on the H200, in one command: a Flax/Optax jax.jit loop,
+# DDP over NCCL with one rank, eager against captured (tests/gpu/trace/run_programs.sh,
+# also part of trace-gpu-check), and the GPT-2 step's cost traced against native
+# (bench/trace/run_gpt2_bench.sh, also part of make bench):
+#   make trace-programs-gpu-check [GPT2_BENCH_RUNS=5]
+GPT2_BENCH_RUNS ?= 5
+.PHONY: trace-programs-gpu-check trace-gpt2-bench
+trace-programs-gpu-check: $(BUILD)/libatlastrace.so $(GPU_DIR)/trace_capture_eager
+	@st=0; sh tests/gpu/trace/run_programs.sh $(BUILD) || st=1; \
+	  sh bench/trace/run_gpt2_bench.sh $(BUILD) $(GPT2_BENCH_RUNS) || st=1; exit $$st
+
+trace-gpt2-bench: $(BUILD)/libatlastrace.so
+	sh bench/trace/run_gpt2_bench.sh $(BUILD) $(GPT2_BENCH_RUNS)
+
+BENCH_TARGETS += trace-gpt2-bench
 
 # Recording overhead on an 8-parameter launch loop: make trace-bench
 .PHONY: trace-bench

@@ -7,10 +7,9 @@
 #define ATLAS_TRACE_LIBRARY
 #include "atlas/trace.h"
 
-#include <nvtx3/nvToolsExt.h>
-
 #include "blocking.h"
 #include "engine.h"
+#include "nvtx.h"
 #include "redzone.h"
 #include "stats.h"
 #include "trace.h"
@@ -55,11 +54,13 @@ ATL_API void atlas_step_end_impl(void)
 
 /* Called by the program's NVTX library at its first NVTX call when
  * NVTX_INJECTION64_PATH names us (not an atlas_* function, but exported for
- * the same reason: someone outside resolves it by name). */
-ATL_API int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+ * the same reason: someone outside resolves it by name). `get` is NVTX's
+ * NvtxGetExportTableFunc_t (src/nvtx.c, the one file that includes NVTX's
+ * header); here it is only passed on, once the library is initialised. */
+ATL_API int InitializeInjectionNvtx2(const void *(*get)(uint32_t id))
 {
     atl_engine_init();
-    return atl_trace_nvtx_inject(get);
+    return atl_nvtx_inject(get);
 }
 
 /* ---- counters and statistics ---- */

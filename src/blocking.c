@@ -1,22 +1,17 @@
 /*
- * The feature "blocking": blocking copies, host syncs, the fault report and
- * debug sync.
+ * The feature "blocking": blocking copies and host syncs.
  *
  * Why: a GPU sits idle while the host waits on device-to-host copies (one
- * prefill trace counted 32,343 of them and 58% idle), and an asynchronous
- * fault surfaces at a later, unrelated sync. Counting is always on; it costs
+ * prefill trace counted 32,343 of them and 58% idle). Counting is always on;
+ * it costs
  * relaxed atomic adds, plus one cuPointerGetAttribute per asynchronous copy
  * with a host side (pageable or pinned decides whether it blocks) and two per
  * generic cuMemcpy (its direction is only known through unified addressing).
  */
 #include "blocking.h"
 
-#include "capture.h"
 #include "config.h"
 #include "driver.h"
-#include "dsk.h"
-#include "flight.h"
-#include "kernels.h"
 #include "log.h"
 #include "services.h"
 #include "stack.h"
@@ -35,55 +30,20 @@ static uint64_t counts[ATL_SC_COUNT];
 static uint64_t bytes[ATL_SC_COUNT];
 static uint64_t blocking_n; /* blocking device-to-host copies, numbered */
 
-static int trace_on;            /* ATLAS_D2H_TRACE given */
-static uint64_t trace_at;       /* its value: backtrace at this blocking copy */
-static enum atl_dsk debug_sync; /* ATLAS_DEBUG_SYNC_KERNELS */
-static const char *dsk_list;    /* its list of names (ATL_DSK_LIST) */
+static int trace_on;      /* ATLAS_D2H_TRACE given */
+static uint64_t trace_at; /* its value: backtrace at this blocking copy */
 
-/* Reads the settings and starts the flight recorder; the events it needs:
- * copies and syncs always, for the counts and the latch; launches always, for
- * the latch's ring of recent launches (measured: see docs/sync.md); lookups
- * always, so the ring can name kernels after a fault, when the driver no
- * longer answers cuFuncGetName (seen on the H200); captures, so debug sync
- * never synchronises inside one. */
+/* Reads the settings; the events it needs: copies and syncs, always (the
+ * counts). */
 unsigned atl_blocking_init(void)
 {
     int i = atl_config_find("ATLAS_D2H_TRACE");
     trace_on = i >= 0 && atl_cfg.set[i];
     trace_at = atl_cfg.d2h_trace;
-    const char *why;
-    debug_sync = atl_dsk_parse(atl_cfg.debug_sync_kernels, &why);
-    if (debug_sync == ATL_DSK_BAD) {
-        char shown[80];
-        atl_config_show_value(atl_cfg.debug_sync_kernels, shown, sizeof shown);
-        atl_log(ATL_ERROR, "ignoring ATLAS_DEBUG_SYNC_KERNELS='%s': %s; using 0", shown, why);
-        debug_sync = ATL_DSK_OFF;
-    }
-    atl_fault_init(atl_cfg.launch_ring);
-    if (debug_sync == ATL_DSK_LIST) {
-        /* a copy: the environment's string may be changed by the program */
-        dsk_list = strdup(atl_cfg.debug_sync_kernels);
-        if (!dsk_list)
-            dsk_list = atl_cfg.debug_sync_kernels;
-    }
-    /* ...and module unloads, so their kernels' records are forgotten */
-    unsigned on = ATL_ON_COPY | ATL_ON_SYNC | ATL_ON_LOOKUP | ATL_ON_CAPTURE | ATL_ON_MODULE;
-    /* The flight recorder's ring is written from the hooks' light path (a
-     * table probe, a launch number and one ring slot, no engine slow path):
-     * +39 instructions a launch against the fake driver at any number of
-     * kernels (make cpu-bench), where the engine's slow path cost +293 and
-     * 60 ns (1.7-2.4% of a 3.5 us launch) measured in-process on the H200.
-     * ATLAS_LAUNCH_RING=0 gives even that back; the latch then still reports
-     * the first sticky error, without the launches before it. A list of
-     * kernels to debug-sync takes every launch through the engine, which
-     * matches the kernel by its record, which the launch event carries. */
+    unsigned on = ATL_ON_COPY | ATL_ON_SYNC;
     /* synchronous DtoH copies: counted on the hooks' light path, unless
      * ATLAS_D2H_TRACE wants their call sites */
     on |= trace_on ? ATL_ON_COPY_DTOH : ATL_ON_DTOH_COUNT;
-    if (debug_sync)
-        on |= ATL_ON_LAUNCH;
-    else if (atl_fault_ring_on())
-        on |= ATL_ON_LAUNCH_RING; /* hooks' light path, not the engine */
     return on;
 }
 
@@ -116,6 +76,12 @@ static struct site sites[SITES];
 static unsigned nsites;
 static uint64_t sites_dropped;
 static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int atl_blocking_sites(uint64_t *n)
+{
+    *n = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
+    return trace_on;
+}
 
 static void site_note(enum atl_blocking_counter k, size_t nbytes)
 {
@@ -215,10 +181,8 @@ static int hostlike(enum mt t)
 
 void atl_blocking_copy_post(const struct atl_copy *c, CUresult r)
 {
-    if (r != CUDA_SUCCESS) {
-        atl_fault_check(c->hook, r);
+    if (r != CUDA_SUCCESS)
         return;
-    }
     enum mt src = MT_UNKNOWN, dst = MT_UNKNOWN;
     size_t n = c->bytes;
     enum atl_blocking_counter sync_kind = ATL_SC_DTOH;
@@ -267,12 +231,9 @@ void atl_blocking_copy_post(const struct atl_copy *c, CUresult r)
     }
 }
 
-void atl_blocking_dtoh_light(int hook, size_t n, CUresult r)
+void atl_blocking_dtoh_count(size_t n)
 {
-    if (r != CUDA_SUCCESS)
-        atl_fault_check(hook, r);
-    else
-        count(ATL_SC_DTOH, n); /* what atl_blocking_copy_post counts for one */
+    count(ATL_SC_DTOH, n); /* what atl_blocking_copy_post counts for one */
 }
 
 void atl_blocking_sync_post(const struct atl_sync *s, CUresult r)
@@ -283,181 +244,6 @@ void atl_blocking_sync_post(const struct atl_sync *s, CUresult r)
         [ATL_SYNC_EVENT] = ATL_SC_SYNC_EVENT,
     };
     count(k[s->kind], 0);
-    if (r != CUDA_SUCCESS)
-        atl_fault_check(s->hook, r);
-    else
-        atl_flight_good_sync(s->kind, s->stream, s->launches_before);
-}
-
-/* ---- the fault latch ---------------------------------------------------------------- */
-
-static void error_text(CUresult r, const char **name, const char **text, char *buf, unsigned len)
-{
-    *name = atl_error_name(r, buf, len);
-    *text = NULL;
-    if (!atl_drv.cuGetErrorString || atl_drv.cuGetErrorString(r, text) != CUDA_SUCCESS || !*text)
-        *text = "(no description)";
-}
-
-void atl_fault_check(int hook, CUresult r)
-{
-    if (__builtin_expect(!atl_fault_latch(r), 1))
-        return; /* not sticky, or reported once: later calls fail for the same reason */
-    atl_note_finding(ATL_FINDING_FAULT, 1);
-    char buf[48];
-    const char *name, *text;
-    error_text(r, &name, &text, buf, sizeof buf);
-    struct atl_stack st;
-    atl_stack_capture(&st);
-    char site[400];
-    atl_stack_site(&st, site, sizeof site);
-    atl_log(ATL_ERROR,
-            "fault: error=%s code=%d first_seen_by=%s site=%s: %s. The context is lost; the "
-            "fault happened in an earlier launch (ATLAS_DEBUG_SYNC_KERNELS=1 names it); later "
-            "failures are not repeated",
-            name, (int)r, atl_hook_names[hook], site, text);
-    atl_log_frames(ATL_ERROR, "fault", &st, 0, 8);
-    atl_flight_report("fault");
-}
-
-/* ---- debug sync --------------------------------------------------------------------- */
-
-static int debug_reported;
-
-/* The flight recorder's windows of captured launches (open captures
- * themselves: src/capture.h). */
-void atl_blocking_capture_post(const struct atl_capture *c, CUresult r)
-{
-    if (c->begin) {
-        if (r == CUDA_SUCCESS)
-            atl_flight_capture(c->stream, 1);
-        return;
-    }
-    /* the end of a capture ends it, whatever the result */
-    atl_flight_capture(c->stream, 0);
-}
-
-/* Synchronises the launch's stream. Success marks the launches so far as
- * good; the first failure latches (this report says it all) and gives its
- * error's name and text, which stay NULL otherwise (reported once). */
-static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out, const char **ename,
-                                  const char **text, char *buf, unsigned len)
-{
-    *ename = NULL;
-    int pt = atl_hook_flags[hook] & ATL_F_PT;
-    uint64_t upto = atl_fault_last_launch();
-    if (upto_out)
-        *upto_out = upto;
-    CUresult r = atl_drv.cuStreamSynchronize((pt && !stream) ? CU_STREAM_PER_THREAD : stream);
-    if (r == CUDA_SUCCESS) {
-        atl_flight_good_sync(ATL_SYNC_STREAM, stream, upto);
-        return r;
-    }
-    if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
-        return r;
-    atl_note_finding(ATL_FINDING_FAULT, 1);
-    atl_fault_latch(r); /* a sticky one: this report says it all */
-    error_text(r, ename, text, buf, len);
-    return r;
-}
-
-/* With a list of kernel names: 1 when launches of l's kernel synchronise.
- * The answer is kept in the kernel's record (the event carries it), once
- * the kernel has a name to match. */
-static int debug_sync_wanted(const struct atl_launch *l)
-{
-    struct atl_krec *r = l->rec;
-    int kept = r ? __atomic_load_n(&r->dsk, __ATOMIC_RELAXED) : 0;
-    if (kept)
-        return kept == 2;
-    const char *m = r ? atl_krec_mangled(r) : NULL;
-    int want = atl_dsk_match(dsk_list, m);
-    if (m)
-        __atomic_store_n(&r->dsk, want ? 2 : 1, __ATOMIC_RELAXED);
-    return want;
-}
-
-/* Costs one cuStreamIsCapturing, a name look-up and a cuStreamSynchronize per
- * launch: the GPU runs one kernel at a time, which is the point. */
-static CUresult debug_sync_after(const struct atl_launch *l)
-{
-    if (atl_capture_forbids_sync())
-        return CUDA_SUCCESS;
-    if (debug_sync == ATL_DSK_LIST && !debug_sync_wanted(l))
-        return CUDA_SUCCESS;
-    int pt = atl_hook_flags[l->hook] & ATL_F_PT;
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult (*is_cap)(CUstream, CUstreamCaptureStatus *) =
-        pt ? atl_drv.cuStreamIsCapturing_ptsz : atl_drv.cuStreamIsCapturing;
-    if (!is_cap || !atl_drv.cuStreamSynchronize)
-        return CUDA_SUCCESS;
-    CUresult cr = is_cap(l->stream, &st);
-    if (cr == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE)
-        return CUDA_SUCCESS;
-    if (cr != CUDA_SUCCESS && !atl_fault_is_sticky(cr))
-        return CUDA_SUCCESS;
-    /* name it now: after a fault the driver stops answering cuFuncGetName */
-    char name[256];
-    atl_kernel_name_of(l->rec, l->func, name, sizeof name);
-    char buf[48];
-    const char *ename, *text;
-    CUresult r = debug_sync_stream(l->hook, l->stream, NULL, &ename, &text, buf, sizeof buf);
-    if (!ename)
-        return r;
-    atl_log(ATL_ERROR,
-            "debug-sync: launch failed: kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u "
-            "stream=%p launch=%llu via=%s error=%s code=%d: %s",
-            name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-            l->shmem, (void *)l->stream, (unsigned long long)l->seq, atl_hook_names[l->hook], ename,
-            (int)r, text);
-    struct atl_stack stk;
-    atl_stack_capture(&stk);
-    atl_log_frames(ATL_ERROR, "debug-sync", &stk, 0, 12);
-    return r;
-}
-
-/* Debug sync of a graph launch: the graph is synchronised as a whole, so a
- * fault is inside one of its kernel nodes, which the report lists. With a
- * list of kernel names, every graph launch is synchronised too: a kernel
- * named may be one of its nodes, and graph launches are few. */
-CUresult atl_blocking_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
-{
-    if (r != CUDA_SUCCESS) {
-        atl_fault_check(g->hook, r);
-        return r;
-    }
-    if (!debug_sync || atl_capture_forbids_sync() || !atl_drv.cuStreamSynchronize)
-        return r;
-    char buf[48];
-    const char *ename, *text;
-    uint64_t upto;
-    r = debug_sync_stream(g->hook, g->stream, &upto, &ename, &text, buf, sizeof buf);
-    if (!ename)
-        return r;
-    atl_log(ATL_ERROR,
-            "debug-sync: graph launch failed: graph=%p stream=%p launch=%llu via=%s error=%s "
-            "code=%d: %s. Graph launches are synchronised as a whole: the fault is inside one of "
-            "its kernel nodes",
-            (void *)g->exec, (void *)g->stream, (unsigned long long)upto, atl_hook_names[g->hook],
-            ename, (int)r, text);
-    if (!atl_flight_graph_nodes("debug-sync", g->exec))
-        atl_log(ATL_ERROR, "debug-sync:     (its kernel nodes are unknown: instantiated before "
-                           "atlastrace was loaded)");
-    struct atl_stack stk;
-    atl_stack_capture(&stk);
-    atl_log_frames(ATL_ERROR, "debug-sync", &stk, 0, 12);
-    return r;
-}
-
-CUresult atl_blocking_launch_post(const struct atl_launch *l, CUresult r)
-{
-    if (r != CUDA_SUCCESS) {
-        atl_fault_check(l->hook, r);
-        return r;
-    }
-    if (debug_sync)
-        return debug_sync_after(l);
-    return r;
 }
 
 /* ---- exit summary --------------------------------------------------------------------- */

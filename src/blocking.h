@@ -1,18 +1,12 @@
 /*
- * The feature "blocking": who blocks the host, and which launch broke the
- * context. (Named apart from the sync event, struct atl_sync and
- * atl_sync_pre/post, which it is only one reader of.)
+ * The feature "blocking": who blocks the host. (Named apart from the sync
+ * event, struct atl_sync and atl_sync_pre/post, which it is only one reader
+ * of; which launch broke the context is the feature "fault", faultrep.h.)
  *
- * - Blocking device-to-host copies and host syncs are counted always (a few
- *   relaxed atomic adds per copy or sync; the pageable check costs one
- *   cuPointerGetAttribute per asynchronous host copy). ATLAS_D2H_TRACE adds
- *   backtraces, call sites and an exit summary.
- * - The fault latch is always armed: the first sticky error (700, 719, ...)
- *   any hooked call returns is reported once, with the flight recorder's
- *   suspects: every launch since the last good sync (flight.h).
- * - ATLAS_DEBUG_SYNC_KERNELS=1 synchronises after every launch and names the
- *   first launch that fails; =name1,name2 only after those kernels' launches
- *   (dsk.h). Graph launches are synchronised as a whole.
+ * Blocking device-to-host copies and host syncs are counted always (a few
+ * relaxed atomic adds per copy or sync; the pageable check costs one
+ * cuPointerGetAttribute per asynchronous host copy). ATLAS_D2H_TRACE adds
+ * backtraces, call sites and an exit summary.
  */
 #ifndef ATL_BLOCKING_H
 #define ATL_BLOCKING_H
@@ -36,31 +30,27 @@ enum atl_blocking_counter {
 #define ATL_SC_BLOCKING_D2H_LAST ATL_SC_ASYNC_D2H_PAGEABLE
 
 /* Reads the settings (the engine's init) and returns the event classes it
- * needs (never 0: counting and the fault latch are always on). */
+ * needs (never 0: counting is always on). */
 unsigned atl_blocking_init(void);
 
 /* Event entry points, called from the engine's (atl_blocking_sync_post: the
- * host-sync event). */
-CUresult atl_blocking_launch_post(const struct atl_launch *l, CUresult r);
-CUresult atl_blocking_graph_launch_post(const struct atl_graph_launch *g, CUresult r);
+ * host-sync event). A failed copy counts nothing. */
 void atl_blocking_copy_post(const struct atl_copy *c, CUresult r);
 void atl_blocking_sync_post(const struct atl_sync *s, CUresult r);
-void atl_blocking_capture_post(const struct atl_capture *c, CUresult r);
 
-/* A synchronous cuMemcpyDtoH of n bytes, from the hooks' light path
- * (ATL_ON_DTOH_COUNT): counted as a blocking copy, its result latched. */
-void atl_blocking_dtoh_light(int hook, size_t n, CUresult r);
-
-/* Any hooked call's result goes through here: the first context-destroying
- * error the launch history's latch (src/fault.h) takes is reported, once,
- * with the flight recorder's suspects. */
-void atl_fault_check(int hook, CUresult r);
+/* A synchronous cuMemcpyDtoH of n bytes that succeeded on the hooks' light
+ * path (ATL_ON_DTOH_COUNT, which this feature alone asks for; a failure goes
+ * to the engine's atl_dtoh_failed): counted as a blocking copy. */
+void atl_blocking_dtoh_count(size_t n);
 
 /* Exit summary (when ATLAS_D2H_TRACE is set). */
 void atl_blocking_report(void);
 
 uint64_t atl_blocking_counter(enum atl_blocking_counter k);
 uint64_t atl_blocking_d2h(void);
+/* The call sites of blocking copies in *n (the summary line); 1 when they are kept
+ * (ATLAS_D2H_TRACE). */
+int atl_blocking_sites(uint64_t *n);
 /* One counter by its name, or the blocking total for "blocking_d2h"; -1 for
  * an unknown name (exported as atlas_sync_count, src/api.c). */
 long long atl_blocking_count_named(const char *name);

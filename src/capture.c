@@ -1,5 +1,6 @@
 #include "capture.h"
 
+#include "fault.h"
 #include "thread.h"
 
 #include <pthread.h>
@@ -19,6 +20,16 @@ static int nglobal;  /* of them, global-mode (or overflow) */
 static int overflow; /* captures past CAPS */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* The windows of the last WINDOWS captures, in launch numbers: (from, to]
+ * on `stream`, `to` UINT64_MAX while open (under mu). A program that
+ * captures thousands of times keeps the recent ones. */
+#define WINDOWS 64
+static struct {
+    CUstream stream;
+    uint64_t from, to; /* to 0: an unused slot */
+} windows[WINDOWS];
+static unsigned windows_next;
+
 static CUstream key(CUstream s)
 {
     return s ? s : (CUstream)1;
@@ -29,6 +40,9 @@ void atl_capture_begun(CUstream stream, int mode)
     int global =
         mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && mode != CU_STREAM_CAPTURE_MODE_RELAXED;
     pthread_mutex_lock(&mu);
+    unsigned w = windows_next++ % WINDOWS;
+    windows[w].stream = stream, windows[w].from = atl_fault_last_launch();
+    windows[w].to = UINT64_MAX;
     int i = 0;
     while (i < CAPS && open_caps[i].stream)
         i++;
@@ -52,6 +66,10 @@ void atl_capture_ending(CUstream stream)
 {
     CUstream k = key(stream);
     pthread_mutex_lock(&mu);
+    uint64_t now = atl_fault_last_launch();
+    for (unsigned w = 0; w < WINDOWS; w++)
+        if (windows[w].stream == stream && windows[w].to == UINT64_MAX)
+            windows[w].to = now;
     int i = 0;
     while (i < CAPS && open_caps[i].stream != k)
         i++;
@@ -81,4 +99,15 @@ int atl_capture_any(void)
 int atl_capture_forbids_sync(void)
 {
     return __atomic_load_n(&nglobal, __ATOMIC_ACQUIRE) > 0 || atl_thr.captures_local > 0;
+}
+
+int atl_capture_held(CUstream stream, uint64_t launch)
+{
+    int held = 0;
+    pthread_mutex_lock(&mu);
+    for (unsigned w = 0; w < WINDOWS && !held; w++)
+        held = windows[w].to && windows[w].stream == stream && launch > windows[w].from &&
+               launch <= windows[w].to;
+    pthread_mutex_unlock(&mu);
+    return held;
 }

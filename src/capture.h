@@ -7,7 +7,9 @@
  *   - step traces: while any capture is open, each op asks the driver
  *     whether its stream captures;
  *   - debug sync: no synchronisation while a global-mode capture is open on
- *     any thread, or a thread-local one on this thread.
+ *     any thread, or a thread-local one on this thread;
+ *   - the flight recorder: a launch into a capturing stream did not run (a
+ *     graph launch runs it), so it is no suspect of a fault (atl_capture_held).
  */
 #ifndef ATL_CAPTURE_H
 #define ATL_CAPTURE_H
@@ -28,5 +30,9 @@ int atl_capture_any(void);
 /* A capture forbids a synchronisation here: a global-mode one open on any
  * thread, or a thread-local one on this thread. */
 int atl_capture_forbids_sync(void);
+/* Launch number `launch` (src/fault.h) on `stream` went into a capture: it
+ * lies within one of the last 64 capture windows of that stream (from the
+ * launches before its begin to those before its end; open: up to now). */
+int atl_capture_held(CUstream stream, uint64_t launch);
 
 #endif

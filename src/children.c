@@ -28,22 +28,6 @@ extern char **environ;
 static int untraced_children;
 static void children_resolve(void);
 
-/* Is the LD_PRELOAD entry `name` (n bytes) this library? By identity of the file, since the entry
- * may be a different spelling of the same path; a bare name is searched for by ld.so, so it is
- * compared by name. */
-static int is_self(const char *name, size_t n, const struct stat *self, const char *self_base)
-{
-    char path[4096];
-    if (n == 0 || n >= sizeof path)
-        return 0;
-    memcpy(path, name, n);
-    path[n] = '\0';
-    if (!strchr(path, '/'))
-        return strcmp(path, self_base) == 0;
-    struct stat st;
-    return stat(path, &st) == 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino;
-}
-
 /* The environment is read and edited in `environ` itself (src/envedit.h says why: bash). */
 
 __attribute__((constructor)) static void children_strip_preload(void)
@@ -71,7 +55,7 @@ __attribute__((constructor)) static void children_strip_preload(void)
             for (const char *p = pre; *p;) {
                 p += strspn(p, " :");
                 size_t n = strcspn(p, " :");
-                if (n && !is_self(p, n, &self, base)) {
+                if (n && !atl_env_is_lib(p, n, &self, base)) {
                     if (k)
                         kept[k++] = ':';
                     memcpy(kept + k, p, n);
@@ -89,7 +73,7 @@ __attribute__((constructor)) static void children_strip_preload(void)
     }
 
     const char *nvtx = atl_env_get("NVTX_INJECTION64_PATH");
-    if (nvtx && is_self(nvtx, strlen(nvtx), &self, base))
+    if (nvtx && atl_env_is_lib(nvtx, strlen(nvtx), &self, base))
         atl_env_unset("NVTX_INJECTION64_PATH");
     untraced_children = 1;
     children_resolve();

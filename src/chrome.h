@@ -1,8 +1,8 @@
 /*
  * Chrome trace / Perfetto export of the step trace (ATLAS_CHROME_TRACE,
  * docs/chrome.md): each step a slice on a "steps" track, each op an event
- * on its stream's track at its host enqueue time. src/trace.c records the
- * times and calls in here at every step end.
+ * on its stream's track at its host enqueue time. src/tracebuf.c records the
+ * times, src/tracestep.c calls in here at every step end.
  */
 #ifndef ATL_CHROME_H
 #define ATL_CHROME_H

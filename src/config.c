@@ -1,8 +1,11 @@
 #define _GNU_SOURCE /* secure_getenv */
 #include "config.h"
 
+#include "dsk.h"
+
 #include <ctype.h>
 #include <errno.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,23 +15,12 @@
  * parser (and its fuzzer) links without the features. */
 const char *const atl_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 const char *const atl_redzone_check_names[] = {"free", "sync", "launch", NULL};
-const char *const atl_redzone_pools_names[] = {"route", "keep", NULL};
+const char *const atl_redzone_pools_names[] = {"auto", "route", "keep", NULL};
 const char *const atl_error_on_names[] = {"findings", "diff", NULL};
+/* ATLAS_RACES: off, on, on and listing the possible races too */
+const char *const atl_races_names[] = {"0", "1", "all", NULL};
 /* in the order of ATL_PTRS_* (src/tracediff.h) */
 const char *const atl_diff_pointers_names[] = {"collapse", "all", "none", NULL};
-
-struct atl_config atl_cfg;
-
-const struct atl_cfg_var atl_cfg_vars[] = {
-#define ATL_CFG(name, field, type, mn, mx, df, ch, hp)                                             \
-    {#name, ATL_CFG_##type, mn, mx, df, ch, hp, offsetof(struct atl_config, field)},
-#include "config.def"
-#undef ATL_CFG
-};
-const size_t atl_cfg_nvars = sizeof(atl_cfg_vars) / sizeof(atl_cfg_vars[0]);
-
-_Static_assert(sizeof(atl_cfg_vars) / sizeof(atl_cfg_vars[0]) <= sizeof(atl_cfg.set),
-               "struct atl_config.set is too small for config.def");
 
 int atl_config_find(const char *name)
 {
@@ -54,17 +46,31 @@ void atl_config_show_value(const char *v, char *out, size_t outsz)
     out[n] = '\0';
 }
 
+enum atl_step_mode atl_step_mode(const char *s, const char **name)
+{
+    static const char *const words[] = {"sync", "capture", "api"};
+    *name = NULL;
+    if (!s)
+        return ATL_STEP_SYNC;
+    for (int i = 0; i < 3; i++)
+        if (strcasecmp(s, words[i]) == 0)
+            return (enum atl_step_mode)i;
+    if (strncasecmp(s, "nvtx:", 5) != 0 || !s[5] || strlen(s + 5) >= ATL_STEP_NAME_MAX)
+        return ATL_STEP_BAD;
+    *name = s + 5;
+    return ATL_STEP_NVTX;
+}
+
 /* ATLAS_STEP: sync, capture, api or nvtx:NAME, the keywords in any case
  * (as ENUM choices are), so a bad value is reported even with tracing off. */
 static const char *check_step(const char *s)
 {
-    if (strcasecmp(s, "sync") == 0 || strcasecmp(s, "capture") == 0 || strcasecmp(s, "api") == 0)
-        return NULL;
-    if (strncasecmp(s, "nvtx:", 5) == 0 && s[5] && strlen(s + 5) < ATL_STEP_NAME_MAX)
+    const char *name;
+    if (atl_step_mode(s, &name) != ATL_STEP_BAD)
         return NULL;
     if (strncasecmp(s, "nvtx:", 5) == 0 && s[5])
         return "range name too long";
-    return "not sync, capture, nvtx:NAME or api";
+    return "not sync, capture, api or nvtx:NAME";
 }
 
 /* ATLAS_DIFF_IGNORE: KERNEL or KERNEL:argN, comma-separated, at most
@@ -90,6 +96,8 @@ static const char *check_ignore(const char *s)
                  (c == entry || !c[4] || strspn(c + 4, "0123456789") != strlen(c + 4) ||
                   strlen(c + 4) > 4))
             bad = "not KERNEL or KERNEL:argN";
+        if (bad && n == 0 && !t[len])
+            return bad; /* the whole value: shown once, by the line that refuses it */
         if (bad) {
             atl_config_show_value(entry, shown, sizeof shown);
             snprintf(why, sizeof why, "entry %d '%s' is %s", n + 1, shown, bad);
@@ -105,15 +113,115 @@ static const char *check_ignore(const char *s)
     }
 }
 
-/* STRING settings whose text has a syntax, with what is used instead. */
-static const struct {
-    const char *name;
-    const char *(*check)(const char *s);
-    const char *def;
-} string_checks[] = {
-    {"ATLAS_STEP", check_step, "sync"},
-    {"ATLAS_DIFF_IGNORE", check_ignore, "none"},
+/* ATLAS_KERNEL: a POSIX extended regular expression (src/kselect.c compiles
+ * it again, once, for use). */
+static const char *check_regex(const char *s)
+{
+    static __thread char why[160];
+    regex_t re;
+    int rc = regcomp(&re, s, REG_EXTENDED | REG_NOSUB);
+    if (rc == 0) {
+        regfree(&re);
+        return NULL;
+    }
+    char msg[96];
+    regerror(rc, &re, msg, sizeof msg);
+    snprintf(why, sizeof why, "not a POSIX extended regular expression (%s)", msg);
+    return why;
+}
+
+/* ATLAS_DEBUG_SYNC_KERNELS: 0, 1 or a list of kernel names, by the one parser
+ * libatlaslaunch reads it with too (src/dsk.h). */
+static const char *check_dsk(const char *s)
+{
+    const char *why;
+    return atl_dsk_parse(s, &why) == ATL_DSK_BAD ? why : NULL;
+}
+
+/* ---- what an option takes beyond its setting's rules (config.def's vcheck) ---- */
+
+/* --d2h=N: the number of a copy, counted from 1 (0, no backtrace, is the setting's own: the
+ * option without a value already counts). */
+static const char *opt_count(const char *s)
+{
+    unsigned long long n = 1;
+    /* a value the setting refuses is refused by the setting's reason */
+    if (!atl_config_value(atl_config_find("ATLAS_D2H_TRACE"), s, &n) && n == 0)
+        return "N is the number (1 or more) of the copy to backtrace";
+    return NULL;
+}
+
+/* --debug-sync=KERNELS: a list of names (on and off are spelled --debug-sync and nothing). */
+static const char *opt_kernel_list(const char *s)
+{
+    static __thread char why[256];
+    const char *dsk_why;
+    if (atl_dsk_parse(s, &dsk_why) == ATL_DSK_LIST)
+        return NULL;
+    /* the parser's reason for a character that is no name's repeats what a list is; said
+     * once, with what a name holds */
+    int odd = 0;
+    for (const char *p = s; *p; p++)
+        odd |= *p != ',' && !atl_dsk_name_char(*p);
+    snprintf(why, sizeof why, "KERNELS is a comma-separated list of kernel names%s%s",
+             odd       ? " (letters, digits, _ $ .)"
+             : dsk_why ? ": "
+                       : "",
+             !odd && dsk_why ? dsk_why : "");
+    return why;
+}
+
+/* --races=all: 1 is spelled --races, and 0 by leaving it out. */
+static const char *opt_all(const char *s)
+{
+    return strcmp(s, "all") == 0 ? NULL : "the only value is all";
+}
+
+struct atl_config atl_cfg;
+
+#define ATL_CFG_DEF_BOOL(d) .def = (d)
+#define ATL_CFG_DEF_UINT(d) .def = (d)
+#define ATL_CFG_DEF_ENUM(d) .def = (d)
+#define ATL_CFG_DEF_STRING(d) .shown = (d)
+#define NOOPT                                                                                      \
+    {                                                                                              \
+        0                                                                                          \
+    }
+#define OPT(lng, kind, meta, bare, implies, vcheck, help)                                          \
+    {                                                                                              \
+        lng, ATL_OPT_##kind, meta, bare, implies, vcheck, help                                     \
+    }
+const struct atl_cfg_var atl_cfg_vars[] = {
+#define ATL_CFG(nm, fld, ty, mn, mx, df, ch, hp, ck, needs, option)                                \
+    {.name = #nm,                                                                                  \
+     .type = ATL_CFG_##ty,                                                                         \
+     .min = mn,                                                                                    \
+     .max = mx,                                                                                    \
+     ATL_CFG_DEF_##ty(df),                                                                         \
+     .choices = ch,                                                                                \
+     .help = hp,                                                                                   \
+     .offset = offsetof(struct atl_config, fld),                                                   \
+     .check = ck,                                                                                  \
+     .need = ATL_NEED_##needs,                                                                     \
+     .opt = option},
+#include "config.def"
+#undef ATL_CFG
 };
+const size_t atl_cfg_nvars = sizeof(atl_cfg_vars) / sizeof(atl_cfg_vars[0]);
+
+_Static_assert(sizeof(atl_cfg_vars) / sizeof(atl_cfg_vars[0]) <= sizeof(atl_cfg.set),
+               "struct atl_config.set is too small for config.def");
+
+const struct atl_cfg_alias atl_cfg_aliases[] = {
+#define ATL_CFG(name, field, type, mn, mx, df, ch, hp, ck, needs, option)
+#define ATL_CFG_ALIAS(name, lng, letter, fixed, help) {#name, lng, letter, fixed, help},
+#include "config.def"
+#undef ATL_CFG
+#undef ATL_CFG_ALIAS
+};
+const size_t atl_cfg_naliases = sizeof(atl_cfg_aliases) / sizeof(atl_cfg_aliases[0]);
+#undef OPT
+#undef NOOPT
 
 static void show_default(const struct atl_cfg_var *v, char *out, size_t outsz)
 {
@@ -128,10 +236,7 @@ static void show_default(const struct atl_cfg_var *v, char *out, size_t outsz)
         snprintf(out, outsz, "%s", v->choices[v->def]);
         break;
     case ATL_CFG_STRING:
-        snprintf(out, outsz, "%s", "none");
-        for (size_t i = 0; i < sizeof string_checks / sizeof string_checks[0]; i++)
-            if (strcmp(v->name, string_checks[i].name) == 0)
-                snprintf(out, outsz, "%s", string_checks[i].def);
+        snprintf(out, outsz, "%s", v->shown ? v->shown : "none");
         break;
     }
 }
@@ -194,10 +299,7 @@ static const char *parse_value(const struct atl_cfg_var *v, const char *s, unsig
         }
         return "not one of the accepted values";
     case ATL_CFG_STRING:
-        for (size_t i = 0; i < sizeof string_checks / sizeof string_checks[0]; i++)
-            if (strcmp(v->name, string_checks[i].name) == 0)
-                return string_checks[i].check(s);
-        return NULL;
+        return v->check ? v->check(s) : NULL;
     }
     return "unknown setting type";
 }
@@ -378,6 +480,20 @@ int atl_config_expand_path(const char *pattern, char *out, size_t outsz)
 const char *atl_config_value(int idx, const char *value, unsigned long long *num)
 {
     return parse_value(&atl_cfg_vars[idx], value, num);
+}
+
+const char *atl_config_env(int idx, char *const *envp, const char **value, unsigned long long *num)
+{
+    const struct atl_cfg_var *v = &atl_cfg_vars[idx];
+    size_t n = strlen(v->name);
+    *value = NULL;
+    *num = v->def;
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, v->name, n) == 0 && (*e)[n] == '=')
+            *value = *e + n + 1;
+    if (*value && !**value)
+        *value = NULL;
+    return *value ? parse_value(v, *value, num) : NULL;
 }
 
 const char *atl_config_check(int idx, const char *value)

@@ -1,5 +1,5 @@
 /*
- * ATLAS_DEBUG_SYNC_KERNELS, read the same way by libatlastrace (src/blocking.c)
+ * ATLAS_DEBUG_SYNC_KERNELS, read the same way by libatlastrace (src/faultrep.c)
  * and libatlaslaunch (src/launch/debug.c): one parser, header-only because
  * libatlaslaunch links nothing of the engine and makes no heap calls.
  *
@@ -101,21 +101,30 @@ static inline const char *atl_dsk_ident(const char *m, size_t *len)
     return id;
 }
 
-/* 1 when the kernel of mangled name m is in the list (ATL_DSK_LIST value). */
-static inline int atl_dsk_match(const char *list, const char *m)
+/* The entries of the list (ATL_DSK_LIST value) that name the kernel of mangled name m, as a
+ * mask (bit i: entry i; entries past 63 share bit 63); 0 when none does. */
+static inline unsigned long long atl_dsk_matches(const char *list, const char *m)
 {
     if (!list || !m)
         return 0;
     size_t mlen = strlen(m), idlen;
     const char *id = atl_dsk_ident(m, &idlen);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if ((len == mlen && strncmp(p, m, len) == 0) || (len == idlen && strncmp(p, id, len) == 0))
-            return 1;
-        p += len + (end ? 1 : 0);
+    unsigned long long mask = 0;
+    for (unsigned i = 0; *list; i++) {
+        const char *end = strchr(list, ',');
+        size_t len = end ? (size_t)(end - list) : strlen(list);
+        if ((len == mlen && strncmp(list, m, len) == 0) ||
+            (len == idlen && strncmp(list, id, len) == 0))
+            mask |= 1ULL << (i < 63 ? i : 63);
+        list += len + (end ? 1 : 0);
     }
-    return 0;
+    return mask;
+}
+
+/* 1 when the kernel of mangled name m is in the list (ATL_DSK_LIST value). */
+static inline int atl_dsk_match(const char *list, const char *m)
+{
+    return atl_dsk_matches(list, m) != 0;
 }
 
 #endif

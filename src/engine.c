@@ -9,17 +9,22 @@
 
 #include "blocking.h"
 #include "config.h"
+#include "faultrep.h"
 #include "flight.h"
 #include "hang.h"
 #include "kaudit.h"
 #include "kernels.h"
+#include "leaks.h"
 #include "ledger.h"
 #include "log.h"
+#include "races.h"
 #include "redzone.h"
 #include "ring.h"
 #include "stats.h"
+#include "summary.h"
 #include "thread.h"
 #include "trace.h"
+#include "unused.h"
 #include "vmm.h"
 
 #include <errno.h>
@@ -54,9 +59,10 @@ static void warn_line(void *ctx, const char *line)
 static unsigned feature_events[ATL_FEAT_COUNT];
 
 static unsigned (*const feature_init[ATL_FEAT_COUNT])(void) = {
-    [ATL_FEAT_BLOCKING] = atl_blocking_init, [ATL_FEAT_KAUDIT] = atl_kaudit_init,
-    [ATL_FEAT_REDZONE] = atl_redzone_init,   [ATL_FEAT_TRACE] = atl_trace_init,
-    [ATL_FEAT_HANG] = atl_hang_init,
+    [ATL_FEAT_FAULT] = atl_faultrep_init, [ATL_FEAT_BLOCKING] = atl_blocking_init,
+    [ATL_FEAT_KAUDIT] = atl_kaudit_init,  [ATL_FEAT_REDZONE] = atl_redzone_init,
+    [ATL_FEAT_LEAKS] = atl_leaks_init,    [ATL_FEAT_TRACE] = atl_trace_init,
+    [ATL_FEAT_HANG] = atl_hang_init,      [ATL_FEAT_RACES] = atl_races_init,
 };
 
 void atl_engine_enable(enum atl_feature f, unsigned events)
@@ -68,6 +74,15 @@ void atl_engine_enable(enum atl_feature f, unsigned events)
 static inline int on(enum atl_feature f)
 {
     return feature_events[f] != 0;
+}
+
+/* The sticky-fault latch, checked once per call that reaches the engine, in
+ * its post path: a failure goes to the fault report, which reports the first
+ * context-destroying one (src/fault.h keeps the latch). */
+static inline void latch(int hook, CUresult r)
+{
+    if (__builtin_expect(r != CUDA_SUCCESS, 0) && on(ATL_FEAT_FAULT))
+        atl_faultrep_check(hook, r);
 }
 
 static unsigned wanted_events(void)
@@ -83,6 +98,16 @@ static unsigned wanted_events(void)
     return want;
 }
 
+/* Reports go to ATLAS_LOG's file from here (stderr when unset or it cannot be opened). */
+static void open_log(char *const *envp)
+{
+    const char *logp = NULL;
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, "ATLAS_LOG=", 10) == 0 && (*e)[10])
+            logp = *e + 10;
+    atl_log_open(logp);
+}
+
 static void init_body(void)
 {
     atl_thr.depth++;
@@ -92,19 +117,24 @@ static void init_body(void)
     char *const *envp = getauxval(AT_SECURE) ? empty : environ;
 
     /* ATLAS_LOG first, so problems with the other settings land there. */
-    const char *logp = NULL;
-    for (char *const *e = envp; e && *e; e++)
-        if (strncmp(*e, "ATLAS_LOG=", 10) == 0 && (*e)[10])
-            logp = *e + 10;
-    atl_log_open(logp);
+    open_log(envp);
 
     atl_config_parse(&atl_cfg, envp, warn_line, NULL);
     atl_log_set_level((int)atl_cfg.log_level);
+    atl_unused_settings(); /* a setting whose feature is off is said, not ignored */
 
     /* Features read their settings here (and set atl_ledger_on if they need
      * the ledger), before wanted_events() decides what the hooks report. */
     for (int f = 0; f < ATL_FEAT_COUNT; f++)
         atl_engine_enable((enum atl_feature)f, feature_init[f]());
+    /* the hang report shows what the step trace and the flight recorder
+     * know; a feature calls no other feature, so the engine hands it theirs */
+    if (on(ATL_FEAT_HANG))
+        atl_hang_sources(&(struct atl_hang_sources){
+            .progress = on(ATL_FEAT_TRACE) ? atl_tstep_progress : NULL,
+            .flush = on(ATL_FEAT_TRACE) ? atl_tstep_flush : NULL,
+            .suspects = on(ATL_FEAT_FAULT) ? atl_flight_report : NULL,
+        });
 
     init_pid = getpid();
     pthread_atfork(NULL, NULL, atl_engine_atfork_child);
@@ -199,13 +229,19 @@ void atl_launch_pre(struct atl_launch *l)
 {
     register_late_atexit();
     /* the one look-up of the kernel's record: every feature reads it in the
-     * event, pinned until the end of atl_launch_post (src/kernels.h) */
+     * event, pinned until the end of atl_launch_post (src/kernels.h); the
+     * flight recorder's first launch of a kernel in its epoch (its cold
+     * half) makes it when there is none */
     atl_krec_pin();
     l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
                           l->block[0], l->block[1], l->block[2], l->shmem);
-    l->rec = atl_ring_ready_rec(l->func);
-    if (!l->rec)
-        l->rec = atl_ring_first(l->func, l->params, l->extra, l->seq);
+    if (on(ATL_FEAT_FAULT)) {
+        l->rec = atl_ring_ready_rec(l->func);
+        if (!l->rec)
+            l->rec = atl_ring_first(l->func, l->params, l->extra, l->seq);
+    } else {
+        l->rec = atl_krec_get(l->func);
+    }
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_launch_pre(l);
 }
@@ -214,11 +250,17 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 {
     if (on(ATL_FEAT_KAUDIT))
         atl_kaudit_launch(l);
-    CUresult out = on(ATL_FEAT_BLOCKING) ? atl_blocking_launch_post(l, r) : r;
+    CUresult out = r;
+    if (__builtin_expect(r != CUDA_SUCCESS, 0))
+        latch(l->hook, r);
+    else if (on(ATL_FEAT_FAULT))
+        out = atl_faultrep_launch_post(l); /* debug sync */
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_launch_post(l, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_launch(l, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_launch(l, r);
     atl_krec_unpin();
     return out;
 }
@@ -230,19 +272,24 @@ void atl_graph_launch_pre(struct atl_graph_launch *g)
 
 void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
 {
-    if (r == CUDA_SUCCESS)
-        atl_flight_note_graph(g->exec, g->graph);
-    atl_fault_check(g->hook, r);
+    if (on(ATL_FEAT_FAULT))
+        atl_faultrep_graph_inst_post(g, r);
+    latch(g->hook, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_graph_inst(g, r);
 }
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
-    if (on(ATL_FEAT_BLOCKING))
-        r = atl_blocking_graph_launch_post(g, r);
+    latch(g->hook, r);
+    if (on(ATL_FEAT_FAULT))
+        r = atl_faultrep_graph_launch_post(g, r);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_graph_launch_post(g, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_graph_launch(g, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_graph_launch(g, r);
     return r;
 }
 
@@ -280,10 +327,14 @@ static void ledger_note_alloc(const struct atl_alloc *a, CUresult r, int guarded
 
 void atl_alloc_post(struct atl_alloc *a, CUresult r)
 {
-    atl_fault_check(a->hook, r);
+    latch(a->hook, r);
+    if (on(ATL_FEAT_LEAKS))
+        atl_leaks_alloc_post(a, r);
     int guarded = on(ATL_FEAT_REDZONE) ? atl_redzone_alloc_post(a, r) : 0;
     if (atl_ledger_on)
         ledger_note_alloc(a, r, guarded);
+    if (on(ATL_FEAT_RACES))
+        atl_races_alloc(a, r);
 }
 
 int atl_alloc_release_held(void)
@@ -295,14 +346,20 @@ void atl_free_pre(struct atl_free *f)
 {
     if (atl_ledger_on)
         f->known = atl_ledger_remove(f->ptr, &f->rec);
+    if (on(ATL_FEAT_RACES))
+        atl_races_free(f);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_free_pre(f);
+    if (on(ATL_FEAT_LEAKS))
+        atl_leaks_free_pre(f);
 }
 
 void atl_free_post(struct atl_free *f, CUresult r)
 {
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_free_post(f, r);
+    if (on(ATL_FEAT_LEAKS))
+        atl_leaks_free_post(f, r);
 }
 
 void atl_vmm_pre(struct atl_vmm *v)
@@ -314,9 +371,13 @@ void atl_vmm_pre(struct atl_vmm *v)
 
 void atl_vmm_post(struct atl_vmm *v, CUresult r)
 {
-    atl_fault_check(v->hook, r);
+    latch(v->hook, r);
     if (atl_ledger_on)
         atl_vmm_ledger_post(v, r);
+    if (on(ATL_FEAT_LEAKS))
+        atl_leaks_vmm_post(v, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_vmm(v, r);
 }
 
 void atl_copy_pre(struct atl_copy *c)
@@ -350,10 +411,13 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
         r = atl_own_error_deliver(r);
     if (on(ATL_FEAT_HANG) && !c->async)
         atl_hang_leave();
+    latch(c->hook, r);
     if (on(ATL_FEAT_BLOCKING))
         atl_blocking_copy_post(c, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_copy(c, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_copy(c, r);
     return r;
 }
 
@@ -364,9 +428,11 @@ void atl_memset_pre(struct atl_memset *m)
 
 CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 {
-    atl_fault_check(m->hook, r);
+    latch(m->hook, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_memset(m, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_memset(m, r);
     return r;
 }
 
@@ -386,10 +452,15 @@ CUresult atl_sync_post(struct atl_sync *s, CUresult r)
         atl_hang_leave();
     if (on(ATL_FEAT_BLOCKING))
         atl_blocking_sync_post(s, r);
+    latch(s->hook, r);
+    if (on(ATL_FEAT_FAULT))
+        atl_faultrep_sync_post(s, r);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_sync_post(s, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_sync(s, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_sync(s, r);
     return r;
 }
 
@@ -408,10 +479,10 @@ void atl_capture_post(struct atl_capture *c, CUresult r)
 {
     if (c->begin && r == CUDA_SUCCESS)
         atl_capture_begun(c->stream, c->mode);
-    if (on(ATL_FEAT_BLOCKING))
-        atl_blocking_capture_post(c, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_capture_post(c, r);
+    if (on(ATL_FEAT_RACES))
+        atl_races_capture(c, r);
 }
 
 void atl_lookup_post(struct atl_lookup *l, CUresult r)
@@ -419,6 +490,18 @@ void atl_lookup_post(struct atl_lookup *l, CUresult r)
     atl_kernels_note_lookup(l, r);
     if (on(ATL_FEAT_KAUDIT))
         atl_kaudit_lookup(l, r);
+}
+
+void atl_stream_pre(struct atl_stream_op *s)
+{
+    if (on(ATL_FEAT_RACES))
+        atl_races_stream_pre(s);
+}
+
+void atl_stream_post(struct atl_stream_op *s, CUresult r)
+{
+    if (on(ATL_FEAT_RACES))
+        atl_races_stream_post(s, r);
 }
 
 void atl_module_pre(struct atl_module *m)
@@ -442,6 +525,11 @@ void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
 {
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_teardown(atl_hook_names[t->hook]);
+}
+
+void atl_dtoh_failed(int hook, CUresult r)
+{
+    latch(hook, r);
 }
 
 /* ---- exit -------------------------------------------------------------------- */
@@ -472,17 +560,23 @@ void atl_engine_exit(void)
     atl_exit_begin();
     if (interrupted) {
         atl_log(ATL_WARN, "exit: the program exited while this thread was inside atlastrace (exit "
-                          "from a signal handler?): the red-zone, leak, step-trace, sync and "
-                          "kernel-audit reports are skipped; the program is not affected");
+                          "from a signal handler?): the red-zone, leak, step-trace, race, sync "
+                          "and kernel-audit reports are skipped; the program is not affected");
     } else {
         if (on(ATL_FEAT_REDZONE))
             atl_redzone_exit();
+        if (on(ATL_FEAT_LEAKS))
+            atl_leaks_exit();
         if (on(ATL_FEAT_TRACE))
             atl_trace_exit();
+        if (on(ATL_FEAT_RACES))
+            atl_races_exit();
     }
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
     if (!interrupted) {
+        if (on(ATL_FEAT_FAULT))
+            atl_faultrep_exit();
         if (on(ATL_FEAT_BLOCKING))
             atl_blocking_report();
         if (on(ATL_FEAT_KAUDIT))
@@ -493,11 +587,58 @@ void atl_engine_exit(void)
     atl_thr.depth--;
 }
 
+/* The summary line's counts, from each feature that is on (src/summary.h). */
+static void summary_counts(struct atl_summary *s)
+{
+    memset(s, 0, sizeof *s);
+    uint64_t kept = 0;
+    s->redzone = on(ATL_FEAT_REDZONE) &&
+                 atl_redzone_counts(&s->overruns, &s->guarded, &s->after_free, &kept);
+    s->quarantine = kept != 0;
+    s->faults = atl_findings(ATL_FINDING_FAULT);
+    s->launches = atl_fault_last_launch();
+    s->launches_counted = atl_fault_ring_on() || s->launches;
+    s->debug_sync = on(ATL_FEAT_FAULT) && atl_faultrep_synced(&s->synced);
+    s->leaks = atl_cfg.leaks != 0;
+    s->leaked = atl_findings(ATL_FINDING_LEAK);
+    if (s->leaks && s->leaked)
+        atl_ledger_count(&s->leaked_bytes);
+    s->races = on(ATL_FEAT_RACES);
+    s->race_count = atl_findings(ATL_FINDING_RACE);
+    s->trace = on(ATL_FEAT_TRACE);
+    if (s->trace)
+        atl_tstep_counts(&s->steps, &s->differ);
+    s->copies = atl_blocking_d2h();
+    s->sites_counted = atl_blocking_sites(&s->sites);
+    s->syncs = atl_blocking_counter(ATL_SC_SYNC_STREAM) + atl_blocking_counter(ATL_SC_SYNC_CTX) +
+               atl_blocking_counter(ATL_SC_SYNC_EVENT);
+}
+
+/* Last, after the exit reports and the verdict's line: the summary line, in a process that
+ * runs under atlas-trace (src/summary.h); one that never initialised opens the log for it. */
 __attribute__((destructor)) static void engine_fini(void)
 {
     atl_engine_exit();
-    if (__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) && !child_of_raw_fork())
-        atl_exit_verdict();
+    int init = __atomic_load_n(&initialised, __ATOMIC_ACQUIRE);
+    /* a raw fork's child is told by its pid, which only an initialised
+     * library knows */
+    if (in_child || (init && child_of_raw_fork()))
+        return;
+    char line[512];
+    const char *last = NULL;
+    if (atl_summary_wanted(init)) {
+        struct atl_summary s;
+        if (init)
+            summary_counts(&s);
+        else
+            open_log(getauxval(AT_SECURE) ? NULL : environ);
+        atl_summary_format(init ? &s : NULL, line, sizeof line);
+        last = line;
+    }
+    if (init)
+        atl_exit_verdict(last);
+    else if (last)
+        atl_log_line(last);
 }
 
 /* A forked child inherits our counters and any lock another thread held at

@@ -23,11 +23,14 @@
  * and calls a feature's event functions only while its answer is non-zero:
  * that is the one gate; a feature's own early returns only refine it. */
 enum atl_feature {
-    ATL_FEAT_BLOCKING, /* src/blocking.c: blocking-copy counts, the fault report, debug sync */
+    ATL_FEAT_FAULT,    /* src/faultrep.c, src/flight.c: the fault report, debug sync */
+    ATL_FEAT_BLOCKING, /* src/blocking.c: blocking-copy and host-sync counts */
     ATL_FEAT_KAUDIT,   /* src/kaudit.c: ATLAS_KERNEL_AUDIT */
-    ATL_FEAT_REDZONE,  /* src/redzone.c: ATLAS_REDZONE, ATLAS_LEAKS */
+    ATL_FEAT_REDZONE,  /* src/redzone.c: ATLAS_REDZONE */
+    ATL_FEAT_LEAKS,    /* src/leaks.c: the ledger's reports (ATLAS_REDZONE or ATLAS_LEAKS) */
     ATL_FEAT_TRACE,    /* src/trace.c: ATLAS_TRACE */
     ATL_FEAT_HANG,     /* src/hang.c: ATLAS_HANG_SECONDS */
+    ATL_FEAT_RACES,    /* src/races.c: ATLAS_RACES */
     ATL_FEAT_COUNT,
 };
 /* Records a feature's answer. The engine's init calls every feature's init
@@ -108,10 +111,21 @@ void atl_capture_post(struct atl_capture *c, CUresult r);
 
 void atl_lookup_post(struct atl_lookup *l, CUresult r);
 
+/* Records, waits, host functions, queries, stream and event lifetime. pre
+ * may replace a host function or callback (and its argument) in the event:
+ * the hook passes the event's to the driver. */
+void atl_stream_pre(struct atl_stream_op *s);
+void atl_stream_post(struct atl_stream_op *s, CUresult r);
+
 void atl_module_pre(struct atl_module *m);
 void atl_module_post(struct atl_module *m, CUresult r);
 
 void atl_ctx_teardown_pre(struct atl_ctx_teardown *t);
+
+/* A synchronous cuMemcpyDtoH on the hooks' light path (no event) failed
+ * with r: the latch. (A success is counted by the blocking feature's
+ * atl_blocking_dtoh_count, which alone asks for the light path.) */
+void atl_dtoh_failed(int hook, CUresult r);
 
 /* ---- reports ------------------------------------------------------------ */
 

@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 extern char **environ;
 
@@ -187,4 +188,17 @@ int atl_env_setting(const char *name, unsigned long long *num)
     const char *v = atl_env_get(name);
     int idx = atl_config_find(name);
     return v && idx >= 0 && atl_config_value(idx, v, num) == NULL;
+}
+
+int atl_env_is_lib(const char *name, size_t n, const struct stat *self, const char *self_base)
+{
+    char path[4096];
+    if (n == 0 || n >= sizeof path)
+        return 0;
+    memcpy(path, name, n);
+    path[n] = '\0';
+    if (!strchr(path, '/'))
+        return strcmp(path, self_base) == 0;
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino;
 }

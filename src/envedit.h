@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+struct stat;
+
 /* The entry "NAME=..." of `environ`, or NULL. */
 char **atl_env_slot(const char *name);
 
@@ -51,5 +53,10 @@ int atl_env_setting(const char *name, unsigned long long *num);
  * from the library's own data, so that a leak checker in the program does
  * not count it as lost once the program's setenv copies the array. */
 void atl_env_keep(void *p);
+
+/* Is the LD_PRELOAD entry `name` (n bytes) the library `self` (its stat) of file name
+ * `self_base`? By identity of the file, since the entry may be a different spelling of the same
+ * path; a bare name is searched for by ld.so, so it is compared by name. */
+int atl_env_is_lib(const char *name, size_t n, const struct stat *self, const char *self_base);
 
 #endif

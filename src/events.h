@@ -38,6 +38,10 @@ enum {
      * clear) */
     ATL_ON_COPY_DTOH = 1u << 11,
     ATL_ON_DTOH_COUNT = 1u << 12,
+    /* what orders streams without moving memory: stream creation and
+     * destruction, event records and waits, host functions and callbacks,
+     * stream and event queries (struct atl_stream_op) */
+    ATL_ON_STREAM = 1u << 13,
     ATL_ON_ALL = 0xffffffffu,
 };
 
@@ -56,12 +60,17 @@ struct atl_launch {
      * once by the engine's atl_launch_pre; NULL when func is NULL (or out of
      * memory). Features read it here instead of looking func up again. */
     struct atl_krec *rec;
+    /* where the hook was called from (its return address): the program's
+     * launch, or the runtime library's that made it; a call site without
+     * unwinding (src/races.c) */
+    void *caller;
 };
 
 struct atl_graph_launch {
     int hook;
     CUgraphExec exec;
     CUstream stream;
+    void *caller; /* the hook's return address (struct atl_launch's caller) */
 };
 
 struct atl_graph_inst {
@@ -103,8 +112,9 @@ struct atl_free {
     int async;
     int known; /* the ledger knew ptr (rec filled) */
     int held;  /* red zones hold the free back: the hook returns success without calling the
-                * driver, which frees it later with a batch (src/redzone.c) */
+                * driver, which frees it later (a batch, the quarantine: src/redzone.c) */
     struct atl_alloc_rec rec; /* what the ledger had, removed before the real free */
+    void *caller;             /* the hook's return address (struct atl_launch's caller) */
 };
 
 /* Virtual memory management (src/vmm.c): cuMemCreate and cuMemRelease
@@ -170,6 +180,7 @@ struct atl_copy {
     const size_t *batch_sizes;
     const CUDA_MEMCPY3D_BATCH_OP *batch3d;
     CUstream stream;
+    void *caller; /* the hook's return address (struct atl_launch's caller) */
 };
 
 struct atl_memset {
@@ -182,6 +193,7 @@ struct atl_memset {
     size_t pitch;  /* 2D only; 0 for 1D */
     size_t height; /* 2D only; 0 for 1D */
     CUstream stream;
+    void *caller; /* the hook's return address (struct atl_launch's caller) */
 };
 
 enum atl_sync_kind { ATL_SYNC_CTX, ATL_SYNC_STREAM, ATL_SYNC_EVENT };
@@ -192,6 +204,7 @@ struct atl_sync {
     CUstream stream;
     CUevent event;
     uint64_t launches_before; /* the newest launch when it started (engine) */
+    void *caller;             /* the hook's return address (struct atl_launch's caller) */
 };
 
 struct atl_capture {
@@ -221,6 +234,36 @@ struct atl_module {
     int unload;
     void *handle;
     const char *file; /* cuModuleLoad, cuLibraryLoadFromFile */
+};
+
+/* Calls that order work between streams, or tell the host that work is
+ * done, without moving memory (ATL_ON_STREAM). */
+enum atl_stream_op_kind {
+    ATL_SOP_CREATE,        /* cuStreamCreate(WithPriority): *pstream, flags, priority */
+    ATL_SOP_DESTROY,       /* cuStreamDestroy_v2 */
+    ATL_SOP_RECORD,        /* cuEventRecord(WithFlags): event on stream */
+    ATL_SOP_WAIT,          /* cuStreamWaitEvent: stream waits for event */
+    ATL_SOP_HOST_FN,       /* cuLaunchHostFunc: fn(data) runs after the stream's work */
+    ATL_SOP_CALLBACK,      /* cuStreamAddCallback: cb(stream, status, data) likewise */
+    ATL_SOP_QUERY_STREAM,  /* cuStreamQuery: CUDA_SUCCESS means the stream's work is done */
+    ATL_SOP_QUERY_EVENT,   /* cuEventQuery: CUDA_SUCCESS means the event's work is done */
+    ATL_SOP_EVENT_DESTROY, /* cuEventDestroy_v2 */
+};
+struct atl_stream_op {
+    int hook;
+    enum atl_stream_op_kind kind;
+    CUstream stream;
+    CUstream *pstream; /* CREATE */
+    CUevent event;
+    unsigned flags; /* CREATE: the stream's; RECORD, WAIT, CALLBACK: the call's */
+    int priority;   /* CREATE */
+    /* HOST_FN and CALLBACK: the program's function and its argument. A
+     * feature's pre may replace them with its own function that calls the
+     * program's (the hook passes what is here to the driver). */
+    CUhostFn fn;
+    CUstreamCallback cb;
+    void *data;
+    void *caller; /* the hook's return address (struct atl_launch's caller) */
 };
 
 struct atl_ctx_teardown {

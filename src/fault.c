@@ -5,8 +5,8 @@
  */
 #include "fault.h"
 
+#include "kernels.h" /* the empty kernel table atl_fl starts with */
 #include "log.h"
-#include "ring.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -21,13 +21,14 @@
  */
 #include "flight.h"
 
+#include "capture.h"
 #include "driver.h"
 #include "dsk.h"
+#include "hint.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
 #include "ring.h"
-#include "stack.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -58,7 +59,7 @@ static void args_keep(struct atl_krec *r, void **params, void **extra, uint64_t 
                 break;
             unsigned n = r->size[i] < ARGS_MAX - r->off[i] ? r->size[i] : ARGS_MAX - r->off[i];
             /* pointers and scalars without a call to memcpy: the cold path is
-             * paid once per kernel and epoch (ring.h), a launch in 512 */
+             * paid once per kernel and epoch (ring.h), about a launch in 1,024 */
             if (n == 8)
                 memcpy(r->args + r->off[i], params[i], 8);
             else if (n == 4)
@@ -260,39 +261,6 @@ void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upt
     pthread_mutex_unlock(&marks_lock);
 }
 
-/* Stream captures: a launch into a capturing stream does not run (it becomes
- * a graph node, run by a graph launch later), so it is no suspect. The last
- * CAPTURES windows of launch numbers, per stream. */
-#define CAPTURES 64
-static struct {
-    CUstream stream;
-    uint64_t from, to; /* launches (from, to]; to is UINT64_MAX while open */
-} caps[CAPTURES];
-static unsigned caps_next;
-
-void atl_flight_capture(CUstream stream, int begin)
-{
-    uint64_t now = atl_fault_last_launch();
-    pthread_mutex_lock(&marks_lock);
-    if (begin) {
-        unsigned i = caps_next++ % CAPTURES;
-        caps[i].stream = stream, caps[i].from = now, caps[i].to = UINT64_MAX;
-    } else {
-        for (unsigned i = 0; i < CAPTURES; i++)
-            if (caps[i].stream == stream && caps[i].to == UINT64_MAX)
-                caps[i].to = now;
-    }
-    pthread_mutex_unlock(&marks_lock);
-}
-
-static int captured(CUstream stream, uint64_t s)
-{
-    for (unsigned i = 0; i < CAPTURES; i++)
-        if (caps[i].to && caps[i].stream == stream && s > caps[i].from && s <= caps[i].to)
-            return 1;
-    return 0;
-}
-
 static uint64_t stream_mark(CUstream s)
 {
     for (unsigned i = 0; i < MARKS; i++)
@@ -418,43 +386,15 @@ static void print_args(const char *tag, const struct group *g)
         snprintf(which, sizeof which, "its first launch since the last good sync");
     else
         snprintf(which, sizeof which, "launch=%llu, a later one of these", (unsigned long long)seq);
-    atl_log(ATL_ERROR, "%s:     args (%s):%s%s", tag, which, line,
-            atl_ledger_on ? ""
-                          : " (pointers resolve to allocations with the ledger on: ATLAS_REDZONE "
-                            "or ATLAS_LEAKS)");
-}
-
-/* The command line, for the re-run hint: each argument quoted for sh when
- * it needs to be. */
-static void command_line(char *out, size_t len)
-{
-    char buf[2048];
-    size_t used = 0, n = 0;
-    FILE *f = fopen("/proc/self/cmdline", "r");
-    if (f) {
-        n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-    }
-    buf[n] = '\0';
-    out[0] = '\0';
-    for (size_t i = 0; i < n;) {
-        const char *a = buf + i;
-        size_t al = strlen(a);
-        int plain = al > 0;
-        for (size_t j = 0; j < al; j++)
-            if (!atl_dsk_name_char(a[j]) && !strchr("/-=+:,@%", a[j]))
-                plain = 0;
-        cat(out, len, &used, "%s", used ? " " : "");
-        if (plain) {
-            cat(out, len, &used, "%s", a);
-        } else {
-            cat(out, len, &used, "'");
-            for (size_t j = 0; j < al; j++)
-                cat(out, len, &used, a[j] == '\'' ? "'\\''" : "%c", a[j]);
-            cat(out, len, &used, "'");
-        }
-        i += al + 1;
-    }
+    char rz[40], lk[40];
+    if (atl_ledger_on)
+        atl_log(ATL_ERROR, "%s:     args (%s):%s", tag, which, line);
+    else
+        atl_log(ATL_ERROR,
+                "%s:     args (%s):%s (pointers resolve to allocations with the ledger on: %s or "
+                "%s)",
+                tag, which, line, atl_hint_name("ATLAS_REDZONE", rz, sizeof rz),
+                atl_hint_name("ATLAS_LEAKS", lk, sizeof lk));
 }
 
 #define RING_SHOWN 16 /* the newest launches, listed one by one */
@@ -493,7 +433,8 @@ static void tally_launch(const struct atl_ring_ent *e, void *ctx)
         t->cleared++;
         return;
     }
-    if (!(e->hook & ATL_RING_GRAPH) && captured(e->stream, s)) {
+    /* a launch into a capturing stream did not run: a graph launch runs it */
+    if (!(e->hook & ATL_RING_GRAPH) && atl_capture_held(e->stream, s)) {
         t->ncaptured++;
         return;
     }
@@ -540,7 +481,7 @@ static void report_pinned(const char *tag)
     struct group *g = calloc(cap, sizeof *g), *st = calloc(cap, sizeof *st);
     struct tally t = {.g = g, .st = st, .cap = cap};
     uint64_t lost = 0;
-    pthread_mutex_lock(&marks_lock); /* the stream marks and capture windows */
+    pthread_mutex_lock(&marks_lock); /* the stream marks */
     if (g && st)
         lost = atl_fault_launches_since(base, last, 0, tally_launch, &t);
     else /* out of memory: how many there were, not which */
@@ -634,22 +575,24 @@ static void report_pinned(const char *tag)
             cat(line, sizeof line, &used, "%s%s", named++ ? "," : "", nb);
         }
         if (named) {
-            char cmd[1200];
-            command_line(cmd, sizeof cmd);
-            atl_log(
-                ATL_ERROR,
-                "%s: re-run with debug sync on the rare suspects only (near full speed; the "
-                "faulting launch is then named; ATLAS_DEBUG_SYNC_KERNELS=1 syncs every launch): "
-                "ATLAS_DEBUG_SYNC_KERNELS=%s %s",
-                tag, line, cmd);
+            char *cmd =
+                atl_hint_command((struct atl_hint_set[]){{"ATLAS_DEBUG_SYNC_KERNELS", line}}, 1);
+            char all[96];
+            atl_hint_setting("ATLAS_DEBUG_SYNC_KERNELS", "1", all, sizeof all);
+            atl_log(ATL_ERROR,
+                    "%s: re-run with debug sync on the rare suspects only (near full speed; the "
+                    "faulting launch is then named; %s syncs every launch): %s",
+                    tag, all, cmd ? cmd : "(the command line could not be read)");
+            free(cmd);
         } else if (kinds && g[0].graph) {
             /* only graphs are rare: any setting synchronises each graph launch as a whole */
-            char cmd[1200];
-            command_line(cmd, sizeof cmd);
+            char *cmd =
+                atl_hint_command((struct atl_hint_set[]){{"ATLAS_DEBUG_SYNC_KERNELS", "1"}}, 1);
             atl_log(ATL_ERROR,
                     "%s: re-run with debug sync (graph launches are synchronised as a whole, "
-                    "then their kernel nodes listed): ATLAS_DEBUG_SYNC_KERNELS=1 %s",
-                    tag, cmd);
+                    "then their kernel nodes listed): %s",
+                    tag, cmd ? cmd : "(the command line could not be read)");
+            free(cmd);
         }
     } else {
         atl_log(ATL_ERROR, "%s: %llu suspect launches %s", tag, (unsigned long long)suspects,

@@ -4,7 +4,8 @@
  * the launch history's (src/fault.h), the kernels' records (names, layouts,
  * the arguments kept) src/kernels.h's; ring.h is the recorder's part of the
  * launch path; this is everything else: the cold half of the launch path,
- * graphs, good syncs, capture windows, the report.
+ * graphs, good syncs, the report (which launches went into captures is
+ * src/capture.h's).
  */
 #ifndef ATL_FLIGHT_H
 #define ATL_FLIGHT_H
@@ -13,7 +14,6 @@
 #include <stdint.h>
 
 #include "events.h"
-#include "fault.h"
 
 /* An executable graph was instantiated from graph: its kernel nodes (names,
  * grid and block) are read now, while the graph exists, for the report. */
@@ -27,10 +27,6 @@ int atl_flight_graph_nodes(const char *tag, CUgraphExec exec);
  * of them for a context sync; on its stream for a stream sync) are no
  * longer suspects. */
 void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upto);
-
-/* A stream capture began (begin 1, when it succeeded) or ended (0): the
- * launches into it in between are no suspects. */
-void atl_flight_capture(CUstream stream, int begin);
 
 /* The suspects: counts by kernel, rarest first, the streams, the arguments
  * of the rare ones, the newest launches and a re-run hint. */

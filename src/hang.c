@@ -21,11 +21,10 @@
 #include "hang.h"
 
 #include "config.h"
-#include "flight.h"
+#include "fault.h"
 #include "log.h"
 #include "services.h"
 #include "thread.h"
-#include "trace.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -36,8 +35,13 @@
 #include <time.h>
 #include <unistd.h>
 
-int atl_hang_on;
 static uint64_t limit_ns;
+static struct atl_hang_sources from; /* written at init, before the watch starts */
+
+void atl_hang_sources(const struct atl_hang_sources *s)
+{
+    from = *s;
+}
 
 /* Each thread's wait is in its slot (src/thread.h: hang_since, hang_said),
  * written by its thread only, read by the watchdog: `since` is the wait's
@@ -61,10 +65,9 @@ unsigned atl_hang_init(void)
     if (!atl_cfg.hang_seconds)
         return 0;
     limit_ns = atl_cfg.hang_seconds * 1000000000ull;
-    atl_hang_on = 1;
-    /* host syncs come to the engine always (src/blocking.c); synchronous
-     * device-to-host copies must leave the hooks' light path to be seen
-     * before they block */
+    /* host syncs come to the engine always (src/blocking.c, src/faultrep.c);
+     * synchronous device-to-host copies must leave the hooks' light path to
+     * be seen before they block */
     return ATL_ON_SYNC | ATL_ON_COPY | ATL_ON_COPY_DTOH;
 }
 
@@ -78,8 +81,8 @@ static void log_op_line(const char *text)
  * newest ones), or their count when launches are not recorded. */
 static void recent_launches(void)
 {
-    if (atl_fault_ring_on()) {
-        atl_flight_report("hang");
+    if (atl_fault_ring_on() && from.suspects) {
+        from.suspects("hang");
         return;
     }
     atl_log(ATL_ERROR, "hang: launches are not recorded (ATLAS_LAUNCH_RING=0): no list of them");
@@ -96,13 +99,14 @@ static void report(int tid, int hook)
     /* said once, as soon as the limit passes: "more than S s" is exact */
     atl_log(ATL_ERROR, "hang: %s has waited more than %llu s in %s (ATLAS_HANG_SECONDS)", who,
             atl_cfg.hang_seconds, atl_hook_names[hook]);
-    if (atl_trace_progress(&steps, &ops, 0, log_op_line)) {
+    if (from.progress && from.progress(&steps, &ops, 0, log_op_line)) {
         atl_log(ATL_ERROR,
                 "hang: steps finished: %" PRIu64 "; the step under way (step %" PRIu64
                 ") has enqueued %" PRIu64 " ops%s",
                 steps, steps + 1, ops, ops ? "; the last of them:" : "");
-        atl_trace_progress(&steps, &ops, 8, log_op_line);
-        atl_trace_flush(); /* the file already ends at the last finished step */
+        from.progress(&steps, &ops, 8, log_op_line);
+        if (from.flush)
+            from.flush(); /* the file already ends at the last finished step */
     }
     recent_launches();
 }

@@ -7,11 +7,21 @@
 
 #include "events.h"
 
-/* Set once by atl_hang_init when ATLAS_HANG_SECONDS > 0. */
-extern int atl_hang_on;
-
 /* Reads the setting; returns the atl_on bits the watch needs (0 when off). */
 unsigned atl_hang_init(void);
+
+/* What the report shows of other features' state, handed over by the
+ * engine at init (a feature calls no other feature); NULL where that
+ * feature is off. */
+struct atl_hang_sources {
+    /* the step trace (src/trace.h): steps finished, ops since, the last few */
+    int (*progress)(uint64_t *steps, uint64_t *ops, unsigned max, void (*line)(const char *));
+    /* the step trace: its JSON lines pushed to the file */
+    void (*flush)(void);
+    /* the flight recorder (src/flight.h): the suspect launches */
+    void (*suspects)(const char *tag);
+};
+void atl_hang_sources(const struct atl_hang_sources *s);
 
 /* Around a call that blocks the host (a sync, a synchronous copy): cheap
  * stores in this thread's slot, no lock. */

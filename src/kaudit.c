@@ -172,7 +172,8 @@ void atl_kaudit_report(void)
     size_t failed = 0;
     for (size_t i = 0; i < nrows; i++)
         failed += rows[i].rc != CUDA_SUCCESS;
-    atl_log(ATL_ERROR, "kernel-audit: %zu kernels looked up, %zu look-ups failed", nrows, failed);
+    atl_log(ATL_ERROR, "kernel-audit: %zu kernel%s looked up, %zu look-up%s failed", nrows,
+            nrows == 1 ? "" : "s", failed, failed == 1 ? "" : "s");
     for (size_t i = 0; i < nrows; i++) {
         const struct row *w = &rows[i];
         uint64_t launches = 0, blocks = 0;

@@ -7,6 +7,7 @@
 #include "driver.h"
 #include "log.h"
 #include "stack.h"
+#include "step.h"
 #include "thread.h"
 
 #include <pthread.h>
@@ -372,6 +373,7 @@ static void krec_free(struct kr *k)
 {
     if (!k)
         return;
+    atl_krec_view_free(&k->r);
     free((void *)k->r.off), free((void *)k->r.size);
     free(k);
 }
@@ -647,4 +649,106 @@ void atl_kernels_census(struct atl_kernels_census *c)
                                      .capacity = atl_fl.ktab->cap,
                                      .tables = tables_made};
     pthread_mutex_unlock(&lock);
+}
+
+/* ---- the step trace's view ------------------------------------------------------ */
+
+/* A record's view when there is no record (out of memory): not kept. */
+static struct atl_kfn view_unknown = {.mangled = "kernel@?", .pretty = "kernel@?"};
+
+static struct atl_kslot *plan_make(const uint32_t *off, const uint32_t *size, unsigned n,
+                                   unsigned total)
+{
+    if (n == 0)
+        return NULL;
+    for (unsigned i = 0; i < n; i++)
+        if (off[i] % 4 || (i + 1 < n && off[i + 1] < off[i] + size[i]) || (i == 0 && off[0] != 0))
+            return NULL;
+    struct atl_kslot *p = calloc(n, sizeof *p);
+    if (!p)
+        return NULL;
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t end = i + 1 < n ? off[i + 1] : total;
+        uint32_t sz = size[i], span = end - off[i];
+        uint16_t how = ATL_SLOT_OTHER;
+        if (sz == 8 && span == 8 && off[i] % 8 == 0)
+            how = ATL_SLOT_8;
+        else if (sz == 4 && span == 8)
+            how = ATL_SLOT_4_IN_8;
+        else if (sz == 4 && span == 4)
+            how = ATL_SLOT_4;
+        p[i] = (struct atl_kslot){.off = off[i], .how = how, .size = sz, .span = span};
+    }
+    return p;
+}
+
+static void view_free(struct atl_kfn *k)
+{
+    if (!k || k == &view_unknown)
+        return;
+    if (k->pretty != k->mangled)
+        free((void *)k->pretty);
+    free((void *)k->mangled);
+    free((void *)k->off), free((void *)k->size), free((void *)k->plan);
+    free((void *)k->words), free(k);
+}
+
+void atl_krec_view_free(struct atl_krec *r)
+{
+    view_free(r->view), view_free(r->view_packed);
+    r->view = r->view_packed = NULL;
+}
+
+const struct atl_kfn *atl_krec_view_make(struct atl_krec *r, size_t packed)
+{
+    if (!r)
+        return &view_unknown;
+    /* The name for people is demangled later, on the thread that reports
+     * (atl_kfn_pretty): demangling here would run on whichever thread
+     * launched first. Asked before the lock: the driver may be slow. */
+    char buf[64];
+    const char *mangled = atl_krec_mangled(r);
+    if (!mangled) {
+        snprintf(buf, sizeof buf, "kernel@%p", r->handle);
+        mangled = buf;
+    }
+    const uint32_t one_off = 0, one_size = (uint32_t)packed;
+    const unsigned n = packed ? 1 : r->nparams;
+    const uint32_t *off = packed ? &one_off : r->off, *size = packed ? &one_size : r->size;
+    struct atl_kfn *k = calloc(1, sizeof *k);
+    uint32_t *o = calloc(n + 1, 4), *s = calloc(n + 1, 4);
+    char *m = strdup(mangled);
+    if (!k || !o || !s || !m) {
+        free(k), free(o), free(s), free(m);
+        atl_log_once_oom("the step trace");
+        return &view_unknown;
+    }
+    unsigned total = 0, covered = 0;
+    for (unsigned i = 0; i < n; i++) {
+        o[i] = off[i], s[i] = size[i];
+        if (off[i] + size[i] > total)
+            total = off[i] + size[i];
+        covered += s[i];
+    }
+    *k = (struct atl_kfn){.mangled = m,
+                          .nparams = n,
+                          .total = total,
+                          .exact = r->exact || packed,
+                          .off = o,
+                          .size = s,
+                          .gapless = covered == total,
+                          .plan = plan_make(o, s, n, total)};
+    atl_kfn_words(k);
+    /* another thread may have made it meanwhile: the first one stays */
+    struct atl_kfn **slot = packed ? &r->view_packed : &r->view;
+    pthread_mutex_lock(&lock);
+    struct atl_kfn *have = *slot;
+    if (!have)
+        __atomic_store_n(slot, k, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&lock);
+    if (have) {
+        view_free(k);
+        return have;
+    }
+    return k;
 }

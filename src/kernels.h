@@ -53,6 +53,7 @@
 #include "thread.h" /* the pins, in the threads' slots */
 
 #define ATL_KREC_ARGS 256 /* parameter bytes the flight recorder keeps */
+struct atl_kfn;           /* the step model's view of a kernel (src/step.h) */
 struct atl_krec {
     void *handle;
     /* Set when the record is made, before it is published (never changed:
@@ -67,8 +68,10 @@ struct atl_krec {
     const char *name;
     /* The kernel audit's counters (src/kaudit.c), added to atomically. */
     uint64_t launches, blocks;
-    /* Debug sync's cached answer (src/blocking.c): 0 not asked yet, 1 no, 2 yes. */
+    /* Debug sync's cached answer (src/faultrep.c): 0 not asked yet, 1 no, 2 yes. */
     int dsk;
+    /* ATLAS_KERNEL's cached answer (src/kselect.c), the same way. */
+    int ksel;
     /* The flight recorder's (src/flight.c): the parameter bytes of the
      * kernel's first launch in the recorder's epoch (ring.h). */
     uint64_t args_epoch; /* the epoch the bytes are from (0: none) */
@@ -76,6 +79,11 @@ struct atl_krec {
     int args_busy;       /* a thread is copying them */
     unsigned args_len;
     unsigned char args[ATL_KREC_ARGS];
+    /* The step trace's view (atl_krec_view): `view` from the layout above,
+     * `view_packed` for launches that pass a packed buffer when the driver
+     * gives no layout. Made at the kernel's first traced launch, published
+     * atomically, freed with the record (atl_krec_view_free). */
+    struct atl_kfn *view, *view_packed;
 };
 
 /* The table. Offsets are byte offsets: the hash masked by `mask` (the
@@ -228,6 +236,42 @@ void atl_kernels_forget_owner(void *owner);
 /* Counts successful module and library unloads: a cache keyed by kernel
  * handle checks an entry made before the latest unload before trusting it. */
 extern unsigned long atl_unload_gen;
+
+/* ---- the step trace's view ------------------------------------------------------ */
+
+/* How the step recorder copies each parameter of a launch (the view's
+ * `plan`): its bytes, then zeros up to the next parameter, so the padding
+ * reads the same every step without zeroing the block first, and the common
+ * cases (a pointer, a 4-byte scalar before an 8-aligned one) are one load
+ * and one 8-byte store. Only for layouts whose offsets ascend from 0 (every
+ * layout the driver gives, in practice); the view of any other has no plan,
+ * and the recorder zeroes the block, then copies. */
+enum { ATL_SLOT_8, ATL_SLOT_4_IN_8, ATL_SLOT_4, ATL_SLOT_OTHER };
+struct atl_kslot {
+    uint32_t off;
+    uint16_t how; /* ATL_SLOT_*: the common cases need no size test */
+    uint16_t pad;
+    uint32_t size, span;
+};
+
+/* The kernel as the step model sees it (src/step.h): its name ("kernel@0x..."
+ * while the driver has not named it), its layout and the recorder's copy
+ * plan, made once per record and kept with it, so a traced launch finds it
+ * in the record its event carries. `packed` (non-zero) asks for the view of
+ * a launch through a packed buffer of that many bytes when the record has no
+ * exact layout: one parameter covering the buffer (the first such launch's
+ * size stays). r NULL (out of memory): a view named "kernel@?" without
+ * parameters. Never NULL. */
+const struct atl_kfn *atl_krec_view_make(struct atl_krec *r, size_t packed);
+static inline const struct atl_kfn *atl_krec_view(struct atl_krec *r, size_t packed)
+{
+    const struct atl_kfn *v =
+        r ? __atomic_load_n(packed ? &r->view_packed : &r->view, __ATOMIC_ACQUIRE) : NULL;
+    return __builtin_expect(v != NULL, 1) ? v : atl_krec_view_make(r, packed);
+}
+/* Frees what the views of r own and clears them: for whoever frees r, once
+ * nothing (a kept step of the trace) points to them any more. */
+void atl_krec_view_free(struct atl_krec *r);
 
 /* Asks the driver for the parameter layout of h: cuFuncGetParamInfo for a
  * CUfunction, cuKernelGetParamInfo for a CUkernel, index by index until the

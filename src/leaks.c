@@ -1,12 +1,10 @@
 /*
- * The ledger's reports, which run with or without red zones (ATLAS_LEAKS,
- * ATLAS_REDZONE): a failed allocation (out of memory, with the largest live
- * allocations), a failed or unknown free (a double free is told from a stray
- * pointer by a ring of recently freed pointers), and the leak list at exit.
+ * The ledger's reports, with red zones or ATLAS_LEAKS (see leaks.h).
  */
+#include "leaks.h"
+
+#include "config.h"
 #include "driver.h"
-#include "events.h"
-#include "hookid.h"
 #include "ledger.h"
 #include "log.h"
 #include "services.h"
@@ -15,9 +13,25 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+static int list_on;        /* ATLAS_LEAKS: the leak list at exit */
+static uint64_t trace_idx; /* ATLAS_REDZONE_TRACE_IDX */
+
+unsigned atl_leaks_init(void)
+{
+    /* a failed allocation or a bad free is reported whenever the ledger is
+     * kept for memory (red zones, the leak list); the step trace keeps it
+     * only to name pointers */
+    if (!atl_cfg.redzone && !atl_cfg.leaks)
+        return 0;
+    list_on = (int)atl_cfg.leaks;
+    trace_idx = atl_cfg.redzone_trace_idx;
+    atl_ledger_on = 1;
+    return ATL_ON_ALLOC; /* allocations, frees, cuMemCreate */
+}
+
 #define ALLOC_FAILED_DETAIL 3
 
-void atl_leaks_alloc_failed(const struct atl_alloc *a, CUresult r)
+static void alloc_failed(const struct atl_alloc *a, CUresult r)
 {
     size_t freeb = 0, total = 0;
     char nm[64];
@@ -83,6 +97,41 @@ void atl_leaks_alloc_failed(const struct atl_alloc *a, CUresult r)
     }
 }
 
+static void trace_alloc(const struct atl_alloc *a)
+{
+    struct atl_stack st;
+    atl_stack_capture(&st);
+    atl_log(ATL_WARN,
+            "redzone: alloc#%llu bytes=%zu ptr=0x%llx backtrace (ATLAS_REDZONE_TRACE_IDX):",
+            (unsigned long long)a->seq, a->bytes, a->dptr ? (unsigned long long)*a->dptr : 0ULL);
+    atl_log_frames(ATL_WARN, "redzone", &st, 0, ATL_STACK_MAX);
+}
+
+void atl_leaks_alloc_post(const struct atl_alloc *a, CUresult r)
+{
+    if (r != CUDA_SUCCESS) {
+        /* status 4: the driver is being torn down, not out of memory */
+        if (r != CUDA_ERROR_DEINITIALIZED)
+            alloc_failed(a, r);
+        return;
+    }
+    if (a->dptr && trace_idx && a->seq == trace_idx)
+        trace_alloc(a);
+}
+
+void atl_leaks_vmm_post(const struct atl_vmm *v, CUresult r)
+{
+    if (v->op != ATL_VMM_CREATE || r == CUDA_SUCCESS)
+        return;
+    /* the failed-allocation report, VMM bytes among the live ones */
+    struct atl_alloc a = {.hook = v->hook,
+                          .kind = ATL_ALLOC_VMM,
+                          .bytes = v->bytes,
+                          .padded = v->bytes,
+                          .seq = v->seq};
+    atl_leaks_alloc_post(&a, r);
+}
+
 /* Recently freed pointers, to tell a double free from a stray pointer. */
 #define FREED 64
 static pthread_mutex_t freed_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -92,18 +141,22 @@ static struct {
 } freed[FREED];
 static unsigned freed_next;
 
-void atl_leaks_freed(CUdeviceptr ptr, uint64_t seq)
+void atl_leaks_free_pre(const struct atl_free *f)
 {
+    if (!f->known)
+        return;
     pthread_mutex_lock(&freed_lock);
-    freed[freed_next % FREED].ptr = ptr;
-    freed[freed_next % FREED].seq = seq;
+    freed[freed_next % FREED].ptr = f->ptr;
+    freed[freed_next % FREED].seq = f->rec.seq;
     freed_next++;
     pthread_mutex_unlock(&freed_lock);
 }
 
-void atl_leaks_free_result(const struct atl_free *f, CUresult r)
+void atl_leaks_free_post(const struct atl_free *f, CUresult r)
 {
     char nm[64];
+    if (!f->ptr)
+        return;
     if (f->known) {
         /* status 4: the driver is being torn down and has reclaimed it */
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) {
@@ -143,8 +196,10 @@ static int by_size_desc(const void *a, const void *b)
                                  : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-void atl_leaks_report(void)
+void atl_leaks_exit(void)
 {
+    if (!list_on)
+        return;
     uint64_t hits, misses;
     atl_stack_cache_counts(&hits, &misses);
     if (hits + misses)
@@ -163,16 +218,18 @@ void atl_leaks_report(void)
     }
     n = atl_ledger_snapshot(all, n);
     qsort(all, n, sizeof *all, by_size_desc);
-    atl_log(ATL_WARN, "leaks: %zu allocation%s never freed, %zu bytes in total (largest first):", n,
+    /* findings: said at ATLAS_LOG_LEVEL=error too (atlas-trace -q) */
+    atl_log(ATL_ERROR,
+            "leaks: %zu allocation%s never freed, %zu bytes in total (largest first):", n,
             n == 1 ? "" : "s", total);
     for (size_t i = 0; i < n && i < 100; i++) {
         char site[512], where[64];
         atl_stack_site(&all[i].site, site, sizeof site);
-        atl_log(ATL_WARN, "leaks:   alloc#%llu %zu bytes %s, allocated at %s",
+        atl_log(ATL_ERROR, "leaks:   alloc#%llu %zu bytes %s, allocated at %s",
                 (unsigned long long)all[i].seq, all[i].bytes,
                 atl_ledger_where(&all[i], where, sizeof where), site);
     }
     if (n > 100)
-        atl_log(ATL_WARN, "leaks:   ... and %zu more", n - 100);
+        atl_log(ATL_ERROR, "leaks:   ... and %zu more", n - 100);
     free(all);
 }

@@ -101,6 +101,67 @@ uint64_t atl_ledger_next_seq(void)
     return __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
 }
 
+uint64_t atl_ledger_seq_peek(void)
+{
+    return __atomic_load_n(&seq, __ATOMIC_RELAXED) + 1;
+}
+
+/* Bumped under `lock` at every change of the address tree. */
+static uint64_t generation;
+
+uint64_t atl_ledger_generation(void)
+{
+    return __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+}
+
+/* The freed history: a ring, under its own lock (the ledger's is held for
+ * the tree only). An entry is a record and the stack of its free: about 470
+ * bytes, 470 KiB in all, allocated at the first free once asked for. */
+static int freed_depth = -1; /* -1: not kept */
+static pthread_mutex_t freed_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct freed {
+    struct atl_alloc_rec rec;
+    struct atl_stack where;
+} * freed;
+static size_t freed_next;
+
+void atl_ledger_keep_freed(int depth)
+{
+    __atomic_store_n(&freed_depth, depth < 0 ? 0 : depth, __ATOMIC_RELAXED);
+}
+
+static void note_freed(const struct atl_alloc_rec *r)
+{
+    struct atl_stack where;
+    atl_stack_capture_n(&where, __atomic_load_n(&freed_depth, __ATOMIC_RELAXED));
+    pthread_mutex_lock(&freed_lock);
+    if (!freed)
+        freed = calloc(ATL_LEDGER_FREED, sizeof *freed);
+    if (freed) {
+        freed[freed_next % ATL_LEDGER_FREED] = (struct freed){*r, where};
+        freed_next++;
+    }
+    pthread_mutex_unlock(&freed_lock);
+}
+
+int atl_ledger_freed(uint64_t n, struct atl_alloc_rec *out, struct atl_stack *where)
+{
+    int found = 0;
+    pthread_mutex_lock(&freed_lock);
+    /* newest first: a number is freed once */
+    for (size_t i = 0; freed && i < ATL_LEDGER_FREED && i < freed_next && !found; i++) {
+        const struct freed *f = &freed[(freed_next - 1 - i) % ATL_LEDGER_FREED];
+        if (f->rec.seq == n) {
+            *out = f->rec;
+            if (where)
+                *where = f->where;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&freed_lock);
+    return found;
+}
+
 static int height(const struct node *n)
 {
     return n ? n->height : 0;
@@ -241,6 +302,7 @@ static int add_to(struct node **tree, uint64_t key, const struct atl_alloc_rec *
         node_put(nn);
     }
     account(r, 1);
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&lock);
     return 0;
 }
@@ -273,6 +335,7 @@ static int remove_from(struct node **tree, uint64_t key, struct atl_alloc_rec *o
             *out = *gone->rec;
         account(gone->rec, -1);
         node_put(gone);
+        __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&lock);
     return gone != NULL;
@@ -280,7 +343,16 @@ static int remove_from(struct node **tree, uint64_t key, struct atl_alloc_rec *o
 
 int atl_ledger_remove(CUdeviceptr ptr, struct atl_alloc_rec *out)
 {
-    return remove_from(&root, ptr, out);
+    if (__atomic_load_n(&freed_depth, __ATOMIC_RELAXED) < 0)
+        return remove_from(&root, ptr, out);
+    struct atl_alloc_rec r;
+    int gone = remove_from(&root, ptr, &r);
+    if (gone) {
+        note_freed(&r);
+        if (out)
+            *out = r;
+    }
+    return gone;
 }
 
 int atl_ledger_remove_handle(uint64_t handle, struct atl_alloc_rec *out)
@@ -332,6 +404,7 @@ size_t atl_ledger_unmap(CUdeviceptr va, size_t bytes)
         root = erase(root, n->key, 1, &gone);
         node_put(gone);
         k++;
+        __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&lock);
     return k;
@@ -386,6 +459,19 @@ int atl_ledger_find_guarded(CUdeviceptr addr, CUdeviceptr *base, uint64_t *numbe
     }
     pthread_mutex_unlock(&lock);
     return found;
+}
+
+int atl_ledger_find_base(CUdeviceptr addr, CUdeviceptr *base, size_t *span, uint64_t *number)
+{
+    pthread_mutex_lock(&lock);
+    const struct atl_alloc_rec *r = holding_locked(addr);
+    if (r) {
+        *base = r->ptr;
+        *span = atl_alloc_span(r);
+        *number = r->seq;
+    }
+    pthread_mutex_unlock(&lock);
+    return r != NULL;
 }
 
 size_t atl_ledger_count(size_t *bytes)
@@ -447,5 +533,9 @@ void atl_ledger_reset(void)
     nlive = 0;
     live_bytes = vmm_bytes = 0;
     seq = 0;
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&lock);
+    pthread_mutex_lock(&freed_lock);
+    freed_next = 0;
+    pthread_mutex_unlock(&freed_lock);
 }

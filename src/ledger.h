@@ -34,6 +34,24 @@ extern int atl_ledger_on;
  * asked, so a failed allocation also has a number). */
 uint64_t atl_ledger_next_seq(void);
 
+/* The number the next allocation will get (none is taken): allocations
+ * numbered from it on are made after now. */
+uint64_t atl_ledger_seq_peek(void);
+
+/* Changes whenever an allocation (or mapping) is added or removed: what an
+ * address resolved to stays true while it stays the same. */
+uint64_t atl_ledger_generation(void);
+
+/* Recently freed allocations, for reports that name one no longer live (the
+ * step diff's "another buffer": was the buffer it replaces freed, and
+ * where?). Kept only once a feature asks (atl_ledger_keep_freed, with the
+ * stack depth of a free's site): the last ATL_LEDGER_FREED of them. */
+#define ATL_LEDGER_FREED 1024
+void atl_ledger_keep_freed(int depth);
+/* The freed allocation alloc#seq, if still kept: its record and the stack of
+ * its free; 1 when found. */
+int atl_ledger_freed(uint64_t seq, struct atl_alloc_rec *out, struct atl_stack *where);
+
 /* Adds a live allocation (copied). Returns 0, or -1 when out of memory. */
 int atl_ledger_add(const struct atl_alloc_rec *r);
 
@@ -57,6 +75,11 @@ int atl_ledger_find(CUdeviceptr addr, struct atl_alloc_rec *out);
 /* The same for a guarded allocation (one with a red zone), without copying
  * its record: its base and creation number; 1 if found. */
 int atl_ledger_find_guarded(CUdeviceptr addr, CUdeviceptr *base, uint64_t *number);
+
+/* The same for any allocation, without copying its record (the race
+ * detector resolves every pointer a launch passes): its base, span
+ * (atl_alloc_span) and creation number; 1 if found. */
+int atl_ledger_find_base(CUdeviceptr addr, CUdeviceptr *base, size_t *span, uint64_t *number);
 
 /* Number of live allocations (physical VMM allocations included, their
  * mappings not), and their requested bytes. */
@@ -98,18 +121,6 @@ const char *atl_ledger_where(const struct atl_alloc_rec *r, char *buf, size_t n)
 /* Forgets everything (tests; a forked child). */
 void atl_ledger_reset(void);
 
-/* ---- the ledger's reports (src/leaks.c) ---- */
-struct atl_alloc;
-struct atl_free;
-/* A failed allocation: out of memory warns with the largest live ones (the
- * first few times), any other error is one info line. */
-void atl_leaks_alloc_failed(const struct atl_alloc *a, CUresult r);
-/* A freed allocation, remembered a while to tell a double free later. */
-void atl_leaks_freed(CUdeviceptr ptr, uint64_t seq);
-/* The free's result: a failed free of a known allocation, or a free of a
- * pointer the ledger does not know (a double free, or never allocated). */
-void atl_leaks_free_result(const struct atl_free *f, CUresult r);
-/* ATLAS_LEAKS at exit: the allocations never freed, largest first. */
-void atl_leaks_report(void);
+/* (The ledger's reports: src/leaks.h.) */
 
 #endif

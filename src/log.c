@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include "config.h"
+#include "hint.h"
 #include "stack.h"
 
 #include <errno.h>
@@ -153,11 +154,6 @@ void atl_log_set_level(int level)
     log_level = level;
 }
 
-int atl_log_enabled(int level)
-{
-    return level <= log_level;
-}
-
 ssize_t atl_write_nosigpipe(int fd, const void *p, size_t n)
 {
     /* A write to a pipe whose reader is gone raises SIGPIPE in the writing
@@ -307,9 +303,38 @@ static void rank_check_once(void)
         atl_log_line(line);
 }
 
+/* The report files this process writes, by file: a second setting naming one of them is
+ * refused as such (two reports in one file would cut each other up, and the lock alone would
+ * blame "another process"). */
+static struct {
+    dev_t dev;
+    ino_t ino;
+    const char *setting;
+} opened[4];
+static pthread_mutex_t opened_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The setting that already writes st's file, or NULL; else, when `add`, it becomes setting's. */
+static const char *opened_file(const struct stat *st, const char *setting, int add)
+{
+    const char *other = NULL;
+    pthread_mutex_lock(&opened_mu);
+    size_t i = 0;
+    for (; i < sizeof opened / sizeof opened[0] && opened[i].setting && !other; i++)
+        if (opened[i].dev == st->st_dev && opened[i].ino == st->st_ino &&
+            strcmp(opened[i].setting, setting) != 0)
+            other = opened[i].setting;
+    if (!other && add && i < sizeof opened / sizeof opened[0])
+        opened[i].dev = st->st_dev, opened[i].ino = st->st_ino, opened[i].setting = setting;
+    pthread_mutex_unlock(&opened_mu);
+    return other;
+}
+
 /* Opens the expanded path as atl_open_report_file says; NULL and the fd,
- * else the reason (in why) and -1. */
-static const char *open_checked(const char *path, int append, int *out, char *why, size_t whylen)
+ * else the reason (in why) and -1. With a setting, a file that another
+ * setting writes already is refused, and the file becomes setting's; a file
+ * opened again (NULL) is the one it was. */
+static const char *open_checked(const char *setting, const char *path, int append, int *out,
+                                char *why, size_t whylen)
 {
     const char *bad = NULL;
     int fd = -1;
@@ -342,6 +367,14 @@ static const char *open_checked(const char *path, int append, int *out, char *wh
         bad = strerror(errno);
     else
         bad = refusal(&st, why, whylen);
+    const char *other =
+        !bad && setting && S_ISREG(st.st_mode) ? opened_file(&st, setting, 0) : NULL;
+    if (other) {
+        char name[64];
+        snprintf(why, whylen, "%s writes it already (each report needs a file of its own)",
+                 atl_hint_name(other, name, sizeof name));
+        bad = why;
+    }
     if (bad)
         goto refused;
     int fl = fcntl(fd, F_GETFL);
@@ -360,6 +393,8 @@ static const char *open_checked(const char *path, int append, int *out, char *wh
             goto refused;
         }
     }
+    if (setting && S_ISREG(st.st_mode))
+        opened_file(&st, setting, 1);
     *out = move_high(fd); /* the lock and the open file go with the copy */
     return NULL;
 refused:
@@ -374,7 +409,7 @@ static int reopen_append(const char *path)
 {
     char why[160];
     int fd = -1;
-    return open_checked(path, 1, &fd, why, sizeof why) ? -1 : fd;
+    return open_checked(NULL, path, 1, &fd, why, sizeof why) ? -1 : fd;
 }
 
 int atl_open_report_file(const char *setting, const char *pattern, int append, const char *fallback,
@@ -391,11 +426,13 @@ int atl_open_report_file(const char *setting, const char *pattern, int append, c
         snprintf(why, sizeof why, "the name is longer than %zu bytes once expanded", len - 1);
         bad = why;
     } else {
-        bad = open_checked(path, append, &fd, why, sizeof why);
+        bad = open_checked(setting, path, append, &fd, why, sizeof why);
     }
     if (!bad)
         return fd;
-    atl_log(ATL_WARN, "cannot open %s file '%s': %s; %s", setting, path, bad, fallback);
+    char name[64];
+    atl_log(ATL_WARN, "cannot open %s file '%s': %s; %s", atl_hint_name(setting, name, sizeof name),
+            path, bad, fallback);
     return -1;
 }
 

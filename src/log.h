@@ -40,7 +40,6 @@ ssize_t atl_write_nosigpipe(int fd, const void *p, size_t n);
 int atl_write_all(int fd, const void *p, size_t n);
 
 void atl_log_set_level(int level);
-int atl_log_enabled(int level);
 
 /* printf-style; the format must be a literal of ours, never environment text. */
 void atl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,8 +1,10 @@
 /*
- * Red zones and the allocation ledger's reports (ATLAS_REDZONE, ATLAS_LEAKS).
+ * Red zones (ATLAS_REDZONE). The allocation ledger's reports, on with red
+ * zones or ATLAS_LEAKS, are a feature of their own (src/leaks.h).
  *
  * Every guarded driver allocation is over-allocated by a poisoned tail; the
- * program keeps the base pointer the driver returned. The tails are checked
+ * program keeps the base pointer the driver returned. Freed ones wait
+ * poisoned in a quarantine, checked for writes after free. The tails are checked
  * on the GPU (small kernels embedded as PTX): each by a check queued before
  * its free; those a launch's parameters reach by a check queued after the
  * launch (launch mode); all of them at host syncs (sync and launch modes),
@@ -17,22 +19,23 @@
 #include "events.h"
 
 /* Reads the settings (called from the engine's init); sets atl_ledger_on
- * when red zones or the leak list are on. Returns atl_redzone_events(). */
+ * when red zones are on. Returns atl_redzone_events(). */
 unsigned atl_redzone_init(void);
 
 /* The event classes the feature needs (ATL_ON_* bits), 0 when off. */
 unsigned atl_redzone_events(void);
 
 void atl_redzone_alloc_pre(struct atl_alloc *a);
-/* Poisons the tail of a guarded allocation; reports a failed one. Returns 1
- * when the allocation is guarded (its tail poisoned), else 0. */
+/* Poisons the tail of a guarded allocation. Returns 1 when the allocation
+ * is guarded (its tail poisoned), else 0. */
 int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r);
-/* May hold an asynchronous free back (f->held): see "frees held back" in
- * redzone.c. */
+/* May hold a free back (f->held): see "frees held back" and "the
+ * quarantine" in redzone.c. */
 void atl_redzone_free_pre(struct atl_free *f);
 void atl_redzone_free_post(struct atl_free *f, CUresult r);
-/* An allocation failed for memory: releases the frees held back and
- * synchronises the context. 1 when the allocation is worth retrying. */
+/* An allocation failed for memory: releases the frees held back and the
+ * quarantine, and synchronises the context. 1 when the allocation is worth
+ * retrying. */
 int atl_redzone_release_held(void);
 void atl_redzone_sync_pre(const struct atl_sync *s);
 void atl_redzone_capture_pre(const struct atl_capture *c);
@@ -44,6 +47,10 @@ void atl_redzone_launch_post(const struct atl_launch *l, CUresult r);
 void atl_redzone_sync_post(const struct atl_sync *s, CUresult r);
 void atl_redzone_teardown(const char *where);
 void atl_redzone_exit(void);
+/* For the summary line: overruns found, allocations guarded, writes after free found, freed
+ * allocations kept poisoned; 1 when red zones are on. */
+int atl_redzone_counts(uint64_t *found, uint64_t *guarded, uint64_t *freed_written,
+                       uint64_t *freed_kept);
 
 /* Scans every live zone now; returns the number of newly corrupted zones. */
 int atl_redzone_scan_all(const char *where);

@@ -27,14 +27,38 @@ struct atl_rz_result {
     unsigned int zone;
 };
 
-/* The queued check's zone list, passed by value as the kernel's first
- * parameter: the kernel reads it from its parameter space instead of across
- * the bus from mapped host memory, which made a check take several times a
- * tiny kernel's time on the GPU. */
+/* A range the queued check fills with its fill byte after checking its
+ * zones: the body of a freed allocation entering the quarantine (its tail,
+ * the red zone, is one of the zones checked). */
+struct atl_rz_fill {
+    unsigned long long ptr;
+    unsigned long long len;
+};
+
+/* The queued check's zone list and fill list, passed by value as the
+ * kernel's first parameter: the kernel reads them from its parameter space
+ * instead of across the bus from mapped host memory, which made a check take
+ * several times a tiny kernel's time on the GPU. */
 #define ATL_RZ_RECS 4
 #define ATL_RZ_SLOT_ZONES 8
+#define ATL_RZ_SLOT_FILLS 8
 struct atl_rz_list {
     struct atl_rz_zone z[ATL_RZ_SLOT_ZONES];
+    struct atl_rz_fill f[ATL_RZ_SLOT_FILLS];
+};
+
+/* A queued check of more bytes than one block reads quickly (a freed
+ * allocation in the quarantine, checked whole) runs as several blocks; each
+ * adds its counts into its slot's merge record in device memory (zeroed when
+ * made: `nfirst` holds the complement of the first bad offset, so zero is
+ * "none"), and the last block to arrive writes the slot and zeroes the
+ * record for the slot's next check. */
+struct atl_rz_merge {
+    unsigned int arrived;
+    unsigned int pad_;
+    unsigned int bad[ATL_RZ_SLOT_ZONES];
+    unsigned int nfirst[ATL_RZ_SLOT_ZONES];
+    unsigned int last[ATL_RZ_SLOT_ZONES];
 };
 
 /* atl_redzone_check_launch's answer, one slot of a ring in mapped host

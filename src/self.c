@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "events.h"
+#include "hint.h"
 #include "log.h"
 
 #include <errno.h>
@@ -149,23 +150,28 @@ void atl_note_finding(enum atl_finding kind, uint64_t n)
     __atomic_add_fetch(&findings[kind], n, __ATOMIC_RELAXED);
 }
 
+uint64_t atl_findings(enum atl_finding kind)
+{
+    return __atomic_load_n(&findings[kind], __ATOMIC_RELAXED);
+}
+
 /* ATLAS_ERROR_EXITCODE: the verdict replaces the program's exit status. It runs in the
  * destructor, the last of the exit path the library sees: after the program's own atexit
  * handlers and destructors (the main program's run before a preloaded library's), so they all
  * ran; stdio is flushed here because _exit skips the flush exit() would do next. A program that
- * ends with _exit() or a signal runs no exit path: its status stays its own. */
-void atl_exit_verdict(void)
+ * ends with _exit() or a signal runs no exit path: its status stays its own. `last` (the
+ * summary line, or NULL) is written after the verdict's line, the last of the run. */
+void atl_exit_verdict(const char *last)
 {
-    if (!atl_cfg.error_exitcode)
-        return;
     static const char *const what[ATL_FINDING_KINDS][2] = {{"overruns", "overrun"},
                                                            {"faults", "fault"},
                                                            {"leaks", "leak"},
-                                                           {"differing steps", "differing step"}};
+                                                           {"differing steps", "differing step"},
+                                                           {"races", "race"}};
     char list[160];
     size_t n = 0;
     list[0] = '\0';
-    for (int k = 0; k < ATL_FINDING_KINDS; k++) {
+    for (int k = 0; k < ATL_FINDING_KINDS && atl_cfg.error_exitcode; k++) {
         uint64_t c = __atomic_load_n(&findings[k], __ATOMIC_RELAXED);
         if (!c || (k == ATL_FINDING_DIFF && atl_cfg.error_on != 1))
             continue;
@@ -174,10 +180,16 @@ void atl_exit_verdict(void)
         if (n >= sizeof list)
             n = sizeof list - 1;
     }
+    if (n) {
+        char code[24], set[64];
+        snprintf(code, sizeof code, "%llu", atl_cfg.error_exitcode);
+        atl_log(ATL_ERROR, "reported %s: exit status %llu (%s)", list, atl_cfg.error_exitcode,
+                atl_hint_setting("ATLAS_ERROR_EXITCODE", code, set, sizeof set));
+    }
+    if (last)
+        atl_log_line(last);
     if (!n)
         return;
-    atl_log(ATL_ERROR, "reported %s: exit status %llu (ATLAS_ERROR_EXITCODE)", list,
-            atl_cfg.error_exitcode);
     fflush(NULL);
     _exit((int)atl_cfg.error_exitcode);
 }

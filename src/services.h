@@ -34,9 +34,12 @@ enum atl_finding {
     ATL_FINDING_FAULT,   /* a sticky fault, or a launch debug sync found failing */
     ATL_FINDING_LEAK,    /* allocations never freed (ATLAS_LEAKS) */
     ATL_FINDING_DIFF,    /* a step that differs (counts only with ATLAS_ERROR_ON=diff) */
+    ATL_FINDING_RACE,    /* a race between streams (ATLAS_RACES) */
     ATL_FINDING_KINDS,
 };
 void atl_note_finding(enum atl_finding kind, uint64_t n);
+/* What was noted of a kind so far (the summary line). */
+uint64_t atl_findings(enum atl_finding kind);
 
 /* Locks for the exit reports. The exit may come from a signal handler on a
  * thread stopped while holding a lock, or while another thread is stopped in
@@ -69,7 +72,8 @@ void atl_exit_skipped(const char *what);
 CUresult atl_own_error_deliver(CUresult r);
 /* The exit reports start: the deadline of atl_exit_lock is set from now. */
 void atl_exit_begin(void);
-/* ATLAS_ERROR_EXITCODE: ends the process with it when a finding counts. */
-void atl_exit_verdict(void);
+/* ATLAS_ERROR_EXITCODE: says the verdict and ends the process with it when a finding counts;
+ * `last` (or NULL) is written after the verdict, as the run's last line, whether or not. */
+void atl_exit_verdict(const char *last);
 
 #endif

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "stack.h"
 
+#include "realdl.h"
 #include "thread.h"
 
 #include <dlfcn.h>
@@ -209,11 +210,13 @@ char *atl_demangle_dup(const char *name)
     if (!name || name[0] != '_' || name[1] != 'Z')
         return NULL;
     if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
-        demangle_fn f = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        /* the C library's dlsym: a plain call would bind to our exported
+         * one (hooks/resolve.c) */
+        demangle_fn f = (demangle_fn)atl_dlsym(RTLD_DEFAULT, "__cxa_demangle");
         if (!f) {
             void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
             if (h)
-                f = (demangle_fn)dlsym(h, "__cxa_demangle");
+                f = (demangle_fn)atl_dlsym(h, "__cxa_demangle");
         }
         __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
         __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
@@ -290,6 +293,11 @@ void atl_stack_site(const struct atl_stack *s, char *buf, size_t len)
         atl_frame_format(s->pc[0], buf, len);
     else
         snprintf(buf, len, "?");
+}
+
+int atl_stack_skipped(void *pc)
+{
+    return ours(pc) || plumbing(pc);
 }
 
 int atl_stack_site_index(const struct atl_stack *s)

@@ -34,6 +34,11 @@ void atl_frame_format(void *pc, char *buf, size_t len);
  * (libcuda, libcudart, libcublas, ...), formatted as above. */
 void atl_stack_site(const struct atl_stack *s, char *buf, size_t len);
 
+/* Whether a report skips frame pc: one of ours, or one of the CUDA libraries'.
+ * The race detector names a launch by its caller when that is neither,
+ * without unwinding. */
+int atl_stack_skipped(void *pc);
+
 /* Index of that frame in s (0 when every frame is plumbing). */
 int atl_stack_site_index(const struct atl_stack *s);
 

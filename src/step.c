@@ -1,6 +1,6 @@
 /*
  * The step model: one recorded step's ops, their parameter bytes and their
- * pointer notes, built by the live tracer (src/trace.c) and by the reader of
+ * pointer notes, built by the live tracer (src/tracestep.c) and by the reader of
  * the JSON lines (src/tracejson.c) alike.
  */
 #include "step.h"
@@ -38,6 +38,7 @@ void atl_step_free(struct atl_step *s)
     s->ops = NULL, s->bytes = NULL, s->ann = NULL, s->spans = NULL, s->shape = NULL, s->full = NULL;
     s->nops = s->capops = s->nbytes = s->capbytes = s->nann = s->capann = 0;
     s->nspans = s->capspans = 0;
+    s->shapesum = 0;
 }
 
 int atl_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
@@ -64,6 +65,7 @@ int atl_step_push(struct atl_step *s, const struct atl_op *op)
 {
     free(s->shape), free(s->full); /* the hashes no longer cover every op */
     s->shape = s->full = NULL;
+    s->shapesum = 0;
     if (grow((void **)&s->ops, &s->capops, s->nops + 1, sizeof *s->ops))
         return -1;
     struct atl_op *d = &s->ops[s->nops];
@@ -430,6 +432,24 @@ void atl_kfn_words(struct atl_kfn *k)
     }
 }
 
+const char *atl_kfn_pretty(const struct atl_kfn *ck)
+{
+    struct atl_kfn *k = (struct atl_kfn *)ck; /* pretty is filled lazily */
+    const char *have = __atomic_load_n(&k->pretty, __ATOMIC_ACQUIRE);
+    if (have)
+        return have;
+    /* steps end on any thread, and threads exit: nothing kept per thread */
+    char *p = atl_demangle_dup(k->mangled);
+    if (!p)
+        p = strdup(k->mangled);
+    const char *mine = p ? p : k->mangled;
+    if (__atomic_compare_exchange_n(&k->pretty, &have, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return mine;
+    if (p)
+        free(p);
+    return have;
+}
+
 /* ---- kernels read from a file ------------------------------------------------ */
 
 static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -453,8 +473,12 @@ const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, un
         goto out;
     struct atl_kfn *k = calloc(1, sizeof *k);
     uint32_t *o = calloc(n + 1, 4), *s = calloc(n + 1, 4);
-    /* demangled only for a new kernel: a reader passes NULL for every line */
-    char *mn = strdup(mangled), *pn = strdup(pretty ? pretty : atl_demangle(mangled));
+    /* demangled only for a new kernel: a reader passes NULL for every line.
+     * Into a string of its own: atlas-diff reads on threads that exit, which
+     * would leave atl_demangle's per-thread buffer behind. */
+    char *mn = strdup(mangled), *pn = pretty ? strdup(pretty) : atl_demangle_dup(mangled);
+    if (!pn && !pretty)
+        pn = strdup(mangled);
     if (!k || !o || !s || !mn || !pn) {
         free(k), free(o), free(s), free(mn), free(pn);
         goto out;

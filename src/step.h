@@ -2,7 +2,7 @@
  * The step model: one recorded step (the ops it enqueued, in per-stream
  * order, their parameter bytes and the pointers the ledger resolved).
  *
- * It knows nothing of hooks or the driver: the live tracer (src/trace.c)
+ * It knows nothing of hooks or the driver: the live tracer (src/tracestep.c)
  * and the JSON-lines reader (src/tracejson.c) both build steps here, and the
  * diff (src/tracediff.c) compares them.
  */
@@ -14,30 +14,33 @@
 
 enum atl_op_kind { ATL_OP_LAUNCH = 1, ATL_OP_MEMSET, ATL_OP_COPY, ATL_OP_GRAPH };
 
-/* A kernel as the diff sees it: its names and its parameter layout. One per
- * CUfunction/CUkernel live (never freed), one per name+layout offline. */
+/* A kernel as the diff sees it: its names and its parameter layout. Live,
+ * one per kernel record (src/kernels.h: the record's view, made and freed
+ * there); offline, one per name+layout (atl_kfn_intern). */
 struct atl_kfn {
-    void *handle;
     const char *mangled; /* owned; never NULL ("kernel@0x..." when unknown) */
-    const char *pretty;  /* demangled, owned */
+    const char *pretty;  /* demangled, owned; live, filled when first asked (atl_kfn_pretty) */
     unsigned nparams;
     unsigned total;       /* bytes of the parameter block */
     int exact;            /* layout came from the driver (or the trace file) */
     const uint32_t *off;  /* nparams offsets */
     const uint32_t *size; /* nparams sizes */
     int gapless;          /* the parameters cover [0, total) without padding */
-    const void *plan;     /* the live recorder's copy plan (trace.c), or NULL */
+    const void *plan;     /* the live recorder's copy plan (struct atl_kslot[nparams],
+                           * src/kernels.h), or NULL */
     /* The offsets of the pointer-sized words that may hold a pointer (see
      * atl_op_word_next), in parameter order: nwords of them, from
      * atl_kfn_words; NULL (out of memory, or a record made by hand): found
      * from off and size each time. */
     const uint32_t *words;
     unsigned nwords;
-    unsigned long gen; /* the live recorder: atl_unload_gen when last checked */
     /* bit i: by-value parameter i (i < 64) was seen holding host addresses
      * among its changing words: uninitialised bytes (learned by the diff,
      * never forgotten; written to the JSON lines as "residue") */
     uint64_t residue;
+    /* the kernel's part of an op's shape (its mangled name and parameter
+     * count, hashed): 0 until first asked (src/tracediff.c) */
+    uint64_t shapeh;
 };
 
 /* One op: 64 bytes, plus the kernel's parameter bytes kept elsewhere. The
@@ -130,6 +133,13 @@ struct atl_step {
     /* per-op hashes, computed once on the first diff that needs them (a
      * cache: the step is compared against its predecessor and successor) */
     uint64_t *shape, *full;
+    /* The step's shape (atl_step_shape: its ops' kinds and kernels, not
+     * their values), 0 until first asked. */
+    uint64_t shapesum;
+    /* The live tracer: the allocation ledger's next number when the step
+     * ended (alloc#N with N >= seqmark were made after it), and its
+     * generation when the step's pointers were resolved; 0 offline. */
+    uint64_t seqmark, ledger_gen;
 };
 
 enum { ATL_ANN_DST = 0, ATL_ANN_SRC = 8 };
@@ -210,6 +220,11 @@ int atl_op_word_next(const struct atl_step *s, const struct atl_op *o, unsigned 
 /* k's words (above), malloc'd, into k->words and k->nwords; left NULL when
  * out of memory. */
 void atl_kfn_words(struct atl_kfn *k);
+
+/* k's name for people: k->pretty, demangled from k->mangled the first time
+ * it is asked (on the asking thread; two threads that race keep one) and
+ * kept with k. */
+const char *atl_kfn_pretty(const struct atl_kfn *k);
 
 /* A kernel record for offline use: interned by name and layout. */
 const struct atl_kfn *atl_kfn_intern(const char *mangled, const char *pretty, unsigned n,

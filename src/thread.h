@@ -22,7 +22,6 @@
 
 #include <stdint.h>
 
-struct atl_kfn;
 struct tbuf;
 
 struct atl_thread {
@@ -37,13 +36,8 @@ struct atl_thread {
     int slot;
     /* src/stack.c: this thread's number in the unwind cache (0: not yet given) */
     uint64_t stack_id;
-    /* src/trace.c: the thread's recording buffer, and the kernel-layout
-     * cache's last answer with the unload count it was checked at (a loop
-     * launching one kernel looks nothing up); read on every traced launch */
+    /* src/tracebuf.c: the thread's recording buffer, read on every traced launch */
     struct tbuf *trace_buf;
-    uintptr_t trace_last_key;
-    struct atl_kfn *trace_last_kfn;
-    unsigned long trace_last_gen;
 };
 
 /* Zero for every new thread. */

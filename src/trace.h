@@ -1,7 +1,10 @@
 /*
  * Step traces: records every op a step enqueues and diffs each step with
  * the previous step of the same name (see docs/trace.md). The engine calls
- * these from its event entry points when ATLAS_TRACE=1.
+ * these from its event entry points when ATLAS_TRACE=1. The feature's
+ * files: src/trace.c (events and lifecycle), src/tracebuf.c (per-thread
+ * buffers), src/tracestep.c (steps and step ends), src/nvtx.c (NVTX
+ * ranges); what they share is src/trace_internal.h.
  */
 #ifndef ATL_TRACE_H
 #define ATL_TRACE_H
@@ -23,30 +26,25 @@ void atl_trace_sync(const struct atl_sync *s, CUresult r);
 void atl_trace_capture_pre(const struct atl_capture *c);
 void atl_trace_capture_post(const struct atl_capture *c, CUresult r);
 
-/* Step markers (api mode; NVTX ranges come through the same two). */
-void atl_trace_step_begin(const char *name);
-void atl_trace_step_end(void);
 /* The program's markers (atlas_step_begin/end, src/api.c, which initialises
  * the library first): steps in api mode. */
 void atl_trace_api_step_begin(const char *name);
 void atl_trace_api_step_end(void);
 
-/* NVTX_INJECTION64_PATH names us: the program's NVTX library calls
- * InitializeInjectionNvtx2 (src/api.c) at its first use, which initialises
- * the library and hands `get` (an NvtxGetExportTableFunc_t) here. Returns 1
- * when the ranges now come to the tracer. */
-int atl_trace_nvtx_inject(const void *(*get)(uint32_t id));
-
 /* The exit summary. */
 void atl_trace_exit(void);
+/* After it, for the summary line: the steps recorded, and those that differed from the
+ * previous step of their kind. */
+void atl_tstep_counts(uint64_t *steps, uint64_t *differ);
 
 /* For the hang report (src/hang.c), from any thread, taking no lock the
- * launch path waits on for long: the steps finished so far, the ops
- * recorded since the last one ended, and up to `max` of the last of them,
- * one line each through `line`. Returns 0 when the trace is off. */
-int atl_trace_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line)(const char *));
+ * launch path waits on for long (src/tracestep.c): the steps finished so
+ * far, the ops recorded since the last one ended, and up to `max` of the
+ * last of them, one line each through `line`. Returns 0 when the trace is
+ * off. */
+int atl_tstep_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line)(const char *));
 /* Pushes the JSON lines written so far to the file, unless a step end is
  * writing them right now (it then flushes them itself). */
-void atl_trace_flush(void);
+void atl_tstep_flush(void);
 
 #endif

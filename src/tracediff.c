@@ -15,20 +15,29 @@
 
 #include "config.h"
 
-#include "hostmap.h"
-#include "stack.h"
-
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define fmt atl_fmt
+
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     return atl_grow(p, cap, need, elem, 64);
+}
+
+size_t atl_fmt(char *buf, size_t len, const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    int n = vsnprintf(buf, len, f, ap);
+    va_end(ap);
+    return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
 /* ---- hashing ----------------------------------------------------------------- */
@@ -58,21 +67,60 @@ uint64_t atl_hash_bytes(uint64_t h, const void *bytes, size_t n)
     return mix(h, t ^ ((uint64_t)n << 56));
 }
 
-/* Shape: what makes two ops "the same op" for alignment. */
-static uint64_t shape_hash(const struct atl_op *o, const struct atl_kfn **last, uint64_t *lasth)
+/* A kernel's part of an op's shape: its mangled name and parameter count,
+ * hashed once per kernel record (the diff of a step with 55 kernels in
+ * turn hashed a name per op). */
+static uint64_t kfn_shape(const struct atl_kfn *k)
 {
-    uint64_t h = mix(0x1234, o->kind);
-    if (o->kind == ATL_OP_LAUNCH) {
-        const struct atl_kfn *k = o->u.k.kfn;
-        if (k != *last) {
-            *last = k;
-            *lasth = k ? mix(str_hash(k->mangled), k->nparams) : 0;
-        }
-        h = mix(h, *lasth);
-    } else if (o->kind != ATL_OP_GRAPH) {
-        h = mix(h, o->sub);
+    if (!k)
+        return 0;
+    uint64_t h = __atomic_load_n(&k->shapeh, __ATOMIC_RELAXED);
+    if (!h) {
+        h = mix(str_hash(k->mangled), k->nparams) | 1;
+        /* the record is shared and this is a cache: const only to the diff */
+        __atomic_store_n(&((struct atl_kfn *)k)->shapeh, h, __ATOMIC_RELAXED);
     }
     return h;
+}
+
+/* Shape: what makes two ops "the same op" for alignment. */
+static uint64_t shape_hash(const struct atl_op *o)
+{
+    uint64_t h = mix(0x1234, o->kind);
+    if (o->kind == ATL_OP_LAUNCH)
+        h = mix(h, kfn_shape(o->u.k.kfn));
+    else if (o->kind != ATL_OP_GRAPH)
+        h = mix(h, o->sub);
+    return h;
+}
+
+uint64_t atl_step_shape(const struct atl_step *cs)
+{
+    struct atl_step *s = (struct atl_step *)cs; /* a cache */
+    if (s->shapesum)
+        return s->shapesum;
+    uint64_t h = mix(0x5ba9e, s->nops);
+    if (s->shape) {
+        for (size_t i = 0; i < s->nops; i++)
+            h = mix(h, s->shape[i]);
+    } else {
+        /* a run of one kernel's launches hashes its kernel once */
+        const struct atl_kfn *last = NULL;
+        uint64_t lasth = 0;
+        for (size_t i = 0; i < s->nops; i++) {
+            const struct atl_op *o = &s->ops[i];
+            if (o->kind == ATL_OP_LAUNCH && o->u.k.kfn == last) {
+                h = mix(h, lasth);
+                continue;
+            }
+            uint64_t x = shape_hash(o);
+            if (o->kind == ATL_OP_LAUNCH)
+                last = o->u.k.kfn, lasth = x;
+            h = mix(h, x);
+        }
+    }
+    s->shapesum = h ? h : 1;
+    return s->shapesum;
 }
 
 /* Everything a graph would freeze (the stream is not: a graph replays on
@@ -273,7 +321,47 @@ struct report {
     size_t noted; /* lines about residue: printed, but no difference in a host value */
     char header[512];
     char header_noted[512]; /* when every line is about residue */
+    /* what changed, field by field: folding compares two reports by these */
+    struct atl_fold_chg chg[ATL_FOLD_MAX];
+    unsigned nchg;
+    int chg_over; /* more changes than fit: this report is not folded */
 };
+
+/* A change's class, for folding: a value (its delta counts), a pointer into
+ * another buffer (a fresh allocation each step: its delta says nothing), or a
+ * line without values (ops inserted, a collapsed line). */
+enum { CHG_VALUE, CHG_BUFFER, CHG_TEXT, CHG_OPAQUE /* values without a delta: dims */ };
+
+static void chg_add(struct report *r, size_t op, uint64_t key, int cls, const char *what,
+                    uint64_t va, uint64_t vb, int64_t delta)
+{
+    if (r->nchg == ATL_FOLD_MAX) {
+        r->chg_over = 1;
+        return;
+    }
+    struct atl_fold_chg *c = &r->chg[r->nchg++];
+    *c = (struct atl_fold_chg){.op = (uint32_t)op,
+                               .cls = (uint8_t)cls,
+                               .key = key,
+                               .v0 = va,
+                               .v1 = vb,
+                               .va = va,
+                               .vb = vb,
+                               .delta = delta};
+    fmt(c->what, sizeof c->what, "%s", what);
+}
+
+/* A change as a person reads it: "A -> B (delta +1)", or against a capture
+ * "A when captured, B now (delta +1); a replay uses A". */
+static void change_text(const struct report *r, char *buf, size_t len, const char *a, const char *b,
+                        const char *delta)
+{
+    if (r->o->captured)
+        fmt(buf, len, "%s when captured, %s %s%s; a replay uses %s", a, b, r->o->captured, delta,
+            a);
+    else
+        fmt(buf, len, "%s -> %s%s", a, b, delta);
+}
 
 static void emit(struct report *r, enum rank rank, const char *text)
 {
@@ -318,24 +406,39 @@ static int collapse(struct collapsed *c, int mode, const char *what)
 
 /* Prints the header and the kept lines, rank by rank, at most max_lines,
  * then a count of the rest. */
-static void report_print(struct report *r)
+static void report_close(struct report *r)
 {
+    char line[512], what[300];
     if (r->moved.n) {
-        char line[512];
         size_t n = r->moved.n;
         snprintf(line, sizeof line,
                  "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s", n,
                  n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "" : "s", r->moved.names);
         emit(r, RANK_PTR, line);
+        snprintf(what, sizeof what, "pointers moved within their allocations: %s", r->moved.names);
+        chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
     }
     if (r->resid.n) {
-        char line[512];
         snprintf(line, sizeof line,
                  "  %zu changed word%s of by-value parameters that hold host addresses "
                  "(uninitialised bytes, most likely): %s",
                  r->resid.n, r->resid.n == 1 ? "" : "s", r->resid.names);
         emit(r, RANK_RESIDUE, line);
+        snprintf(what, sizeof what, "uninitialised bytes: %s", r->resid.names);
+        chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
     }
+}
+
+static void report_discard(struct report *r)
+{
+    for (size_t i = 0; i < r->nkept; i++)
+        free(r->kept[i].text);
+    free(r->kept);
+    r->kept = NULL, r->nkept = 0;
+}
+
+static void report_print(struct report *r)
+{
     if (r->lines)
         r->o->line(r->o->ctx, r->lines == r->noted ? r->header_noted : r->header);
     size_t printed = 0;
@@ -345,17 +448,23 @@ static void report_print(struct report *r)
                 r->o->line(r->o->ctx, r->kept[i].text);
                 printed++;
             }
-    for (size_t i = 0; i < r->nkept; i++)
-        free(r->kept[i].text);
-    free(r->kept);
-    r->kept = NULL, r->nkept = 0;
+    report_discard(r);
     if (r->lines > printed) {
         char line[128];
-        snprintf(line, sizeof line, "  ... %zu more differences not shown (%s=%u)",
-                 r->lines - printed, r->o->max_name ? r->o->max_name : "ATLAS_DIFF_MAX",
-                 r->o->max_lines);
+        snprintf(line, sizeof line, "  ... %zu more difference%s not shown (%s=%u)",
+                 r->lines - printed, r->lines - printed == 1 ? "" : "s",
+                 r->o->max_name ? r->o->max_name : "ATLAS_DIFF_MAX", r->o->max_lines);
         r->o->line(r->o->ctx, line);
     }
+}
+
+/* "add_pos arg1", "memset ptr": a field of op o as the summaries name it */
+static void what_of(const struct atl_op *o, const char *field, char *what, size_t len)
+{
+    char base[120];
+    const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
+    base_name(k ? k->pretty : atl_op_kind_name(o->kind), base, sizeof base);
+    snprintf(what, len, "%s %s", base, field);
 }
 
 /* Counts a differing field of op o for the summary: "add_pos arg1",
@@ -364,10 +473,8 @@ static void count_top(struct report *r, const struct atl_op *o, const char *fiel
 {
     if (!r->st)
         return;
-    char what[160], base[120];
-    const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
-    base_name(k ? k->pretty : atl_op_kind_name(o->kind), base, sizeof base);
-    snprintf(what, sizeof what, "%s %s", base, field);
+    char what[160];
+    what_of(o, field, what, sizeof what);
     struct atl_diff_stats *st = r->st;
     for (int i = 0; i < st->ntop; i++)
         if (strcmp(st->top[i].what, what) == 0) {
@@ -442,17 +549,31 @@ static void op_summary(const struct atl_step *s, const struct atl_op *o, char *b
     (void)s;
 }
 
+/* A changed field of op idx: its line, its count for the summary and its
+ * change for folding. `a` and `b` are the values as printed. */
+static void field_line(struct report *r, size_t idx, const struct atl_op *o, const char *field,
+                       const char *a, const char *b, const char *delta, enum rank rank, int cls,
+                       uint64_t va, uint64_t vb)
+{
+    char lab[256], line[768], what[160], ch[320];
+    change_text(r, ch, sizeof ch, a, b, delta);
+    fmt(line, sizeof line, "  op %zu %s %s: %s", idx, op_label(o, lab, sizeof lab), field, ch);
+    emit(r, rank, line);
+    count_top(r, o, field);
+    what_of(o, field, what, sizeof what);
+    chg_add(r, idx, str_hash(field), cls, what, va, vb, (int64_t)(vb - va));
+}
+
 static void field_u64(struct report *r, size_t idx, const struct atl_op *o, const char *field,
                       uint64_t a, uint64_t b, enum rank rank)
 {
     if (a == b)
         return;
-    char lab[256], line[640];
-    snprintf(line, sizeof line,
-             "  op %zu %s %s: 0x%" PRIx64 " -> 0x%" PRIx64 " (delta %+" PRId64 ")", idx,
-             op_label(o, lab, sizeof lab), field, a, b, (int64_t)(b - a));
-    emit(r, rank, line);
-    count_top(r, o, field);
+    char ta[24], tb[24], d[40];
+    snprintf(ta, sizeof ta, "0x%" PRIx64, a);
+    snprintf(tb, sizeof tb, "0x%" PRIx64, b);
+    snprintf(d, sizeof d, " (delta %+" PRId64 ")", (int64_t)(b - a));
+    field_line(r, idx, o, field, ta, tb, d, rank, CHG_VALUE, a, b);
 }
 
 /* A size or a count, in decimal (`unit`: " bytes" or ""). */
@@ -461,11 +582,11 @@ static void field_num(struct report *r, size_t idx, const struct atl_op *o, cons
 {
     if (a == b)
         return;
-    char lab[256], line[640];
-    snprintf(line, sizeof line, "  op %zu %s %s: %" PRIu64 " -> %" PRIu64 "%s (delta %+" PRId64 ")",
-             idx, op_label(o, lab, sizeof lab), field, a, b, unit, (int64_t)(b - a));
-    emit(r, rank, line);
-    count_top(r, o, field);
+    char ta[40], tb[40], d[40];
+    snprintf(ta, sizeof ta, "%" PRIu64, a);
+    snprintf(tb, sizeof tb, "%" PRIu64 "%s", b, unit);
+    snprintf(d, sizeof d, " (delta %+" PRId64 ")", (int64_t)(b - a));
+    field_line(r, idx, o, field, ta, tb, d, rank, CHG_VALUE, a, b);
 }
 
 static void field_dim(struct report *r, size_t idx, const struct atl_op *o, const char *field,
@@ -473,11 +594,12 @@ static void field_dim(struct report *r, size_t idx, const struct atl_op *o, cons
 {
     if (a[0] == b[0] && a[1] == b[1] && a[2] == b[2])
         return;
-    char lab[256], line[640];
-    snprintf(line, sizeof line, "  op %zu %s %s: (%u,%u,%u) -> (%u,%u,%u)", idx,
-             op_label(o, lab, sizeof lab), field, a[0], a[1], a[2], b[0], b[1], b[2]);
-    emit(r, RANK_LAUNCH, line);
-    count_top(r, o, field);
+    char ta[48], tb[48];
+    snprintf(ta, sizeof ta, "(%u,%u,%u)", a[0], a[1], a[2]);
+    snprintf(tb, sizeof tb, "(%u,%u,%u)", b[0], b[1], b[2]);
+    /* one number for folding: the same dims are the same number */
+    uint64_t va = mix(mix(a[0], a[1]), a[2]), vb = mix(mix(b[0], b[1]), b[2]);
+    field_line(r, idx, o, field, ta, tb, "", RANK_LAUNCH, CHG_OPAQUE, va, vb);
 }
 
 /* The note at (op, at) of s, in *buf; NULL when there is none. */
@@ -566,6 +688,9 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
         snprintf(line, sizeof line, "  op %zu %s parameter layout: %u params/%u bytes -> %u/%u", ib,
                  lab, ka->nparams, ka->total, kb->nparams, kb->total);
         emit(r, RANK_LAUNCH, line);
+        char what[160];
+        what_of(ob, "parameter layout", what, sizeof what);
+        chg_add(r, ib, str_hash(line), CHG_TEXT, what, 0, 0, 0);
         return;
     }
     for (unsigned i = 0; i < kb->nparams; i++) {
@@ -602,6 +727,11 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
                     collapse(&r->moved, r->o->pointers, what))
                     continue;
             }
+            /* against a capture, pointers are not host values: a graph has
+             * buffers of its own (PyTorch's graph pool), eager steps others */
+            if (r->o->captured &&
+                ((xa && xa->seq != ATL_ANN_HOST) || (xb && xb->seq != ATL_ANN_HOST)))
+                continue;
             /* a word naming an allocation in both steps stays a pointer */
             int junk = resid && !(xa && xb);
             if (junk && collapse(&r->resid, r->o->residue, what))
@@ -629,21 +759,33 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             int sh = 64 - 8 * (int)n;
             int64_t delta = n == 8 ? (int64_t)(vb - va)
                                    : ((int64_t)(vb << sh) >> sh) - ((int64_t)(va << sh) >> sh);
-            if (!junk) {
-                char fz[160];
-                base_name(kb->pretty, fz, 120);
-                size_t l = strlen(fz);
-                if (sz > 8)
-                    snprintf(fz + l, sizeof fz - l, " %s+0x%x", field, w);
-                else
-                    snprintf(fz + l, sizeof fz - l, " %s", field);
+            char fz[160];
+            base_name(kb->pretty, fz, 120);
+            size_t l = strlen(fz);
+            if (sz > 8)
+                snprintf(fz + l, sizeof fz - l, " %s+0x%x", field, w);
+            else
+                snprintf(fz + l, sizeof fz - l, " %s", field);
+            if (!junk)
                 note_frozen(r, fz, va, vb, delta);
+            int another = xa && xb && xa->seq != xb->seq && xa->seq != ATL_ANN_HOST &&
+                          xb->seq != ATL_ANN_HOST && !junk;
+            char ta[96], tb[96], d[40], ch[320], why[512] = "";
+            snprintf(ta, sizeof ta, "0x%" PRIx64 "%s", va, aa);
+            snprintf(tb, sizeof tb, "0x%" PRIx64 "%s", vb, ab);
+            snprintf(d, sizeof d, " (delta %+" PRId64 ")", delta);
+            change_text(r, ch, sizeof ch, ta, tb, d);
+            if (another && r->o->explain && !r->o->cross) {
+                why[0] = ':', why[1] = ' ';
+                r->o->explain(xa, va, xb, vb, r->a, why + 2, sizeof why - 2);
+                if (!why[2])
+                    why[0] = '\0';
             }
-            snprintf(line, sizeof line,
-                     "  op %zu %s arg%u%s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s (delta %+" PRId64
-                     ")%s",
-                     ib, lab, i, where, va, aa, vb, ab, delta, verdict);
+            fmt(line, sizeof line, "  op %zu %s arg%u%s: %s%s%s", ib, lab, i, where, ch, verdict,
+                why);
             emit(r, junk ? RANK_RESIDUE : xa || xb ? RANK_PTR : RANK_VALUE, line);
+            chg_add(r, ib, mix(mix(0xa79, i), w), another ? CHG_BUFFER : CHG_VALUE, fz, va, vb,
+                    delta);
         }
     }
 }
@@ -657,21 +799,38 @@ static void field_addr(struct report *r, size_t ia, size_t ib, const char *field
 {
     struct atl_ann na, nb;
     const struct atl_ann *xa = note_at(r->a, ia, at, &na), *xb = note_at(r->b, ib, at, &nb);
-    if (xa && xb ? xa->seq == xb->seq && xa->off == xb->off : a == b || (host && r->o->cross))
+    /* Within one process an address is compared as it is: a buffer freed
+     * and made again at the same address (allocator churn: NCCL's set-up
+     * memsets) is another alloc#N but the same pointer to a graph. Across
+     * two processes, by allocation where both name one. */
+    if (!r->o->cross ? a == b
+        : xa && xb   ? xa->seq == xb->seq && xa->off == xb->off
+                     : a == b || host)
+        return;
+    if (r->o->captured) /* a graph has buffers of its own */
         return;
     const struct atl_op *o = &r->b->ops[ib];
-    char lab[256], line[640], aa[64], ab[64];
-    snprintf(line, sizeof line, "%s %s", atl_op_kind_name(o->kind), field);
-    if (xa && xb && xa->seq == xb->seq && collapse(&r->moved, r->o->pointers, line))
+    char lab[256], line[1024], aa[64], ab[64], what[160];
+    snprintf(what, sizeof what, "%s %s", atl_op_kind_name(o->kind), field);
+    if (xa && xb && xa->seq == xb->seq && collapse(&r->moved, r->o->pointers, what))
         return;
     fmt_alloc(xa, aa, sizeof aa);
     fmt_alloc(xb, ab, sizeof ab);
-    snprintf(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s", ib,
-             op_label(o, lab, sizeof lab), field, a, aa, b, ab,
-             xa && xb ? (xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer")
-                      : "");
+    int another = xa && xb && xa->seq != xb->seq;
+    char why[512] = "";
+    if (another && r->o->explain && !r->o->cross) {
+        why[0] = ':', why[1] = ' ';
+        r->o->explain(xa, a, xb, b, r->a, why + 2, sizeof why - 2);
+        if (!why[2])
+            why[0] = '\0';
+    }
+    fmt(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s%s", ib,
+        op_label(o, lab, sizeof lab), field, a, aa, b, ab,
+        xa && xb ? (xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer") : "",
+        why);
     emit(r, RANK_PTR, line);
     count_top(r, o, field);
+    chg_add(r, ib, str_hash(field), another ? CHG_BUFFER : CHG_VALUE, what, a, b, (int64_t)(b - a));
 }
 
 static void diff_pair(struct report *r, size_t ia, size_t ib)
@@ -730,6 +889,7 @@ static void insdel(struct report *r, const struct atl_step *s, size_t idx, size_
     else
         snprintf(line, sizeof line, "  %s of the previous step removed: %s", at, sum);
     emit(r, RANK_OPS, line);
+    chg_add(r, idx, str_hash(line), CHG_TEXT, line + 2, 0, 0, 0);
 }
 
 /* ---- alignment ----------------------------------------------------------------- */
@@ -840,11 +1000,9 @@ static int step_hashes(const struct atl_step *cs, int full)
         return 0;
     if (!s->shape && !(s->shape = malloc(sizeof(uint64_t) * (s->nops + 1))))
         return -1;
-    const struct atl_kfn *last = NULL;
-    uint64_t lasth = 0;
     if (!full) {
         for (size_t i = 0; i < s->nops; i++)
-            s->shape[i] = shape_hash(&s->ops[i], &last, &lasth);
+            s->shape[i] = shape_hash(&s->ops[i]);
         return 0;
     }
     if (!(s->full = malloc(sizeof(uint64_t) * (s->nops + 1))))
@@ -853,7 +1011,7 @@ static int step_hashes(const struct atl_step *cs, int full)
     atl_notes_init(&it, s);
     for (size_t i = 0; i < s->nops; i++) {
         atl_notes_op(&it, (uint32_t)i);
-        s->shape[i] = shape_hash(&s->ops[i], &last, &lasth);
+        s->shape[i] = shape_hash(&s->ops[i]);
         s->full[i] = full_hash(s, &s->ops[i], s->shape[i], &it);
     }
     return 0;
@@ -900,8 +1058,8 @@ static int same_shape(const struct atl_op *x, const struct atl_op *y)
         return 0;
     if (x->kind == ATL_OP_LAUNCH) {
         const struct atl_kfn *ka = x->u.k.kfn, *kb = y->u.k.kfn;
-        return ka == kb || (ka && kb && ka->nparams == kb->nparams &&
-                            strcmp(ka->mangled, kb->mangled) == 0);
+        return ka == kb ||
+               (ka && kb && ka->nparams == kb->nparams && strcmp(ka->mangled, kb->mangled) == 0);
     }
     return x->kind == ATL_OP_GRAPH || x->sub == y->sub;
 }
@@ -912,9 +1070,7 @@ static uint64_t op_full_hash(const struct atl_step *s, size_t i)
     struct atl_notes it;
     atl_notes_init(&it, s);
     atl_notes_op(&it, (uint32_t)i);
-    const struct atl_kfn *last = NULL;
-    uint64_t lasth = 0;
-    return full_hash(s, &s->ops[i], shape_hash(&s->ops[i], &last, &lasth), &it);
+    return full_hash(s, &s->ops[i], shape_hash(&s->ops[i]), &it);
 }
 
 /* Raw: ops [i, i + n) of a and of b are the same records (their streams and
@@ -950,8 +1106,188 @@ static int pair_differs(const struct atl_step *a, size_t i, const struct atl_ste
     return !raw_equal(a, i, b, j) && op_full_hash(a, i) != op_full_hash(b, j);
 }
 
+/* ---- folding repeats -------------------------------------------------------------- */
+
+static uint64_t report_sig(const struct report *r)
+{
+    uint64_t h = mix(mix(0xf01d, r->a->nops), r->b->nops);
+    for (unsigned i = 0; i < r->nchg; i++)
+        h = mix(mix(mix(h, r->chg[i].op), r->chg[i].key), r->chg[i].cls);
+    return h ? h : 1;
+}
+
+/* r continues f's run: the same fields as the report before, each value
+ * changed by the same delta as there; or the same fields a third time in a
+ * row (a value that alternates, or changes every step: a value that changed
+ * once and back prints both reports). */
+static int fold_fits(const struct atl_fold *f, const struct report *r, uint64_t sig)
+{
+    if (!f->chg || f->sig != sig || f->nchg != r->nchg)
+        return 0;
+    /* against a capture: the same fields differ from it again */
+    if (f->streak >= 2 || r->o->captured)
+        return 1;
+    for (unsigned i = 0; i < r->nchg; i++)
+        if ((r->chg[i].cls == CHG_VALUE && r->chg[i].delta != f->chg[i].delta) ||
+            r->chg[i].cls == CHG_OPAQUE)
+            return 0;
+    return 1;
+}
+
+static void fold_extend(struct atl_fold *f, const struct report *r)
+{
+    if (!f->n++)
+        f->first = r->b->index;
+    f->last = r->b->index;
+    for (unsigned i = 0; i < r->nchg; i++) {
+        struct atl_fold_chg *c = &f->chg[i];
+        const struct atl_fold_chg *x = &r->chg[i];
+        if (f->n == 1)
+            c->va = x->va, c->steady = 1, c->alt = 1;
+        c->steady &= x->delta == c->delta;
+        c->alt &= (x->va == c->v0 || x->va == c->v1) && (x->vb == c->v0 || x->vb == c->v1);
+        c->vb = x->vb;
+    }
+}
+
+/* f takes r's changes: the report printed before a run it may begin. */
+static void fold_set(struct atl_fold *f, const struct report *r, uint64_t sig, unsigned streak,
+                     const char *where)
+{
+    if (!f->chg && !(f->chg = malloc(ATL_FOLD_MAX * sizeof *f->chg)))
+        return;
+    f->sig = sig, f->streak = streak, f->n = 0;
+    f->nchg = r->nchg;
+    memcpy(f->chg, r->chg, r->nchg * sizeof *r->chg);
+    f->replay = r->o->replay != NULL;
+    f->captured = r->o->captured != NULL;
+    /* where is " (thread T, stream S)": one pair of parentheses with the name */
+    size_t wl = strlen(where);
+    fmt(f->label, sizeof f->label, "\"%s\"%s%.*s%s", r->b->name, wl > 3 ? ", " : "",
+        wl > 3 ? (int)wl - 3 : 0, wl > 3 ? where + 2 : "",
+        r->o->captured ? ", against the capture" : "");
+}
+
+void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *o)
+{
+    if (f->n && f->chg) {
+        char line[1200], range[64];
+        size_t l;
+        if (f->n == 1)
+            snprintf(range, sizeof range, "step %" PRIu64, f->first);
+        else
+            snprintf(range, sizeof range, "steps %" PRIu64 "-%" PRIu64, f->first, f->last);
+        l = (size_t)snprintf(line, sizeof line, "%s (%s):", range, f->label);
+        for (unsigned i = 0; i < f->nchg && l < sizeof line; i++) {
+            const struct atl_fold_chg *c = &f->chg[i];
+            if (i == 4) {
+                l += (size_t)snprintf(line + l, sizeof line - l, " and %u more,", f->nchg - 4);
+                break;
+            }
+            const char *sep = i + 1 < f->nchg ? "," : "";
+            if (f->captured || c->cls == CHG_TEXT)
+                l += (size_t)snprintf(line + l, sizeof line - l, " %s%s", c->what, sep);
+            else if (c->cls == CHG_BUFFER)
+                l += (size_t)snprintf(line + l, sizeof line - l, " %s another buffer each step%s",
+                                      c->what, sep);
+            else if (c->cls == CHG_VALUE && c->steady)
+                l += (size_t)snprintf(line + l, sizeof line - l,
+                                      " %s %+" PRId64 " per step, 0x%" PRIx64 " -> 0x%" PRIx64 "%s",
+                                      c->what, c->delta, c->va, c->vb, sep);
+            else if (c->cls == CHG_VALUE && c->alt)
+                l += (size_t)snprintf(line + l, sizeof line - l,
+                                      " %s alternates between 0x%" PRIx64 " and 0x%" PRIx64 "%s",
+                                      c->what, c->v0, c->v1, sep);
+            else if (c->cls == CHG_VALUE)
+                l += (size_t)snprintf(line + l, sizeof line - l,
+                                      " %s changes every step, 0x%" PRIx64 " -> 0x%" PRIx64 "%s",
+                                      c->what, c->va, c->vb, sep);
+            else
+                l += (size_t)snprintf(line + l, sizeof line - l, " %s changes every step%s",
+                                      c->what, sep);
+        }
+        if (l < sizeof line && line[l - 1] == ',')
+            line[--l] = '\0';
+        if (l < sizeof line && f->captured)
+            l += fmt(line + l, sizeof line - l, " differ%s from the capture",
+                     f->nchg == 1 ? "s" : "");
+        if (l < sizeof line)
+            snprintf(line + l, sizeof line - l, " (%" PRIu64 " %s%s)", f->n,
+                     f->replay   ? (f->n == 1 ? "capture" : "captures")
+                     : f->n == 1 ? "step"
+                                 : "steps",
+                     f->replay ? ", NOT replay-safe" : "");
+        o->line(o->ctx, line);
+    }
+    f->n = 0, f->sig = 0, f->streak = 0;
+}
+
+size_t atl_fold_again(struct atl_fold *f, uint64_t index)
+{
+    if (!f->sig || !f->chg)
+        return 0;
+    if (!f->n++)
+        f->first = index;
+    f->last = index;
+    for (unsigned i = 0; i < f->nchg; i++) {
+        struct atl_fold_chg *c = &f->chg[i];
+        if (f->n == 1)
+            c->va = c->v0, c->steady = 1, c->alt = 1;
+        c->vb = c->v1;
+    }
+    return f->nchg;
+}
+
+void atl_fold_free(struct atl_fold *f)
+{
+    free(f->chg);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- shapes ---------------------------------------------------------------------- */
+
+void atl_shape_delta(const struct atl_step *a, const struct atl_step *b, char *buf, size_t len)
+{
+    size_t n = a->nops, m = b->nops, p = 0, q = 0;
+    buf[0] = '\0';
+    if (step_hashes(a, 0) || step_hashes(b, 0)) {
+        snprintf(buf, len, "%zu ops against %zu", m, n);
+        return;
+    }
+    const uint64_t *sa = a->shape, *sb = b->shape;
+    while (p < n && p < m && sa[p] == sb[p])
+        p++;
+    while (q < n - p && q < m - p && sa[n - 1 - q] == sb[m - 1 - q])
+        q++;
+    size_t mn = n - p - q, mm = m - p - q;
+    char sum[384];
+    if (!mn != !mm) { /* one run inserted, or one removed */
+        const struct atl_step *s = mm ? b : a;
+        size_t run = mm ? mm : mn;
+        /* worded as the diff's own line for it (insdel) */
+        const char *what = mm ? "inserted" : "of the previous step removed";
+        op_summary(s, &s->ops[p], sum, sizeof sum);
+        if (run == 1)
+            fmt(buf, len, "op %zu %s: %s", p, what, sum);
+        else
+            fmt(buf, len, "ops %zu..%zu (%zu of them) %s: %s", p, p + run - 1, run, what, sum);
+    } else if (mn && mm) {
+        op_summary(b, &b->ops[p], sum, sizeof sum);
+        fmt(buf, len, "from op %zu on (%zu ops against %zu): %s", p, mm, mn, sum);
+    } else {
+        snprintf(buf, len, "the same ops");
+    }
+}
+
 size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
                      const struct atl_diff_opts *opts, struct atl_diff_stats *st)
+{
+    return atl_step_compare(a, b, opts, st, NULL);
+}
+
+size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
+                        const struct atl_diff_opts *opts, struct atl_diff_stats *st,
+                        struct atl_fold *fold)
 {
     struct report r = {.o = opts, .st = st, .a = a, .b = b};
     char where[96] = "";
@@ -959,15 +1295,35 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
         snprintf(where, sizeof where, " (thread %s, stream 0x%" PRIx64 ")", b->thread, b->stream);
     else if (opts->where)
         snprintf(where, sizeof where, " (thread %s)", b->thread);
-    snprintf(r.header, sizeof r.header,
-             "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
-             ": %zu op%s (was %zu, %+ld)",
-             b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s", a->nops,
-             (long)b->nops - (long)a->nops);
-    snprintf(r.header_noted, sizeof r.header_noted,
-             "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") has the host values of #%" PRIu64
-             "; only uninitialised bytes differ: %zu op%s",
-             b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s");
+    if (opts->run_a && opts->run_b) {
+        /* two runs: which file each step is from, and its place there */
+        snprintf(r.header, sizeof r.header,
+                 "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64 ") differs from #%" PRIu64
+                 " of %.120s (step %" PRIu64 "): %zu op%s (%zu in %.120s, %+ld)",
+                 b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index,
+                 b->nops, b->nops == 1 ? "" : "s", a->nops, opts->run_a,
+                 (long)b->nops - (long)a->nops);
+        snprintf(r.header_noted, sizeof r.header_noted,
+                 "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64
+                 ") has the host values of #%" PRIu64 " of %.120s (step %" PRIu64
+                 "); only uninitialised bytes differ: %zu op%s",
+                 b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index,
+                 b->nops, b->nops == 1 ? "" : "s");
+    } else {
+        snprintf(r.header, sizeof r.header,
+                 "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
+                 ": %zu op%s (was %zu, %+ld)",
+                 b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s",
+                 a->nops, (long)b->nops - (long)a->nops);
+        snprintf(r.header_noted, sizeof r.header_noted,
+                 "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") has the host values of #%" PRIu64
+                 "; only uninitialised bytes differ: %zu op%s",
+                 b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s");
+    }
+    if (opts->header) {
+        snprintf(r.header, sizeof r.header, "%s", opts->header);
+        snprintf(r.header_noted, sizeof r.header_noted, "%s", opts->header);
+    }
     if (st)
         st->compared++;
 
@@ -976,6 +1332,18 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
     size_t ned = 0, cap = 0;
     const int raw = raw_comparable(a, b);
     size_t p = 0;
+    if (opts->shapes && atl_step_shape(a) != atl_step_shape(b)) {
+        /* steps that should run alike ran other ops: where, in one line */
+        char d[512], line[640];
+        atl_shape_delta(a, b, d, sizeof d);
+        snprintf(line, sizeof line, "  %s", d);
+        emit(&r, RANK_OPS, line);
+        /* folded as where the shapes part, without the op's values */
+        char what[96];
+        fmt(what, sizeof what, "another shape, %.*s", (int)strcspn(d, ":"), d);
+        chg_add(&r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
+        goto done;
+    }
     if (raw) {
         /* The common prefix, its pairs reported as it is found: runs of
          * identical records need neither a shape nor a hash, and when it
@@ -1057,6 +1425,26 @@ size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
             diff_pair(&r, n - q + t, m - q + t);
 
 done:
+    report_close(&r);
+    if (fold && r.lines && !r.chg_over) {
+        uint64_t sig = report_sig(&r);
+        if (fold_fits(fold, &r, sig)) {
+            /* as the step before: counted, printed with the run */
+            fold_extend(fold, &r);
+            report_discard(&r);
+            r.lines -= r.noted;
+            if (st && r.lines == 0)
+                st->identical++;
+            free(ed);
+            return r.lines;
+        }
+        uint64_t was = fold->sig;
+        unsigned streak = fold->streak;
+        atl_fold_flush(fold, opts);
+        fold_set(fold, &r, sig, was == sig ? streak + 1 : 1, where);
+    } else if (fold) {
+        atl_fold_flush(fold, opts); /* identical, or too much to fold: a run ends */
+    }
     report_print(&r);
     /* residue is printed, but the step holds no other host value */
     r.lines -= r.noted;
@@ -1106,7 +1494,24 @@ static void frozen_summary(const struct atl_diff_stats *st, void (*line)(void *,
     memcpy(f, st->frozen, (size_t)n * sizeof *f);
     qsort(f, (size_t)n, sizeof *f, frozen_cmp);
     for (int i = 0; i < n && i < 16; i++) {
-        char how[160], buf[400];
+        char how[400], buf[800];
+        if (st->run_a && st->run_b) {
+            /* two runs: each change is one run against the other, not a step against the last */
+            if (f[i].n == 1)
+                snprintf(how, sizeof how, "0x%" PRIx64 " in %.100s, 0x%" PRIx64 " in %.100s",
+                         f[i].v[0], st->run_a, f[i].v[1], st->run_b);
+            else
+                snprintf(how, sizeof how,
+                         "first 0x%" PRIx64 " in %.100s, 0x%" PRIx64 " in %.100s; last 0x%" PRIx64
+                         " in %.100s",
+                         f[i].v[0], st->run_a, f[i].v[1], st->run_b, f[i].last, st->run_b);
+            snprintf(buf, sizeof buf,
+                     "trace summary: run-to-run value: %.160s differs between the runs in %" PRIu64
+                     " step%s: %s",
+                     f[i].what, f[i].n, f[i].n == 1 ? "" : "s", how);
+            line(ctx, buf);
+            continue;
+        }
         if (f[i].n == 1)
             snprintf(how, sizeof how, "changed once, 0x%" PRIx64 " -> 0x%" PRIx64, f[i].v[0],
                      f[i].v[1]);
@@ -1126,8 +1531,8 @@ static void frozen_summary(const struct atl_diff_stats *st, void (*line)(void *,
     }
     if (n > 16) {
         char buf[96];
-        snprintf(buf, sizeof buf, "trace summary: frozen value: %d more parameters changed",
-                 n - 16);
+        snprintf(buf, sizeof buf, "trace summary: frozen value: %d more parameter%s changed",
+                 n - 16, n - 16 == 1 ? "" : "s");
         line(ctx, buf);
     }
 }
@@ -1136,20 +1541,46 @@ void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, cons
                       void *ctx)
 {
     char buf[1024];
-    snprintf(buf, sizeof buf,
-             "trace summary: steps=%" PRIu64 " compared=%" PRIu64 " identical=%" PRIu64
-             " differing=%" PRIu64,
-             st->steps, st->compared, st->identical, st->compared - st->identical);
+    size_t l;
+    if (st->run_a && st->run_b)
+        /* each run's steps on their own: a step of one is compared with its match in the other */
+        l = atl_fmt(buf, sizeof buf,
+                    "trace summary: steps=%" PRIu64 " in %.200s, %" PRIu64
+                    " in %.200s; compared=%" PRIu64 " identical=%" PRIu64 " differing=%" PRIu64,
+                    st->steps_a, st->run_a, st->steps_b, st->run_b, st->compared, st->identical,
+                    st->compared - st->identical);
+    else
+        l = atl_fmt(buf, sizeof buf,
+                    "trace summary: steps=%" PRIu64 " compared=%" PRIu64 " identical=%" PRIu64
+                    " differing=%" PRIu64,
+                    st->steps, st->compared, st->identical, st->compared - st->identical);
+    if (st->shapes)
+        atl_fmt(buf + l, sizeof buf - l, " shapes=%" PRIu64, st->shapes);
     line(ctx, buf);
+    if (st->per_shape[0]) {
+        fmt(buf, sizeof buf, "trace summary: steps per shape: %s", st->per_shape);
+        line(ctx, buf);
+    }
     frozen_summary(st, line, ctx);
     if (!st->ntop)
+        return;
+    /* said already when every field of it is a frozen value the lines above name */
+    int news = 0;
+    for (int i = 0; i < st->ntop && !news; i++) {
+        int named = 0;
+        for (int f = 0; f < st->nfrozen && f < 16 && !named; f++)
+            named =
+                st->frozen[f].n == st->top[i].n && strcmp(st->frozen[f].what, st->top[i].what) == 0;
+        news = !named;
+    }
+    if (!news && st->nfrozen <= 16)
         return;
     struct atl_diff_stats tmp = *st;
     _Static_assert(
         offsetof(struct atl_diff_stats, top[0].n) - offsetof(struct atl_diff_stats, top[0]) == 160,
         "top_cmp reads n at 160");
     qsort(tmp.top, (size_t)tmp.ntop, sizeof tmp.top[0], top_cmp);
-    size_t l = (size_t)snprintf(buf, sizeof buf, "trace summary: most often differing:");
+    l = (size_t)snprintf(buf, sizeof buf, "trace summary: most often differing:");
     for (int i = 0; i < tmp.ntop && i < 8 && l < sizeof buf; i++)
         l += (size_t)snprintf(buf + l, sizeof buf - l, "%s %s (%" PRIu64 "x)", i ? "," : "",
                               tmp.top[i].what, tmp.top[i].n);

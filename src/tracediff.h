@@ -2,7 +2,7 @@
  * Step diffs: the diff of two steps (src/step.h) and the run's summary.
  *
  * This module knows nothing of hooks or the driver: the live tracer
- * (src/trace.c) and the offline tool (tools/atlas-diff.c) both hand it
+ * (src/tracestep.c) and the offline tool (tools/atlas-diff.c) both hand it
  * steps, so both print the same report from the same code.
  */
 #ifndef ATL_TRACEDIFF_H
@@ -25,9 +25,17 @@ struct atl_ignore {
 void atl_ignore_parse(struct atl_ignore *ig, const char *spec);
 void atl_ignore_free(struct atl_ignore *ig);
 
+/* snprintf for report text that may be cut at the buffer's end (a long
+ * kernel name), on purpose: returns what was written, at most len - 1. */
+__attribute__((format(printf, 3, 4))) size_t atl_fmt(char *buf, size_t len, const char *f, ...);
+
 /* Counts kept across a run for the exit summary. */
 struct atl_diff_stats {
     uint64_t steps, compared, identical;
+    /* Two runs (atlas-diff A B): their files' names, said in the summary, and the steps read
+     * from each; NULL: the steps of one run against each other. */
+    const char *run_a, *run_b;
+    uint64_t steps_a, steps_b;
     struct {
         char what[160]; /* "kernel arg1" */
         uint64_t n;
@@ -47,6 +55,11 @@ struct atl_diff_stats {
         uint8_t many;         /* it took more than two values */
     } frozen[64];
     int nfrozen;
+    /* Steps are compared with the last step of their kind and shape (src/stepseries.h):
+     * the distinct shapes seen, and a line of steps per shape, both filled by the series
+     * before the summary (0 and empty: not said) */
+    uint64_t shapes;
+    char per_shape[480];
 };
 
 /* ATLAS_DIFF_POINTERS and ATLAS_DIFF_RESIDUE, in their table order (src/config.def) */
@@ -56,18 +69,34 @@ struct atl_diff_opts {
     unsigned max_lines;   /* lines per step, then a count of the rest */
     const char *max_name; /* what sets max_lines, for the "not shown" hint (NULL: ATLAS_DIFF_MAX) */
     const struct atl_ignore *ignore;
-    const char *replay; /* capture mode: say replay-safe (non-NULL) */
-    int where;          /* name the step's thread and stream in its header (more than one
-                         * thread or stream has steps) */
-    int cross;          /* a and b come from two processes: host addresses of copies are
-                         * not compared (they never match) */
-    int pointers;       /* pointers that moved within their allocation: ATL_PTRS_* */
-    int residue;        /* words of by-value parameters holding host-memory residue
-                         * (uninitialised bytes): ATL_PTRS_* (collapse, all, none) */
+    const char *replay;        /* capture mode: say replay-safe (non-NULL) */
+    int where;                 /* name the step's thread and stream in its header (more than one
+                                * thread or stream has steps) */
+    int cross;                 /* a and b come from two processes: host addresses of copies are
+                                * not compared (they never match) */
+    const char *run_a, *run_b; /* with cross, the names of a's run and b's (atlas-diff's two
+                                * files), said in each step's header; or NULL */
+    int pointers;              /* pointers that moved within their allocation: ATL_PTRS_* */
+    int residue;               /* words of by-value parameters holding host-memory residue
+                                * (uninitialised bytes): ATL_PTRS_* (collapse, all, none) */
     /* 1 when a value is an address of the process's own host memory
      * (src/hostmap.h); NULL offline, where only the "residue" marks of the
      * JSON lines say it */
     int (*host_addr)(uint64_t v);
+    /* The live tracer: what it knows of the two allocations behind "another
+     * buffer" (`was` in step a, the reference, `now` in step b: their sites,
+     * whether `was` was freed), appended to the line; NULL offline. */
+    void (*explain)(const struct atl_ann *was, uint64_t va, const struct atl_ann *now, uint64_t vb,
+                    const struct atl_step *a, char *buf, size_t len);
+    /* a is a stream capture and b an eager step of its shape (eager against
+     * captured): values read "0x11 when captured, 0x12 <captured>; a replay
+     * uses 0x11" (captured: "now", "in step 8"), and pointers are left out (a
+     * graph has buffers of its own); `header` is the report's first line */
+    const char *captured;
+    const char *header;
+    /* a step of another shape is not aligned op by op: one line says where
+     * the shapes part (atlas-diff --ranks, whose ranks should run alike) */
+    int shapes;
     void (*line)(void *ctx, const char *text);
     void *ctx;
 };
@@ -77,6 +106,52 @@ struct atl_diff_opts {
  * found (0: identical, nothing printed unless opts->replay). */
 size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
                      const struct atl_diff_opts *opts, struct atl_diff_stats *st);
+
+/* Repeats folded across steps: when step N differs from its reference as
+ * step N-1 did from its own (the same fields, the same deltas; or the same
+ * fields a third time in a row), its report is not printed but counted, and
+ * the run is printed as one line when it ends ("steps 12-1000 ("loop"): scale
+ * arg2 +1 per step (989 steps)"). One per reference (a kind and shape). */
+#define ATL_FOLD_MAX 32 /* changes a step may have and still be folded */
+struct atl_fold_chg {
+    uint32_t op;
+    uint8_t cls;             /* a value, another buffer, or no value (ops inserted, ...) */
+    uint8_t steady, alt;     /* over the run: every delta the same; two values in turn */
+    uint64_t key;            /* which field of op `op` */
+    uint64_t v0, v1, va, vb; /* the run's first two values and the latest change */
+    int64_t delta;
+    char what[64]; /* "scale arg2", "memset ptr" */
+};
+struct atl_fold {
+    uint64_t sig;            /* the last report's fields (0: none since the last identical step) */
+    unsigned streak;         /* reports in a row with these fields */
+    uint64_t first, last, n; /* the folded steps (indices) and how many */
+    char label[128];         /* "\"loop\"", the kind as the report names it */
+    int replay;              /* capture mode: none of them is replay-safe */
+    int captured;            /* against a capture: the same fields differ from it */
+    unsigned nchg;
+    struct atl_fold_chg *chg; /* ATL_FOLD_MAX, malloc'd on first use */
+};
+/* atl_step_diff with folding (fold NULL: atl_step_diff). */
+size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
+                        const struct atl_diff_opts *opts, struct atl_diff_stats *st,
+                        struct atl_fold *fold);
+/* The run being folded, as its one line (nothing when none), and a new one
+ * begins (an identical step ends a run too). */
+void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *opts);
+/* Step `index` differs from its reference exactly as the last report said
+ * (the same step again, compared with a capture): folded. Returns the
+ * differences that report had (0: it had none). */
+size_t atl_fold_again(struct atl_fold *f, uint64_t index);
+void atl_fold_free(struct atl_fold *f);
+
+/* A step's shape: the sequence of its ops' kinds and kernels (names and
+ * parameter counts, not values), hashed once and kept in s->shapesum; never 0. */
+uint64_t atl_step_shape(const struct atl_step *s);
+/* Where the shapes of a and b part, for one line: "op 2 inserted: memset ...",
+ * "ops 3..5 (3 of them) of the previous step removed: scale ...", "from op 7
+ * on (12 ops against 9): ...". */
+void atl_shape_delta(const struct atl_step *a, const struct atl_step *b, char *buf, size_t len);
 
 /* The exit summary lines. */
 void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, const char *),

@@ -3,12 +3,11 @@
  * (ATLAS_TRACE_FILE) and the reader of atlas-diff. One op per line, a step's
  * end on its own line; docs/trace.md gives the fields. Version 2 is written
  * (a header, each kernel declared once per step, short keys); version 1,
- * every op line whole, is read too, and written for the tests.
+ * every op line whole, is read too (the tests write it, through jsonw.h).
  */
 #include "tracejson.h"
 
-#include "hostmap.h"
-#include "stack.h"
+#include "jsonw.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,362 +18,7 @@
 
 /* ---- JSON lines --------------------------------------------------------------- */
 
-/* The writer formats into a block and hands it to stdio whole: a million-op
- * step is 600 MB of text, and one fputc or fprintf per field made its step
- * end take seconds. Numbers and hex digits are formatted by hand. */
-struct jw {
-    FILE *f;
-    size_t n;
-    unsigned long flushes;
-    char b[1 << 16];
-};
-
-/* Room for `need` more bytes (need <= sizeof b). */
-static inline char *jw_room(struct jw *w, size_t need)
-{
-    if (w->n + need > sizeof w->b) {
-        fwrite(w->b, 1, w->n, w->f);
-        w->n = 0;
-        w->flushes++;
-    }
-    return w->b + w->n;
-}
-
-static inline void jw_put(struct jw *w, const char *s, size_t len)
-{
-    memcpy(jw_room(w, len), s, len);
-    w->n += len;
-}
-
-static void jw_cstr(struct jw *w, const char *s)
-{
-    jw_put(w, s, strlen(s));
-}
-
-/* a string literal: its length known at compile time */
-#define jw_lit(w, s) jw_put(w, "" s, sizeof(s) - 1)
-
-/* "00" to "99": numbers are written two digits a step (a launch line of
- * version 2 has about twenty numbers, most of them small) */
-static const char dig2[] = "00010203040506070809101112131415161718192021222324252627282930313233"
-                           "34353637383940414243444546474849505152535455565758596061626364656667"
-                           "6869707172737475767778798081828384858687888990919293949596979899";
-
-static inline void jw_u64(struct jw *w, uint64_t v)
-{
-    char *d = jw_room(w, 20);
-    if (v < 10) {
-        d[0] = (char)('0' + v);
-        w->n++;
-        return;
-    }
-    if (v < 100) {
-        memcpy(d, dig2 + 2 * v, 2);
-        w->n += 2;
-        return;
-    }
-    /* formatted backwards from tmp + 20, then 20 bytes copied (a fixed size: no call) */
-    char tmp[40], *e = tmp + 20, *p = e;
-    while (v >= 100) {
-        p -= 2;
-        memcpy(p, dig2 + 2 * (v % 100), 2);
-        v /= 100;
-    }
-    if (v >= 10) {
-        p -= 2;
-        memcpy(p, dig2 + 2 * v, 2);
-    } else {
-        *--p = (char)('0' + v);
-    }
-    memcpy(d, p, 20);
-    w->n += (size_t)(e - p);
-}
-
-static const char hexdig[] = "0123456789abcdef";
-
-/* "0x..." without the quotes, lowercase, no leading zeros (as %#x with 0 as 0x0) */
-static void jw_x64(struct jw *w, uint64_t v)
-{
-    char tmp[16];
-    size_t k = 0;
-    do
-        tmp[k++] = hexdig[v & 15];
-    while ((v >>= 4) != 0);
-    char *d = jw_room(w, k + 2);
-    d[0] = '0', d[1] = 'x';
-    for (size_t i = 0; i < k; i++)
-        d[2 + i] = tmp[k - 1 - i];
-    w->n += k + 2;
-}
-
-static void jw_str(struct jw *w, const char *s)
-{
-    *jw_room(w, 1) = '"';
-    w->n++;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        char *d = jw_room(w, 6);
-        if (c == '"' || c == '\\') {
-            d[0] = '\\', d[1] = (char)c;
-            w->n += 2;
-        } else if (c < 0x20) {
-            memcpy(d, "\\u00", 4);
-            d[4] = hexdig[c >> 4], d[5] = hexdig[c & 15];
-            w->n += 6;
-        } else {
-            d[0] = (char)c;
-            w->n++;
-        }
-    }
-    *jw_room(w, 1) = '"';
-    w->n++;
-}
-
-/* n bytes as hex digits, in chunks that fit the block */
-static void jw_hex(struct jw *w, const uint8_t *p, size_t n)
-{
-    while (n) {
-        size_t k = n < sizeof w->b / 4 ? n : sizeof w->b / 4;
-        char *d = jw_room(w, 2 * k);
-        for (size_t i = 0; i < k; i++) {
-            d[2 * i] = hexdig[p[i] >> 4];
-            d[2 * i + 1] = hexdig[p[i] & 15];
-        }
-        w->n += 2 * k, p += k, n -= k;
-    }
-}
-
-static void jw_dim(struct jw *w, const char *key, const uint32_t d[3])
-{
-    jw_cstr(w, key);
-    for (int i = 0; i < 3; i++) {
-        if (i)
-            jw_lit(w, ",");
-        else
-            jw_lit(w, "[");
-        jw_u64(w, d[i]);
-    }
-    jw_lit(w, "]");
-}
-
-/* ,"ptr":"0x..","value":v,"elem":e,"count":n,"pitch":p,"height":h (both versions) */
-static void jw_memset_fields(struct jw *w, const struct atl_op *o)
-{
-    jw_lit(w, ",\"ptr\":\"");
-    jw_x64(w, o->u.m.ptr);
-    jw_lit(w, "\",\"value\":");
-    jw_u64(w, o->shmem);
-    jw_lit(w, ",\"elem\":");
-    jw_u64(w, o->sub);
-    jw_lit(w, ",\"count\":");
-    jw_u64(w, o->u.m.count);
-    jw_lit(w, ",\"pitch\":");
-    jw_u64(w, o->u.m.pitch);
-    jw_lit(w, ",\"height\":");
-    jw_u64(w, o->u.m.height);
-}
-
-/* ,"dir":"..","dst":"0x..","src":"0x..","bytes":n,"width":w,"height":h,"depth":d */
-static void jw_copy_fields(struct jw *w, const struct atl_op *o)
-{
-    jw_lit(w, ",\"dir\":\"");
-    jw_cstr(w, atl_dir_name(o->sub));
-    jw_lit(w, "\",\"dst\":\"");
-    jw_x64(w, o->u.c.dst);
-    jw_lit(w, "\",\"src\":\"");
-    jw_x64(w, o->u.c.src);
-    jw_lit(w, "\",\"bytes\":");
-    jw_u64(w, o->u.c.w * o->u.c.h * o->u.c.d);
-    jw_lit(w, ",\"width\":");
-    jw_u64(w, o->u.c.w);
-    jw_lit(w, ",\"height\":");
-    jw_u64(w, o->u.c.h);
-    jw_lit(w, ",\"depth\":");
-    jw_u64(w, o->u.c.d);
-}
-
-/* ,"key":"alloc#N+0xOFF" */
-static void jw_ann(struct jw *w, const char *key, const struct atl_ann *an)
-{
-    jw_lit(w, ",\"");
-    jw_cstr(w, key);
-    jw_lit(w, "\":\"alloc#");
-    jw_u64(w, an->seq);
-    jw_lit(w, "+");
-    jw_x64(w, an->off);
-    jw_lit(w, "\"");
-}
-
-/* ,"key":"alloc#N+0xOFF" when the ledger named the address at (op, at). */
-static void json_alloc(struct jw *w, const struct atl_step *s, size_t op, uint32_t at,
-                       const char *key)
-{
-    const struct atl_ann *an = atl_step_ann(s, (uint32_t)op, at);
-    if (an)
-        jw_ann(w, key, an);
-}
-
-/* {"step":N,"name":"..." */
-static void json_head(struct jw *w, const struct atl_step *s)
-{
-    jw_lit(w, "{\"step\":");
-    jw_u64(w, s->index);
-    jw_lit(w, ",\"name\":");
-    jw_str(w, s->name);
-}
-
-/* The step's end record (the same in both versions), and what is left of
- * the block to the file. */
-static void jw_end(struct jw *w, const struct atl_step *s, size_t nops)
-{
-    json_head(w, s);
-    jw_lit(w, ",\"thread\":");
-    jw_str(w, s->thread);
-    jw_lit(w, ",\"stream\":\"");
-    jw_x64(w, s->stream);
-    jw_lit(w, "\",\"end\":true,\"ops\":");
-    jw_u64(w, nops);
-    jw_lit(w, "}\n");
-    fwrite(w->b, 1, w->n, w->f);
-}
-
-/* Text that every op of a step repeats (its head, its kernel's quoted name):
- * formatted by `put` the first time, as it is written, then copied. n is 0
- * when it did not fit (formatted every time then). */
-struct jw_cache {
-    size_t n;
-    char b[1024];
-};
-
-static void jw_cached(struct jw *w, struct jw_cache *c, int fresh,
-                      void (*put)(struct jw *, const void *), const void *arg)
-{
-    if (!fresh && c->n) {
-        jw_put(w, c->b, c->n);
-        return;
-    }
-    jw_room(w, sizeof c->b); /* what fits is then written without a flush between */
-    size_t start = w->n;
-    unsigned long flushes = w->flushes;
-    put(w, arg);
-    c->n = w->flushes == flushes && w->n - start <= sizeof c->b ? w->n - start : 0;
-    memcpy(c->b, w->b + start, c->n);
-}
-
-static void put_head(struct jw *w, const void *s)
-{
-    json_head(w, s);
-}
-
-static void put_kernel(struct jw *w, const void *k)
-{
-    jw_str(w, ((const struct atl_kfn *)k)->mangled);
-}
-
-void atl_step_write_json_v1(const struct atl_step *s, FILE *f)
-{
-    struct jw *w = malloc(sizeof *w);
-    if (!w)
-        return;
-    w->f = f, w->n = 0, w->flushes = 0;
-    /* the notes, walked alongside the ops */
-    struct atl_notes it;
-    atl_notes_init(&it, s);
-    struct jw_cache head, kname;
-    const struct atl_kfn *klast = NULL;
-    for (size_t i = 0; i < s->nops; i++) {
-        const struct atl_op *o = &s->ops[i];
-        jw_cached(w, &head, i == 0, put_head, s);
-        jw_lit(w, ",\"op\":");
-        jw_u64(w, i);
-        jw_lit(w, ",\"stream\":\"");
-        jw_x64(w, o->stream);
-        jw_lit(w, "\",\"kind\":\"");
-        jw_cstr(w, atl_op_kind_name(o->kind));
-        jw_lit(w, "\"");
-        atl_notes_op(&it, (uint32_t)i);
-        switch (o->kind) {
-        case ATL_OP_LAUNCH: {
-            const struct atl_kfn *k = o->u.k.kfn;
-            jw_lit(w, ",\"kernel\":");
-            jw_cached(w, &kname, k != klast, put_kernel, k);
-            klast = k;
-            jw_dim(w, ",\"grid\":", o->u.k.grid);
-            jw_dim(w, ",\"block\":", o->u.k.block);
-            jw_lit(w, ",\"shmem\":");
-            jw_u64(w, o->shmem);
-            uint32_t cl[3] = {o->cluster[0], o->cluster[1], o->cluster[2]};
-            jw_dim(w, ",\"cluster\":", cl);
-            if (k->exact)
-                jw_lit(w, ",\"exact\":1,\"params\":[");
-            else
-                jw_lit(w, ",\"exact\":0,\"params\":[");
-            const uint8_t *p = atl_op_bytes(s, o);
-            int ordered = 1;
-            for (unsigned j = 1; j < k->nparams; j++)
-                ordered &= k->off[j] > k->off[j - 1];
-            for (unsigned j = 0; j < k->nparams; j++) {
-                if (j)
-                    jw_lit(w, ",");
-                jw_lit(w, "{\"i\":");
-                jw_u64(w, j);
-                jw_lit(w, ",\"off\":");
-                jw_u64(w, k->off[j]);
-                jw_lit(w, ",\"size\":");
-                jw_u64(w, k->size[j]);
-                jw_lit(w, ",\"hex\":\"");
-                uint32_t len = k->off[j] >= k->total ? 0 : k->total - k->off[j];
-                jw_hex(w, p + k->off[j], k->size[j] < len ? k->size[j] : len);
-                jw_lit(w, "\"");
-                if (j < 64 && (__atomic_load_n(&k->residue, __ATOMIC_RELAXED) >> j & 1))
-                    jw_lit(w, ",\"residue\":1");
-                int named = 0; /* the first word names an allocation */
-                for (uint32_t wd = 0; wd + 8 <= k->size[j]; wd += 8) {
-                    uint32_t at = k->off[j] + wd;
-                    /* the notes come in `at` order (a layout out of
-                     * offset order asks for each word) */
-                    const struct atl_ann *a =
-                        ordered ? atl_notes_at(&it, at) : atl_step_ann(s, (uint32_t)i, at);
-                    if (!a)
-                        continue;
-                    named |= wd == 0;
-                    char key[24] = "alloc";
-                    if (wd)
-                        snprintf(key, sizeof key, "alloc%u", wd);
-                    jw_ann(w, key, a);
-                }
-                /* a pointer parameter holding host memory (ATL_ANN_HOST) */
-                if (k->size[j] == 8 && !named && k->off[j] + 8 <= k->total) {
-                    uint64_t v;
-                    memcpy(&v, p + k->off[j], 8);
-                    if (atl_host_addr(v))
-                        jw_lit(w, ",\"host\":1");
-                }
-                jw_lit(w, "}");
-            }
-            jw_lit(w, "]}\n");
-            break;
-        }
-        case ATL_OP_MEMSET:
-            jw_memset_fields(w, o);
-            json_alloc(w, s, i, ATL_ANN_DST, "alloc");
-            jw_lit(w, "}\n");
-            break;
-        case ATL_OP_COPY:
-            jw_copy_fields(w, o);
-            json_alloc(w, s, i, ATL_ANN_DST, "dstalloc");
-            json_alloc(w, s, i, ATL_ANN_SRC, "srcalloc");
-            jw_lit(w, "}\n");
-            break;
-        default:
-            jw_lit(w, ",\"exec\":\"");
-            jw_x64(w, o->u.g.exec);
-            jw_lit(w, "\"}\n");
-        }
-    }
-    jw_end(w, s, s->nops);
-    free(w);
-}
+/* (the writer's block and primitives: jsonw.h) */
 
 /* ---- version 2: the compact form ---------------------------------------------------- */
 
@@ -548,7 +192,7 @@ static void jw_notes(struct jw *w, struct atl_notes *it, size_t op, const struct
         jw_lit(w, "]");
 }
 
-void atl_step_write_json(const struct atl_step *s, FILE *f)
+void atl_step_write_json(const struct atl_step *s, FILE *f, int (*host_addr)(uint64_t v))
 {
     struct jw *w = malloc(sizeof *w);
     if (!w)
@@ -598,7 +242,7 @@ void atl_step_write_json(const struct atl_step *s, FILE *f)
             jw_lit(w, ",\"p\":\"");
             jw_hex2(w, p, k->total);
             jw_lit(w, "\"");
-            jw_notes(w, &it, i, k, p, atl_host_addr);
+            jw_notes(w, &it, i, k, p, host_addr);
             jw_lit(w, "}\n");
             break;
         }
@@ -1667,6 +1311,13 @@ static int fast_launch(const char *q, const char *e, struct jline *L)
 int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx, char *err,
                    size_t errlen)
 {
+    return atl_trace_read_reuse(f, fn, NULL, ctx, err, errlen);
+}
+
+int atl_trace_read_reuse(FILE *f, int (*fn)(void *ctx, struct atl_step *s),
+                         void (*fresh)(void *ctx, struct atl_step *s), void *ctx, char *err,
+                         size_t errlen)
+{
     struct lines rd = {.f = f};
     size_t lineno = 0;
     int complete, rc = -1, open = 0, steps = 0, oom = 0;
@@ -1686,6 +1337,8 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    if (fresh)
+        fresh(ctx, &cur);
     for (;;) {
         char *line = read_line(&rd, &complete, &oom);
         if (!line && oom) {
@@ -1793,6 +1446,8 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
                 snprintf(err, errlen, "line %zu: out of memory", lineno);
                 goto out;
             }
+            if (fresh) /* after fn: it may hand back a step done with */
+                fresh(ctx, &cur);
             continue;
         }
         if (L->v2 && !L->has_op) { /* a kernel's declaration */

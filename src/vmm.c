@@ -14,7 +14,6 @@
 #include "config.h"
 #include "ledger.h"
 #include "log.h"
-#include "redzone.h"
 #include "stack.h"
 
 void atl_vmm_ledger_pre(struct atl_vmm *v)
@@ -52,17 +51,9 @@ void atl_vmm_ledger_post(struct atl_vmm *v, CUresult r)
 {
     switch (v->op) {
     case ATL_VMM_CREATE:
-        if (r == CUDA_SUCCESS && v->handle_out) {
+        /* (a failure is the ledger's report's: src/leaks.c, from the engine) */
+        if (r == CUDA_SUCCESS && v->handle_out)
             created(v);
-        } else if (r != CUDA_SUCCESS) {
-            /* the failed-allocation report, VMM bytes among the live ones */
-            struct atl_alloc a = {.hook = v->hook,
-                                  .kind = ATL_ALLOC_VMM,
-                                  .bytes = v->bytes,
-                                  .padded = v->bytes,
-                                  .seq = v->seq};
-            atl_redzone_alloc_post(&a, r);
-        }
         break;
     case ATL_VMM_RELEASE:
         if (v->known && r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED)

@@ -9,8 +9,9 @@
  * a job scheduler or torchrun unchanged, and signals sent to "atlas-trace" reach the program.
  *
  * Everything is checked before anything is set: a bad option changes nothing and runs nothing.
- * Values are checked by the library's own parser against its one table of settings
- * (src/config.def), so a value the tool accepts is one the library will not ignore.
+ * The options, their values' rules and --help are the library's one table of settings
+ * (src/config.def, read through src/config.h): a value the tool accepts is one the library will
+ * not ignore, and a setting given an option there is an option here with nothing else to write.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,7 +24,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "dsk.h"
+#include "hint.h"
 
 #ifndef ATLAS_VERSION
 #define ATLAS_VERSION "unknown"
@@ -40,48 +41,195 @@ enum {
     EXIT_NOT_FOUND = 127,  /* no such program */
 };
 
-/* Without --d2h=N: the backtrace of the first blocking copy, which names the code that started
- * the stalls; the running count is reported whatever N is. */
-#define D2H_DEFAULT "1"
-
 static const char *prog = "atlas-trace";
+
+/* ---- the options, made from the settings table ------------------------------------------ */
+
+/* One option as getopt sees it: a long name and the letters that spell it too, and what it
+ * sets. Two rows may share a long name (--trace is ATLAS_TRACE bare, ATLAS_STEP with a value);
+ * an alias (config.def's ATL_CFG_ALIAS) spells a row's option another way (-o, --log-file) or,
+ * with a fixed value, is a flag of its own. */
+struct opt {
+    const char *name;  /* without "--"; NULL: a letter only */
+    char letters[4];   /* short spellings */
+    int flag_row;      /* the row set when no value is given (a FLAG's 1, a bare value), or -1 */
+    int value_row;     /* the row given the value, or -1 */
+    const char *fixed; /* an alias's value for flag_row */
+    const char *help;  /* an alias's own help, or NULL */
+};
+
+static struct opt *opts;
+static size_t nopts;
+
+static struct opt *opt_named(const char *name)
+{
+    for (size_t i = 0; i < nopts; i++)
+        if (opts[i].name && name && strcmp(opts[i].name, name) == 0 && !opts[i].fixed)
+            return &opts[i];
+    return NULL;
+}
+
+static struct opt *opt_add(const char *name)
+{
+    struct opt *o = &opts[nopts++];
+    memset(o, 0, sizeof *o);
+    o->name = name;
+    o->flag_row = o->value_row = -1;
+    return o;
+}
+
+static void make_options(void)
+{
+    opts = calloc(atl_cfg_nvars + atl_cfg_naliases, sizeof *opts);
+    if (!opts) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        exit(EXIT_NO_LIBRARY);
+    }
+    for (size_t i = 0; i < atl_cfg_nvars; i++) {
+        const struct atl_cfg_opt *co = &atl_cfg_vars[i].opt;
+        if (!co->name)
+            continue;
+        struct opt *o = opt_named(co->name);
+        if (!o)
+            o = opt_add(co->name);
+        if (co->kind == ATL_OPT_FLAG || co->bare)
+            o->flag_row = (int)i;
+        if (co->kind != ATL_OPT_FLAG)
+            o->value_row = (int)i;
+    }
+    for (size_t i = 0; i < atl_cfg_naliases; i++) {
+        const struct atl_cfg_alias *a = &atl_cfg_aliases[i];
+        int row = atl_config_find(a->var);
+        struct opt *o = row < 0 ? NULL : opt_named(atl_cfg_vars[row].opt.name);
+        if (a->fixed || !o) { /* a flag of its own */
+            o = opt_add(a->name);
+            o->flag_row = row;
+            o->fixed = a->fixed;
+            o->help = a->help;
+        } else if (a->name) { /* another long name of the row's option */
+            struct opt *same = opt_add(a->name);
+            same->flag_row = o->flag_row, same->value_row = o->value_row;
+        }
+        if (a->letter && strlen(o->letters) < sizeof o->letters - 1)
+            o->letters[strlen(o->letters)] = (char)a->letter;
+    }
+}
+
+/* The option's first long name: how messages name it ("--log", for -o as well). */
+static const char *row_option(int row)
+{
+    static char name[80];
+    snprintf(name, sizeof name, "--%s", atl_cfg_vars[row].opt.name);
+    return name;
+}
+
+/* Do a and b spell one option (--log and --log-file)? */
+static int same_option(const struct opt *a, const struct opt *b)
+{
+    return !a->fixed && !b->fixed && a->name && b->name && a->flag_row == b->flag_row &&
+           a->value_row == b->value_row;
+}
+
+/* Is o a second spelling of an option listed before it (--help prints it on that line)? */
+static int spells_another(const struct opt *o)
+{
+    for (const struct opt *p = opts; p < o; p++)
+        if (same_option(p, o))
+            return 1;
+    return 0;
+}
+
+/* "-o, --log=FILE, --log-file=FILE": the letters, then every long name of the option. */
+static void spelled(const struct opt *o, char *out, size_t len)
+{
+    const char *meta = o->value_row >= 0 ? atl_cfg_vars[o->value_row].opt.meta : NULL;
+    int optional = o->value_row >= 0 && o->flag_row >= 0;
+    size_t n = 0;
+    out[0] = '\0';
+    for (const char *l = o->letters; *l && n < len; l++)
+        n += (size_t)snprintf(out + n, len - n, "-%c, ", *l);
+    for (const struct opt *a = o; a < opts + nopts && n < len; a++)
+        if (a == o || same_option(a, o))
+            n += (size_t)snprintf(out + n, len - n, "%s--%s%s%s%s", a == o ? "" : ", ", a->name,
+                                  !meta      ? ""
+                                  : optional ? "[="
+                                             : "=",
+                                  meta ? meta : "", meta && optional ? "]" : "");
+}
+
+/* One option of --help: its spelling, then its help wrapped from column 24 to 79. */
+static void help_entry(FILE *f, const char *spelling, const char *help, const char *more)
+{
+    enum { COL = 24, WIDTH = 79 };
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s%s", help, more ? "; " : "", more ? more : "");
+    int col = fprintf(f, "  %s", spelling);
+    if (col > COL - 2) {
+        fputc('\n', f);
+        col = 0;
+    }
+    for (const char *p = text; *p;) {
+        size_t w = strcspn(p, " ");
+        if (col > COL && col + 1 + (int)w > WIDTH) {
+            fputc('\n', f);
+            col = 0;
+        }
+        if (col < COL)
+            col += fprintf(f, "%*s", COL - col, "");
+        else
+            col += fprintf(f, " ");
+        col += fprintf(f, "%.*s", (int)w, p);
+        p += w;
+        p += strspn(p, " ");
+    }
+    fputc('\n', f);
+}
+
+static const char *row_help(int row)
+{
+    const struct atl_cfg_var *v = &atl_cfg_vars[row];
+    return v->opt.help ? v->opt.help : v->help;
+}
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: %s [options] [--] program [args...]\n"
             "Run a CUDA program with the atlastrace interposer (libatlastrace.so) preloaded.\n"
-            "\n"
-            "  --trace[=MODE]        record each step's GPU work and diff consecutive steps;\n"
-            "                        MODE says where a step ends: sync, capture, api, nvtx:NAME\n"
-            "  --json=FILE           write the step trace as JSON lines to FILE (implies --trace)\n"
-            "  --chrome=FILE         write a Chrome/Perfetto trace to FILE (implies --trace)\n"
-            "  --redzone=BYTES       pad each allocation with a BYTES guard band, report overruns\n"
-            "  --redzone-check=WHEN  when guard bands are checked: free, sync or launch\n"
-            "  --d2h[=N]             count blocking device-to-host copies; backtrace of the Nth\n"
-            "                        (default %s)\n"
-            "  --debug-sync[=KERNELS] synchronize after every launch (or only after launches of\n"
-            "                        the comma-separated KERNELS), to name a faulting kernel\n"
-            "  --leaks               report device allocations still live at exit\n"
-            "  --audit               report every kernel looked up, found or missing\n"
-            "  --stats               print each intercepted function's call count at exit\n"
-            "  --error-exitcode=N    exit with status N (1-255) when anything was reported:\n"
-            "                        an overrun, a fault, leaks under --leaks (0: off)\n"
-            "  --error-on=WHAT       findings (the default) or diff: also a differing step\n"
-            "  -o, --log=FILE        write atlastrace's reports to FILE instead of stderr\n"
-            "  --no-children         leave child processes of the program untraced\n"
-            "  -h, --help            print this help and exit\n"
-            "  -V, --version         print the version and exit\n"
-            "\n"
-            "In FILE, %%p is the process ID and %%r the rank (RANK, LOCAL_RANK,\n"
-            "OMPI_COMM_WORLD_RANK or SLURM_PROCID): each process of a job writes its own file.\n"
-            "ATLAS_LIB=PATH names the library to preload instead of searching for it.\n"
-            "\n"
-            "Exit status: the program's (128+N when signal N ended it), or N of\n"
-            "--error-exitcode when something was reported; 2 for a bad option,\n"
-            "125 when libatlastrace.so is not found, 126 when the program cannot be run,\n"
-            "127 when it is not found.\n",
-            prog, D2H_DEFAULT);
+            "\n",
+            prog);
+    for (size_t i = 0; i < nopts; i++) {
+        const struct opt *o = &opts[i];
+        if (spells_another(o))
+            continue;
+        char sp[160];
+        if (o->fixed) {
+            snprintf(sp, sizeof sp, "%s%c%s%s%s", o->letters[0] ? "-" : "",
+                     o->letters[0] ? o->letters[0] : ' ', o->letters[0] && o->name ? ", " : "",
+                     o->name ? "--" : "", o->name ? o->name : "");
+            help_entry(f, sp + (o->letters[0] ? 0 : 1), o->help ? o->help : row_help(o->flag_row),
+                       NULL);
+            continue;
+        }
+        spelled(o, sp, sizeof sp);
+        int two = o->flag_row >= 0 && o->value_row >= 0 && o->flag_row != o->value_row;
+        help_entry(f, sp,
+                   row_help(two                 ? o->flag_row
+                            : o->value_row >= 0 ? o->value_row
+                                                : o->flag_row),
+                   two ? row_help(o->value_row) : NULL);
+    }
+    help_entry(f, "-h, --help", "print this help and exit", NULL);
+    help_entry(f, "-V, --version", "print the version and exit", NULL);
+    fprintf(f, "\n"
+               "In FILE, %%p is the process ID and %%r the rank (RANK, LOCAL_RANK,\n"
+               "OMPI_COMM_WORLD_RANK or SLURM_PROCID): each process of a job writes its own file.\n"
+               "ATLAS_LIB=PATH names the library to preload instead of searching for it.\n"
+               "\n"
+               "Exit status: the program's (128+N when signal N ended it), or N of\n"
+               "--error-exitcode when something was reported; 2 for a bad option,\n"
+               "125 when libatlastrace.so is not found, 126 when the program cannot be run,\n"
+               "127 when it is not found.\n");
 }
 
 static _Noreturn void bad_usage(const char *fmt, const char *arg)
@@ -105,37 +253,67 @@ static _Noreturn void refuse(const char *opt, const char *value, const char *rea
     bad_usage("%s", msg);
 }
 
-/* Refuses `value` for option `opt` when the library would ignore it as setting `var`: the
- * reason is the library's own ("out of range 0..1048576"), from the one table both read.
- * Returns the value as the library reads it (a number, an enum's index). */
-static unsigned long long check_setting(const char *opt, const char *var, const char *value,
-                                        const char *what)
+/* What a value of row `row` is, for a refusal: "WHEN is one of free, sync or launch". */
+static void value_is(int row, char *out, size_t len)
 {
-    int idx = atl_config_find(var);
-    unsigned long long num = 0;
-    const char *why = idx < 0 ? "unknown setting" : atl_config_value(idx, value, &num);
-    if (why) {
-        char reason[384];
-        snprintf(reason, sizeof reason, "%s for %s; %s", why, var, what);
-        refuse(opt, value, reason);
+    const struct atl_cfg_var *v = &atl_cfg_vars[row];
+    const char *meta = v->opt.meta;
+    size_t n = 0;
+    out[0] = '\0';
+    if (v->type == ATL_CFG_UINT) {
+        snprintf(out, len, "; %s is a number, decimal or 0x hex", meta);
+    } else if (v->type == ATL_CFG_ENUM) {
+        size_t k = 0;
+        while (v->choices[k])
+            k++;
+        n = (size_t)snprintf(out, len, "; %s is %s", meta, k > 2 ? "one of " : "");
+        for (size_t i = 0; i < k && n < len; i++)
+            n += (size_t)snprintf(out + n, len - n, "%s%s", v->choices[i],
+                                  i + 2 < k   ? ", "
+                                  : i + 1 < k ? " or "
+                                              : "");
     }
-    return num;
 }
 
-static int valid_step_mode(const char *m)
+/* Refuses `value` for the option of row `row` when the library would ignore it as that setting
+ * (the reason is the library's own: "out of range 0..1048576"), or when the option takes less
+ * than the setting (config.def's vcheck). */
+static void check_value(int row, const char *value)
 {
-    static const char *const modes[] = {"sync", "capture", "api"};
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (strcmp(m, modes[i]) == 0)
-            return 1;
-    return strncmp(m, "nvtx:", 5) == 0 && m[5] != '\0';
+    const struct atl_cfg_var *v = &atl_cfg_vars[row];
+    const char *why = v->opt.vcheck ? v->opt.vcheck(value) : NULL;
+    if (why)
+        refuse(row_option(row), value, why);
+    if ((why = atl_config_check(row, value))) {
+        char reason[384], is[200];
+        value_is(row, is, sizeof is);
+        snprintf(reason, sizeof reason, "%s for %s%s", why, v->name, is);
+        refuse(row_option(row), value, reason);
+    }
 }
 
-/* An output file, made absolute now: the program may change directory before it writes. */
+/* An output file, made absolute now: the program may change directory before it writes.
+ * Refused when it names a folder, or an executable file: `--json ./app lib.so` (the file
+ * forgotten) would run lib.so and let the library truncate ./app. */
 static char *output_path(const char *opt, const char *path)
 {
+    struct stat st;
     if (*path == '\0')
         bad_usage("%s needs a file name", opt);
+    if (!strchr(path, '%') && stat(path, &st) == 0) {
+        char msg[PATH_MAX + 256];
+        if (S_ISDIR(st.st_mode))
+            snprintf(msg, sizeof msg, "%s %s: a folder, not a file", opt, path);
+        else if (S_ISREG(st.st_mode) && (st.st_mode & 0111))
+            snprintf(msg, sizeof msg,
+                     "%s %s: an executable file, which the report would overwrite (the program "
+                     "comes after the file: %s=FILE program ...)",
+                     opt, path, opt);
+        else
+            msg[0] = '\0';
+        if (msg[0])
+            bad_usage("%s", msg);
+    }
     if (path[0] == '/')
         return strdup(path);
     char cwd[PATH_MAX];
@@ -145,6 +323,16 @@ static char *output_path(const char *opt, const char *path)
     if (asprintf(&abs, "%s/%s", cwd, path) < 0)
         return strdup(path);
     return abs;
+}
+
+/* Do two absolute output names name one file: the same name, or one file already there? */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0)
+        return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 static int is_file(const char *p)
@@ -219,134 +407,84 @@ static void set(const char *name, const char *value)
     }
 }
 
-enum {
-    OPT_TRACE = 256,
-    OPT_JSON,
-    OPT_CHROME,
-    OPT_REDZONE,
-    OPT_REDZONE_CHECK,
-    OPT_D2H,
-    OPT_DEBUG_SYNC,
-    OPT_LEAKS,
-    OPT_AUDIT,
-    OPT_STATS,
-    OPT_LOG,
-    OPT_NO_CHILDREN,
-    OPT_ERROR_EXITCODE,
-    OPT_ERROR_ON,
-};
-
-static const struct option long_opts[] = {
-    {"trace", optional_argument, NULL, OPT_TRACE},
-    {"json", required_argument, NULL, OPT_JSON},
-    {"chrome", required_argument, NULL, OPT_CHROME},
-    {"redzone", required_argument, NULL, OPT_REDZONE},
-    {"redzone-check", required_argument, NULL, OPT_REDZONE_CHECK},
-    {"d2h", optional_argument, NULL, OPT_D2H},
-    {"debug-sync", optional_argument, NULL, OPT_DEBUG_SYNC},
-    {"leaks", no_argument, NULL, OPT_LEAKS},
-    {"audit", no_argument, NULL, OPT_AUDIT},
-    {"stats", no_argument, NULL, OPT_STATS},
-    {"log", required_argument, NULL, OPT_LOG},
-    {"error-exitcode", required_argument, NULL, OPT_ERROR_EXITCODE},
-    {"error-on", required_argument, NULL, OPT_ERROR_ON},
-    {"no-children", no_argument, NULL, OPT_NO_CHILDREN},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
-};
-
-/* The settings the options ask for, applied only once every option has been checked. */
+/* The settings the options ask for (by row of the table), applied only once every option has
+ * been checked. */
 struct settings {
-    int trace, leaks, audit, stats, no_children;
-    const char *debug_sync; /* "1", or a list of kernel names */
-    const char *step, *redzone, *redzone_check, *d2h, *error_exitcode, *error_on;
-    char *json, *chrome, *log;
+    const char **value; /* per row: the value to set, or NULL */
+    int *given_at;      /* per row: the argv index of the option that gave it (0: none) */
 };
 
-static void parse_options(int argc, char **argv, struct settings *s)
+#define OPT_BASE 256 /* getopt's value of option i is OPT_BASE + i */
+
+/* The row option `o` sets, and the value: optarg, checked and (a file) made absolute, or the
+ * value the option gives without one. */
+static int option_value(const struct opt *o, const char *arg, const char **value)
 {
-    int c;
+    if (!arg || o->value_row < 0) {
+        const struct atl_cfg_opt *co = &atl_cfg_vars[o->flag_row].opt;
+        *value = o->fixed ? o->fixed : co->kind == ATL_OPT_FLAG ? "1" : co->bare;
+        return o->flag_row;
+    }
+    int row = o->value_row;
+    if (atl_cfg_vars[row].opt.kind == ATL_OPT_FILE) {
+        *value = output_path(row_option(row), arg);
+    } else {
+        check_value(row, arg);
+        *value = arg;
+    }
+    return row;
+}
+
+/* Parses the options into s; word_var[i] gets the ATLAS_* variable the option in argv[i] sets
+ * (for the hints' re-run commands, src/hint.h). */
+static void parse_options(int argc, char **argv, struct settings *s, const char **word_var)
+{
+    struct option *lo = calloc(nopts + 3, sizeof *lo);
+    char shorts[64] = "+:hV";
+    if (!lo) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        exit(EXIT_NO_LIBRARY);
+    }
+    size_t nlo = 0;
+    for (size_t i = 0; i < nopts; i++) {
+        const struct opt *o = &opts[i];
+        int has = o->value_row < 0   ? no_argument
+                  : o->flag_row >= 0 ? optional_argument
+                                     : required_argument;
+        if (o->name)
+            lo[nlo++] = (struct option){o->name, has, NULL, OPT_BASE + (int)i};
+        for (const char *l = o->letters; *l && strlen(shorts) + 3 < sizeof shorts; l++)
+            strcat(strncat(shorts, l, 1), has == required_argument   ? ":"
+                                          : has == optional_argument ? "::"
+                                                                     : "");
+    }
+    lo[nlo++] = (struct option){"help", no_argument, NULL, 'h'};
+    lo[nlo++] = (struct option){"version", no_argument, NULL, 'V'};
 
     opterr = 0; /* our own messages, each followed by the usage */
     /* "+": stop at the first argument that is not an option, which is the program; its own
      * options are left alone. */
-    while ((c = getopt_long(argc, argv, "+:hVo:", long_opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_TRACE:
-            s->trace = 1;
-            if (optarg) {
-                if (!valid_step_mode(optarg))
-                    bad_usage("--trace=%s: the step mode is one of sync, capture, api or nvtx:NAME",
-                              optarg);
-                s->step = optarg;
-            }
-            break;
-        case OPT_JSON:
-            s->trace = 1;
-            free(s->json);
-            s->json = output_path("--json", optarg);
-            break;
-        case OPT_CHROME:
-            s->trace = 1;
-            free(s->chrome);
-            s->chrome = output_path("--chrome", optarg);
-            break;
-        case 'o':
-        case OPT_LOG:
-            free(s->log);
-            s->log = output_path("--log", optarg);
-            break;
-        case OPT_REDZONE:
-            check_setting("--redzone", "ATLAS_REDZONE", optarg,
-                          "BYTES is a number of bytes, decimal or 0x hex");
-            s->redzone = optarg;
-            break;
-        case OPT_REDZONE_CHECK:
-            check_setting("--redzone-check", "ATLAS_REDZONE_CHECK", optarg,
-                          "WHEN is one of free, sync or launch");
-            s->redzone_check = optarg;
-            break;
-        case OPT_D2H:
-            /* by the library's reading of the number: 010 is ten, 08 is eight */
-            if (optarg && check_setting("--d2h", "ATLAS_D2H_TRACE", optarg,
-                                        "N is the number of the copy to backtrace") == 0)
-                refuse("--d2h", optarg, "N is the number (1 or more) of the copy to backtrace");
-            s->d2h = optarg ? optarg : D2H_DEFAULT;
-            break;
-        case OPT_ERROR_EXITCODE:
-            check_setting("--error-exitcode", "ATLAS_ERROR_EXITCODE", optarg,
-                          "N is an exit status");
-            s->error_exitcode = optarg;
-            break;
-        case OPT_ERROR_ON:
-            check_setting("--error-on", "ATLAS_ERROR_ON", optarg, "WHAT is findings or diff");
-            s->error_on = optarg;
-            break;
-        case OPT_DEBUG_SYNC: {
-            const char *why;
-            if (optarg && atl_dsk_parse(optarg, &why) != ATL_DSK_LIST) {
-                char reason[256];
-                snprintf(reason, sizeof reason,
-                         "KERNELS is a comma-separated list of kernel names%s%s", why ? ": " : "",
-                         why ? why : "");
-                refuse("--debug-sync", optarg, reason);
-            }
-            s->debug_sync = optarg ? optarg : "1";
-            break;
+    int c, first = optind;
+    for (; (c = getopt_long(argc, argv, shorts, lo, NULL)) != -1; first = optind) {
+        const struct opt *o = NULL;
+        if (c >= OPT_BASE && c < OPT_BASE + (int)nopts)
+            o = &opts[c - OPT_BASE];
+        for (size_t i = 0; !o && c > 0 && c < 128 && i < nopts; i++)
+            if (strchr(opts[i].letters, c))
+                o = &opts[i];
+        if (o) {
+            const char *value;
+            int row = option_value(o, optarg, &value);
+            s->value[row] = value;
+            s->given_at[row] = first;
+            const char *implies = atl_cfg_vars[row].opt.implies;
+            if (implies && atl_config_find(implies) >= 0)
+                s->value[atl_config_find(implies)] = "1";
+            for (int i = first; i < optind; i++)
+                word_var[i] = atl_cfg_vars[row].name;
+            continue;
         }
-        case OPT_LEAKS:
-            s->leaks = 1;
-            break;
-        case OPT_AUDIT:
-            s->audit = 1;
-            break;
-        case OPT_STATS:
-            s->stats = 1;
-            break;
-        case OPT_NO_CHILDREN:
-            s->no_children = 1;
-            break;
+        switch (c) {
         case 'h':
             usage(stdout);
             exit(0);
@@ -359,8 +497,8 @@ static void parse_options(int argc, char **argv, struct settings *s)
             /* getopt sets optopt to 0 for an unknown or ambiguous long option, to the option's
              * value for a long option given a value it does not take, to the letter for an
              * unknown short one */
-            if (optopt >= OPT_TRACE || (optopt && strncmp(argv[optind - 1], "--", 2) == 0 &&
-                                        strchr(argv[optind - 1], '=')))
+            if (optopt >= OPT_BASE || (optopt && strncmp(argv[optind - 1], "--", 2) == 0 &&
+                                       strchr(argv[optind - 1], '=')))
                 bad_usage("%s: this option takes no value", argv[optind - 1]);
             if (optopt) {
                 char letter[2] = {(char)optopt, '\0'};
@@ -369,42 +507,31 @@ static void parse_options(int argc, char **argv, struct settings *s)
             bad_usage("unknown or ambiguous option %s", argv[optind - 1]);
         }
     }
+    free(lo);
     if (optind >= argc)
         bad_usage("%s", "no program to run");
+    /* each report its own file: two in one would truncate each other, and the library could
+     * only say the file is taken; named in the order they were given */
+    for (size_t i = 0; i < atl_cfg_nvars; i++)
+        for (size_t j = 0; j < atl_cfg_nvars; j++) {
+            if (atl_cfg_vars[i].opt.kind != ATL_OPT_FILE ||
+                atl_cfg_vars[j].opt.kind != ATL_OPT_FILE || i == j || !s->given_at[i] ||
+                !s->given_at[j] || s->given_at[i] > s->given_at[j] ||
+                (s->given_at[i] == s->given_at[j] && i > j) || !same_file(s->value[i], s->value[j]))
+                continue;
+            char msg[PATH_MAX + 128], first_opt[80];
+            snprintf(first_opt, sizeof first_opt, "%s", row_option((int)i));
+            snprintf(msg, sizeof msg, "%s and %s name the same file, %s: each report needs its own",
+                     first_opt, row_option((int)j), s->value[i]);
+            bad_usage("%s", msg);
+        }
 }
 
 static void apply(const struct settings *s, const char *lib)
 {
-    if (s->trace)
-        set("ATLAS_TRACE", "1");
-    if (s->step)
-        set("ATLAS_STEP", s->step);
-    if (s->json)
-        set("ATLAS_TRACE_FILE", s->json);
-    if (s->chrome)
-        set("ATLAS_CHROME_TRACE", s->chrome);
-    if (s->redzone)
-        set("ATLAS_REDZONE", s->redzone);
-    if (s->redzone_check)
-        set("ATLAS_REDZONE_CHECK", s->redzone_check);
-    if (s->d2h)
-        set("ATLAS_D2H_TRACE", s->d2h);
-    if (s->debug_sync)
-        set("ATLAS_DEBUG_SYNC_KERNELS", s->debug_sync);
-    if (s->leaks)
-        set("ATLAS_LEAKS", "1");
-    if (s->audit)
-        set("ATLAS_KERNEL_AUDIT", "1");
-    if (s->stats)
-        set("ATLAS_STATS", "1");
-    if (s->log)
-        set("ATLAS_LOG", s->log);
-    if (s->error_exitcode)
-        set("ATLAS_ERROR_EXITCODE", s->error_exitcode);
-    if (s->error_on)
-        set("ATLAS_ERROR_ON", s->error_on);
-    if (s->no_children)
-        set("ATLAS_NO_CHILDREN", "1");
+    for (size_t i = 0; i < atl_cfg_nvars; i++)
+        if (s->value[i])
+            set(atl_cfg_vars[i].name, s->value[i]);
 
     /* Ours first, so our dlsym and driver symbols win; whatever the user preloaded stays. */
     const char *old = getenv("LD_PRELOAD");
@@ -423,22 +550,51 @@ static void apply(const struct settings *s, const char *lib)
     /* NVTX names one injection library; one the user chose is kept (then nvtx step marks cannot
      * reach us, which is worth a word when they were asked for). */
     const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+    const char *step = s->value[atl_config_find("ATLAS_STEP")], *range;
     if (!nvtx || !*nvtx)
         set("NVTX_INJECTION64_PATH", lib);
-    else if (strcmp(nvtx, lib) != 0 && s->step && strncmp(s->step, "nvtx:", 5) == 0)
+    else if (strcmp(nvtx, lib) != 0 && step && atl_step_mode(step, &range) == ATL_STEP_NVTX)
         fprintf(stderr,
                 "%s: NVTX_INJECTION64_PATH=%s is kept, so NVTX ranges go there, not to "
                 "atlastrace; --trace=%s will see no steps\n",
-                prog, nvtx, s->step);
+                prog, nvtx, step);
+}
+
+/* The ATLAS_* entries of the environment, copied (apply() may replace them). */
+static char **atlas_entries(void)
+{
+    size_t n = 0, k = 0;
+    for (char **e = environ; *e; e++)
+        n += strncmp(*e, "ATLAS_", 6) == 0;
+    char **out = calloc(n + 1, sizeof *out);
+    for (char **e = environ; out && *e; e++)
+        if (strncmp(*e, "ATLAS_", 6) == 0 && !(out[k++] = strdup(*e)))
+            return NULL;
+    return out;
 }
 
 int main(int argc, char **argv)
 {
-    struct settings s = {0};
+    make_options();
+    struct settings s = {calloc(atl_cfg_nvars, sizeof *s.value),
+                         calloc(atl_cfg_nvars, sizeof *s.given_at)};
+    const char **word_var = calloc((size_t)argc + 1, sizeof *word_var);
+    char **inherited = atlas_entries();
+    if (!word_var || !inherited || !s.value || !s.given_at) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return EXIT_NO_LIBRARY;
+    }
 
-    parse_options(argc, argv, &s);
+    parse_options(argc, argv, &s, word_var);
     char *lib = find_library();
     apply(&s, lib);
+    /* what the library needs to print a re-run command as atlas-trace's (src/hint.h); without
+     * it, hints take the bare-preload form, which also runs */
+    char *front = atl_front_encode(argc, argv, optind, word_var, inherited, environ);
+    if (front)
+        set(ATL_FRONT_VAR, front);
+    else
+        unsetenv(ATL_FRONT_VAR);
 
     char **cmd = argv + optind;
     execvp(cmd[0], cmd);

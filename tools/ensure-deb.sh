@@ -9,9 +9,10 @@
 # (a fresh machine often has none). Exit 0 when PROBE passes in the end,
 # else 1 with one line saying what to install by hand.
 #
-# The make fragments call this for every test tool they need (Check,
-# valgrind, clang, libFuzzer's runtime); tests/install/test_ensure_deb.sh
-# runs it against stand-in apt-get, sudo and id commands.
+# make check calls this, through tools/test-tools.sh, for every test tool
+# (Check, valgrind, clang, libFuzzer's runtime) before any suite runs;
+# tests/install/test_ensure_deb.sh runs it against stand-in apt-get, sudo
+# and id commands.
 set -u
 
 if [ $# -lt 3 ]; then
@@ -37,8 +38,13 @@ else
     exit 1
 fi
 
+# Lock::Timeout: another apt (a fresh machine's unattended upgrades) holding dpkg's lock is
+# waited for, not failed on.
+apt() {
+    $run env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 "$@"
+}
 apt_install() {
-    $run env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+    apt install -y -qq "$@" >/dev/null
 }
 
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -47,7 +53,7 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 
 if ! apt_install "$@" 2>/dev/null; then
-    $run env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null ||
+    apt update -qq >/dev/null ||
         echo "$who: apt-get update failed; trying the install anyway" >&2
     if ! apt_install "$@"; then
         echo "$who: apt-get install $* failed; install the package(s) by hand" >&2

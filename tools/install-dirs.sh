@@ -10,11 +10,14 @@ set -eu
 if [ "${1:-}" = --remove ]; then
     list=$2
     [ -f "$list" ] || exit 0
-    # deepest first: a parent is empty only once its children are gone
-    awk '{ print length($0) "\t" $0 }' "$list" | sort -rn | cut -f2- | uniq |
-        while IFS= read -r d; do rmdir "$d" 2>/dev/null || true; done
+    dirs=$(cat "$list")
+    # the list and its own folder first: that folder sits in share/, which is empty only
+    # once it is gone (it was left behind when removed last)
     rm -f "$list"
     rmdir "$(dirname "$list")" 2>/dev/null || true
+    # deepest first: a parent is empty only once its children are gone
+    printf '%s\n' "$dirs" | awk 'NF { print length($0) "\t" $0 }' | sort -rn | cut -f2- | uniq |
+        while IFS= read -r d; do rmdir "$d" 2>/dev/null || true; done
     exit 0
 fi
 list=$1

@@ -7,7 +7,9 @@
 # kernels in turn (cpu_bench.c), for each count K; the sixth, rows with a
 # cuCtxSynchronize every S launches (sS:kK:pP: each K, kernels of 0 and 8
 # parameters) and a row of syncs alone; the seventh, rows reload:R, launches
-# after R reloads of a 256-kernel module.
+# after R reloads of a 256-kernel module. CPU_BENCH_BIN and CPU_BENCH_LOOPS
+# run another program of the same interface (its loops by name; make
+# races-bench).
 # Configurations run interleaved (native, idle, stats, ... then again), REPS
 # times; the table shows the median, the spread (min..max) and the ratio of
 # medians against native. Instructions come from callgrind as
@@ -21,7 +23,7 @@ KERNELS=${5:-}
 SYNCS=${6:-}
 RELOADS=${7:-}
 export CPU_BENCH_KERNELS="$KERNELS"
-LOOPS="launch args8 dtoh"
+LOOPS=${CPU_BENCH_LOOPS:-launch args8 dtoh gpt2}
 for k in $KERNELS; do LOOPS="$LOOPS launch:$k"; done
 EXTRA_LOOPS=
 [ -n "$SYNCS" ] && EXTRA_LOOPS="sync"
@@ -31,9 +33,9 @@ for s in $SYNCS; do
     done
 done
 for r in $RELOADS; do EXTRA_LOOPS="$EXTRA_LOOPS reload:$r"; done
-export CPU_BENCH_LOOPS="$EXTRA_LOOPS"
+export CPU_BENCH_EXTRA_LOOPS="$EXTRA_LOOPS"
 LOOPS="$LOOPS $EXTRA_LOOPS"
-BIN=$BUILD/bench/cpu_bench
+BIN=${CPU_BENCH_BIN:-$BUILD/bench/cpu_bench}
 LIB=$(realpath "$BUILD/libatlastrace.so")
 FAKE=$(realpath "$BUILD/fake")
 TMP=$(mktemp -d /tmp/atlas-cpubench-XXXXXX)

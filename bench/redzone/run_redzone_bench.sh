@@ -10,19 +10,15 @@
 #   1b. The same loop in one process (the library dlopen'ed), alternating
 #      blocks with the driver's own entry point, and the same with 1, 2, 4 and
 #      8 launching threads (RZ_BENCH_THREADS), each on its own stream.
-#   2. PyTorch MLP training step (bench/core/torch_steps.py) with PyTorch's
-#      default allocator and no setting but ATLAS_REDZONE=64 (the library
-#      routes the pool itself), in default and in launch mode, against native
-#      with the default allocator. Bars: 1.35x and 2x. Skipped without torch
-#      and a GPU.
+#   (The PyTorch training steps are bench/redzone/run_torch_bench.sh's.)
 #
 #   run_redzone_bench.sh BUILD [REPS] [MODULE]
 # MODULE: the kernels' module, BUILD/bench/kern_bench.cubin by default (a
 # GPU); make redzone-bench-fake passes the fake driver's shared object.
-# RZ_BENCH_LIVE ("10 1000 10000"), RZ_BENCH_LAUNCHES (3000), RZ_BENCH_BLOCKS
+# RZ_BENCH_LIVE ("10 1000 10000"), RZ_BENCH_LAUNCHES (3000) and RZ_BENCH_BLOCKS
 # (7: each process times that many blocks of LAUNCHES and prints the median
-# block; memcheck, a thousand times slower at 10,000 live, times one) and
-# RZ_BENCH_STEPS (2000) change the sizes.
+# block; memcheck, a thousand times slower at 10,000 live, times one) change
+# the sizes.
 set -eu
 build=${1:-build}
 reps=${2:-5}
@@ -33,7 +29,6 @@ here=$(dirname "$0")
 live_sizes=${RZ_BENCH_LIVE:-10 1000 10000}
 launches=${RZ_BENCH_LAUNCHES:-3000}
 blocks=${RZ_BENCH_BLOCKS:-7}
-steps=${RZ_BENCH_STEPS:-2000}
 tmp=$(mktemp -d /tmp/atlas-rzbench-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -47,40 +42,8 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
 memcheck|-|compute-sanitizer --tool memcheck --print-limit 1"
 fi
 
-# envs prefix command... -> its stdout, preloaded; envs "-": nothing set and
-# no preload; envs "native:VAR=V ...": those set, no preload. The framework
-# pool settings the library would route are cleared first, so every row
-# starts from PyTorch's default.
-run() {
-    envs=$1 prefix=$2
-    shift 2
-    case $envs in
-    -)
-        # shellcheck disable=SC2086
-        env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF ATLAS_LOG=/dev/null $prefix "$@"
-        ;;
-    native:*)
-        # shellcheck disable=SC2086
-        env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF ATLAS_LOG=/dev/null ${envs#native:} \
-            $prefix "$@"
-        ;;
-    *)
-        # shellcheck disable=SC2086
-        env -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF ATLAS_LOG=/dev/null $envs \
-            LD_PRELOAD="$lib" $prefix "$@"
-        ;;
-    esac 2>/dev/null
-}
-
-median() { # file -> median, or "-" when the file is missing or empty
-    [ -s "$1" ] || { echo -; return; }
-    sort -n "$1" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
-}
-
-cell() { # value native -> "v (r.rrx)"
-    if [ "$1" = - ] || [ "$2" = - ]; then echo "$1"; return; fi
-    awk -v v="$1" -v b="$2" 'BEGIN { printf "%.2f (%.2fx)", v, v / b }'
-}
+# shellcheck source=bench/redzone/bench_common.sh
+. "$here/bench_common.sh"
 
 r=0
 while [ $r -lt "$reps" ]; do
@@ -190,40 +153,6 @@ for t in $threads; do
         printf "| %s | %.2f | %.2f | %.2fx (%.2f..%.2f) |\n", t, n[m], a[m], v[m], v[1], v[NR] }'
 done
 
-if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    echo
-    echo "(PyTorch with a GPU not found: the training-step rows are skipped)"
-    exit 0
-fi
-tconfigs="native|-|
-native-async|native:PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync|
-redzone|ATLAS_REDZONE=64|
-redzone-launch|ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch|"
-r=0
-while [ $r -lt "$reps" ]; do
-    echo "$tconfigs" | while IFS='|' read -r name envs prefix; do
-        v=$(run "$envs" "$prefix" python3 "$here/../core/torch_steps.py" "$steps" |
-            awk '/^ns_per_op/ { printf "%.1f\n", $2 / 1000 }')
-        [ -n "$v" ] && echo "$v" >>"$tmp/torch.$name"
-    done
-    r=$((r + 1))
-done
-nat=$(median "$tmp/torch.native")
 echo
-echo "### PyTorch MLP training step, default allocator, no setting but ATLAS_REDZONE"
-echo
-echo "us per step ($steps steps), median of $reps interleaved runs."
-echo
-echo "| configuration | us/step | ratio | bar |"
-echo "|---|---:|---:|---:|"
-echo "| native | $nat | 1.00x | |"
-for row in "native-async|native, \`PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync\` (the pool red zones route to)|" \
-    "redzone|\`ATLAS_REDZONE=64\`|1.35x" \
-    "redzone-launch|\`ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch\`|2x"; do
-    name=${row%%|*} rest=${row#*|}
-    label=${rest%%|*} bar=${rest#*|}
-    v=$(median "$tmp/torch.$name")
-    awk -v v="$v" -v b="$nat" -v l="$label" -v bar="$bar" 'BEGIN {
-        if (v == "-" || b == "-") printf "| %s | %s | - | %s |\n", l, v, bar;
-        else printf "| %s | %s | %.2fx | %s |\n", l, v, v / b, bar }'
-done
+echo "(PyTorch training steps, MLP and GPT-2, against the routed pool and native: make"
+echo "redzone-torch-bench, bench/redzone/run_torch_bench.sh)"

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/redzone_gpu.h"
 #include "bench_common.h"
 
 #define ZONE 64
@@ -53,35 +52,19 @@ static const char *const op_name[NOPS] = {
     [OP_WRITE_VALUE] = "write-value-32",
 };
 
-static CUfunction args8, check;
-static CUdeviceptr buf[3], dslots;
-static struct atl_rz_slot *slots;
+static CUfunction args8;
+static CUdeviceptr buf[3];
 static unsigned char *ring; /* page-locked */
 static int refused[NOPS];
 
+static struct rz_check chk;
+
 static CUresult queue_check(CUstream st, unsigned nz, unsigned long long ticket, int pdl)
 {
-    struct atl_rz_list list;
-    memset(&list, 0, sizeof list);
+    CUdeviceptr zone[ATL_RZ_SLOT_ZONES];
     for (unsigned i = 0; i < nz; i++)
-        list.z[i] = (struct atl_rz_zone){buf[i % 3] + 4096, ZONE, 0xa5, 0};
-    CUdeviceptr slot = dslots + (ticket % 64) * sizeof(struct atl_rz_slot);
-    void *args[] = {&list, &nz, &slot, &ticket};
-    if (!pdl)
-        return cuLaunchKernel(check, 1, 1, 1, 256, 1, 1, 0, st, args, NULL);
-    CUlaunchAttribute at;
-    memset(&at, 0, sizeof at);
-    at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    at.value.programmaticStreamSerializationAllowed = 1;
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
-    cfg.blockDimX = 256;
-    cfg.blockDimY = cfg.blockDimZ = 1;
-    cfg.hStream = st;
-    cfg.attrs = &at;
-    cfg.numAttrs = 1;
-    return cuLaunchKernelEx(&cfg, check, args, NULL);
+        zone[i] = buf[i % 3] + 4096;
+    return rz_check_queue(&chk, st, zone, nz, ZONE, ticket, pdl);
 }
 
 static CUresult after(enum op op, CUstream st, long i)
@@ -193,7 +176,7 @@ int main(int argc, char **argv)
         return 2;
     CUdevice dev;
     CUcontext ctx;
-    CUmodule kernels, checks;
+    CUmodule kernels;
     CUstream own;
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
@@ -201,22 +184,18 @@ int main(int argc, char **argv)
     CHECK(cuCtxSetCurrent(ctx));
     CHECK(cuModuleLoad(&kernels, argv[1]));
     CHECK(cuModuleGetFunction(&args8, kernels, "args8"));
-    CHECK(cuModuleLoad(&checks, argv[2]));
-    CHECK(cuModuleGetFunction(&check, checks, ATL_RZ_CHECK_ENTRY));
+    rz_check_load(&chk, argv[2]);
     for (int i = 0; i < 3; i++) {
         CHECK(cuMemAlloc(&buf[i], 4096 + ZONE));
         CHECK(cuMemsetD8(buf[i] + 4096, 0xa5, ZONE));
     }
-    CHECK(cuMemHostAlloc((void **)&slots, 64 * sizeof *slots, CU_MEMHOSTALLOC_DEVICEMAP));
-    CHECK(cuMemHostGetDevicePointer(&dslots, slots, 0));
     CHECK(cuMemHostAlloc((void **)&ring, RING * 3 * ZONE, 0));
     CHECK(cuStreamCreate(&own, CU_STREAM_DEFAULT));
     run("legacy", CU_STREAM_LEGACY, n, blocks);
     run("own", own, n, blocks);
-    for (int i = 0; i < 64; i++)
-        if (slots[i].nbad) {
-            fprintf(stderr, "rz_check_ops: a check found a zone changed\n");
-            return 1;
-        }
+    if (!rz_check_clean(&chk)) {
+        fprintf(stderr, "rz_check_ops: a check found a zone changed\n");
+        return 1;
+    }
     return 0;
 }

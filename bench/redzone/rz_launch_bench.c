@@ -29,7 +29,18 @@
  * library's launch path shows as a ratio that grows with T. Prints
  *   ab-threads T LIVE native US atlastrace US ratio R
  * (median block over every thread's blocks, microseconds per launch of one
- * thread). */
+ * thread).
+ *
+ *   rz_launch_bench MODULE LIVE LAUNCHES BLOCKS ab-floor LIB CHECK_PTX
+ * Launch mode's own cost above its floor (issue #29): blocks alternate
+ * between three sides, the driver's launches alone, the driver's launches
+ * each followed by the library's check kernel of the three zones the launch
+ * reaches, queued by hand as the library queues it (CHECK_PTX: the sm_90
+ * PTX of the kernels, a dependent launch; the floor), and the library's
+ * launch mode (LIB under ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch). Prints
+ *   floor LIVE native US floor US atlastrace US over-floor R
+ * R: the library's time over the floor's (the bar: at most 1.10x, flat
+ * from 10 to 10,000 live allocations). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -143,6 +154,53 @@ static int ab(CUfunction f, CUdeviceptr *live, long nlive, long n, int blocks, c
     return 0;
 }
 
+/* ab-floor: launch mode against what its one check per launch costs by
+ * itself. */
+static int ab_floor(CUfunction f, CUdeviceptr *live, long nlive, long n, int blocks,
+                    const char *libpath, const char *ptx)
+{
+    struct ab_side s = ab_open(libpath, live, nlive);
+    void *real_launch, *real_sync;
+    launch_fn wrap_launch = (launch_fn)wrapper(s.lib, s.cu, "cuLaunchKernel", &real_launch);
+    CUresult (*wrap_sync)(void) = wrapper(s.lib, s.cu, "cuCtxSynchronize", &real_sync);
+    CUresult (*native_sync)(void) = (CUresult(*)(void))real_sync;
+    struct rz_check chk;
+    rz_check_load(&chk, ptx);
+    int major = 0;
+    CUdevice dev;
+    CHECK(cuCtxGetDevice(&dev));
+    CHECK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    unsigned a = 1, b = 2;
+    float sc = 1.5f;
+    unsigned long long k = 3, ticket = 0;
+    int j = 4;
+    double all[3][99];
+    for (int b3 = -3; b3 < 3 * blocks; b3++) { /* the first three: a warm-up of each side */
+        int w = (b3 + 3) % 3;
+        double t0 = now_us();
+        for (long i = 0; i < n; i++) {
+            CUdeviceptr p[3] = {live[i % nlive], live[(i + 1) % nlive], live[(i + 2) % nlive]};
+            void *params[] = {&p[0], &p[1], &p[2], &a, &b, &sc, &k, &j};
+            CHECK((w == 2 ? wrap_launch : (launch_fn)real_launch)(f, 1, 1, 1, 32, 1, 1, 0, NULL,
+                                                                  params, NULL));
+            if (w == 1) {
+                CUdeviceptr z[3] = {p[0] + 4096, p[1] + 4096, p[2] + 4096};
+                CHECK(rz_check_queue(&chk, NULL, z, 3, 64, ++ticket, major >= 9));
+            }
+        }
+        CHECK(w == 2 ? wrap_sync() : native_sync());
+        if (b3 >= 0)
+            all[w][b3 / 3] = (now_us() - t0) / (double)n;
+    }
+    double an = median(all[0], blocks), af = median(all[1], blocks), aw = median(all[2], blocks);
+    printf("floor %ld native %.2f floor %.2f atlastrace %.2f over-floor %.3f\n", nlive, an, af, aw,
+           aw / af);
+    if (!rz_check_clean(&chk))
+        fprintf(stderr, "rz_launch_bench: a check found a zone changed\n");
+    ab_close(s, live, nlive);
+    return 0;
+}
+
 /* ab-threads: one thread's share. */
 struct tjob {
     CUcontext ctx;
@@ -244,6 +302,8 @@ int main(int argc, char **argv)
         return 1;
     if (argc > 6 && strcmp(argv[5], "ab") == 0)
         return ab(f, live, nlive, n, blocks, argv[6]);
+    if (argc > 7 && strcmp(argv[5], "ab-floor") == 0)
+        return ab_floor(f, live, nlive, n, blocks, argv[6], argv[7]);
     if (argc > 7 && strcmp(argv[5], "ab-threads") == 0)
         return ab_threads(ctx, f, live, nlive, n, blocks, argv[6], atoi(argv[7]));
     for (long i = 0; i < nlive; i++)

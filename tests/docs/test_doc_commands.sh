@@ -12,10 +12,12 @@
 #     compared: PIDs and addresses vary); "$ echo $?" followed by N says the command before
 #     exits N;
 #   - otherwise every line is a command (a trailing "\" continues it), each must exit 0.
-# Each block runs in a scratch folder whose build/ is the tree's build/ (so $PWD/build/... and
-# build/... mean what they mean at the repository root after make, and files the commands write
-# land in the scratch folder), with no ATLAS_* setting inherited. The fake driver
-# (build/fake/libcuda.so.1) answers; the commands say LD_LIBRARY_PATH=build/fake themselves.
+# Each block runs in a scratch folder whose build/ holds links to everything in the tree's
+# build/ (so $PWD/build/... and build/... mean what they mean at the repository root after
+# make), with no ATLAS_* setting inherited. The fake driver (build/fake/libcuda.so.1) answers;
+# the commands say LD_LIBRARY_PATH=build/fake themselves. A file a command writes must go
+# under build/ (a user pastes the commands at the repository root, where anything else would
+# be left among the sources): the scratch folder must hold nothing else afterwards.
 #
 # Every other block is checked for the mistakes that made pasted commands fail silently: a
 # bare LD_PRELOAD=libatlastrace.so (the loader looks for it in the system folders, finds
@@ -62,7 +64,7 @@ function finish(   i, t, c, f, k, want, q, cont, e) {
     for (i = 1; i <= n; i++) if (l[i] ~ /^\$ /) t = 1
     f = dir "/block-" nb ".sh"
     # the output shown is compared loosely: PIDs and long hex addresses vary from run to run
-    print "set +e\nnorm() { sed -E \047s/atlas\\[[0-9]+\\]/atlas[PID]/g; s/0x[0-9a-f]{6,}/0xADDR/g\047 \"$1\"; }" > f
+    print "set +e\nout=$1\nnorm() { sed -E \047s/atlas\\[[0-9]+\\]/atlas[PID]/g; s/0x[0-9a-f]{6,}/0xADDR/g\047 \"$1\"; }" > f
     k = 0
     cont = 0
     for (i = 1; i <= n; i++) {
@@ -89,12 +91,12 @@ function finish(   i, t, c, f, k, want, q, cont, e) {
         q = cmd[i]
         gsub(/\047/, "\047\\\047\047", q)
         print "printf \047$ %s\\n\047 \047" q "\047" >> f
-        print "{\n" cmd[i] "\n} </dev/null >out 2>&1" >> f
-        print "st=$?\ncat out" >> f
+        print "{\n" cmd[i] "\n} </dev/null >\"$out\" 2>&1" >> f
+        print "st=$?\ncat \"$out\"" >> f
         print "[ $st -eq " want " ] || { echo \"BLOCK-FAIL: exit $st where the docs say " want "\"; exit 1; }" >> f
         if (i in expect) {
-            print "norm out >out.n; norm " expect[i] " | while IFS= read -r want; do" >> f
-            print "    grep -qxF -- \"$want\" out.n || { echo \"BLOCK-FAIL: no line: $want\"; exit 1; }" >> f
+            print "norm \"$out\" >\"$out.n\"; norm " expect[i] " | while IFS= read -r want; do" >> f
+            print "    grep -qxF -- \"$want\" \"$out.n\" || { echo \"BLOCK-FAIL: no line: $want\"; exit 1; }" >> f
             print "done || exit 1" >> f
         }
     }
@@ -109,10 +111,15 @@ nblocks=0
 while read -r nb where ncmds; do
     nblocks=$((nblocks + 1))
     work="$tmp/run-$nb"
-    mkdir -p "$work"
-    ln -s "$root/build" "$work/build"
-    if (cd "$work" && sh "$tmp/block-$nb.sh") >"$tmp/out-$nb" 2>&1; then
-        ok "$where: $ncmds commands ran as written"
+    mkdir -p "$work/build"
+    for f in "$root"/build/*; do ln -s "$f" "$work/build/"; done
+    if (cd "$work" && sh "$tmp/block-$nb.sh" "$tmp/cmd-out-$nb") >"$tmp/out-$nb" 2>&1; then
+        left=$(cd "$work" && ls -A | grep -vx build | tr '\n' ' ')
+        if [ -z "$left" ]; then
+            ok "$where: $ncmds commands ran as written"
+        else
+            bad "$where: the commands left files outside build/: $left"
+        fi
     else
         bad "$where: a command did not run as written:"
         sed 's/^/    /' "$tmp/out-$nb" | tail -n 30

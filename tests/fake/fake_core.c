@@ -236,6 +236,11 @@ size_t g_nallocs, g_capallocs;
  * with a million allocations live (the allocation benchmark measures the
  * preload's cost, not ours). */
 struct atl_addrmap g_byb;
+/* Every allocation ever made lies in [g_lo, g_hi) (never shrunk): a host
+ * pointer a copy is given is answered "none" without a walk over all of
+ * them (a program under red zones keeps thousands of freed allocations in
+ * its quarantine). */
+static uintptr_t g_lo = UINTPTR_MAX, g_hi;
 
 static int holds(const struct alloc *a, uintptr_t p)
 {
@@ -248,6 +253,13 @@ static int holds(const struct alloc *a, uintptr_t p)
  * million others live); then every record, newest first. */
 struct alloc *alloc_find_locked(uintptr_t p)
 {
+    /* the allocation found last (the red-zone checks' verdict ring, deep in
+     * one page-locked allocation, is looked up at every check) */
+    static size_t last;
+    if (p < g_lo || p > g_hi)
+        return NULL;
+    if (last < g_nallocs && holds(&g_allocs[last], p))
+        return &g_allocs[last];
     uintptr_t b = p & ~(uintptr_t)(ALLOC_ALIGN - 1);
     for (int k = 0; k < 64 && b; k++, b -= ALLOC_ALIGN) {
         size_t i;
@@ -260,8 +272,10 @@ struct alloc *alloc_find_locked(uintptr_t p)
     }
     for (size_t i = g_nallocs; i-- > 0;) {
         struct alloc *a = &g_allocs[i];
-        if (p >= a->base && (p - a->base < a->size || (a->size == 0 && p == a->base)))
+        if (p >= a->base && (p - a->base < a->size || (a->size == 0 && p == a->base))) {
+            last = i;
             return a;
+        }
     }
     return NULL;
 }
@@ -294,6 +308,10 @@ int alloc_add_locked(uintptr_t base, size_t size, size_t charged, enum alloc_kin
     }
     if (atl_addrmap_put(&g_byb, base, g_nallocs) != 0)
         return -1;
+    if (base < g_lo)
+        g_lo = base;
+    if (base + size > g_hi)
+        g_hi = base + size;
     g_allocs[g_nallocs++] = (struct alloc){base, size, charged, kind, ctx};
     g_used_mem += charged;
     return 0;
@@ -864,6 +882,9 @@ CUresult op_run(struct fake_ctx *ctx, const struct op *o, const void *src_args)
     case OP_SET:
         setop_exec(&o->s);
         return CUDA_SUCCESS;
+    case OP_HOST:
+        o->hfn(o->hdata);
+        return CUDA_SUCCESS;
     }
     return CUDA_ERROR_UNKNOWN;
 }
@@ -899,6 +920,9 @@ CUresult stream_submit(CUstream s, struct op *o, void **params)
     LOCK();
     launch_hold(o);
     CUresult r = stream_resolve_locked(s, &ctx, &st);
+    if (r == CUDA_SUCCESS && !st && s != CU_STREAM_PER_THREAD && ctx->ncapturing > 0 &&
+        ctx_invalidate_blocking_captures_locked(ctx))
+        r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
     if (r != CUDA_SUCCESS) {
         UNLOCK();
         return r;

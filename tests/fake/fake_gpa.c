@@ -120,6 +120,10 @@
     GPA(cuStreamSynchronize, 2000, 0, cuStreamSynchronize)                                         \
     GPA(cuStreamQuery, 2000, 0, cuStreamQuery)                                                     \
     GPA(cuStreamWaitEvent, 3020, 0, cuStreamWaitEvent)                                             \
+    GPA(cuStreamGetFlags, 5050, 0, cuStreamGetFlags)                                               \
+    GPA(cuStreamAddCallback, 5000, 0, cuStreamAddCallback)                                         \
+    GPA(cuLaunchHostFunc, 10000, 0, cuLaunchHostFunc)                                              \
+    GPA(cuEventRecordWithFlags, 11010, 0, cuEventRecordWithFlags)                                  \
     GPA(cuStreamGetCtx, 9020, 0, cuStreamGetCtx)                                                   \
     GPA(cuEventCreate, 2000, 0, cuEventCreate)                                                     \
     GPA(cuEventRecord, 2000, 0, cuEventRecord)                                                     \

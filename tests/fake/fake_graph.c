@@ -71,6 +71,7 @@ CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
         return CUDA_ERROR_INVALID_VALUE;
     *type = o->kind == OP_KERNEL ? CU_GRAPH_NODE_TYPE_KERNEL
             : o->kind == OP_COPY ? CU_GRAPH_NODE_TYPE_MEMCPY
+            : o->kind == OP_HOST ? CU_GRAPH_NODE_TYPE_HOST
                                  : CU_GRAPH_NODE_TYPE_MEMSET;
     return CUDA_SUCCESS;
 }

@@ -289,7 +289,8 @@ struct setop {
     size_t w, h;    /* elements, rows */
 };
 
-enum op_kind { OP_KERNEL, OP_COPY, OP_SET };
+/* OP_HOST: a host function (cuLaunchHostFunc), run in stream order */
+enum op_kind { OP_KERNEL, OP_COPY, OP_SET, OP_HOST };
 
 struct op {
     enum op_kind kind;
@@ -300,6 +301,9 @@ struct op {
     /* copy / memset */
     struct xfer x;
     struct setop s;
+    /* host function */
+    CUhostFn hfn;
+    void *hdata;
 };
 
 struct fake_graph {
@@ -403,6 +407,7 @@ void sync_sleep(void);
 
 /* fake_stream.c */
 int ctx_invalidate_captures_locked(struct fake_ctx *ctx);
+int ctx_invalidate_blocking_captures_locked(struct fake_ctx *ctx);
 struct fake_graph *graph_new_locked(void);
 
 /* The bodies a row of ptds.def and its twin share (fake_ptds.c calls them). */

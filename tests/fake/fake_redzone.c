@@ -18,12 +18,18 @@
 #include <string.h>
 
 static atomic_ulong zones_checked; /* by the queued check, over the process */
+static atomic_ulong bytes_filled;  /* by the queued check's fills */
 
 int fake_host_mapped(const void *p, size_t n); /* fake_core.c */
 
 unsigned long fake_redzone_zones_checked(void)
 {
     return atomic_load(&zones_checked);
+}
+
+unsigned long fake_redzone_bytes_filled(void)
+{
+    return atomic_load(&bytes_filled);
 }
 
 /* One zone's verdict, as both kernels compute it. */
@@ -56,26 +62,35 @@ static CUresult k_scan(const struct fake_launch *l, void **params)
     return CUDA_SUCCESS;
 }
 
-/* atl_redzone_check_launch(const atl_rz_list zones, unsigned n, atl_rz_slot *slot,
- *                          unsigned long long ticket): the list by value */
+/* atl_redzone_check_launch(const atl_rz_list list, unsigned n, unsigned nfill,
+ *                          unsigned fill, atl_rz_slot *slot, unsigned long long ticket,
+ *                          atl_rz_merge *merge): the lists by value; the zones are checked,
+ *                          then the fills made; the grid (and merge) do not change the
+ *                          answer */
 static CUresult k_check(const struct fake_launch *l, void **params)
 {
-    const struct atl_rz_list *zones = params[0];
+    const struct atl_rz_list *list = params[0];
     unsigned n = *(unsigned *)params[1];
-    struct atl_rz_slot *slot = (void *)(uintptr_t) * (CUdeviceptr *)params[2];
-    unsigned long long ticket = *(unsigned long long *)params[3];
+    unsigned nfill = *(unsigned *)params[2];
+    unsigned fill = *(unsigned *)params[3];
+    struct atl_rz_slot *slot = (void *)(uintptr_t) * (CUdeviceptr *)params[4];
+    unsigned long long ticket = *(unsigned long long *)params[5];
     unsigned nbad = 0;
-    (void)l;
     /* mapped memory freed meanwhile (with its context, say): a GPU faults */
-    if (!fake_host_mapped(slot, sizeof *slot) || n > ATL_RZ_SLOT_ZONES)
+    if (!fake_host_mapped(slot, sizeof *slot) || n > ATL_RZ_SLOT_ZONES ||
+        nfill > ATL_RZ_SLOT_FILLS || (l->grid[0] > 1 && !*(CUdeviceptr *)params[6]))
         return CUDA_ERROR_ILLEGAL_ADDRESS;
     for (unsigned z = 0; z < n; z++) {
-        struct atl_rz_result r = verdict(&zones->z[z], z);
+        struct atl_rz_result r = verdict(&list->z[z], z);
         if (r.bad && nbad < ATL_RZ_RECS)
             slot->rec[nbad] = r;
         nbad += r.bad != 0;
     }
+    for (unsigned k = 0; k < nfill; k++)
+        memset((void *)(uintptr_t)list->f[k].ptr, (int)(fill & 0xff), list->f[k].len);
     atomic_fetch_add(&zones_checked, n);
+    for (unsigned k = 0; k < nfill; k++)
+        atomic_fetch_add(&bytes_filled, list->f[k].len);
     /* as the kernel: nbad only when something is corrupted, `done` last */
     if (nbad)
         slot->nbad = nbad;
@@ -84,10 +99,10 @@ static CUresult k_check(const struct fake_launch *l, void **params)
 }
 
 static const size_t scan_sizes[] = {8, 4, 8};
-static const size_t check_sizes[] = {sizeof(struct atl_rz_list), 4, 8, 8};
+static const size_t check_sizes[] = {sizeof(struct atl_rz_list), 4, 4, 4, 8, 8, 8};
 static const struct fake_kernel_def twin_kernels[] = {
     {ATL_RZ_SCAN_ENTRY, k_scan, 3, scan_sizes, NULL},
-    {ATL_RZ_CHECK_ENTRY, k_check, 4, check_sizes, NULL},
+    {ATL_RZ_CHECK_ENTRY, k_check, 7, check_sizes, NULL},
 };
 static const struct fake_image twin = {FAKE_IMAGE_MAGIC, 2, twin_kernels};
 

@@ -42,6 +42,25 @@ int ctx_invalidate_captures_locked(struct fake_ctx *ctx)
     return any;
 }
 
+/* Work on the legacy stream while a blocking stream (one made without
+ * CU_STREAM_NON_BLOCKING) of the context is capturing: the legacy stream
+ * would wait for the capturing stream, an implicit dependency no graph can
+ * hold, so (as a real driver does) those captures are invalidated. 1 when
+ * there were any. */
+int ctx_invalidate_blocking_captures_locked(struct fake_ctx *ctx)
+{
+    int any = 0;
+    for (size_t i = 0; i < g_nhandles; i++)
+        if (g_handles[i]->magic == MAGIC_STREAM) {
+            struct fake_stream *s = g_handles[i]->owner;
+            if (s->ctx == ctx && s->cap && !(s->flags & CU_STREAM_NON_BLOCKING)) {
+                s->cap->invalidated = 1;
+                any = 1;
+            }
+        }
+    return any;
+}
+
 static CUresult stream_create(CUstream *phStream, unsigned int flags, int priority)
 {
     struct fake_ctx *c;
@@ -139,15 +158,65 @@ CUresult cuStreamQuery_impl(CUstream hStream)
     return stream_sync(hStream);
 }
 
+/* stream_resolve_locked, taking the lock. */
+static CUresult stream_resolve(CUstream s, struct fake_ctx **ctx, struct fake_stream **st)
+{
+    LOCK();
+    CUresult r = stream_resolve_locked(s, ctx, st);
+    UNLOCK();
+    return r;
+}
+
+CUresult cuStreamGetFlags_impl(CUstream hStream, unsigned int *flags)
+{
+    struct fake_ctx *c;
+    struct fake_stream *st;
+    TRY(stream_resolve(hStream, &c, &st));
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = st ? st->flags : 0; /* the default streams are blocking */
+    return CUDA_SUCCESS;
+}
+
+/* A host function runs in stream order: now, as all stream work does here,
+ * or at each replay when the stream captures (a host node). */
+CUresult cuLaunchHostFunc_impl(CUstream hStream, CUhostFn fn, void *userData)
+{
+    TRY(need_init());
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct op o = {.kind = OP_HOST, .hfn = fn, .hdata = userData};
+    return stream_submit(hStream, &o, NULL);
+}
+
+/* A callback gets the stream and the context's error; no capture takes one
+ * (the driver refuses it there, and invalidates the capture). */
+CUresult cuStreamAddCallback_impl(CUstream hStream, CUstreamCallback callback, void *userData,
+                                  unsigned int flags)
+{
+    struct fake_ctx *c;
+    struct fake_stream *st;
+    if (!callback || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    CUresult r = stream_resolve_locked(hStream, &c, &st);
+    if (r == CUDA_SUCCESS && st && st->cap) {
+        st->cap->invalidated = 1;
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    CUresult status = r == CUDA_SUCCESS ? c->pending : r;
+    UNLOCK();
+    TRY(r);
+    callback(hStream, status, userData);
+    return CUDA_SUCCESS;
+}
+
 CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 {
     ENTER(cuStreamGetCtx);
     struct fake_ctx *c;
     struct fake_stream *st;
-    LOCK();
-    CUresult r = stream_resolve_locked(hStream, &c, &st);
-    UNLOCK();
-    TRY(r);
+    TRY(stream_resolve(hStream, &c, &st));
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
     *pctx = (CUcontext)c;
@@ -233,6 +302,13 @@ static CUresult event_record(CUevent hEvent, CUstream hStream)
 
 CUresult cuEventRecord_impl(CUevent hEvent, CUstream hStream)
 {
+    return event_record(hEvent, hStream);
+}
+
+CUresult cuEventRecordWithFlags_impl(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+        return CUDA_ERROR_INVALID_VALUE;
     return event_record(hEvent, hStream);
 }
 

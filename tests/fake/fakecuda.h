@@ -5,7 +5,10 @@
  * The fake is a host-only libcuda: device memory is host memory (every
  * CUdeviceptr is a host address, aligned to 256), kernels are host functions,
  * stream work runs at once on the calling thread, and asynchronous kernel
- * faults surface at the next synchronising call exactly as on a GPU. Tests of
+ * faults surface at the next synchronising call exactly as on a GPU. Work on
+ * the legacy stream while a blocking stream of the context is being
+ * captured invalidates that capture and fails with
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, as on a GPU. Tests of
  * the interposer run real, unmodified driver-API code against it.
  *
  * Kernels
@@ -96,8 +99,10 @@ void fake_reset_counts(void);
 
 /* atlastrace's red-zone PTX (src/redzone_scan.cu) loads as a host twin of
  * its kernels (tests/fake/fake_redzone.c) unless FAKE_REFUSE_PTX=1 is set.
- * The zones the twin's queued check has read, over the process. */
+ * The zones the twin's queued check has read, over the process, and the
+ * bytes it has filled (freed allocations poisoned for the quarantine). */
 unsigned long fake_redzone_zones_checked(void);
+unsigned long fake_redzone_bytes_filled(void);
 
 /* Launches made with programmatic stream serialisation allowed (a
  * programmatic dependent launch, cuLaunchKernelEx), over the process. Such

@@ -25,8 +25,10 @@ while IFS='|' read -r name settings cmd; do
     (cd "$tmp" && env $settings ATLAS_LOG="$tmp/$name.log" \
         LD_LIBRARY_PATH="$fake" LD_PRELOAD="$lib" "$OLDPWD/$prog" "$@" >/dev/null 2>&1)
     touch "$tmp/$name.log"
-    # and where the tree is (a re-run hint names the program by its path)
-    sed -E -f $here/normalise.sed -e "s|$PWD/|ROOT/|g" "$tmp/$name.log" >"$tmp/$name.out"
+    # and where the tree is and the case's scratch folder (a re-run hint names the program and
+    # the library by their paths, and the settings in force, ATLAS_LOG among them)
+    sed -E -f $here/normalise.sed -e "s|$PWD/|ROOT/|g" -e "s|$tmp/|TMP/|g" "$tmp/$name.log" \
+        >"$tmp/$name.out"
     if [ "$update" = "--update" ]; then
         cp "$tmp/$name.out" "$here/$name.out"
         echo "golden: updated $name ($(wc -l <"$here/$name.out") lines)"

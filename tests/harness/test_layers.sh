@@ -1,39 +1,128 @@
 #!/bin/sh
-# The engine's layering (docs/ARCHITECTURE.md, "Who may include src/engine.h"):
-# calls go from the engine to the features, never back.
-#   1. Only src/engine.c, src/api.c and hooks/ include engine.h.
-#   2. No object of src/ but engine.o and api.o uses a symbol engine.o defines
-#      (a feature that calls into the engine, or reads its data, fails here
-#      even without including engine.h).
+# The layering of docs/ARCHITECTURE.md: calls go from the hooks to the
+# engine, from the engine to the features, and from anyone to the facts,
+# never back. Each file is in one room:
+#   hooks     hooks/*.c
+#   engine    src/engine.c, src/api.c
+#   features  one room per feature of the engine's table (src/engine.h):
+#             fault, blocking, kaudit, redzone, leaks, trace, hang
+#   model     the step model that atlas-diff links too: src/step.c, src/stepseries.c, src/jsonw.h,
+#             src/tracediff.c, src/tracejson.c
+#   facts     every other file of src/ (what several rooms share)
+# Checked:
+#   1. Only src/engine.c, src/api.c and hooks/ include engine.h; a file of
+#      src/ includes only headers of rooms it may call (below; a header's
+#      room is its .c file's: ring.h is the flight recorder's,
+#      trace_internal.h the step trace's).
+#   2. Every call (an undefined symbol of an object of src/, found defined by
+#      another object of src/ or hooks/) goes where its room may call:
+#        engine    anywhere but the hooks
+#        a feature its own files, the model, the facts
+#        a fact    the model, the facts
+#        the model the model, and src/stack.c (the demangler): nothing of the
+#                  live process (the driver, the ledger, /proc/self/maps)
+#      (a feature that calls into the engine, another feature or the hooks,
+#      or a fact that calls a feature, fails here even without including
+#      their headers; a plain dlsym call is one into hooks/resolve.c, whose
+#      dlsym the library exports)
 #   3. Per-thread state is a field of struct atl_thread (src/thread.h): no
 #      other file-scope __thread variable in src/ (a function's own scratch
-#      buffer may stay). src/trace.c keeps one struct of its own in dynamic
-#      TLS (about 130 bytes that only threads ending steps touch; see there):
-#      exactly one, and nothing in initial-exec TLS.
+#      buffer may stay). The step trace keeps one struct of its own in
+#      dynamic TLS (about 130 bytes that only threads ending steps touch;
+#      src/trace_internal.h), defined in src/trace.c: exactly one, and
+#      nothing in initial-exec TLS.
 # Usage: test_layers.sh BUILD_DIR
 set -u
 build=${1:-build}
 fail=0
 
-allowed='src/engine.c src/api.c'
+# The room of an object or source file, by its base name.
+room() {
+    case $1 in
+    engine | api) echo engine ;;
+    hooks | resolve) echo hooks ;;
+    faultrep | flight | ring) echo feature:fault ;;
+    blocking) echo feature:blocking ;;
+    kaudit) echo feature:kaudit ;;
+    redzone | redzone_gpu | pools) echo feature:redzone ;;
+    leaks) echo feature:leaks ;;
+    trace | trace_internal | tracebuf | tracestep | nvtx | chrome) echo feature:trace ;;
+    hang) echo feature:hang ;;
+    races | races_params) echo feature:races ;;
+    step | stepseries | tracediff | tracejson | jsonw) echo model ;;
+    *) echo fact ;;
+    esac
+}
+
+# May an object of room $1 (base name $3) call one of room $2 (base name $4)?
+allowed() {
+    case $1:$2 in
+    hooks:*) return 0 ;;
+    engine:hooks) return 1 ;;
+    engine:*) return 0 ;;
+    model:model) return 0 ;;
+    model:*) [ "$4" = stack ] ;;
+    *:engine | *:hooks) return 1 ;;
+    *:model | *:fact) return 0 ;;
+    fact:*) return 1 ;;
+    feature:*) [ "$1" = "$2" ] ;;
+    *) return 1 ;;
+    esac
+}
+
 for f in src/*.c src/*.h; do
-    grep -q '^#include "engine.h"' "$f" || continue
-    case " $allowed " in *" $f "*) continue ;; esac
-    echo "FAIL: $f includes engine.h (a feature includes events.h and services.h)"
-    fail=1
+    from=$(basename "${f%.*}")
+    rf=$(room "$from")
+    for h in $(sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f"); do
+        [ "$h" = "$from" ] && continue
+        # the model shares one constant with the settings' checks (ATL_IGNORE_MAX)
+        [ "$rf" = model ] && [ "$h" = config ] && continue
+        rh=$(room "$h")
+        allowed "$rf" "$rh" "$from" "$h" && continue
+        if [ "$h" = engine ]; then
+            echo "FAIL: $f includes engine.h (a feature includes events.h and services.h)"
+        else
+            echo "FAIL: $f ($rf) includes $h.h ($rh)"
+        fi
+        fail=1
+    done
 done
 
-eng=$(mktemp)
-trap 'rm -f "$eng"' EXIT
-nm --defined-only "$build/src/engine.o" | awk '$2 ~ /^[TDBCRG]$/ {print $3}' | sort >"$eng"
-[ -s "$eng" ] || { echo "FAIL: no symbols in $build/src/engine.o"; exit 1; }
+defs=$(mktemp)
+trap 'rm -f "$defs"' EXIT
+for o in "$build"/src/*.o "$build"/hooks/*.o; do
+    [ -f "$o" ] || continue
+    nm --defined-only "$o" | awk -v o="$(basename "$o" .o)" '$2 ~ /^[TDBCRGV]$/ {print $3, o}'
+done | sort >"$defs"
+grep -q ' engine$' "$defs" || { echo "FAIL: no symbols in $build/src/engine.o"; exit 1; }
+calls=0
 for o in "$build"/src/*.o; do
-    case "$o" in */engine.o | */api.o) continue ;; esac
-    used=$(nm -u "$o" | awk '{print $2}' | sort | comm -12 - "$eng" | tr '\n' ' ')
-    if [ -n "$used" ]; then
-        echo "FAIL: $o uses the engine's $used"
+    from=$(basename "$o" .o)
+    rf=$(room "$from")
+    bad=$(nm -u "$o" | awk '{print $2}' | sort | join - "$defs" | while read -r sym to; do
+        [ "$to" = "$from" ] && continue
+        rt=$(room "$to")
+        allowed "$rf" "$rt" "$from" "$to" || echo "$sym ($to.o, $rt)"
+    done | tr '\n' ' ')
+    calls=$((calls + 1))
+    if [ -n "$bad" ]; then
+        echo "FAIL: $from.o ($rf) calls $bad"
         fail=1
     fi
+done
+
+# every feature of the engine's table is a room of its own above (a new
+# feature's file left out would pass for a fact, and its calls unchecked)
+for init in $(sed -n '/feature_init\[ATL_FEAT_COUNT\]/,/^};/p' src/engine.c |
+    grep -o 'atl_[a-z]*_init'); do
+    obj=$(awk -v s="$init" '$1 == s {print $2}' "$defs")
+    case $(room "$obj") in
+    feature:*) ;;
+    *)
+        echo "FAIL: $init (the engine's table) is defined in $obj.o, which room() does not name a feature"
+        fail=1
+        ;;
+    esac
 done
 
 n=$(grep -cE '^(static )?__thread' src/trace.c)
@@ -49,5 +138,5 @@ for f in src/*.c src/*.h; do
     fi
 done
 
-[ $fail = 0 ] && echo "layers: no feature includes engine.h or calls into engine.c; one per-thread struct"
+[ $fail = 0 ] && echo "layers: $calls objects: no call runs back up (engine <- feature, feature <- feature, hooks <- src, feature <- fact, live process <- model); one per-thread struct"
 exit $fail

@@ -2,7 +2,10 @@
 # Tests the install path that make check takes on a fresh machine, with
 # stand-ins for apt-get, sudo, id and pkg-config first on PATH: Check is
 # "missing" until the stand-in apt-get has "installed" it. A machine that
-# already has the tools cannot show a broken install step; this can.
+# already has the tools cannot show a broken install step; this can. (The
+# real path, with Debian's apt-get in a throwaway root where the tools really
+# are missing: make fresh-check.) Also: bare make's goal, and that the goals
+# a GPU machine without a package registry runs never install anything.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 script="$root/tools/ensure-deb.sh"
@@ -76,7 +79,7 @@ run() { # run DESCRIPTION EXPECTED_RC command...
 # 1. root, Check missing: apt-get runs directly, DEBIAN_FRONTEND reaches it
 setup 0 ok
 if run "root install" 0 sh "$script" "make check" "pkg-config --exists check" check pkg-config; then
-    if grep -q "^apt-get install -y -qq check pkg-config FRONTEND=noninteractive UID=0 SUDO=no" "$d/state/log" &&
+    if grep -q "^apt-get -o DPkg::Lock::Timeout=300 install -y -qq check pkg-config FRONTEND=noninteractive UID=0 SUDO=no" "$d/state/log" &&
        ! grep -q '^sudo' "$d/state/log" && grep -q "make check: installing check pkg-config" "$tmp/out"; then
         ok "root: apt-get install with DEBIAN_FRONTEND=noninteractive, no sudo"
     else bad "root: calls were $(cat "$d/state/log")"; fi
@@ -85,8 +88,8 @@ fi
 # 2. not root, sudo present: apt-get runs through sudo
 setup 1000 ok
 if run "sudo install" 0 sh "$script" "make check" "pkg-config --exists check" check; then
-    if grep -q "^sudo env DEBIAN_FRONTEND=noninteractive apt-get install" "$d/state/log" &&
-       grep -q "^apt-get install -y -qq check FRONTEND=noninteractive UID=1000 SUDO=yes" "$d/state/log"; then
+    if grep -q "^sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install" "$d/state/log" &&
+       grep -q "^apt-get -o DPkg::Lock::Timeout=300 install -y -qq check FRONTEND=noninteractive UID=1000 SUDO=yes" "$d/state/log"; then
         ok "non-root: apt-get through sudo"
     else bad "non-root: calls were $(cat "$d/state/log")"; fi
 fi
@@ -102,7 +105,7 @@ fi
 # 4. fresh machine without package lists: install fails, update, install again
 setup 0 nolists
 if run "no lists" 0 sh "$script" "make check" "pkg-config --exists check" check; then
-    if [ "$(grep -c install "$d/state/log")" = 2 ] && grep -q "^apt-get update" "$d/state/log"; then
+    if [ "$(grep -c install "$d/state/log")" = 2 ] && grep -q "^apt-get -o DPkg::Lock::Timeout=300 update" "$d/state/log"; then
         ok "no package lists: apt-get update, then install"
     else bad "no package lists: calls were $(cat "$d/state/log")"; fi
 fi
@@ -122,13 +125,80 @@ if run "broken apt" 1 sh "$script" "make check" "pkg-config --exists check" chec
     else bad "broken apt-get: no clear line"; fi
 fi
 
-# 7. the make wiring itself: make check-deps on a "fresh" root machine
+# 7. make check's install step on a fresh root machine (tools/test-tools.sh): Check,
+#    valgrind and clang in one apt-get, then clang's libFuzzer runtime; never two apt-gets at
+#    once (the second would fail on dpkg's lock)
 setup 0 ok
-if run "make check-deps" 0 make -s -C "$root" check-deps BUILD="$tmp/build"; then
-    if [ -f "$d/state/pkg-check" ] && grep -q "FRONTEND=noninteractive" "$d/state/log"; then
-        ok "make check-deps installs Check through the stand-in apt-get"
-    else bad "make check-deps: Check not installed"; fi
+# pkgbin/PACKAGE/: the commands the package puts on PATH
+mkdir -p "$d/pkgbin/valgrind" "$d/pkgbin/clang" "$d/pkgbin/python3-venv"
+printf '#!/bin/sh\nexit 0\n' >"$d/pkgbin/valgrind/valgrind"
+printf '#!/bin/sh\nexit 0\n' >"$d/pkgbin/python3-venv/python3"
+cat >"$d/pkgbin/clang/clang" <<EOS
+#!/bin/sh
+case "\$*" in
+  -dumpversion) echo 14.0.6 ;;
+  *-fsanitize=fuzzer*) [ -f "$d/state/pkg-libclang-rt-14-dev" ] ;;
+esac
+EOS
+chmod +x "$d/pkgbin"/*/*
+# the stand-in apt-get puts a package's command on PATH, and says when it starts and ends
+mv "$d/bin/apt-get" "$d/bin/apt-get.real"
+cat >"$d/bin/apt-get" <<EOS
+#!/bin/sh
+echo "begin \$*" >>"$d/state/order"
+[ -f "$d/state/busy" ] && echo "overlap" >>"$d/state/order"
+touch "$d/state/busy"
+"$d/bin/apt-get.real" "\$@"; rc=\$?
+for p in "\$@"; do [ -d "$d/pkgbin/\$p" ] && cp "$d/pkgbin/\$p"/* "$d/bin/"; done
+rm -f "$d/state/busy"
+echo "end" >>"$d/state/order"
+exit \$rc
+EOS
+chmod +x "$d/bin/apt-get"
+ln -sf "$(command -v mktemp)" "$d/sys/mktemp"
+ln -sf "$(command -v cut)" "$d/sys/cut"
+ln -sf "$(command -v cp)" "$d/sys/cp"
+if run "test-tools" 0 sh "$root/tools/test-tools.sh" clang; then
+    if [ "$(grep -c '^begin' "$d/state/order")" = 2 ] && ! grep -q overlap "$d/state/order" &&
+       grep -q '^begin -o DPkg::Lock::Timeout=300 install -y -qq check pkg-config valgrind clang python3-venv$' "$d/state/order" &&
+       grep -q '^begin -o DPkg::Lock::Timeout=300 install -y -qq libclang-rt-14-dev$' "$d/state/order"; then
+        ok "make check's install step: check, pkg-config, valgrind, clang, python3-venv in one apt-get, then libclang-rt-14-dev, one at a time"
+    else bad "make check's install step: apt-get calls were $(tr '\n' ';' <"$d/state/order")"; fi
 fi
+# run again: everything is there, nothing is installed
+rm -f "$d/state/order"
+if run "test-tools, all present" 0 sh "$root/tools/test-tools.sh" clang; then
+    if [ ! -f "$d/state/order" ]; then ok "make check's install step: nothing to install, no apt-get"
+    else bad "make check's install step ran apt-get with everything present"; fi
+fi
+
+# 8. the suites only ask: on a machine without Check, a suite run alone stops with one line
+#    and installs nothing
+setup 0 ok
+if run "make check-deps" 2 make -s -C "$root" check-deps BUILD="$tmp/build"; then
+    if [ ! -f "$d/state/log" ] && grep -q "make check installs it" "$tmp/out"; then
+        ok "make check-deps on a machine without Check: one line, no apt-get"
+    else bad "make check-deps: apt-get ran, or no clear line"; fi
+fi
+
+# 9. bare make builds the library and both tools (the default goal), and make, demo, install,
+#    gpu-check and bench neither install nor name a test tool's install (a GPU cluster has no
+#    package registry): their recipes, as make -n prints them
+setup 0 ok
+for goal in "" demo install gpu-check bench; do
+    if run "make -n $goal" 0 make -n -C "$root" BUILD="$tmp/b" $goal; then
+        if grep -E "apt-get|tools/ensure-deb|tools/test-tools|pip install|check-deps" "$tmp/out" >"$tmp/hits" || [ -f "$d/state/log" ]; then
+            cat "$d/state/log" "$tmp/hits" >"$tmp/out" 2>/dev/null
+            bad "make ${goal:-(no goal)} would install or ask for a test tool"
+        elif [ -z "$goal" ] && ! { grep -q -- "-o $tmp/b/libatlastrace.so" "$tmp/out" &&
+             grep -q -- "-o $tmp/b/atlas-trace" "$tmp/out" && grep -q -- "-o $tmp/b/atlas-diff" "$tmp/out"; }; then
+            bad "bare make does not build the library and both tools"
+        else
+            what=${goal:+"make $goal: no test tool, no package install"}
+            ok "${what:-make (no goal): no test tool, no package install; builds the library, atlas-trace and atlas-diff}"
+        fi
+    fi
+done
 
 echo "install: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -34,8 +34,13 @@ libs=$(PKG_CONFIG_PATH="$tmp/usr/lib/pkgconfig" pkg-config --define-variable=pre
 case "$cflags" in *"-I$tmp/usr/include"*) ;; *) fail "pkg-config --cflags: $cflags" ;; esac
 # Only the installed headers and library: the source tree's include/ is not on the line, nor a
 # libcuda of our own: pkg-config --libs must find one itself (the toolkit's stubs/ on a machine
-# without a driver, as this one).
-LIBRARY_PATH= ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -o "$tmp/launch_saxpy" \
+# without a driver, as this one). A toolkit of headers only (all the build needs: a fresh
+# machine given cuda.h) has no stub to name; the fake driver's libcuda stands in for the link.
+case $libs in
+*/stubs/*) cuda_link= ;;
+*) cuda_link=$(cd "$BUILD/fake" && pwd) ;;
+esac
+LIBRARY_PATH=$cuda_link ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -o "$tmp/launch_saxpy" \
     examples/launch_saxpy.c $cflags $libs \
     || fail "examples/launch_saxpy.c does not build against the installed atlaslaunch.pc ($libs)"
 nm -D "$tmp/launch_saxpy" | grep -q ' U atlas_launch' \
@@ -66,3 +71,11 @@ left=$(find "$tmp" -mindepth 1 | sort | tr '\n' ' ')
 [ "$left" = "$tmp/usr $tmp/usr/share $tmp/usr/share/man $tmp/usr/share/man/man1 $tmp/usr/share/man/man1/other.1 " ] \
     || fail "make uninstall left: $left"
 echo "front-install: PASS: make uninstall removed every installed file and the folders it created"
+
+# A prefix that did not exist: nothing of it is left, share/ included.
+$MAKE --no-print-directory -s install DESTDIR="$tmp/fresh" PREFIX=/opt/atlas BUILD="$BUILD" \
+    >/dev/null 2>&1 || fail "make install into a new prefix failed"
+$MAKE --no-print-directory -s uninstall DESTDIR="$tmp/fresh" PREFIX=/opt/atlas BUILD="$BUILD" \
+    >/dev/null 2>&1 || fail "make uninstall of a new prefix failed"
+[ ! -e "$tmp/fresh" ] || fail "make uninstall of a new prefix left: $(find "$tmp/fresh" | tr '\n' ' ')"
+echo "front-install: PASS: make uninstall of a prefix install created leaves nothing of it"

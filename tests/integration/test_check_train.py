@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu", "trace"))
-from check_train import marked_steps  # noqa: E402
+from check_train import host_lines, marked_steps, reports_after  # noqa: E402
 
 V1 = """\
 {"step":1,"name":"s","op":0,"stream":"0x10","kind":"launch","kernel":"_Z10bwd_markerPf","grid":[1,1,1],"block":[1,1,1],"shmem":0,"cluster":[0,0,0],"exact":1,"params":[{"i":0,"off":0,"size":8,"hex":"0010000000000000","alloc":"alloc#3+0x10"}]}
@@ -52,6 +52,30 @@ def main(build):
     expect("version 2", marked_steps(lines, name, "add_step"), [1, 2, 3])
     expect("version 2, no such kernel", marked_steps(lines, name), [])
     expect("version 2, no such step", marked_steps(lines, "step", "add_step"), [])
+
+    # the report lines about host values, from live reports: step 2's op
+    # line and the folded steps 3-5 in the scalar scenario; nothing when
+    # nothing changes; a step of a new shape counts
+    def report(scenario, steps):
+        env = dict(os.environ, ATLAS_TRACE="1",
+                   LD_PRELOAD=os.path.realpath(os.path.join(build, "libatlastrace.so")),
+                   LD_LIBRARY_PATH=os.path.join(build, "fake"))
+        env.pop("ATLAS_LOG", None)  # the report on stderr
+        out = subprocess.run([os.path.join(build, "tests", "trace_steps"), scenario, steps],
+                             env=env, check=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True).stderr
+        return out.splitlines(True)
+    expect("host lines, scalar", len(host_lines(report("scalar", "5"), 1)), 2)
+    expect("host lines, scalar, from step 4", len(host_lines(report("scalar", "5"), 4)), 1)
+    expect("host lines, scalar, past the end", len(host_lines(report("scalar", "5"), 6)), 0)
+    expect("host lines, same", len(host_lines(report("same", "5"), 1)), 0)
+    expect("host lines, insert", len(host_lines(report("insert", "3"), 1)), 1)
+    # the steady state: nothing after the last step reported on
+    expect("reports after step 1, scalar", len(reports_after(report("scalar", "5"), 1)), 2)
+    expect("reports after step 4, scalar", len(reports_after(report("scalar", "5"), 4)), 1)
+    expect("reports after step 5, scalar", len(reports_after(report("scalar", "5"), 5)), 0)
+    expect("reports after step 1, warmup", len(reports_after(report("warmup", "40"), 1)), 3)
+    expect("reports after step 12, warmup", len(reports_after(report("warmup", "40"), 12)), 1)
     print("check_train: ok")
 
 

@@ -54,6 +54,53 @@ static int has_line(const char *text, const char *line)
         ck_assert_msg(has_line(text, want_), "no line '%s' in:\n%s", want_, text);                 \
     } while (0)
 
+/* How often `needle` occurs in `text`. */
+static int occurrences(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* The summary line a program that made no driver call ends with, run through atlas-trace. */
+#define NO_CALL "summary: no CUDA driver call was made in this process, so nothing was watched"
+
+/* `text` with its "atlas[PID]: " prefixes taken out, into out. */
+static void unprefixed(const char *text, char *out, size_t len)
+{
+    size_t n = 0;
+    for (const char *p = text; *p && n + 1 < len;) {
+        const char *end = strchr(p, ']');
+        if (strncmp(p, "atlas[", 6) == 0 && end && strncmp(end, "]: ", 3) == 0)
+            p = end + 3;
+        size_t l = strcspn(p, "\n");
+        if (p[l] == '\n')
+            l++;
+        if (n + l >= len)
+            l = len - n - 1;
+        memcpy(out + n, p, l);
+        n += l;
+        p += l;
+    }
+    out[n] = '\0';
+}
+
+/* The last line of `text` ("atlas[PID]: " taken out), into out. */
+static const char *last_line(const char *text, char *out, size_t len)
+{
+    size_t n = strlen(text);
+    while (n && text[n - 1] == '\n')
+        n--;
+    const char *start = text + n;
+    while (start > text && start[-1] != '\n')
+        start--;
+    char line[4096];
+    snprintf(line, sizeof line, "%.*s", (int)(text + n - start), start);
+    unprefixed(line, out, len);
+    return out;
+}
+
 static void run_ok(struct run_result *r, const char *const *args, const char *const *env)
 {
     run_tool(r, TOOL, args, env);
@@ -62,15 +109,20 @@ static void run_ok(struct run_result *r, const char *const *args, const char *co
 
 START_TEST(each_option_sets_its_variable)
 {
+    /* the library writes its summary line there (front_env makes no driver call, and says so) */
+    char dir[] = "/tmp/atlas-front-log-XXXXXX", log[PATH_MAX], rm[PATH_MAX + 16];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(log, sizeof log, "--log=%s/atlas-%%p-%%r.log", dir);
     const char *args[] = {"--trace=capture",
                           "--redzone=256",
                           "--redzone-check=launch",
                           "--d2h=5",
                           "--debug-sync",
                           "--leaks",
+                          "--races=all",
                           "--audit",
                           "--stats",
-                          "--log=/tmp/atlas-%p-%r.log",
+                          log,
                           target,
                           "env",
                           NULL};
@@ -83,12 +135,86 @@ START_TEST(each_option_sets_its_variable)
     ck_line(r.out, "ATLAS_D2H_TRACE=5");
     ck_line(r.out, "ATLAS_DEBUG_SYNC_KERNELS=1");
     ck_line(r.out, "ATLAS_LEAKS=1");
+    ck_line(r.out, "ATLAS_RACES=all");
     ck_line(r.out, "ATLAS_KERNEL_AUDIT=1");
     ck_line(r.out, "ATLAS_STATS=1");
-    ck_line(r.out, "ATLAS_LOG=/tmp/atlas-%%p-%%r.log"); /* the library expands %p, %r */
+    ck_line(r.out, "ATLAS_LOG=%s/atlas-%%p-%%r.log", dir); /* the library expands %p, %r */
     ck_line(r.out, "LD_PRELOAD=%s", lib);
     ck_line(r.out, "NVTX_INJECTION64_PATH=%s", lib);
-    ck_assert_int_eq(count_lines(r.out, "ATLAS_"), 10);
+    ck_assert_int_eq(count_lines(r.out, "ATLAS_"), 11);
+    run_free(&r);
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(rm), 0);
+}
+END_TEST
+
+/* The settings that had no option before (issue #31): each is an option of the same name, by
+ * the same rules (src/config.def). */
+START_TEST(every_setting_has_an_option)
+{
+    static const char *const set[][2] = {
+        {"--log-level=info", "ATLAS_LOG_LEVEL=info"},
+        {"--hang-seconds=30", "ATLAS_HANG_SECONDS=30"},
+        {"--launch-ring=128", "ATLAS_LAUNCH_RING=128"},
+        {"--redzone-fill=7", "ATLAS_REDZONE_FILL=7"},
+        {"--redzone-min-idx=3", "ATLAS_REDZONE_MIN_IDX=3"},
+        {"--redzone-trace-idx=2", "ATLAS_REDZONE_TRACE_IDX=2"},
+        {"--redzone-pools=keep", "ATLAS_REDZONE_POOLS=keep"},
+        {"--redzone-quarantine-mb=16", "ATLAS_REDZONE_QUARANTINE_MB=16"},
+        {"--kernel=^(k1|k2)$", "ATLAS_KERNEL=^(k1|k2)$"},
+        {"--stack-depth=8", "ATLAS_STACK_DEPTH=8"},
+        {"--diff-max=5", "ATLAS_DIFF_MAX=5"},
+        {"--diff-ignore=k1:arg1,k2", "ATLAS_DIFF_IGNORE=k1:arg1,k2"},
+        {"--diff-pointers=all", "ATLAS_DIFF_POINTERS=all"},
+        {"--diff-residue=none", "ATLAS_DIFF_RESIDUE=none"},
+        {"--trace-max-mb=64", "ATLAS_TRACE_MAX_MB=64"},
+        {"--chrome-max-mb=8", "ATLAS_CHROME_MAX_MB=8"},
+    };
+    enum { N = sizeof set / sizeof set[0] };
+    const char *args[N + 3];
+    for (int i = 0; i < N; i++)
+        args[i] = set[i][0];
+    args[N] = target, args[N + 1] = "env", args[N + 2] = NULL;
+    struct run_result r;
+    run_ok(&r, args, NULL);
+    for (int i = 0; i < N; i++)
+        ck_line(r.out, "%s", set[i][1]);
+    ck_assert_int_eq(count_lines(r.out, "ATLAS_"), N);
+    run_free(&r);
+
+    /* -q: only findings and the summary line, as --log-level=error; the last one given wins */
+    const char *quiet[] = {"-q", target, "env", NULL};
+    run_ok(&r, quiet, NULL);
+    ck_line(r.out, "ATLAS_LOG_LEVEL=error");
+    run_free(&r);
+    const char *louder[] = {"--quiet", "--log-level=debug", target, "env", NULL};
+    run_ok(&r, louder, NULL);
+    ck_line(r.out, "ATLAS_LOG_LEVEL=debug");
+    run_free(&r);
+}
+END_TEST
+
+/* -q through a run with findings: the overrun and the leak are said, the features' own summaries
+ * and notes are not. */
+START_TEST(quiet_says_findings)
+{
+    const char *args[] = {"-q", "--redzone=64", "--leaks", BUILD_DIR "/tests/redzone_prog", "leak",
+                          NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, args, NULL);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    HAS(r.err, "leaks: 2 allocations never freed");
+    HAS(r.err, "leaks:   alloc#");
+    HAS(r.err, "redzone overrun: alloc#");
+    HASNT(r.err, "overruns found in");
+    run_free(&r);
+
+    /* a step diff is a finding; the step trace's own summary is not */
+    const char *trace[] = {"-q", "--trace", BUILD_DIR "/tests/trace_steps", "scalar", "3", NULL};
+    run_tool(&r, TOOL, trace, NULL);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    HAS(r.err, "differs from #1");
+    HASNT(r.err, "trace summary:");
     run_free(&r);
 }
 END_TEST
@@ -101,7 +227,114 @@ START_TEST(no_options_set_only_the_preload)
     ck_assert_int_eq(count_lines(r.out, "ATLAS_"), 0);
     ck_line(r.out, "LD_PRELOAD=%s", lib);
     ck_line(r.out, "NVTX_INJECTION64_PATH=%s", lib);
+    /* front_env makes no driver call: said, and nothing else */
+    char err[512];
+    unprefixed(r.err, err, sizeof err);
+    ck_assert_str_eq(err, NO_CALL "\n");
+    run_free(&r);
+}
+END_TEST
+
+/* One summary line ends every run through atlas-trace, options or not (issue #31): what was on
+ * and what it found, in counts with thousands separators and plurals right. */
+static const struct {
+    const char *args[8], *summary;
+    int status;
+} summaries[] = {
+    {{BUILD_DIR "/examples/demo_steps", BUILD_DIR "/tests/front_demo_kernels.so", 0},
+     "summary: 0 faults in 9 launches, 4 blocking copies, 5 host syncs",
+     0},
+    {{"--trace", BUILD_DIR "/tests/trace_steps", "scalar", "3", 0},
+     "summary: 0 faults in 9 launches, 2 of 3 steps differ, 0 blocking copies, 4 host syncs",
+     0},
+    {{"--redzone=64", BUILD_DIR "/tests/redzone_prog", "over", 0},
+     "summary: 1 overrun in 2 guarded allocations, 0 writes after free, 0 faults in 6 launches, 0 "
+     "blocking copies, 1 host sync",
+     0},
+    {{"--leaks", BUILD_DIR "/tests/redzone_prog", "leak", 0},
+     "summary: 0 faults in 1 launch, 2 leaks (8,492 bytes), 0 blocking copies, 0 host syncs",
+     0},
+    {{"--races", BUILD_DIR "/tests/races_prog", "side_copy", "raced", 0},
+     "summary: 0 faults in 1 launch, 1 race, 0 blocking copies, 1 host sync",
+     0},
+    {{"--d2h", BUILD_DIR "/tests/sync_target", "copies", 0},
+     "summary: 0 faults in 0 launches, 13 blocking copies from 12 sites, 4 host syncs",
+     0},
+    {{"--debug-sync", BUILD_DIR "/tests/sync_target", "suspects", 0},
+     "summary: 1 fault in 351 launches (351 synchronised), 0 blocking copies, 2 host syncs",
+     0},
+    {{BUILD_DIR "/tests/sync_target", "fault", 0},
+     "summary: 1 fault in 306 launches, 0 blocking copies, 2 host syncs",
+     0},
+    /* after the verdict's line, which replaced the status */
+    {{"--redzone=64", "--error-exitcode=3", BUILD_DIR "/tests/redzone_prog", "over", 0},
+     "summary: 1 overrun in 2 guarded allocations, 0 writes after free, 0 faults in 6 launches, 0 "
+     "blocking copies, 1 host sync",
+     3},
+    /* at every log level */
+    {{"-q", "--trace", BUILD_DIR "/tests/trace_steps", "same", "2", 0},
+     "summary: 0 faults in 4 launches, 0 of 2 steps differ, 0 blocking copies, 3 host syncs",
+     0},
+    {{"--trace", BUILD_DIR "/tests/trace_steps", "scalar", "2", 0},
+     "summary: 0 faults in 6 launches, 1 of 2 steps differs, 0 blocking copies, 3 host syncs",
+     0},
+};
+
+START_TEST(summary_line_ends_the_run)
+{
+    struct run_result r;
+    run_tool(&r, TOOL, summaries[_i].args, NULL);
+    ck_assert_msg(r.status == summaries[_i].status, "%s: exit %d\n%s", summaries[_i].args[0],
+                  r.status, r.err);
+    char last[4096];
+    ck_assert_msg(strcmp(last_line(r.err, last, sizeof last), summaries[_i].summary) == 0,
+                  "the last line is '%s', not '%s':\n%s", last, summaries[_i].summary, r.err);
+    ck_assert_int_eq(occurrences(r.err, "]: summary: "), 1);
+    if (summaries[_i].status == 3)
+        HAS(r.err, "reported 1 overrun: exit status 3 (--error-exitcode=3)\natlas[");
+    run_free(&r);
+}
+END_TEST
+
+/* A bare preload says nothing of its own: it may be loaded into every process of a job. */
+START_TEST(bare_preload_has_no_summary)
+{
+    char *argv[] = {BUILD_DIR "/examples/demo_steps", BUILD_DIR "/tests/front_demo_kernels.so",
+                    NULL};
+    const char *none[] = {"LD_PRELOAD=" BUILD_DIR "/libatlastrace.so", NULL};
+    struct run_result r;
+    run_target(&r, argv, none, 0);
+    ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(r.err, "");
+    run_free(&r);
+    const char *redzone[] = {"LD_PRELOAD=" BUILD_DIR "/libatlastrace.so", "ATLAS_REDZONE=64", NULL};
+    run_target(&r, argv, redzone, 0);
+    HAS(r.err, "redzone overrun");
+    HASNT(r.err, "summary: ");
+    run_free(&r);
+}
+END_TEST
+
+/* A child of the program has a summary of its own when it is traced and uses the driver. (The
+ * shell itself ends with _exit when it is dash, which runs no exit path, so it has none; when it
+ * is bash it says it made no driver call.) */
+START_TEST(children_get_their_own_summary)
+{
+    const char *args[] = {"sh", "-c", BUILD_DIR "/tests/sync_target copies >/dev/null; true", NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, args, NULL);
+    ck_assert_int_eq(r.status, 0);
+    const char *child = "]: summary: 0 faults in 0 launches, 13 blocking copies, 4 host syncs\n";
+    ck_assert_int_eq(occurrences(r.err, child), 1);
+    ck_assert_int_le(occurrences(r.err, "]: " NO_CALL "\n"), 1);
+    ck_assert_int_eq(occurrences(r.err, "]: summary: "), 1 + occurrences(r.err, "]: " NO_CALL));
+    run_free(&r);
+
+    /* untraced, it has none */
+    const char *alone[] = {"--no-children", "sh", "-c",
+                           BUILD_DIR "/tests/sync_target copies >/dev/null; true", NULL};
+    run_tool(&r, TOOL, alone, NULL);
+    ck_assert_int_eq(occurrences(r.err, child), 0);
     run_free(&r);
 }
 END_TEST
@@ -120,16 +353,18 @@ START_TEST(outputs_imply_trace_and_become_absolute)
     ck_line(r.out, "ATLAS_LOG=%s/x.log", cwd);
     ck_assert_int_eq(count_lines(r.out, "ATLAS_STEP"), 0);
     run_free(&r);
+    unlink("x.log"); /* the summary line went there */
 }
 END_TEST
 
 START_TEST(value_defaults_and_modes)
 {
-    const char *args[] = {"--trace", "--d2h", target, "env", NULL};
+    const char *args[] = {"--trace", "--d2h", "--races", target, "env", NULL};
     struct run_result r;
     run_ok(&r, args, NULL);
     ck_line(r.out, "ATLAS_TRACE=1");
     ck_line(r.out, "ATLAS_D2H_TRACE=1");
+    ck_line(r.out, "ATLAS_RACES=1");
     ck_assert_int_eq(count_lines(r.out, "ATLAS_STEP"), 0);
     run_free(&r);
 
@@ -145,8 +380,11 @@ START_TEST(value_defaults_and_modes)
     ck_line(r.out, "ATLAS_DEBUG_SYNC_KERNELS=bad_kernel,other");
     run_free(&r);
 
-    static const char *const modes[] = {"sync", "capture", "api", "nvtx:train step"};
-    for (int i = 0; i < 4; i++) {
+    /* the step modes by the library's one rule: any case (ATLAS_STEP=SYNC was taken, and
+     * --trace=SYNC refused) */
+    static const char *const modes[] = {"sync", "capture", "api",      "nvtx:train step",
+                                        "SYNC", "Capture", "NVTX:step"};
+    for (int i = 0; i < 7; i++) {
         char opt[64];
         snprintf(opt, sizeof opt, "--trace=%s", modes[i]);
         const char *a2[] = {opt, "--redzone=0x100", target, "env", NULL};
@@ -200,9 +438,20 @@ static const struct {
     {"--error-exitcode=-1", "--error-exitcode=-1: negative value"},
     {"--error-exitcode=x", "--error-exitcode=x: not a number"},
     {"--error-on=leaks", "--error-on=leaks: not one of the accepted values for ATLAS_ERROR_ON"},
+    {"--races=1", "--races=1: the only value is all"},
+    /* the settings given options by issue #31, by their rows' limits */
+    {"--stack-depth=25", "--stack-depth=25: out of range 0..24 for ATLAS_STACK_DEPTH"},
+    {"--log-level=loud", "LEVEL is one of error, warn, info or debug"},
+    {"--kernel=(", "--kernel=(: not a POSIX extended regular expression"},
+    {"--diff-ignore=a:argX", "--diff-ignore=a:argX: not KERNEL or KERNEL:argN"},
+    {"--hang-seconds=86401", "out of range 0..86400 for ATLAS_HANG_SECONDS"},
+    {"-q=1", "unknown option -="},
+    {"--quiet=1", "--quiet=1: this option takes no value"},
     /* a kernel list: names only (on and off are spelled --debug-sync and nothing) */
     {"--debug-sync=,", "--debug-sync=,: KERNELS is a comma-separated list of kernel names"},
     {"--debug-sync=yes", "--debug-sync=yes: KERNELS is a comma-separated list"},
+    {"--debug-sync=a!", "--debug-sync=a!: KERNELS is a comma-separated list of kernel names "
+                        "(letters, digits, _ $ .)\n"},
 };
 
 START_TEST(bad_option_is_usage_error)
@@ -214,6 +463,9 @@ START_TEST(bad_option_is_usage_error)
     ck_assert_msg(strstr(r.err, bad[_i].says), "%s: stderr lacks '%s':\n%s", bad[_i].opt,
                   bad[_i].says, r.err);
     ck_assert_msg(strstr(r.err, "Usage: atlas-trace"), "%s: no usage:\n%s", bad[_i].opt, r.err);
+    /* said once: the argument, and what a value must be */
+    ck_assert_msg(occurrences(r.err, bad[_i].opt) <= 1 && occurrences(r.err, bad[_i].says) == 1,
+                  "%s: said twice:\n%s", bad[_i].opt, r.err);
     ck_assert_msg(strcmp(r.out, "") == 0, "%s: the program ran:\n%s", bad[_i].opt, r.out);
     run_free(&r);
 }
@@ -257,6 +509,14 @@ START_TEST(limits_are_the_librarys)
     run_ok(&r, short_log, NULL);
     ck_line(r.out, "ATLAS_LOG=/tmp/a.log");
     run_free(&r);
+    unlink("/tmp/a.log");
+
+    /* valgrind's and compute-sanitizer's spelling of it */
+    const char *log_file[] = {"--log-file=/tmp/b.log", target, "env", NULL};
+    run_ok(&r, log_file, NULL);
+    ck_line(r.out, "ATLAS_LOG=/tmp/b.log");
+    run_free(&r);
+    unlink("/tmp/b.log");
 }
 END_TEST
 
@@ -282,7 +542,7 @@ START_TEST(error_exitcode_replaces_the_status)
                   verdicts[_i].how, verdicts[_i].overrun, r.status, verdicts[_i].status, r.err);
     ck_line(r.out, "ending by %s(3)", verdicts[_i].how);
     if (verdicts[_i].status == 9)
-        HAS(r.err, "reported 1 overrun: exit status 9 (ATLAS_ERROR_EXITCODE)");
+        HAS(r.err, "reported 1 overrun: exit status 9 (--error-exitcode=9)");
     else
         HASNT(r.err, "ATLAS_ERROR_EXITCODE");
     run_free(&r);
@@ -375,7 +635,8 @@ START_TEST(step_mode_hints_are_true)
 
     const char *api[] = {"--trace=api", BUILD_DIR "/tests/trace_steps", "scalar", "2", NULL};
     run_ok(&r, api, NULL);
-    HAS(r.err, "ATLAS_STEP=api but the program never called atlas_step_begin");
+    /* said as the option the user typed, not the variable it became */
+    HAS(r.err, "step trace: --trace=api but the program never called atlas_step_begin");
     run_free(&r);
 
     const char *api_used[] = {"--trace=api", BUILD_DIR "/tests/trace_steps", "api", "2", NULL};
@@ -588,7 +849,9 @@ START_TEST(existing_preload_and_nvtx_are_kept)
     const char *env2[] = {"NVTX_INJECTION64_PATH=/opt/other/libnvtx-tool.so", NULL};
     run_ok(&r, args, env2);
     ck_line(r.out, "NVTX_INJECTION64_PATH=/opt/other/libnvtx-tool.so");
-    ck_assert_str_eq(r.err, "");
+    char err[512];
+    unprefixed(r.err, err, sizeof err);
+    ck_assert_str_eq(err, NO_CALL "\n");
     run_free(&r);
     const char *nvtx_args[] = {"--trace=nvtx:step", target, "env", NULL};
     run_ok(&r, nvtx_args, env2);
@@ -698,6 +961,71 @@ START_TEST(demo_runs_on_the_fake_driver)
 }
 END_TEST
 
+/* Output files the tool can tell are wrong are refused before anything runs: an executable
+ * (`--json ./app lib.so`, the file forgotten, would run lib.so and let the library truncate
+ * ./app), a folder, one file for two reports; and a range name longer than the library takes.
+ * Set by hand, the library names the report that already writes the file. */
+START_TEST(output_files_checked)
+{
+    char dir[] = "/tmp/atlas-front-out-XXXXXX", app[PATH_MAX], same[PATH_MAX];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(app, sizeof app, "%s/app", dir);
+    snprintf(same, sizeof same, "%s/same", dir);
+    char cp[2 * PATH_MAX];
+    snprintf(cp, sizeof cp, "cp %s %s", target, app);
+    ck_assert_int_eq(system(cp), 0);
+    struct stat before, after;
+    ck_assert_int_eq(stat(app, &before), 0);
+
+    char json_eq_same[PATH_MAX + 16], chrome_eq_same[PATH_MAX + 16], json_dir[PATH_MAX + 16];
+    snprintf(json_eq_same, sizeof json_eq_same, "--json=%s", same);
+    snprintf(chrome_eq_same, sizeof chrome_eq_same, "--chrome=%s", same);
+    snprintf(json_dir, sizeof json_dir, "--json=%s", dir);
+    char long_mode[128] = "--trace=nvtx:";
+    memset(long_mode + strlen(long_mode), 'n', 70);
+    const struct {
+        const char *args[6], *says;
+    } cases[] = {
+        {{"--json", app, BUILD_DIR "/tests/front_demo_kernels.so", NULL},
+         ": an executable file, which the report would overwrite"},
+        {{"-o", app, target, "env", NULL}, ": an executable file"},
+        {{json_eq_same, chrome_eq_same, target, "env", NULL},
+         "--json and --chrome name the same file"},
+        {{json_eq_same, "-o", same, target, "env", NULL}, "--json and --log name the same file"},
+        {{json_dir, target, "env", NULL}, ": a folder, not a file"},
+        {{long_mode, target, "env", NULL}, "range name too long for ATLAS_STEP"},
+    };
+    struct run_result r;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_tool(&r, TOOL, cases[i].args, NULL);
+        ck_assert_msg(r.status == 2, "%s: exit %d\n%s", cases[i].says, r.status, r.err);
+        HAS(r.err, cases[i].says);
+        ck_assert_str_eq(r.out, "");
+        run_free(&r);
+    }
+    ck_assert_int_eq(stat(app, &after), 0);
+    ck_assert_int_eq(after.st_size, before.st_size);
+
+    /* set by hand: the library says which report has the file, not "another process" */
+    char tv[PATH_MAX + 32], cv[PATH_MAX + 32];
+    snprintf(tv, sizeof tv, "ATLAS_TRACE_FILE=%s", same);
+    snprintf(cv, sizeof cv, "ATLAS_CHROME_TRACE=%s", same);
+    const char *env[] = {tv, cv, NULL};
+    char *argv[] = {BUILD_DIR "/examples/demo_steps", BUILD_DIR "/tests/front_demo_kernels.so",
+                    NULL};
+    run_target(&r, argv, env, 1);
+    ck_assert_int_eq(r.status, 0);
+    HAS(r.log, "cannot open ATLAS_CHROME_TRACE file '");
+    HAS(r.log, "': ATLAS_TRACE_FILE writes it already (each report needs a file of its own); no "
+               "Chrome trace");
+    HASNT(r.log, "another process");
+    run_free(&r);
+    unlink(same);
+    unlink(app);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     /* what the tests' own environment holds must not leak into what they assert */
@@ -723,7 +1051,13 @@ int main(void)
     TCase *tc = tcase_create("front");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, each_option_sets_its_variable);
+    tcase_add_test(tc, every_setting_has_an_option);
+    tcase_add_test(tc, quiet_says_findings);
     tcase_add_test(tc, no_options_set_only_the_preload);
+    tcase_add_loop_test(tc, summary_line_ends_the_run, 0,
+                        (int)(sizeof summaries / sizeof summaries[0]));
+    tcase_add_test(tc, bare_preload_has_no_summary);
+    tcase_add_test(tc, children_get_their_own_summary);
     tcase_add_test(tc, outputs_imply_trace_and_become_absolute);
     tcase_add_test(tc, value_defaults_and_modes);
     tcase_add_test(tc, arguments_pass_through);
@@ -746,6 +1080,7 @@ int main(void)
     tcase_add_test(tc, no_children_without_the_tool);
     tcase_add_test(tc, no_children_python_subprocess);
     tcase_add_test(tc, demo_runs_on_the_fake_driver);
+    tcase_add_test(tc, output_files_checked);
     suite_add_tcase(s, tc);
 
     SRunner *sr = srunner_create(s);

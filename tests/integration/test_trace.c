@@ -48,6 +48,10 @@ static int op_lines(const char *log)
     return count_lines(log, ":   op ");
 }
 
+/* Step 2 differs from step 1 in one scalar and is reported; step 3 differs
+ * from step 2 exactly so (the same field, the same delta): folded into one
+ * line, printed when the run ends. The "most often differing" line would
+ * only repeat the frozen value's. */
 START_TEST(scalar_parameter)
 {
     struct run_result r;
@@ -57,19 +61,69 @@ START_TEST(scalar_parameter)
             r.log,
             "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x64 -> 0x65 (delta +1)"),
         1);
+    ck_assert_int_eq(count_lines(r.log, "step 3 (\"cuStreamSynchronize\"): add_step arg1 +1 per "
+                                        "step, 0x65 -> 0x66 (1 step)"),
+                     1);
+    ck_assert_int_eq(op_lines(r.log), 1);
     ck_assert_int_eq(
-        count_lines(
-            r.log,
-            "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x65 -> 0x66 (delta +1)"),
+        count_lines(r.log, "trace summary: steps=3 compared=2 identical=0 differing=2 shapes=1"),
         1);
-    ck_assert_int_eq(op_lines(r.log), 2);
-    ck_assert_int_eq(
-        count_lines(r.log, "trace summary: steps=3 compared=2 identical=0 differing=2"), 1);
     ck_assert_int_eq(
         count_lines(r.log, "trace summary: frozen value: add_step arg1 changed in 2 steps: +1 per "
                            "step (0x64 -> 0x66)"),
         1);
-    ck_assert_int_eq(count_lines(r.log, "most often differing: add_step arg1 (2x)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "most often differing"), 0);
+    ck_assert_int_eq(count_lines(r.log, "atlas["), 5);
+    run_free(&r);
+}
+END_TEST
+
+/* The issue's loop: 1,000 steps, one scalar changing by one each step: the
+ * first change, one line for the other 998, and the summary. Printed 2,001
+ * lines before (two a step). */
+START_TEST(thousand_steps_one_scalar)
+{
+    struct run_result r;
+    trace_run(&r, "scalar", "1000", NULL);
+    ck_assert_int_eq(count_lines(r.log, "steps 3-1000 (\"cuStreamSynchronize\"): add_step arg1 +1 "
+                                        "per step, 0x65 -> 0x44b (998 steps)"),
+                     1);
+    ck_assert_msg(count_lines(r.log, "atlas[") <= 5, "%s", r.log);
+    ck_assert_int_eq(count_lines(r.log, "atlas["), 5);
+    run_free(&r);
+}
+END_TEST
+
+/* Done when (issue #30): ten warm-up syncs of different work (each a shape
+ * of its own), then thirty steps that differ in one scalar: the new shapes
+ * in one line, the change, its repeats in one line, the summary. Each
+ * warm-up step was compared with the one before (ten reports) before. */
+START_TEST(warmup_then_loop)
+{
+    struct run_result r;
+    trace_run(&r, "warmup", "40", NULL);
+    ck_assert_int_eq(count_lines(r.log, "steps 2-11 (\"cuStreamSynchronize\"): 10 steps of new "
+                                        "shapes, 3 to 11 ops; 11 shapes so far"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "step \"cuStreamSynchronize\" #12 (step 12) differs from "
+                                        "#11: 3 ops (was 3, +0)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): "
+                                        "0x6e -> 0x6f (delta +1)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "steps 13-40 (\"cuStreamSynchronize\"): add_step arg1 +1 "
+                                        "per step, 0x6f -> 0x8b (28 steps)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "trace summary: steps=40 compared=29 identical=0 "
+                                        "differing=29 shapes=11"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "trace summary: steps per shape: 30 "
+                                        "(\"cuStreamSynchronize\", 3 ops), 10 in 10 other shapes"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "frozen value: add_step arg1 changed in 29 steps"), 1);
+    ck_assert_int_eq(op_lines(r.log), 1);
+    ck_assert_msg(count_lines(r.log, "atlas[") <= 20, "%s", r.log);
+    ck_assert_int_eq(count_lines(r.log, "atlas["), 7);
     run_free(&r);
 }
 END_TEST
@@ -106,30 +160,62 @@ START_TEST(pointer_parameters)
     struct run_result r;
     const char *all[] = {"ATLAS_DIFF_POINTERS=all", NULL};
     trace_run(&r, "ptr", "3", all);
-    /* arg0: a fresh allocation every step; arg1: the same buffer, 16 bytes on */
-    ck_assert_int_eq(count_lines(r.log, "arg0 @0x0 (8 bytes)"), 2);
-    ck_assert_int_eq(count_lines(r.log, "(delta +16): same buffer, another offset"), 2);
-    ck_assert_int_eq(count_lines(r.log, "alloc#1+0x10 -> "), 1);
-    ck_assert_int_eq(count_lines(r.log, "): another buffer"), 2);
-    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (8 bytes): 0x"), 2);
-    ck_assert_int_eq(op_lines(r.log), 4);
+    /* arg0: a fresh allocation every step (the old one stays: the ledger
+     * says where the new one was made, and that the old one is still
+     * allocated); arg1: the same buffer, 16 bytes on. Step 3 changes as
+     * step 2 did: folded. */
+    ck_assert_int_eq(count_lines(r.log, "arg0 @0x0 (8 bytes)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "(delta +16): same buffer, another offset"), 1);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer: alloc#3 (1024 bytes, made after step 1 "
+                                        "at "),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "; alloc#2 still allocated"), 1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (8 bytes): 0x"), 1);
+    ck_assert_int_eq(count_lines(r.log,
+                                 "step 3 (\"cuStreamSynchronize\"): pair arg0 another buffer "
+                                 "each step, pair arg1 +16 per step"),
+                     1);
+    ck_assert_int_eq(op_lines(r.log), 2);
     run_free(&r);
     /* by default a pointer that moved within its allocation is one line a step */
     trace_run(&r, "ptr", "3", NULL);
-    ck_assert_int_eq(count_lines(r.log, "): another buffer"), 2);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer"), 1);
     ck_assert_int_eq(
         count_lines(
             r.log,
             ":   1 pointer argument moved within its allocation (allocator reuse): pair arg1"),
-        2);
+        1);
+    ck_assert_int_eq(count_lines(r.log,
+                                 "step 3 (\"cuStreamSynchronize\"): pair arg0 another buffer "
+                                 "each step, pointers moved within their allocations: "
+                                 "pair arg1 (1 step)"),
+                     1);
     ck_assert_int_eq(count_lines(r.log, "same buffer, another offset"), 0);
     run_free(&r);
     /* none: not reported; the fresh buffer still is */
     const char *none[] = {"ATLAS_DIFF_POINTERS=none", NULL};
     trace_run(&r, "ptr", "3", none);
-    ck_assert_int_eq(count_lines(r.log, "): another buffer"), 2);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer"), 1);
     ck_assert_int_eq(count_lines(r.log, "allocator reuse"), 0);
-    ck_assert_int_eq(op_lines(r.log), 2);
+    ck_assert_int_eq(op_lines(r.log), 1);
+    run_free(&r);
+    /* the ledger unchanged since the step before: the op that differs is
+     * resolved again, its new pointer named */
+    trace_run(&r, "swap", "2", NULL);
+    ck_assert_int_eq(count_lines(r.log, "alloc#2+0x0 -> 0x"), 1);
+    ck_assert_int_eq(count_lines(r.log, " alloc#3+0x0 (delta +"), 1);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer: alloc#3 (256 bytes, made by the end of "
+                                        "step 1 at "),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "; alloc#2 still allocated"), 1);
+    run_free(&r);
+    /* churn: each step a buffer is made and the one before freed; the new
+     * one replaces it, and the ledger says where the old one was freed */
+    trace_run(&r, "churn", "3", NULL);
+    ck_assert_int_eq(count_lines(r.log, "): another buffer: alloc#3 (1024 bytes, made after step 1 "
+                                        "at "),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, ") replaces alloc#2 (1024 bytes), freed at "), 1);
     run_free(&r);
 }
 END_TEST
@@ -159,15 +245,24 @@ START_TEST(kernels_without_parameters)
 }
 END_TEST
 
+/* Step 2 has one extra memset in the middle: a shape of its own, said in
+ * one line with where it parts from the step before; step 3 drops it again
+ * and is compared with step 1, the last step of its shape: identical. */
 START_TEST(inserted_op_only)
 {
     struct run_result r;
     trace_run(&r, "insert", "3", NULL);
-    /* step 2 has one extra memset in the middle; step 3 drops it again */
-    ck_assert_int_eq(count_lines(r.log, "op 2 inserted: memset"), 1);
-    ck_assert_int_eq(count_lines(r.log, "op 2 of the previous step removed"), 1);
-    ck_assert_int_eq(op_lines(r.log), 2);
-    ck_assert_int_eq(count_lines(r.log, "6 ops (was 5, +1)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "step \"cuStreamSynchronize\" #2 (step 2): a new shape, 6 "
+                                        "ops (#1 had 5: op 2 inserted: memset ptr="),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "differs"), 0);
+    ck_assert_int_eq(op_lines(r.log), 0);
+    ck_assert_int_eq(
+        count_lines(r.log, "trace summary: steps=3 compared=1 identical=1 differing=0 shapes=2"),
+        1);
+    ck_assert_int_eq(count_lines(r.log, "trace summary: steps per shape: 2 "
+                                        "(\"cuStreamSynchronize\", 5 ops), 1 in 1 other shape"),
+                     1);
     run_free(&r);
 }
 END_TEST
@@ -194,7 +289,10 @@ START_TEST(uninitialised_struct_bytes)
     trace_run(&r, "residue", "3", NULL);
     ck_assert_int_eq(count_lines(r.log, "  2 changed words of by-value parameters that hold host "
                                         "addresses (uninitialised bytes, most likely): blob arg1"),
-                     2);
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "step 3 (\"cuStreamSynchronize\"): uninitialised bytes: "
+                                        "blob arg1 (1 step)"),
+                     1);
     ck_assert_int_eq(op_lines(r.log), 0);
     ck_assert_msg(!strstr(r.log, "frozen value"), "%s", r.log);
     run_free(&r);
@@ -204,7 +302,10 @@ START_TEST(uninitialised_struct_bytes)
     run_free(&r);
     const char *all[] = {"ATLAS_DIFF_RESIDUE=all", NULL};
     trace_run(&r, "residue", "3", all);
-    ck_assert_int_eq(count_lines(r.log, "(host-memory residue)"), 4);
+    ck_assert_int_eq(count_lines(r.log, "(host-memory residue)"), 2);
+    ck_assert_int_eq(count_lines(r.log, "step 3 (\"cuStreamSynchronize\"): blob arg1+0x40 +8 per "
+                                        "step, "),
+                     1);
     run_free(&r);
 }
 END_TEST
@@ -238,9 +339,12 @@ START_TEST(nvtx_without_injection_says_so)
     struct run_result r;
     const char *env[] = {"ATLAS_STEP=nvtx:step", "NVTX_INJECTION64_PATH", NULL};
     trace_run(&r, "nvtx", "2", env);
-    ck_assert_int_eq(
-        count_lines(r.log, "set NVTX_INJECTION64_PATH to the absolute path of libatlastrace.so"),
-        1);
+    /* the command to run instead names the library (test_hints.sh pastes it) */
+    ck_assert_int_eq(count_lines(r.log, "NVTX never called atlastrace: re-run with "
+                                        "NVTX_INJECTION64_PATH naming it: LD_PRELOAD="),
+                     1);
+    char inj[PATH_MAX + 32];
+    HAS(r.log, nvtx_injection(inj, sizeof inj));
     run_free(&r);
 }
 END_TEST
@@ -344,7 +448,8 @@ START_TEST(helper_thread_ops_in_step)
     trace_run(&r, "autograd", "3", NULL);
     ck_assert_int_eq(count_lines(r.log, "differs from #1: 5 ops (was 5, +0)"), 1);
     ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0xc8 -> 0xc9 (delta +1)"), 1);
-    ck_assert_int_eq(op_lines(r.log), 2);
+    ck_assert_int_eq(count_lines(r.log, ": add_step arg1 +1 per step, 0xc9 -> 0xca (1 step)"), 1);
+    ck_assert_int_eq(op_lines(r.log), 1);
     run_free(&r);
     trace_run(&r, "autograd-same", "5", NULL);
     ck_assert_int_eq(count_lines(r.log, "steps=5 compared=4 identical=4 differing=0"), 1);
@@ -353,7 +458,7 @@ START_TEST(helper_thread_ops_in_step)
      * by the sync */
     trace_run(&r, "autograd-legacy", "3", NULL);
     ck_assert_int_eq(count_lines(r.log, "differs from #1: 5 ops (was 5, +0)"), 1);
-    ck_assert_int_eq(op_lines(r.log), 2);
+    ck_assert_int_eq(op_lines(r.log), 1);
     run_free(&r);
 
     char inj[PATH_MAX + 32];
@@ -362,7 +467,8 @@ START_TEST(helper_thread_ops_in_step)
     ck_assert_int_eq(count_lines(r.log, "step \"step\" #2 (step 2) differs from #1: 5 ops (was 5"),
                      1);
     ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0xc8 -> 0xc9 (delta +1)"), 1);
-    ck_assert_int_eq(op_lines(r.log), 2);
+    ck_assert_int_eq(count_lines(r.log, "step 3 (\"step\"): add_step arg1 +1 per step"), 1);
+    ck_assert_int_eq(op_lines(r.log), 1);
     run_free(&r);
     trace_run(&r, "autograd-same", "4", env);
     ck_assert_int_eq(count_lines(r.log, "steps=4 compared=3 identical=3 differing=0"), 1);
@@ -384,6 +490,49 @@ START_TEST(captured_ops_not_in_eager_step)
 END_TEST
 
 /* Sizes read in decimal bytes, and the summary names the op kind. */
+/* Eager against captured: a graph captured with the scalar 17 baked in,
+ * then eager steps of the same ops passing 100, 101, ...: each eager step is
+ * compared with the capture, which names that scalar and nothing else (the
+ * first comparison in full, the rest in one line). Captured after three
+ * eager steps: the capture is compared with the latest of them. */
+START_TEST(eager_against_captured)
+{
+    struct run_result r;
+    trace_run(&r, "captured", "5", NULL);
+    ck_assert_int_eq(count_lines(r.log, "step \"cuStreamSynchronize\" #2 (step 2) has the shape of "
+                                        "capture #1 (after step 0) and other values: 3 ops"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "op 1 add_step(float*, int) [launch] arg1 @0x8 (4 bytes): "
+                                        "0x11 when captured, 0x64 now (delta +83); a replay uses "
+                                        "0x11"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "when captured"), 1);
+    ck_assert_int_eq(count_lines(r.log, "steps 3-6 (\"cuStreamSynchronize\", against the capture): "
+                                        "add_step arg1 differs from the capture (4 steps)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "capture"), 3);
+    run_free(&r);
+    trace_run(&r, "captured-late", "6", NULL);
+    ck_assert_int_eq(count_lines(r.log,
+                                 "capture #1 (after step 3) has the shape of step "
+                                 "\"cuStreamSynchronize\" #3 (step 3) and other values: 3 ops"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x11 when captured, 0x66 in step 3 "
+                                        "(delta +85); a replay uses 0x11"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "steps 5-7 (\"cuStreamSynchronize\", against the capture): "
+                                        "add_step arg1 differs from the capture (3 steps)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "when captured"), 1);
+    run_free(&r);
+    /* a capture mode of its own: the captures are the steps, nothing else */
+    const char *env[] = {"ATLAS_STEP=capture", NULL};
+    trace_run(&r, "captured", "5", env);
+    ck_assert_int_eq(count_lines(r.log, "when captured"), 0);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(sizes_in_decimal)
 {
     struct run_result r;
@@ -423,6 +572,25 @@ START_TEST(diff_ignore)
 }
 END_TEST
 
+/* ATLAS_KERNEL limits the step trace to the kernels it matches: "scalar" launches fill, add_step
+ * (its argument changes every step), fill. */
+START_TEST(kernel_filter)
+{
+    struct run_result r;
+    const char *fill_only[] = {"ATLAS_KERNEL=^fill", NULL};
+    trace_run(&r, "scalar", "3", fill_only);
+    ck_assert_int_eq(count_lines(r.log, "trace summary: steps=3 compared=2 identical=2"), 1);
+    ck_assert_int_eq(count_lines(r.log, "add_step"), 0);
+    run_free(&r);
+    const char *add_only[] = {"ATLAS_KERNEL=add_step", NULL};
+    trace_run(&r, "scalar", "3", add_only);
+    ck_assert_int_eq(count_lines(r.log, "differs from #1: 1 op (was 1, +0)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "op 0 add_step(float*, int) [launch] arg1"), 2);
+    ck_assert_int_eq(count_lines(r.log, "identical=0 differing=2"), 1);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(capture_mode)
 {
     struct run_result r;
@@ -438,6 +606,12 @@ START_TEST(capture_mode)
     ck_assert_int_eq(
         count_lines(r.log, "capture #2 is NOT replay-safe: it froze the 1 host value(s) above"), 1);
     run_free(&r);
+    /* a refused end on a stream that was not capturing ends nothing: the
+     * tracker of open captures (src/capture.c) is the one count */
+    trace_run(&r, "capture-stray-end", "3", env);
+    ck_assert_int_eq(count_lines(r.log, "capture #2 is replay-safe: identical to #1 (3 ops)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "capture #3 is replay-safe: identical to #2 (3 ops)"), 1);
+    run_free(&r);
 }
 END_TEST
 
@@ -449,8 +623,11 @@ START_TEST(api_mode)
     /* three ops inside each step; the launch after atlas_step_end is not in it */
     ck_assert_int_eq(
         count_lines(r.log, "step \"train\" #2 (step 2) differs from #1: 3 ops (was 3, +0)"), 1);
-    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x65 -> 0x66"), 1);
-    ck_assert_int_eq(op_lines(r.log), 2);
+    ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x64 -> 0x65"), 1);
+    ck_assert_int_eq(count_lines(r.log, "step 3 (\"train\"): add_step arg1 +1 per step, 0x65 -> "
+                                        "0x66 (1 step)"),
+                     1);
+    ck_assert_int_eq(op_lines(r.log), 1);
     run_free(&r);
     /* the markers do nothing without the preload */
     char *argv[] = {T("trace_steps"), "api", "2", NULL};
@@ -471,7 +648,8 @@ START_TEST(nvtx_mode)
     ck_assert_int_eq(
         count_lines(r.log, "step \"step\" #2 (step 2) differs from #1: 3 ops (was 3, +0)"), 1);
     ck_assert_int_eq(count_lines(r.log, "arg1 @0x8 (4 bytes): 0x64 -> 0x65"), 1);
-    ck_assert_int_eq(op_lines(r.log), 2);
+    ck_assert_int_eq(count_lines(r.log, "step 3 (\"step\"): add_step arg1 +1 per step"), 1);
+    ck_assert_int_eq(op_lines(r.log), 1);
     ck_assert_int_eq(count_lines(r.log, "steps=3 compared=2"), 1);
     run_free(&r);
 }
@@ -579,11 +757,32 @@ START_TEST(json_lines_and_tool)
     tool(&r, diffp, diffp);
     ck_assert_int_eq(r.status, 0);
     run_free(&r);
-    /* two runs that differ: "same" passes 7 where "scalar" passes 100+i, and
-     * enqueues a memset instead of a second fill */
+    /* two runs whose steps have other shapes ("same" enqueues a memset where
+     * "scalar" enqueues a second fill): not compared value by value; one line
+     * says where the shapes part, and the steps after it alike in one line */
     tool(&r, samep, diffp);
     ck_assert_int_eq(r.status, 1);
-    ck_assert_int_ge(count_lines(r.out, "arg1 @0x8 (4 bytes): 0x7 -> 0x64"), 1);
+    ck_assert_int_eq(count_lines(r.out, "0x7 -> 0x64"), 0);
+    ck_assert_int_eq(count_lines(r.out, "step \"cuStreamSynchronize\" #1 (step 1) differs from #1: "
+                                        "3 ops (was 3, +0)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, "  from op 2 on (1 ops against 1): fill(float*) "
+                                        "grid=(1,1,1) block=(32,1,1) shmem=0"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, "steps 2-3 (\"cuStreamSynchronize\"): another shape, from "
+                                        "op 2 on (1 ops against 1) (2 steps)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, ""), 4);
+    run_free(&r);
+    /* two runs of one shape whose values differ: the first copy's width */
+    char grow[512];
+    record_to("copy-grow", "3", "copy-grow", grow, sizeof grow);
+    record_to("copies", "3", "copies", samep, sizeof samep);
+    tool(&r, samep, grow);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(count_lines(r.out, "op 0 [copy] width: 1024 -> 2048 bytes (delta +1024)"), 1);
+    ck_assert_int_eq(count_lines(r.out, "op 0 [copy] width: 1024 -> 4096 bytes (delta +3072)"), 1);
+    ck_assert_int_eq(count_lines(r.out, "is only in"), 0);
     run_free(&r);
 }
 END_TEST
@@ -609,7 +808,10 @@ START_TEST(residue_in_json_lines)
     ck_assert_msg(r.status == 0, "%s", r.out);
     ck_assert_int_eq(count_lines(r.out, "2 changed words of by-value parameters that hold host "
                                         "addresses (uninitialised bytes, most likely): blob arg1"),
-                     2);
+                     1);
+    ck_assert_int_eq(count_lines(r.out, "step 3 (\"cuStreamSynchronize\"): uninitialised bytes: "
+                                        "blob arg1 (1 step)"),
+                     1);
     ck_assert_int_eq(count_lines(r.out, "  op "), 0);
     run_free(&r);
     tool(&r, a, b);
@@ -653,6 +855,30 @@ END_TEST
 /* Two runs of different lengths: steps are matched by kind and occurrence
  * (through a table, not a search of every step), and the extra ones are
  * named, whichever file has them. */
+/* atlas-diff reads a run as the live report does: the warm-up's new shapes
+ * in one line, the change, its repeats in one line, the same summary. */
+START_TEST(tool_reads_as_live)
+{
+    char path[512];
+    record_to("warmup", "40", "warmup", path, sizeof path);
+    struct run_result r;
+    tool(&r, path, NULL);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(count_lines(r.out, "steps 2-11 (\"cuStreamSynchronize\"): 10 steps of new "
+                                        "shapes, 3 to 11 ops; 11 shapes so far"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, "0x6e -> 0x6f (delta +1)"), 1);
+    ck_assert_int_eq(count_lines(r.out, "steps 13-40 (\"cuStreamSynchronize\"): add_step arg1 +1 "
+                                        "per step, 0x6f -> 0x8b (28 steps)"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, "trace summary: steps=40 compared=29 identical=0 "
+                                        "differing=29 shapes=11"),
+                     1);
+    ck_assert_int_eq(count_lines(r.out, ""), 7);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(two_runs_extra_steps_named)
 {
     char a[512], b[512];
@@ -661,16 +887,72 @@ START_TEST(two_runs_extra_steps_named)
     struct run_result r;
     tool(&r, a, b);
     ck_assert_msg(r.status == 1, "%s", r.out);
-    ck_assert_int_eq(count_lines(r.out, "is only in"), 2);
-    HAS(r.out, " #4 is only in ");
-    HAS(r.out, " #5 is only in ");
+    /* one line for the kind and shape */
+    ck_assert_int_eq(count_lines(r.out, "only in"), 1);
+    HAS(r.out, "steps \"cuStreamSynchronize\" #4-#5 (2 of one shape, 3 ops) are only in ");
     HAS(r.out, "long-a");
     HASNT(r.out, "differs");
     run_free(&r);
     tool(&r, b, a);
     ck_assert_msg(r.status == 1, "%s", r.out);
-    ck_assert_int_eq(count_lines(r.out, "is only in"), 2);
+    ck_assert_int_eq(count_lines(r.out, "only in"), 1);
     HASNT(r.out, "differs");
+    run_free(&r);
+}
+END_TEST
+
+/* Two runs that differ: each line says which file each step is from, the summary counts each
+ * file's steps apart, and a value that differs between the runs is said as such (not as a
+ * value that "changed once" from step to step). B is A with add_step's argument changed in
+ * steps 1 and 3. */
+START_TEST(two_runs_named)
+{
+    char a[512], b[512];
+    record_to("scalar", "3", "runs-a", a, sizeof a);
+    snprintf(b, sizeof b, "%s/runs-b.jsonl", tmpdir);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "sed 's/000064000000\"/000074000000\"/; s/000066000000\"/000077000000\"/' %s >%s", a,
+             b);
+    ck_assert_int_eq(system(cmd), 0);
+    struct run_result r;
+    char *argv[] = {TOOL, a, b, NULL};
+    run_target(&r, argv, NULL, 0);
+    ck_assert_msg(r.status == 1, "%s", r.out);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "step \"cuStreamSynchronize\" #1 of %s (step 1) differs from #1 of %s (step 1): 3 ops "
+             "(3 in %s, +0)",
+             b, a, a);
+    HAS(r.out, want);
+    snprintf(want, sizeof want,
+             "trace summary: steps=3 in %s, 3 in %s; compared=3 identical=1 differing=2", a, b);
+    HAS(r.out, want);
+    snprintf(want, sizeof want,
+             "trace summary: run-to-run value: add_step arg1 differs between the runs in 2 steps: "
+             "first 0x64 in %s, 0x74 in %s; last 0x77 in %s",
+             a, b, b);
+    HAS(r.out, want);
+    HASNT(r.out, "changed once");
+    HASNT(r.out, "frozen value");
+    run_free(&r);
+
+    /* one step apart: the singular, and each file's own count */
+    char c[512];
+    record_to("scalar", "4", "runs-c", c, sizeof c);
+    snprintf(cmd, sizeof cmd, "sed 's/000064000000\"/000074000000\"/' %s >%s", a, b);
+    ck_assert_int_eq(system(cmd), 0);
+    char *argv2[] = {TOOL, b, c, NULL};
+    run_target(&r, argv2, NULL, 0);
+    snprintf(want, sizeof want, "trace summary: steps=3 in %s, 4 in %s; compared=3", b, c);
+    HAS(r.out, want);
+    snprintf(want, sizeof want,
+             "trace summary: run-to-run value: add_step arg1 differs between the runs in 1 step: "
+             "0x74 in %s, 0x64 in %s",
+             b, c);
+    HAS(r.out, want);
+    snprintf(want, sizeof want, "step \"cuStreamSynchronize\" #4 is only in %s", c);
+    HAS(r.out, want);
     run_free(&r);
 }
 END_TEST
@@ -680,11 +962,13 @@ END_TEST
  * thousand step ends, and lent ops that no step claims are dropped. */
 /* What the trace holds per op: a step that differs from its predecessor is
  * resolved (its pointers named by allocation) and diffed, and the trace
- * then holds it, its predecessor and the buffers recording the next. Each
- * op of this one is a 64-byte record and 16 parameter bytes (two pointers):
- * at most three copies of those 80 bytes and an 8-byte hash, with room to
- * spare, so 320 bytes. A note per pointer (24 bytes each, in two steps)
- * took 376. Sanitizers inflate RSS: a sanitized run checks the rest. */
+ * then holds it and the buffer recording the next, which has the arrays of
+ * the step it replaced. Each op of this one is a 64-byte record and 16
+ * parameter bytes (two pointers): two copies of those 80 bytes and the
+ * hashes of a diff, with room to spare, so 200 bytes. Three copies (a spare
+ * pair of arrays kept besides) took 247; a note per pointer (24 bytes each,
+ * in two steps) took 376. Sanitizers inflate RSS: a sanitized run checks
+ * the rest. */
 START_TEST(memory_per_op)
 {
     struct run_result r;
@@ -695,10 +979,14 @@ START_TEST(memory_per_op)
     const char *extra = getenv("ATL_TEST_PRELOAD_EXTRA");
     fprintf(stderr, "trace memory: %ld bytes an op (80 recorded)\n", kb * 1024 / ops);
     if (!(extra && *extra))
-        ck_assert_msg(kb * 1024 <= 320 * ops, "peak RSS grew %ld KiB: %ld bytes an op", kb,
+        ck_assert_msg(kb * 1024 <= 200 * ops, "peak RSS grew %ld KiB: %ld bytes an op", kb,
                       kb * 1024 / ops);
-    /* every step differed (one pointer moved), so each was resolved */
-    ck_assert_int_eq(count_lines(r.log, "differs from"), 3);
+    /* every step differed (one pointer moved), so each was resolved; steps
+     * 3 and 4 as step 2 did */
+    ck_assert_int_eq(count_lines(r.log, "differs from"), 1);
+    ck_assert_int_eq(count_lines(r.log, "steps 3-4 (\"cuStreamSynchronize\"): pointers moved "
+                                        "within their allocations: pair arg1 (2 steps)"),
+                     1);
     run_free(&r);
 }
 END_TEST
@@ -895,6 +1183,10 @@ START_TEST(tool_command_line)
         {{"a", "b", "c"}, "atlas-diff: c: a third file (atlas-diff compares one or two)"},
         {{"--max"}, "atlas-diff: --max needs a value"},
         {{NULL}, "atlas-diff: no trace file given"},
+        /* --ignore by ATLAS_DIFF_IGNORE's rules: an entry that cannot match is refused */
+        {{"--ignore=add_pos:argX", "a.jsonl"},
+         "atlas-diff: --ignore add_pos:argX: not KERNEL or KERNEL:argN"},
+        {{"--ignore", "scale,,axpy", "a.jsonl"}, "--ignore scale,,axpy: entry 2 '' is an empty"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tool_args(&r, bad[i].args);
@@ -917,6 +1209,53 @@ START_TEST(tool_command_line)
     ck_assert_int_eq(count_lines(r.out, "... 5 more differences not shown (--max=3)"), 1);
     run_free(&r);
     run_free(&r2);
+
+    /* numbers as the library reads them, decimal or 0x hex: 09 is nine, 010 ten, 0x3 three */
+    static const char *const same[][2] = {{"09", "9"}, {"010", "10"}, {"0x3", "3"}, {"07", "7"}};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        const char *a[] = {"--max", same[i][0], path, NULL},
+                   *b[] = {"--max", same[i][1], path, NULL};
+        tool_args(&r, a);
+        tool_args(&r2, b);
+        ck_assert_msg(r.status == 1 && r2.status == 1, "--max %s: exit %d", same[i][0], r.status);
+        /* the line that names the option names it as given */
+        ck_assert_msg(count_lines(r.out, "differs from") == count_lines(r2.out, "differs from") &&
+                          count_lines(r.out, "op ") == count_lines(r2.out, "op "),
+                      "--max %s is not --max %s:\n%s\n---\n%s", same[i][0], same[i][1], r.out,
+                      r2.out);
+        run_free(&r);
+        run_free(&r2);
+    }
+
+    /* ATLAS_DIFF_IGNORE is read by the same rules */
+    char *argv[] = {TOOL, path, NULL};
+    static const char *const bad_env[] = {"ATLAS_DIFF_IGNORE=add_pos:argX", NULL};
+    run_target(&r, argv, bad_env, 0);
+    ck_assert_int_eq(r.status, 2);
+    HAS(r.err, "atlas-diff: ATLAS_DIFF_IGNORE=add_pos:argX: not KERNEL or KERNEL:argN");
+    run_free(&r);
+
+    /* and ATLAS_DIFF_MAX, through the settings module, as the live report reads it; --max over it
+     */
+    static const char *const max_env[] = {"ATLAS_DIFF_MAX=3", NULL};
+    run_target(&r, argv, max_env, 0);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_int_eq(count_lines(r.out, "... 5 more differences not shown (ATLAS_DIFF_MAX=3)"), 1);
+    run_free(&r);
+    char *argv_max[] = {TOOL, "--max=4", path, NULL};
+    run_target(&r, argv_max, max_env, 0);
+    ck_assert_int_eq(count_lines(r.out, "... 4 more differences not shown (--max=4)"), 1);
+    run_free(&r);
+    /* one more, said in the singular */
+    char *argv_one[] = {TOOL, "--max=7", path, NULL};
+    run_target(&r, argv_one, NULL, 0);
+    ck_assert_int_eq(count_lines(r.out, "... 1 more difference not shown (--max=7)"), 1);
+    run_free(&r);
+    static const char *const bad_max[] = {"ATLAS_DIFF_MAX=lots", NULL};
+    run_target(&r, argv, bad_max, 0);
+    ck_assert_int_eq(r.status, 2);
+    HAS(r.err, "atlas-diff: ATLAS_DIFF_MAX=lots: not a number");
+    run_free(&r);
 }
 END_TEST
 
@@ -926,6 +1265,8 @@ int main(void)
     TCase *tc = tcase_create("steps");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, scalar_parameter);
+    tcase_add_test(tc, thousand_steps_one_scalar);
+    tcase_add_test(tc, warmup_then_loop);
     tcase_add_test(tc, layout_asked_once_per_kernel);
     tcase_add_test(tc, pointer_parameters);
     tcase_add_test(tc, grid_change);
@@ -943,9 +1284,11 @@ int main(void)
     tcase_add_test(tc, thread_named_in_report);
     tcase_add_test(tc, helper_thread_ops_in_step);
     tcase_add_test(tc, captured_ops_not_in_eager_step);
+    tcase_add_test(tc, eager_against_captured);
     tcase_add_test(tc, sizes_in_decimal);
     tcase_add_test(tc, diff_max);
     tcase_add_test(tc, diff_ignore);
+    tcase_add_test(tc, kernel_filter);
     tcase_add_test(tc, capture_mode);
     tcase_add_test(tc, api_mode);
     tcase_add_test(tc, nvtx_mode);
@@ -961,6 +1304,8 @@ int main(void)
     tcase_add_test(tj, steps_end_under_concurrent_launches);
     tcase_add_test(tj, two_runs_compare_equal);
     tcase_add_test(tj, two_runs_extra_steps_named);
+    tcase_add_test(tj, tool_reads_as_live);
+    tcase_add_test(tj, two_runs_named);
     tcase_add_test(tj, residue_in_json_lines);
     tcase_add_test(tj, stale_ops_do_not_pile_up);
     tcase_add_test(tj, memory_per_op);

@@ -5,6 +5,9 @@
  *                             main thread launches and copies in a loop
  *   rel_harm sigint redzone   the same with allocations, launches, context
  *                             syncs and frees in the loop
+ *   rel_harm sigint redzone-bg the loop of launches on a second thread, while
+ *                             the main thread, which the handler runs on,
+ *                             makes no driver call
  *   rel_harm unload [N]       N times: load a module with a 64-parameter
  *                             kernel, launch it, unload it; then the same with
  *                             a 1-parameter kernel, whose parameter array ends
@@ -133,6 +136,18 @@ static void *interrupter(void *arg)
     return NULL;
 }
 
+static CUcontext bg_ctx;
+static void *bg_launcher(void *arg)
+{
+    (void)arg;
+    cuCtxSetCurrent(bg_ctx);
+    for (unsigned long i = 0;; i++) {
+        void *params[] = {&i};
+        cuLaunchKernel(nop1, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL);
+    }
+    return NULL;
+}
+
 static int sigint_loop(const char *what)
 {
     setup();
@@ -142,6 +157,13 @@ static int sigint_loop(const char *what)
     pthread_create(&t, NULL, interrupter, NULL);
     CUdeviceptr p;
     CK(cuMemAlloc(&p, 64));
+    if (strcmp(what, "redzone-bg") == 0) {
+        pthread_t bg;
+        CK(cuCtxGetCurrent(&bg_ctx));
+        pthread_create(&bg, NULL, bg_launcher, NULL);
+        for (volatile unsigned long spin = 0;; spin++)
+            ;
+    }
     for (unsigned long i = 0;; i++) {
         void *params[] = {&i};
         if (strcmp(what, "redzone") == 0) {

@@ -214,21 +214,20 @@ START_TEST(exit_from_signal_handler)
 END_TEST
 
 /* The same with the exit arriving while the driver holds its own lock (the
- * fake holds it 60 ms per launch of the program's kernel, and launches take
- * the light path, which
- * marks nothing): the red-zone check at exit calls the driver on a helper
- * thread and gives up at the exit's deadline, saying so; before, it waited
- * for that lock forever. */
+ * fake holds it for good during a launch of the program's kernel by a second
+ * thread; the thread that exits makes no driver call): the red-zone check at
+ * exit calls the driver on a helper thread and gives up at the exit's
+ * deadline, saying so; before, it waited for that lock forever. */
 START_TEST(exit_while_the_driver_holds_its_lock)
 {
     setenv("ATL_TEST_TIMEOUT", "20", 1);
     const char *const env[] = {"ATLAS_REDZONE=64",
                                "ATLAS_REDZONE_CHECK=sync",
-                               "FAKE_LAUNCH_HOLD_MS=60",
+                               "FAKE_LAUNCH_HOLD_MS=60000",
                                "FAKE_LAUNCH_HOLD_KERNEL=nop1",
                                NO_LSAN,
                                NULL};
-    char *argv[] = {T("rel_harm"), "sigint", "redzone", NULL};
+    char *argv[] = {T("rel_harm"), "sigint", "redzone-bg", NULL};
     struct run_result r;
     run_target(&r, argv, env, 1);
     ck_assert_msg(r.status == 3, "status %d (142: hung); stderr:\n%.2000s", r.status, r.err);
@@ -370,7 +369,7 @@ END_TEST
 START_TEST(environ_edits_not_leaks)
 {
     char *argv[] = {T("rel_harm"), "setenv", NULL};
-    const char *const env[] = {"ATLAS_REDZONE=64", NULL};
+    const char *const env[] = {"ATLAS_REDZONE=64", "ATLAS_REDZONE_POOLS=route", NULL};
     struct run_result r;
     run_target(&r, argv, env, 1);
     ck_assert_msg(r.status == 0, "exited %d; stderr:\n%s", r.status, r.err);

@@ -76,7 +76,35 @@ static CUresult k_wpoke(const struct fake_launch *l, void **params)
     return CUDA_SUCCESS;
 }
 
+/* lateset(unsigned char *p, long off, unsigned n): a kernel still running
+ * when its buffer is freed (on another stream): it takes its pointer now and
+ * writes p[off..off+n) = 0x55 only when flush() runs, later */
+static struct {
+    unsigned char *p;
+    long off;
+    unsigned n;
+} late;
+static CUresult k_lateset(const struct fake_launch *l, void **params)
+{
+    (void)l;
+    late.p = *(unsigned char **)params[0];
+    late.off = *(long *)params[1];
+    late.n = *(unsigned *)params[2];
+    return CUDA_SUCCESS;
+}
+
+/* flush(void): the late write of the last lateset() */
+static CUresult k_flush(const struct fake_launch *l, void **params)
+{
+    (void)l, (void)params;
+    if (late.p)
+        memset(late.p + late.off, 0x55, late.n);
+    late.p = NULL;
+    return CUDA_SUCCESS;
+}
+
 static const size_t poke_sizes[] = {8, 8, 4, 4};
+static const size_t lateset_sizes[] = {8, 8, 4};
 static const size_t fill_sizes[] = {8, 4};
 static const size_t spoke_sizes[] = {sizeof(struct sp)};
 static const size_t ipoke_sizes[] = {8, 8, 4};
@@ -84,11 +112,12 @@ static const size_t wpoke_sizes[] = {sizeof(struct wide), 4};
 static const struct fake_kernel_def kernels[] = {
     {"poke", k_poke, 4, poke_sizes, NULL},    {"fill", k_fill, 2, fill_sizes, NULL},
     {"spoke", k_spoke, 1, spoke_sizes, NULL}, {"ipoke", k_ipoke, 3, ipoke_sizes, NULL},
-    {"wpoke", k_wpoke, 2, wpoke_sizes, NULL},
+    {"wpoke", k_wpoke, 2, wpoke_sizes, NULL}, {"lateset", k_lateset, 3, lateset_sizes, NULL},
+    {"flush", k_flush, 0, NULL, NULL},
 };
-static const struct fake_image image = {FAKE_IMAGE_MAGIC, 5, kernels};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 7, kernels};
 
-static CUfunction f_poke, f_fill, f_spoke, f_ipoke, f_wpoke;
+static CUfunction f_poke, f_fill, f_spoke, f_ipoke, f_wpoke, f_lateset, f_flush;
 
 #define CHECK(call)                                                                                \
     do {                                                                                           \
@@ -242,6 +271,8 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&f_spoke, mod, "spoke"));
     CHECK(cuModuleGetFunction(&f_ipoke, mod, "ipoke"));
     CHECK(cuModuleGetFunction(&f_wpoke, mod, "wpoke"));
+    CHECK(cuModuleGetFunction(&f_lateset, mod, "lateset"));
+    CHECK(cuModuleGetFunction(&f_flush, mod, "flush"));
 
     if (strcmp(what, "over") == 0) {
         /* RZ_REFUSE_EX=1: the driver refuses the first cuLaunchKernelEx (the
@@ -551,6 +582,136 @@ int main(int argc, char **argv)
         CHECK(cuGraphInstantiate(&ge, g, 0));
         CHECK(cuGraphLaunch(ge, s));
         CHECK(cuStreamSynchronize(s));
+        CHECK(cuMemFree(a));
+    } else if (strcmp(what, "uaf") == 0) {
+        /* a CUDA C program's use after free: alloc#2 is filled, freed, then
+         * written through the freed pointer (8 bytes at +16) by launch#3 */
+        CUdeviceptr a = rz_alloc(4096), b = rz_alloc(4096);
+        fill(a, 4096);
+        fill(b, 4096);
+        CHECK(cuMemFree(b));
+        poke(b, 16, 8, NULL);
+        fill(a, 4096);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemFree(a));
+    } else if (strcmp(what, "uaf-async") == 0) {
+        /* the same with stream-ordered frees on the legacy stream (held back
+         * in batches): alloc#2 freed, then written at once by launch#3 */
+        CUdeviceptr a, b;
+        CHECK(cuMemAllocAsync(&a, 4096, NULL));
+        CHECK(cuMemAllocAsync(&b, 4096, NULL));
+        fill(a, 4096);
+        fill(b, 4096);
+        CHECK(cuMemFreeAsync(b, NULL));
+        poke(b, 16, 8, NULL);
+        fill(a, 4096);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemFreeAsync(a, NULL));
+    } else if (strcmp(what, "uaf-stream") == 0) {
+        /* the missing record_stream: alloc#1, made on the legacy stream, is
+         * used by a kernel on a side stream (launch#2, lateset), freed on
+         * the legacy stream while that kernel still runs, and written by it
+         * after the free (16 bytes at +64, when launch#3, flush, runs) */
+        CUstream side;
+        CUdeviceptr a, b;
+        CHECK(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+        CHECK(cuMemAllocAsync(&a, 4096, NULL));
+        CHECK(cuMemAllocAsync(&b, 4096, NULL));
+        fill(a, 4096);
+        long off = 64;
+        unsigned n = 16;
+        void *args[] = {&a, &off, &n};
+        CHECK(cuLaunchKernel(f_lateset, 1, 1, 1, 32, 1, 1, 0, side, args, NULL));
+        CHECK(cuMemFreeAsync(a, NULL));
+        CHECK(cuStreamSynchronize(NULL));
+        CHECK(cuLaunchKernel(f_flush, 1, 1, 1, 1, 1, 1, 0, side, NULL, NULL));
+        fill(b, 4096);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemFreeAsync(b, NULL));
+        CHECK(cuCtxSynchronize());
+    } else if (strcmp(what, "quar-many") == 0) {
+        /* a clean program that makes and frees many allocations of many
+         * sizes, synchronously, on the legacy stream and on another stream,
+         * each written inside its bounds before its free */
+        CUstream s;
+        CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        for (int i = 0; i < 3000; i++) {
+            size_t n = 64 + (size_t)(i * 37 % 5000);
+            CUdeviceptr p;
+            if (i % 3 == 0) {
+                p = rz_alloc(n);
+                fill(p, (unsigned)n);
+                CHECK(cuMemFree(p));
+            } else {
+                CUstream on = i % 3 == 1 ? NULL : s;
+                CHECK(cuMemAllocAsync(&p, n, on));
+                poke(p, 0, (unsigned)n, on);
+                CHECK(cuMemFreeAsync(p, on));
+            }
+            if (i % 500 == 499)
+                CHECK(cuCtxSynchronize());
+        }
+        CHECK(cuCtxSynchronize());
+    } else if (strcmp(what, "quar-bound") == 0) {
+        /* 100 buffers of 64 KiB made and freed one after the other: the
+         * quarantine (ATLAS_REDZONE_QUARANTINE_MB=1 in the test) keeps the
+         * newest it has room for and gives the oldest back */
+        CUdeviceptr p[100], base;
+        size_t size;
+        for (int i = 0; i < 100; i++) {
+            p[i] = rz_alloc(64 << 10);
+            fill(p[i], 64 << 10);
+            CHECK(cuMemFree(p[i]));
+        }
+        /* buffer i is still held when its address is live and no later
+         * buffer got it (an address given back is handed out again) */
+        int held = 0, given[100];
+        for (int i = 0; i < 100; i++) {
+            given[i] = cuMemGetAddressRange(&base, &size, p[i]) != CUDA_SUCCESS;
+            for (int j = i + 1; j < 100 && !given[i]; j++)
+                given[i] = p[j] == p[i];
+            held += !given[i];
+        }
+        printf("still held: %d\n", held);
+        printf("first given back: %s\n", given[0] ? "yes" : "no");
+        printf("last given back: %s\n", given[99] ? "yes" : "no");
+    } else if (strcmp(what, "quar-oom") == 0) {
+        /* a device of 1 MiB: 64 buffers of 64 KiB made and freed (4 MiB in
+         * all) fit natively one at a time; the quarantine must not make
+         * any of them fail */
+        fake_set_total_mem((size_t)1 << 20);
+        int ok = 0;
+        for (int i = 0; i < 64; i++) {
+            CUdeviceptr p;
+            if (i % 2 ? cuMemAlloc(&p, 64 << 10) == CUDA_SUCCESS
+                      : cuMemAllocAsync(&p, 64 << 10, NULL) == CUDA_SUCCESS) {
+                ok++;
+                fill(p, 64 << 10);
+                if (i % 2)
+                    CHECK(cuMemFree(p));
+                else
+                    CHECK(cuMemFreeAsync(p, NULL));
+            }
+        }
+        printf("allocations that succeeded: %d of 64\n", ok);
+    } else if (strcmp(what, "capture-alloc") == 0) {
+        /* a graph's private pool grows during the capture of a blocking
+         * stream (PyTorch's caching allocator calls cudaMalloc then): the
+         * allocation must not touch the legacy stream, which would end the
+         * capture */
+        CUstream s;
+        CUgraph g;
+        CUgraphExec ge;
+        CHECK(cuStreamCreate(&s, 0));
+        CUdeviceptr a = rz_alloc(4096);
+        CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+        CUdeviceptr b = rz_alloc(4096);
+        poke(b, 0, 16, s);
+        printf("end capture: %d\n", (int)cuStreamEndCapture(s, &g));
+        CHECK(cuGraphInstantiate(&ge, g, 0));
+        CHECK(cuGraphLaunch(ge, s));
+        CHECK(cuStreamSynchronize(s));
+        CHECK(cuMemFree(b));
         CHECK(cuMemFree(a));
     } else {
         fprintf(stderr, "redzone_prog: unknown scenario '%s'\n", what);

@@ -275,7 +275,7 @@ static void step(const char *sc, int i)
         fill();
         launch(f_add, 4, kp);
         fill();
-    } else if (!strcmp(sc, "same") || !strcmp(sc, "capture")) {
+    } else if (!strcmp(sc, "same") || !strcmp(sc, "capture") || !strcmp(sc, "capture-stray-end")) {
         int v = 7;
         void *kp[] = {&buf, &v};
         fill();
@@ -288,6 +288,29 @@ static void step(const char *sc, int i)
         CHECK(cuMemAlloc(&fresh, 1024));
         CUdeviceptr within = buf + 16 * (CUdeviceptr)i;
         void *kp[] = {&fresh, &within};
+        launch(f_pair, 1, kp);
+    } else if (!strcmp(sc, "swap")) {
+        /* two buffers made in the first step, passed in turn: the ledger is
+         * the same from step 2 on, so a step's pointers are resolved from
+         * the last step of its shape, op by op where the ops differ */
+        static CUdeviceptr two[2];
+        if (!two[0] && (cuMemAlloc(&two[0], 256) || cuMemAlloc(&two[1], 256)))
+            exit(1);
+        CUdeviceptr p = two[i % 2];
+        void *kp[] = {&p, &buf};
+        fill();
+        launch(f_pair, 1, kp);
+    } else if (!strcmp(sc, "churn")) {
+        /* a buffer made each step and the one before freed (a framework's
+         * set-up, without a caching allocator): arg0 is another buffer each
+         * step, which replaces the one freed */
+        static CUdeviceptr cur;
+        CUdeviceptr fresh;
+        CHECK(cuMemAlloc(&fresh, 1024));
+        if (cur)
+            CHECK(cuMemFree(cur));
+        cur = fresh;
+        void *kp[] = {&cur, &buf};
         launch(f_pair, 1, kp);
     } else if (!strcmp(sc, "many")) {
         /* MANY_OPS launches of two pointers into one allocation; the last
@@ -368,6 +391,17 @@ static void step(const char *sc, int i)
         int v = 100 + i;
         void *kp[] = {&buf, &v};
         launch(f_add, 4, kp);
+    } else if (!strcmp(sc, "warmup")) {
+        /* ten set-up syncs, each after work of its own (a framework's
+         * autotuning), then the loop: the scalar of "scalar" */
+        if (i < 10) {
+            for (int k = 0; k <= i; k++)
+                fill();
+            if (i % 2)
+                CHECK(cuMemsetD8Async(buf, 0, 16, stream));
+        } else {
+            step("scalar", i);
+        }
     } else if (!strcmp(sc, "extra")) {
         unsigned char packed[16] = {0};
         memcpy(packed, &buf, 8);
@@ -459,12 +493,40 @@ int main(int argc, char **argv)
             fill();
             nvtxRangePop();
             CHECK(cuStreamSynchronize(stream));
+        } else if (!strcmp(sc, "captured") || !strcmp(sc, "captured-late")) {
+            /* eager against captured: a graph of "scalar"'s ops with the
+             * scalar 17 baked in, captured (and replayed once) before the
+             * eager steps (captured) or after three of them (captured-late);
+             * the eager steps pass 100 + i */
+            if (i == (!strcmp(sc, "captured") ? 0 : 3)) {
+                CUgraph g;
+                CUgraphExec ge;
+                CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+                step("scalar", 17 - 100);
+                CHECK(cuStreamEndCapture(stream, &g));
+                CHECK(cuGraphInstantiate(&ge, g, 0));
+                CHECK(cuGraphLaunch(ge, stream));
+                CHECK(cuStreamSynchronize(stream));
+            }
+            step("scalar", i);
+            CHECK(cuStreamSynchronize(stream));
         } else if (!strcmp(sc, "race")) {
             race();
         } else if (!strncmp(sc, "capture", 7)) {
             CUgraph g;
             CUgraphExec ge;
             CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+            if (!strcmp(sc, "capture-stray-end")) {
+                /* ending a capture on a stream that is not capturing: refused,
+                 * and the capture of `stream` stays open */
+                static CUstream idle;
+                if (!idle)
+                    CHECK(cuStreamCreate(&idle, 0));
+                CUgraph none;
+                CHECK(cuStreamEndCapture(idle, &none) == CUDA_ERROR_ILLEGAL_STATE
+                          ? CUDA_SUCCESS
+                          : CUDA_ERROR_UNKNOWN);
+            }
             step(sc, i);
             CHECK(cuStreamEndCapture(stream, &g));
             CHECK(cuGraphInstantiate(&ge, g, 0));

@@ -1,10 +1,14 @@
 /* The engine's shared modules, called directly (no preload, no driver). */
 #include "addrmap.h"
 #include "capture.h"
+#include "config.h"
 #include "engine.h"
+#include "fault.h"
 #include "kernels.h"
 #include "ledger.h"
 #include "stack.h"
+#include "summary.h"
+#include "trace.h"
 
 #include <check.h>
 #include <pthread.h>
@@ -257,6 +261,46 @@ START_TEST(kernel_names_from_lookups)
 }
 END_TEST
 
+/* The step trace reads a launch's kernel from the record its event carries:
+ * a handle the driver gave to another kernel (looked up under another name,
+ * with no unload seen) is traced under the new name, not the one the
+ * tracer saw first. */
+START_TEST(renamed_handle_traced_under_its_new_name)
+{
+    char path[] = "/tmp/atlas-engine-rename-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char file[64];
+    snprintf(file, sizeof file, "ATLAS_TRACE_FILE=%s", path);
+    char *env[] = {"ATLAS_TRACE=1", "ATLAS_STEP=api", file, NULL};
+    atl_config_parse(&atl_cfg, env, NULL, NULL);
+    ck_assert_uint_ne(atl_trace_init(), 0);
+    int mod;
+    void *h = (void *)0x7a00;
+    const char *names[2] = {"_Z7first_kv", "_Z8second_kv"};
+    for (int i = 0; i < 2; i++) {
+        struct atl_lookup lk = {
+            .kind = ATL_LOOKUP_MODULE_FUNCTION, .owner = &mod, .name = names[i], .result = h};
+        atl_kernels_note_lookup(&lk, CUDA_SUCCESS);
+        struct atl_launch l = {.func = h, .grid = {1, 1, 1}, .block = {1, 1, 1}};
+        l.rec = atl_krec_get(h);
+        atl_trace_api_step_begin("s");
+        atl_trace_launch(&l, CUDA_SUCCESS);
+        atl_trace_api_step_end();
+    }
+    atl_trace_exit();
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char text[4096];
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+    unlink(path);
+    ck_assert_msg(strstr(text, "\"kernel\":\"_Z7first_kv\""), "%s", text);
+    ck_assert_msg(strstr(text, "\"kernel\":\"_Z8second_kv\""), "%s", text);
+}
+END_TEST
+
 START_TEST(demangles)
 {
     ck_assert_str_eq(atl_demangle("_ZN2at6native13reduce_kernelILi512ELi1EEEvv"),
@@ -381,6 +425,80 @@ START_TEST(captures_one_tracker)
     atl_capture_ending(NULL);
     atl_capture_ending(s1);
     ck_assert(!atl_capture_any() && !atl_capture_forbids_sync());
+    /* the launches that went into a capture, by number: its window, on its
+     * stream only, from its begin to its end */
+    uint64_t before = atl_ring_put(0, NULL, s1, 1, 1, 1, 1, 1, 1, 0);
+    atl_capture_begun(s2, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    uint64_t in = atl_ring_put(0, NULL, s2, 1, 1, 1, 1, 1, 1, 0);
+    atl_capture_ending(s2);
+    uint64_t after = atl_ring_put(0, NULL, s2, 1, 1, 1, 1, 1, 1, 0);
+    ck_assert(atl_capture_held(s2, in));
+    ck_assert(!atl_capture_held(s1, in) && !atl_capture_held(s2, after));
+    ck_assert(!atl_capture_held(s2, before) && !atl_capture_held(s1, before));
+}
+END_TEST
+
+/* The summary line's numbers and words: thousands separators, and singular for 1. */
+START_TEST(summary_reads_right)
+{
+    char num[32], line[512];
+    ck_assert_str_eq(atl_summary_number(0, num), "0");
+    ck_assert_str_eq(atl_summary_number(999, num), "999");
+    ck_assert_str_eq(atl_summary_number(2114, num), "2,114");
+    ck_assert_str_eq(atl_summary_number(1000000, num), "1,000,000");
+    ck_assert_str_eq(atl_summary_number(18446744073709551615ULL, num),
+                     "18,446,744,073,709,551,615");
+    struct atl_summary s = {.redzone = 1,
+                            .overruns = 1,
+                            .guarded = 2114,
+                            .launches_counted = 1,
+                            .launches = 1,
+                            .leaks = 1,
+                            .trace = 1,
+                            .steps = 40,
+                            .differ = 3,
+                            .copies = 17,
+                            .sites_counted = 1,
+                            .sites = 3,
+                            .syncs = 1};
+    atl_summary_format(&s, line, sizeof line);
+    ck_assert_str_eq(line, "summary: 1 overrun in 2,114 guarded allocations, 0 faults in 1 launch, "
+                           "0 leaks, 3 of 40 steps differ, 17 blocking copies from 3 sites, "
+                           "1 host sync");
+    s = (struct atl_summary){.redzone = 1,
+                             .overruns = 2,
+                             .guarded = 1,
+                             .quarantine = 1,
+                             .after_free = 1,
+                             .faults = 1,
+                             .debug_sync = 1,
+                             .synced = 1,
+                             .leaks = 1,
+                             .leaked = 1,
+                             .leaked_bytes = 4096,
+                             .races = 1,
+                             .race_count = 1,
+                             .trace = 1,
+                             .steps = 1,
+                             .differ = 1,
+                             .copies = 1,
+                             .sites_counted = 1,
+                             .sites = 1,
+                             .syncs = 2};
+    atl_summary_format(&s, line, sizeof line);
+    ck_assert_str_eq(line, "summary: 2 overruns in 1 guarded allocation, 1 write after free, "
+                           "1 fault (1 synchronised), 1 leak (4,096 bytes), 1 race, 1 of 1 step "
+                           "differs, 1 blocking copy from 1 site, 2 host syncs");
+    s = (struct atl_summary){.trace = 1};
+    atl_summary_format(&s, line, sizeof line);
+    ck_assert_str_eq(line, "summary: 0 faults, no step recorded, 0 blocking copies, 0 host syncs");
+    atl_summary_format(NULL, line, sizeof line);
+    ck_assert_str_eq(
+        line, "summary: no CUDA driver call was made in this process, so nothing was watched");
+    /* cut short, never past the buffer */
+    char small[24];
+    atl_summary_format(&s, small, sizeof small);
+    ck_assert_uint_lt(strlen(small), sizeof small);
 }
 END_TEST
 
@@ -395,7 +513,9 @@ int main(void)
     tcase_add_test(tc, ledger_matches_reference);
     tcase_add_test(tc, addrmap_matches_reference);
     tcase_add_test(tc, kernel_names_from_lookups);
+    tcase_add_test(tc, renamed_handle_traced_under_its_new_name);
     tcase_add_test(tc, demangles);
+    tcase_add_test(tc, summary_reads_right);
     tcase_add_test(tc, reentrancy_is_per_thread);
     tcase_add_test(tc, exit_lock_gives_up);
     tcase_add_test(tc, captures_one_tracker);

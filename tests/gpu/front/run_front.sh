@@ -12,7 +12,9 @@
 #    are written and read back;
 # 6. two ranks of one script (torchrun --nproc_per_node=2 when there are two GPUs, else two
 #    processes with RANK=0/1), one trace file per rank through %r: atlas-diff finds no
-#    difference when the ranks run the same steps, and names step #3 when rank 1 branches.
+#    difference when the ranks run the same steps, and names step #3 when rank 1 branches;
+# 7. the wheel (make wheel) pip-installed offline into a venv that sees the system's PyTorch:
+#    its atlas-trace console command traces a PyTorch script with the venv's library.
 build=${1:-build}
 tool=$build/atlas-trace
 lib=$(realpath "$build/libatlastrace.so")
@@ -152,6 +154,31 @@ sys.exit(0 if len(steps) >= 5 and len(k) >= 5 else 1)' "$c"; then
     done
 else
     echo "SKIP: no PyTorch+Triton with CUDA here: the NVTX and rank checks did not run"
+fi
+
+echo "== the wheel in a venv: its atlas-trace on PyTorch"
+whl=$(ls "$build"/atlastrace-*.whl 2>/dev/null | head -n 1)
+if [ -z "$whl" ]; then
+    fail "no wheel in $build (make wheel)"
+elif ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    echo "SKIP: no PyTorch with CUDA here: the wheel was not run on it"
+elif ! { rm -rf "$out/venv" && python3 -m venv --system-site-packages "$out/venv"; } >"$out/venv.err" 2>&1; then
+    echo "SKIP: python3 -m venv failed here ($(tail -1 "$out/venv.err")): the wheel was not run"
+else
+    PIP_DISABLE_PIP_VERSION_CHECK=1 "$out/venv/bin/python" -m pip install -q --no-index --no-deps "$whl" \
+        >"$out/venv-pip.out" 2>&1 || fail "pip install of $whl (log: $out/venv-pip.out)"
+    got=$("$out/venv/bin/atlas-trace" --stats --log="$out/wheel.log" "$out/venv/bin/python" \
+        "$out/child.py" 2>"$out/wheel.err")
+    case "$got" in
+    *"child LD_PRELOAD="*"/site-packages/atlastrace/lib/libatlastrace.so"*)
+        pass "wheel: the venv's atlas-trace preloads the venv's library ($got)" ;;
+    *) fail "wheel: the venv's atlas-trace ran '$got'"; tail -5 "$out/wheel.err" ;;
+    esac
+    if python3 tests/gpu/core/check_stats.py hooks/hooks.def "$out/wheel.log" class launch=">=1"; then
+        pass "wheel: PyTorch's launches counted through the venv's atlas-trace"
+    else
+        fail "wheel: PyTorch not traced (log: $out/wheel.log)"
+    fi
 fi
 
 [ $status -eq 0 ] && echo "front-gpu-check: PASS" || echo "front-gpu-check: FAIL"

@@ -21,14 +21,7 @@ __global__ void overrun_kernel(unsigned char *p, int n)
         p[i] = (unsigned char)i;
 }
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));                            \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
+#include "rz_ck.h"
 
 int main(int argc, char **argv)
 {

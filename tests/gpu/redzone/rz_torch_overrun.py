@@ -1,7 +1,18 @@
 # A PyTorch program whose custom (Triton) kernel writes one element too many:
-# its mask is `offs <= n` instead of `offs < n`. Run with
-# PYTORCH_NO_CUDA_MEMORY_CACHING=1, so each tensor is its own cudaMalloc and
-# the stray element lands in that allocation's red zone.
+# its mask is `offs <= n` instead of `offs < n`.
+#   rz_torch_overrun.py        a 4096-byte tensor: with one driver allocation
+#                              per tensor (PYTORCH_NO_CUDA_MEMORY_CACHING=1, or
+#                              ATLAS_REDZONE_POOLS=route) the stray element
+#                              lands in that allocation's red zone
+#   rz_torch_overrun.py big    PyTorch's default (caching) allocator: a 16 MiB
+#                              tensor gets a segment of its own (tensors of
+#                              10 MiB and more do, rounded up to 2 MiB), so the
+#                              stray element lands in the segment's red zone;
+#                              unrelated work on other tensors (a matmul, a
+#                              reduction, elementwise ops) runs around it, and
+#                              the segment is freed by empty_cache()
+import sys
+
 import torch
 import triton
 import triton.language as tl
@@ -13,12 +24,18 @@ def off_by_one_kernel(out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, offs.to(tl.float32), mask=offs <= n)  # the bug: <= n
 
 
-n = 1024  # 4096 bytes: a whole number of the allocator's 512-byte units
+big = len(sys.argv) > 1 and sys.argv[1] == "big"
+n = (4 << 20) if big else 1024  # 16 MiB or 4096 bytes
+BLOCK = 1024 if big else 256
+a = torch.randn(256, 256, device="cuda")
 x = torch.zeros(n, device="cuda", dtype=torch.float32)
-BLOCK = 256
+b = a @ a
+c = (b * 2 + 1).sum()
 off_by_one_kernel[(n // BLOCK + 1,)](x, n, BLOCK=BLOCK)
+d = torch.relu(a).mean() + c
 torch.cuda.synchronize()
-print("sum", float(x.sum()))
+print("sum", float(x.sum()), "other %.4g" % float(d))
 del x
 torch.cuda.synchronize()
+torch.cuda.empty_cache()  # the caching allocator frees its free segments
 print("done")

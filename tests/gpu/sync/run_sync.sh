@@ -64,6 +64,27 @@ if has "$out/flight.log" "by kernel, rarest first: bad_kernel x1, good x600" &&
 else
     fail "the suspects do not name bad_kernel x1 first (log: $out/flight.log)"
 fi
+# the hint runs as printed: pasted into sh, it names the faulting launch; from this bare
+# preload (its ATLAS_LOG among the settings: the re-run appends to the same log) and through
+# atlas-trace (the re-run is atlas-trace's command line with --debug-sync=bad_kernel)
+hint() { sed -n 's/^atlas\[[0-9]*\]: fault: re-run with debug sync[^)]*): //p' "$1" | head -n 1; }
+cmd=$(hint "$out/flight.log")
+n=$(wc -l <"$out/flight.log")
+sh -c "$cmd" >"$out/flight-paste.out" 2>&1
+if tail -n +"$((n + 1))" "$out/flight.log" | grep -q "debug-sync: launch failed: kernel=bad_kernel"; then
+    pass "the bare preload's hint, pasted ($cmd), names bad_kernel's launch"
+else
+    fail "the bare preload's hint, pasted ($cmd), did not name bad_kernel (log: $out/flight.log)"
+fi
+"$build/atlas-trace" "$build/gpu/flight" plain >"$out/flight-tool.out" 2>&1
+cmd=$(hint "$out/flight-tool.out")
+sh -c "$cmd" >"$out/flight-tool-paste.out" 2>&1
+if [ "$cmd" = "$build/atlas-trace --debug-sync=bad_kernel $build/gpu/flight plain" ] &&
+   has "$out/flight-tool-paste.out" "debug-sync: launch failed: kernel=bad_kernel"; then
+    pass "through atlas-trace the hint is '$cmd'; pasted, it names bad_kernel's launch"
+else
+    fail "through atlas-trace the hint is '$cmd' (output: $out/flight-tool-paste.out)"
+fi
 # a captured graph: its kernel nodes are listed
 ATLAS_LOG="$out/flight-graph.log" LD_PRELOAD="$lib" "$build/gpu/flight" graph >"$out/flight-graph.out" 2>&1
 cat "$out/flight-graph.out"

@@ -1,0 +1,88 @@
+#!/bin/sh
+# Red zones on real programs (issue #29): a PyTorch MLP training step and a
+# Hugging Face GPT-2 training step (4 layers, width 256, batch 8x128, built
+# from a config: no download), bench/core/torch_steps.py, in one run, each
+# configuration a process of its own, the configurations interleaved, ROUNDS
+# rounds (3), medians:
+#   native       PyTorch's default (caching) allocator, no preload
+#   routed       PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, no preload:
+#                the pool red zones route PyTorch to, alone
+#   default      ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route (one driver
+#                allocation per tensor; the quarantine on)
+#   launch       the same with ATLAS_REDZONE_CHECK=launch
+#   kept         (RZ_TORCH_KEPT=1) ATLAS_REDZONE=64: PyTorch keeps its
+#                caching allocator (the default, ATLAS_REDZONE_POOLS=auto)
+# Bars (issue #29): default at most 1.05x the routed pool alone; launch at
+# most 1.5x native; on both steps.
+#   run_torch_bench.sh BUILD [ROUNDS] [STEPS]
+set -eu
+build=${1:-build}
+rounds=${2:-3}
+steps=${3:-${RZ_TORCH_STEPS:-200}}
+lib=$(realpath "$build/libatlastrace.so")
+here=$(dirname "$0")
+tmp=$(mktemp -d /tmp/atlas-torchbench-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=bench/redzone/bench_common.sh
+. "$here/bench_common.sh"
+
+if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    echo "(PyTorch with a GPU not found: the training-step rows are skipped)"
+    exit 0
+fi
+
+# name|environment ("-": no preload; "native:...": set, no preload)|label
+configs="native|-|native, caching allocator
+routed|native:PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync|routed pool alone (\`backend:cudaMallocAsync\`, no preload)
+default|ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route|default mode, routed (\`ATLAS_REDZONE_POOLS=route\`)
+launch|ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route ATLAS_REDZONE_CHECK=launch|launch mode, routed"
+if [ "${RZ_TORCH_KEPT:-0}" = 1 ]; then
+    configs="$configs
+kept|ATLAS_REDZONE=64|\`ATLAS_REDZONE=64\` (PyTorch's pool kept: the default)"
+fi
+
+r=0
+while [ "$r" -lt "$rounds" ]; do
+    echo "$configs" | while IFS='|' read -r name envs label; do
+        run "$envs" "" python3 "$here/../core/torch_steps.py" "$steps" both >"$tmp/out" || true
+        for m in mlp gpt2; do
+            awk -v m="$m" '$1 == "ns_per_op_" m { printf "%.1f\n", $2 / 1000 }' "$tmp/out" \
+                >>"$tmp/$m.$name"
+        done
+        grep -h '^gpt2 skipped' "$tmp/out" >"$tmp/skipped" || true
+    done
+    r=$((r + 1))
+done
+
+echo "### PyTorch training steps under red zones"
+echo
+echo "us per step (MLP: $steps steps, SGD; GPT-2: $((steps / 4)) steps, AdamW, 4 layers of width 256,"
+echo "batch 8x128), each configuration a process, interleaved, median of $rounds rounds; ratios to"
+echo "native and, for the red-zone rows, to the routed pool alone."
+echo
+echo '| configuration | MLP us | x native | x routed | GPT-2 us | x native | x routed |'
+echo '|---|---:|---:|---:|---:|---:|---:|'
+echo "$configs" | while IFS='|' read -r name envs label; do
+    row="| $label"
+    for m in mlp gpt2; do
+        v=$(median "$tmp/$m.$name") n=$(median "$tmp/$m.native") a=$(median "$tmp/$m.routed")
+        row="$row | $v | $(cell "$v" "$n" | sed -n 's/.*(\(.*\))/\1/p') | $(cell "$v" "$a" | sed -n 's/.*(\(.*\))/\1/p')"
+    done
+    echo "$row |"
+done
+echo
+[ -s "$tmp/skipped" ] && cat "$tmp/skipped"
+# the bars, one line each
+for m in mlp gpt2; do
+    n=$(median "$tmp/$m.native") a=$(median "$tmp/$m.routed")
+    d=$(median "$tmp/$m.default") l=$(median "$tmp/$m.launch")
+    [ "$n" = - ] && continue
+    awk -v m="$m" -v n="$n" -v a="$a" -v d="$d" -v l="$l" 'BEGIN {
+        if (a != "-" && d != "-")
+            printf "bar %s: default mode %.3fx the routed pool alone (at most 1.05x): %s\n", m, d / a,
+                d / a <= 1.05 ? "met" : "NOT met"
+        if (l != "-")
+            printf "bar %s: launch mode %.3fx native (at most 1.5x): %s\n", m, l / n,
+                l / n <= 1.5 ? "met" : "NOT met"
+    }'
+done

@@ -1,0 +1,2123 @@
+/*
+ * Races between streams (ATLAS_RACES): see src/races.h and docs/races.md.
+ *
+ * Happens-before is kept as vector clocks. Each stream has a clock of its
+ * own, which moves on only when another party takes a snapshot of it (an
+ * event record, a host synchronisation, the legacy stream's implicit wait),
+ * and a vector of what it is ordered after (vc[t]: stream t's work up to clock vc[t]). An access
+ * carries its stream and that stream's clock; a later access on stream u is
+ * ordered after it when they share the stream, or when the clock is at most
+ * u's vc entry or the host's (what host synchronisations have shown to be
+ * done: the host then enqueued everything that follows, on any thread, so
+ * the host's knowledge orders every later access; threads synchronising
+ * among themselves are not seen, and this errs towards silence).
+ *
+ * Per allocation, the accesses kept are those not yet known to be ordered
+ * before everything that follows: an access that the host knows done is
+ * dropped, and one that a later access on the same stream covers (same
+ * bytes, the same or a stronger kind) is replaced by it; at most RC_KEEP
+ * stay (the oldest goes, counted). So memory grows with the allocations
+ * touched and the streams that touch each, not with the number of ops.
+ *
+ * Everything runs under one mutex. The call sites are captured before it is
+ * taken (the unwinder may take the loader's lock), and the reports are
+ * written after it is released (naming frames does too).
+ */
+#define _GNU_SOURCE /* syscall */
+#include "races.h"
+
+#include "config.h"
+#include "driver.h"
+#include "hint.h"
+#include "hookid.h"
+#include "kernels.h"
+#include "ledger.h"
+#include "log.h"
+#include "services.h"
+#include "stack.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define RC_KEEP 16          /* accesses kept per allocation */
+#define RC_MAX_STREAMS 4096 /* streams tracked; more are not checked (said once) */
+#define RC_OP_ACCESSES 64   /* allocations one op is checked against */
+#define RC_SITE_DEPTH 8     /* frames of a call site (the first outside CUDA's libraries) */
+#define RC_MAX_SITES 16384  /* distinct call sites kept; more are named "?" */
+#define RC_PRINT_MAX 100    /* distinct races printed; more are counted */
+#define RC_PEND 4           /* reports one op may print */
+#define RC_CACHE 1024       /* pages of the address -> allocation cache */
+#define RC_GRAPH_MAX 4096   /* accesses kept per captured graph */
+#define RC_LEGACY_KEY 1     /* the legacy default stream's key (CU_STREAM_LEGACY) */
+
+enum { RC_LEGACY, RC_PTDS, RC_BLOCKING, RC_NONBLOCKING };
+enum { RC_READ = 1, RC_MAYWRITE = 2, RC_WRITE = 3 };
+enum { RC_OP_KERNEL, RC_OP_COPY, RC_OP_MEMSET, RC_OP_FREE, RC_OP_GRAPH };
+/* what last told the host of a stream's work */
+enum { HS_NONE, HS_STREAM, HS_EVENT, HS_CTX, HS_COPY, HS_QUERY, HS_HOSTFN, HS_CALLBACK };
+
+/* ---- small tools: a hash map of 64-bit keys, vector clocks ------------------ */
+
+struct rmap {
+    uint64_t *k;
+    void **v;
+    unsigned char *s; /* 0 empty, 1 live, 2 deleted */
+    size_t cap, used, live;
+};
+
+static size_t rmap_home(uint64_t key, size_t cap)
+{
+    key ^= key >> 29;
+    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 32) & (cap - 1);
+}
+
+static void **rmap_find(const struct rmap *m, uint64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    for (size_t i = rmap_home(key, m->cap), n = 0; n < m->cap; i = (i + 1) & (m->cap - 1), n++) {
+        if (m->s[i] == 0)
+            return NULL;
+        if (m->s[i] == 1 && m->k[i] == key)
+            return &m->v[i];
+    }
+    return NULL;
+}
+
+static int rmap_grow(struct rmap *m)
+{
+    size_t cap = 64;
+    while (cap * 3 < (m->live + 1) * 8)
+        cap *= 2;
+    struct rmap n = {calloc(cap, 8), calloc(cap, sizeof(void *)), calloc(cap, 1), cap, 0, 0};
+    if (!n.k || !n.v || !n.s) {
+        free(n.k), free(n.v), free(n.s);
+        return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->s[i] != 1)
+            continue;
+        size_t j = rmap_home(m->k[i], cap);
+        while (n.s[j])
+            j = (j + 1) & (cap - 1);
+        n.k[j] = m->k[i], n.v[j] = m->v[i], n.s[j] = 1;
+        n.used++, n.live++;
+    }
+    free(m->k), free(m->v), free(m->s);
+    *m = n;
+    return 0;
+}
+
+static int rmap_put(struct rmap *m, uint64_t key, void *val)
+{
+    void **p = rmap_find(m, key);
+    if (p) {
+        *p = val;
+        return 0;
+    }
+    if ((m->used + 1) * 4 > m->cap * 3 && rmap_grow(m) != 0)
+        return -1;
+    size_t i = rmap_home(key, m->cap);
+    while (m->s[i] == 1)
+        i = (i + 1) & (m->cap - 1);
+    if (m->s[i] == 0)
+        m->used++;
+    m->k[i] = key, m->v[i] = val, m->s[i] = 1;
+    m->live++;
+    return 0;
+}
+
+static void *rmap_del(struct rmap *m, uint64_t key)
+{
+    void **p = rmap_find(m, key);
+    if (!p)
+        return NULL;
+    size_t i = (size_t)(p - m->v);
+    m->s[i] = 2;
+    m->live--;
+    return m->v[i];
+}
+
+/* A vector clock: c[i] for streams 0..n-1, zero beyond. */
+struct vc {
+    uint64_t *c;
+    unsigned n;
+};
+
+static inline uint64_t vc_get(const struct vc *v, unsigned i)
+{
+    return i < v->n ? v->c[i] : 0;
+}
+
+/* ---- the state -------------------------------------------------------------- */
+
+struct rcap;
+
+struct rstream {
+    uintptr_t key; /* the handle; the legacy stream's RC_LEGACY_KEY; a thread's own for PTDS */
+    unsigned char kind, live, dirty;
+    uint32_t tid;          /* RC_PTDS: the thread */
+    uint64_t clock, birth; /* its own clock now; the first of this incarnation of the slot */
+    uint64_t legacy_seen;  /* blocking streams: the legacy stream's ops absorbed */
+    struct vc vc;          /* what it is ordered after */
+    uint64_t ver;          /* counts changes of clock and vc: an epoch is (clock, ver) */
+    struct rcap *cap;      /* capturing into */
+    /* the last event it waited for, for the reports */
+    uintptr_t wait_ev;
+    int wait_from; /* the stream it was recorded on; -1: never recorded */
+    uint64_t wait_clock;
+    uint32_t wait_site;
+};
+
+struct racc {
+    uint64_t clock;
+    uint64_t lo, hi; /* bytes from the allocation's base */
+    uint64_t anchor; /* where the op's own pointer points (== lo for exact ranges) */
+    uint64_t opnum;  /* launch number (kernels), else 0 */
+    const char *name;
+    uint32_t stream, site, site2; /* site2: a graph node's capture site */
+    uint16_t hook, hook2;         /* hook2: a graph node's entry point */
+    uint8_t what, sub, mode, exact, param;
+};
+
+struct ralloc {
+    uint64_t seq, base, span;
+    unsigned n, cap;
+    struct racc *e; /* oldest first */
+    /* slot + 1 of the one stream (incarnation mono_birth) all of e are of;
+     * 0: several */
+    unsigned mono;
+    uint64_t mono_birth;
+};
+
+/* An access of a captured graph, in absolute addresses (the allocation is
+ * found again at each launch). */
+struct rgacc {
+    uint64_t lo, hi, anchor;
+    const char *name;
+    uint32_t site;
+    uint16_t hook;
+    uint8_t what, mode, exact, param;
+};
+struct rgraph {
+    int refs;
+    size_t n, cap;
+    struct rgacc *a;
+    int overflow;
+};
+struct rcap {
+    uint64_t id;
+    struct rgraph *g;
+    struct rcap *next;
+};
+
+struct revent {
+    int recorded; /* live (not in a capture) */
+    int from;
+    uint64_t clock;
+    struct vc vc;
+    uint32_t site;
+    uint64_t cap_id; /* recorded in that capture (0: none) */
+};
+
+/* A kernel's last launch on a stream: its words and the accesses they
+ * resolved to, while no allocation came or went (gen == rc.alloc_gen): a
+ * loop launches a kernel on the same buffers again and again. */
+#define RC_MEMO 4        /* ways per kernel, by stream slot */
+#define RC_MEMO_WORDS 64 /* words of a launch a memo holds at most */
+struct rmemo {
+    uint64_t *v;
+    struct racc_op *acc;
+    unsigned n;
+    uint64_t gen; /* 0: none */
+    /* where the accesses were last checked: that stream at that epoch
+     * (clock, ver); the same accesses there again check nothing new */
+    int u;
+    uint64_t clock, ver;
+};
+
+/* One 8-byte word of a kernel's parameters: param's bytes at off. */
+struct rword {
+    uint32_t param, off;
+    uint8_t mode;
+};
+
+struct rkern {
+    unsigned long gen;
+    const char *name;
+    int exact; /* the driver gave the layout (n may then be 0) */
+    unsigned n;
+    uint32_t *off, *size;
+    unsigned char *cls;
+    struct rword *words;
+    unsigned nwords;
+    struct rmemo memo[RC_MEMO]; /* by stream slot */
+};
+
+/* A stream's slot, as stream_slot last found it (key 0: none). */
+#define RC_SLOTC 8
+struct rslotc {
+    uintptr_t key;
+    int slot;
+};
+
+/* A launch's caller and the site it names. */
+#define RC_CALLERS 256
+struct rcaller {
+    void *pc;
+    uint32_t site;
+};
+
+struct rcache {
+    uint64_t base, span;
+    struct ralloc *a;
+};
+
+struct hsrc {
+    unsigned char kind;
+    uint32_t site;
+};
+
+static struct {
+    int mode; /* ATLAS_RACES: 1 on, 2 all */
+    int dead; /* out of memory: checking stopped */
+    pthread_mutex_t mu;
+    struct rstream *st;
+    unsigned nst, capst;
+    unsigned *freeslot, nfree;
+    unsigned *dirtyl, ndirty;
+    uint64_t legacy_ops;
+    struct vc host;
+    struct hsrc *hsrc;
+    struct rmap streams, events, allocs, kerns, graphs, execs, seen, sitemap;
+    struct atl_stack *sites;
+    unsigned nsites, capsites;
+    struct rcache cache[RC_CACHE];
+    uint64_t lo, hi;
+    struct rcap *caps;
+    uint64_t capids;
+    uint64_t alloc_gen;            /* counts allocations made and gone (struct rmemo) */
+    struct rslotc slotc[RC_SLOTC]; /* stream_slot's last answers */
+    CUfunction last_func;          /* kern_of's last answer */
+    struct rkern *last_kern;
+    struct rcaller callers[RC_CALLERS];
+    /* counts */
+    uint64_t races, races_distinct, possible, possible_distinct, accesses, forgotten, printed;
+    uint64_t dropped;
+    int said_streams, said_graph, said_layout;
+} rc = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void oom(void)
+{
+    if (!rc.dead)
+        atl_log_once_oom("the race detector (checking stopped)");
+    rc.dead = 1;
+}
+
+static int vc_fit(struct vc *v, unsigned n)
+{
+    if (n <= v->n)
+        return 0;
+    unsigned m = v->n ? v->n : 8;
+    while (m < n)
+        m *= 2;
+    uint64_t *c = realloc(v->c, (size_t)m * sizeof *c);
+    if (!c) {
+        oom();
+        return -1;
+    }
+    memset(c + v->n, 0, (size_t)(m - v->n) * sizeof *c);
+    v->c = c, v->n = m;
+    return 0;
+}
+
+static void vc_raise(struct vc *v, unsigned i, uint64_t x)
+{
+    if (x > vc_get(v, i) && vc_fit(v, i + 1) == 0)
+        v->c[i] = x;
+}
+
+static void vc_join(struct vc *dst, const struct vc *src)
+{
+    for (unsigned i = 0; i < src->n; i++)
+        if (src->c[i] > vc_get(dst, i))
+            vc_raise(dst, i, src->c[i]);
+}
+
+/* ---- streams ------------------------------------------------------------------ */
+
+static int grow_streams(void)
+{
+    unsigned cap = rc.capst ? rc.capst * 2 : 16;
+    struct rstream *st = realloc(rc.st, cap * sizeof *st);
+    if (!st)
+        return -1;
+    rc.st = st;
+    struct hsrc *hs = realloc(rc.hsrc, cap * sizeof *hs);
+    if (!hs)
+        return -1;
+    rc.hsrc = hs;
+    unsigned *d = realloc(rc.dirtyl, cap * sizeof *d);
+    if (!d)
+        return -1;
+    rc.dirtyl = d;
+    unsigned *f = realloc(rc.freeslot, cap * sizeof *f);
+    if (!f)
+        return -1;
+    rc.freeslot = f;
+    memset(rc.hsrc + rc.capst, 0, (cap - rc.capst) * sizeof *hs);
+    rc.capst = cap;
+    return 0;
+}
+
+static int slot_new(uintptr_t key, int kind)
+{
+    unsigned i;
+    uint64_t birth = 1;
+    struct vc keep = {NULL, 0};
+    unsigned char listed = 0; /* still on the legacy stream's list of dirty streams */
+    if (rc.nfree) {
+        i = rc.freeslot[--rc.nfree];
+        birth = rc.st[i].clock + 1; /* later than anything the old stream's accesses carry */
+        listed = rc.st[i].dirty;
+        keep = rc.st[i].vc;
+        if (keep.c)
+            memset(keep.c, 0, keep.n * sizeof *keep.c);
+    } else {
+        if (rc.nst >= RC_MAX_STREAMS) {
+            if (!rc.said_streams++)
+                atl_log(ATL_WARN,
+                        "races: more than %d streams: the accesses of the streams "
+                        "past that are not checked",
+                        RC_MAX_STREAMS);
+            return -1;
+        }
+        if (rc.nst == rc.capst && grow_streams() != 0) {
+            oom();
+            return -1;
+        }
+        i = rc.nst++;
+    }
+    rc.st[i] = (struct rstream){.key = key,
+                                .kind = (unsigned char)kind,
+                                .live = 1,
+                                .clock = birth,
+                                .birth = birth,
+                                .dirty = listed,
+                                .vc = keep,
+                                .wait_from = -1};
+    if (kind == RC_PTDS)
+        rc.st[i].tid = (uint32_t)(key >> 2);
+    rc.hsrc[i] = (struct hsrc){HS_NONE, 0};
+    if (rmap_put(&rc.streams, key, (void *)(uintptr_t)(i + 1)) != 0) {
+        oom();
+        return -1;
+    }
+    return (int)i;
+}
+
+/* The slot of the stream a call names: NULL is the legacy default stream,
+ * or the calling thread's per-thread one when the entry point is a _ptsz or
+ * _ptds variant. A stream first seen here (not created through a hooked
+ * call) is asked for its flags. -1 when not tracked. */
+static int stream_slot_slow(CUstream s, int hook);
+
+static inline int stream_slot(CUstream s, int hook)
+{
+    if (s == CU_STREAM_LEGACY || (s == NULL && !(atl_hook_flags[hook] & ATL_F_PT)))
+        return 0;
+    /* a created stream's slot, as last found */
+    struct rslotc *c = &rc.slotc[((uintptr_t)s >> 4) % RC_SLOTC];
+    if (c->key == (uintptr_t)s && s != CU_STREAM_PER_THREAD && s != NULL)
+        return c->slot;
+    return stream_slot_slow(s, hook);
+}
+
+static int stream_slot_slow(CUstream s, int hook)
+{
+    (void)hook;
+    uintptr_t key = (uintptr_t)s;
+    int kind = RC_BLOCKING;
+    if (s == CU_STREAM_PER_THREAD || s == NULL) {
+        /* the thread's id, not its pthread_t: a thread started after another
+         * ended often gets the same pthread_t, never the same id (until they
+         * wrap); handles are aligned, so an odd key is never one */
+        key = ((uintptr_t)syscall(SYS_gettid) << 2) | 3;
+        kind = RC_PTDS;
+    }
+    struct rslotc *c = &rc.slotc[(key >> 4) % RC_SLOTC];
+    if (c->key == key)
+        return c->slot;
+    void **p = rmap_find(&rc.streams, key);
+    if (p) {
+        *c = (struct rslotc){key, (int)(uintptr_t)*p - 1};
+        return c->slot;
+    }
+    unsigned flags = 0;
+    if (kind == RC_BLOCKING && atl_drv.cuStreamGetFlags &&
+        atl_drv.cuStreamGetFlags(s, &flags) == CUDA_SUCCESS && (flags & CU_STREAM_NON_BLOCKING))
+        kind = RC_NONBLOCKING;
+    return slot_new(key, kind);
+}
+
+/* After a snapshot of stream t covers its clock, its later accesses carry
+ * a new one, so that the snapshot does not cover them. */
+static void tick(unsigned t)
+{
+    rc.st[t].clock++;
+    rc.st[t].ver++;
+}
+
+/* Everything stream t has done so far (and what it is ordered after) into
+ * dst; then its clock moves on. */
+static void join_snap(struct vc *dst, unsigned t)
+{
+    vc_join(dst, &rc.st[t].vc);
+    vc_raise(dst, t, rc.st[t].clock);
+    tick(t);
+}
+
+/* Before an op on stream u: the legacy default stream's implicit ordering.
+ * An op on it waits for the work before it on every blocking stream (the
+ * per-thread default streams are blocking ones); an op on a blocking stream
+ * waits for the legacy stream's work before it. Non-blocking streams escape
+ * both. Contexts are not told apart: one legacy stream for all of them. */
+static inline void touch(unsigned u)
+{
+    struct rstream *s = &rc.st[u];
+    if (s->kind == RC_LEGACY) {
+        for (unsigned k = 0; k < rc.ndirty; k++) {
+            unsigned b = rc.dirtyl[k];
+            if (rc.st[b].live && rc.st[b].dirty)
+                join_snap(&rc.st[u].vc, b), rc.st[u].ver++;
+            rc.st[b].dirty = 0;
+        }
+        rc.ndirty = 0;
+        rc.legacy_ops++;
+    } else if (s->kind == RC_BLOCKING || s->kind == RC_PTDS) {
+        if (s->legacy_seen != rc.legacy_ops) {
+            join_snap(&rc.st[u].vc, 0), rc.st[u].ver++;
+            rc.st[u].legacy_seen = rc.legacy_ops;
+        }
+        if (!rc.st[u].dirty) {
+            rc.st[u].dirty = 1;
+            rc.dirtyl[rc.ndirty++] = u;
+        }
+    }
+}
+
+/* The clock an access on u carries. */
+static uint64_t stamp(unsigned u)
+{
+    return rc.st[u].clock;
+}
+
+/* ---- what the host knows is done -------------------------------------------- */
+
+static void host_raise(unsigned i, uint64_t c, int kind, uint32_t site)
+{
+    if (c > vc_get(&rc.host, i)) {
+        vc_raise(&rc.host, i, c);
+        if (i < rc.capst)
+            rc.hsrc[i] = (struct hsrc){(unsigned char)kind, site};
+    }
+}
+
+static void host_learns_vc(const struct vc *v, int kind, uint32_t site)
+{
+    for (unsigned i = 0; i < v->n; i++)
+        host_raise(i, v->c[i], kind, site);
+}
+
+static void host_learns_stream(unsigned t, int kind, uint32_t site)
+{
+    host_learns_vc(&rc.st[t].vc, kind, site);
+    host_raise(t, rc.st[t].clock, kind, site);
+    tick(t);
+}
+
+/* ---- call sites ----------------------------------------------------------------- */
+
+static void site_capture(struct atl_stack *s)
+{
+    int depth = (int)atl_cfg.stack_depth;
+    atl_stack_capture_n(s, depth < RC_SITE_DEPTH ? depth : RC_SITE_DEPTH);
+}
+
+/* 1-based; 0: none. */
+static uint32_t site_intern(const struct atl_stack *s)
+{
+    if (!s->n)
+        return 0;
+    uint64_t h = atl_stack_hash(s);
+    void **p = rmap_find(&rc.sitemap, h);
+    if (p)
+        return (uint32_t)(uintptr_t)*p;
+    if (rc.nsites >= RC_MAX_SITES)
+        return 0;
+    if (rc.nsites == rc.capsites) {
+        unsigned cap = rc.capsites ? rc.capsites * 2 : 64;
+        struct atl_stack *n = realloc(rc.sites, cap * sizeof *n);
+        if (!n)
+            return 0;
+        rc.sites = n, rc.capsites = cap;
+    }
+    rc.sites[rc.nsites++] = *s;
+    if (rmap_put(&rc.sitemap, h, (void *)(uintptr_t)rc.nsites) != 0) {
+        rc.nsites--;
+        return 0;
+    }
+    return rc.nsites;
+}
+
+static void site_copy(uint32_t id, struct atl_stack *out)
+{
+    if (id && id <= rc.nsites)
+        *out = rc.sites[id - 1];
+    else
+        out->n = 0;
+}
+
+/* ---- allocations ---------------------------------------------------------------- */
+
+static size_t cache_index(uint64_t v)
+{
+    return (size_t)(((v >> 12) * 0x9E3779B97F4A7C15ULL) >> 54) & (RC_CACHE - 1);
+}
+
+static struct ralloc *alloc_state(uint64_t seq, uint64_t base, uint64_t span)
+{
+    void **p = rmap_find(&rc.allocs, seq);
+    if (p)
+        return *p;
+    struct ralloc *a = calloc(1, sizeof *a);
+    if (!a || rmap_put(&rc.allocs, seq, a) != 0) {
+        free(a);
+        oom();
+        return NULL;
+    }
+    a->seq = seq, a->base = base, a->span = span;
+    return a;
+}
+
+/* The allocation v points into, through the ledger; its base in *base. */
+static struct ralloc *resolve(uint64_t v)
+{
+    if (v < 65536 || v - rc.lo >= rc.hi - rc.lo)
+        return NULL;
+    struct rcache *c = &rc.cache[cache_index(v)];
+    if (c->a && v - c->base < c->span)
+        return c->a;
+    CUdeviceptr base;
+    size_t span;
+    uint64_t seq;
+    if (!atl_ledger_find_base((CUdeviceptr)v, &base, &span, &seq))
+        return NULL;
+    struct ralloc *a = alloc_state(seq, base, span);
+    if (a)
+        *c = (struct rcache){base, span, a};
+    return a;
+}
+
+/* Forget the cache's entries of a (all of them when a is NULL). */
+static void cache_drop(const struct ralloc *a)
+{
+    if (a && a->span / 4096 < RC_CACHE) {
+        for (uint64_t p = a->base; p < a->base + a->span + 4096; p += 4096) {
+            struct rcache *c = &rc.cache[cache_index(p)];
+            if (c->a == a)
+                c->a = NULL;
+        }
+        return;
+    }
+    for (size_t i = 0; i < RC_CACHE; i++)
+        if (!a || rc.cache[i].a == a)
+            rc.cache[i].a = NULL;
+}
+
+static void alloc_drop(uint64_t seq)
+{
+    struct ralloc *a = rmap_del(&rc.allocs, seq);
+    if (!a)
+        return;
+    rc.alloc_gen++;
+    cache_drop(a);
+    free(a->e);
+    free(a);
+}
+
+/* ---- an op and its accesses -------------------------------------------------------- */
+
+struct rsd { /* a stream, for a report */
+    uintptr_t key;
+    unsigned char kind, gone;
+    uint32_t tid;
+};
+
+struct rpend {
+    int sure;
+    uint64_t seq, base, bytes;
+    struct atl_stack alloc_site;
+    struct racc e, x;
+    struct rsd se, sx, swf;
+    struct atl_stack site_e, site_e2, site_x, site_x2, site_wait, site_host;
+    uint64_t host_knew;
+    unsigned char host_kind;
+    uintptr_t wait_ev;
+    int wait_from;
+    uint64_t wait_clock;
+};
+
+struct racc_op {
+    struct ralloc *a;
+    uint64_t lo, hi, anchor;
+    uint8_t mode, exact, param;
+};
+
+struct rop {
+    int u;
+    int what, hook;
+    struct racc proto;
+    unsigned n;
+    const struct racc_op *accp; /* acc, or a kernel's memo */
+    struct racc_op acc[RC_OP_ACCESSES];
+    const struct atl_alloc_rec *freed; /* a free: the ledger's record, already removed */
+    struct rpend *pend;
+    int npend;
+};
+
+/* The op's description its accesses carry (what, where, and for a kernel
+ * its name and launch number): set only when they are checked. */
+static void op_proto(struct rop *op, uint32_t site)
+{
+    op->proto = (struct racc){
+        .what = (uint8_t)op->what, .hook = (uint16_t)op->hook, .site = site, .param = 255};
+}
+
+static void op_begin(struct rop *op, int u, int what, int hook, uint32_t site, struct rpend *pend)
+{
+    op->u = u;
+    op->what = what, op->hook = hook;
+    op->n = 0;
+    op->accp = op->acc;
+    op->freed = NULL;
+    op->pend = pend;
+    op->npend = 0;
+    op_proto(op, site);
+}
+
+static void op_add(struct rop *op, struct ralloc *a, uint64_t lo, uint64_t hi, uint64_t anchor,
+                   int mode, int exact, unsigned param)
+{
+    for (unsigned i = 0; i < op->n; i++) {
+        struct racc_op *o = &op->acc[i];
+        if (o->a == a && o->anchor == anchor && o->exact == exact) {
+            if (mode > o->mode)
+                o->mode = (uint8_t)mode, o->param = (uint8_t)(param > 254 ? 254 : param);
+            if (lo < o->lo)
+                o->lo = lo;
+            if (hi > o->hi)
+                o->hi = hi;
+            return;
+        }
+    }
+    if (op->n == RC_OP_ACCESSES) {
+        rc.dropped++;
+        return;
+    }
+    op->acc[op->n++] = (struct racc_op){
+        a, lo, hi, anchor, (uint8_t)mode, (uint8_t)exact, (uint8_t)(param > 254 ? 254 : param)};
+}
+
+/* Bytes [p, p+len) accessed exactly (a copy or a memset). */
+static void op_range(struct rop *op, uint64_t p, uint64_t len, int mode)
+{
+    if (!len)
+        return;
+    struct ralloc *a = resolve(p);
+    if (!a)
+        return;
+    uint64_t lo = p - a->base, hi = lo + len > a->span ? a->span : lo + len;
+    op_add(op, a, lo, hi, lo, mode, 1, 255);
+}
+
+/* A pointer a kernel was given: the whole allocation it reaches, surely at
+ * the address itself. */
+static void op_pointer(struct rop *op, uint64_t v, int mode, unsigned param)
+{
+    struct ralloc *a = resolve(v);
+    if (a)
+        op_add(op, a, 0, a->span, v - a->base, mode, 0, param);
+}
+
+static void stream_desc(unsigned t, struct rsd *d)
+{
+    d->key = rc.st[t].key, d->kind = rc.st[t].kind, d->tid = rc.st[t].tid;
+    d->gone = !rc.st[t].live;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v;
+    return h * 1099511628211ULL;
+}
+
+static uint64_t side_key(uint64_t h, const struct racc *a)
+{
+    h = mix(h, a->site);
+    h = mix(h, a->site2);
+    h = mix(h, a->hook);
+    h = mix(h, a->hook2);
+    h = mix(h, (uint64_t)(uintptr_t)a->name);
+    h = mix(h, a->param);
+    h = mix(h, a->what);
+    return mix(h, a->mode);
+}
+
+/* e (earlier) and x (now, on stream op->u) touch the same bytes of a with
+ * nothing ordering them; sure: one of them certainly writes bytes the other
+ * certainly touches. */
+static void conflict(struct rop *op, const struct ralloc *a, const struct racc *e,
+                     const struct racc *x, int sure)
+{
+    if (sure)
+        rc.races++;
+    else
+        rc.possible++;
+    uint64_t key = side_key(side_key(mix(1469598103934665603ULL, (uint64_t)sure), e), x);
+    if (rmap_find(&rc.seen, key))
+        return;
+    if (rmap_put(&rc.seen, key, (void *)1) != 0) {
+        oom();
+        return;
+    }
+    if (sure) {
+        rc.races_distinct++;
+        atl_note_finding(ATL_FINDING_RACE, 1);
+    } else {
+        rc.possible_distinct++;
+    }
+    if ((!sure && rc.mode < 2) || rc.printed >= RC_PRINT_MAX || op->npend >= RC_PEND)
+        return;
+    rc.printed++;
+    struct rpend *p = &op->pend[op->npend++];
+    memset(p, 0, sizeof *p);
+    p->sure = sure;
+    p->seq = a->seq, p->base = a->base, p->bytes = a->span;
+    struct atl_alloc_rec rec;
+    if (atl_ledger_find((CUdeviceptr)a->base, &rec) && rec.seq == a->seq) {
+        p->bytes = rec.bytes;
+        p->alloc_site = rec.site;
+    } else if (op->freed && op->freed->seq == a->seq) {
+        p->bytes = op->freed->bytes;
+        p->alloc_site = op->freed->site;
+    }
+    p->e = *e, p->x = *x;
+    unsigned u = (unsigned)op->u;
+    stream_desc(e->stream, &p->se);
+    if (e->clock < rc.st[e->stream].birth)
+        p->se.gone = 1;
+    stream_desc(u, &p->sx);
+    site_copy(e->site, &p->site_e);
+    site_copy(e->site2, &p->site_e2);
+    site_copy(x->site, &p->site_x);
+    site_copy(x->site2, &p->site_x2);
+    p->host_knew = vc_get(&rc.host, e->stream);
+    p->host_kind = rc.hsrc[e->stream].kind;
+    site_copy(rc.hsrc[e->stream].site, &p->site_host);
+    p->wait_ev = rc.st[u].wait_ev;
+    p->wait_from = rc.st[u].wait_from;
+    p->wait_clock = rc.st[u].wait_clock;
+    site_copy(rc.st[u].wait_site, &p->site_wait);
+    if (p->wait_from >= 0)
+        stream_desc((unsigned)p->wait_from, &p->swf);
+}
+
+static int ordered(const struct racc *e, unsigned u)
+{
+    if (e->stream == u && e->clock >= rc.st[u].birth)
+        return 1;
+    return e->clock <= vc_get(&rc.st[u].vc, e->stream);
+}
+
+static int overlap(uint64_t alo, uint64_t ahi, uint64_t blo, uint64_t bhi)
+{
+    return alo < bhi && blo < ahi;
+}
+
+/* Bytes an access surely touches: its range when exact, else the byte its
+ * pointer points at. */
+static int sure_overlap(const struct racc *a, const struct racc *b)
+{
+    uint64_t alo = a->exact ? a->lo : a->anchor, ahi = a->exact ? a->hi : a->anchor + 1;
+    uint64_t blo = b->exact ? b->lo : b->anchor, bhi = b->exact ? b->hi : b->anchor + 1;
+    return overlap(alo, ahi, blo, bhi);
+}
+
+/* x makes e redundant: it comes after it, touches at least its bytes, and
+ * is at least as strong a kind of access. */
+static int covers(const struct racc *x, const struct racc *e)
+{
+    if (x->mode < e->mode || x->lo > e->lo || x->hi < e->hi)
+        return 0;
+    return x->exact || (!e->exact && x->anchor == e->anchor);
+}
+
+static void acc_remove(struct ralloc *a, unsigned i)
+{
+    memmove(&a->e[i], &a->e[i + 1], (a->n - i - 1) * sizeof *a->e);
+    a->n--;
+}
+
+static void check(struct rop *op, struct ralloc *a, const struct racc *x)
+{
+    unsigned u = (unsigned)op->u;
+    uint64_t birth = rc.st[u].birth;
+    rc.accesses++;
+    if (a->mono == u + 1 && a->mono_birth == birth) {
+        /* every access kept is this stream's own (the common case: one
+         * stream uses the allocation), ordered before x: nothing to check;
+         * those x covers go. Most often that is the newest alone, whose
+         * place x takes. */
+        if (a->n && covers(x, &a->e[a->n - 1]) && (a->n == 1 || !covers(x, &a->e[0]))) {
+            a->e[a->n - 1] = *x;
+            return;
+        }
+        for (unsigned i = 0; i < a->n;) {
+            if (covers(x, &a->e[i]))
+                acc_remove(a, i);
+            else
+                i++;
+        }
+    } else {
+        int mono = 1;
+        for (unsigned i = 0; i < a->n;) {
+            const struct racc *e = &a->e[i];
+            if (e->clock <= vc_get(&rc.host, e->stream)) {
+                acc_remove(a, i); /* done, as far as the host knows: orders everything after */
+                continue;
+            }
+            if (ordered(e, u)) {
+                if (covers(x, e)) {
+                    acc_remove(a, i);
+                    continue;
+                }
+            } else if ((e->mode != RC_READ || x->mode != RC_READ) &&
+                       overlap(e->lo, e->hi, x->lo, x->hi)) {
+                conflict(op, a, e, x,
+                         (e->mode == RC_WRITE || x->mode == RC_WRITE) && sure_overlap(e, x));
+            }
+            mono &= e->stream == u && e->clock >= birth;
+            i++;
+        }
+        a->mono = mono ? u + 1 : 0;
+        a->mono_birth = birth;
+    }
+    if (a->n == RC_KEEP) {
+        /* the oldest of x's own stream goes first (x comes after it: a later
+         * access that races with it races with x too, if it touches x's
+         * bytes); else the oldest of all, counted */
+        unsigned i = 0;
+        while (i < a->n && a->e[i].stream != u)
+            i++;
+        if (i == a->n) {
+            i = 0;
+            rc.forgotten++;
+        }
+        acc_remove(a, i);
+    }
+    if (a->n == a->cap) {
+        unsigned cap = a->cap ? a->cap * 2 : 2;
+        struct racc *n = realloc(a->e, cap * sizeof *n);
+        if (!n) {
+            oom();
+            return;
+        }
+        a->e = n, a->cap = cap;
+    }
+    a->e[a->n++] = *x;
+}
+
+static struct rgraph *graph_new(void)
+{
+    struct rgraph *g = calloc(1, sizeof *g);
+    if (g)
+        g->refs = 1;
+    else
+        oom();
+    return g;
+}
+
+static void graph_unref(struct rgraph *g)
+{
+    if (g && --g->refs == 0) {
+        free(g->a);
+        free(g);
+    }
+}
+
+static void graph_add(struct rgraph *g, const struct rgacc *x)
+{
+    if (g->n == RC_GRAPH_MAX) {
+        g->overflow = 1;
+        return;
+    }
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        struct rgacc *n = realloc(g->a, cap * sizeof *n);
+        if (!n) {
+            g->overflow = 1;
+            return;
+        }
+        g->a = n, g->cap = cap;
+    }
+    g->a[g->n++] = *x;
+}
+
+/* The op is enqueued: recorded into the capture its stream is in, or
+ * ordered and checked. */
+static void op_apply(struct rop *op);
+
+static void op_end(struct rop *op)
+{
+    unsigned u = (unsigned)op->u;
+    if (rc.st[u].cap) {
+        struct rgraph *g = rc.st[u].cap->g;
+        for (unsigned i = 0; g && i < op->n; i++) {
+            const struct racc_op *o = &op->accp[i];
+            struct rgacc x = {.lo = o->a->base + o->lo,
+                              .hi = o->a->base + o->hi,
+                              .anchor = o->a->base + o->anchor,
+                              .name = op->proto.name,
+                              .site = op->proto.site,
+                              .hook = op->proto.hook,
+                              .what = op->proto.what,
+                              .mode = o->mode,
+                              .exact = o->exact,
+                              .param = o->param};
+            graph_add(g, &x);
+        }
+        return;
+    }
+    touch(u);
+    op_apply(op);
+}
+
+/* The op's accesses, checked and kept, at its stream's clock. */
+static void op_apply(struct rop *op)
+{
+    unsigned u = (unsigned)op->u;
+    if (!op->n)
+        return;
+    struct racc x = op->proto;
+    x.clock = stamp(u), x.stream = u;
+    for (unsigned i = 0; i < op->n && !rc.dead; i++) {
+        const struct racc_op *o = &op->accp[i];
+        x.lo = o->lo, x.hi = o->hi, x.anchor = o->anchor;
+        x.mode = o->mode, x.exact = o->exact;
+        if (x.what == RC_OP_KERNEL)
+            x.param = o->param;
+        check(op, o->a, &x);
+    }
+}
+
+static void print_pending(struct rpend *p, int n);
+
+static int lock(void)
+{
+    if (atl_exit_lock(&rc.mu, "the race report") != 0)
+        return -1;
+    if (rc.dead) {
+        pthread_mutex_unlock(&rc.mu);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the events -------------------------------------------------------------------- */
+
+unsigned atl_races_init(void)
+{
+    rc.mode = (int)atl_cfg.races;
+    if (!rc.mode)
+        return 0;
+    atl_ledger_on = 1; /* pointers are resolved to allocations */
+    rc.alloc_gen = 1;  /* a memo's gen 0 means none */
+    /* the demangler is looked up (dlsym), and the unwinder and stack.c set
+     * up (dladdr), now, not first under the lock */
+    free(atl_demangle_dup("_Z1fv"));
+    struct atl_stack warm;
+    atl_stack_capture_n(&warm, 1);
+    if (slot_new(RC_LEGACY_KEY, RC_LEGACY) != 0) {
+        rc.dead = 1;
+        return 0;
+    }
+    return ATL_ON_LAUNCH | ATL_ON_ALLOC | ATL_ON_COPY | ATL_ON_COPY_DTOH | ATL_ON_MEMSET |
+           ATL_ON_SYNC | ATL_ON_CAPTURE | ATL_ON_STREAM;
+}
+
+/* The 8-byte words of a kernel's parameters to look at on each launch, and
+ * what the kernel does through each, worked out once per kernel. */
+static int kern_words(struct rkern *k)
+{
+    unsigned n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned j = 0; j < k->n; j++) {
+            int c = k->cls[j];
+            if (c == ATL_RP_SKIP)
+                continue;
+            for (uint32_t w = 0; w + 8 <= k->size[j]; w += 8, n++) {
+                if (!pass)
+                    continue;
+                uint8_t mode = c == ATL_RP_READ                 ? RC_READ
+                               : c == ATL_RP_OPERANDS && w == 0 ? RC_WRITE
+                               : c == ATL_RP_OPERANDS           ? RC_READ
+                                                                : RC_MAYWRITE;
+                k->words[n] = (struct rword){j, w, mode};
+            }
+        }
+        if (!pass) {
+            k->words = n ? malloc(n * sizeof *k->words) : NULL;
+            if (n && !k->words)
+                return -1;
+            k->nwords = n;
+            n = 0;
+        }
+    }
+    return 0;
+}
+
+static struct rkern *kern_of(const struct atl_launch *l)
+{
+    unsigned long gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE);
+    /* a loop launches one kernel again and again */
+    if (rc.last_func == l->func && rc.last_kern && rc.last_kern->gen == gen)
+        return rc.last_kern;
+    void **p = rmap_find(&rc.kerns, (uint64_t)(uintptr_t)l->func);
+    struct rkern *k = p ? *p : NULL;
+    if (!k || k->gen != gen) {
+        /* first launch of the handle, or since a module unload (which may
+         * have given the handle to another kernel): the record's layout and
+         * name */
+        struct atl_krec *r = l->rec;
+        unsigned n = r && r->exact ? r->nparams : 0;
+        if (!k) {
+            k = calloc(1, sizeof *k);
+            if (!k || rmap_put(&rc.kerns, (uint64_t)(uintptr_t)l->func, k) != 0) {
+                free(k);
+                oom();
+                return NULL;
+            }
+        }
+        free(k->off), free(k->size), free(k->cls), free(k->words);
+        k->off = k->size = NULL, k->cls = NULL, k->words = NULL;
+        k->n = k->nwords = 0;
+        for (int i = 0; i < RC_MEMO; i++) {
+            free(k->memo[i].v), free(k->memo[i].acc);
+            k->memo[i] = (struct rmemo){.u = -1};
+        }
+        k->gen = gen;
+        k->exact = r && r->exact;
+        const char *m = r ? atl_krec_mangled(r) : NULL;
+        k->name = m ? strdup(m) : NULL; /* kept for the process: accesses name it */
+        if (n) {
+            k->off = malloc(n * sizeof *k->off);
+            k->size = malloc(n * sizeof *k->size);
+            k->cls = malloc(n);
+            if (!k->off || !k->size || !k->cls) {
+                oom();
+                return NULL;
+            }
+            memcpy(k->off, r->off, n * sizeof *k->off);
+            memcpy(k->size, r->size, n * sizeof *k->size);
+            char *dem = atl_demangle_dup(m);
+            atl_races_param_classes(dem, n, k->cls);
+            free(dem);
+            k->n = n;
+            if (kern_words(k) != 0) {
+                oom();
+                return NULL;
+            }
+        }
+    }
+    rc.last_func = l->func;
+    rc.last_kern = k;
+    return k;
+}
+
+/* The allocations a launch's parameters point into: the memo of the
+ * kernel's last launch on the stream when every word is the same and no
+ * allocation came or went since, else resolved (and kept as the memo).
+ * Returns the memo, or NULL. */
+static struct rmemo *launch_words(struct rkern *k, const void *const *params, unsigned u,
+                                  struct rop *op)
+{
+    struct rmemo *m = &k->memo[u % RC_MEMO];
+    unsigned nv = k->nwords <= RC_MEMO_WORDS ? k->nwords : 0;
+    if (nv && m->gen == rc.alloc_gen && m->gen) {
+        unsigned i = 0;
+        for (; i < nv; i++) {
+            const unsigned char *p = params[k->words[i].param];
+            uint64_t x = 0;
+            if (p)
+                memcpy(&x, p + k->words[i].off, 8);
+            if (x != m->v[i])
+                break;
+        }
+        if (i == nv) {
+            op->accp = m->acc;
+            op->n = m->n;
+            return m;
+        }
+    }
+    uint64_t v[RC_MEMO_WORDS];
+    for (unsigned i = 0; i < nv; i++) {
+        const unsigned char *p = params[k->words[i].param];
+        v[i] = 0;
+        if (p)
+            memcpy(&v[i], p + k->words[i].off, 8);
+    }
+    for (unsigned i = 0; i < k->nwords; i++) {
+        const struct rword *w = &k->words[i];
+        const unsigned char *p = params[w->param];
+        uint64_t x;
+        if (!p)
+            continue;
+        memcpy(&x, p + w->off, 8);
+        if (x - rc.lo < rc.hi - rc.lo) /* most words are no address at all */
+            op_pointer(op, x, w->mode, w->param);
+    }
+    if (!nv || rc.dead)
+        return NULL;
+    if (!m->v) {
+        m->v = malloc(RC_MEMO_WORDS * sizeof *m->v);
+        m->acc = malloc(RC_OP_ACCESSES * sizeof *m->acc);
+        if (!m->v || !m->acc) {
+            free(m->v), free(m->acc);
+            m->v = NULL, m->acc = NULL;
+            return NULL; /* no memo: resolved every time */
+        }
+    }
+    memcpy(m->v, v, nv * sizeof *v);
+    memcpy(m->acc, op->acc, op->n * sizeof *op->acc);
+    m->n = op->n;
+    m->gen = rc.alloc_gen;
+    m->u = -1;
+    return m;
+}
+
+/* The 8-byte words of bytes p[0..size) (a by-value blob) that point into an
+ * allocation: each may write there. */
+static void scan_blob(struct rop *op, const unsigned char *p, size_t size)
+{
+    for (size_t w = 0; w + 8 <= size; w += 8) {
+        uint64_t v;
+        memcpy(&v, p + w, 8);
+        op_pointer(op, v, RC_MAYWRITE, 0);
+    }
+}
+
+/* Whether a launch's caller is a frame a report skips (a CUDA library's,
+ * as under PyTorch, or ours): then the call site is found by unwinding.
+ * Found once per caller (dladdr) and kept in a table read without the lock,
+ * one word an entry: the address shifted left, the answer in bit 0. */
+#define RC_VERDICTS 1024
+static uint64_t verdicts[RC_VERDICTS];
+
+static int caller_skipped(void *caller)
+{
+    if (!caller)
+        return 1;
+    uint64_t *slot = &verdicts[((uintptr_t)caller >> 2) % RC_VERDICTS];
+    uint64_t w = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    if (w >> 1 == (uintptr_t)caller)
+        return (int)(w & 1);
+    int skip = atl_stack_skipped(caller); /* dladdr: not under the lock (the loader's) */
+    __atomic_store_n(slot, ((uint64_t)(uintptr_t)caller << 1) | (uint64_t)skip, __ATOMIC_RELAXED);
+    return skip;
+}
+
+/* The site of a launch whose caller is the program's own code (a program
+ * on the driver API): that one frame, no unwinding. Under the lock. */
+static uint32_t caller_site(void *caller)
+{
+    if (atl_cfg.stack_depth == 0)
+        return 0;
+    struct rcaller *c = &rc.callers[((uintptr_t)caller >> 2) % RC_CALLERS];
+    if (c->pc != caller) {
+        struct atl_stack one = {.n = 1, .pc = {caller}};
+        c->pc = caller;
+        c->site = site_intern(&one);
+    }
+    return c->site;
+}
+
+/* A call site, in two steps: before the lock, whether the caller is the
+ * program's own frame (dladdr, once per caller: it takes the loader's
+ * lock); under it, when the op is checked, the site: that frame, or the
+ * stack unwound (the unwinder takes only the loader's write lock, which
+ * no thread holds while it runs library constructors; atl_races_init
+ * unwinds once first, outside the lock, for what is set up on first use). */
+struct rsite {
+    void *caller;
+    int unwind;
+};
+
+static void site_pre(struct rsite *s, void *caller)
+{
+    s->caller = caller;
+    s->unwind = caller_skipped(caller);
+}
+
+static uint32_t site_get(const struct rsite *s)
+{
+    if (!s->unwind)
+        return caller_site(s->caller);
+    struct atl_stack stk;
+    site_capture(&stk);
+    return site_intern(&stk);
+}
+
+/* An op's start: its call site's first step (into *where), the lock, its
+ * stream (op->u: -1 when not tracked). 0 with the lock held, -1 without it
+ * (checking stopped). The site is op_site's, when the op is checked. */
+static int op_open(struct rop *op, struct rpend *pend, int what, int hook, CUstream s, void *caller,
+                   struct rsite *where)
+{
+    site_pre(where, caller);
+    op->npend = 0;
+    if (lock() != 0)
+        return -1;
+    op->u = stream_slot(s, hook);
+    op->what = what, op->hook = hook;
+    op->n = 0;
+    op->accp = op->acc;
+    op->freed = NULL;
+    op->pend = pend;
+    return 0;
+}
+
+/* The op is checked: its description, its call site interned. */
+static void op_site(struct rop *op, const struct rsite *where)
+{
+    op_proto(op, site_get(where));
+}
+
+/* Its end: the lock released, then what it found reported. */
+static void op_close(struct rop *op)
+{
+    pthread_mutex_unlock(&rc.mu);
+    if (op->npend)
+        print_pending(op->pend, op->npend);
+}
+
+void atl_races_launch(const struct atl_launch *l, CUresult r)
+{
+    if (r != CUDA_SUCCESS)
+        return;
+    const unsigned char *packed = NULL;
+    size_t psize = 0;
+    for (size_t i = 0; l->extra && l->extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
+        if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            packed = l->extra[i + 1];
+        else if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && l->extra[i + 1])
+            psize = *(const size_t *)l->extra[i + 1];
+    }
+    struct rpend pend[RC_PEND];
+    struct rop op;
+    struct rsite where;
+    if (op_open(&op, pend, RC_OP_KERNEL, l->hook, l->stream, l->caller, &where) != 0)
+        return;
+    struct rkern *k = kern_of(l);
+    int u = op.u;
+    if (k && u >= 0) {
+        const void *const *params = (const void *const *)l->params;
+        struct rmemo *memo = NULL;
+        if (params)
+            memo = launch_words(k, params, (unsigned)u, &op);
+        else if (packed)
+            for (unsigned i = 0; i < k->nwords; i++) {
+                const struct rword *w = &k->words[i];
+                uint64_t v;
+                if (k->off[w->param] + (size_t)w->off + 8 > psize)
+                    continue;
+                memcpy(&v, packed + k->off[w->param] + w->off, 8);
+                op_pointer(&op, v, w->mode, w->param);
+            }
+        if (!k->exact && packed) /* no layout: the packed buffer, one by-value blob */
+            scan_blob(&op, packed, psize > 65536 ? 65536 : psize);
+        else if (!k->exact && params && !rc.said_layout++)
+            atl_log(ATL_INFO, "races: a kernel without a parameter layout from the driver "
+                              "(cuFuncGetParamInfo): its pointers are not checked");
+        if (memo && !rc.st[u].cap) {
+            /* The same accesses as this kernel's last launch, on the same
+             * stream in the same epoch (nothing ordered it anew since):
+             * whatever they race with, the last launch's accesses, still
+             * kept (or replaced by ones that cover them), race with too, and
+             * were checked when it came. Only the legacy stream's books. */
+            touch((unsigned)u);
+            struct rstream *su = &rc.st[u];
+            if (memo->u != u || memo->clock != su->clock || memo->ver != su->ver) {
+                op_site(&op, &where);
+                op.proto.name = k->name, op.proto.opnum = l->seq;
+                op_apply(&op);
+                memo->u = u, memo->clock = su->clock, memo->ver = su->ver;
+            }
+        } else {
+            op_site(&op, &where);
+            op.proto.name = k->name, op.proto.opnum = l->seq;
+            op_end(&op);
+        }
+    }
+    op_close(&op);
+}
+
+/* A synchronous copy returns after the host has seen its stream's work up
+ * to it done, except device to device (and array) copies, which the driver
+ * may return from first. A generic copy, whose direction only the driver
+ * knows, is taken as blocking (errs towards silence). */
+static int host_blocking(const struct atl_copy *c)
+{
+    switch (c->kind) {
+    case ATL_CPY_DTOD:
+    case ATL_CPY_DTOA:
+    case ATL_CPY_ATOD:
+    case ATL_CPY_ATOA:
+        return 0;
+    case ATL_CPY_2D:
+    case ATL_CPY_3D:
+    case ATL_CPY_3D_PEER:
+        return c->geom.way != ATL_WAY_DTOD && c->geom.way != ATL_WAY_OTHER;
+    default:
+        return 1;
+    }
+}
+
+static void copy_end(struct rop *op, const struct atl_copy_end *e, const struct atl_copy_geom *g,
+                     int mode)
+{
+    if ((e->type != CU_MEMORYTYPE_DEVICE && e->type != CU_MEMORYTYPE_UNIFIED) || !g->width ||
+        !g->height || !g->depth)
+        return;
+    uint64_t pitch = e->pitch ? e->pitch : g->width;
+    uint64_t h = e->height ? e->height : g->height;
+    uint64_t start = e->dev + e->x + e->y * pitch + e->z * pitch * h;
+    op_range(op, start, (g->depth - 1) * pitch * h + (g->height - 1) * pitch + g->width, mode);
+}
+
+static void copy_operand(struct rop *op, const CUmemcpy3DOperand *o, int mode)
+{
+    if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER)
+        return;
+    /* its extent is in elements of a size the operand does not give: the
+     * allocation, surely at the pointer */
+    op_pointer(op, o->op.ptr.ptr, mode, 255);
+}
+
+void atl_races_copy(const struct atl_copy *c, CUresult r)
+{
+    if (r != CUDA_SUCCESS)
+        return;
+    struct rpend pend[RC_PEND];
+    struct rop op;
+    struct rsite where;
+    if (op_open(&op, pend, RC_OP_COPY, c->hook, c->stream, c->caller, &where) != 0)
+        return;
+    int u = op.u;
+    if (u >= 0) {
+        op_site(&op, &where);
+        op.proto.sub = (uint8_t)c->kind;
+        switch (c->kind) {
+        case ATL_CPY_GENERIC:
+        case ATL_CPY_PEER:
+        case ATL_CPY_DTOD:
+            op_range(&op, c->src, c->bytes, RC_READ);
+            op_range(&op, c->dst, c->bytes, RC_WRITE);
+            break;
+        case ATL_CPY_HTOD:
+        case ATL_CPY_ATOD:
+            op_range(&op, c->dst, c->bytes, RC_WRITE);
+            break;
+        case ATL_CPY_DTOH:
+        case ATL_CPY_DTOA:
+            op_range(&op, c->src, c->bytes, RC_READ);
+            break;
+        case ATL_CPY_2D:
+        case ATL_CPY_3D:
+        case ATL_CPY_3D_PEER:
+            if (c->geom.set) {
+                copy_end(&op, &c->geom.src, &c->geom, RC_READ);
+                copy_end(&op, &c->geom.dst, &c->geom, RC_WRITE);
+            }
+            break;
+        case ATL_CPY_BATCH:
+            for (size_t i = 0; c->batch_sizes && i < c->count && i < RC_OP_ACCESSES; i++) {
+                if (c->batch_src)
+                    op_range(&op, c->batch_src[i], c->batch_sizes[i], RC_READ);
+                if (c->batch_dst)
+                    op_range(&op, c->batch_dst[i], c->batch_sizes[i], RC_WRITE);
+            }
+            break;
+        case ATL_CPY_3D_BATCH:
+            for (size_t i = 0; c->batch3d && i < c->count && i < RC_OP_ACCESSES; i++) {
+                copy_operand(&op, &c->batch3d[i].src, RC_READ);
+                copy_operand(&op, &c->batch3d[i].dst, RC_WRITE);
+            }
+            break;
+        default: /* host and array ends: not on the ledger */
+            break;
+        }
+        op_end(&op);
+        if (!c->async && host_blocking(c) && !rc.st[u].cap)
+            host_learns_stream((unsigned)u, HS_COPY, op.proto.site);
+    }
+    op_close(&op);
+}
+
+void atl_races_memset(const struct atl_memset *m, CUresult r)
+{
+    if (r != CUDA_SUCCESS)
+        return;
+    struct rpend pend[RC_PEND];
+    struct rop op;
+    struct rsite where;
+    if (op_open(&op, pend, RC_OP_MEMSET, m->hook, m->stream, m->caller, &where) != 0)
+        return;
+    if (op.u >= 0) {
+        op_site(&op, &where);
+        uint64_t row = (uint64_t)m->count * m->elem;
+        op_range(&op, m->dst, m->height ? (m->height - 1) * m->pitch + row : row, RC_WRITE);
+        op_end(&op);
+    }
+    op_close(&op);
+}
+
+void atl_races_alloc(const struct atl_alloc *a, CUresult r)
+{
+    if (r != CUDA_SUCCESS || !a->dptr || lock() != 0)
+        return;
+    uint64_t lo = *a->dptr, hi = lo + (a->padded > a->bytes ? a->padded : a->bytes);
+    if (a->kind == ATL_ALLOC_PITCH && a->pitch)
+        hi = lo + *a->pitch * (a->padded_height ? a->padded_height : a->height);
+    rc.alloc_gen++; /* a pointer that named nothing may name it now */
+    if (a->kind != ATL_ALLOC_VMM) {
+        if (rc.hi == rc.lo) /* the first: lo == hi == 0 until now */
+            rc.lo = lo, rc.hi = hi;
+        rc.lo = lo < rc.lo ? lo : rc.lo;
+        rc.hi = hi > rc.hi ? hi : rc.hi;
+    }
+    pthread_mutex_unlock(&rc.mu);
+}
+
+void atl_races_free(const struct atl_free *f)
+{
+    if (!f->known)
+        return;
+    struct rsite where = {.unwind = 1};
+    if (f->async)
+        site_pre(&where, f->caller);
+    struct rpend pend[RC_PEND];
+    struct rop op;
+    op.npend = 0;
+    if (lock() != 0)
+        return;
+    void **p = rmap_find(&rc.allocs, f->rec.seq);
+    int u = f->async && p ? stream_slot(f->stream, f->hook) : -1;
+    if (u >= 0 && !rc.st[u].cap) {
+        /* freed in stream order: the memory may be handed out again after
+         * it, so every access on another stream must come before it */
+        struct ralloc *a = *p;
+        op_begin(&op, u, RC_OP_FREE, f->hook, site_get(&where), pend);
+        op.freed = &f->rec;
+        op_add(&op, a, 0, a->span, 0, RC_WRITE, 1, 255);
+        op_end(&op);
+    }
+    alloc_drop(f->rec.seq);
+    pthread_mutex_unlock(&rc.mu);
+    print_pending(pend, op.npend);
+}
+
+void atl_races_vmm(const struct atl_vmm *v, CUresult r)
+{
+    if (r != CUDA_SUCCESS || lock() != 0)
+        return;
+    if (v->op == ATL_VMM_MAP) {
+        rc.alloc_gen++;
+        if (rc.hi == rc.lo)
+            rc.lo = v->ptr, rc.hi = v->ptr + v->bytes;
+        rc.lo = v->ptr < rc.lo ? v->ptr : rc.lo;
+        rc.hi = v->ptr + v->bytes > rc.hi ? v->ptr + v->bytes : rc.hi;
+    } else if (v->op == ATL_VMM_UNMAP) {
+        cache_drop(NULL); /* the addresses name nothing now */
+        rc.alloc_gen++;
+    } else if (v->op == ATL_VMM_RELEASE && v->known) {
+        alloc_drop(v->rec.seq);
+    }
+    pthread_mutex_unlock(&rc.mu);
+}
+
+/* A stream destroyed: the handle may name another stream next; its slot
+ * goes to the next stream made, its clock going on. */
+static void stream_gone(CUstream s)
+{
+    void *v = rmap_del(&rc.streams, (uint64_t)(uintptr_t)s);
+    memset(rc.slotc, 0, sizeof rc.slotc);
+    if (v) {
+        unsigned t = (unsigned)(uintptr_t)v - 1;
+        rc.st[t].live = 0;
+        rc.st[t].cap = NULL;
+        rc.st[t].clock++;
+        rc.freeslot[rc.nfree++] = t;
+    }
+}
+
+static struct revent *event_get(CUevent e, int make)
+{
+    void **p = rmap_find(&rc.events, (uint64_t)(uintptr_t)e);
+    if (p || !make)
+        return p ? *p : NULL;
+    struct revent *ev = calloc(1, sizeof *ev);
+    if (!ev || rmap_put(&rc.events, (uint64_t)(uintptr_t)e, ev) != 0) {
+        free(ev);
+        oom();
+        return NULL;
+    }
+    ev->from = -1;
+    return ev;
+}
+
+static int capture_active(uint64_t id)
+{
+    for (struct rcap *c = rc.caps; c; c = c->next)
+        if (c->id == id)
+            return 1;
+    return 0;
+}
+
+static struct rcap *capture_of(uint64_t id)
+{
+    for (struct rcap *c = rc.caps; c; c = c->next)
+        if (c->id == id)
+            return c;
+    return NULL;
+}
+
+void atl_races_sync(const struct atl_sync *s, CUresult r)
+{
+    if (r != CUDA_SUCCESS)
+        return;
+    struct rsite where;
+    site_pre(&where, s->caller);
+    if (lock() != 0)
+        return;
+    uint32_t site = site_get(&where);
+    if (s->kind == ATL_SYNC_CTX) {
+        for (unsigned t = 0; t < rc.nst; t++) {
+            host_raise(t, rc.st[t].clock, HS_CTX, site);
+            tick(t);
+        }
+    } else if (s->kind == ATL_SYNC_STREAM) {
+        int u = stream_slot(s->stream, s->hook);
+        if (u >= 0)
+            host_learns_stream((unsigned)u, HS_STREAM, site);
+    } else {
+        struct revent *ev = event_get(s->event, 0);
+        if (ev && ev->recorded)
+            host_learns_vc(&ev->vc, HS_EVENT, site);
+    }
+    pthread_mutex_unlock(&rc.mu);
+}
+
+void atl_races_capture(const struct atl_capture *c, CUresult r)
+{
+    if (lock() != 0)
+        return;
+    int u = stream_slot(c->stream, c->hook);
+    if (u < 0) {
+        pthread_mutex_unlock(&rc.mu);
+        return;
+    }
+    if (c->begin) {
+        struct rcap *cap = r == CUDA_SUCCESS ? calloc(1, sizeof *cap) : NULL;
+        if (cap && (cap->g = graph_new()) != NULL) {
+            cap->id = ++rc.capids;
+            cap->next = rc.caps;
+            rc.caps = cap;
+            rc.st[u].cap = cap;
+        } else {
+            free(cap);
+        }
+    } else if (rc.st[u].cap) {
+        /* the capture ends, whatever the driver answers: every stream in it leaves */
+        struct rcap *cap = rc.st[u].cap;
+        for (unsigned t = 0; t < rc.nst; t++)
+            if (rc.st[t].cap == cap)
+                rc.st[t].cap = NULL;
+        for (struct rcap **pp = &rc.caps; *pp; pp = &(*pp)->next)
+            if (*pp == cap) {
+                *pp = cap->next;
+                break;
+            }
+        if (r == CUDA_SUCCESS && c->graph) {
+            struct rgraph *old = rmap_del(&rc.graphs, (uint64_t)(uintptr_t)c->graph);
+            graph_unref(old);
+            if (rmap_put(&rc.graphs, (uint64_t)(uintptr_t)c->graph, cap->g) == 0)
+                cap->g = NULL;
+        }
+        graph_unref(cap->g);
+        free(cap);
+    }
+    pthread_mutex_unlock(&rc.mu);
+}
+
+void atl_races_graph_inst(const struct atl_graph_inst *g, CUresult r)
+{
+    if (r != CUDA_SUCCESS || !g->exec || lock() != 0)
+        return;
+    graph_unref(rmap_del(&rc.execs, (uint64_t)(uintptr_t)g->exec));
+    void **p = rmap_find(&rc.graphs, (uint64_t)(uintptr_t)g->graph);
+    if (p) {
+        struct rgraph *gr = *p;
+        if (rmap_put(&rc.execs, (uint64_t)(uintptr_t)g->exec, gr) == 0)
+            gr->refs++;
+    }
+    pthread_mutex_unlock(&rc.mu);
+}
+
+void atl_races_graph_launch(const struct atl_graph_launch *g, CUresult r)
+{
+    if (r != CUDA_SUCCESS)
+        return;
+    struct rsite where;
+    site_pre(&where, g->caller);
+    struct rpend pend[RC_PEND];
+    struct rop op;
+    op.npend = 0;
+    if (lock() != 0)
+        return;
+    int u = stream_slot(g->stream, g->hook);
+    void **p = rmap_find(&rc.execs, (uint64_t)(uintptr_t)g->exec);
+    struct rgraph *gr = p ? *p : NULL;
+    if (u >= 0 && rc.st[u].cap) {
+        /* launched into a capture: its accesses become the outer graph's */
+        for (size_t i = 0; gr && rc.st[u].cap->g && i < gr->n; i++)
+            graph_add(rc.st[u].cap->g, &gr->a[i]);
+    } else if (u >= 0) {
+        uint32_t site = site_get(&where);
+        op_begin(&op, u, RC_OP_GRAPH, g->hook, site, pend);
+        if (!gr && !rc.said_graph++)
+            atl_log(ATL_INFO, "races: a graph launched that was not captured from streams "
+                              "(built node by node, or captured before): it orders its "
+                              "stream, its own accesses are not checked");
+        if (gr && gr->overflow && !rc.said_graph++)
+            atl_log(ATL_INFO,
+                    "races: a captured graph with more than %d accesses: the rest "
+                    "are not checked",
+                    RC_GRAPH_MAX);
+        /* One unit on its stream: every node's access at the launch's
+         * place. Each node keeps its own description; the op is rebuilt per
+         * node so that a report names the node. */
+        touch((unsigned)u);
+        uint64_t clock = stamp((unsigned)u);
+        for (size_t i = 0; gr && i < gr->n && !rc.dead; i++) {
+            const struct rgacc *n = &gr->a[i];
+            struct ralloc *a = resolve(n->anchor);
+            if (!a)
+                continue;
+            struct racc x = op.proto;
+            x.clock = clock, x.stream = (uint32_t)u;
+            x.lo = n->lo > a->base ? n->lo - a->base : 0;
+            x.hi = n->hi - a->base > a->span ? a->span : n->hi - a->base;
+            x.anchor = n->anchor - a->base;
+            x.mode = n->mode, x.exact = n->exact, x.param = n->param;
+            x.sub = n->what, x.hook2 = n->hook, x.site2 = n->site, x.name = n->name;
+            check(&op, a, &x);
+        }
+    }
+    pthread_mutex_unlock(&rc.mu);
+    print_pending(pend, op.npend);
+}
+
+/* ---- host functions and callbacks -------------------------------------------------- */
+
+/* The program's function with what the host learns when it runs: the
+ * stream's work up to it is done. */
+struct rhostfn {
+    CUhostFn fn;
+    CUstreamCallback cb;
+    void *data;
+    struct vc vc;
+    uint32_t site;
+};
+
+static void host_fn_learn(struct rhostfn *h, int kind)
+{
+    pthread_mutex_lock(&rc.mu);
+    if (!rc.dead)
+        host_learns_vc(&h->vc, kind, h->site);
+    pthread_mutex_unlock(&rc.mu);
+}
+
+static void CUDA_CB host_fn_run(void *p)
+{
+    struct rhostfn *h = p;
+    host_fn_learn(h, HS_HOSTFN);
+    CUhostFn fn = h->fn;
+    void *data = h->data;
+    free(h->vc.c);
+    free(h);
+    fn(data);
+}
+
+static void CUDA_CB host_cb_run(CUstream s, CUresult status, void *p)
+{
+    struct rhostfn *h = p;
+    if (status == CUDA_SUCCESS)
+        host_fn_learn(h, HS_CALLBACK);
+    CUstreamCallback cb = h->cb;
+    void *data = h->data;
+    free(h->vc.c);
+    free(h);
+    cb(s, status, data);
+}
+
+void atl_races_stream_pre(struct atl_stream_op *s)
+{
+    if ((s->kind != ATL_SOP_HOST_FN || !s->fn) && (s->kind != ATL_SOP_CALLBACK || !s->cb))
+        return;
+    struct rsite where;
+    site_pre(&where, s->caller);
+    if (lock() != 0)
+        return;
+    int u = stream_slot(s->stream, s->hook);
+    struct rhostfn *h = NULL;
+    /* a captured host node runs at every replay: left alone */
+    if (u >= 0 && !rc.st[u].cap && (h = calloc(1, sizeof *h)) != NULL) {
+        touch((unsigned)u);
+        h->fn = s->fn, h->cb = s->cb, h->data = s->data;
+        h->site = site_get(&where);
+        join_snap(&h->vc, (unsigned)u);
+        if (rc.dead) {
+            free(h->vc.c);
+            free(h);
+            h = NULL;
+        }
+    }
+    pthread_mutex_unlock(&rc.mu);
+    if (!h)
+        return;
+    if (s->kind == ATL_SOP_HOST_FN)
+        s->fn = host_fn_run;
+    else
+        s->cb = host_cb_run;
+    s->data = h;
+}
+
+void atl_races_stream_post(const struct atl_stream_op *s, CUresult r)
+{
+    if ((s->kind == ATL_SOP_HOST_FN && s->fn == host_fn_run) ||
+        (s->kind == ATL_SOP_CALLBACK && s->cb == host_cb_run)) {
+        if (r != CUDA_SUCCESS) { /* never called: ours to free */
+            struct rhostfn *h = s->data;
+            free(h->vc.c);
+            free(h);
+        }
+        return;
+    }
+    if (s->kind == ATL_SOP_HOST_FN || s->kind == ATL_SOP_CALLBACK || r != CUDA_SUCCESS)
+        return;
+    struct rsite where = {.unwind = 1};
+    if (s->kind == ATL_SOP_RECORD)
+        site_pre(&where, s->caller); /* named in reports as where the event was recorded */
+    if (lock() != 0)
+        return;
+    switch (s->kind) {
+    case ATL_SOP_CREATE:
+        if (s->pstream && *s->pstream) {
+            /* a handle still known: its stream was destroyed through a path
+             * not seen; this is another stream */
+            stream_gone(*s->pstream);
+            slot_new((uintptr_t)*s->pstream,
+                     (s->flags & CU_STREAM_NON_BLOCKING) ? RC_NONBLOCKING : RC_BLOCKING);
+        }
+        break;
+    case ATL_SOP_DESTROY:
+        stream_gone(s->stream);
+        break;
+    case ATL_SOP_RECORD: {
+        int u = stream_slot(s->stream, s->hook);
+        struct revent *ev = u >= 0 ? event_get(s->event, 1) : NULL;
+        if (!ev)
+            break;
+        if (rc.st[u].cap) { /* a node of the capture: a wait on it joins the capture */
+            ev->cap_id = rc.st[u].cap->id;
+            break;
+        }
+        touch((unsigned)u);
+        ev->cap_id = 0;
+        ev->recorded = 1;
+        ev->from = u;
+        ev->clock = rc.st[u].clock;
+        ev->site = site_get(&where);
+        if (ev->vc.c)
+            memset(ev->vc.c, 0, ev->vc.n * sizeof *ev->vc.c);
+        join_snap(&ev->vc, (unsigned)u);
+        break;
+    }
+    case ATL_SOP_WAIT: {
+        int u = stream_slot(s->stream, s->hook);
+        struct revent *ev = event_get(s->event, 0);
+        if (u < 0)
+            break;
+        if (ev && ev->cap_id && !rc.st[u].cap && capture_active(ev->cap_id)) {
+            rc.st[u].cap = capture_of(ev->cap_id); /* joins the capture */
+            break;
+        }
+        if (rc.st[u].cap)
+            break;
+        touch((unsigned)u);
+        rc.st[u].wait_ev = (uintptr_t)s->event;
+        rc.st[u].wait_from = ev && ev->recorded ? ev->from : -1;
+        rc.st[u].wait_clock = ev && ev->recorded ? ev->clock : 0;
+        rc.st[u].wait_site = ev && ev->recorded ? ev->site : 0;
+        if (ev && ev->recorded) /* a wait for an event never recorded waits for nothing */
+            vc_join(&rc.st[u].vc, &ev->vc), rc.st[u].ver++;
+        break;
+    }
+    case ATL_SOP_QUERY_STREAM: {
+        int u = stream_slot(s->stream, s->hook);
+        if (u >= 0 && !rc.st[u].cap)
+            host_learns_stream((unsigned)u, HS_QUERY, 0);
+        break;
+    }
+    case ATL_SOP_QUERY_EVENT: {
+        struct revent *ev = event_get(s->event, 0);
+        if (ev && ev->recorded)
+            host_learns_vc(&ev->vc, HS_QUERY, 0);
+        break;
+    }
+    case ATL_SOP_EVENT_DESTROY: {
+        struct revent *ev = rmap_del(&rc.events, (uint64_t)(uintptr_t)s->event);
+        if (ev) {
+            free(ev->vc.c);
+            free(ev);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    pthread_mutex_unlock(&rc.mu);
+}
+
+/* ---- the reports --------------------------------------------------------------------- */
+
+static const char *stream_name(const struct rsd *d, char *buf, size_t n)
+{
+    switch (d->kind) {
+    case RC_LEGACY:
+        snprintf(buf, n, "the legacy default stream");
+        break;
+    case RC_PTDS:
+        snprintf(buf, n, "the per-thread default stream of thread %u", d->tid);
+        break;
+    default:
+        snprintf(buf, n, "stream 0x%llx%s%s%s%s", (unsigned long long)d->key,
+                 d->kind == RC_NONBLOCKING || d->gone ? " (" : "",
+                 d->kind == RC_NONBLOCKING ? "non-blocking" : "",
+                 d->kind == RC_NONBLOCKING && d->gone ? ", " : "",
+                 d->gone                     ? "destroyed since)"
+                 : d->kind == RC_NONBLOCKING ? ")"
+                                             : "");
+    }
+    return buf;
+}
+
+static const char *site_name(const struct atl_stack *s, char *buf, size_t n)
+{
+    if (!s->n)
+        snprintf(buf, n, "?");
+    else
+        atl_stack_site(s, buf, n);
+    return buf;
+}
+
+static const char *mode_name(int mode, int kernel)
+{
+    if (mode == RC_READ)
+        return "reads";
+    if (mode == RC_WRITE)
+        return kernel ? "the operator's output: writes" : "writes";
+    return "may write";
+}
+
+static void kernel_name(const char *m, char *buf, size_t n)
+{
+    char *dem = atl_demangle_dup(m);
+    snprintf(buf, n, "%.300s", dem ? dem : m ? m : "?");
+    free(dem);
+}
+
+/* One side of a race: what it was, where in the allocation, which stream,
+ * from where. */
+static void side_desc(const struct racc *a, const struct rsd *sd, const struct atl_stack *site,
+                      const struct atl_stack *site2, char *buf, size_t n)
+{
+    char what[520], sn[128], st[256], st2[256];
+    char kn[320];
+    int what_kind = a->what == RC_OP_GRAPH ? a->sub : a->what;
+    const char *hook = atl_hook_names[a->what == RC_OP_GRAPH ? a->hook2 : a->hook];
+    switch (what_kind) {
+    case RC_OP_KERNEL:
+        kernel_name(a->name, kn, sizeof kn);
+        if (a->what == RC_OP_GRAPH)
+            snprintf(what, sizeof what, "kernel=%s parameter %u (%s) at +%llu", kn, a->param,
+                     mode_name(a->mode, 1), (unsigned long long)a->anchor);
+        else
+            snprintf(what, sizeof what, "launch#%llu kernel=%s parameter %u (%s) at +%llu",
+                     (unsigned long long)a->opnum, kn, a->param, mode_name(a->mode, 1),
+                     (unsigned long long)a->anchor);
+        break;
+    case RC_OP_FREE:
+        snprintf(what, sizeof what, "%s frees it", hook);
+        break;
+    default:
+        if (a->exact)
+            snprintf(what, sizeof what, "%s %s +%llu..+%llu", hook, mode_name(a->mode, 0),
+                     (unsigned long long)a->lo, (unsigned long long)(a->hi - 1));
+        else
+            snprintf(what, sizeof what, "%s %s at +%llu", hook, mode_name(a->mode, 0),
+                     (unsigned long long)a->anchor);
+    }
+    if (a->what == RC_OP_GRAPH)
+        snprintf(buf, n, "%s of a graph (its node %s, captured at %s), on %s, at %s",
+                 atl_hook_names[a->hook], what, site_name(site2, st2, sizeof st2),
+                 stream_name(sd, sn, sizeof sn), site_name(site, st, sizeof st));
+    else
+        snprintf(buf, n, "%s, on %s, at %s", what, stream_name(sd, sn, sizeof sn),
+                 site_name(site, st, sizeof st));
+}
+
+static const char *host_kind_name(int k)
+{
+    static const char *const names[] = {"?",
+                                        "a stream synchronisation",
+                                        "an event synchronisation",
+                                        "a context synchronisation",
+                                        "a blocking copy",
+                                        "a successful query",
+                                        "a host function",
+                                        "a stream callback"};
+    return k >= 0 && k < (int)(sizeof names / sizeof names[0]) ? names[k] : "?";
+}
+
+/* Why nothing orders the 2nd after the 1st, from what the 2nd's stream last
+ * waited for and what the host last learned of the 1st's stream. */
+static void missing_edge(const struct rpend *p, char *buf, size_t n)
+{
+    char a[128], b[128], c[128], site[256];
+    stream_name(&p->se, a, sizeof a);
+    stream_name(&p->sx, b, sizeof b);
+    size_t k = 0;
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (k < n)                                                                                 \
+            k += (size_t)snprintf(buf + k, n - k, __VA_ARGS__);                                    \
+    } while (0)
+    if (p->wait_ev && p->wait_from < 0)
+        ADD("%s last waited for event 0x%llx, which was never recorded (a wait for nothing)", b,
+            (unsigned long long)p->wait_ev);
+    else if (p->wait_ev && p->swf.key == p->se.key && p->swf.kind == p->se.kind &&
+             p->wait_clock < p->e.clock)
+        ADD("%s last waited for event 0x%llx, recorded on %s at %s before the 1st: the record "
+            "must come after the 1st",
+            b, (unsigned long long)p->wait_ev, a, site_name(&p->site_wait, site, sizeof site));
+    else if (p->wait_ev)
+        ADD("%s last waited for event 0x%llx, recorded on %s at %s, not on %s", b,
+            (unsigned long long)p->wait_ev, stream_name(&p->swf, c, sizeof c),
+            site_name(&p->site_wait, site, sizeof site), a);
+    else
+        ADD("%s never waited for an event recorded on %s after the 1st", b, a);
+    if (p->host_knew)
+        ADD("; the host last synchronised with %s through %s at %s, before the 1st", a,
+            host_kind_name(p->host_kind), site_name(&p->site_host, site, sizeof site));
+    else
+        ADD("; the host did not synchronise with %s in between", a);
+    if ((p->se.kind == RC_LEGACY && p->sx.kind == RC_NONBLOCKING) ||
+        (p->sx.kind == RC_LEGACY && p->se.kind == RC_NONBLOCKING))
+        ADD("; a non-blocking stream is not ordered by the legacy default stream");
+    if (p->se.kind == RC_PTDS && p->sx.kind == RC_PTDS)
+        ADD("; the per-thread default streams of two threads do not order each other");
+    ADD(". Fix: record an event on %s after the 1st and make %s wait for it "
+        "(cuEventRecord, cuStreamWaitEvent) before the 2nd",
+        a, b);
+#undef ADD
+}
+
+static void print_pending(struct rpend *p, int n)
+{
+    for (int i = 0; i < n; i++, p++) {
+        const char *tag = p->sure ? "race" : "possible race";
+        /* a race is a finding (said at ATLAS_LOG_LEVEL=error, atlas-trace -q); a possible one
+         * is listed only when asked for */
+        int lvl = p->sure ? ATL_ERROR : ATL_WARN;
+        char site[256], e[1400], x[1400], edge[1400];
+        const char *how =
+            p->e.mode == RC_READ || p->x.mode == RC_READ
+                ? (p->sure ? "written on one stream and read on another"
+                           : "maybe written on one stream and read on another")
+                : (p->sure ? "written on two streams" : "maybe written on two streams");
+        atl_log(lvl,
+                "%s: alloc#%llu (%llu bytes at 0x%llx, allocated at %s): %s, with nothing "
+                "ordering them",
+                tag, (unsigned long long)p->seq, (unsigned long long)p->bytes,
+                (unsigned long long)p->base, site_name(&p->alloc_site, site, sizeof site), how);
+        side_desc(&p->e, &p->se, &p->site_e, &p->site_e2, e, sizeof e);
+        side_desc(&p->x, &p->sx, &p->site_x, &p->site_x2, x, sizeof x);
+        missing_edge(p, edge, sizeof edge);
+        atl_log(lvl, "%s:   1st: %s", tag, e);
+        atl_log(lvl, "%s:   2nd: %s", tag, x);
+        atl_log(lvl, "%s:   missing edge: %s", tag, edge);
+    }
+}
+
+void atl_races_exit(void)
+{
+    if (atl_exit_lock(&rc.mu, "the race summary") != 0)
+        return;
+    uint64_t races = rc.races, rd = rc.races_distinct, poss = rc.possible,
+             pd = rc.possible_distinct, acc = rc.accesses, forgot = rc.forgotten,
+             dropped = rc.dropped;
+    unsigned streams = rc.nst;
+    uint64_t unprinted =
+        rd + (rc.mode > 1 ? pd : 0) > rc.printed ? rd + (rc.mode > 1 ? pd : 0) - rc.printed : 0;
+    int dead = rc.dead;
+    pthread_mutex_unlock(&rc.mu);
+    char all[64], lists[80];
+    snprintf(lists, sizeof lists, "%s lists them",
+             atl_hint_setting("ATLAS_RACES", "all", all, sizeof all));
+    atl_log(ATL_WARN,
+            "races: %llu found (%llu distinct), %llu possible (%llu distinct: a side only may "
+            "write, or may not touch the same bytes; %s); %llu access%s checked on %u stream%s%s",
+            (unsigned long long)races, (unsigned long long)rd, (unsigned long long)poss,
+            (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists, (unsigned long long)acc,
+            acc == 1 ? "" : "es", streams, streams == 1 ? "" : "s",
+            dead ? " (stopped early: out of memory)" : "");
+    if (unprinted)
+        atl_log(ATL_WARN, "races: %llu distinct ones not printed (the first %d are)",
+                (unsigned long long)unprinted, RC_PRINT_MAX);
+    if (forgot)
+        atl_log(ATL_INFO,
+                "races: %llu accesses forgotten (more than %d unordered ones kept for "
+                "one allocation): races with them are not seen",
+                (unsigned long long)forgot, RC_KEEP);
+    if (dropped)
+        atl_log(ATL_INFO,
+                "races: %llu accesses not checked (ops reaching more than %d allocations, or "
+                "places in one, such as PyTorch's multi-tensor kernels: the first %d are)",
+                (unsigned long long)dropped, RC_OP_ACCESSES, RC_OP_ACCESSES);
+}

@@ -1,0 +1,331 @@
+/*
+ * The step trace's per-thread buffers and its memory budget (see
+ * trace_internal.h): each thread records its ops into a buffer of its own,
+ * under the buffer's own spin lock (uncontended: its thread takes it once
+ * per op, a step end once per step); the step end takes the arrays over.
+ * Buffers grow by doubling, so there is no allocation per op; what they
+ * hold, and what the last step end kept, is counted against
+ * ATLAS_TRACE_MAX_MB when a buffer grows.
+ */
+#include "trace_internal.h"
+
+#include "chrome.h"
+#include "config.h"
+#include "kernels.h"
+#include "log.h"
+#include "services.h"
+#include "thread.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tbuf *atl_tbuf_list;
+struct tbuf atl_tbuf_capture;
+
+int atl_tbuf_lock_step(struct tbuf *b)
+{
+    if (!atl_exiting()) {
+        atl_tbuf_lock(b);
+        return 0;
+    }
+    for (unsigned n = 1;; n++) {
+        if (!__atomic_exchange_n(&b->busy, 1, __ATOMIC_ACQUIRE))
+            return 0;
+        if (n % 1024 == 0 && atl_exit_past_deadline())
+            return -1;
+        atl_cpu_relax();
+    }
+}
+
+static pthread_mutex_t threads_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t exit_key;
+
+/* Programs that start a thread per step (or per request) must not grow the
+ * list without bound: an exited thread's buffer, with whatever ops it still
+ * holds for the current step, passes to the next new thread. */
+static void tbuf_release(void *p)
+{
+    /* what its thread left unsynchronised goes to whichever step ends next */
+    __atomic_store_n(&((struct tbuf *)p)->owner, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&((struct tbuf *)p)->free_, 1, __ATOMIC_RELEASE);
+}
+
+struct tbuf *atl_tbuf_new(void)
+{
+    struct tbuf *b;
+    for (b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        int one = 1;
+        if (__atomic_compare_exchange_n(&b->free_, &one, 0, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_store_n(&b->owner, 0, __ATOMIC_RELAXED); /* a new thread: not yet */
+            atl_thr.trace_buf = b;
+            pthread_setspecific(exit_key, b);
+            return b;
+        }
+    }
+    b = calloc(1, sizeof *b);
+    if (!b) {
+        atl_log_once_oom("the step trace");
+        return NULL;
+    }
+    pthread_mutex_lock(&threads_mu);
+    /* appended at the tail: step merges walk threads in the order they
+     * first enqueued, which keeps merged steps stable from step to step */
+    static unsigned nmade;
+    b->idx = ++nmade;
+    struct tbuf **pp = &atl_tbuf_list;
+    while (*pp)
+        pp = &(*pp)->next;
+    __atomic_store_n(pp, b, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&threads_mu);
+    atl_thr.trace_buf = b;
+    pthread_setspecific(exit_key, b);
+    return b;
+}
+
+/* ATLAS_TRACE_MAX_MB: the memory the trace may hold. Counted when a buffer
+ * grows (rare: they double), so recording an op costs nothing more: every
+ * thread's buffers, plus what the last step end kept (the previous step of
+ * each name and the spare arrays; `kept`, written under the step ends' lock). */
+static size_t max_bytes;
+static size_t kept;
+
+void atl_tbuf_init(size_t bytes)
+{
+    max_bytes = bytes;
+    pthread_key_create(&exit_key, tbuf_release);
+}
+
+void atl_tbuf_set_kept(size_t bytes)
+{
+    __atomic_store_n(&kept, bytes, __ATOMIC_RELAXED);
+}
+
+void atl_tbuf_held_note(struct tbuf *b)
+{
+    __atomic_store_n(&b->held, b->cap * sizeof *b->ops + b->capbytes + b->tscap * sizeof *b->ts,
+                     __ATOMIC_RELAXED);
+}
+
+/* What atl_grow would add to an array of `cap` elements to hold `need`. */
+static size_t grow_adds(size_t cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= cap)
+        return 0;
+    size_t n = cap ? cap : first;
+    while (n < need)
+        n *= 2;
+    return (n - cap) * elem;
+}
+
+/* Would `more` bytes take the trace past ATLAS_TRACE_MAX_MB? Says so once. */
+static int over_budget(struct tbuf *b, size_t more)
+{
+    size_t sum = more + __atomic_load_n(&kept, __ATOMIC_RELAXED) +
+                 __atomic_load_n(&atl_tbuf_capture.held, __ATOMIC_RELAXED);
+    for (struct tbuf *t = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); t;
+         t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE))
+        sum += __atomic_load_n(&t->held, __ATOMIC_RELAXED);
+    if (sum <= max_bytes)
+        return 0;
+    b->oom = 3;
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        atl_log(ATL_WARN,
+                "step trace: ATLAS_TRACE_MAX_MB=%llu reached: the rest of this step is not "
+                "recorded, nor of any later step that needs more (the program is not affected)",
+                atl_cfg.trace_max_mb);
+    return 1;
+}
+
+/* Under the buffer's lock: room for one more op, and for its Chrome time
+ * when the export is on. NULL (and b->oom set) when there is none. */
+static __attribute__((noinline)) struct atl_op *op_grow(struct tbuf *b)
+{
+    if (b->nops >= ATL_TBUF_MAX_OPS) {
+        b->oom = 2;
+        return NULL;
+    }
+    if (b->oom == 3)
+        return NULL;
+    size_t more = grow_adds(b->cap, b->nops + 1, sizeof *b->ops, 4096);
+    if (atl_chrome_on)
+        more += grow_adds(b->tscap, b->cap + more / sizeof *b->ops, sizeof *b->ts, 4096);
+    if (more && over_budget(b, more))
+        return NULL;
+    if (atl_grow((void **)&b->ops, &b->cap, b->nops + 1, sizeof *b->ops, 4096) ||
+        (atl_chrome_on && atl_grow((void **)&b->ts, &b->tscap, b->cap, sizeof *b->ts, 4096)))
+        goto oom;
+    atl_tbuf_held_note(b);
+    return &b->ops[b->nops];
+oom:
+    atl_tbuf_held_note(b);
+    if (!b->oom)
+        b->oom = 1;
+    return NULL;
+}
+
+static inline struct atl_op *op_take(struct tbuf *b)
+{
+    if (__builtin_expect(b->nops < b->cap && (!atl_chrome_on || b->nops < b->tscap), 1))
+        return &b->ops[b->nops];
+    return op_grow(b);
+}
+
+/* Under the buffer's lock: room for n parameter bytes at b->nbytes (not
+ * aligned: every read and write of them goes through memcpy); NULL (and
+ * b->oom set) when out of memory. */
+static __attribute__((noinline)) uint8_t *bytes_grow(struct tbuf *b, size_t n)
+{
+    if (b->oom == 3 || over_budget(b, grow_adds(b->capbytes, b->nbytes + n, 1, 65536)))
+        return NULL;
+    if (atl_grow((void **)&b->bytes, &b->capbytes, b->nbytes + n, 1, 65536)) {
+        if (!b->oom)
+            b->oom = 1;
+        return NULL;
+    }
+    atl_tbuf_held_note(b);
+    return b->bytes + b->nbytes;
+}
+
+static inline uint8_t *bytes_take(struct tbuf *b, size_t n)
+{
+    if (__builtin_expect(b->nbytes + n <= b->capbytes, 1))
+        return b->bytes + b->nbytes;
+    return bytes_grow(b, n);
+}
+
+/* The op is complete: count it (and its bytes), stamp its Chrome time. */
+static inline void op_done(struct tbuf *b, uint64_t now, size_t nbytes)
+{
+    if (atl_chrome_on)
+        b->ts[b->nops] = now;
+    const uint64_t st = b->ops[b->nops].stream; /* just written: in cache */
+    if (b->nops == 0)
+        b->stream0 = st, b->multi = 0;
+    else
+        b->multi |= st != b->stream0;
+    /* a store other threads may read (tracestep.c's fast_step): atomic, still
+     * one plain store on x86 */
+    __atomic_store_n(&b->nops, b->nops + 1, __ATOMIC_RELAXED);
+    b->nbytes += nbytes; /* packed: 64 bytes an op plus exactly its parameter bytes */
+}
+
+/* Buffer `into`, or this thread's, locked (NULL: out of memory), and the
+ * Chrome export's enqueue time: one vDSO clock read (about 20 ns), taken only
+ * when the export is on. */
+static inline struct tbuf *rec_begin(struct tbuf *into, uint64_t *now)
+{
+    *now = atl_chrome_on ? atl_chrome_now() : 0;
+    struct tbuf *b = into ? into : atl_tbuf_get();
+    if (b)
+        atl_tbuf_lock(b);
+    return b;
+}
+
+void atl_tbuf_record(struct tbuf *into, const struct atl_op *o)
+{
+    uint64_t now;
+    struct tbuf *b = rec_begin(into, &now);
+    if (!b)
+        return;
+    struct atl_op *d = op_take(b);
+    if (d) {
+        *d = *o;
+        op_done(b, now, 0);
+    }
+    atl_tbuf_unlock(b);
+}
+
+void atl_tbuf_record_launch(struct tbuf *into, const struct atl_launch *l, const struct atl_kfn *k,
+                            const void *packed)
+{
+    uint64_t now;
+    struct tbuf *b = rec_begin(into, &now);
+    if (!b)
+        return;
+    struct atl_op *d = op_take(b);
+    const unsigned total = k->total;
+    /* a kernel without parameters takes no bytes (and the buffer may have
+     * none yet: bytes_take would answer NULL without being out of memory) */
+    uint8_t *p = d && total ? bytes_take(b, total) : NULL;
+    if (!d || (total && !p))
+        goto out;
+    memset(d, 0, sizeof *d);
+    d->kind = ATL_OP_LAUNCH;
+    d->stream = (uint64_t)(uintptr_t)l->stream;
+    for (int i = 0; i < 3; i++) {
+        d->u.k.grid[i] = l->grid[i];
+        d->u.k.block[i] = l->block[i];
+    }
+    if (__builtin_expect(l->cluster[0] | l->cluster[1] | l->cluster[2], 0))
+        for (int i = 0; i < 3; i++)
+            d->cluster[i] = (uint8_t)(l->cluster[i] > 255 ? 255 : l->cluster[i]);
+    d->shmem = l->shmem;
+    d->u.k.kfn = k;
+    d->u.k.bytes = b->nbytes;
+    const void *const *params = (const void *const *)l->params;
+    if (!total) {
+        /* nothing to copy */
+    } else if (packed) {
+        memcpy(p, packed, total);
+    } else if (params && k->plan) {
+        const struct atl_kslot *plan = k->plan;
+        const unsigned n = k->nparams;
+        for (unsigned i = 0; i < n; i++) {
+            const struct atl_kslot *e = &plan[i];
+            const void *src = params[i];
+            uint8_t *dst = p + e->off;
+            if (__builtin_expect(src == NULL, 0)) {
+                memset(dst, 0, e->span);
+                continue;
+            }
+            switch (e->how) {
+            case ATL_SLOT_8:
+                memcpy(dst, src, 8);
+                break;
+            case ATL_SLOT_4_IN_8: {
+                uint32_t v32;
+                memcpy(&v32, src, 4);
+                uint64_t v = v32; /* the value, then four zero bytes (little-endian) */
+                memcpy(dst, &v, 8);
+                break;
+            }
+            case ATL_SLOT_4:
+                memcpy(dst, src, 4);
+                break;
+            default:
+                memcpy(dst, src, e->size);
+                memset(dst + e->size, 0, e->span - e->size);
+            }
+        }
+    } else if (params) {
+        /* padding between parameters must read the same every step */
+        if (!k->gapless)
+            memset(p, 0, total);
+        /* locals: the stores below may alias k as far as the compiler knows */
+        const unsigned n = k->nparams;
+        const uint32_t *off = k->off, *size = k->size;
+        for (unsigned i = 0; i < n; i++) {
+            const void *src = params[i];
+            uint8_t *dst = p + off[i];
+            const uint32_t sz = size[i];
+            /* scalars and pointers: inline copies, no call */
+            if (__builtin_expect(sz == 8 && src != NULL, 1))
+                memcpy(dst, src, 8);
+            else if (sz == 4 && src)
+                memcpy(dst, src, 4);
+            else if (src)
+                memcpy(dst, src, sz);
+            else
+                memset(dst, 0, sz);
+        }
+    } else {
+        memset(p, 0, total);
+    }
+    op_done(b, now, total);
+out:
+    atl_tbuf_unlock(b);
+}

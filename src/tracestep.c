@@ -1,0 +1,961 @@
+/*
+ * The step trace's steps and step ends (see trace_internal.h). A step end
+ * takes the ops of the threads' buffers (harvest), orders them by stream,
+ * names their pointers through the ledger, compares the step with the
+ * previous one of its kind (name, thread, stream) and writes the JSON lines
+ * and the Chrome trace. A step byte-identical to the previous one of its
+ * kind costs two memcmps (same_as), or, when the thread owns its ops and
+ * nothing else is written, no process-wide lock at all (fast_step).
+ */
+#define _GNU_SOURCE /* pthread_getname_np, program_invocation_short_name */
+#include "trace_internal.h"
+
+#include "chrome.h"
+#include "config.h"
+#include "hostmap.h"
+#include "ledger.h"
+#include "log.h"
+#include "services.h"
+#include "stepseries.h"
+#include "thread.h"
+#include "trace.h"
+#include "tracediff.h"
+#include "tracejson.h"
+
+#include <errno.h> /* program_invocation_short_name */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static struct atl_ignore ignore_list;
+static FILE *json;
+
+static pthread_mutex_t step_mu = PTHREAD_MUTEX_INITIALIZER;
+/* ATLAS_CHROME_TRACE: the enqueue times of the step being finished, in the
+ * order of its ops, and when it began (under step_mu) */
+static uint64_t *step_ts;
+static size_t step_tscap;
+static uint64_t step_count;
+static struct atl_diff_stats stats;
+
+/* Each kind of step (name, thread, stream) and the last step of each of its
+ * shapes (src/stepseries.h): what the next step of the kind and shape is
+ * compared with. At most MAX_NAMES kinds of ATL_KIND_SHAPES shapes keep a
+ * step each. */
+#define MAX_NAMES 256
+static struct {
+    int busy; /* a spin lock over nth and the kind's steps: taken after step_mu by a step
+               * end, or alone by fast_step */
+    uint64_t nth;
+    char name[64], thread[24];
+    uint64_t stream;
+    struct atl_kind k;
+} names[MAX_NAMES];
+static struct atl_series series; /* under step_mu */
+static int nnames;
+static int where;   /* more than one thread or stream has steps: reports name them */
+static int nowners; /* threads that have ended a step of their own (ever) */
+
+static void log_line_cb(void *ctx, const char *text)
+{
+    (void)ctx;
+    atl_log_line(text);
+}
+
+/* The exit summary's lines: the step trace's own summary, said at warn (ATLAS_LOG_LEVEL=error,
+ * atlas-trace -q, keeps the diffs, which are findings, and drops it) */
+static void summary_line_cb(void *ctx, const char *text)
+{
+    (void)ctx;
+    atl_log(ATL_WARN, "%s", text);
+}
+
+/* "another buffer", explained from the ledger: the buffer used now (its size
+ * and site, and whether it was made after the reference step `a` ended),
+ * and the one used before: still allocated (a pointer that really moved),
+ * or freed (allocator churn: it replaces it), and where. */
+static void explain(const struct atl_ann *was, uint64_t va, const struct atl_ann *now, uint64_t vb,
+                    const struct atl_step *a, char *buf, size_t len)
+{
+    struct atl_alloc_rec r;
+    struct atl_stack st;
+    char site[256];
+    size_t l = 0;
+    buf[0] = '\0';
+    if (atl_ledger_find((CUdeviceptr)(vb - now->off), &r) && r.seq == now->seq) {
+        atl_stack_site(&r.site, site, sizeof site);
+        l += atl_fmt(buf + l, len - l,
+                     "alloc#%" PRIu64 " (%zu bytes, made %s step %" PRIu64 "%s%s)", now->seq,
+                     r.bytes, a->seqmark && now->seq >= a->seqmark ? "after" : "by the end of",
+                     a->index, site[0] ? " at " : "", site);
+    }
+    if (atl_ledger_find((CUdeviceptr)(va - was->off), &r) && r.seq == was->seq) {
+        atl_fmt(buf + l, len - l, "%salloc#%" PRIu64 " still allocated", l ? "; " : "", was->seq);
+    } else if (atl_ledger_freed(was->seq, &r, &st)) {
+        atl_stack_site(&st, site, sizeof site);
+        atl_fmt(buf + l, len - l, "%sreplaces alloc#%" PRIu64 " (%zu bytes), freed%s%s",
+                l ? " " : "", was->seq, r.bytes, site[0] ? " at " : "", site);
+    } else {
+        atl_fmt(buf + l, len - l, "%salloc#%" PRIu64 " freed", l ? "; " : "", was->seq);
+    }
+}
+
+/* Under step_mu and b's lock: a step with nothing yet takes b's arrays as
+ * they are; b gets arrays back at the end of the step (give_back). */
+static void take_over(struct atl_step *s, struct tbuf *b)
+{
+    s->ops = b->ops, s->nops = b->nops, s->capops = b->cap;
+    s->bytes = b->bytes, s->nbytes = b->nbytes, s->capbytes = b->capbytes;
+    b->ops = NULL, b->cap = 0, b->bytes = NULL, b->capbytes = 0;
+    atl_tbuf_held_note(b);
+}
+
+/* Under step_mu, at the end of a step end: the arrays of a step no longer
+ * needed go back to the buffer of the thread ending it, if a step took that
+ * buffer's arrays (so a steady loop allocates nothing per step), and are
+ * freed otherwise. The trace then holds two step-sized copies (the step
+ * being recorded and the last of its kind and shape), not three (a spare
+ * pair of arrays was kept for whichever buffer came next). */
+static void give_back(struct tbuf *me, struct atl_step *s)
+{
+    if (me && (s->ops || s->bytes) && atl_tbuf_lock_step(me) == 0) {
+        if (!me->ops && !me->nops)
+            me->ops = s->ops, me->cap = s->capops, s->ops = NULL;
+        if (!me->bytes && !me->nbytes)
+            me->bytes = s->bytes, me->capbytes = s->capbytes, s->bytes = NULL;
+        atl_tbuf_held_note(me);
+        atl_tbuf_unlock(me);
+    }
+    atl_step_free(s);
+}
+
+static size_t step_held(const struct atl_step *s)
+{
+    return s->capops * sizeof *s->ops + s->capbytes + s->capspans * sizeof *s->spans;
+}
+
+/* Under step_mu, at a step end: what the trace keeps between steps. */
+static void kept_note(void)
+{
+    size_t n = step_tscap * sizeof *step_ts;
+    for (int i = 0; i < nnames; i++)
+        for (int j = 0; j < ATL_KIND_SHAPES; j++)
+            n += step_held(&names[i].k.slot[j].step);
+    for (int j = 0; j < ATL_SERIES_CAPTURES; j++)
+        n += step_held(&series.caps[j].step);
+    atl_tbuf_set_kept(n);
+}
+
+/* Under step_mu and b's lock: b's ops after those already in s, their byte
+ * offsets moved by the bytes already there. Returns -1 when out of memory. */
+static int append(struct atl_step *s, const struct tbuf *b)
+{
+    size_t need = s->nops + b->nops, needb = s->nbytes + b->nbytes;
+    if (atl_grow((void **)&s->ops, &s->capops, need, sizeof *s->ops, 4096) ||
+        atl_grow((void **)&s->bytes, &s->capbytes, needb, 1, 65536))
+        return -1;
+    memcpy(s->ops + s->nops, b->ops, b->nops * sizeof *b->ops);
+    if (b->nbytes)
+        memcpy(s->bytes + s->nbytes, b->bytes, b->nbytes);
+    for (size_t i = s->nops; i < need; i++)
+        if (s->ops[i].kind == ATL_OP_LAUNCH)
+            s->ops[i].u.k.bytes += s->nbytes;
+    s->nops = need, s->nbytes = needb;
+    return 0;
+}
+
+/* Under step_mu and b's lock: b's ops on `stream` move to the end of s (with
+ * their Chrome times), the others stay in b, packed to its front in their
+ * order. Returns -1 when out of memory (b is then left as it was). */
+static int take_stream(struct atl_step *s, struct tbuf *b, uint64_t stream)
+{
+    size_t n = 0, nb = 0;
+    for (size_t i = 0; i < b->nops; i++)
+        if (b->ops[i].stream == stream) {
+            n++;
+            nb += b->ops[i].kind == ATL_OP_LAUNCH ? b->ops[i].u.k.kfn->total : 0;
+        }
+    if (n == 0)
+        return 0;
+    if (atl_grow((void **)&s->ops, &s->capops, s->nops + n, sizeof *s->ops, 4096) ||
+        atl_grow((void **)&s->bytes, &s->capbytes, s->nbytes + nb, 1, 65536) ||
+        (atl_chrome_on && b->ts &&
+         atl_grow((void **)&step_ts, &step_tscap, s->nops + n, sizeof *step_ts, 4096)))
+        return -1;
+    size_t keep = 0, keepb = 0;
+    for (size_t i = 0; i < b->nops; i++) {
+        struct atl_op o = b->ops[i];
+        size_t len = o.kind == ATL_OP_LAUNCH ? o.u.k.kfn->total : 0;
+        const uint8_t *from = len ? b->bytes + o.u.k.bytes : NULL;
+        if (o.stream == stream) {
+            if (atl_chrome_on && b->ts)
+                step_ts[s->nops] = b->ts[i];
+            if (len) {
+                memcpy(s->bytes + s->nbytes, from, len);
+                o.u.k.bytes = s->nbytes;
+                s->nbytes += len;
+            }
+            s->ops[s->nops++] = o;
+        } else {
+            if (len) {
+                memmove(b->bytes + keepb, from, len); /* keepb <= the offset: moves down */
+                o.u.k.bytes = keepb;
+                keepb += len;
+            }
+            if (atl_chrome_on && b->ts)
+                b->ts[keep] = b->ts[i];
+            b->ops[keep++] = o;
+        }
+    }
+    __atomic_store_n(&b->nops, keep, __ATOMIC_RELAXED);
+    b->nbytes = keepb;
+    return 0;
+}
+
+/* Ops must not pile up where no step will take them: a thread that ended
+ * no step of its own during this many step ends lends its ops again (it
+ * synchronised once, then left that to others), and lent ops that no step
+ * took for this long (on a stream only other streams' syncs follow) are
+ * dropped. */
+#define STALE_STEPS 4096
+
+/* Whether a thread whose last step end of its own was `last_own` has gone
+ * stale by step `now`. The fast path (fast_step) writes last_own without
+ * step_mu, from a step count read after the caller's: last_own may be ahead
+ * of `now`, and an unsigned difference would wrap to "stale" and lend a
+ * syncing thread's ops to another thread's step. */
+static inline int stale_owner(uint64_t now, uint64_t last_own)
+{
+    return now > last_own && now - last_own > STALE_STEPS;
+}
+
+/* Under step_mu: the step being harvested came whole from one buffer whose
+ * ops share one stream (harvest). */
+static int harvest_one_stream;
+
+/* Under step_mu: moves the ops that `take` says into s (NULL: drops them);
+ * a buffer taken whole is reset for the next step. `me` is the buffer of the
+ * thread ending the step (NULL: none). */
+static void harvest(struct atl_step *s, struct tbuf *me, enum atl_take take, uint64_t stream)
+{
+    /* fast_step counts its steps without step_mu: read once, atomically */
+    const uint64_t steps_now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
+    harvest_one_stream = 0;
+    /* entries are only ever appended (release), so the list can be walked
+     * without its lock */
+    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        if (b != me && !__atomic_load_n(&b->open, __ATOMIC_RELAXED) &&
+            stale_owner(steps_now, __atomic_load_n(&b->last_own, __ATOMIC_RELAXED)))
+            __atomic_store_n(&b->owner, 0, __ATOMIC_RELAXED);
+        int lent = !__atomic_load_n(&b->owner, __ATOMIC_RELAXED);
+        int whole = b == me || take == ATL_TAKE_ALL || take == ATL_TAKE_NONE ||
+                    (lent && take == ATL_TAKE_LENT);
+        if (!whole && !(lent && take == ATL_TAKE_STREAM))
+            continue; /* another thread's own steps */
+        if (atl_tbuf_lock_step(b) != 0) {
+            atl_exit_skipped("the ops of a thread still recording");
+            continue;
+        }
+        if (!whole) {
+            harvest_one_stream = 0; /* ops of another buffer join: order_by_stream looks */
+            if (s && take_stream(s, b, stream) != 0)
+                atl_log_once_oom("the step trace");
+            if (!b->nops)
+                b->lent_since = 0;
+            else if (!b->lent_since)
+                b->lent_since = steps_now + 1;
+            else if (steps_now + 1 - b->lent_since > STALE_STEPS) {
+                __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+                b->nbytes = 0, b->oom = 0, b->lent_since = 0;
+            }
+            atl_tbuf_unlock(b);
+            continue;
+        }
+        b->lent_since = 0;
+        if (s && b->nops) {
+            size_t first = s->nops;
+            if (atl_chrome_on && b->ts) {
+                /* the times first: take_over hands b's arrays away */
+                if (!atl_grow((void **)&step_ts, &step_tscap, first + b->nops, sizeof *step_ts,
+                              4096))
+                    memcpy(step_ts + first, b->ts, b->nops * sizeof *step_ts);
+            }
+            harvest_one_stream = first == 0 && !b->multi;
+            if (first == 0 && !s->ops && !s->bytes)
+                take_over(s, b);
+            else if (append(s, b) != 0)
+                atl_log_once_oom("the step trace");
+        }
+        if (b->oom == 1 && s)
+            atl_log(ATL_WARN,
+                    "step trace: out of memory while recording; the step ending now "
+                    "(step %" PRIu64 ") is incomplete",
+                    steps_now + 1);
+        else if (b->oom == 2 && s)
+            atl_log(ATL_WARN,
+                    "step trace: more than %u ops on one thread in one step; the rest of "
+                    "the step ending now (step %" PRIu64 ") was not recorded",
+                    ATL_TBUF_MAX_OPS, steps_now + 1);
+        __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+        b->nbytes = 0, b->oom = 0;
+        atl_tbuf_unlock(b);
+    }
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Orders the ops per stream: streams by handle (stable from step to step
+ * whatever thread enqueued first), and within a stream the order of the
+ * threads' buffers (a stable counting sort). */
+static void order_streams(struct atl_step *s);
+
+static void order_by_stream(struct atl_step *s)
+{
+    if (harvest_one_stream)
+        return;
+    for (size_t i = 1; i < s->nops; i++)
+        if (s->ops[i].stream != s->ops[0].stream) {
+            order_streams(s);
+            return;
+        }
+    /* one stream (the common case): nothing to reorder */
+}
+
+/* order_by_stream's work when there are several streams: out of line, so
+ * that a one-stream step does not pay for zeroing its counters. */
+static __attribute__((noinline)) void order_streams(struct atl_step *s)
+{
+    enum { MAXS = 256 };
+    uint64_t str[MAXS];
+    size_t cnt[MAXS + 1] = {0}, ns = 0;
+    uint16_t *rank = malloc(s->nops * sizeof *rank);
+    struct atl_op *out = malloc(s->nops * sizeof *out);
+    if (!rank || !out) {
+        free(rank), free(out);
+        return; /* left in thread order */
+    }
+    for (size_t i = 0; i < s->nops; i++) {
+        size_t r = 0;
+        while (r < ns && str[r] != s->ops[i].stream)
+            r++;
+        if (r == ns && ns < MAXS)
+            str[ns++] = s->ops[i].stream;
+        if (r == MAXS)
+            r = MAXS - 1; /* a program with more streams: the rest share a bucket */
+        rank[i] = (uint16_t)r;
+    }
+    uint64_t sorted[MAXS];
+    memcpy(sorted, str, ns * sizeof *str);
+    qsort(sorted, ns, sizeof *sorted, u64_cmp);
+    uint16_t map[MAXS];
+    for (size_t r = 0; r < ns; r++)
+        for (size_t t = 0; t < ns; t++)
+            if (sorted[t] == str[r])
+                map[r] = (uint16_t)t;
+    for (size_t i = 0; i < s->nops; i++) {
+        rank[i] = rank[i] < ns ? map[rank[i]] : rank[i];
+        cnt[rank[i] + 1]++;
+    }
+    for (size_t r = 1; r <= MAXS; r++)
+        cnt[r] += cnt[r - 1];
+    /* the Chrome export's times follow their ops (ts NULL: not kept) */
+    uint64_t *ts = atl_chrome_on && step_tscap >= s->nops ? malloc(s->nops * sizeof *ts) : NULL;
+    for (size_t i = 0; i < s->nops; i++) {
+        size_t d = cnt[rank[i]]++;
+        out[d] = s->ops[i];
+        if (ts)
+            ts[d] = step_ts[i];
+    }
+    if (ts) {
+        memcpy(step_ts, ts, s->nops * sizeof *ts);
+        free(ts);
+    } else if (atl_chrome_on && step_tscap >= s->nops) {
+        memset(step_ts, 0, s->nops * sizeof *step_ts); /* times lost with the order */
+    }
+    free(s->ops);
+    s->ops = out;
+    s->capops = s->nops;
+    free(rank);
+}
+
+/* Names 8-byte parameters, and the 8-byte words of larger ones (PyTorch
+ * passes tensor pointers in a by-value array), that point into a live
+ * allocation, so the diff can tell "the same buffer at another offset" from
+ * "another buffer", and two processes' pointers can be compared by name.
+ * What is kept is the allocations found (the step's spans), not a note per
+ * pointer: the words looked at are the same every time (atl_op_word_next),
+ * so a word is named exactly when its value lies in one of them. */
+/* `like`, when given, is a step of the same ops whose pointers were resolved
+ * while the ledger was as it is now (its generation): its spans hold for
+ * every op whose record and bytes are like's, so only the other ops are
+ * looked at. A step that differs in a scalar from the last of its shape (a
+ * loop with a learning-rate schedule: every step) is resolved op by op no
+ * more. */
+static void resolve_pointers(struct atl_step *s, const struct atl_step *like)
+{
+    /* the last allocation found: consecutive pointers mostly fall in one */
+    uint64_t lo = 0, hi = 0;
+    /* allocations already added, by seq: a step's pointers alternate among
+     * a few, each added once (a repeat past these is merged by spans_done) */
+    enum { SEEN = 64 };
+    uint64_t seen[SEEN];
+    memset(seen, 0xff, sizeof seen);
+    /* The allocations found, the latest RECENT of them, and values the
+     * ledger holds no allocation for, MISS slots by value: the words looked
+     * at repeat from op to op (the same buffers; a by-value struct's bytes,
+     * which are no pointers), and each ledger look-up takes its lock and
+     * walks its tree. A GPT-2-like step (161 ops with a 252-byte struct
+     * each, make cpu-bench's gpt2) spent 60% of its traced time here. */
+    enum { RECENT = 16, MISS = 512 };
+    struct {
+        uint64_t lo, hi;
+    } recent[RECENT];
+    unsigned nrecent = 0, rnext = 0;
+    uint64_t miss[MISS];
+    memset(miss, 0, sizeof miss); /* 0 is below 64 KiB: never looked up */
+    s->nspans = 0;
+    s->ledger_gen = atl_ledger_generation();
+    if (like &&
+        (like->nops != s->nops || like->ledger_gen != s->ledger_gen ||
+         atl_grow((void **)&s->spans, &s->capspans, like->nspans + 1, sizeof *s->spans, 16)))
+        like = NULL;
+    if (like && like->nspans) {
+        memcpy(s->spans, like->spans, like->nspans * sizeof *s->spans);
+        s->nspans = like->nspans;
+    }
+    for (size_t i = 0; i < s->nops; i++) {
+        const struct atl_op *o = &s->ops[i];
+        unsigned param = 0, wd = 0;
+        uint32_t at;
+        uint64_t v;
+        const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
+        if (like && memcmp(o, &like->ops[i], sizeof *o) == 0 &&
+            (!k || !k->total ||
+             memcmp(atl_op_bytes(s, o), atl_op_bytes(like, &like->ops[i]), k->total) == 0))
+            continue; /* its words fell where like's did */
+        if (k && k->words) {
+            /* the common case inline: the words of a launch whose pointers
+             * all fall in the last allocation found */
+            const uint8_t *p = atl_op_bytes(s, o);
+            const uint64_t len = hi - lo; /* one compare for "in [lo, hi)" */
+            for (; wd < k->nwords; wd++) {
+                memcpy(&v, p + k->words[wd], 8);
+                if (v - lo >= len && v >= 65536)
+                    break;
+            }
+            if (wd == k->nwords)
+                continue;
+        }
+        while (atl_op_word_next(s, o, &param, &wd, &at, &v)) {
+            if (v >= lo && v < hi)
+                continue;
+            unsigned r = 0;
+            while (r < nrecent && !(v >= recent[r].lo && v < recent[r].hi))
+                r++;
+            if (r < nrecent) {
+                lo = recent[r].lo, hi = recent[r].hi;
+                continue;
+            }
+            uint64_t *m = &miss[atl_hash_mix(0, v) % MISS];
+            if (*m == v)
+                continue;
+            struct atl_alloc_rec rec;
+            if (!atl_ledger_find((CUdeviceptr)v, &rec)) {
+                *m = v;
+                continue;
+            }
+            lo = rec.ptr, hi = rec.ptr + atl_alloc_span(&rec);
+            recent[rnext].lo = lo, recent[rnext].hi = hi;
+            rnext = (rnext + 1) % RECENT;
+            nrecent += nrecent < RECENT;
+            if (seen[rec.seq % SEEN] == rec.seq)
+                continue;
+            seen[rec.seq % SEEN] = rec.seq;
+            if (atl_step_add_span(s, lo, hi, rec.seq)) {
+                atl_log_once_oom("the step trace's pointer names");
+                break;
+            }
+        }
+    }
+    atl_step_spans_done(s);
+}
+
+/* Kernel names for people, before a report needs them. */
+static void name_ops(const struct atl_step *st)
+{
+    const struct atl_kfn *last = NULL;
+    for (size_t i = 0; i < st->nops; i++) {
+        const struct atl_kfn *k = st->ops[i].u.k.kfn;
+        if (st->ops[i].kind == ATL_OP_LAUNCH && k != last) {
+            last = k;
+            atl_kfn_pretty(k);
+        }
+    }
+}
+
+/* The same ops and the same bytes as the previous step of the name (streams
+ * included, so this is stricter than the diff). */
+static int same_as(const struct atl_step *a, const struct atl_step *b)
+{
+    return a->ops && a->nops == b->nops && a->nbytes == b->nbytes &&
+           memcmp(a->ops, b->ops, a->nops * sizeof *a->ops) == 0 &&
+           (a->nbytes == 0 || memcmp(a->bytes, b->bytes, a->nbytes) == 0);
+}
+
+/* Under step_mu: the step's slice and ops into the Chrome trace. Pointers
+ * must be resolved and kernel names demangled first. */
+static void chrome_write(struct atl_step *s, uint64_t begin, uint64_t end)
+{
+    name_ops(s);
+    atl_chrome_step(s, step_tscap >= s->nops ? step_ts : NULL, begin, end);
+}
+
+/* The thread's name in reports: "main", the name it was given
+ * (pthread_setname_np), or "#N" (its buffer's number) when it has none of
+ * its own (a new thread inherits the program's name). */
+static void thread_label_now(const struct tbuf *me, char *out, size_t len)
+{
+    char nm[16] = "";
+    if ((pid_t)syscall(SYS_gettid) == getpid()) {
+        snprintf(out, len, "main");
+        return;
+    }
+    if (pthread_getname_np(pthread_self(), nm, sizeof nm) == 0 && nm[0] &&
+        strncmp(nm, program_invocation_short_name, sizeof nm - 1) != 0) {
+        size_t n = 0;
+        for (; nm[n] && n + 1 < len; n++) /* only printable text reaches the log */
+            out[n] = nm[n] > ' ' && nm[n] < 127 && nm[n] != '"' && nm[n] != '\\' ? nm[n] : '_';
+        out[n] = '\0';
+        return;
+    }
+    snprintf(out, len, "#%u", me ? me->idx : 0);
+}
+
+/* thread_label_now costs three system calls, too many for a step end per
+ * synchronous copy: it is asked again every 256th step of the thread only
+ * (a thread names itself when it starts, if at all). */
+
+static void thread_label(const struct tbuf *me, char out[sizeof atl_trace_tt.label])
+{
+    if (!atl_trace_tt.label[0] || atl_trace_tt.label_age++ % 256 == 0)
+        thread_label_now(me, atl_trace_tt.label, sizeof atl_trace_tt.label);
+    memcpy(out, atl_trace_tt.label, sizeof atl_trace_tt.label);
+}
+
+/* The step end of a thread whose step is byte-identical to the previous one
+ * of its kind, without step_mu: a server's threads each syncing their own
+ * stream, or a loop of synchronous copies (a step end each), must not queue
+ * on one process-wide lock to learn that nothing changed. Taken only when
+ * the slow path would do nothing else: the thread owns its ops and its last
+ * step found its kind (fast_slot), no other thread has ops to lend or ops
+ * left stale (harvest would move them), and
+ * no JSON lines or Chrome trace are written (they keep the steps' order).
+ * Then the thread's buffer is compared with the kind's previous step under
+ * that kind's lock and, if identical, emptied in place. Returns 1 when the
+ * step end is done. */
+static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint64_t stream)
+{
+    if (!me || !me->fast_slot || __atomic_load_n(&json, __ATOMIC_RELAXED) || atl_chrome_on ||
+        atl_trace_mode == ATL_MODE_CAPTURE || (take != ATL_TAKE_LENT && take != ATL_TAKE_STREAM) ||
+        atl_exiting() || !__atomic_load_n(&me->owner, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&series.ncaptures, __ATOMIC_RELAXED)) /* eager against captured */
+        return 0;
+    uint64_t now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
+    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE))
+        if (b != me && __atomic_load_n(&b->nops, __ATOMIC_RELAXED) &&
+            (!__atomic_load_n(&b->owner, __ATOMIC_RELAXED) ||
+             stale_owner(now, __atomic_load_n(&b->last_own, __ATOMIC_RELAXED))))
+            return 0;
+    char label[sizeof atl_trace_tt.label];
+    thread_label(me, label);
+    const int slot = me->fast_slot - 1;
+    int done = 0;
+    atl_spin_lock(&names[slot].busy);
+    /* the kind's latest step, unless a folded run of its shape waits to be
+     * printed (the slow path ends it) */
+    struct atl_shaped *recent = atl_kind_recent(&names[slot].k);
+    struct atl_step *prev = recent && !recent->fold.sig ? &recent->step : NULL;
+    atl_tbuf_lock(me);
+    if (me->nops == 0 && !me->oom) {
+        done = 1; /* nothing recorded, nothing lent: no step (as the slow path decides) */
+    } else if (!me->oom && prev && prev->ops && prev->nops == me->nops &&
+               prev->nbytes == me->nbytes &&
+               strncmp(names[slot].name, name, sizeof names[slot].name - 1) == 0 &&
+               strcmp(names[slot].thread, label) == 0) {
+        /* the key's stream: the synchronised one, or the one stream of the ops */
+        uint64_t st = take == ATL_TAKE_STREAM ? stream : me->ops[0].stream;
+        size_t i = me->multi ? 0 : me->nops;
+        while (i < me->nops && me->ops[i].stream == me->ops[0].stream)
+            i++;
+        done = i == me->nops && names[slot].stream == st &&
+               memcmp(prev->ops, me->ops, me->nops * sizeof *me->ops) == 0 &&
+               (me->nbytes == 0 || memcmp(prev->bytes, me->bytes, me->nbytes) == 0);
+        if (done) {
+            __atomic_store_n(&me->nops, 0, __ATOMIC_RELAXED);
+            me->nbytes = 0;
+            prev->index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
+            prev->nth = ++names[slot].nth;
+            recent->steps++;
+            __atomic_store_n(&me->fast_steps, me->fast_steps + 1, __ATOMIC_RELAXED);
+        }
+    }
+    atl_tbuf_unlock(me);
+    atl_spin_unlock(&names[slot].busy);
+    if (done)
+        __atomic_store_n(&me->last_own, now, __ATOMIC_RELAXED);
+    return done;
+}
+
+void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64_t stream,
+                   uint64_t begin)
+{
+    struct atl_step s;
+    uint64_t end = atl_chrome_on ? atl_chrome_now() : 0;
+    if (!begin)
+        begin = end; /* the thread's first step: when it began is not known */
+    if (fast_step(name, me, take, stream))
+        return;
+    if (atl_exit_lock(&step_mu, "the step trace's last step") != 0)
+        return;
+    atl_step_init(&s, name);
+    /* before the harvest: its own ops are taken whole */
+    if (me && !__atomic_exchange_n(&me->owner, 1, __ATOMIC_RELAXED))
+        where |= ++nowners > 1;
+    if (me)
+        __atomic_store_n(&me->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+    harvest(&s, me, take, stream);
+    if (s.nops == 0) {
+        atl_step_free(&s);
+        pthread_mutex_unlock(&step_mu);
+        return;
+    }
+    order_by_stream(&s);
+    s.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
+    stats.steps++;
+    _Static_assert(sizeof s.thread == sizeof atl_trace_tt.label, "a label fills the step's");
+    thread_label(me, s.thread);
+    s.stream = stream;
+    if (take != ATL_TAKE_STREAM && atl_trace_mode != ATL_MODE_CAPTURE) {
+        s.stream = s.ops[0].stream; /* ordered by stream: one stream iff first == last */
+        if (s.ops[s.nops - 1].stream != s.stream)
+            s.stream = 0;
+    }
+    int slot = 0;
+    while (slot < nnames &&
+           !(strcmp(names[slot].name, s.name) == 0 && strcmp(names[slot].thread, s.thread) == 0 &&
+             names[slot].stream == s.stream))
+        slot++;
+    if (slot == nnames) {
+        if (nnames == MAX_NAMES) {
+            slot = MAX_NAMES - 1; /* more kinds of step than that: the last slot is shared */
+        } else {
+            slot = nnames++;
+            snprintf(names[slot].name, sizeof names[slot].name, "%s", s.name);
+            memcpy(names[slot].thread, s.thread, sizeof names[slot].thread);
+            names[slot].stream = s.stream;
+            atl_kind_init(&names[slot].k);
+            if (nnames > 1 &&
+                (strcmp(names[0].thread, s.thread) != 0 || names[0].stream != s.stream))
+                where = 1;
+        }
+    }
+    /* the kind's lock (fast_step reads its latest step without step_mu);
+     * released at every return below */
+    atl_spin_lock(&names[slot].busy);
+    s.nth = ++names[slot].nth;
+    s.seqmark = atl_ledger_seq_peek();
+    struct atl_kind *kind = &names[slot].k;
+    struct atl_shaped *recent = atl_kind_recent(kind);
+    /* this thread's next step end may take the fast path to this kind (not
+     * to the last slot, which kinds past MAX_NAMES share) */
+    if (me)
+        me->fast_slot = slot < MAX_NAMES - 1 ? slot + 1 : 0;
+    struct atl_diff_opts o = {
+        .max_lines = (unsigned)atl_cfg.diff_max,
+        .ignore = &ignore_list,
+        .replay = atl_trace_mode == ATL_MODE_CAPTURE ? "capture" : NULL,
+        .where = where,
+        .pointers = (int)atl_cfg.diff_pointers,
+        .residue = (int)atl_cfg.diff_residue,
+        .host_addr = atl_host_addr,
+        .explain = explain,
+    };
+    atl_series_opts(&series, &o);
+    /* The steady state of a replayable loop: byte-identical to the kind's
+     * latest step. Two memcmps decide it, and that step (already hashed and
+     * resolved) stays as the reference, so an identical step costs no
+     * hashing, no ledger look-ups and no allocation beyond the merge. */
+    if (recent && same_as(&recent->step, &s)) {
+        struct atl_step *prev = &recent->step;
+        if (json || atl_chrome_on)
+            resolve_pointers(&s, &recent->step);
+        if (json) {
+            atl_step_write_json(&s, json, atl_host_addr);
+            fflush(json);
+        }
+        if (atl_chrome_on)
+            chrome_write(&s, begin, end);
+        uint64_t was = prev->nth, wasidx = prev->index;
+        prev->index = s.index, prev->nth = s.nth;
+        give_back(me, &s);
+        stats.compared++, stats.identical++;
+        atl_series_same(&series, kind, recent, &o);
+        if (o.replay) {
+            char line[160];
+            snprintf(line, sizeof line,
+                     "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu ops)",
+                     o.replay, prev->nth, was, prev->nops);
+            atl_log_line(line);
+        }
+        if (atl_series_eager(&series, prev, 1, wasidx, &o))
+            atl_note_finding(ATL_FINDING_DIFF, 1);
+        atl_spin_unlock(&names[slot].busy);
+        kept_note();
+        pthread_mutex_unlock(&step_mu);
+        return;
+    }
+    if (atl_ledger_on) {
+        struct atl_shaped *like = atl_kind_shape(kind, atl_step_shape(&s));
+        resolve_pointers(&s, like && like->step.ops ? &like->step : NULL);
+    }
+    /* the kept steps' kernels were named when they ended (here: a step is
+     * kept only below); a million-op step is not walked twice for it */
+    name_ops(&s);
+    /* the diff first: what it learns about the kernels (parameters holding
+     * uninitialised bytes) goes into this step's JSON lines already */
+    struct atl_shaped *ref;
+    size_t found = atl_series_compare(&series, kind, &s, &o, &ref);
+    found += atl_series_eager(&series, &s, 0, 0, &o);
+    if (found)
+        atl_note_finding(ATL_FINDING_DIFF, 1);
+    if (json) {
+        atl_step_write_json(&s, json, atl_host_addr);
+        fflush(json);
+    }
+    if (atl_chrome_on)
+        chrome_write(&s, begin, end);
+    struct atl_step drop;
+    atl_series_keep(&series, kind, ref, &s, &o, &drop);
+    give_back(me, &drop);
+    atl_spin_unlock(&names[slot].busy);
+    kept_note();
+    pthread_mutex_unlock(&step_mu);
+}
+
+int atl_tstep_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line)(const char *))
+{
+    if (!atl_trace_on)
+        return 0;
+    *steps = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
+    *ops = 0;
+    /* each buffer's own lock, held by its thread for one op at a time: the
+     * launch path gains no lock, and a thread stuck in a sync holds none */
+    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        atl_tbuf_lock(b);
+        *ops += b->nops;
+        for (size_t i = b->nops > max ? b->nops - max : 0; i < b->nops; i++) {
+            const struct atl_op *o = &b->ops[i];
+            char text[512];
+            if (o->kind == ATL_OP_LAUNCH)
+                snprintf(text, sizeof text,
+                         "op %zu: %s grid=(%u,%u,%u) block=(%u,%u,%u) stream=0x%" PRIx64, i,
+                         atl_kfn_pretty(o->u.k.kfn), o->u.k.grid[0], o->u.k.grid[1], o->u.k.grid[2],
+                         o->u.k.block[0], o->u.k.block[1], o->u.k.block[2], o->stream);
+            else
+                snprintf(text, sizeof text, "op %zu: %s stream=0x%" PRIx64, i,
+                         o->kind == ATL_OP_MEMSET ? "memset"
+                         : o->kind == ATL_OP_COPY ? "copy"
+                                                  : "graph",
+                         o->stream);
+            line(text);
+        }
+        atl_tbuf_unlock(b);
+    }
+    return 1;
+}
+
+void atl_tstep_flush(void)
+{
+    if (!atl_trace_on || pthread_mutex_trylock(&step_mu) != 0)
+        return;
+    if (json)
+        fflush(json);
+    pthread_mutex_unlock(&step_mu);
+}
+
+/* NVTX and api steps are the calling thread's: its open range (or
+ * atlas_step_begin), its name and when it began (atl_trace_tt), counted in
+ * atl_trace_recording while open. */
+
+void atl_tstep_open(const char *name)
+{
+    if (!atl_trace_on || __atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE))
+        return;
+    /* api: a begin inside a step ends that step first */
+    if (atl_trace_tt.in_step)
+        atl_tstep_close();
+    struct tbuf *b = atl_tbuf_get();
+    if (b) {
+        /* whatever this thread enqueued outside its steps is not part of one */
+        pthread_mutex_lock(&step_mu);
+        if (!__atomic_exchange_n(&b->owner, 1, __ATOMIC_RELAXED))
+            where |= ++nowners > 1;
+        __atomic_store_n(&b->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&b->open, 1, __ATOMIC_RELAXED);
+        atl_tbuf_lock(b);
+        __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+        b->nbytes = 0, b->oom = 0;
+        atl_tbuf_unlock(b);
+        pthread_mutex_unlock(&step_mu);
+    }
+    atl_trace_tt.begin_ns = atl_chrome_on ? atl_chrome_now() : 0;
+    snprintf(atl_trace_tt.step, sizeof atl_trace_tt.step, "%s", name && *name ? name : "step");
+    atl_trace_tt.in_step = 1;
+    __atomic_add_fetch(&atl_trace_recording, 1, __ATOMIC_ACQ_REL);
+}
+
+void atl_tstep_close(void)
+{
+    if (!atl_trace_on || __atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE) ||
+        !atl_trace_tt.in_step)
+        return;
+    atl_trace_tt.in_step = 0;
+    atl_tstep_end(atl_trace_tt.step, atl_thr.trace_buf, ATL_TAKE_LENT, 0, atl_trace_tt.begin_ns);
+    if (atl_thr.trace_buf)
+        __atomic_store_n(&atl_thr.trace_buf->open, 0, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&atl_trace_recording, 1, __ATOMIC_ACQ_REL);
+}
+
+void atl_tstep_captured(void)
+{
+    if (atl_exit_lock(&step_mu, "the step trace's capture") != 0)
+        return;
+    struct atl_step s;
+    atl_step_init(&s, "capture");
+    struct tbuf *b = &atl_tbuf_capture;
+    atl_tbuf_lock(b);
+    /* the buffer's arrays, as they are; it starts afresh at the next capture */
+    s.ops = b->ops, s.nops = b->nops, s.capops = b->cap;
+    s.bytes = b->bytes, s.nbytes = b->nbytes, s.capbytes = b->capbytes;
+    b->ops = NULL, b->cap = 0, b->bytes = NULL, b->capbytes = 0;
+    __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+    b->nbytes = 0, b->oom = 0;
+    atl_tbuf_held_note(b);
+    atl_tbuf_unlock(b);
+    if (!s.nops) {
+        atl_step_free(&s);
+        pthread_mutex_unlock(&step_mu);
+        return;
+    }
+    harvest_one_stream = 0;
+    order_by_stream(&s);
+    s.index = __atomic_load_n(&step_count, __ATOMIC_RELAXED); /* the step it came after */
+    s.stream = s.ops[0].stream;
+    thread_label(atl_thr.trace_buf, s.thread);
+    s.seqmark = atl_ledger_seq_peek();
+    if (atl_ledger_on)
+        resolve_pointers(&s, NULL);
+    name_ops(&s);
+    /* the latest eager step of its shape, of any kind */
+    const uint64_t shape = atl_step_shape(&s);
+    const struct atl_step *eager = NULL;
+    int held = -1;
+    for (int i = 0; i < nnames; i++) {
+        atl_spin_lock(&names[i].busy);
+        for (int j = 0; j < ATL_KIND_SHAPES; j++) {
+            const struct atl_shaped *sl = &names[i].k.slot[j];
+            if (sl->shape == shape && sl->step.ops && (!eager || sl->step.index > eager->index))
+                eager = &sl->step, held = i;
+        }
+        atl_spin_unlock(&names[i].busy);
+    }
+    struct atl_diff_opts o = {
+        .max_lines = (unsigned)atl_cfg.diff_max,
+        .ignore = &ignore_list,
+        .where = where,
+        .pointers = (int)atl_cfg.diff_pointers,
+        .residue = (int)atl_cfg.diff_residue,
+        .host_addr = atl_host_addr,
+    };
+    atl_series_opts(&series, &o);
+    struct atl_step drop;
+    /* the eager step's kind stays locked while it is read (fast_step renumbers it) */
+    if (held >= 0)
+        atl_spin_lock(&names[held].busy);
+    if (atl_series_capture(&series, &s, eager, &o, &drop))
+        atl_note_finding(ATL_FINDING_DIFF, 1);
+    if (held >= 0)
+        atl_spin_unlock(&names[held].busy);
+    atl_step_free(&drop);
+    kept_note();
+    pthread_mutex_unlock(&step_mu);
+}
+
+/* Under step_mu (a capture begins): every thread's ops go. */
+void atl_tstep_drop(void)
+{
+    pthread_mutex_lock(&step_mu);
+    harvest(NULL, NULL, ATL_TAKE_NONE, 0);
+    pthread_mutex_unlock(&step_mu);
+}
+
+void atl_tstep_init(void)
+{
+    atl_series_init(&series, &stats, log_line_cb, NULL);
+    /* "another buffer" says whether the buffer it replaces was freed, and where */
+    atl_ledger_keep_freed((int)atl_cfg.stack_depth);
+    atl_ignore_parse(&ignore_list, atl_cfg.diff_ignore);
+    if (atl_cfg.trace_file)
+        json = atl_report_stream("ATLAS_TRACE_FILE", atl_cfg.trace_file, "no JSON lines");
+    if (json)
+        atl_trace_write_header(json); /* the format and its version, once */
+    if (atl_cfg.chrome_trace && atl_chrome_open(atl_cfg.chrome_trace) == 0)
+        atl_trace_tt.begin_ns =
+            atl_chrome_now(); /* the initialising thread's; others' start at 0 */
+}
+
+void atl_tstep_counts(uint64_t *steps, uint64_t *differ)
+{
+    *steps = stats.steps;
+    *differ = stats.compared - stats.identical;
+}
+
+void atl_tstep_exit(void (*hints)(void))
+{
+    if (atl_exit_lock(&step_mu, "the trace summary") != 0)
+        return;
+    hints();
+    /* the steps fast_step ended (identical ones) */
+    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        uint64_t f = __atomic_load_n(&b->fast_steps, __ATOMIC_RELAXED);
+        stats.steps += f, stats.compared += f, stats.identical += f;
+        __atomic_store_n(&b->fast_steps, 0, __ATOMIC_RELAXED);
+    }
+    /* what was held back: folded runs, new shapes; then the shape counts */
+    struct atl_diff_opts o = {.line = log_line_cb};
+    atl_series_opts(&series, &o);
+    for (int i = 0; i < nnames; i++)
+        atl_series_flush_kind(&series, &names[i].k, &o);
+    atl_series_done(&series, &o);
+    atl_diff_summary(&stats, summary_line_cb, NULL);
+    if (json) {
+        fclose(json);
+        __atomic_store_n(&json, NULL, __ATOMIC_RELAXED); /* fast_step reads it without step_mu */
+    }
+    atl_chrome_close();
+    pthread_mutex_unlock(&step_mu);
+}

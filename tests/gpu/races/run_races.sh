@@ -1,0 +1,202 @@
+#!/bin/sh
+# Real-GPU suite of race detection (make races-gpu-check, part of make gpu-check).
+#   tests/gpu/races/run_races.sh BUILD_DIR
+# Seeded races in CUDA C, PyTorch and CuPy must each be named (both sides, the missing
+# edge); their fixed versions and correct multi-stream programs (CUDA C in the ways CUDA's
+# samples teach, PyTorch training, DDP over NCCL with one rank, CuPy, JAX) must report none.
+# One PASS/FAIL line per case; then the cost on a GPT-2-like PyTorch training step, races
+# on against off and native (and the step trace, for comparison), median of interleaved
+# runs (RACES_BENCH_ROUNDS, default 3). Logs stay in BUILD_DIR/gpu-races/. Exits non-zero if
+# a case failed. Each run is stopped after 300 s (a hang fails its case, exit status 124).
+build=${1:-build}
+here=tests/gpu/races
+lib=$(realpath "$build/libatlastrace.so")
+out=$build/gpu-races
+mkdir -p "$out"
+rm -f "$out"/*
+status=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; status=1; }
+
+# run NAME ENV... -- CMD...: CMD under the preload with ENV and ATLAS_RACES=1; the log in
+# $out/NAME.log, stdout and stderr beside it; the exit status in $rc
+run() {
+    name=$1
+    shift
+    envs=""
+    while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    timeout 300 env ATLAS_RACES=1 $envs ATLAS_LOG="$out/$name.log" LD_PRELOAD="$lib" "$@" \
+        >"$out/$name.out" 2>"$out/$name.err"
+    rc=$?
+    touch "$out/$name.log"
+}
+
+# raced NAME WHAT PATTERN...: exit 0, "ok", a race named with its missing edge, and every
+# PATTERN (grep -E) on some line of the log; the first block is shown
+raced() {
+    name=$1 what=$2
+    shift 2
+    log=$out/$name.log
+    why=""
+    [ "$rc" -eq 0 ] && grep -q '^ok$' "$out/$name.out" || why="$why; exit status $rc, no ok"
+    grep -q 'race: alloc#' "$log" || why="$why; no race reported"
+    grep -q 'race:   missing edge: ' "$log" || why="$why; no missing edge"
+    for p in "$@"; do
+        grep -Eq -- "$p" "$log" || why="$why; no line matching '$p'"
+    done
+    if [ -z "$why" ]; then
+        pass "$name: $what"
+    else
+        fail "$name: $what:${why#;} (log: $log)"
+        tail -3 "$out/$name.err"
+    fi
+    grep -m4 -E 'race: alloc#|race:   (1st|2nd|missing edge):' "$log" | cut -c1-400
+}
+
+# clean NAME WHAT: exit 0, "ok", no race reported, the exit summary says 0 found
+clean() {
+    name=$1 what=$2
+    log=$out/$name.log
+    why=""
+    [ "$rc" -eq 0 ] && grep -q '^ok$' "$out/$name.out" || why="$why; exit status $rc, no ok"
+    grep -q 'race: alloc#' "$log" && why="$why; a race reported"
+    grep -q 'races: 0 found' "$log" || why="$why; no summary with 0 found"
+    if [ -z "$why" ]; then
+        pass "$name: $what ($(sed -n 's/.*races: 0 found (0 distinct), \([0-9]* possible\).*accesses checked on \([0-9]*\) streams.*/\1, \2 streams/p' "$log"))"
+    else
+        fail "$name: $what:${why#;} (log: $log)"
+        tail -3 "$out/$name.err"
+        grep -m8 -E 'race: alloc#|race:   ' "$log" | cut -c1-400
+    fi
+}
+
+# ---- CUDA C ------------------------------------------------------------------------------
+c=$build/gpu/races_cases
+WRITES='race:   1st: cuMemcpy[A-Za-z0-9_]* writes \+0\.\.\+4194303, on stream 0x'
+READS='race:   2nd: launch#[0-9]+ kernel=consume\(float const\*, float\*, int\) parameter 0 \(reads\) at \+0'
+run c_side_copy_raced -- "$c" side_copy raced
+raced c_side_copy_raced "a copy on a side stream read without a wait" "$WRITES" "$READS" \
+    "missing edge: stream 0x[0-9a-f]+ \(non-blocking\) never waited"
+run c_wrong_event_raced -- "$c" wrong_event raced
+raced c_wrong_event_raced "a wait on the wrong event" "$WRITES" "$READS" \
+    "last waited for event 0x[0-9a-f]+, recorded on stream 0x[0-9a-f]+ .*, not on stream"
+run c_early_record_raced -- "$c" early_record raced
+raced c_early_record_raced "an event recorded before the work" "$WRITES" "$READS" \
+    "before the 1st: the record must come after the 1st"
+run c_legacy_raced -- "$c" legacy raced
+raced c_legacy_raced "the legacy default stream does not order a non-blocking stream" "$WRITES" \
+    "2nd: .* on the legacy default stream" "a non-blocking stream is not ordered by the legacy"
+run c_ptds_raced -- "$build/gpu/races_cases_ptds" ptds raced
+raced c_ptds_raced "two threads' per-thread default streams" \
+    "1st: cuMemcpy.* on the per-thread default stream of thread [0-9]+" \
+    "2nd: .* on the per-thread default stream of thread [0-9]+" \
+    "the per-thread default streams of two threads do not order each other"
+run c_graph_raced -- "$c" graph raced
+raced c_graph_raced "a graph launch's memset node read on another stream" \
+    "1st: cuGraphLaunch[A-Za-z0-9_]* of a graph \(its node cuMemset[A-Za-z0-9_]* writes \+0\.\.\+4194303, captured at" \
+    "$READS"
+run c_host_fn_raced -- "$c" host_fn raced
+raced c_host_fn_raced "a host function enqueued before the copy the host waits for" "$WRITES" \
+    "$READS" "the host last synchronised with stream 0x[0-9a-f]+ .*through a host function at"
+for k in side_copy wrong_event early_record legacy graph host_fn; do
+    run "c_${k}_fixed" -- "$c" $k fixed
+    clean "c_${k}_fixed" "the $k case, ordered"
+done
+run c_ptds_fixed -- "$build/gpu/races_cases_ptds" ptds fixed
+clean c_ptds_fixed "per-thread default streams ordered by an event"
+run c_overlap -- "$c" overlap
+clean c_overlap "copies and kernels overlapped on 4 streams, each on its chunk"
+run c_many -- "$c" many
+clean c_many "16 concurrent streams"
+run c_priorities -- "$c" priorities
+clean c_priorities "stream priorities, producer and consumer ordered by events"
+run c_timing -- "$c" timing
+clean c_timing "events for timing only"
+
+# ---- PyTorch -----------------------------------------------------------------------------
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    t() { name=$1; shift; run "$name" -- python3 "$here/races_torch.py" "$@"; }
+    t torch_side_raced side raced
+    raced torch_side_raced "a side stream without wait_stream" \
+        "1st: launch#[0-9]+ kernel=void at::native::[a-z_]*elementwise_kernel.* \(the operator's output: writes\)" \
+        "2nd: launch#[0-9]+ kernel=void at::native::[a-z_]*elementwise_kernel.* \(reads\)"
+    t torch_side_fixed side fixed
+    clean torch_side_fixed "a side stream after wait_stream"
+    t torch_allreduce_raced allreduce raced
+    raced torch_allreduce_raced "an all-reduce result updated on the compute stream without waiting" \
+        "2nd: launch#[0-9]+ kernel=.* \(the operator's output: writes\)"
+    t torch_allreduce_fixed allreduce fixed
+    clean torch_allreduce_fixed "an all-reduce result used after work.wait()"
+    t torch_allgather_raced allgather raced
+    raced torch_allgather_raced "an all-gather output read on the compute stream without waiting" \
+        "2nd: launch#[0-9]+ kernel=.* \(reads\)"
+    t torch_allgather_fixed allgather fixed
+    clean torch_allgather_fixed "an all-gather output read after work.wait()"
+    t torch_train train
+    clean torch_train "training with batches copied in on a side stream"
+    t torch_ddp ddp
+    clean torch_ddp "DDP over NCCL, one rank"
+else
+    fail "PyTorch with CUDA not found: its cases were not run"
+fi
+
+# ---- CuPy and JAX ------------------------------------------------------------------------
+if python3 -c 'import cupy' 2>/dev/null; then
+    run cupy_side_raced -- python3 $here/races_cupy.py side raced
+    raced cupy_side_raced "an array set on one stream, read on another without an event" \
+        "1st: cuMemcpy[A-Za-z0-9_]* writes \+0\.\.\+4194303" "2nd: launch#[0-9]+ kernel="
+    run cupy_side_fixed -- python3 $here/races_cupy.py side fixed
+    clean cupy_side_fixed "the same after waiting for an event"
+    run cupy_streams -- python3 $here/races_cupy.py streams
+    clean cupy_streams "8 streams handing results to the null stream by events"
+else
+    fail "CuPy not found: its cases were not run"
+fi
+if python3 -c 'import jax' 2>/dev/null; then
+    run jax_train -- python3 $here/races_jax.py
+    clean jax_train "a jitted training step with a transfer each step"
+else
+    echo "SKIP: jax not found"
+fi
+
+# ---- the cost on a GPT-2-like training step ----------------------------------------------
+rounds=${RACES_BENCH_ROUNDS:-3}
+step() { # CONFIG ENV...: one run, its ms per step appended to $out/gpt2.CONFIG
+    cfg=$1
+    shift
+    if [ "$cfg" = native ]; then
+        timeout 300 python3 bench/races/gpt2_step.py >"$out/gpt2.$cfg.out" 2>&1
+    else
+        timeout 300 env "$@" ATLAS_LOG="$out/gpt2.$cfg.log" LD_PRELOAD="$lib" \
+            python3 bench/races/gpt2_step.py >"$out/gpt2.$cfg.out" 2>&1
+    fi
+    sed -n 's/^ms_per_step //p' "$out/gpt2.$cfg.out" >>"$out/gpt2.$cfg"
+}
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+r=0
+while [ $r -lt "$rounds" ]; do
+    step native
+    step idle
+    step races ATLAS_RACES=1
+    step trace ATLAS_TRACE=1
+    r=$((r + 1))
+done
+n=$(median "$out/gpt2.native") i=$(median "$out/gpt2.idle") rr=$(median "$out/gpt2.races") \
+    tr=$(median "$out/gpt2.trace")
+if [ -n "$n" ] && [ -n "$rr" ]; then
+    echo "gpt2 step ($(sed -n 's/^model //p' "$out/gpt2.native.out"), 4 layers, width 256, batch 8x128, AdamW; median of $rounds interleaved runs): native $n ms, preload idle $i ms ($(awk -v a="$i" -v b="$n" 'BEGIN { printf "%.3fx", a / b }')), races $rr ms ($(awk -v a="$rr" -v b="$n" 'BEGIN { printf "%.3fx", a / b }')), step trace $tr ms ($(awk -v a="$tr" -v b="$n" 'BEGIN { printf "%.3fx", a / b }'))"
+    echo "gpt2 runs (ms per step): native $(tr '\n' ' ' <"$out/gpt2.native")| idle $(tr '\n' ' ' <"$out/gpt2.idle")| races $(tr '\n' ' ' <"$out/gpt2.races")| trace $(tr '\n' ' ' <"$out/gpt2.trace")"
+    if grep -q 'race: alloc#' "$out/gpt2.races.log"; then
+        fail "gpt2: a race reported in the training step (log: $out/gpt2.races.log)"
+    else
+        pass "gpt2: no race reported ($(sed -n 's/.*races: \(.*\); \([0-9]*\) accesses checked on \([0-9]*\) streams.*/\1; \2 accesses, \3 streams/p' "$out/gpt2.races.log" | cut -c1-160))"
+    fi
+else
+    fail "gpt2: the step did not run (see $out/gpt2.*.out)"
+    tail -5 "$out/gpt2.native.out"
+fi
+
+[ $status = 0 ] && echo "races-gpu-check: all passed" || echo "races-gpu-check: FAILED"
+exit $status

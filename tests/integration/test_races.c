@@ -1,0 +1,368 @@
+/*
+ * Races between streams, against the fake driver: the table of seeded
+ * cases (tests/targets/races_prog.c). Each raced version must be reported
+ * with both sides and the missing edge; each fixed version must be silent.
+ * The fake driver runs every op at once, so nothing here depends on timing:
+ * the detector works from the order of the calls alone.
+ */
+#include "run.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TARGET BUILD_DIR "/tests/races_prog"
+
+static void run_case(struct run_result *r, const char *name, const char *variant,
+                     const char *const env[])
+{
+    char *argv[] = {TARGET, (char *)name, (char *)variant, NULL};
+    static const char *const on[] = {"ATLAS_RACES=1", NULL};
+    run_target(r, argv, env ? env : on, 1);
+    ck_assert_msg(r->status == 0, "%s %s %s exited %d; out:\n%s\nerr:\n%s\nlog:\n%s", TARGET, name,
+                  variant, r->status, r->out, r->err, r->log);
+    ck_assert_msg(strstr(r->out, "ok\n") != NULL, "no ok; out:\n%s", r->out);
+}
+
+/* The line of `text` that contains `needle` (up to its newline), or "". */
+static char *line_of(const char *text, const char *needle)
+{
+    static char buf[2048];
+    const char *p = strstr(text, needle);
+    buf[0] = '\0';
+    if (!p)
+        return buf;
+    while (p > text && p[-1] != '\n')
+        p--;
+    size_t n = strcspn(p, "\n");
+    snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf - 1 ? n : sizeof buf - 1), p);
+    return buf;
+}
+
+/* Every raced version: one race, one block of four lines, both sides named. */
+static void assert_one_race(const struct run_result *r)
+{
+    ck_assert_msg(count_lines(r->log, "race: alloc#") == 1, "not one race block:\n%s", r->log);
+    HAS(r->log, "race:   1st: ");
+    HAS(r->log, "race:   2nd: ");
+    HAS(r->log, "race:   missing edge: ");
+    HAS(r->log, ". Fix: record an event on ");
+    HAS(r->log, "races: 1 found (1 distinct)");
+}
+
+static void assert_silent(const struct run_result *r)
+{
+    HASNT(r->log, "race:");
+    HAS(r->log, "races: 0 found (0 distinct), 0 possible (0 distinct");
+}
+
+/* Both versions of a case: the raced one reported with `first` and
+ * `second` in its sides' lines and `edge` in its missing edge; the fixed
+ * one silent. */
+static void both(const char *name, const char *first, const char *second, const char *edge)
+{
+    struct run_result r;
+    run_case(&r, name, "raced", NULL);
+    assert_one_race(&r);
+    HAS(line_of(r.log, "race:   1st: "), first);
+    HAS(line_of(r.log, "race:   2nd: "), second);
+    HAS(line_of(r.log, "race:   missing edge: "), edge);
+    run_free(&r);
+    run_case(&r, name, "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+}
+
+/* The raced version's line tagged `tag` (its 1st, 2nd or missing edge) also
+ * says `needle`. */
+static void raced_line_has(const char *name, const char *tag, const char *needle)
+{
+    struct run_result r;
+    run_case(&r, name, "raced", NULL);
+    HAS(line_of(r.log, tag), needle);
+    run_free(&r);
+}
+
+#define COPY_WRITES "cuMemcpyHtoDAsync_v2 writes +0..+4095, on stream 0x"
+#define READS "kernel=consume(float const*, int) parameter 0 (reads) at +0, on stream 0x"
+
+START_TEST(side_copy_read_without_wait)
+{
+    both("side_copy", COPY_WRITES, READS, "never waited for an event recorded on stream 0x");
+    struct run_result r;
+    run_case(&r, "side_copy", "raced", NULL);
+    /* the block: allocation, its site; each side's call site */
+    HAS(line_of(r.log, "race: alloc#"), "race: alloc#1 (4096 bytes at 0x");
+    HAS(line_of(r.log, "race: alloc#"), ", allocated at setup+");
+    HAS(line_of(r.log, "race: alloc#"), "written on one stream and read on another");
+    HAS(line_of(r.log, "race:   1st: "), "(non-blocking), at upload+");
+    HAS(line_of(r.log, "race:   2nd: "), "launch#1 kernel=consume(float const*, int)");
+    HAS(line_of(r.log, "race:   2nd: "), "(non-blocking), at read_on+");
+    HAS(line_of(r.log, "race:   missing edge: "), "the host did not synchronise with stream 0x");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(wait_on_the_wrong_event)
+{
+    both("wrong_event", COPY_WRITES, READS, "last waited for event 0x");
+    /* the event it waited for was recorded on a third stream */
+    raced_line_has("wrong_event", "race:   missing edge: ", ", not on stream 0x");
+}
+END_TEST
+
+START_TEST(event_recorded_before_the_work)
+{
+    both("early_record", COPY_WRITES, READS, "before the 1st: the record must come after the 1st");
+}
+END_TEST
+
+START_TEST(legacy_stream_orders_blocking_streams)
+{
+    /* fixed: the writer is a blocking stream, the legacy default stream
+     * orders both ways without an event; raced: a non-blocking writer */
+    struct run_result r;
+    run_case(&r, "legacy", "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+    run_case(&r, "legacy", "raced", NULL);
+    HAS(r.log, "races: 3 found (3 distinct)");
+    HAS(r.log, "on the legacy default stream");
+    HAS(r.log, "a non-blocking stream is not ordered by the legacy default stream");
+    /* the legacy stream's read of the non-blocking stream's copy */
+    HAS(r.log, "race:   2nd: launch#1 kernel=consume(float const*, int) parameter 0 (reads) at +0, "
+               "on the legacy default stream");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(per_thread_default_streams_do_not_order_each_other)
+{
+    both("ptds", "on the per-thread default stream of thread ",
+         "on the per-thread default stream of thread ",
+         "the per-thread default streams of two threads do not order each other");
+}
+END_TEST
+
+START_TEST(graph_launch_is_one_unit_on_its_stream)
+{
+    both("graph",
+         "cuGraphLaunch of a graph (its node cuMemsetD32Async writes +0..+4095, captured at ",
+         READS, "never waited for an event recorded on stream 0x");
+}
+END_TEST
+
+START_TEST(host_function_orders_the_host)
+{
+    /* raced: the host function was enqueued before the copy, so the host
+     * learned of the stream's work only up to before it */
+    both("host_fn", COPY_WRITES, READS, "the host last synchronised with stream 0x");
+    raced_line_has("host_fn", "race:   missing edge: ", "through a host function at ");
+}
+END_TEST
+
+START_TEST(stream_callback_orders_the_host)
+{
+    both("callback", COPY_WRITES, READS, "through a stream callback at ");
+}
+END_TEST
+
+START_TEST(threads_joined_order_nothing_on_the_gpu)
+{
+    both("threads", COPY_WRITES, READS, "never waited for an event recorded on stream 0x");
+}
+END_TEST
+
+START_TEST(operator_output_is_a_certain_write)
+{
+    both("operands",
+         "kernel=void at::native::vectorized_elementwise_kernel<4, "
+         "at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, "
+         "at::native::FillFunctor<float>, std::array<char*, 1ul>) parameter 2 (the operator's "
+         "output: writes) at +0",
+         READS, "never waited");
+}
+END_TEST
+
+START_TEST(may_write_is_counted_then_listed_with_all)
+{
+    struct run_result r;
+    run_case(&r, "maywrite", "raced", NULL);
+    HASNT(r.log, "race:");
+    HAS(r.log, "races: 0 found (0 distinct), 1 possible (1 distinct: ");
+    HAS(r.log, "ATLAS_RACES=all lists them");
+    run_free(&r);
+    static const char *const all[] = {"ATLAS_RACES=all", NULL};
+    run_case(&r, "maywrite", "raced", all);
+    ck_assert_int_eq(count_lines(r.log, "possible race: alloc#1 "), 1);
+    HAS(r.log, "maybe written on one stream and read on another");
+    HAS(r.log, "possible race:   1st: launch#1 kernel=produce(float*, int) parameter 0 (may "
+               "write) at +0");
+    HAS(r.log, "possible race:   2nd: launch#2 kernel=consume(float const*, int)");
+    HAS(r.log, "possible race:   missing edge: ");
+    HAS(r.log, "listed above");
+    run_free(&r);
+    run_case(&r, "maywrite", "fixed", all);
+    HASNT(r.log, "race:");
+    HAS(r.log, "races: 0 found (0 distinct), 0 possible (0 distinct");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(exact_ranges_of_copies)
+{
+    both("halves", "cuMemcpyHtoDAsync_v2 writes +0..+2047",
+         "cuMemcpyHtoDAsync_v2 writes +2044..+4091", "never waited");
+}
+END_TEST
+
+START_TEST(stream_ordered_free)
+{
+    struct run_result r;
+    run_case(&r, "free_async", "raced", NULL);
+    assert_one_race(&r);
+    HAS(line_of(r.log, "race: alloc#"), "race: alloc#2 (4096 bytes at 0x");
+    HAS(line_of(r.log, "race:   1st: "), "kernel=consume(float const*, int) parameter 0");
+    HAS(line_of(r.log, "race:   2nd: "), "cuMemFreeAsync frees it, on stream 0x");
+    run_free(&r);
+    run_case(&r, "free_async", "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(query_and_event_sync_tell_the_host)
+{
+    both("query", COPY_WRITES, READS, "the host did not synchronise with stream 0x");
+    both("event_sync", COPY_WRITES, READS, "through an event synchronisation at ");
+}
+END_TEST
+
+START_TEST(blocking_copy_tells_the_host)
+{
+    both("blocking_copy", "cuMemcpyHtoDAsync_v2 writes +0..+4095, on stream 0x", READS,
+         "the host did not synchronise with stream 0x");
+}
+END_TEST
+
+START_TEST(packed_arguments)
+{
+    both("packed", COPY_WRITES, READS, "never waited");
+}
+END_TEST
+
+START_TEST(destroyed_stream_slot_reused)
+{
+    both("reuse", "destroyed since), at upload+", READS, "never waited");
+}
+END_TEST
+
+START_TEST(launched_by_a_runtime_library)
+{
+    /* the caller of cuLaunchKernel is a CUDA library's frame: the site is
+     * found by unwinding, the program's function that called the library */
+    both("runtime", COPY_WRITES, READS, "never waited");
+    raced_line_has("runtime", "race:   2nd: ", ", at read_via_runtime+");
+}
+END_TEST
+
+START_TEST(resolved_through_dlsym)
+{
+    both("dlsym", COPY_WRITES, READS, "never waited");
+}
+END_TEST
+
+START_TEST(capture_fork_and_join)
+{
+    /* raced: the reader after the graph launch does not wait; the graph's
+     * memset node (captured on the origin stream) is the 1st side. The
+     * fixed reader's later copy races with nothing (t is the one stream). */
+    struct run_result r;
+    run_case(&r, "capture_fork", "raced", NULL);
+    /* the reader against the memset node; the writer against the memset
+     * node and against the kernel node captured on the forked stream */
+    HAS(r.log, "races: 3 found (3 distinct)");
+    HAS(r.log, "race:   1st: cuGraphLaunch of a graph (its node cuMemsetD32Async writes "
+               "+0..+4095, captured at ");
+    HAS(r.log, "race:   1st: cuGraphLaunch of a graph (its node kernel=consume(float const*, int) "
+               "parameter 0 (reads) at +0, captured at read_on+");
+    HAS(r.log, "race:   2nd: cuMemcpyHtoDAsync_v2 writes +0..+4095");
+    run_free(&r);
+    run_case(&r, "capture_fork", "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(threads_under_contention)
+{
+    struct run_result r;
+    run_case(&r, "stress", "fixed", NULL);
+    assert_silent(&r);
+    HAS(r.log, "accesses checked on 9 streams");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(error_exitcode_counts_races)
+{
+    static const char *const env[] = {"ATLAS_RACES=1", "ATLAS_ERROR_EXITCODE=3", NULL};
+    struct run_result r;
+    char *argv[] = {TARGET, "side_copy", "raced", NULL};
+    run_target(&r, argv, env, 1);
+    ck_assert_int_eq(r.status, 3);
+    HAS(r.log, "reported 1 race: exit status 3 (ATLAS_ERROR_EXITCODE=3)");
+    run_free(&r);
+    char *fixed[] = {TARGET, "side_copy", "fixed", NULL};
+    run_target(&r, fixed, env, 1);
+    ck_assert_int_eq(r.status, 0);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(off_by_default)
+{
+    static const char *const none[] = {NULL};
+    struct run_result r;
+    run_case(&r, "side_copy", "raced", none);
+    HASNT(r.log, "race");
+    run_free(&r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("races");
+    TCase *tc = tcase_create("seeded");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, side_copy_read_without_wait);
+    tcase_add_test(tc, wait_on_the_wrong_event);
+    tcase_add_test(tc, event_recorded_before_the_work);
+    tcase_add_test(tc, legacy_stream_orders_blocking_streams);
+    tcase_add_test(tc, per_thread_default_streams_do_not_order_each_other);
+    tcase_add_test(tc, graph_launch_is_one_unit_on_its_stream);
+    tcase_add_test(tc, host_function_orders_the_host);
+    tcase_add_test(tc, stream_callback_orders_the_host);
+    tcase_add_test(tc, threads_joined_order_nothing_on_the_gpu);
+    tcase_add_test(tc, operator_output_is_a_certain_write);
+    tcase_add_test(tc, may_write_is_counted_then_listed_with_all);
+    tcase_add_test(tc, exact_ranges_of_copies);
+    tcase_add_test(tc, stream_ordered_free);
+    tcase_add_test(tc, query_and_event_sync_tell_the_host);
+    tcase_add_test(tc, blocking_copy_tells_the_host);
+    tcase_add_test(tc, packed_arguments);
+    tcase_add_test(tc, destroyed_stream_slot_reused);
+    tcase_add_test(tc, launched_by_a_runtime_library);
+    tcase_add_test(tc, resolved_through_dlsym);
+    tcase_add_test(tc, capture_fork_and_join);
+    tcase_add_test(tc, threads_under_contention);
+    tcase_add_test(tc, error_exitcode_counts_races);
+    tcase_add_test(tc, off_by_default);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

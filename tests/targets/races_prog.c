@@ -1,0 +1,628 @@
+/*
+ * Target for the race tests (tests/integration/test_races.c): each case is a
+ * small multi-stream program in two versions, one with a race seeded into it
+ * and one where the same work is correctly ordered. The fake driver runs
+ * every op at once, on the calling thread, so the work is never actually in
+ * flight: the detector must find each race from the order of the calls
+ * alone.
+ *
+ *   races_prog CASE raced|fixed
+ *
+ * Each case says what it is below (cases[]). Every call is checked; the
+ * program prints "ok" at the end.
+ */
+#include "../fake/fakecuda.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            printf("FAIL %s: %d\n", #call, (int)r_);                                               \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define N 1024 /* floats in each buffer */
+
+/* ---- the kernels (host functions in the fake; names as nvcc mangles them) ---- */
+
+static __thread float sink; /* per thread: the stress case's kernels run on four threads */
+
+/* consume(float const*, int): reads */
+static CUresult k_consume(const struct fake_launch *l, void **p)
+{
+    (void)l;
+    const float *x = *(const float **)p[0];
+    int n = *(const int *)p[1];
+    for (int i = 0; i < n; i++)
+        sink += x[i];
+    return CUDA_SUCCESS;
+}
+
+/* produce(float*, int): writes (as far as its type says: may write) */
+static CUresult k_produce(const struct fake_launch *l, void **p)
+{
+    (void)l;
+    float *x = *(float **)p[0];
+    int n = *(const int *)p[1];
+    for (int i = 0; i < n; i++)
+        x[i] = (float)i;
+    return CUDA_SUCCESS;
+}
+
+/* at::native::vectorized_elementwise_kernel<4, FillFunctor<float>,
+ * std::array<char*, 1>>(int, FillFunctor<float>, std::array<char*, 1>):
+ * PyTorch's fill, its output first in the operand array */
+static CUresult k_fill(const struct fake_launch *l, void **p)
+{
+    (void)l;
+    int n = *(const int *)p[0];
+    float v = *(const float *)p[1];
+    float *out = *(float **)p[2];
+    for (int i = 0; i < n; i++)
+        out[i] = v;
+    return CUDA_SUCCESS;
+}
+
+static const size_t sz_ptr_int[] = {8, 4};
+static const size_t sz_fill[] = {4, 4, 8};
+static const struct fake_kernel_def kernels[] = {
+    {"_Z7consumePKfi", k_consume, 2, sz_ptr_int, NULL},
+    {"_Z7producePfi", k_produce, 2, sz_ptr_int, NULL},
+    {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_"
+     "T1_",
+     k_fill, 3, sz_fill, NULL},
+};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 3, kernels};
+
+static CUfunction consume, produce, fill;
+static CUdeviceptr d;
+static float host[N];
+static int raced;
+
+static CUcontext ctx;
+
+void setup(void);
+__attribute__((noinline)) void setup(void)
+{
+    CUdevice dev;
+    CUmodule mod;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&mod, &image));
+    CHECK(cuModuleGetFunction(&consume, mod, "_Z7consumePKfi"));
+    CHECK(cuModuleGetFunction(&produce, mod, "_Z7producePfi"));
+    CHECK(cuModuleGetFunction(&fill, mod, kernels[2].name));
+    CHECK(cuMemAlloc(&d, N * sizeof(float)));
+}
+
+static CUstream stream(unsigned flags)
+{
+    CUstream s;
+    CHECK(cuStreamCreate(&s, flags));
+    return s;
+}
+
+static CUevent event(void)
+{
+    CUevent e;
+    CHECK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    return e;
+}
+
+/* Each step from a function of its own, exported (-rdynamic): the report
+ * names each by its call site. */
+void upload(CUstream s);
+void read_on(CUstream s);
+void produce_on(CUstream s);
+void fill_on(CUstream s);
+
+__attribute__((noinline)) void upload(CUstream s)
+{
+    CHECK(cuMemcpyHtoDAsync(d, host, sizeof host, s));
+}
+
+__attribute__((noinline)) void read_on(CUstream s)
+{
+    int n = N;
+    void *args[] = {&d, &n};
+    CHECK(cuLaunchKernel(consume, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+}
+
+__attribute__((noinline)) void produce_on(CUstream s)
+{
+    int n = N;
+    void *args[] = {&d, &n};
+    CHECK(cuLaunchKernel(produce, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+}
+
+__attribute__((noinline)) void fill_on(CUstream s)
+{
+    int n = N;
+    float v = 2.0f;
+    void *args[] = {&n, &v, &d};
+    CHECK(cuLaunchKernel(fill, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+}
+
+/* ---- the cases ---- */
+
+/* Stream b waits for a's work so far (an event recorded on a), unless the
+ * case runs raced. */
+static void handoff(CUstream a, CUstream b)
+{
+    if (raced)
+        return;
+    CUevent e = event();
+    CHECK(cuEventRecord(e, a));
+    CHECK(cuStreamWaitEvent(b, e, 0));
+}
+
+/* A copy on a side stream, read by a kernel on another without a wait. */
+static void case_side_copy(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    upload(a);
+    handoff(a, b);
+    read_on(b);
+}
+
+/* The reader waits, but for an event recorded on another stream. */
+static void case_wrong_event(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING),
+             c = stream(CU_STREAM_NON_BLOCKING);
+    CUevent ea = event(), ec = event();
+    upload(a);
+    CHECK(cuEventRecord(ea, a));
+    CHECK(cuEventRecord(ec, c));
+    CHECK(cuStreamWaitEvent(b, raced ? ec : ea, 0));
+    read_on(b);
+}
+
+/* The copy on a, and an event recorded on a after it (raced: before it). */
+static CUevent upload_recorded(CUstream a)
+{
+    CUevent e = event();
+    if (raced)
+        CHECK(cuEventRecord(e, a));
+    upload(a);
+    if (!raced)
+        CHECK(cuEventRecord(e, a));
+    return e;
+}
+
+/* The event is recorded before the copy it should cover. */
+static void case_early_record(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    CUevent e = upload_recorded(a);
+    CHECK(cuStreamWaitEvent(b, e, 0));
+    read_on(b);
+}
+
+/* The legacy default stream waits for a blocking stream's work, and a
+ * blocking stream for the legacy stream's: no event needed. A non-blocking
+ * stream escapes both. */
+static void case_legacy(void)
+{
+    CUstream a = stream(raced ? CU_STREAM_NON_BLOCKING : 0);
+    upload(a);
+    read_on(NULL); /* the legacy stream reads what a wrote */
+    CHECK(cuMemsetD32Async(d, 0, N, NULL));
+    read_on(a); /* a reads what the legacy stream wrote */
+}
+
+/* Per-thread default streams: each thread's is its own stream, and two of
+ * them do not order each other, though each is ordered with the legacy one.
+ * The entry points come from cuGetProcAddress with per-thread semantics. */
+static CUresult (*pt_copy)(CUdeviceptr, const void *, size_t, CUstream);
+static CUresult (*pt_launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void **, void **);
+static CUresult (*pt_record)(CUevent, CUstream);
+static CUresult (*pt_wait)(CUstream, CUevent, unsigned);
+static CUevent pt_event;
+
+static void *pt_writer(void *arg)
+{
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(pt_copy(d, host, sizeof host, NULL));
+    if (!raced)
+        CHECK(pt_record(pt_event, NULL));
+    return NULL;
+}
+
+static void *pt_reader(void *arg)
+{
+    (void)arg;
+    int n = N;
+    void *args[] = {&d, &n};
+    CHECK(cuCtxSetCurrent(ctx));
+    if (!raced)
+        CHECK(pt_wait(NULL, pt_event, 0));
+    CHECK(pt_launch(consume, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+    return NULL;
+}
+
+static void gpa_pt(const char *name, void **fn)
+{
+    CUdriverProcAddressQueryResult q;
+    CHECK(cuGetProcAddress(name, fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q));
+}
+
+static void case_ptds(void)
+{
+    gpa_pt("cuMemcpyHtoDAsync", (void **)&pt_copy);
+    gpa_pt("cuLaunchKernel", (void **)&pt_launch);
+    gpa_pt("cuEventRecord", (void **)&pt_record);
+    gpa_pt("cuStreamWaitEvent", (void **)&pt_wait);
+    pt_event = event();
+    pthread_t t;
+    pthread_create(&t, NULL, pt_writer, NULL);
+    pthread_join(t, NULL); /* orders the host threads, not the streams */
+    pthread_create(&t, NULL, pt_reader, NULL);
+    pthread_join(t, NULL);
+}
+
+/* A captured graph launched as one unit on its stream; another stream reads
+ * what its memset node wrote. */
+static void case_graph(void)
+{
+    CUstream cap = stream(CU_STREAM_NON_BLOCKING), a = stream(CU_STREAM_NON_BLOCKING),
+             b = stream(CU_STREAM_NON_BLOCKING);
+    CUgraph g;
+    CUgraphExec x;
+    CHECK(cuStreamBeginCapture(cap, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuMemsetD32Async(d, 7, N, cap));
+    CHECK(cuStreamEndCapture(cap, &g));
+    CHECK(cuGraphInstantiate(&x, g, 0));
+    CHECK(cuGraphLaunch(x, a));
+    handoff(a, b);
+    read_on(b);
+}
+
+/* The host waits for a host function before it enqueues the reader: in the
+ * raced version the function was enqueued before the copy. */
+static volatile int flag;
+static void CUDA_CB set_flag(void *p)
+{
+    *(volatile int *)p = 1;
+}
+
+static void CUDA_CB set_flag_cb(CUstream s, CUresult status, void *p)
+{
+    (void)s;
+    if (status == CUDA_SUCCESS)
+        *(volatile int *)p = 1;
+}
+
+static void host_fn_case(int callback)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    flag = 0;
+    if (raced)
+        CHECK(callback ? cuStreamAddCallback(a, set_flag_cb, (void *)&flag, 0)
+                       : cuLaunchHostFunc(a, set_flag, (void *)&flag));
+    upload(a);
+    if (!raced)
+        CHECK(callback ? cuStreamAddCallback(a, set_flag_cb, (void *)&flag, 0)
+                       : cuLaunchHostFunc(a, set_flag, (void *)&flag));
+    while (!flag)
+        ;
+    read_on(b);
+}
+
+static void case_host_fn(void)
+{
+    host_fn_case(0);
+}
+
+static void case_callback(void)
+{
+    host_fn_case(1);
+}
+
+/* Two threads, two streams: the writer's thread is joined before the reader
+ * starts, which orders nothing on the GPU. */
+static CUstream th_a, th_b;
+static CUevent th_e;
+static void *th_writer(void *arg)
+{
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    upload(th_a);
+    CHECK(cuEventRecord(th_e, th_a));
+    return NULL;
+}
+
+static void *th_reader(void *arg)
+{
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    if (!raced)
+        CHECK(cuStreamWaitEvent(th_b, th_e, 0));
+    read_on(th_b);
+    return NULL;
+}
+
+static void case_threads(void)
+{
+    th_a = stream(CU_STREAM_NON_BLOCKING);
+    th_b = stream(CU_STREAM_NON_BLOCKING);
+    th_e = event();
+    pthread_t t;
+    pthread_create(&t, NULL, th_writer, NULL);
+    pthread_join(t, NULL);
+    pthread_create(&t, NULL, th_reader, NULL);
+    pthread_join(t, NULL);
+}
+
+/* A TensorIterator kernel's output (a certain write) read on another stream. */
+static void case_operands(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    fill_on(a);
+    handoff(a, b);
+    read_on(b);
+}
+
+/* A kernel that only may write (float*), read on another stream: possible,
+ * not reported unless ATLAS_RACES=all. */
+static void case_maywrite(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    produce_on(a);
+    handoff(a, b);
+    read_on(b);
+}
+
+/* Copies into the two halves of one allocation on two streams: exact
+ * ranges, no overlap, no race; the raced version overlaps by one float. */
+static void case_halves(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    size_t half = N / 2 * sizeof(float);
+    CHECK(cuMemcpyHtoDAsync(d, host, half, a));
+    CHECK(cuMemcpyHtoDAsync(d + half - (raced ? sizeof(float) : 0), host, half, b));
+}
+
+/* Freed in stream order on another stream than the one still reading. */
+static void case_free_async(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    CUdeviceptr p;
+    CHECK(cuMemAllocAsync(&p, 4096, b));
+    CUevent e = event();
+    CHECK(cuEventRecord(e, b));
+    CHECK(cuStreamWaitEvent(a, e, 0));
+    int n = 1024;
+    void *args[] = {&p, &n};
+    CHECK(cuLaunchKernel(consume, 1, 1, 1, 32, 1, 1, 0, a, args, NULL));
+    handoff(a, b);
+    CHECK(cuMemFreeAsync(p, b));
+}
+
+/* The host learns the copy is done from a query (the raced version queries
+ * another stream) and from an event synchronisation (the raced version's
+ * event was recorded before the copy). */
+static void case_query(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING),
+             c = stream(CU_STREAM_NON_BLOCKING);
+    upload(a);
+    while (cuStreamQuery(raced ? c : a) != CUDA_SUCCESS)
+        ;
+    read_on(b);
+}
+
+static void case_event_sync(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    CUevent e = upload_recorded(a);
+    CHECK(cuEventSynchronize(e));
+    read_on(b);
+}
+
+/* A blocking copy back to the host waits for the legacy stream's work, and
+ * the legacy stream for the blocking stream's: the host knows the write is
+ * done. The raced version's writer is non-blocking. */
+static void case_blocking_copy(void)
+{
+    CUstream a = stream(raced ? CU_STREAM_NON_BLOCKING : 0), b = stream(CU_STREAM_NON_BLOCKING);
+    CUdeviceptr other;
+    CHECK(cuMemAlloc(&other, 64));
+    upload(a);
+    float x[16];
+    CHECK(cuMemcpyDtoH(x, other, sizeof x));
+    read_on(b);
+}
+
+/* The kernel's arguments in a packed buffer (CU_LAUNCH_PARAM_BUFFER_POINTER). */
+static void case_packed(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    upload(a);
+    handoff(a, b);
+    struct {
+        CUdeviceptr p;
+        int n;
+        int pad;
+    } buf = {d, N, 0};
+    size_t size = 12;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                     CU_LAUNCH_PARAM_END};
+    CHECK(cuLaunchKernel(consume, 1, 1, 1, 32, 1, 1, 0, b, NULL, extra));
+}
+
+/* A destroyed stream's slot is reused by a new one: the old stream's write
+ * is not taken for the new stream's own earlier work. */
+static void case_reuse(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING);
+    upload(a);
+    if (!raced)
+        CHECK(cuStreamSynchronize(a));
+    CHECK(cuStreamDestroy(a));
+    CUstream b = stream(CU_STREAM_NON_BLOCKING);
+    read_on(b);
+}
+
+/* A capture that forks onto a second stream and joins back (the pattern of
+ * multi-stream graph capture): the graph's memset node, launched as one
+ * unit, is what a later reader on another stream must wait for. */
+static void case_capture_fork(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING),
+             s = stream(CU_STREAM_NON_BLOCKING), t = stream(CU_STREAM_NON_BLOCKING);
+    CUevent fork = event(), join = event();
+    CUgraph g;
+    CUgraphExec x;
+    CHECK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuMemsetD32Async(d, 1, N, a));
+    CHECK(cuEventRecord(fork, a));
+    CHECK(cuStreamWaitEvent(b, fork, 0)); /* b joins the capture */
+    read_on(b);
+    CHECK(cuEventRecord(join, b));
+    CHECK(cuStreamWaitEvent(a, join, 0));
+    CHECK(cuStreamEndCapture(a, &g));
+    CHECK(cuGraphInstantiate(&x, g, 0));
+    CHECK(cuGraphLaunch(x, s));
+    handoff(s, t);
+    read_on(t);
+    upload(t); /* and t writes what the graph's kernel node read */
+}
+
+/* Four threads, each with two streams of its own and a buffer of its own,
+ * launching, copying, recording, waiting and calling host functions at
+ * once: nothing to report (the detector's lock and host functions under
+ * contention). */
+static void *stress_thread(void *arg)
+{
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    CUdeviceptr p;
+    CHECK(cuMemAlloc(&p, 4096));
+    CUevent e = event();
+    int n = 1024;
+    void *args[] = {&p, &n};
+    static volatile int sink_flag;
+    for (int i = 0; i < 2000; i++) {
+        CHECK(cuMemcpyHtoDAsync(p, host, 4096, a));
+        CHECK(cuEventRecord(e, a));
+        CHECK(cuStreamWaitEvent(b, e, 0));
+        CHECK(cuLaunchKernel(consume, 1, 1, 1, 32, 1, 1, 0, b, args, NULL));
+        CHECK(cuEventRecord(e, b));
+        CHECK(cuStreamWaitEvent(a, e, 0));
+        if (i % 100 == 0)
+            CHECK(cuLaunchHostFunc(b, set_flag, (void *)&sink_flag));
+    }
+    CHECK(cuStreamSynchronize(a));
+    CHECK(cuStreamSynchronize(b));
+    return NULL;
+}
+
+static void case_stress(void)
+{
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, stress_thread, NULL);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+}
+
+/* The reader launched by a runtime library (tests/targets/races_cudart.c):
+ * the report names this program's frame that called it. */
+CUresult rt_launch(CUfunction f, CUstream s, void **args);
+void read_via_runtime(CUstream s);
+__attribute__((noinline)) void read_via_runtime(CUstream s)
+{
+    int n = N;
+    void *args[] = {&d, &n};
+    CHECK(rt_launch(consume, s, args));
+}
+
+static void case_runtime(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    upload(a);
+    handoff(a, b);
+    read_via_runtime(b);
+}
+
+/* The ordering calls fetched with dlsym, as PyTorch and Triton fetch the
+ * driver's functions (cuEventRecordWithFlags, cuStreamWaitEvent). */
+static void case_dlsym(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    CUresult (*rec)(CUevent, CUstream, unsigned) = h ? dlsym(h, "cuEventRecordWithFlags") : NULL;
+    CUresult (*wait)(CUstream, CUevent, unsigned) = h ? dlsym(h, "cuStreamWaitEvent") : NULL;
+    if (!rec || !wait) {
+        printf("FAIL dlsym\n");
+        exit(1);
+    }
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    CUevent e = event();
+    upload(a);
+    CHECK(rec(e, a, 0));
+    if (!raced)
+        CHECK(wait(b, e, 0));
+    read_on(b);
+}
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} cases[] = {
+    {"dlsym", case_dlsym},
+    {"runtime", case_runtime},
+    {"capture_fork", case_capture_fork},
+    {"stress", case_stress},
+    {"side_copy", case_side_copy},
+    {"wrong_event", case_wrong_event},
+    {"early_record", case_early_record},
+    {"legacy", case_legacy},
+    {"ptds", case_ptds},
+    {"graph", case_graph},
+    {"host_fn", case_host_fn},
+    {"callback", case_callback},
+    {"threads", case_threads},
+    {"operands", case_operands},
+    {"maywrite", case_maywrite},
+    {"halves", case_halves},
+    {"free_async", case_free_async},
+    {"query", case_query},
+    {"event_sync", case_event_sync},
+    {"blocking_copy", case_blocking_copy},
+    {"packed", case_packed},
+    {"reuse", case_reuse},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc != 3 || (strcmp(argv[2], "raced") != 0 && strcmp(argv[2], "fixed") != 0)) {
+        fprintf(stderr, "usage: races_prog CASE raced|fixed\n");
+        return 2;
+    }
+    raced = strcmp(argv[2], "raced") == 0;
+    setup();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (strcmp(cases[i].name, argv[1]) == 0) {
+            cases[i].run();
+            CHECK(cuCtxSynchronize());
+            printf("ok\n");
+            return 0;
+        }
+    }
+    fprintf(stderr, "races_prog: no case '%s'\n", argv[1]);
+    return 2;
+}
