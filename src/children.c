@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "envedit.h"
+#include "realdl.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -96,7 +97,7 @@ static void *next_fn(void **slot, const char *name)
 {
     void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!f) {
-        f = dlsym(RTLD_NEXT, name);
+        f = atl_dlsym(RTLD_NEXT, name);
         __atomic_store_n(slot, f, __ATOMIC_RELEASE);
     }
     return f;

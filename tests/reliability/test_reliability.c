@@ -436,8 +436,9 @@ START_TEST(no_children_bash_python)
 END_TEST
 
 /* With red zones the library routes the framework pools through the
- * environment (src/pools.c); an untraced child must get the environment the
- * user gave, while the traced parent keeps the routing. */
+ * environment (src/pools.c; PyTorch's with ATLAS_REDZONE_POOLS=route, JAX's
+ * by default); an untraced child must get the environment the user gave,
+ * while the traced parent keeps the routing. */
 START_TEST(no_children_undoes_the_pool_routing)
 {
     const char *child = "/bin/bash -c 'echo \"child pt=[$PYTORCH_CUDA_ALLOC_CONF] "
@@ -460,12 +461,14 @@ START_TEST(no_children_undoes_the_pool_routing)
      * allocations left at its exit are not the library's */
     const char *const env_none[] = {"ATLAS_NO_CHILDREN=1",
                                     "ATLAS_REDZONE=64",
+                                    "ATLAS_REDZONE_POOLS=route",
                                     "PYTORCH_CUDA_ALLOC_CONF",
                                     "XLA_PYTHON_CLIENT_ALLOCATOR",
                                     "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:exitcode=66",
                                     NULL};
     const char *const env_own[] = {"ATLAS_NO_CHILDREN=1",
                                    "ATLAS_REDZONE=64",
+                                   "ATLAS_REDZONE_POOLS=route",
                                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
                                    "XLA_PYTHON_CLIENT_ALLOCATOR",
                                    "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:exitcode=66",
@@ -666,8 +669,12 @@ START_TEST(read_only_environ_at_load)
     snprintf(pre, sizeof pre, "LD_PRELOAD=%s%s%s %s", extra && *extra ? extra : "",
              extra && *extra ? " " : "", lib, helper);
     char *argv[] = {T("rel_harm"), "setenv", NULL};
-    const char *const env[] = {pre, "ATLAS_REDZONE=64", "ATLAS_NO_CHILDREN=1",
-                               "PYTORCH_CUDA_ALLOC_CONF", NULL};
+    const char *const env[] = {pre,
+                               "ATLAS_REDZONE=64",
+                               "ATLAS_REDZONE_POOLS=route",
+                               "ATLAS_NO_CHILDREN=1",
+                               "PYTORCH_CUDA_ALLOC_CONF",
+                               NULL};
     struct run_result r;
     run_target(&r, argv, env, 1);
     ck_assert_msg(r.status == 0, "exit %d:\n%s", r.status, r.err);
