@@ -340,7 +340,14 @@ static void departed_add(struct own *o, const struct kr *k)
 uint64_t atl_krec_gen = 1;
 #define gen atl_krec_gen
 static uint64_t unslotted; /* threads pinned without a slot: nothing is freed meanwhile */
-static struct kr *limbo;
+/* The oldest pin of what keeps records found while pinned past the pin
+ * without a reference of each (atl_krec_set_holders) */
+static uint64_t (*holders_low)(void);
+/* Gone records in the order they left (their generations ascend): a
+ * freeing pass stops at the first one a pin keeps, so records a long pin
+ * keeps waiting (a step trace's buffer that fills for a long time) cost
+ * nothing per unload. */
+static struct kr *limbo, **limbo_tail = &limbo;
 static uint64_t nrecords, nlimbo;
 
 /* The first pin of a thread (it takes its slot now), or one of a thread
@@ -390,14 +397,24 @@ static void reclaim(void)
         if (p && p < low)
             low = p;
     }
-    for (struct kr **pp = &limbo; *pp;) {
+    /* after the threads: a thread that kept what it found (into a buffer of
+     * the step trace's) before it unpinned shows it there by now */
+    uint64_t (*holders)(void) = __atomic_load_n(&holders_low, __ATOMIC_ACQUIRE);
+    if (holders) {
+        uint64_t h = holders(); /* 0: none */
+        if (h && h < low)
+            low = h;
+    }
+    for (struct kr **pp = &limbo; *pp && (*pp)->gone <= low;) {
         struct kr *k = *pp;
-        if (k->gone <= low && __atomic_load_n(&k->refs, __ATOMIC_ACQUIRE) == 0) {
+        if (__atomic_load_n(&k->refs, __ATOMIC_ACQUIRE) == 0) {
             *pp = k->limbo_next;
+            if (!*pp)
+                limbo_tail = pp;
             krec_free(k);
             nrecords--, nlimbo--;
         } else {
-            pp = &k->limbo_next;
+            pp = &k->limbo_next; /* held (a kept step's): freed at its release */
         }
     }
 }
@@ -420,11 +437,17 @@ static void krec_retire(struct kr *k)
     /* a full barrier: the record is out of the table before the pins are
      * read (reclaim) */
     k->gone = __atomic_add_fetch(&gen, 1, __ATOMIC_SEQ_CST);
-    k->limbo_next = limbo;
-    limbo = k;
+    k->limbo_next = NULL;
+    *limbo_tail = k;
+    limbo_tail = &k->limbo_next;
     nlimbo++;
     if (o)
         own_drop_if_empty(o);
+}
+
+void atl_krec_set_holders(uint64_t (*low)(void))
+{
+    __atomic_store_n(&holders_low, low, __ATOMIC_RELEASE);
 }
 
 void atl_krec_hold(struct atl_krec *r)
@@ -653,8 +676,20 @@ void atl_kernels_census(struct atl_kernels_census *c)
 
 /* ---- the step trace's view ------------------------------------------------------ */
 
+/* A view and the record it is of: a step that keeps ops of the view holds
+ * that record (atl_krec_of_view). */
+struct kview {
+    struct atl_kfn k; /* first: a view is its kview */
+    struct atl_krec *rec;
+};
+
 /* A record's view when there is no record (out of memory): not kept. */
-static struct atl_kfn view_unknown = {.mangled = "kernel@?", .pretty = "kernel@?"};
+static struct kview view_unknown = {.k = {.mangled = "kernel@?", .pretty = "kernel@?"}};
+
+struct atl_krec *atl_krec_of_view(const struct atl_kfn *k)
+{
+    return k ? ((const struct kview *)k)->rec : NULL;
+}
 
 static struct atl_kslot *plan_make(const uint32_t *off, const uint32_t *size, unsigned n,
                                    unsigned total)
@@ -684,13 +719,13 @@ static struct atl_kslot *plan_make(const uint32_t *off, const uint32_t *size, un
 
 static void view_free(struct atl_kfn *k)
 {
-    if (!k || k == &view_unknown)
+    if (!k || k == &view_unknown.k)
         return;
     if (k->pretty != k->mangled)
         free((void *)k->pretty);
     free((void *)k->mangled);
     free((void *)k->off), free((void *)k->size), free((void *)k->plan);
-    free((void *)k->words), free(k);
+    free((void *)k->words), free((struct kview *)k);
 }
 
 void atl_krec_view_free(struct atl_krec *r)
@@ -702,7 +737,7 @@ void atl_krec_view_free(struct atl_krec *r)
 const struct atl_kfn *atl_krec_view_make(struct atl_krec *r, size_t packed)
 {
     if (!r)
-        return &view_unknown;
+        return &view_unknown.k;
     /* The name for people is demangled later, on the thread that reports
      * (atl_kfn_pretty): demangling here would run on whichever thread
      * launched first. Asked before the lock: the driver may be slow. */
@@ -715,14 +750,16 @@ const struct atl_kfn *atl_krec_view_make(struct atl_krec *r, size_t packed)
     const uint32_t one_off = 0, one_size = (uint32_t)packed;
     const unsigned n = packed ? 1 : r->nparams;
     const uint32_t *off = packed ? &one_off : r->off, *size = packed ? &one_size : r->size;
-    struct atl_kfn *k = calloc(1, sizeof *k);
+    struct kview *kv = calloc(1, sizeof *kv);
+    struct atl_kfn *k = kv ? &kv->k : NULL;
     uint32_t *o = calloc(n + 1, 4), *s = calloc(n + 1, 4);
     char *m = strdup(mangled);
     if (!k || !o || !s || !m) {
-        free(k), free(o), free(s), free(m);
+        free(kv), free(o), free(s), free(m);
         atl_log_once_oom("the step trace");
-        return &view_unknown;
+        return &view_unknown.k;
     }
+    kv->rec = r;
     unsigned total = 0, covered = 0;
     for (unsigned i = 0; i < n; i++) {
         o[i] = off[i], s[i] = size[i];

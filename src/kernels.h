@@ -27,7 +27,15 @@
  *   - a holder past that (a kept step, a report kept for later): takes a
  *     reference with atl_krec_hold while pinned, and gives it back with
  *     atl_krec_release; a record leaves memory only once every reference
- *     is back;
+ *     is back. The step trace's kept steps hold the records of their ops'
+ *     views (atl_krec_of_view), so a step compared after its module was
+ *     unloaded still reads its kernels;
+ *   - what keeps records found while pinned without a reference of each,
+ *     past the pin (the step trace's buffers, whose ops point to views
+ *     until a step end takes them): keeps the pin generation of each thread
+ *     that put one there (atl_krec_pin_gen) and answers the oldest one it
+ *     keeps through the function given to atl_krec_set_holders, which
+ *     counts as a pin;
  *   - the flight recorder's kept arguments are in the record itself (a
  *     report reads them pinned); the kernel audit's counters too: when a
  *     record goes they are kept by kernels.c (atl_kernels_each).
@@ -178,6 +186,20 @@ static inline void atl_krec_unpin(void)
 }
 /* This thread left the library by longjmp or cancellation: its pins go. */
 void atl_krec_unpin_all(void);
+/* The generation this pinned thread shows (what a holder without
+ * references keeps in its place, above); 1, the oldest, for a thread
+ * without a slot or not pinned, so that nothing found then is freed while it
+ * is kept. */
+static inline uint64_t atl_krec_pin_gen(void)
+{
+    int i = atl_thr.slot;
+    uint64_t p =
+        i > 0 ? __atomic_load_n(&atl_tslot_at((unsigned)i - 1)->krec_pin, __ATOMIC_RELAXED) : 0;
+    return p ? p : 1;
+}
+/* The oldest pin generation of the holders without references (0: none),
+ * read by the freeing thread after the threads' pins. One function. */
+void atl_krec_set_holders(uint64_t (*low)(void));
 
 /* A reference to r beyond a pin (r found while pinned, or held already). */
 void atl_krec_hold(struct atl_krec *r);
@@ -272,6 +294,10 @@ static inline const struct atl_kfn *atl_krec_view(struct atl_krec *r, size_t pac
 /* Frees what the views of r own and clears them: for whoever frees r, once
  * nothing (a kept step of the trace) points to them any more. */
 void atl_krec_view_free(struct atl_krec *r);
+/* The record whose view k is (NULL: the view of no record), for a holder of
+ * views: a kept step holds each of its kernels' records (Lifetime, above). k
+ * must come from atl_krec_view. */
+struct atl_krec *atl_krec_of_view(const struct atl_kfn *k);
 
 /* Asks the driver for the parameter layout of h: cuFuncGetParamInfo for a
  * CUfunction, cuKernelGetParamInfo for a CUkernel, index by index until the

@@ -50,6 +50,13 @@
  *   rel_harm audit            loads a module, looks "narrow" up, launches it
  *                             7 times on a 2x3 grid, unloads the module and
  *                             exits (issue #27: the audit's counts)
+ *   rel_harm unloaddiff N     N steps of one launch of "narrow" (argument
+ *                             i * i at step i), each of a module loaded
+ *                             for it and unloaded after its step ends (even
+ *                             steps) or before it does (odd steps: the op
+ *                             waits in its buffer for the sync); the
+ *                             program's own allocations take the memory
+ *                             freed meanwhile. Prints "ok"
  */
 #define _GNU_SOURCE
 #include "../fake/fakecuda.h"
@@ -560,6 +567,45 @@ static int audit_after_unload(void)
     return 0;
 }
 
+/* ---- steps diffed across module unloads (the step trace's kept steps) ---- */
+
+static int unload_diff(int n)
+{
+    setup();
+    unsigned long long v = 0;
+    void *params[] = {&v};
+    /* what the program allocates between steps: blocks of the sizes the
+     * library frees at an unload, filled, so memory freed too early is
+     * written over before the next step end reads it */
+    static void *junk[64];
+    for (int i = 0; i < n; i++) {
+        CUmodule m;
+        CUfunction f;
+        CK(cuModuleLoadData(&m, &narrow_img));
+        CK(cuModuleGetFunction(&f, m, "narrow"));
+        v = (unsigned long long)i * (unsigned long long)i;
+        CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        if (i % 2) {
+            CK(cuModuleUnload(m)); /* the launch's op still in its buffer */
+            CK(cuCtxSynchronize());
+        } else {
+            CK(cuCtxSynchronize());
+            CK(cuModuleUnload(m));
+        }
+        for (int j = 0; j < 64; j++) {
+            free(junk[j]);
+            size_t size = 16 + 16 * (size_t)(j % 32);
+            junk[j] = malloc(size);
+            if (junk[j])
+                memset(junk[j], 0xff, size);
+        }
+    }
+    for (int j = 0; j < 64; j++)
+        free(junk[j]);
+    printf("ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -589,7 +635,9 @@ int main(int argc, char **argv)
         return raw_fork();
     if (strcmp(mode, "audit") == 0)
         return audit_after_unload();
+    if (strcmp(mode, "unloaddiff") == 0 && argc > 2)
+        return unload_diff(atoi(argv[2]));
     fprintf(stderr, "usage: rel_harm sigint|unload|dlclose|poll|oneshot|setenv|reload|longjmp|"
-                    "cancel|threads|fds|rawfork|audit ...\n");
+                    "cancel|threads|fds|rawfork|audit|unloaddiff ...\n");
     return 64;
 }

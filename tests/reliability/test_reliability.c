@@ -658,6 +658,30 @@ START_TEST(audit_counts_survive_unload)
 }
 END_TEST
 
+/* Steps of a kernel whose module is unloaded between them, or before the
+ * step of its launch ends, under ATLAS_TRACE=1: each step is diffed with
+ * the last, whose kernel is of a module gone. The kept step holds its
+ * kernel's record and the buffer keeps the pin its op was recorded under
+ * (src/kernels.h), so the diff reads a live view; before, the record (and
+ * its view) was freed at the unload: a heap-use-after-free under ASan, and
+ * the program's own allocations wrote over the view before the diff read
+ * it. */
+START_TEST(steps_diffed_across_unloads)
+{
+    char *argv[] = {T("rel_harm"), "unloaddiff", "200", NULL};
+    const char *const env[] = {"ATLAS_TRACE=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d:\n%s\nlog:\n%.3000s", r.status, r.err, r.log);
+    HAS(r.out, "ok\n");
+    HAS(r.log, "op 0 narrow [launch] arg0 @0x0 (8 bytes): 0x0 -> 0x1 (delta +1)");
+    HAS(r.log, "op 0 narrow [launch] arg0 @0x0 (8 bytes): 0x1 -> 0x4 (delta +3)");
+    HAS(r.log, "(\"cuCtxSynchronize\"): narrow arg0 changes every step, 0x4 -> 0x9ab1 (197 steps)");
+    HAS(r.log, "trace summary: steps=200 compared=199 identical=0 differing=199 shapes=1");
+    run_free(&r);
+}
+END_TEST
+
 /* A library loaded before ours left `environ` read-only: the load-time
  * edits (red zones' pool routing, --no-children) build a new array. */
 START_TEST(read_only_environ_at_load)
@@ -878,6 +902,7 @@ int main(void)
     tcase_add_test(tc, raw_fork_child_reports_nothing);
     tcase_add_test(tc, read_only_environ_at_load);
     tcase_add_test(tc, audit_counts_survive_unload);
+    tcase_add_test(tc, steps_diffed_across_unloads);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -10,6 +10,7 @@
 #include "flight.h"
 #include "kernels.h"
 #include "ring.h"
+#include "step.h"
 #include "thread.h"
 
 #include <check.h>
@@ -432,6 +433,46 @@ START_TEST(a_pinned_or_held_record_outlives_its_unload)
 }
 END_TEST
 
+/* What keeps records past a pin without a reference of each (the step
+ * trace's buffers: atl_krec_set_holders) counts as a pin: a record that
+ * left at a later generation than the holder's oldest pin waits, and is
+ * freed at the first writer's call once the holder shows none. A view
+ * names its record (atl_krec_of_view), which a kept step holds. */
+static uint64_t holder_pin;
+static uint64_t holder_low(void)
+{
+    return holder_pin;
+}
+
+START_TEST(a_holder_without_references_keeps_what_it_found)
+{
+    static char mod, h[16], other[16];
+    struct atl_lookup l = {
+        .kind = ATL_LOOKUP_MODULE_FUNCTION, .name = "_Z4heldv", .owner = &mod, .result = h};
+    struct atl_kernels_census c0, c;
+    atl_kernels_census(&c0);
+    atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+    atl_krec_set_holders(holder_low);
+    atl_krec_pin();
+    struct atl_krec *r = atl_krec_find(h);
+    const struct atl_kfn *v = atl_krec_view(r, 0);
+    ck_assert_ptr_eq(atl_krec_of_view(v), r);
+    holder_pin = atl_krec_pin_gen(); /* as a buffer keeps an op of v */
+    atl_krec_unpin();
+    atl_kernels_forget_owner(&mod);
+    atl_kernels_forget(other); /* a writer's call: frees what nobody keeps */
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.waiting, c0.waiting + 1);
+    ck_assert_str_eq(v->mangled, "_Z4heldv");
+    holder_pin = 0; /* the buffer's ops went */
+    atl_kernels_forget(other);
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.waiting, c0.waiting);
+    ck_assert_uint_eq(c.records, c0.records);
+    atl_krec_set_holders(NULL);
+}
+END_TEST
+
 /* The kernel audit's counts survive the unload of their module (issue #27:
  * they were read from records dropped at unload): the gone records' counts,
  * by owner and name, are in atl_kernels_each. */
@@ -578,6 +619,7 @@ int main(void)
     tcase_add_test(tc, the_cold_paths_keep_to_their_budget);
     tcase_add_test(tc, reload_cycles_keep_records_and_table_flat);
     tcase_add_test(tc, a_pinned_or_held_record_outlives_its_unload);
+    tcase_add_test(tc, a_holder_without_references_keeps_what_it_found);
     tcase_add_test(tc, gone_records_keep_their_audit_counts);
     tcase_add_test(tc, the_history_answers_the_launches_since_n);
     tcase_add_test(tc, the_latch_takes_the_first_sticky_error_once);
