@@ -100,13 +100,15 @@ static const char *driver_name(void *h, int *is_kernel)
 
 /* ---- layouts -------------------------------------------------------------------- */
 
-unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact)
+unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact,
+                          CUresult *why)
 {
     CUresult (*fns[2])(void *, size_t, size_t *, size_t *) = {
         (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuFuncGetParamInfo,
         (CUresult(*)(void *, size_t, size_t *, size_t *))atl_drv.cuKernelGetParamInfo,
     };
     *exact = 0;
+    *why = CUDA_ERROR_NOT_SUPPORTED; /* neither entry point */
     for (int f = 0; f < 2; f++) {
         if (!fns[f])
             continue;
@@ -124,6 +126,7 @@ unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, 
             *exact = 1;
             return n;
         }
+        *why = r;
     }
     return 0;
 }
@@ -133,7 +136,8 @@ unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, 
 #define PARAMS_LIMIT 32768
 
 /* Fills r's layout from the driver, of any length (first 64 parameters,
- * then twice as many until the driver says there are no more). */
+ * then twice as many until the driver says there are no more). Before r is
+ * published, or under lock. */
 static void layout_fetch(struct atl_krec *r)
 {
     for (unsigned max = 64; max <= PARAMS_LIMIT; max *= 2) {
@@ -144,16 +148,42 @@ static void layout_fetch(struct atl_krec *r)
             return;
         }
         int exact = 0;
-        unsigned n = atl_param_layout(r->handle, off, size, max, &exact);
+        CUresult why = CUDA_SUCCESS;
+        unsigned n = atl_param_layout(r->handle, off, size, max, &exact, &why);
         if (n == max && max < PARAMS_LIMIT) { /* there may be more */
             free(off), free(size);
             continue;
         }
-        r->exact = exact && n < max;
-        r->nparams = r->exact ? n : 0;
+        if (!(exact && n < max)) {
+            free(off), free(size);
+            /* no driver entry point: never; else asked again at the next use */
+            if (why != CUDA_ERROR_NOT_SUPPORTED && r->layout_retry < ATL_KREC_LAYOUT_TRIES)
+                __atomic_store_n(&r->layout_retry, r->layout_retry + 1, __ATOMIC_RELAXED);
+            else
+                __atomic_store_n(&r->layout_retry, 0, __ATOMIC_RELAXED);
+            atl_log(ATL_DEBUG, "kernel@%p: no parameter layout from the driver (error %d)%s",
+                    r->handle, (int)why, r->layout_retry ? ", asked again at its next use" : "");
+            return;
+        }
+        r->nparams = n;
         r->off = off, r->size = size;
+        __atomic_store_n(&r->exact, 1, __ATOMIC_RELEASE); /* last: readers see a whole layout */
+        __atomic_store_n(&r->layout_retry, 0, __ATOMIC_RELAXED);
         return;
     }
+}
+
+/* retries only: not the table's lock, which a driver call must never be made under */
+static pthread_mutex_t retry_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int atl_krec_layout_retry(struct atl_krec *r)
+{
+    pthread_mutex_lock(&retry_lock);
+    if (!r->exact && r->layout_retry)
+        layout_fetch(r);
+    int exact = r->exact;
+    pthread_mutex_unlock(&retry_lock);
+    return exact;
 }
 
 /* ---- the table -------------------------------------------------------------------- */
@@ -748,7 +778,8 @@ const struct atl_kfn *atl_krec_view_make(struct atl_krec *r, size_t packed)
         mangled = buf;
     }
     const uint32_t one_off = 0, one_size = (uint32_t)packed;
-    const unsigned n = packed ? 1 : r->nparams;
+    const int exact = atl_krec_exact(r);
+    const unsigned n = packed ? 1 : exact ? r->nparams : 0;
     const uint32_t *off = packed ? &one_off : r->off, *size = packed ? &one_size : r->size;
     struct kview *kv = calloc(1, sizeof *kv);
     struct atl_kfn *k = kv ? &kv->k : NULL;
@@ -770,7 +801,7 @@ const struct atl_kfn *atl_krec_view_make(struct atl_krec *r, size_t packed)
     *k = (struct atl_kfn){.mangled = m,
                           .nparams = n,
                           .total = total,
-                          .exact = r->exact || packed,
+                          .exact = exact || packed,
                           .off = o,
                           .size = s,
                           .gapless = covered == total,

@@ -68,7 +68,13 @@ struct atl_krec {
      * a lookup that renames a handle replaces its record). */
     void *owner;   /* CUmodule or CUlibrary, when known */
     int is_kernel; /* a CUkernel rather than a CUfunction */
-    int exact;     /* the driver gave the layout (then nparams 0: no parameters) */
+    int exact;     /* the driver gave the layout (then nparams 0: no parameters); set with
+                    * release once, read through atl_krec_exact */
+    /* The driver refused the layout for a reason other than "no such
+     * parameter" (a thread with no current context asked: cudart on a new
+     * thread looks a CUkernel up before it makes its context current): asked
+     * again at the next use, a few times (ATL_KREC_LAYOUT_TRIES). */
+    int layout_retry;
     unsigned nparams;
     const uint32_t *off, *size; /* nparams each, any number */
     /* Mangled, interned (valid for the process); NULL while the driver has
@@ -299,10 +305,25 @@ void atl_krec_view_free(struct atl_krec *r);
  * must come from atl_krec_view. */
 struct atl_krec *atl_krec_of_view(const struct atl_kfn *k);
 
+/* The layout's retries, then the record stays without one. */
+#define ATL_KREC_LAYOUT_TRIES 8
+int atl_krec_layout_retry(struct atl_krec *r);
+
+/* Whether r has the driver's layout (r->nparams, r->off, r->size valid):
+ * for the first use of a kernel by a feature, not a launch's hot path (a
+ * layout the driver refused is asked again here). */
+static inline int atl_krec_exact(struct atl_krec *r)
+{
+    if (__atomic_load_n(&r->exact, __ATOMIC_ACQUIRE))
+        return 1;
+    return __atomic_load_n(&r->layout_retry, __ATOMIC_RELAXED) ? atl_krec_layout_retry(r) : 0;
+}
+
 /* Asks the driver for the parameter layout of h: cuFuncGetParamInfo for a
  * CUfunction, cuKernelGetParamInfo for a CUkernel, index by index until the
  * driver says there are no more (at most max). *exact is 1 when the driver
  * answered. Returns the number of parameters. */
-unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact);
+unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, int *exact,
+                          CUresult *why);
 
 #endif

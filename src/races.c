@@ -1104,7 +1104,8 @@ static struct rkern *kern_of(const struct atl_launch *l)
          * have given the handle to another kernel): the record's layout and
          * name */
         struct atl_krec *r = l->rec;
-        unsigned n = r && r->exact ? r->nparams : 0;
+        const int exact = r && atl_krec_exact(r); /* a layout refused before is asked again */
+        unsigned n = exact ? r->nparams : 0;
         if (!k) {
             k = calloc(1, sizeof *k);
             if (!k || rmap_put(&rc.kerns, (uint64_t)(uintptr_t)l->func, k) != 0) {
@@ -1121,7 +1122,7 @@ static struct rkern *kern_of(const struct atl_launch *l)
             k->memo[i] = (struct rmemo){.u = -1};
         }
         k->gen = gen;
-        k->exact = r && r->exact;
+        k->exact = exact;
         const char *m = r ? atl_krec_mangled(r) : NULL;
         k->name = m ? strdup(m) : NULL; /* kept for the process: accesses name it */
         if (n) {

@@ -10,6 +10,7 @@
 #   default      ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route (one driver
 #                allocation per tensor; the quarantine on)
 #   launch       the same with ATLAS_REDZONE_CHECK=launch
+#   noquar       (RZ_TORCH_SPLIT=1) default without the quarantine
 #   kept         (RZ_TORCH_KEPT=1) ATLAS_REDZONE=64: PyTorch keeps its
 #                caching allocator (the default, ATLAS_REDZONE_POOLS=auto)
 # Bars (issue #29): default at most 1.05x the routed pool alone; launch at
@@ -36,6 +37,11 @@ configs="native|-|native, caching allocator
 routed|native:PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync|routed pool alone (\`backend:cudaMallocAsync\`, no preload)
 default|ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route|default mode, routed (\`ATLAS_REDZONE_POOLS=route\`)
 launch|ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route ATLAS_REDZONE_CHECK=launch|launch mode, routed"
+# where default mode's cost goes (RZ_TORCH_SPLIT=1): without the quarantine of freed tensors
+if [ "${RZ_TORCH_SPLIT:-0}" = 1 ]; then
+    configs="$configs
+noquar|ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route ATLAS_REDZONE_QUARANTINE_MB=0|default mode, routed, no quarantine (\`ATLAS_REDZONE_QUARANTINE_MB=0\`)"
+fi
 if [ "${RZ_TORCH_KEPT:-0}" = 1 ]; then
     configs="$configs
 kept|ATLAS_REDZONE=64|\`ATLAS_REDZONE=64\` (PyTorch's pool kept: the default)"

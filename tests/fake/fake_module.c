@@ -232,6 +232,11 @@ static CUresult fn_param_info(const void *h, uint32_t magic, size_t idx, size_t 
     TRY(need_init());
     if (!off)
         return CUDA_ERROR_INVALID_VALUE;
+    /* measured on the H200 (driver 13): a thread with no current context is
+     * refused the layout, of a CUkernel too (cudart on a new thread looks a
+     * kernel up before it makes the primary context current) */
+    if (!ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
     LOCK();
     struct fake_fn *f = handle_get(h, magic);
     UNLOCK();

@@ -145,6 +145,17 @@ START_TEST(per_thread_default_streams_do_not_order_each_other)
 }
 END_TEST
 
+/* The H200's cudart: the reader thread's kernel was looked up before its context was current,
+ * when the driver refuses its layout (CUDA_ERROR_INVALID_CONTEXT); asked again at the launch, its
+ * pointer is checked (before, "0 found": no layout, no access) */
+START_TEST(kernel_looked_up_before_the_context_is_current)
+{
+    both("ptds_lookup", "on the per-thread default stream of thread ",
+         "on the per-thread default stream of thread ",
+         "the per-thread default streams of two threads do not order each other");
+}
+END_TEST
+
 START_TEST(graph_launch_is_one_unit_on_its_stream)
 {
     both("graph",
@@ -341,6 +352,7 @@ int main(void)
     tcase_add_test(tc, event_recorded_before_the_work);
     tcase_add_test(tc, legacy_stream_orders_blocking_streams);
     tcase_add_test(tc, per_thread_default_streams_do_not_order_each_other);
+    tcase_add_test(tc, kernel_looked_up_before_the_context_is_current);
     tcase_add_test(tc, graph_launch_is_one_unit_on_its_stream);
     tcase_add_test(tc, host_function_orders_the_host);
     tcase_add_test(tc, stream_callback_orders_the_host);

@@ -253,24 +253,65 @@ static void *pt_reader(void *arg)
     return NULL;
 }
 
+/* As cudart does on a thread of its own: the kernel looked up (a CUkernel of
+ * a library) before the context is made current, so the driver refuses its
+ * layout then; the launch comes after. */
+static CUlibrary pt_lib;
+
+static void *pt_reader_lookup(void *arg)
+{
+    (void)arg;
+    int n = N;
+    void *args[] = {&d, &n};
+    CUkernel k;
+    CHECK(cuLibraryGetKernel(&k, pt_lib, "_Z7consumePKfi"));
+    CHECK(cuCtxSetCurrent(ctx));
+    if (!raced)
+        CHECK(pt_wait(NULL, pt_event, 0));
+    CHECK(pt_launch((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+    return NULL;
+}
+
 static void gpa_pt(const char *name, void **fn)
 {
     CUdriverProcAddressQueryResult q;
     CHECK(cuGetProcAddress(name, fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &q));
 }
 
-static void case_ptds(void)
+/* the per-thread entry points, as cudart built with --default-stream per-thread gets them */
+static void pt_resolve(void)
 {
     gpa_pt("cuMemcpyHtoDAsync", (void **)&pt_copy);
     gpa_pt("cuLaunchKernel", (void **)&pt_launch);
     gpa_pt("cuEventRecord", (void **)&pt_record);
     gpa_pt("cuStreamWaitEvent", (void **)&pt_wait);
-    pt_event = event();
+}
+
+/* the writer's thread, then the reader's: the join orders the host threads, not the streams */
+static void one_then_other(void *(*writer)(void *), void *(*reader)(void *))
+{
     pthread_t t;
-    pthread_create(&t, NULL, pt_writer, NULL);
-    pthread_join(t, NULL); /* orders the host threads, not the streams */
-    pthread_create(&t, NULL, pt_reader, NULL);
+    pthread_create(&t, NULL, writer, NULL);
     pthread_join(t, NULL);
+    pthread_create(&t, NULL, reader, NULL);
+    pthread_join(t, NULL);
+}
+
+static void case_ptds(void)
+{
+    pt_resolve();
+    pt_event = event();
+    one_then_other(pt_writer, pt_reader);
+}
+
+/* ptds, the reader's kernel looked up on its thread before its context is
+ * current */
+static void case_ptds_lookup(void)
+{
+    pt_resolve();
+    CHECK(cuLibraryLoadData(&pt_lib, &image, NULL, NULL, 0, NULL, NULL, 0));
+    pt_event = event();
+    one_then_other(pt_writer, pt_reader_lookup);
 }
 
 /* A captured graph launched as one unit on its stream; another stream reads
@@ -359,11 +400,7 @@ static void case_threads(void)
     th_a = stream(CU_STREAM_NON_BLOCKING);
     th_b = stream(CU_STREAM_NON_BLOCKING);
     th_e = event();
-    pthread_t t;
-    pthread_create(&t, NULL, th_writer, NULL);
-    pthread_join(t, NULL);
-    pthread_create(&t, NULL, th_reader, NULL);
-    pthread_join(t, NULL);
+    one_then_other(th_writer, th_reader);
 }
 
 /* A TensorIterator kernel's output (a certain write) read on another stream. */
@@ -592,6 +629,7 @@ static const struct {
     {"early_record", case_early_record},
     {"legacy", case_legacy},
     {"ptds", case_ptds},
+    {"ptds_lookup", case_ptds_lookup},
     {"graph", case_graph},
     {"host_fn", case_host_fn},
     {"callback", case_callback},

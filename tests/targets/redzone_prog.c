@@ -388,6 +388,25 @@ int main(int argc, char **argv)
                fake_programmatic_launches() - dep);
         printf("context syncs: %lu, copies back: %lu\n", fake_calls("cuCtxSynchronize"),
                fake_calls("cuMemcpyDtoH_v2"));
+    } else if (strcmp(what, "quarantine-loop") == 0) {
+        /* A training loop's shape: 200 steps of 32 tensors of 64 KiB made and freed on the
+         * legacy stream, a sync per step, with a 1 MiB quarantine (ATLAS_REDZONE_QUARANTINE_MB=1)
+         * full after the first step: the checks of the last 100 steps (programmatic launches:
+         * the held frees' batches and the quarantine's) */
+        enum { STEPS = 200, PER = 32 };
+        unsigned long dep = 0;
+        for (int st = 0; st < STEPS; st++) {
+            if (st == STEPS / 2)
+                dep = fake_programmatic_launches();
+            CUdeviceptr t[PER];
+            for (int i = 0; i < PER; i++)
+                CHECK(cuMemAllocAsync(&t[i], 64 << 10, NULL));
+            for (int i = 0; i < PER; i++)
+                CHECK(cuMemFreeAsync(t[i], NULL));
+            CHECK(cuStreamSynchronize(NULL));
+        }
+        printf("checks per step: %.1f\n",
+               (double)(fake_programmatic_launches() - dep) / (STEPS - STEPS / 2));
     } else if (strcmp(what, "held-threads") == 0) {
         pthread_t th[4];
         CHECK(cuCtxGetCurrent(&held_ctx));

@@ -86,7 +86,8 @@ count free "redzone overrun: alloc#[0-9]+ 1000 bytes .*: 8 bytes corrupted at \+
 has free "redzone: alloc#[0-9]+ found at cuMemFree_v2: 1 of the [0-9]+ launches since the last clean check reach it \(a parameter points into it; [0-9]+ ruled out" "default mode: found at the free, only the launch that reaches it listed"
 has free "redzone:   x1, newest launch#$bad kernel=overrun_kernel\(unsigned char\*, int\)" "default mode: the overrun's launch listed"
 count free "redzone:   x[0-9]+, newest" 1 "default mode: no other suspect"
-has free "re-run in launch mode on these kernels: LD_PRELOAD=$lib ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(_Z14overrun_kernelPhi\)\$' .*rz_overrun$" "default mode: the command to name it"
+# the settings in force come along (ATLAS_LOG here), then launch mode's
+has free "re-run in launch mode on these kernels: LD_PRELOAD=$lib (ATLAS_[A-Z_]+=[^ ]+ )*ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(_Z14overrun_kernelPhi\)\$' .*rz_overrun$" "default mode: the command to name it"
 has free "redzone: 1 overrun found in [0-9]+ guarded allocations?" "final count"
 
 under sync ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=sync -- "$prog"
@@ -129,17 +130,26 @@ fi
 under torch_overrun_default ATLAS_REDZONE=256 ATLAS_LOG_LEVEL=info -- python3 $here/rz_torch_overrun.py big
 hasnt torch_overrun_default "routed .*PYTORCH" "auto: PyTorch's caching allocator left alone"
 count torch_overrun_default "redzone overrun: alloc#[0-9]+ 16777216 bytes .*: 4 bytes corrupted at \+16777216\.\.\+16777219" 1 "default allocator: Triton off-by-one reported at the segment's end"
-has torch_overrun_default "redzone: alloc#[0-9]+ found at cuMemFree_v2: [12] of the [0-9]+ launches since the last clean check reach it \(a parameter points into it; [1-9][0-9]* ruled out" "default allocator: only the launches that reach it, the rest ruled out"
+# three launches reach the tensor: the fill that makes it, the Triton kernel, the sum that reads it
+has torch_overrun_default "redzone: alloc#[0-9]+ found at cuMemFree_v2: [1-3] of the [0-9]+ launches since the last clean check reach it \(a parameter points into it; [1-9][0-9]* ruled out" "default allocator: only the launches that reach it, the rest ruled out"
 has torch_overrun_default "redzone:   x1, newest launch#[0-9]+ kernel=off_by_one_kernel grid=\(4097,1,1\)" "default allocator: the Triton kernel among them"
 atmost() {
     n=$(grep -Ec -- "$2" "$out/$1.log")
     if [ "$n" -le "$3" ]; then pass "$1: $4 ($n)"; else fail "$1: $4 (found $n, want at most $3)"; fi
 }
-atmost torch_overrun_default "redzone:   x[0-9]+, newest launch" 2 "default allocator: at most the two launches that reach it listed"
-has torch_overrun_default "re-run in launch mode on these kernels: LD_PRELOAD=$lib ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(off_by_one_kernel" "default allocator: the command to name it"
+atmost torch_overrun_default "redzone:   x[0-9]+, newest launch" 3 "default allocator: at most the three launches that reach it listed"
+has torch_overrun_default "re-run in launch mode on these kernels: LD_PRELOAD=$lib (ATLAS_[A-Z_]+=[^ ]+ )*ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\([^']*off_by_one_kernel" "default allocator: the command to name it"
 
-under torch_overrun_default_launch ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='^(off_by_one_kernel)$' -- python3 $here/rz_torch_overrun.py big
-has torch_overrun_default_launch "redzone: culprit: launch#[0-9]+ kernel=off_by_one_kernel" "default allocator, launch mode on the Triton kernel only: named"
+# the command the report printed, pasted as printed (its ATLAS_LOG set to a log of its own)
+cmd=$(sed -n 's/^atlas\[[0-9]*\]: redzone: to name the launch, re-run in launch mode on these kernels: //p' "$out/torch_overrun_default.log" | head -1 |
+      sed "s|ATLAS_LOG=[^ ]*|ATLAS_LOG=$out/torch_overrun_default_launch.log|")
+if [ -n "$cmd" ]; then
+    sh -c "$cmd" >"$out/torch_overrun_default_launch.out" 2>"$out/torch_overrun_default_launch.err"
+    echo "pasted: $cmd" >"$out/torch_overrun_default_launch.cmd"
+    has torch_overrun_default_launch "redzone: culprit: launch#[0-9]+ kernel=off_by_one_kernel" "default allocator, the printed command pasted: the Triton kernel named"
+else
+    fail "torch_overrun_default_launch: no command printed to paste"
+fi
 
 # 2c. The same 4096-byte tensor with PyTorch routed (ATLAS_REDZONE_POOLS=route)
 under torch_overrun_route ATLAS_REDZONE=256 ATLAS_REDZONE_POOLS=route ATLAS_LOG_LEVEL=info -- python3 $here/rz_torch_overrun.py
