@@ -57,6 +57,9 @@ LDLIBS_CORE := -ldl -lpthread
 
 # ---- shared by the fragments: defined here, before any of them is read,
 # so that none depends on the order mk/*.mk are included in ----
+# atlas-diff's sources (mk/trace.mk builds it; mk/ranks.mk again, with UBSan).
+ATLAS_DIFF_SRCS := tools/atlas-diff.c tools/diff-ranks.c tools/diff-runs.c
+ATLAS_DIFF_DEPS := $(ATLAS_DIFF_SRCS) tools/diff-ranks.h tools/diff-runs.h
 # The fake driver (mk/fake.mk builds it).
 FAKE_DIR := $(BUILD)/fake
 FAKE_LIB := $(FAKE_DIR)/libcuda.so.1

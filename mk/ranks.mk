@@ -14,11 +14,10 @@ $(BUILD)/tests/test_ranks: tests/integration/test_ranks.c tests/integration/run.
 
 # atlas-diff again, with UndefinedBehaviorSanitizer (its tools' sources):
 # ranks-check runs it where nothing is found (issue #28: qsort of nothing).
-$(BUILD)/tests/atlas-diff-ubsan: tools/atlas-diff.c tools/diff-ranks.c tools/diff-ranks.h \
-                                 $(BUILD)/libatlas_engine.a
+$(BUILD)/tests/atlas-diff-ubsan: $(ATLAS_DIFF_DEPS) $(BUILD)/libatlas_engine.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fsanitize=undefined -fno-sanitize-recover=undefined -DATLAS_VERSION='"ubsan"' \
-	  -o $@ tools/atlas-diff.c tools/diff-ranks.c $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
+	  -o $@ $(ATLAS_DIFF_SRCS) $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
 
 .PHONY: ranks-check
 ranks-check: check-deps $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 \
