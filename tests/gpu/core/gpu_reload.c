@@ -3,11 +3,15 @@
  * cuModuleLoad, cuModuleGetFunction, a launch and cuModuleUnload; prints the
  * CPU time of cycles 500-2,499 and of the last 2,000, the heap in use after
  * each, and the launches made. run_core.sh compares them under the preload.
- *   gpu_reload CUBIN N */
+ * With "before", each module is unloaded before the cycle's sync (the step
+ * trace's op of the launch then waits for its step end with its module
+ * gone).
+ *   gpu_reload CUBIN N [before] */
 #include <cuda.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define CHECK(call)                                                                                \
@@ -44,9 +48,10 @@ int main(int argc, char **argv)
     CUdeviceptr x;
     long n = argc > 2 ? atol(argv[2]) : 0;
     if (argc < 3 || n < WARM + 2 * WINDOW) {
-        fprintf(stderr, "usage: gpu_reload CUBIN N (N >= %d)\n", WARM + 2 * WINDOW);
+        fprintf(stderr, "usage: gpu_reload CUBIN N [before] (N >= %d)\n", WARM + 2 * WINDOW);
         return 2;
     }
+    const int before = argc > 3 && strcmp(argv[3], "before") == 0;
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
@@ -69,14 +74,17 @@ int main(int argc, char **argv)
         CHECK(cuModuleLoad(&mod, argv[1]));
         CHECK(cuModuleGetFunction(&f, mod, "scale"));
         CHECK(cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+        if (before)
+            CHECK(cuModuleUnload(mod));
         CHECK(cuCtxSynchronize());
-        CHECK(cuModuleUnload(mod));
+        if (!before)
+            CHECK(cuModuleUnload(mod));
     }
     long t3 = cpu_us();
     /* the output compared byte for byte with the native run's */
     printf("cycles %ld\n", n);
-    fprintf(stderr, "first_us %ld\nlast_us %ld\nheap_first %zu\nheap_last %zu\n", t1 - t0,
-            t3 - t2, h1, heap());
+    fprintf(stderr, "first_us %ld\nlast_us %ld\nheap_first %zu\nheap_last %zu\n", t1 - t0, t3 - t2,
+            h1, heap());
     CHECK(cuMemFree(x));
     return 0;
 }

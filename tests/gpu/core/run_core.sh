@@ -79,6 +79,27 @@ if run reload "$build/gpu/gpu_reload" "$build/gpu/kern.cubin" 20000; then
         fail "reload: the audit counted $launched launches of 4500"
         grep "kernel-audit" "$out/reload-audit.log" | head -3
     fi
+    # the step trace across unloads: each cycle's step compared with the
+    # last, whose module is gone (kept steps hold their kernels' records),
+    # the module unloaded after the sync and before it (the op waits in its
+    # buffer): every step compared, identical, the heap as flat as natively
+    for how in after before; do
+        ATLAS_TRACE=1 ATLAS_LOG="$out/reload-trace-$how.log" LD_PRELOAD="$lib" \
+            "$build/gpu/gpu_reload" "$build/gpu/kern.cubin" 4500 $how \
+            >"$out/reload-trace-$how.out" 2>"$out/reload-trace-$how.err"
+        rc=$?
+        grew=$(awk '{ v[$1] = $2 } END { print v["heap_last"] - v["heap_first"] }' \
+            "$out/reload-trace-$how.err")
+        ngrew=$(awk '{ v[$1] = $2 } END { print v["heap_last"] - v["heap_first"] }' \
+            "$out/reload.native.err")
+        if [ $rc -eq 0 ] && grep -q "trace summary: steps=4500 compared=4499 identical=4499 differing=0" \
+            "$out/reload-trace-$how.log" && [ "$grew" -le $((ngrew + 262144)) ]; then
+            pass "reload: the step trace, module unloaded $how the sync (heap +$grew, native +$ngrew)"
+        else
+            fail "reload: the step trace, module unloaded $how the sync: exit $rc, heap +$grew (native +$ngrew)"
+            grep "trace summary" "$out/reload-trace-$how.log" | head -2
+        fi
+    done
 fi
 
 for kind in static shared; do
