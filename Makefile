@@ -57,6 +57,9 @@ LDLIBS_CORE := -ldl -lpthread
 
 # ---- shared by the fragments: defined here, before any of them is read,
 # so that none depends on the order mk/*.mk are included in ----
+# atlas-diff's sources (mk/trace.mk builds it; mk/ranks.mk again, with UBSan).
+ATLAS_DIFF_SRCS := tools/atlas-diff.c tools/diff-ranks.c tools/diff-runs.c
+ATLAS_DIFF_DEPS := $(ATLAS_DIFF_SRCS) tools/diff-ranks.h tools/diff-runs.h
 # The fake driver (mk/fake.mk builds it).
 FAKE_DIR := $(BUILD)/fake
 FAKE_LIB := $(FAKE_DIR)/libcuda.so.1
@@ -115,8 +118,8 @@ gpu-check: $(GPU_TARGETS)
 # Without a GPU, make bench runs what measures the CPU side and says what it
 # left out, instead of failing on the GPU loops.
 ifneq ($(HAVE_GPU),yes)
-GPU_BENCH_TARGETS := $(filter-out cpu-bench ranks-bench alloc-bench,$(BENCH_TARGETS))
-BENCH_TARGETS := $(filter cpu-bench ranks-bench alloc-bench,$(BENCH_TARGETS))
+GPU_BENCH_TARGETS := $(filter-out cpu-bench reload-bench ranks-bench alloc-bench,$(BENCH_TARGETS))
+BENCH_TARGETS := $(filter cpu-bench reload-bench ranks-bench alloc-bench,$(BENCH_TARGETS))
 bench: bench-no-gpu
 .PHONY: bench-no-gpu
 bench-no-gpu:

@@ -27,17 +27,18 @@ void *atl_real_ptr[ATL_ID_COUNT];
     __typeof__(&sym) real_ = ATL_REAL_OF(sym);
 
 /* The RING light path's cold half, named_: a kernel the recorder's table
- * lacks, or its first launch since the last good sync (ring.h). It records
- * the launch itself and calls the driver: never back to mid_, which would
- * come here again for a handle that cannot be entered (NULL, out of memory). */
+ * lacks, or its first launch in the recorder's epoch (ring.h). It records
+ * the launch, keeps its arguments with its number, and calls the driver:
+ * never back to mid_, which would come here again for a handle that cannot
+ * be entered (NULL, out of memory). */
 #define ATL_NAMED(sym, KIND, fname, attr)                                                          \
     static __attribute__((noinline, cold, attr)) CUresult named_##fname(ATL_K_##KIND##_P)          \
     {                                                                                              \
         ATL_HEAD(sym)                                                                              \
         if (!real_)                                                                                \
             return slow_##fname(ATL_K_##KIND##_A);                                                 \
-        atl_light_first_##KIND(ATL_K_##KIND##_A);                                                  \
-        atl_light_record_##KIND(id_, ATL_K_##KIND##_A);                                            \
+        uint64_t seq_ = atl_light_record_##KIND(id_, ATL_K_##KIND##_A);                            \
+        atl_light_first_##KIND(seq_, ATL_K_##KIND##_A);                                            \
         return real_(ATL_K_##KIND##_A);                                                            \
     }
 
@@ -81,7 +82,8 @@ void *atl_real_ptr[ATL_ID_COUNT];
  *          is on (-> mid_); otherwise a tail call to the driver, with no
  *          stack frame;
  *   mid_   the light path (hooks.def's LIGHT column), then the driver;
- *   slow_  the engine's full path, cold. */
+ *   slow_  the engine's full path, cold; left by longjmp or cancellation,
+ *          atl_unwound undoes what it began (engine.h). */
 #define ATL_SLOW(sym, KIND, fname, path)                                                           \
     static __attribute__((noinline, noclone, cold, used)) CUresult slow_##fname(ATL_K_##KIND##_P)  \
     {                                                                                              \
@@ -95,8 +97,11 @@ void *atl_real_ptr[ATL_ID_COUNT];
         }                                                                                          \
         if (!atl_enter(id_, path))                                                                 \
             return real_(ATL_K_##KIND##_A);                                                        \
+        struct _pthread_cleanup_buffer unwound_;                                                   \
+        _pthread_cleanup_push(&unwound_, atl_unwound, NULL);                                       \
         ATL_K_##KIND##_PRE CUresult r_ = real_(ATL_K_##KIND##_A);                                  \
-        ATL_K_##KIND##_POST atl_leave();                                                           \
+        ATL_K_##KIND##_POST _pthread_cleanup_pop(&unwound_, 0);                                    \
+        atl_leave();                                                                               \
         return r_;                                                                                 \
     }
 #define ATL_ENTRY(sym, KIND, fname, path, storage)                                                 \
@@ -130,8 +135,8 @@ void *atl_real_ptr[ATL_ID_COUNT];
  * moves. The steps are those of atl_ring_ready and atl_ring_put:
  *   the table entry at ((f * MUL) >> SHIFT) & mask, probing on past other keys
  *     (an empty key: not in the table, named_);
- *   its epoch against atl_fl.epoch (different: the first launch since the
- *     last good sync, named_; an empty entry's epoch is 0, never current,
+ *   its epoch against atl_fl.epoch (different: the first launch in the
+ *     recorder's epoch, named_; an empty entry's epoch is 0, never current,
  *     so a NULL f ends there too);
  *   the launch number, the slot (seq zeroed first, stored last), the driver.
  * Arguments: rdi f, esi/edx/ecx gx/gy/gz, r8d/r9d bx/by, then on the stack

@@ -3,6 +3,7 @@
 #define ATL_HOOKS_H
 
 #include <cuda.h>
+#include <pthread.h> /* struct _pthread_cleanup_buffer, for the slow path */
 
 #include "blocking.h" /* the DTOH light path's count */
 #include "engine.h"

@@ -853,10 +853,10 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
  * RING (the flight recorder's ring of launches, src/ring.h), per KIND:
  *   atl_light_ready_KIND   1 when the launch can go to the ring at once;
  *                          0 sends it through hooks.c's cold named_, which
- *                          calls atl_light_first_KIND first (a kernel the
- *                          recorder's table lacks, or its first launch since
- *                          the last good sync)
- *   atl_light_record_KIND  writes the launch's ring slot
+ *                          records it, then calls atl_light_first_KIND with
+ *                          its number (a kernel the recorder's table lacks,
+ *                          or its first launch in the recorder's epoch)
+ *   atl_light_record_KIND  writes the launch's ring slot; its number
  * On x86-64, cuLaunchKernel and the cooperative launch take the same steps in
  * assembly (hooks.c, ATL_K_KIND_ASM_MID).
  *
@@ -865,42 +865,43 @@ static inline int atl_light_ready_LAUNCH(ATL_K_LAUNCH_P)
 {
     return atl_ring_ready(f);
 }
-static inline void atl_light_first_LAUNCH(ATL_K_LAUNCH_P)
+static inline void atl_light_first_LAUNCH(uint64_t seq, ATL_K_LAUNCH_P)
 {
-    atl_ring_first(f, kp, extra);
+    atl_ring_first(f, kp, extra, seq);
 }
-static inline void atl_light_record_LAUNCH(int id, ATL_K_LAUNCH_P)
+static inline uint64_t atl_light_record_LAUNCH(int id, ATL_K_LAUNCH_P)
 {
-    atl_ring_put(id, f, hStream, gx, gy, gz, bx, by, bz, shmem);
+    return atl_ring_put(id, f, hStream, gx, gy, gz, bx, by, bz, shmem);
 }
 
 static inline int atl_light_ready_LAUNCH_COOP(ATL_K_LAUNCH_COOP_P)
 {
     return atl_ring_ready(f);
 }
-static inline void atl_light_first_LAUNCH_COOP(ATL_K_LAUNCH_COOP_P)
+static inline void atl_light_first_LAUNCH_COOP(uint64_t seq, ATL_K_LAUNCH_COOP_P)
 {
-    atl_ring_first(f, kp, NULL);
+    atl_ring_first(f, kp, NULL, seq);
 }
-static inline void atl_light_record_LAUNCH_COOP(int id, ATL_K_LAUNCH_COOP_P)
+static inline uint64_t atl_light_record_LAUNCH_COOP(int id, ATL_K_LAUNCH_COOP_P)
 {
-    atl_ring_put(id, f, hStream, gx, gy, gz, bx, by, bz, shmem);
+    return atl_ring_put(id, f, hStream, gx, gy, gz, bx, by, bz, shmem);
 }
 
 static inline int atl_light_ready_LAUNCH_EX(ATL_K_LAUNCH_EX_P)
 {
     return atl_ring_ready(f);
 }
-static inline void atl_light_first_LAUNCH_EX(ATL_K_LAUNCH_EX_P)
+static inline void atl_light_first_LAUNCH_EX(uint64_t seq, ATL_K_LAUNCH_EX_P)
 {
-    atl_ring_first(f, kp, extra);
+    atl_ring_first(f, kp, extra, seq);
 }
-static inline void atl_light_record_LAUNCH_EX(int id, ATL_K_LAUNCH_EX_P)
+static inline uint64_t atl_light_record_LAUNCH_EX(int id, ATL_K_LAUNCH_EX_P)
 {
-    if (config)
-        atl_ring_put(id, f, config->hStream, config->gridDimX, config->gridDimY, config->gridDimZ,
-                     config->blockDimX, config->blockDimY, config->blockDimZ,
-                     config->sharedMemBytes);
+    if (!config)
+        return 0;
+    return atl_ring_put(id, f, config->hStream, config->gridDimX, config->gridDimY,
+                        config->gridDimZ, config->blockDimX, config->blockDimY, config->blockDimZ,
+                        config->sharedMemBytes);
 }
 
 /* A graph launch names no kernel: its slot is recorded as it comes. */
@@ -908,10 +909,13 @@ static inline int atl_light_ready_GRAPH_LAUNCH(ATL_K_GRAPH_LAUNCH_P)
 {
     return 1;
 }
-static inline void atl_light_first_GRAPH_LAUNCH(ATL_K_GRAPH_LAUNCH_P) {}
-static inline void atl_light_record_GRAPH_LAUNCH(int id, ATL_K_GRAPH_LAUNCH_P)
+static inline void atl_light_first_GRAPH_LAUNCH(uint64_t seq, ATL_K_GRAPH_LAUNCH_P)
 {
-    atl_ring_put(id | ATL_RING_GRAPH, hExec, hStream, 0, 0, 0, 0, 0, 0, 0);
+    (void)seq;
+}
+static inline uint64_t atl_light_record_GRAPH_LAUNCH(int id, ATL_K_GRAPH_LAUNCH_P)
+{
+    return atl_ring_put(id | ATL_RING_GRAPH, hExec, hStream, 0, 0, 0, 0, 0, 0, 0);
 }
 
 /* DTOH: a synchronous device-to-host copy always blocks: counted after the

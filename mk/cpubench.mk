@@ -3,18 +3,26 @@
 #
 #   make cpu-bench [CPU_BENCH_REPS=7] [CPU_BENCH_N=1000000]
 #                  [CPU_BENCH_CONFIGS="trace:ATLAS_TRACE=1;redzone:ATLAS_REDZONE=256"]
-#                  [CPU_BENCH_KERNELS="256 10000"]
+#                  [CPU_BENCH_KERNELS="256 10000"] [CPU_BENCH_SYNCS="1 16 256"]
+#                  [CPU_BENCH_RELOADS="30 100"]
 # CPU_BENCH_CONFIGS adds rows ("name:SETTINGS" separated by ';') to the fixed
 # native, idle and stats rows, as features land; the step trace's row is there by
 # default, so its cost on the GPT-2-like op mix (the gpt2 loop) shows without a
 # GPU (issue #30). CPU_BENCH_KERNELS adds rows
 # launch:K, launches over K distinct kernels in turn (the launch path must
-# stay flat in the number of kernels).
+# stay flat in the number of kernels). CPU_BENCH_SYNCS adds rows sS:kK:pP, a
+# cuCtxSynchronize every S launches over each K kernels of 0 and 8
+# parameters, and a row of syncs alone (a good sync must not make launches
+# dearer: the +launch column is the launch's share). CPU_BENCH_RELOADS adds
+# rows reload:R, launches after R reloads of a 256-kernel module (a launch
+# must cost the same after any number of reloads).
 
 CPU_BENCH_REPS    ?= 7
 CPU_BENCH_N       ?= 1000000
 CPU_BENCH_CONFIGS ?= trace:ATLAS_TRACE=1
 CPU_BENCH_KERNELS ?= 256 10000
+CPU_BENCH_SYNCS   ?= 1 16 256
+CPU_BENCH_RELOADS ?= 30 100
 
 $(BUILD)/bench/cpu_bench: bench/cpu/cpu_bench.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
@@ -22,9 +30,21 @@ $(BUILD)/bench/cpu_bench: bench/cpu/cpu_bench.c $(FAKE_DIR)/libcuda.so
 
 .PHONY: cpu-bench
 cpu-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/cpu_bench
-	sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) "$(CPU_BENCH_CONFIGS)" "$(CPU_BENCH_KERNELS)"
+	sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) "$(CPU_BENCH_CONFIGS)" \
+	  "$(CPU_BENCH_KERNELS)" "$(CPU_BENCH_SYNCS)" "$(CPU_BENCH_RELOADS)"
 
 BENCH_TARGETS += cpu-bench
+
+# Module reload loops (issue #28): CPU time, peak memory and instructions per
+# cycle after 5,000, 20,000 and 40,000 cycles, native and idle:
+#   make reload-bench [RELOAD_BENCH_COUNTS="5000 20000 40000"]
+RELOAD_BENCH_COUNTS ?= 5000 20000 40000
+
+.PHONY: reload-bench
+reload-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/cpu_bench
+	sh bench/cpu/run_reload_bench.sh $(BUILD) "$(RELOAD_BENCH_COUNTS)"
+
+BENCH_TARGETS += reload-bench
 
 # Allocation + free pair with 10 to 1M live allocations (fake driver):
 #   make alloc-bench [ALLOC_BENCH_SIZES="10 1000 100000 1000000"] [ALLOC_BENCH_PAIRS=20000]

@@ -19,8 +19,12 @@ $(GPU_DIR)/gpu_cudart_shared: tests/gpu/core/gpu_cudart.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -cudart shared -o $@ $<
 
+$(GPU_DIR)/gpu_reload: tests/gpu/core/gpu_reload.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
+
 CORE_GPU_BINS := $(GPU_DIR)/kern.cubin $(GPU_DIR)/gpu_driver $(GPU_DIR)/gpu_cudart_static \
-                 $(GPU_DIR)/gpu_cudart_shared
+                 $(GPU_DIR)/gpu_cudart_shared $(GPU_DIR)/gpu_reload
 
 .PHONY: core-gpu-check
 core-gpu-check: $(BUILD)/libatlastrace.so $(CORE_GPU_BINS)

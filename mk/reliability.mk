@@ -37,7 +37,7 @@ TSAN_RT := $(shell $(CC) -print-file-name=libtsan.so)
 REL_FAKE_LINK := -L$(FAKE_DIR) -lcuda -ldl -lpthread
 REL_BINS := $(BUILD)/tests/rel_stress $(BUILD)/tests/rel_fork $(BUILD)/tests/rel_exit \
             $(BUILD)/tests/rel_harm $(BUILD)/tests/rel_cfgvars $(BUILD)/tests/test_reliability \
-            $(BUILD)/tests/rel_output $(BUILD)/tests/test_output
+            $(BUILD)/tests/rel_output $(BUILD)/tests/test_output $(BUILD)/tests/ro_environ.so
 
 $(BUILD)/tests/rel_stress $(BUILD)/tests/rel_fork: $(BUILD)/tests/rel_%: tests/reliability/rel_%.c tests/targets/workload.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
@@ -46,6 +46,11 @@ $(BUILD)/tests/rel_stress $(BUILD)/tests/rel_fork: $(BUILD)/tests/rel_%: tests/r
 $(BUILD)/tests/rel_exit $(BUILD)/tests/rel_harm: $(BUILD)/tests/rel_%: tests/reliability/rel_%.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(REL_FAKE_LINK)
+
+# A preloaded library that leaves `environ` read-only (issue #28).
+$(BUILD)/tests/ro_environ.so: tests/reliability/ro_environ.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
 
 $(BUILD)/tests/rel_cfgvars: tests/reliability/rel_cfgvars.c $(BUILD)/libatlas_engine.a
 	@mkdir -p $(dir $@)

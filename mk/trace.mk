@@ -4,12 +4,10 @@
 # tools/atlas-diff: the live step diff, offline; one diff module for both.
 # Beside atlas-trace in the build tree, as in an installed bin/.
 # tools/diff-ranks.c: its --ranks mode (N ranks of one job, the odd one out).
-$(BUILD)/atlas-diff: tools/atlas-diff.c tools/diff-ranks.c tools/diff-ranks.h tools/diff-runs.c \
-                     tools/diff-runs.h \
-                     $(BUILD)/libatlas_engine.a VERSION
+$(BUILD)/atlas-diff: $(ATLAS_DIFF_DEPS) $(BUILD)/libatlas_engine.a VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DATLAS_VERSION='"$(shell cat VERSION 2>/dev/null || echo unknown)"' \
-		-o $@ tools/atlas-diff.c tools/diff-ranks.c tools/diff-runs.c $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
+		-o $@ $(ATLAS_DIFF_SRCS) $(BUILD)/libatlas_engine.a $(LDLIBS_CORE)
 
 $(BUILD)/tests/trace_steps: tests/targets/trace_steps.c include/atlas/trace.h $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)

@@ -13,12 +13,21 @@
  */
 #define _GNU_SOURCE
 #include "envedit.h"
+#include "realdl.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+static int untraced_children;
+static void children_resolve(void);
 
 /* The environment is read and edited in `environ` itself (src/envedit.h says why: bash). */
 
@@ -37,21 +46,18 @@ __attribute__((constructor)) static void children_strip_preload(void)
     const char *base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
 
-    char **slot = atl_env_slot("LD_PRELOAD");
-    if (slot) {
-        const char *pre = *slot + sizeof "LD_PRELOAD=" - 1;
-        /* "LD_PRELOAD=" and the other entries, in order, ':'-joined (ld.so splits on spaces and
-         * colons alike). Never freed: `environ` points at it from now on. */
-        size_t head = sizeof "LD_PRELOAD=" - 1;
-        char *kept = malloc(head + strlen(pre) + 1);
+    const char *pre = atl_env_get("LD_PRELOAD");
+    if (pre) {
+        /* the other entries, in order, ':'-joined (ld.so splits on spaces and colons alike);
+         * never freed: `environ` points at it from now on */
+        char *kept = malloc(strlen(pre) + 1);
         if (kept) {
-            memcpy(kept, *slot, head);
-            size_t k = head;
+            size_t k = 0;
             for (const char *p = pre; *p;) {
                 p += strspn(p, " :");
                 size_t n = strcspn(p, " :");
                 if (n && !atl_env_is_lib(p, n, &self, base)) {
-                    if (k > head)
+                    if (k)
                         kept[k++] = ':';
                     memcpy(kept + k, p, n);
                     k += n;
@@ -59,20 +65,196 @@ __attribute__((constructor)) static void children_strip_preload(void)
                 p += n;
             }
             kept[k] = '\0';
-            if (k > head) {
-                atl_env_keep(kept);
-                *slot = kept;
-            } else {
-                atl_env_drop(slot);
-                free(kept);
-            }
+            if (k)
+                atl_env_set("LD_PRELOAD", kept);
+            else
+                atl_env_unset("LD_PRELOAD");
+            free(kept);
         }
     }
 
-    char **nvtx = atl_env_slot("NVTX_INJECTION64_PATH");
-    if (nvtx) {
-        const char *v = strchr(*nvtx, '=') + 1;
-        if (atl_env_is_lib(v, strlen(v), &self, base))
-            atl_env_drop(nvtx);
+    const char *nvtx = atl_env_get("NVTX_INJECTION64_PATH");
+    if (nvtx && atl_env_is_lib(nvtx, strlen(nvtx), &self, base))
+        atl_env_unset("NVTX_INJECTION64_PATH");
+    untraced_children = 1;
+    children_resolve();
+}
+
+/* ---- what this process alone was given ---------------------------------------------- */
+
+/* The red zones' pool routing (src/pools.c) is for this process: a child that is not traced
+ * gets the allocator the user chose, not one picked for red zones it does not have. The
+ * variables stay in `environ` (the frameworks of this process read them late: PyTorch when it
+ * loads, JAX from Python's copy of the environment) and are undone in each child's environment
+ * at exec, in the exec functions below, which take the place of the C library's. Not reached:
+ * children of system() and popen(), which the C library starts through its own internal calls
+ * (docs/reliability.md). Outside ATLAS_NO_CHILDREN=1, or with nothing routed, each forwards its
+ * arguments as they are. */
+/* The C library's function `name` (the one after us), found once. In a vfork child too: dlsym
+ * takes the loader's lock, which the child shares with the parent's other threads; found in
+ * the constructor already when children are untraced. */
+static void *next_fn(void **slot, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = atl_dlsym(RTLD_NEXT, name);
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
     }
+    return f;
+}
+
+/* The most entries a child's environment is rewritten with, on the stack (a vfork child must
+ * not allocate); a larger one goes as it is. */
+#define ENV_MAX 8192
+
+static size_t env_count(char *const *envp)
+{
+    size_t n = 0;
+    while (envp && envp[n] && n <= ENV_MAX)
+        n++;
+    return n;
+}
+
+/* envp as the child gets it: a local array `name` of the caller's. */
+#define CHILD_ENV(name, envp)                                                                      \
+    size_t name##_n = untraced_children && atl_env_routed() ? env_count(envp) + 1 : 1;             \
+    char *name##_v[name##_n <= ENV_MAX ? name##_n : 1];                                            \
+    char *const *name = untraced_children && name##_n > 1                                          \
+                            ? atl_env_undo(envp, name##_v, name##_n <= ENV_MAX ? name##_n : 0)     \
+                            : (envp)
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+static void *p_execve, *p_execvpe, *p_fexecve, *p_execveat, *p_spawn, *p_spawnp;
+
+/* With children untraced, the C library's exec functions are found at load, not later in a
+ * vfork child. */
+static void children_resolve(void)
+{
+    next_fn(&p_execve, "execve");
+    next_fn(&p_execvpe, "execvpe");
+    next_fn(&p_fexecve, "fexecve");
+    next_fn(&p_execveat, "execveat");
+    next_fn(&p_spawn, "posix_spawn");
+    next_fn(&p_spawnp, "posix_spawnp");
+}
+
+#define EXPORTED __attribute__((visibility("default")))
+
+EXPORTED int execve(const char *path, char *const argv[], char *const envp[])
+{
+    execve_fn f = (execve_fn)next_fn(&p_execve, "execve");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    CHILD_ENV(env, envp);
+    return f(path, argv, env);
+}
+
+EXPORTED int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    execve_fn f = (execve_fn)next_fn(&p_execvpe, "execvpe");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    CHILD_ENV(env, envp);
+    return f(file, argv, env);
+}
+
+EXPORTED int execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
+}
+
+EXPORTED int execvp(const char *file, char *const argv[])
+{
+    return execvpe(file, argv, environ);
+}
+
+/* execl, execlp, execle: the arguments gathered on the stack (as the C library does), then the
+ * vector form. */
+#define ARGS_FROM(first, ap, argv, rest)                                                           \
+    size_t argc_ = 1;                                                                              \
+    va_start(ap, first);                                                                           \
+    while (va_arg(ap, char *))                                                                     \
+        argc_++;                                                                                   \
+    va_end(ap);                                                                                    \
+    char *argv[argc_ + 1];                                                                         \
+    argv[0] = (char *)(first);                                                                     \
+    va_start(ap, first);                                                                           \
+    for (size_t i_ = 1; i_ <= argc_; i_++)                                                         \
+        argv[i_] = va_arg(ap, char *);                                                             \
+    rest;                                                                                          \
+    va_end(ap)
+
+EXPORTED int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    ARGS_FROM(arg, ap, argv, (void)0);
+    return execve(path, argv, environ);
+}
+
+EXPORTED int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    ARGS_FROM(arg, ap, argv, (void)0);
+    return execvpe(file, argv, environ);
+}
+
+EXPORTED int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    char *const *envp;
+    ARGS_FROM(arg, ap, argv, envp = va_arg(ap, char *const *));
+    return execve(path, argv, envp);
+}
+
+EXPORTED int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    int (*f)(int, char *const[], char *const[]) =
+        (int (*)(int, char *const[], char *const[]))next_fn(&p_fexecve, "fexecve");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    CHILD_ENV(env, envp);
+    return f(fd, argv, env);
+}
+
+EXPORTED int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                      int flags)
+{
+    int (*f)(int, const char *, char *const[], char *const[], int) =
+        (int (*)(int, const char *, char *const[], char *const[], int))next_fn(&p_execveat,
+                                                                               "execveat");
+    if (!f) {
+        errno = ENOSYS;
+        return -1;
+    }
+    CHILD_ENV(env, envp);
+    return f(dirfd, path, argv, env, flags);
+}
+
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[], char *const[]);
+
+EXPORTED int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                         const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    spawn_fn f = (spawn_fn)next_fn(&p_spawn, "posix_spawn");
+    if (!f)
+        return ENOSYS;
+    CHILD_ENV(env, envp);
+    return f(pid, path, fa, attr, argv, env);
+}
+
+EXPORTED int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    spawn_fn f = (spawn_fn)next_fn(&p_spawnp, "posix_spawnp");
+    if (!f)
+        return ENOSYS;
+    CHILD_ENV(env, envp);
+    return f(pid, file, fa, attr, argv, env);
 }

@@ -45,6 +45,9 @@ static int finished;     /* exit report done: hooks pass through */
 static int in_child;     /* forked child: never report */
 static int exit_started; /* atl_engine_exit entered */
 static int late_atexit;  /* second atexit registration done */
+/* The process that initialised: a child of a raw fork (syscall(SYS_fork), or
+ * clone, which run no atfork handler) is told apart by its pid at exit. */
+static pid_t init_pid;
 
 static void warn_line(void *ctx, const char *line)
 {
@@ -136,6 +139,7 @@ static void init_body(void)
             .suspects = on(ATL_FEAT_FAULT) ? atl_flight_report : NULL,
         });
 
+    init_pid = getpid();
     pthread_atfork(NULL, NULL, atl_engine_atfork_child);
     atexit(atl_engine_exit);
 
@@ -184,6 +188,15 @@ void atl_leave(void)
     atl_thr.depth--;
 }
 
+void atl_unwound(void *arg)
+{
+    (void)arg;
+    if (on(ATL_FEAT_HANG))
+        atl_hang_leave();
+    atl_krec_unpin_all();
+    atl_thr.depth = 0; /* the slow path runs only from depth 0 (atl_enter) */
+}
+
 /* cudart registers its own exit handler (which tears the context down) when
  * it initialises, after our first hook ran. atexit handlers run in reverse
  * order, so registering again at the first real work puts our report ahead
@@ -219,17 +232,19 @@ void atl_launch_pre(struct atl_launch *l)
 {
     register_late_atexit();
     /* the one look-up of the kernel's record: every feature reads it in the
-     * event; the flight recorder's first launch of a kernel since the last
-     * good sync (its cold half) makes it when there is none */
+     * event, pinned until the end of atl_launch_post (src/kernels.h); the
+     * flight recorder's first launch of a kernel in its epoch (its cold
+     * half) makes it when there is none */
+    atl_krec_pin();
+    l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
+                          l->block[0], l->block[1], l->block[2], l->shmem);
     if (on(ATL_FEAT_FAULT)) {
-        struct atl_ktab_ent *e = atl_ring_ready_ent(l->func);
-        l->rec = e ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE)
-                   : atl_ring_first(l->func, l->params, l->extra);
+        l->rec = atl_ring_ready_rec(l->func);
+        if (!l->rec)
+            l->rec = atl_ring_first(l->func, l->params, l->extra, l->seq);
     } else {
         l->rec = atl_krec_get(l->func);
     }
-    l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
-                          l->block[0], l->block[1], l->block[2], l->shmem);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_launch_pre(l);
 }
@@ -249,6 +264,7 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
         atl_trace_launch(l, r);
     if (on(ATL_FEAT_RACES))
         atl_races_launch(l, r);
+    atl_krec_unpin();
     return out;
 }
 
@@ -521,9 +537,19 @@ void atl_dtoh_failed(int hook, CUresult r)
 
 /* ---- exit -------------------------------------------------------------------- */
 
+/* In a child that no atfork handler told (a raw fork): the same as the
+ * handler would have done. */
+static int child_of_raw_fork(void)
+{
+    if (in_child || getpid() == init_pid)
+        return in_child;
+    atl_engine_atfork_child();
+    return 1;
+}
+
 void atl_engine_exit(void)
 {
-    if (!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) || in_child)
+    if (!__atomic_load_n(&initialised, __ATOMIC_ACQUIRE) || child_of_raw_fork())
         return;
     if (__atomic_exchange_n(&exit_started, 1, __ATOMIC_ACQ_REL))
         return;
@@ -606,9 +632,11 @@ static void summary_counts(struct atl_summary *s)
 __attribute__((destructor)) static void engine_fini(void)
 {
     atl_engine_exit();
-    if (in_child)
-        return;
     int init = __atomic_load_n(&initialised, __ATOMIC_ACQUIRE);
+    /* a raw fork's child is told by its pid, which only an initialised
+     * library knows */
+    if (in_child || (init && child_of_raw_fork()))
+        return;
     char line[512];
     const char *last = NULL;
     if (atl_summary_wanted(init)) {

@@ -48,6 +48,21 @@ void atl_engine_init(void);
 int atl_enter(int hook, int path);
 void atl_leave(void);
 
+/* A hook's call left by longjmp (a signal handler that siglongjmps out of a
+ * blocking sync) or by thread cancellation never reaches atl_leave: the
+ * slow path registers this as one of glibc's cleanup buffers around its
+ * work, which glibc runs for the frames either unwinds (longjmp's
+ * _longjmp_unwind, cancellation's unwinder). It undoes what the call's pre
+ * left for its post: the re-entrancy depth, the hang watch's wait, the
+ * kernel records' pin. Async-signal-safe. */
+void atl_unwound(void *arg);
+/* glibc's, exported since 2.2.5 but not declared by <pthread.h> in C: the
+ * buffer form that longjmp runs (pthread_cleanup_push's own form is not). */
+struct _pthread_cleanup_buffer;
+extern void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer, void (*routine)(void *),
+                                  void *arg);
+extern void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int execute);
+
 /* atl_enter for the library's own API entry points (atlas_* functions):
  * marks the thread re-entrant without counting a hook call. */
 int atl_self_enter(void);

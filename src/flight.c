@@ -10,12 +10,14 @@
  * launches of healthy ones.
  *
  * The arguments of the rare suspects come from the cold path: a kernel's
- * first launch after each good sync goes through atl_ring_first, which
- * copies its parameter bytes into the kernel's record. A kernel launched
- * once since the last good sync (the rare suspect the report is about) has
- * exactly that launch's bytes kept; a kernel launched thousands of times
- * pays the cold path once per sync, never per launch, and the launch path
- * stays a table probe, one compare and the ring stores.
+ * first launch in each of the recorder's epochs (a new one at a good sync,
+ * spaced as ring.h says) goes through atl_ring_first, which copies its
+ * parameter bytes into the kernel's record with the launch's number. A
+ * kernel launched once since the last good sync (the rare suspect the
+ * report is about) mostly has exactly that launch's bytes kept; a kernel
+ * launched thousands of times pays the cold path once per epoch, never per
+ * launch, and the launch path stays a table probe, one compare and the
+ * ring stores.
  */
 #include "flight.h"
 
@@ -43,19 +45,27 @@
  * writer at a time (a try-lock: a thread that finds another copying this
  * kernel's first launch of the epoch leaves it to it); a report reads the
  * bytes after the epoch they are from is published. */
-static void args_keep(struct atl_krec *r, void **params, void **extra, uint64_t epoch)
+static void args_keep(struct atl_krec *r, void **params, void **extra, uint64_t epoch, uint64_t seq)
 {
     if (__atomic_load_n(&r->args_epoch, __ATOMIC_ACQUIRE) == epoch ||
         __atomic_exchange_n(&r->args_busy, 1, __ATOMIC_ACQUIRE))
         return;
     __atomic_store_n(&r->args_epoch, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->args_seq, 0, __ATOMIC_RELEASE);
     unsigned len = 0;
     if (params && r->nparams) {
         for (unsigned i = 0; i < r->nparams; i++) {
             if (!params[i] || r->off[i] >= ARGS_MAX)
                 break;
             unsigned n = r->size[i] < ARGS_MAX - r->off[i] ? r->size[i] : ARGS_MAX - r->off[i];
-            memcpy(r->args + r->off[i], params[i], n);
+            /* pointers and scalars without a call to memcpy: the cold path is
+             * paid once per kernel and epoch (ring.h), about a launch in 1,024 */
+            if (n == 8)
+                memcpy(r->args + r->off[i], params[i], 8);
+            else if (n == 4)
+                memcpy(r->args + r->off[i], params[i], 4);
+            else
+                memcpy(r->args + r->off[i], params[i], n);
             if (r->off[i] + n > len)
                 len = r->off[i] + n;
         }
@@ -74,23 +84,39 @@ static void args_keep(struct atl_krec *r, void **params, void **extra, uint64_t 
         }
     }
     r->args_len = len;
-    if (len)
+    if (len) {
+        __atomic_store_n(&r->args_seq, seq, __ATOMIC_RELEASE);
         __atomic_store_n(&r->args_epoch, epoch, __ATOMIC_RELEASE);
+    }
     __atomic_store_n(&r->args_busy, 0, __ATOMIC_RELEASE);
 }
 
-struct atl_krec *atl_ring_first(void *f, void **params, void **extra)
+/* The cold paths' budget (ring.h), in launches: each launch earns one,
+ * each cold path costs ATL_FLIGHT_COLD_SPACING, and a good sync starts a new
+ * epoch only while the budget is above zero. It starts full and holds at
+ * most ATL_FLIGHT_COLD_BURST cold paths: a short program (or the first
+ * thousands of launches of a long one) keeps the arguments of every first
+ * launch after a good sync, and a long one pays at most one cold path per
+ * ATL_FLIGHT_COLD_SPACING launches, whatever its syncs. Under marks_lock,
+ * but for the count of cold paths. */
+static int64_t budget = (int64_t)ATL_FLIGHT_COLD_SPACING * ATL_FLIGHT_COLD_BURST;
+static uint64_t budget_launch, budget_colds, colds;
+
+struct atl_krec *atl_ring_first(void *f, void **params, void **extra, uint64_t seq)
 {
+    __atomic_add_fetch(&colds, 1, __ATOMIC_RELAXED);
+    atl_krec_pin();
     struct atl_krec *r = atl_krec_get(f);
-    if (!r)
-        return NULL; /* out of memory: recorded, not named; the next launch tries again */
-    uint64_t epoch = __atomic_load_n(&atl_fl.epoch, __ATOMIC_RELAXED);
-    args_keep(r, params, extra, epoch);
-    /* the entry, to mark f seen in this epoch (forgotten meanwhile: none;
-     * the next launch comes here again) */
-    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), f);
-    if (e)
-        __atomic_store_n(&e->epoch, epoch, __ATOMIC_RELAXED);
+    if (r) {
+        uint64_t epoch = __atomic_load_n(&atl_fl.epoch, __ATOMIC_RELAXED);
+        args_keep(r, params, extra, epoch, seq);
+        /* the entry, to mark f seen in this epoch (taken out meanwhile: none;
+         * the next launch comes here again) */
+        struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), f);
+        if (e)
+            __atomic_store_n(&e->epoch, epoch, __ATOMIC_RELAXED);
+    }                 /* else out of memory: recorded, not named; the next launch tries again */
+    atl_krec_unpin(); /* the caller that uses r is pinned itself */
     return r;
 }
 
@@ -140,7 +166,7 @@ void atl_flight_note_graph(CUgraphExec exec, CUgraph graph)
         if (atl_drv.cuGraphKernelNodeGetParams_v2(nodes[i], &p) != CUDA_SUCCESS)
             continue;
         void *f = p.func ? (void *)p.func : (void *)p.kern;
-        atl_krec_get(f); /* named now, while the driver answers */
+        atl_kernel_mangled(f); /* named now, while the driver answers */
         if (gi->kernels < GRAPH_NODES)
             gi->k[gi->kernels] = (struct graph_node){
                 f, {p.gridDimX, p.gridDimY, p.gridDimZ}, {p.blockDimX, p.blockDimY, p.blockDimZ}};
@@ -207,14 +233,22 @@ static pthread_mutex_t marks_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upto)
 {
-    __atomic_add_fetch(&atl_fl.epoch, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&marks_lock);
+    /* the launches made before the sync began pay: upto, not a second load
+     * of the launch counter (a sync's cost is paid by every sync) */
+    uint64_t now = upto > budget_launch ? upto : budget_launch;
+    uint64_t c = __atomic_load_n(&colds, __ATOMIC_RELAXED);
+    budget += (int64_t)(now - budget_launch) -
+              (int64_t)ATL_FLIGHT_COLD_SPACING * (int64_t)(c - budget_colds);
+    if (budget > (int64_t)ATL_FLIGHT_COLD_SPACING * ATL_FLIGHT_COLD_BURST)
+        budget = (int64_t)ATL_FLIGHT_COLD_SPACING * ATL_FLIGHT_COLD_BURST;
+    budget_launch = now, budget_colds = c;
+    if (budget > 0)
+        __atomic_add_fetch(&atl_fl.epoch, 1, __ATOMIC_RELAXED);
     if (kind == ATL_SYNC_CTX) {
-        pthread_mutex_lock(&marks_lock);
         if (upto > good_all)
             __atomic_store_n(&good_all, upto, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&marks_lock);
     } else if (kind == ATL_SYNC_STREAM) {
-        pthread_mutex_lock(&marks_lock);
         unsigned i = 0;
         while (i < MARKS && (marks[i].stream != stream || !marks[i].upto))
             i++;
@@ -223,8 +257,8 @@ void atl_flight_good_sync(enum atl_sync_kind kind, CUstream stream, uint64_t upt
         marks[i].stream = stream;
         if (upto > marks[i].upto)
             marks[i].upto = upto;
-        pthread_mutex_unlock(&marks_lock);
     }
+    pthread_mutex_unlock(&marks_lock);
 }
 
 static uint64_t stream_mark(CUstream s)
@@ -297,11 +331,24 @@ static void cat(char *buf, size_t len, size_t *used, const char *fmt, ...)
         *used = len;
 }
 
-static void print_args(const char *tag, const struct group *g, uint64_t epoch)
+/* The kept arguments of a rare suspect's kernel (the report is pinned), and
+ * which of its launches they are of: kept at the first launch of each
+ * epoch (ring.h), they may be older than every suspect launch, and then are
+ * not shown as theirs. */
+static void print_args(const char *tag, const struct group *g)
 {
     const struct atl_krec *r = atl_krec_find(g->obj);
-    if (!r || __atomic_load_n(&r->args_epoch, __ATOMIC_ACQUIRE) != epoch || !r->args_len)
+    uint64_t seq = r ? __atomic_load_n(&r->args_seq, __ATOMIC_ACQUIRE) : 0;
+    if (!seq || !r->args_len || __atomic_load_n(&r->args_busy, __ATOMIC_ACQUIRE) || seq > g->last)
         return;
+    if (seq < g->first) {
+        atl_log(ATL_ERROR,
+                "%s:     args: not kept for these launches (the newest kept, of launch=%llu, are "
+                "older: the flight recorder keeps a kernel's arguments at its first launch "
+                "after a good sync, within a budget of one such copy per %u launches)",
+                tag, (unsigned long long)seq, ATL_FLIGHT_COLD_SPACING);
+        return;
+    }
     char line[1024];
     size_t used = 0;
     unsigned n = r->nparams ? r->nparams : 1;
@@ -334,15 +381,19 @@ static void print_args(const char *tag, const struct group *g, uint64_t epoch)
                 cat(line, sizeof line, &used, "...");
         }
     }
+    char which[96];
+    if (seq == g->first)
+        snprintf(which, sizeof which, "its first launch since the last good sync");
+    else
+        snprintf(which, sizeof which, "launch=%llu, a later one of these", (unsigned long long)seq);
     char rz[40], lk[40];
     if (atl_ledger_on)
-        atl_log(ATL_ERROR, "%s:     args (its first launch since the last good sync):%s", tag,
-                line);
+        atl_log(ATL_ERROR, "%s:     args (%s):%s", tag, which, line);
     else
         atl_log(ATL_ERROR,
-                "%s:     args (its first launch since the last good sync):%s (pointers resolve to "
-                "allocations with the ledger on: %s or %s)",
-                tag, line, atl_hint_name("ATLAS_REDZONE", rz, sizeof rz),
+                "%s:     args (%s):%s (pointers resolve to allocations with the ledger on: %s or "
+                "%s)",
+                tag, which, line, atl_hint_name("ATLAS_REDZONE", rz, sizeof rz),
                 atl_hint_name("ATLAS_LEAKS", lk, sizeof lk));
 }
 
@@ -450,7 +501,17 @@ static void list_launch(const struct atl_ring_ent *e, void *ctx)
     r->last = *e;
 }
 
+static void report_pinned(const char *tag);
+
 void atl_flight_report(const char *tag)
+{
+    /* the suspects' records stay allocated while the report reads them */
+    atl_krec_pin();
+    report_pinned(tag);
+    atl_krec_unpin();
+}
+
+static void report_pinned(const char *tag)
 {
     uint64_t last = atl_fault_last_launch();
     if (!last) {
@@ -524,7 +585,6 @@ void atl_flight_report(const char *tag)
         if (used)
             atl_log(ATL_ERROR, "%s: streams of the suspects (launches): %s", tag, line);
         /* the rare ones, one by one, with their arguments */
-        uint64_t epoch = __atomic_load_n(&atl_fl.epoch, __ATOMIC_RELAXED);
         unsigned shown = 0;
         for (unsigned i = 0; i < kinds && shown < RARE_SHOWN && g[i].n <= RARE; i++, shown++) {
             char lead[64];
@@ -532,7 +592,7 @@ void atl_flight_report(const char *tag)
                      "   rare suspect x%llu, newest: ", (unsigned long long)g[i].n);
             print_launch(tag, &g[i].newest, lead);
             if (!g[i].graph)
-                print_args(tag, &g[i], epoch);
+                print_args(tag, &g[i]);
             else if (!atl_flight_graph_nodes(tag, g[i].obj))
                 atl_log(ATL_ERROR,
                         "%s:     (its kernel nodes are unknown: instantiated before "

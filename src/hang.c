@@ -32,7 +32,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,20 +43,14 @@ void atl_hang_sources(const struct atl_hang_sources *s)
     from = *s;
 }
 
-/* One slot per thread that ever blocked: written by its thread only, read by
- * the watchdog. `since` is the wait's start (0: not waiting); `said` the
- * start of the wait last reported, so a wait is reported once. */
-#define HANG_SLOTS 256
-struct hang_slot {
-    uint64_t since; /* the start in ns, its low bits the call's hook id */
-    uint64_t said;
-    int tid;
-};
+/* Each thread's wait is in its slot (src/thread.h: hang_since, hang_said),
+ * written by its thread only, read by the watchdog: `since` is the wait's
+ * start (0: not waiting); `said` the start of the wait last reported, so a
+ * wait is reported once. A slot comes back when its thread ends, so threads
+ * that come and go never use the watch up. */
 #define HOOK_BITS                                                                                  \
     0xfffu /* the start's last 4 us hold the hook id (the clock is far past 4 us: never 0) */
 _Static_assert(ATL_ID_COUNT <= HOOK_BITS, "hook ids fit in the low bits of a wait's start");
-static struct hang_slot slots[HANG_SLOTS];
-static int nslots;
 static pthread_once_t watch_once = PTHREAD_ONCE_INIT;
 
 static uint64_t now_ns(void)
@@ -95,14 +88,14 @@ static void recent_launches(void)
     atl_log(ATL_ERROR, "hang: launches are not recorded (ATLAS_LAUNCH_RING=0): no list of them");
 }
 
-static void report(const struct hang_slot *s, int hook)
+static void report(int tid, int hook)
 {
     uint64_t steps = 0, ops = 0;
     char who[48];
-    if (s->tid == (int)getpid())
+    if (tid == (int)getpid())
         snprintf(who, sizeof who, "the main thread");
     else
-        snprintf(who, sizeof who, "thread %d", s->tid);
+        snprintf(who, sizeof who, "thread %d", tid);
     /* said once, as soon as the limit passes: "more than S s" is exact */
     atl_log(ATL_ERROR, "hang: %s has waited more than %llu s in %s (ATLAS_HANG_SECONDS)", who,
             atl_cfg.hang_seconds, atl_hook_names[hook]);
@@ -130,15 +123,16 @@ static void *watch(void *arg)
         if (!__atomic_load_n(&atl_on, __ATOMIC_ACQUIRE))
             continue; /* the exit report is out (or never came): nothing more is said */
         uint64_t now = now_ns();
-        int n = __atomic_load_n(&nslots, __ATOMIC_ACQUIRE);
-        for (int i = 0; i < n && i < HANG_SLOTS; i++) {
-            struct hang_slot *s = &slots[i];
-            uint64_t since = __atomic_load_n(&s->since, __ATOMIC_ACQUIRE);
-            if (!since || now - since < limit_ns || s->said == since)
+        unsigned n = atl_tslot_count();
+        for (unsigned i = 0; i < n; i++) {
+            struct atl_tslot *s = atl_tslot_at(i);
+            uint64_t since = __atomic_load_n(&s->hang_since, __ATOMIC_ACQUIRE);
+            if (!since || now - since < limit_ns ||
+                __atomic_load_n(&s->hang_said, __ATOMIC_RELAXED) == since)
                 continue;
             int hook = (int)(since & HOOK_BITS);
-            s->said = since;
-            report(s, hook);
+            __atomic_store_n(&s->hang_said, since, __ATOMIC_RELAXED);
+            report(__atomic_load_n(&s->tid, __ATOMIC_RELAXED), hook);
         }
     }
     return NULL;
@@ -170,26 +164,23 @@ static void watch_start(void)
 
 void atl_hang_enter(int hook)
 {
-    int i = atl_thr.hang_slot;
-    if (__builtin_expect(i == 0, 0)) {
-        int k = __atomic_fetch_add(&nslots, 1, __ATOMIC_ACQ_REL);
-        i = atl_thr.hang_slot = k < HANG_SLOTS ? k + 1 : -1; /* more threads: the rest unwatched */
-        if (i > 0)
-            slots[k].tid = (int)syscall(SYS_gettid);
-        pthread_once(&watch_once, watch_start);
-    }
-    if (i < 0)
+    struct atl_tslot *s = atl_tslot_mine();
+    pthread_once(&watch_once, watch_start);
+    if (!s) {
+        static int said;
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            atl_log(ATL_WARN, "hang: no watch slot for a thread (out of memory, or more than "
+                              "65,536 threads at once): its waits are not watched");
         return;
-    struct hang_slot *s = &slots[i - 1];
+    }
     /* one word: a wait's start and its call are read together, never the
      * start of one wait with the name of the next */
-    __atomic_store_n(&s->since, (now_ns() & ~(uint64_t)HOOK_BITS) | (uint64_t)hook,
+    __atomic_store_n(&s->hang_since, (now_ns() & ~(uint64_t)HOOK_BITS) | (uint64_t)hook,
                      __ATOMIC_RELEASE);
 }
 
 void atl_hang_leave(void)
 {
-    int i = atl_thr.hang_slot;
-    if (i > 0)
-        __atomic_store_n(&slots[i - 1].since, 0, __ATOMIC_RELEASE);
+    if (atl_thr.slot > 0)
+        __atomic_store_n(&atl_tslot_mine()->hang_since, 0, __ATOMIC_RELEASE);
 }

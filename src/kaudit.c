@@ -2,7 +2,8 @@
  * The kernel audit. Look-ups are rare (start-up, lazy loading), so rows are
  * kept in a malloc'd array under a mutex, with the look-up site captured
  * each time. Launch counts live in the kernel's record (src/kernels.h),
- * which the launch event carries: two atomic adds a launch, no lock.
+ * which the launch event carries: two atomic adds a launch, no lock; the
+ * records keep them when their module is unloaded (atl_kernels_each).
  */
 #include "kaudit.h"
 
@@ -177,8 +178,11 @@ void atl_kaudit_report(void)
         if (w->rc == CUDA_SUCCESS)
             for (size_t j = 0; j < c.n; j++) {
                 const struct kentry *k = &c.e[j];
-                if (k->handle == w->handle ||
-                    (k->owner == w->owner && k->name && strcmp(k->name, w->name) == 0))
+                /* by owner and name: a handle the driver reused after an
+                 * unload is another kernel's (its gone records count here
+                 * too, atl_kernels_each); by handle only when unnamed */
+                if (k->name ? k->owner == w->owner && strcmp(k->name, w->name) == 0
+                            : k->handle == w->handle)
                     launches += k->launches, blocks += k->blocks;
             }
         char own[300], ebuf[48], resolved[80], site[200];

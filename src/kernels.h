@@ -11,11 +11,44 @@
  * (hooks/hooks.c), at the offsets asserted below, through atl_fl.ktab
  * (src/fault.h: the line every launch reads). Writers take one mutex.
  *
- * Lifetime: a record is never freed. A module or library unload turns the
- * keys of its kernels into tombstones and counts the unload in
- * atl_unload_gen; a later kernel the driver gives the same address gets a
- * fresh record, while a launch event, a report or a kept step may still
- * hold the old one safely.
+ * Lifetime. A module or library unload takes the records of its kernels out
+ * of the table (and those of unknown owner: they may be its), counts the
+ * unload in atl_unload_gen, and frees each record once nothing can refer to
+ * it any more, so that a program that loads and unloads modules for ever
+ * (Triton autotuning, torch.compile, NVRTC) keeps its memory flat. Who may
+ * hold a record, and for how long:
+ *   - a thread between atl_krec_pin and atl_krec_unpin: any record it found
+ *     through the table (atl_krec_find, atl_krec_get, a launch event's rec)
+ *     stays allocated until it unpins. The engine pins a launch from
+ *     atl_launch_pre to the end of atl_launch_post (the event's rec, for
+ *     every feature's pre and post); the flight recorder's cold path and
+ *     its report, and the naming calls below, pin themselves. A pin is a
+ *     store and a fence; pins nest;
+ *   - a holder past that (a kept step, a report kept for later): takes a
+ *     reference with atl_krec_hold while pinned, and gives it back with
+ *     atl_krec_release; a record leaves memory only once every reference
+ *     is back. The step trace's kept steps hold the records of their ops'
+ *     views (atl_krec_of_view), so a step compared after its module was
+ *     unloaded still reads its kernels;
+ *   - what keeps records found while pinned without a reference of each,
+ *     past the pin (the step trace's buffers, whose ops point to views
+ *     until a step end takes them): keeps the pin generation of each thread
+ *     that put one there (atl_krec_pin_gen) and answers the oldest one it
+ *     keeps through the function given to atl_krec_set_holders, which
+ *     counts as a pin;
+ *   - the flight recorder's kept arguments are in the record itself (a
+ *     report reads them pinned); the kernel audit's counters too: when a
+ *     record goes they are kept by kernels.c (atl_kernels_each).
+ * Everything a record owns is freed in one place (krec_free in kernels.c):
+ * a field that points to memory of its own is freed there. The names are
+ * interned: one copy per distinct name for the process, never freed.
+ *
+ * The table has no tombstones: a key taken out shifts the later keys of its
+ * probe run back, so probes stay as short as in a table that never saw an
+ * unload (a launch costs the same after any number of reloads). Tables are
+ * replaced only to grow with the number of live kernels (the old ones stay
+ * allocated, as a launch may still be probing one: they add up to twice the
+ * largest).
  */
 #ifndef ATL_KERNELS_H
 #define ATL_KERNELS_H
@@ -24,7 +57,8 @@
 #include <stdint.h>
 
 #include "events.h"
-#include "fault.h" /* atl_fl.ktab, the table's root */
+#include "fault.h"  /* atl_fl.ktab, the table's root */
+#include "thread.h" /* the pins, in the threads' slots */
 
 #define ATL_KREC_ARGS 256 /* parameter bytes the flight recorder keeps */
 struct atl_kfn;           /* the step model's view of a kernel (src/step.h) */
@@ -53,8 +87,9 @@ struct atl_krec {
     /* ATLAS_KERNEL's cached answer (src/kselect.c), the same way. */
     int ksel;
     /* The flight recorder's (src/flight.c): the parameter bytes of the
-     * kernel's first launch since the last good sync. */
+     * kernel's first launch in the recorder's epoch (ring.h). */
     uint64_t args_epoch; /* the epoch the bytes are from (0: none) */
+    uint64_t args_seq;   /* the launch number they are from (0: none) */
     int args_busy;       /* a thread is copying them */
     unsigned args_len;
     unsigned char args[ATL_KREC_ARGS];
@@ -68,7 +103,7 @@ struct atl_krec {
 /* The table. Offsets are byte offsets: the hash masked by `mask` (the
  * capacity - 1, times the entry size) is the entry's offset from e[0]. */
 struct atl_ktab_ent {
-    void *key;      /* the handle; NULL: empty; ATL_KTAB_GONE: forgotten */
+    void *key;      /* the handle; NULL: empty */
     uint64_t epoch; /* the flight recorder's: atl_fl.epoch at its first launch since a good sync */
     struct atl_krec *rec; /* set before key is published */
     uint64_t spare;
@@ -81,11 +116,10 @@ struct atl_ktab_ent {
  * dozens of slots apart. */
 #define ATL_KTAB_MUL 0xffffffff9e3779b1ULL
 #define ATL_KTAB_SHIFT 24
-#define ATL_KTAB_GONE ((void *)1)
 struct atl_ktab {
     uint64_t mask; /* (capacity - 1) * ATL_KTAB_ENT */
     uint64_t cap;
-    uint64_t used; /* keys and forgotten keys (under the writers' lock) */
+    uint64_t used; /* keys (under the writers' lock) */
     struct atl_ktab *older;
     struct atl_ktab_ent e[];
 };
@@ -108,12 +142,74 @@ static inline struct atl_ktab_ent *atl_ktab_find(const struct atl_ktab *t, const
 }
 
 /* The record of h, without a lock and without asking the driver; NULL when
- * there is none (yet). */
+ * there is none (yet). The caller is pinned (atl_krec_pin). A writer may
+ * move an entry while it is read: the key is read again after the record,
+ * so an entry that became another key's is looked up again. */
 static inline struct atl_krec *atl_krec_find(const void *h)
 {
-    struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), h);
-    return e && h ? __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE) : NULL;
+    if (!h)
+        return NULL;
+    for (;;) {
+        struct atl_ktab_ent *e = atl_ktab_find(__atomic_load_n(&atl_fl.ktab, __ATOMIC_ACQUIRE), h);
+        if (!e)
+            return NULL;
+        struct atl_krec *r = __atomic_load_n(&e->rec, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&e->key, __ATOMIC_ACQUIRE) == h)
+            return r;
+    }
 }
+
+/* Keeps the records this thread finds allocated until the matching unpin
+ * (see Lifetime above). Pins nest. Inline: the engine pins every launch
+ * through its slow path. The first pin of a thread takes its slot, and a
+ * thread without one is counted apart (atl_krec_pin_slow). */
+extern uint64_t atl_krec_gen ATL_HIDDEN;
+void atl_krec_pin_slow(void) ATL_HIDDEN;
+void atl_krec_unpin_slow(void) ATL_HIDDEN;
+static inline void atl_krec_pin(void)
+{
+    if (atl_thr.krec_pins++)
+        return;
+    int i = atl_thr.slot;
+    /* Sequentially consistent (an xchg on x86-64): the table is read after
+     * the pin is visible to the freeing thread, which takes a record out of
+     * the table before it reads the pins. */
+    if (__builtin_expect(i > 0, 1))
+        __atomic_store_n(&atl_tslot_at((unsigned)i - 1)->krec_pin,
+                         __atomic_load_n(&atl_krec_gen, __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
+    else
+        atl_krec_pin_slow();
+}
+static inline void atl_krec_unpin(void)
+{
+    if (atl_thr.krec_pins <= 0 || --atl_thr.krec_pins)
+        return;
+    int i = atl_thr.slot;
+    if (__builtin_expect(i > 0, 1))
+        __atomic_store_n(&atl_tslot_at((unsigned)i - 1)->krec_pin, 0, __ATOMIC_RELEASE);
+    else
+        atl_krec_unpin_slow();
+}
+/* This thread left the library by longjmp or cancellation: its pins go. */
+void atl_krec_unpin_all(void);
+/* The generation this pinned thread shows (what a holder without
+ * references keeps in its place, above); 1, the oldest, for a thread
+ * without a slot or not pinned, so that nothing found then is freed while it
+ * is kept. */
+static inline uint64_t atl_krec_pin_gen(void)
+{
+    int i = atl_thr.slot;
+    uint64_t p =
+        i > 0 ? __atomic_load_n(&atl_tslot_at((unsigned)i - 1)->krec_pin, __ATOMIC_RELAXED) : 0;
+    return p ? p : 1;
+}
+/* The oldest pin generation of the holders without references (0: none),
+ * read by the freeing thread after the threads' pins. One function. */
+void atl_krec_set_holders(uint64_t (*low)(void));
+
+/* A reference to r beyond a pin (r found while pinned, or held already). */
+void atl_krec_hold(struct atl_krec *r);
+void atl_krec_release(struct atl_krec *r);
 
 /* The record of h, made when there is none: named and its layout fetched
  * from the driver once, now (after a fault the driver stops answering).
@@ -139,13 +235,25 @@ const char *atl_kernel_mangled(void *handle);
 const char *atl_kernel_name(void *handle, char *buf, unsigned len);
 const char *atl_kernel_name_of(struct atl_krec *r, void *handle, char *buf, unsigned len);
 
-/* Calls fn for each record in the table (under the writers' lock: fn must
- * not make or forget records). */
+/* Calls fn for each record in the table, then once for each kernel whose
+ * records are gone (unloaded, or replaced by a lookup under another name)
+ * and counted launches: a record that holds only its handle, owner, name
+ * and the counts of all of its kernel's gone records (by owner and name;
+ * by handle when unnamed). Under the writers' lock: fn must not make or
+ * forget records. */
 void atl_kernels_each(void (*fn)(const struct atl_krec *k, void *ctx), void *ctx);
 
 /* Forgets one handle: launches find no record and take the cold path, which
  * makes a fresh one. */
 void atl_kernels_forget(void *handle);
+
+/* What the records take (for tests and benchmarks): records made and not
+ * yet freed, of which in the table and waiting to be freed (pinned or held),
+ * the table's capacity, and the tables made. */
+struct atl_kernels_census {
+    uint64_t records, live, waiting, capacity, tables;
+};
+void atl_kernels_census(struct atl_kernels_census *c);
 
 /* A module or library is gone: forgets the handles it owned (and those whose
  * owner is unknown: fetched by name from the driver, they may be its, and
@@ -192,6 +300,10 @@ static inline const struct atl_kfn *atl_krec_view(struct atl_krec *r, size_t pac
 /* Frees what the views of r own and clears them: for whoever frees r, once
  * nothing (a kept step of the trace) points to them any more. */
 void atl_krec_view_free(struct atl_krec *r);
+/* The record whose view k is (NULL: the view of no record), for a holder of
+ * views: a kept step holds each of its kernels' records (Lifetime, above). k
+ * must come from atl_krec_view. */
+struct atl_krec *atl_krec_of_view(const struct atl_kfn *k);
 
 /* The layout's retries, then the record stays without one. */
 #define ATL_KREC_LAYOUT_TRIES 8

@@ -14,19 +14,139 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 /* Where reports go: stderr, the ATLAS_LOG file, or -1 (nowhere: stderr is a
- * broken pipe). Changed once at most after load, atomically. */
+ * broken pipe, or gone). Changed atomically.
+ *
+ * A program may close descriptors it did not open (a daemon's closefrom, a
+ * loop over 3..63) and its next open gets the lowest free number: the
+ * library's log or trace file then becomes the program's data file, and
+ * reports land in it. So every descriptor the library writes is its own copy
+ * at a number programs rarely reach (fd_high), and is checked, before each
+ * write, to still be the file the library opened (its device and inode); when
+ * it is not, the number is the program's now: never written, never closed,
+ * and the file is opened again by its name (stderr, which has no name, is
+ * taken again from descriptor 2 while that is still the same stream). */
 static int log_fd = 2;
+static int err_fd = 2; /* our copy of the program's stderr as it was at start */
+struct fid {
+    dev_t dev;
+    ino_t ino;
+    int known;
+};
+static struct fid log_id, err_id;
 static int log_level = ATL_WARN;
 static char log_path[4096]; /* the ATLAS_LOG file, expanded */
+static pthread_mutex_t recover_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int fid_of(int fd, struct fid *id)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return -1;
+    *id = (struct fid){st.st_dev, st.st_ino, 1};
+    return 0;
+}
+
+/* fd is still the file id names (or nothing is known of it). */
+static int fid_same(int fd, const struct fid *id)
+{
+    struct stat st;
+    return !id->known ||
+           (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino);
+}
+
+/* A copy of fd at a number programs rarely reach (half the descriptor limit,
+ * at most 512: programs take the lowest free ones), close-on-exec; -1 when
+ * none. */
+static int fd_high(int fd)
+{
+    struct rlimit rl;
+    long lo = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                  ? (long)rl.rlim_cur / 2
+                  : 512;
+    if (lo > 512)
+        lo = 512;
+    int h = lo > 10 ? fcntl(fd, F_DUPFD_CLOEXEC, (int)lo) : -1;
+    return h >= 0 ? h : fcntl(fd, F_DUPFD_CLOEXEC, 10);
+}
+
+/* fd, moved high (fd itself closed), or fd where it is when it cannot be. */
+static int move_high(int fd)
+{
+    int h = fd_high(fd);
+    if (h < 0)
+        return fd;
+    close(fd);
+    return h;
+}
+
+static void emit(const char *msg, size_t len);
+static int reopen_append(const char *path);
+
+/* The log's descriptor was closed or reused by the program (fd): the file
+ * again by its name, else our stderr, else nowhere. -1 when another thread
+ * is at it (this line is dropped). */
+static int log_recover(int fd)
+{
+    if (pthread_mutex_trylock(&recover_lock) != 0)
+        return -1;
+    int now = __atomic_load_n(&log_fd, __ATOMIC_ACQUIRE);
+    if (now != fd) {
+        pthread_mutex_unlock(&recover_lock);
+        return now;
+    }
+    int was_err = fd == __atomic_load_n(&err_fd, __ATOMIC_RELAXED);
+    int nfd = -1;
+    if (!was_err && log_path[0]) {
+        nfd = reopen_append(log_path);
+        if (nfd >= 0 && fid_of(nfd, &log_id) != 0) {
+            close(nfd);
+            nfd = -1;
+        }
+    }
+    if (nfd < 0) {
+        int e = __atomic_load_n(&err_fd, __ATOMIC_RELAXED);
+        if (!was_err && fid_same(e, &err_id)) {
+            nfd = e;
+        } else if (fid_same(2, &err_id) && err_id.known) {
+            nfd = fd_high(2);
+            if (nfd >= 0)
+                __atomic_store_n(&err_fd, nfd, __ATOMIC_RELAXED);
+        }
+    }
+    __atomic_store_n(&log_fd, nfd, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&recover_lock);
+    if (nfd >= 0) {
+        char note[600];
+        int n = snprintf(note, sizeof note,
+                         "the program closed or reused the descriptor atlastrace reported on; "
+                         "reporting on %s%.400s%s from here",
+                         nfd == __atomic_load_n(&err_fd, __ATOMIC_RELAXED) ? "stderr" : "'",
+                         nfd == __atomic_load_n(&err_fd, __ATOMIC_RELAXED) ? "" : log_path,
+                         nfd == __atomic_load_n(&err_fd, __ATOMIC_RELAXED) ? "" : "'");
+        emit(note, n > 0 ? (size_t)n : 0);
+    }
+    return nfd;
+}
+
+/* The log's descriptor, checked to be the file the library opened. */
+static int log_target(void)
+{
+    int fd = __atomic_load_n(&log_fd, __ATOMIC_ACQUIRE);
+    if (fd < 0)
+        return fd;
+    const struct fid *id = fd == __atomic_load_n(&err_fd, __ATOMIC_RELAXED) ? &err_id : &log_id;
+    return fid_same(fd, id) ? fd : log_recover(fd);
+}
 
 int atl_log_fd(void)
 {
-    return __atomic_load_n(&log_fd, __ATOMIC_RELAXED);
+    return log_target();
 }
 
 void atl_log_set_level(int level)
@@ -90,18 +210,19 @@ static void emit(const char *msg, size_t len)
     }
     size_t total = (size_t)n + len;
     buf[total++] = '\n';
-    int fd = atl_log_fd();
+    int fd = log_target();
     if (fd < 0)
         return;
     int e = atl_write_all(fd, buf, total);
     if (!e)
         return;
-    if (fd != 2) {
+    int efd = __atomic_load_n(&err_fd, __ATOMIC_RELAXED);
+    if (fd != efd) {
         /* the ATLAS_LOG file failed (full disk, EIO, a reader gone): say so
          * once on stderr and report there from now on. The old descriptor
          * stays open: another thread may be writing to it right now, and a
          * number closed under it could be the program's next file. */
-        if (__atomic_compare_exchange_n(&log_fd, &fd, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        if (__atomic_compare_exchange_n(&log_fd, &fd, efd, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
             char note[600];
             snprintf(note, sizeof note,
                      "writing ATLAS_LOG file '%.400s' failed: %s; reporting on "
@@ -109,7 +230,7 @@ static void emit(const char *msg, size_t len)
                      log_path, strerror(e));
             emit(note, strlen(note));
         }
-        if (atl_log_fd() == 2)
+        if (__atomic_load_n(&log_fd, __ATOMIC_ACQUIRE) == efd)
             emit(msg, len);
     } else if (e == EPIPE) {
         /* stderr itself is a broken pipe: nowhere left to report */
@@ -208,21 +329,15 @@ static const char *opened_file(const struct stat *st, const char *setting, int a
     return other;
 }
 
-int atl_open_report_file(const char *setting, const char *pattern, int append, const char *fallback,
-                         char *path, size_t len)
+/* Opens the expanded path as atl_open_report_file says; NULL and the fd,
+ * else the reason (in why) and -1. With a setting, a file that another
+ * setting writes already is refused, and the file becomes setting's; a file
+ * opened again (NULL) is the one it was. */
+static const char *open_checked(const char *setting, const char *path, int append, int *out,
+                                char *why, size_t whylen)
 {
-    char why[160];
     const char *bad = NULL;
     int fd = -1;
-    if (strstr(pattern, "%r"))
-        rank_check_once();
-    if (atl_config_expand_path(pattern, path, len) < 0) {
-        atl_config_show_value(path, why, 72);
-        snprintf(path, len, "%s", why);
-        snprintf(why, sizeof why, "the name is longer than %zu bytes once expanded", len - 1);
-        bad = why;
-        goto refused;
-    }
     /* The stream the user gave as stderr (ATLAS_LOG=/dev/stderr, a pipe or
      * terminal behind it): written through our own copy of descriptor 2,
      * never reopened (a pipe reopened would not block, a file would be
@@ -230,9 +345,11 @@ int atl_open_report_file(const char *setting, const char *pattern, int append, c
     struct stat st, err;
     if (stat(path, &st) == 0 && fstat(2, &err) == 0 && st.st_dev == err.st_dev &&
         st.st_ino == err.st_ino) {
-        fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
-        if (fd >= 0)
-            return fd;
+        fd = fd_high(2);
+        if (fd >= 0) {
+            *out = fd;
+            return NULL;
+        }
     }
     /* O_NONBLOCK: a FIFO must never block the program at its first CUDA
      * call (with no reader the open fails with ENXIO, with one it is
@@ -242,19 +359,19 @@ int atl_open_report_file(const char *setting, const char *pattern, int append, c
               0600);
     if (fd < 0) {
         int e = errno;
-        bad = e == ELOOP   ? "a symbolic link (refused)"
-              : e == ENXIO ? "a FIFO or device with no reader, not a regular file"
-                           : strerror(e);
-        goto refused;
+        return e == ELOOP   ? "a symbolic link (refused)"
+               : e == ENXIO ? "a FIFO or device with no reader, not a regular file"
+                            : strerror(e);
     }
     if (fstat(fd, &st) != 0)
         bad = strerror(errno);
     else
-        bad = refusal(&st, why, sizeof why);
-    const char *other = !bad && S_ISREG(st.st_mode) ? opened_file(&st, setting, 0) : NULL;
+        bad = refusal(&st, why, whylen);
+    const char *other =
+        !bad && setting && S_ISREG(st.st_mode) ? opened_file(&st, setting, 0) : NULL;
     if (other) {
         char name[64];
-        snprintf(why, sizeof why, "%s writes it already (each report needs a file of its own)",
+        snprintf(why, whylen, "%s writes it already (each report needs a file of its own)",
                  atl_hint_name(other, name, sizeof name));
         bad = why;
     }
@@ -276,12 +393,43 @@ int atl_open_report_file(const char *setting, const char *pattern, int append, c
             goto refused;
         }
     }
-    if (S_ISREG(st.st_mode))
+    if (setting && S_ISREG(st.st_mode))
         opened_file(&st, setting, 1);
-    return fd;
+    *out = move_high(fd); /* the lock and the open file go with the copy */
+    return NULL;
 refused:
     if (fd >= 0)
         close(fd);
+    return bad;
+}
+
+/* A file opened before, by its expanded name, to append to again (the
+ * program took its descriptor): the same checks, nothing said. */
+static int reopen_append(const char *path)
+{
+    char why[160];
+    int fd = -1;
+    return open_checked(NULL, path, 1, &fd, why, sizeof why) ? -1 : fd;
+}
+
+int atl_open_report_file(const char *setting, const char *pattern, int append, const char *fallback,
+                         char *path, size_t len)
+{
+    char why[160];
+    const char *bad = NULL;
+    int fd = -1;
+    if (strstr(pattern, "%r"))
+        rank_check_once();
+    if (atl_config_expand_path(pattern, path, len) < 0) {
+        atl_config_show_value(path, why, 72);
+        snprintf(path, len, "%s", why);
+        snprintf(why, sizeof why, "the name is longer than %zu bytes once expanded", len - 1);
+        bad = why;
+    } else {
+        bad = open_checked(setting, path, append, &fd, why, sizeof why);
+    }
+    if (!bad)
+        return fd;
     char name[64];
     atl_log(ATL_WARN, "cannot open %s file '%s': %s; %s", atl_hint_name(setting, name, sizeof name),
             path, bad, fallback);
@@ -290,14 +438,22 @@ refused:
 
 int atl_log_open(const char *pattern)
 {
+    /* stderr first: the fallback of a log file that fails, and the log
+     * without one */
+    int e = fid_of(2, &err_id) == 0 ? fd_high(2) : -1;
+    if (e >= 0)
+        __atomic_store_n(&err_fd, e, __ATOMIC_RELAXED);
+    __atomic_store_n(&log_fd, e >= 0 ? e : 2, __ATOMIC_RELEASE);
     if (!pattern)
         return 0;
     /* appended to: the processes of one job may share a log (one write(2)
      * per line keeps their lines whole) */
     int fd = atl_open_report_file("ATLAS_LOG", pattern, 1, "reporting on stderr", log_path,
                                   sizeof log_path);
-    if (fd < 0)
+    if (fd < 0 || fid_of(fd, &log_id) != 0) {
+        log_path[0] = '\0';
         return -1;
+    }
     __atomic_store_n(&log_fd, fd, __ATOMIC_RELEASE);
     return 0;
 }
@@ -310,6 +466,7 @@ int atl_log_open(const char *pattern)
  * parent's file), never raises SIGPIPE, and says once when writing fails. */
 struct report_stream {
     int fd;
+    struct fid id; /* the file opened: the fd is checked to still be it */
     pid_t owner;
     int failed;
     const char *setting, *fallback;
@@ -318,13 +475,33 @@ struct report_stream {
     char path[4096];
 };
 
+/* The stream's descriptor is still its file; when the program took the
+ * number, the file again by its name (appended to, locked again). */
+static int stream_check(struct report_stream *rs)
+{
+    if (fid_same(rs->fd, &rs->id))
+        return 0;
+    int fd = reopen_append(rs->path);
+    struct fid id;
+    if (fd >= 0 && (flock(fd, LOCK_EX | LOCK_NB) != 0 || fid_of(fd, &id) != 0 ||
+                    id.dev != rs->id.dev || id.ino != rs->id.ino)) {
+        close(fd); /* another file by now, or another process writes it */
+        fd = -1;
+    }
+    if (fd < 0)
+        return -1;
+    rs->fd = fd; /* the old number is the program's: left alone */
+    return 0;
+}
+
 static int stream_put(struct report_stream *rs, const char *p, size_t n)
 {
-    int e = atl_write_all(rs->fd, p, n);
+    int e = stream_check(rs) == 0 ? atl_write_all(rs->fd, p, n) : EBADF;
     if (e && !rs->failed) {
         rs->failed = 1;
         atl_log(ATL_WARN, "writing %s file '%s' failed: %s; %s from here", rs->setting, rs->path,
-                strerror(e), rs->fallback);
+                e == EBADF ? "the program closed or reused its descriptor" : strerror(e),
+                rs->fallback);
     }
     return e;
 }
@@ -375,7 +552,8 @@ static int stream_close(void *cookie)
     if (getpid() == rs->owner) {
         if (rs->ntail && !rs->failed)
             stream_put(rs, rs->tail, rs->ntail);
-        close(rs->fd);
+        if (fid_same(rs->fd, &rs->id)) /* else the number is the program's */
+            close(rs->fd);
     }
     free(rs->tail);
     free(rs);
@@ -394,6 +572,7 @@ FILE *atl_report_stream(const char *setting, const char *pattern, const char *fa
         free(rs);
         return NULL;
     }
+    fid_of(rs->fd, &rs->id);
     rs->owner = getpid();
     rs->setting = setting;
     rs->fallback = fallback;

@@ -110,7 +110,7 @@ static void route_pytorch(void)
         char *value = atl_pools_torch_conf(vals[i]);
         if (!value)
             continue;
-        if (atl_env_set(names[i], value) == 0) {
+        if (atl_env_route(names[i], value) == 0) {
             char what[160];
             snprintf(what, sizeof what, "%s=%s%s", names[i], strcmp(value, backend) ? "...," : "",
                      backend);
@@ -123,7 +123,7 @@ static void route_pytorch(void)
 static void route_jax(void)
 {
     if (atl_env_get("XLA_PYTHON_CLIENT_ALLOCATOR") ||
-        atl_env_set("XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async") != 0)
+        atl_env_route("XLA_PYTHON_CLIENT_ALLOCATOR", "cuda_async") != 0)
         return;
     note("XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async");
 }

@@ -94,6 +94,13 @@ struct tbuf {
      * stream without reading every record: a million records are 64 MB. */
     uint64_t stream0;
     int multi;
+    /* The oldest kernel-record pin its launches were recorded under (0: no
+     * launch since it was last emptied): their ops point to the records'
+     * views, and a record that leaves the table (a module unloaded before
+     * the step ends) is not freed while this is below the generation it
+     * left at (src/kernels.h, Lifetime). Written under its lock, read by the
+     * freeing thread without it (atl_tstep_holders_low). */
+    uint64_t krec_since;
 };
 
 /* Every thread's buffer: appended at the tail (a release store), never

@@ -325,6 +325,11 @@ void atl_tbuf_record_launch(struct tbuf *into, const struct atl_launch *l, const
     } else {
         memset(p, 0, total);
     }
+    /* the view's record stays while the op is in the buffer: the pin this
+     * thread found it under passes to the buffer (src/kernels.h) */
+    const uint64_t pin = atl_krec_pin_gen(), since = b->krec_since;
+    if (!since || pin < since)
+        __atomic_store_n(&b->krec_since, pin, __ATOMIC_RELAXED);
     op_done(b, now, total);
 out:
     atl_tbuf_unlock(b);

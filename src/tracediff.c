@@ -319,8 +319,10 @@ struct report {
      * (ATLAS_DIFF_RESIDUE): each collapsed into one line per step */
     struct collapsed moved, resid;
     size_t noted; /* lines about residue: printed, but no difference in a host value */
-    char header[512];
-    char header_noted[512]; /* when every line is about residue */
+    /* two runs' headers name both files (three names of up to 120 bytes):
+     * room for the longest, so a header is never cut */
+    char header[1024];
+    char header_noted[1024]; /* when every line is about residue */
     /* what changed, field by field: folding compares two reports by these */
     struct atl_fold_chg chg[ATL_FOLD_MAX];
     unsigned nchg;

@@ -1027,9 +1027,14 @@ struct lines {
     int eof;
 };
 
-/* The next line of any length, its newline replaced by a NUL; NULL at end
- * of file or out of memory (*oom set). *complete is 0 when the file ended
- * without a newline. */
+/* The longest line read: ATLAS_TRACE_FILE's longest (a launch with the
+ * driver's 32,764 bytes of parameters, in hex, and their notes) is under
+ * 1 MiB; more is not a trace (atlas-diff - < /dev/zero read until killed). */
+#define ATL_READ_LINE_MAX ((size_t)64 << 20)
+
+/* The next line, its newline replaced by a NUL; NULL at end of file, out of
+ * memory (*oom set) or past ATL_READ_LINE_MAX (*oom set to 2). *complete is
+ * 0 when the file ended without a newline. */
 static char *read_line(struct lines *r, int *complete, int *oom)
 {
     size_t scanned = r->start;
@@ -1066,6 +1071,10 @@ static char *read_line(struct lines *r, int *complete, int *oom)
             r->start = 0, r->end = have;
         }
         if (r->end == r->cap) {
+            if (r->cap >= ATL_READ_LINE_MAX) {
+                *oom = 2;
+                return NULL;
+            }
             size_t nc = r->cap ? r->cap * 2 : ATL_READ_BLOCK;
             char *nb = realloc(r->buf, nc);
             if (!nb) {
@@ -1333,7 +1342,11 @@ int atl_trace_read_reuse(FILE *f, int (*fn)(void *ctx, struct atl_step *s),
     for (;;) {
         char *line = read_line(&rd, &complete, &oom);
         if (!line && oom) {
-            snprintf(err, errlen, "line %zu: out of memory", lineno + 1);
+            if (oom == 2)
+                snprintf(err, errlen, "line %zu: longer than %zu MiB: not a trace file", lineno + 1,
+                         ATL_READ_LINE_MAX >> 20);
+            else
+                snprintf(err, errlen, "line %zu: out of memory", lineno + 1);
             goto out;
         }
         if (!line)

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "findings.h"
 #include "hostmap.h"
+#include "kernels.h"
 #include "ledger.h"
 #include "log.h"
 #include "services.h"
@@ -188,6 +189,79 @@ static void give_back(struct tbuf *me, struct atl_step *s)
     atl_step_free(s);
 }
 
+/* ---- the kernel records the steps' ops point to (src/kernels.h, Lifetime) ---- */
+
+/* An op of a launch points to its kernel's view, which its record owns; a
+ * module unloaded between two steps frees the record once nothing holds it.
+ * Ops in the threads' buffers keep the pin of the threads that recorded them
+ * (tbuf's krec_since); a step end takes that over (step_since) while it
+ * works on their ops, until the step it keeps holds a reference to each of
+ * its kernels' records, given back when the step goes. Written under step_mu,
+ * read by the freeing thread (holders_low). */
+static uint64_t step_since;
+
+/* Under step_mu and b's lock, as a step end takes b's ops (or drops them):
+ * their pin passes to the step end, and b keeps its own while ops remain. */
+static void since_taken(struct tbuf *b)
+{
+    uint64_t v = b->krec_since;
+    if (v && (!step_since || v < step_since))
+        __atomic_store_n(&step_since, v, __ATOMIC_RELAXED);
+    /* release: a freeing thread that reads 0 here reads step_since after it */
+    if (!b->nops)
+        __atomic_store_n(&b->krec_since, 0, __ATOMIC_RELEASE);
+}
+
+/* Under step_mu, at the end of a step end: its ops are kept (held) or gone. */
+static void since_done(void)
+{
+    __atomic_store_n(&step_since, 0, __ATOMIC_RELEASE);
+}
+
+/* The oldest pin the buffers and the step end keep (0: none): for the
+ * kernel records' freeing thread, which reads it after the threads' pins.
+ * The buffers first, then the step end's: a step end that takes a buffer's
+ * ops writes its own before it clears the buffer's. */
+static uint64_t holders_low(void)
+{
+    uint64_t low = UINT64_MAX;
+    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        uint64_t v = __atomic_load_n(&b->krec_since, __ATOMIC_ACQUIRE);
+        if (v && v < low)
+            low = v;
+    }
+    uint64_t v = __atomic_load_n(&atl_tbuf_capture.krec_since, __ATOMIC_ACQUIRE);
+    if (v && v < low)
+        low = v;
+    v = __atomic_load_n(&step_since, __ATOMIC_ACQUIRE);
+    if (v && v < low)
+        low = v;
+    return low == UINT64_MAX ? 0 : low;
+}
+
+/* A kept step's references to its kernels' records: taken (hold) when it is
+ * kept, given back when it goes; the same walk both times, so the same
+ * records. Each kernel once for most steps: a small table of the views met
+ * (a step of a few hundred ops names a few dozen kernels). */
+static void hold_kernels(const struct atl_step *st, int hold)
+{
+    const struct atl_kfn *met[64] = {NULL};
+    for (size_t i = 0; i < st->nops; i++) {
+        if (st->ops[i].kind != ATL_OP_LAUNCH)
+            continue;
+        const struct atl_kfn *k = st->ops[i].u.k.kfn;
+        size_t h = (size_t)(((uintptr_t)k * 0x9e3779b97f4a7c15ULL) >> 58);
+        if (met[h] == k)
+            continue;
+        met[h] = k;
+        if (hold)
+            atl_krec_hold(atl_krec_of_view(k));
+        else
+            atl_krec_release(atl_krec_of_view(k));
+    }
+}
+
 static size_t step_held(const struct atl_step *s)
 {
     return s->capops * sizeof *s->ops + s->capbytes + s->capspans * sizeof *s->spans;
@@ -328,6 +402,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum atl_take take, uin
                 __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
                 b->nbytes = 0, b->oom = 0, b->lent_since = 0;
             }
+            since_taken(b);
             atl_tbuf_unlock(b);
             continue;
         }
@@ -358,6 +433,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum atl_take take, uin
                     ATL_TBUF_MAX_OPS, steps_now + 1);
         __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
         b->nbytes = 0, b->oom = 0;
+        since_taken(b);
         atl_tbuf_unlock(b);
     }
 }
@@ -658,6 +734,8 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
         if (done) {
             __atomic_store_n(&me->nops, 0, __ATOMIC_RELAXED);
             me->nbytes = 0;
+            /* the same views as prev's ops, whose records prev holds */
+            __atomic_store_n(&me->krec_since, 0, __ATOMIC_RELAXED);
             prev->index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
             prev->nth = ++names[slot].nth;
             recent->steps++;
@@ -692,6 +770,7 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
     harvest(&s, me, take, stream);
     if (s.nops == 0) {
         atl_step_free(&s);
+        since_done();
         pthread_mutex_unlock(&step_mu);
         return;
     }
@@ -778,6 +857,7 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
         diff_told();
         atl_spin_unlock(&names[slot].busy);
         kept_note();
+        since_done();
         pthread_mutex_unlock(&step_mu);
         return;
     }
@@ -805,10 +885,13 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
     if (atl_chrome_on)
         chrome_write(&s, begin, end);
     struct atl_step drop;
+    hold_kernels(&s, 1);
     atl_series_keep(&series, kind, ref, &s, &o, &drop);
+    hold_kernels(&drop, 0);
     give_back(me, &drop);
     atl_spin_unlock(&names[slot].busy);
     kept_note();
+    since_done();
     pthread_mutex_unlock(&step_mu);
 }
 
@@ -877,6 +960,7 @@ void atl_tstep_open(const char *name)
         atl_tbuf_lock(b);
         __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
         b->nbytes = 0, b->oom = 0;
+        __atomic_store_n(&b->krec_since, 0, __ATOMIC_RELAXED); /* its ops are gone */
         atl_tbuf_unlock(b);
         pthread_mutex_unlock(&step_mu);
     }
@@ -912,10 +996,12 @@ void atl_tstep_captured(void)
     b->ops = NULL, b->cap = 0, b->bytes = NULL, b->capbytes = 0;
     __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
     b->nbytes = 0, b->oom = 0;
+    since_taken(b);
     atl_tbuf_held_note(b);
     atl_tbuf_unlock(b);
     if (!s.nops) {
         atl_step_free(&s);
+        since_done();
         pthread_mutex_unlock(&step_mu);
         return;
     }
@@ -955,12 +1041,15 @@ void atl_tstep_captured(void)
     /* the eager step's kind stays locked while it is read (fast_step renumbers it) */
     if (held >= 0)
         atl_spin_lock(&names[held].busy);
+    hold_kernels(&s, 1);
     atl_series_capture(&series, &s, eager, &o, &drop);
     diff_told();
     if (held >= 0)
         atl_spin_unlock(&names[held].busy);
+    hold_kernels(&drop, 0);
     atl_step_free(&drop);
     kept_note();
+    since_done();
     pthread_mutex_unlock(&step_mu);
 }
 
@@ -969,12 +1058,14 @@ void atl_tstep_drop(void)
 {
     pthread_mutex_lock(&step_mu);
     harvest(NULL, NULL, ATL_TAKE_NONE, 0);
+    since_done();
     pthread_mutex_unlock(&step_mu);
 }
 
 void atl_tstep_init(void)
 {
     atl_series_init(&series, &stats, log_line_cb, NULL);
+    atl_krec_set_holders(holders_low);
     /* "another buffer" says whether the buffer it replaces was freed, and where */
     atl_ledger_keep_freed((int)atl_cfg.stack_depth);
     atl_ignore_parse(&ignore_list, atl_cfg.diff_ignore);

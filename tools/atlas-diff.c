@@ -22,11 +22,13 @@
 #include "tracejson.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef ATLAS_VERSION
 #define ATLAS_VERSION "unknown"
@@ -57,20 +59,33 @@ static void fail(const char *path, const char *why)
 }
 
 /* Reads one trace file, a step at a time into fn (diff-runs.h's atl_read_fn): a
- * directory or a file that cannot be opened is refused with why. */
+ * directory, anything else that is not a regular file (but "-", the standard input)
+ * or a file that cannot be opened is refused with why; a line past the reader's
+ * bound ends the read (src/tracejson.c). */
 static int read_trace(const char *path, int (*fn)(void *, struct atl_step *),
                       void (*fresh)(void *, struct atl_step *), void *ctx, char *why, size_t whylen)
 {
     struct stat st;
     why[0] = '\0';
-    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(why, whylen, "is a directory, not a trace file");
-        return -1;
-    }
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-    if (!f) {
-        snprintf(why, whylen, "%s", strerror(errno));
-        return -1;
+    FILE *f = stdin;
+    if (strcmp(path, "-") != 0) {
+        /* a regular file only: /dev/zero would be read for ever, and a FIFO
+         * would block the open (O_NONBLOCK: it opens, and is refused) */
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        const char *bad = fd < 0 || fstat(fd, &st) != 0 ? strerror(errno)
+                          : S_ISDIR(st.st_mode)         ? "is a directory, not a trace file"
+                          : !S_ISREG(st.st_mode)
+                              ? "not a regular file (a trace on a pipe: give - and the pipe as "
+                                "the standard input)"
+                              : NULL;
+        if (!bad && (fcntl(fd, F_SETFL, 0) != 0 || !(f = fdopen(fd, "r"))))
+            bad = strerror(errno);
+        if (bad) {
+            snprintf(why, whylen, "%s", bad);
+            if (fd >= 0)
+                close(fd);
+            return -1;
+        }
     }
     int rc = atl_trace_read_reuse(f, fn, fresh, ctx, why, whylen);
     int read_err = ferror(f) ? errno : 0;

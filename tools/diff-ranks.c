@@ -425,13 +425,20 @@ struct finding {
     char *text;
 };
 
+/* Findings kept, the first by step (a max-heap on order, then arrival, so
+ * that the latest can go when a newer one comes earlier): a job whose ranks
+ * differ at every step, or a pattern that matches one stray file numbered
+ * far past the others, must not hold one finding per step or per rank
+ * number in memory. The rest are counted. */
+#define FINDINGS_KEPT 1000
+
 struct job {
     struct rank *r;
     int n, ndone;
     struct bucket *heads[NHEADS];
     size_t pending;
-    struct finding *found;
-    size_t nfound, capfound;
+    struct finding *found; /* the heap: at most FINDINGS_KEPT */
+    size_t nfound, capfound, nall; /* kept; all found */
     uint64_t aligned, differing;
     const struct atl_diff_opts *o;
     int trouble;
@@ -477,15 +484,53 @@ static int count_marked(const int *mark, int n)
     return c;
 }
 
+static int later(const struct finding *a, const struct finding *b)
+{
+    return a->order != b->order ? a->order > b->order : a->seq > b->seq;
+}
+
+static void heap_down(struct finding *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t m = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && later(&h[l], &h[m]))
+            m = l;
+        if (r < n && later(&h[r], &h[m]))
+            m = r;
+        if (m == i)
+            return;
+        struct finding t = h[i];
+        h[i] = h[m], h[m] = t;
+        i = m;
+    }
+}
+
 static void add_finding(struct job *j, uint64_t order, char *text)
 {
-    if (!text || atl_grow((void **)&j->found, &j->capfound, j->nfound + 1, sizeof *j->found, 64)) {
+    if (!text) {
+        j->trouble = 1;
+        return;
+    }
+    struct finding f = {order, j->nall++, text};
+    if (j->nfound == FINDINGS_KEPT) { /* full: it replaces the latest kept, if earlier */
+        if (!later(&j->found[0], &f)) {
+            free(text);
+            return;
+        }
+        free(j->found[0].text);
+        j->found[0] = f;
+        heap_down(j->found, j->nfound, 0);
+        return;
+    }
+    if (atl_grow((void **)&j->found, &j->capfound, j->nfound + 1, sizeof *j->found, 64)) {
         free(text);
         j->trouble = 1;
         return;
     }
-    j->found[j->nfound] = (struct finding){order, j->nfound, text};
-    j->nfound++;
+    size_t i = j->nfound++;
+    for (; i > 0 && later(&f, &j->found[(i - 1) / 2]); i = (i - 1) / 2)
+        j->found[i] = j->found[(i - 1) / 2];
+    j->found[i] = f;
 }
 
 /* The diff's lines for one step, gathered into one text. */
@@ -855,7 +900,9 @@ static int map_file(struct rank *rk, void (*fail)(const char *, const char *))
         fail("?", "out of memory");
         return -1;
     }
-    int fd = open(rk->path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named as a rank file opens at once (and is
+     * refused below) instead of waiting for ever for a writer */
+    int fd = open(rk->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         fail(rk->path, strerror(errno));
@@ -929,18 +976,27 @@ int atl_diff_ranks(char *const *args, int nargs, const struct atl_diff_opts *o,
     for (int i = 0; i < j->n; i++)
         if (map_file(&j->r[i], fail))
             goto out;
-    /* ranks the pattern skips: their process never opened its file */
+    /* ranks the pattern skips: their process never opened its file; one
+     * finding for each run of them (a stray trace.100000000.jsonl beside
+     * trace.1.jsonl is one line, not a hundred million) */
     if (pattern)
-        for (int i = 0; i + 1 < j->n; i++)
-            for (long id = j->r[i].id + 1; id < j->r[i + 1].id; id++) {
-                char *t = malloc(256);
-                if (t)
-                    snprintf(t, 256,
-                             "rank %ld has no file: it never started tracing (or the file was "
-                             "removed)",
-                             id);
-                add_finding(j, 0, t);
-            }
+        for (int i = 0; i + 1 < j->n; i++) {
+            long from = j->r[i].id + 1, to = j->r[i + 1].id - 1;
+            if (from > to)
+                continue;
+            char *t = malloc(256);
+            if (t && from == to)
+                snprintf(t, 256,
+                         "rank %ld has no file: it never started tracing (or the file was "
+                         "removed)",
+                         from);
+            else if (t)
+                snprintf(t, 256,
+                         "ranks %ld-%ld have no file: they never started tracing (or their "
+                         "files were removed)",
+                         from, to);
+            add_finding(j, 0, t);
+        }
     /* lockstep: a step of each rank in turn, so the steps in flight stay few */
     for (int live = j->n; live > 0;) {
         for (int i = 0; i < j->n; i++) {
@@ -982,7 +1038,8 @@ int atl_diff_ranks(char *const *args, int nargs, const struct atl_diff_opts *o,
     }
     if (j->trouble)
         goto out;
-    qsort(j->found, j->nfound, sizeof *j->found, by_order);
+    if (j->nfound) /* qsort's array must not be NULL, even empty */
+        qsort(j->found, j->nfound, sizeof *j->found, by_order);
     for (size_t i = 0; i < j->nfound; i++)
         for (char *line = j->found[i].text, *nl; line; line = nl ? nl + 1 : NULL) {
             nl = strchr(line, '\n');
@@ -990,14 +1047,21 @@ int atl_diff_ranks(char *const *args, int nargs, const struct atl_diff_opts *o,
                 *nl = '\0';
             o->line(o->ctx, line);
         }
+    if (j->nall > j->nfound) {
+        char more[160];
+        snprintf(more, sizeof more,
+                 "... and %zu later findings (the first %d by step are listed)",
+                 j->nall - j->nfound, FINDINGS_KEPT);
+        o->line(o->ctx, more);
+    }
     char sum[256];
     snprintf(sum, sizeof sum,
              "ranks summary: %d ranks (%ld..%ld), %" PRIu64 " steps aligned, %" PRIu64
              " where ranks differ, %zu finding%s",
-             j->n, j->r[0].id, j->r[j->n - 1].id, j->aligned, j->differing, j->nfound,
-             j->nfound == 1 ? "" : "s");
+             j->n, j->r[0].id, j->r[j->n - 1].id, j->aligned, j->differing, j->nall,
+             j->nall == 1 ? "" : "s");
     o->line(o->ctx, sum);
-    status = j->nfound ? 1 : 0;
+    status = j->nall ? 1 : 0;
 out:
     for (size_t h = 0; h < NHEADS; h++)
         while (j->heads[h]) {

@@ -14,11 +14,27 @@
  *   cpu_bench N gpt2       a GPT-2-like training step's op mix (below), N
  *                          launches in steps of 161; timed as "gpt2 NS" (per
  *                          launch, the step ends included) in every run
+ *   cpu_bench N sync       N cuCtxSynchronize (a sync's own cost)
+ *   cpu_bench N sN:kK:pP   launches over K kernels of P parameters (0 or 8)
+ *                          in turn, a cuCtxSynchronize after every N: a
+ *                          good sync must not make launches dearer
+ *   cpu_bench N reload:R   R times: load a module of 256 kernels, look each
+ *                          up, launch each, unload it; then the launch loop
+ *                          over the 256 kernels of one more load (a launch
+ *                          must cost the same after any number of reloads)
+ *   cpu_bench N cycles     N module reload cycles (load, look up, launch,
+ *                          unload) and what they took: "cpu_s S", the
+ *                          peak resident size "hwm_kb K" and the heap in use
+ *                          "heap_kb H" (make reload-bench)
  * With CPU_BENCH_KERNELS="256 10000" in the environment, the timing run also
- * prints "launch:K NS" for each count.
+ * prints "launch:K NS" for each count, and with CPU_BENCH_EXTRA_LOOPS="sync
+ * s16:k256:p0 reload:30 ..." "LOOP NS" for each of those loops (timed over
+ * N/10 calls).
  */
 #include "../../tests/fake/fakecuda.h"
 
+#include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,15 +61,22 @@ static const struct fake_image many_image = {FAKE_IMAGE_MAGIC, MANY_PER_MOD, man
 static CUfunction many[MANY_MAX];
 static long many_n; /* how many are loaded */
 
+/* The kernels of many_image: 0 or 8 parameters (sizes8). */
+static void many_defs_set(int params)
+{
+    for (int i = 0; i < MANY_PER_MOD; i++) {
+        snprintf(many_names[i], sizeof many_names[i], "m%d", i);
+        many_defs[i] = (struct fake_kernel_def){many_names[i], k_nop, params ? 8 : 0,
+                                                params ? sizes8 : NULL, NULL};
+    }
+}
+
 /* Loads kernels until there are k (each module is one more image load). */
 static int many_load(long k)
 {
     if (k < 1 || k > MANY_MAX)
         return 1;
-    for (int i = 0; i < MANY_PER_MOD; i++) {
-        snprintf(many_names[i], sizeof many_names[i], "m%d", i);
-        many_defs[i] = (struct fake_kernel_def){many_names[i], k_nop, 0, NULL, NULL};
-    }
+    many_defs_set(0);
     while (many_n < k) {
         CUmodule m;
         if (cuModuleLoadData(&m, &many_image))
@@ -142,6 +165,133 @@ static int loop_gpt2(long n)
 static CUdeviceptr dbuf;
 static char hbuf[16];
 
+/* ---- syncs, and reloads ---- */
+
+/* sN:kK:pP: K kernels of P parameters, loaded apart from many[] */
+static CUfunction *synced;
+static long synced_k, synced_every;
+static void **synced_params;
+
+static int synced_load(long k, long every, int params)
+{
+    static CUdeviceptr a, b, c, d;
+    static unsigned m = 1024, kk = 64;
+    static float alpha = 1.5f;
+    static unsigned long long seed = 42;
+    static void *p8[8] = {&a, &b, &c, &d, &m, &kk, &alpha, &seed};
+    if (k < 1 || k > MANY_MAX || every < 1 || (params != 0 && params != 8))
+        return 1;
+    a = b = c = d = dbuf;
+    synced = calloc((size_t)k, sizeof *synced);
+    if (!synced)
+        return 1;
+    many_defs_set(params);
+    for (long n = 0; n < k;) {
+        CUmodule mod;
+        if (cuModuleLoadData(&mod, &many_image))
+            return 1;
+        for (int i = 0; i < MANY_PER_MOD && n < k; i++)
+            if (cuModuleGetFunction(&synced[n++], mod, many_names[i]))
+                return 1;
+    }
+    synced_k = k, synced_every = every, synced_params = params ? p8 : NULL;
+    return 0;
+}
+
+static int loop_synced(long n)
+{
+    long j = 0;
+    for (long i = 0; i < n; i++) {
+        if (cuLaunchKernel(synced[j], 1, 1, 1, 1, 1, 1, 0, NULL, synced_params, NULL) !=
+            CUDA_SUCCESS)
+            return 1;
+        if (++j == synced_k)
+            j = 0;
+        if (i % synced_every == synced_every - 1 && cuCtxSynchronize() != CUDA_SUCCESS)
+            return 1;
+    }
+    return 0;
+}
+
+static int loop_sync(long n)
+{
+    for (long i = 0; i < n; i++)
+        if (cuCtxSynchronize() != CUDA_SUCCESS)
+            return 1;
+    return 0;
+}
+
+/* reload:R: the launch loop runs over the 256 kernels of the last load */
+static int reload_load(long r)
+{
+    many_defs_set(0);
+    synced = calloc(MANY_PER_MOD, sizeof *synced);
+    if (!synced || r < 0)
+        return 1;
+    for (long c = 0; c <= r; c++) {
+        CUmodule mod;
+        if (cuModuleLoadData(&mod, &many_image))
+            return 1;
+        for (int i = 0; i < MANY_PER_MOD; i++)
+            if (cuModuleGetFunction(&synced[i], mod, many_names[i]) ||
+                cuLaunchKernel(synced[i], 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL))
+                return 1;
+        if (c < r && cuModuleUnload(mod))
+            return 1;
+    }
+    synced_k = MANY_PER_MOD, synced_every = LONG_MAX, synced_params = NULL;
+    return 0;
+}
+
+/* N reload cycles of the one-kernel image, then their cost. */
+static int reload_cycles(long n)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    for (long i = 0; i < n; i++) {
+        CUmodule mod;
+        CUfunction f;
+        if (cuModuleLoadData(&mod, &image) || cuModuleGetFunction(&f, mod, "nop") ||
+            cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) || cuModuleUnload(mod))
+            return 1;
+    }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    long hwm = -1;
+    char line[256];
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld", &hwm) == 1)
+            break;
+    if (f)
+        fclose(f);
+    struct mallinfo2 m = mallinfo2();
+    printf("cpu_s %.3f\nhwm_kb %ld\nheap_kb %zu\n",
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, hwm,
+           (m.uordblks + m.hblkhd) / 1024);
+    return 0;
+}
+
+/* Sets up the loop `name` (sync, sN:kK:pP, reload:R); its runner in *run.
+ * 0, 1 when it cannot be set up, 2 for an unknown name. */
+static int extra_setup(const char *name, int (**run)(long))
+{
+    long every, k, params, r;
+    char tail;
+    if (strcmp(name, "sync") == 0) {
+        *run = loop_sync;
+        return 0;
+    }
+    if (sscanf(name, "s%ld:k%ld:p%ld%c", &every, &k, &params, &tail) == 3) {
+        *run = loop_synced;
+        return synced_load(k, every, (int)params) || loop_synced(k); /* each kernel once first */
+    }
+    if (sscanf(name, "reload:%ld%c", &r, &tail) == 1) {
+        *run = loop_synced;
+        return reload_load(r) || loop_synced(MANY_PER_MOD);
+    }
+    return 2;
+}
+
 static int loop_launch(long n)
 {
     for (long i = 0; i < n; i++)
@@ -212,7 +362,20 @@ int main(int argc, char **argv)
             return loop_dtoh(n);
         if (strcmp(only, "gpt2") == 0)
             return loop_gpt2(n);
-        fprintf(stderr, "cpu_bench: unknown loop '%s' (launch, args8, dtoh, gpt2)\n", only);
+        if (strcmp(only, "cycles") == 0)
+            return reload_cycles(n);
+        int (*run)(long) = NULL;
+        int rc = extra_setup(only, &run);
+        if (rc == 0)
+            return run(n);
+        if (rc == 1) {
+            fprintf(stderr, "cpu_bench: cannot set up '%s'\n", only);
+            return 2;
+        }
+        fprintf(stderr,
+                "cpu_bench: unknown loop '%s' (launch, args8, dtoh, gpt2, launch:K, sync, "
+                "sN:kK:pP, reload:R)\n",
+                only);
         return 2;
     }
     if (loop_launch(n / 10 + 1) || loop_args8(n / 10 + 1) || loop_dtoh(n / 10 + 1) ||
@@ -246,6 +409,32 @@ int main(int argc, char **argv)
         if (loop_many(n, k))
             return 1;
         printf("launch:%ld %.2f\n", k, (now_ns() - a) / (double)n);
+    }
+    /* each of these in turn, one set up at a time (they share `synced`), over
+     * a tenth of the calls: 15 of them, a sync after each launch in some, and
+     * the fake driver's launch looks its handle up in a list (27,000
+     * instructions a launch with 10,000 kernels): over N calls each, one
+     * timing run took 8 minutes */
+    const long xn = n / 10 + 1;
+    const char *ls = getenv("CPU_BENCH_EXTRA_LOOPS");
+    char name[64];
+    for (const char *p = ls; p && *p;) {
+        p += strspn(p, " ");
+        size_t len = strcspn(p, " ");
+        if (!len || len >= sizeof name)
+            break;
+        memcpy(name, p, len);
+        name[len] = '\0';
+        p += len;
+        int (*run)(long) = NULL;
+        free(synced);
+        synced = NULL;
+        if (extra_setup(name, &run) != 0 || run(xn / 10 + 1))
+            return 1;
+        double a = now_ns();
+        if (run(xn))
+            return 1;
+        printf("%s %.2f\n", name, (now_ns() - a) / (double)xn);
     }
     return 0;
 }

@@ -261,6 +261,107 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* ---- hostile input (issue #28) ---------------------------------------------------- */
+
+/* A command under `ulimit -v` (about 1 GB) and `timeout`: what was read for
+ * ever, or allocated per missing rank, ends, and is said. */
+static void bounded(struct run_result *r, const char *cmd)
+{
+    char sh[2048];
+    snprintf(sh, sizeof sh, "ulimit -v 1000000; exec timeout 60 %s", cmd);
+    char *argv[] = {"/bin/sh", "-c", sh, NULL};
+    run_target(r, argv, NULL, 0);
+}
+
+/* One stray high-numbered file beside the ranks: the ranks between are one
+ * finding, a range (one finding per missing rank took 18 GB in 60 s). */
+START_TEST(stray_rank_file_one_range)
+{
+    gen("2", "3", "5", NULL);
+    char from[160], to[160], cmd[512];
+    snprintf(from, sizeof from, "%s/trace.1.jsonl", tmpdir);
+    snprintf(to, sizeof to, "%s/trace.100000000.jsonl", tmpdir);
+    ck_assert_int_eq(link(from, to), 0);
+    snprintf(cmd, sizeof cmd, "%s --ranks '%s'", TOOL, pattern);
+    struct run_result r;
+    bounded(&r, cmd);
+    ck_assert_msg(r.status == 1, "exit %d\n%s%s", r.status, r.out, r.err);
+    ck_assert_str_eq(r.out, "ranks 2-99999999 have no file: they never started tracing (or "
+                            "their files were removed)\n"
+                            "ranks summary: 3 ranks (0..100000000), 3 steps aligned, 0 where "
+                            "ranks differ, 1 finding\n");
+    run_free(&r);
+}
+END_TEST
+
+/* Findings are kept up to 1,000, the first by step, and the rest counted:
+ * 1,500 ranks, every other one missing. */
+START_TEST(findings_capped)
+{
+    gen("1", "3", "5", NULL);
+    char from[160], to[160], cmd[512];
+    snprintf(from, sizeof from, "%s/trace.0.jsonl", tmpdir);
+    for (int i = 2; i <= 3000; i += 2) {
+        snprintf(to, sizeof to, "%s/trace.%d.jsonl", tmpdir, i);
+        ck_assert_int_eq(link(from, to), 0);
+    }
+    snprintf(cmd, sizeof cmd, "%s --ranks '%s'", TOOL, pattern);
+    struct run_result r;
+    bounded(&r, cmd);
+    ck_assert_msg(r.status == 1, "exit %d\n%.2000s", r.status, r.err);
+    ck_assert_int_eq(count_lines(r.out, " has no file"), 1000);
+    HAS(r.out, "rank 1 has no file");
+    HAS(r.out, "\n... and 500 later findings (the first 1000 by step are listed)\n");
+    HAS(r.out, "ranks summary: 1501 ranks (0..3000), 3 steps aligned, 0 where ranks differ, "
+               "1500 findings\n");
+    run_free(&r);
+}
+END_TEST
+
+/* What is not a regular file is refused at once: /dev/zero (read until the
+ * kernel killed atlas-diff), a FIFO as a rank file or a run (the open
+ * blocked for ever); a line past 64 MiB on the standard input ends the
+ * read. */
+START_TEST(not_a_trace_file_refused)
+{
+    gen("2", "3", "5", NULL);
+    char fifo[160], zero_cmd[512], fifo_cmd[512], two_cmd[512], in_cmd[512];
+    snprintf(fifo, sizeof fifo, "%s/trace.2.jsonl", tmpdir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    snprintf(zero_cmd, sizeof zero_cmd, "%s /dev/zero %s/trace.0.jsonl", TOOL, tmpdir);
+    snprintf(fifo_cmd, sizeof fifo_cmd, "%s --ranks '%s'", TOOL, pattern);
+    snprintf(two_cmd, sizeof two_cmd, "%s %s/trace.0.jsonl %s", TOOL, tmpdir, fifo);
+    snprintf(in_cmd, sizeof in_cmd, "%s - %s/trace.0.jsonl < /dev/zero", TOOL, tmpdir);
+    const char *cmds[] = {zero_cmd, fifo_cmd, two_cmd, in_cmd};
+    const char *said[] = {"/dev/zero: not a regular file", "trace.2.jsonl: not a regular file",
+                          "trace.2.jsonl: not a regular file",
+                          "-: line 1: longer than 64 MiB: not a trace file"};
+    for (int i = 0; i < 4; i++) {
+        struct run_result r;
+        bounded(&r, cmds[i]);
+        ck_assert_msg(r.status == 2, "%s: exit %d\n%s", cmds[i], r.status, r.err);
+        HAS(r.err, said[i]);
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* No finding at all: nothing sorted (qsort of a NULL array is undefined
+ * behaviour), in atlas-diff built with UndefinedBehaviorSanitizer. */
+START_TEST(no_findings_clean_under_ubsan)
+{
+    gen("3", "4", "6", NULL);
+    char *argv[] = {BUILD_DIR "/tests/atlas-diff-ubsan", "--ranks", pattern, NULL};
+    const char *const env[] = {"UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=66",
+                               NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 0);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    HASNT(r.err, "runtime error");
+    run_free(&r);
+}
+END_TEST
+
 /* ---- real processes under the preload -------------------------------------------- */
 
 static void run_rank(const char *how, int rank, const char *const more[])
@@ -426,6 +527,10 @@ int main(void)
     tcase_add_test(tc, files_in_rank_order);
     tcase_add_test(tc, missing_rank_file);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, stray_rank_file_one_range);
+    tcase_add_test(tc, findings_capped);
+    tcase_add_test(tc, not_a_trace_file_refused);
+    tcase_add_test(tc, no_findings_clean_under_ubsan);
     tcase_add_test(tc, two_processes_one_branches);
     tcase_add_test(tc, killed_rank_file_complete);
     tcase_add_test(tc, hang_reported_once);

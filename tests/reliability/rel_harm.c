@@ -24,17 +24,57 @@
  *                             cuCtxSynchronize (sync) or cuMemcpyDtoH (dtoh)
  *                             and prints "status N" of that call, then the
  *                             status of a second one
+ * Issue #28 (round two):
+ *   rel_harm reload N         N times: load a module, look its kernel up,
+ *                             launch it, unload it. Prints the CPU time of
+ *                             cycles 1,000-5,999 and of the last 5,000
+ *                             ("first_us", "last_us"), the heap in use after
+ *                             each ("heap_first", "heap_last") and "ok"
+ *   rel_harm longjmp          a SIGUSR1 handler siglongjmps out of a
+ *                             cuStreamSynchronize that blocks (the fake's
+ *                             FAKE_SYNC_SLEEP_MS); then 10 launches, 10
+ *                             syncs, 1.5 s of quiet, "ok"
+ *   rel_harm cancel           a thread blocked in cuStreamSynchronize is
+ *                             cancelled; then 2.5 s of quiet, "ok"
+ *   rel_harm threads N        N threads, 50 at a time, each syncs once and
+ *                             ends; then the main thread syncs (the one the
+ *                             fake makes wait: FAKE_SYNC_SLEEP_AT=N+1), "ok"
+ *   rel_harm fds HOW PATH     after the library started, HOW=log closes
+ *                             descriptors 3-63, HOW=every closes them all and
+ *                             makes every number but the last 16 the data
+ *                             file, HOW=stderr closes 2; then opens PATH (the
+ *                             program's data file), writes "data" lines to it
+ *                             while it launches, and exits with it open
+ *   rel_harm rawfork          launches, then syscall(SYS_fork): the child
+ *                             (no atfork handler ran) exits through exit(0)
+ *   rel_harm audit            loads a module, looks "narrow" up, launches it
+ *                             7 times on a 2x3 grid, unloads the module and
+ *                             exits (issue #27: the audit's counts)
+ *   rel_harm unloaddiff N     N steps of one launch of "narrow" (argument
+ *                             i * i at step i), each of a module loaded
+ *                             for it and unloaded after its step ends (even
+ *                             steps) or before it does (odd steps: the op
+ *                             waits in its buffer for the sync); the
+ *                             program's own allocations take the memory
+ *                             freed meanwhile. Prints "ok"
  */
 #define _GNU_SOURCE
 #include "../fake/fakecuda.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static CUresult k_nop(const struct fake_launch *l, void **params)
@@ -315,6 +355,257 @@ static int set_own_env(void)
     return 0;
 }
 
+/* ---- issue #28: module reloads, control flow, descriptors, raw fork ---- */
+
+static long cpu_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+#define RELOAD_WARM 1000
+#define RELOAD_WINDOW 5000
+
+static int reload_loop(long n)
+{
+    setup();
+    if (n < RELOAD_WARM + 2 * RELOAD_WINDOW)
+        return 64;
+    unsigned long long one = 7;
+    void *params[] = {&one};
+    long t0 = 0, t1 = 0, t2 = 0;
+    size_t h1 = 0;
+    for (long i = 0; i < n; i++) {
+        if (i == RELOAD_WARM)
+            t0 = cpu_us();
+        if (i == RELOAD_WARM + RELOAD_WINDOW)
+            t1 = cpu_us(), h1 = heap_in_use();
+        if (i == n - RELOAD_WINDOW)
+            t2 = cpu_us();
+        CUmodule m;
+        CUfunction f;
+        CK(cuModuleLoadData(&m, &narrow_img));
+        CK(cuModuleGetFunction(&f, m, "narrow"));
+        CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        CK(cuModuleUnload(m));
+    }
+    long t3 = cpu_us();
+    printf("first_us %ld\nlast_us %ld\nheap_first %zu\nheap_last %zu\nok\n", t1 - t0, t3 - t2, h1,
+           heap_in_use());
+    return 0;
+}
+
+static sigjmp_buf jumped;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    siglongjmp(jumped, 1);
+}
+
+static void *poke_main(void *arg)
+{
+    (void)arg;
+    usleep(200000);
+    pthread_kill(main_thread, SIGUSR1);
+    return NULL;
+}
+
+static void quiet(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0)
+        ;
+}
+
+static int longjmp_out(void)
+{
+    setup();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
+    main_thread = pthread_self();
+    pthread_t t;
+    pthread_create(&t, NULL, poke_main, NULL);
+    if (!sigsetjmp(jumped, 1)) {
+        cuStreamSynchronize(NULL); /* the fake waits FAKE_SYNC_SLEEP_MS */
+        printf("the sync returned\n");
+    } else {
+        printf("jumped out\n");
+    }
+    pthread_join(t, NULL);
+    unsigned long x = 1;
+    void *params[] = {&x};
+    for (int i = 0; i < 10; i++) {
+        CK(cuLaunchKernel(nop1, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        CK(cuStreamSynchronize(NULL));
+    }
+    quiet(1500);
+    printf("ok\n");
+    return 0;
+}
+
+static void *blocked_in_sync(void *arg)
+{
+    (void)arg;
+    cuStreamSynchronize(NULL); /* the fake waits FAKE_SYNC_SLEEP_MS: cancelled there */
+    return NULL;
+}
+
+static int cancel_in_sync(void)
+{
+    setup();
+    pthread_t t;
+    void *ret = NULL;
+    pthread_create(&t, NULL, blocked_in_sync, NULL);
+    usleep(200000);
+    pthread_cancel(t);
+    pthread_join(t, &ret);
+    printf("cancelled %d\n", ret == PTHREAD_CANCELED);
+    quiet(2500);
+    printf("ok\n");
+    return 0;
+}
+
+static CUcontext the_ctx;
+
+static void *sync_once(void *arg)
+{
+    (void)arg;
+    cuCtxSetCurrent(the_ctx);
+    CK(cuStreamSynchronize(NULL));
+    return NULL;
+}
+
+static int many_threads(int n)
+{
+    setup();
+    CK(cuCtxGetCurrent(&the_ctx));
+    for (int done = 0; done < n;) {
+        pthread_t t[50];
+        int k = n - done < 50 ? n - done : 50;
+        for (int i = 0; i < k; i++)
+            pthread_create(&t[i], NULL, sync_once, NULL);
+        for (int i = 0; i < k; i++)
+            pthread_join(t[i], NULL);
+        done += k;
+    }
+    CK(cuStreamSynchronize(NULL)); /* the fake makes this one wait */
+    printf("ok\n");
+    return 0;
+}
+
+static int fds(const char *how, const char *path)
+{
+    setup();
+    unsigned long x = 1;
+    void *params[] = {&x};
+    CK(cuLaunchKernel(nop1, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    struct rlimit rl;
+    int top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
+    if (strcmp(how, "stderr") == 0) {
+        close(2);
+    } else {
+        for (int fd = 3; fd < (strcmp(how, "every") == 0 ? top : 64); fd++)
+            close(fd);
+    }
+    int d = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (d < 0)
+        return 1;
+    if (strcmp(how, "every") == 0)
+        for (int fd = 3; fd < top - 16; fd++)
+            if (fd != d)
+                dup2(d, fd);
+    for (int i = 0; i < 100; i++) {
+        dprintf(d, "data %d\n", i);
+        CK(cuLaunchKernel(nop1, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        CK(cuCtxSynchronize());
+    }
+    printf("ok\n");
+    fflush(stdout);
+    exit(0); /* the file still open: the exit report comes after */
+}
+
+static int raw_fork(void)
+{
+    setup();
+    unsigned long x = 1;
+    void *params[] = {&x};
+    for (int i = 0; i < 5; i++)
+        CK(cuLaunchKernel(nop1, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    fflush(stdout);
+    long pid = syscall(SYS_fork);
+    if (pid == 0)
+        exit(0);
+    int st = -1;
+    waitpid((pid_t)pid, &st, 0);
+    printf("child %d\nok\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    return 0;
+}
+
+static int audit_after_unload(void)
+{
+    setup();
+    CUmodule m;
+    CUfunction f;
+    unsigned long long one = 7;
+    void *params[] = {&one};
+    CK(cuModuleLoadData(&m, &narrow_img));
+    CK(cuModuleGetFunction(&f, m, "narrow"));
+    for (int i = 0; i < 7; i++)
+        CK(cuLaunchKernel(f, 2, 3, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CK(cuModuleUnload(m));
+    printf("ok\n");
+    return 0;
+}
+
+/* ---- steps diffed across module unloads (the step trace's kept steps) ---- */
+
+static int unload_diff(int n)
+{
+    setup();
+    unsigned long long v = 0;
+    void *params[] = {&v};
+    /* what the program allocates between steps: blocks of the sizes the
+     * library frees at an unload, filled, so memory freed too early is
+     * written over before the next step end reads it */
+    static void *junk[64];
+    for (int i = 0; i < n; i++) {
+        CUmodule m;
+        CUfunction f;
+        CK(cuModuleLoadData(&m, &narrow_img));
+        CK(cuModuleGetFunction(&f, m, "narrow"));
+        v = (unsigned long long)i * (unsigned long long)i;
+        CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        if (i % 2) {
+            CK(cuModuleUnload(m)); /* the launch's op still in its buffer */
+            CK(cuCtxSynchronize());
+        } else {
+            CK(cuCtxSynchronize());
+            CK(cuModuleUnload(m));
+        }
+        for (int j = 0; j < 64; j++) {
+            free(junk[j]);
+            size_t size = 16 + 16 * (size_t)(j % 32);
+            junk[j] = malloc(size);
+            if (junk[j])
+                memset(junk[j], 0xff, size);
+        }
+    }
+    for (int j = 0; j < 64; j++)
+        free(junk[j]);
+    printf("ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -330,6 +621,23 @@ int main(int argc, char **argv)
         return oneshot(argv[2]);
     if (strcmp(mode, "setenv") == 0)
         return set_own_env();
-    fprintf(stderr, "usage: rel_harm sigint|unload|dlclose|poll|oneshot|setenv ...\n");
+    if (strcmp(mode, "reload") == 0 && argc > 2)
+        return reload_loop(atol(argv[2]));
+    if (strcmp(mode, "longjmp") == 0)
+        return longjmp_out();
+    if (strcmp(mode, "cancel") == 0)
+        return cancel_in_sync();
+    if (strcmp(mode, "threads") == 0 && argc > 2)
+        return many_threads(atoi(argv[2]));
+    if (strcmp(mode, "fds") == 0 && argc > 3)
+        return fds(argv[2], argv[3]);
+    if (strcmp(mode, "rawfork") == 0)
+        return raw_fork();
+    if (strcmp(mode, "audit") == 0)
+        return audit_after_unload();
+    if (strcmp(mode, "unloaddiff") == 0 && argc > 2)
+        return unload_diff(atoi(argv[2]));
+    fprintf(stderr, "usage: rel_harm sigint|unload|dlclose|poll|oneshot|setenv|reload|longjmp|"
+                    "cancel|threads|fds|rawfork|audit|unloaddiff ...\n");
     return 64;
 }

@@ -435,6 +435,278 @@ START_TEST(no_children_bash_python)
 }
 END_TEST
 
+/* With red zones the library routes the framework pools through the
+ * environment (src/pools.c; PyTorch's with ATLAS_REDZONE_POOLS=route, JAX's
+ * by default); an untraced child must get the environment the user gave,
+ * while the traced parent keeps the routing. */
+START_TEST(no_children_undoes_the_pool_routing)
+{
+    const char *child = "/bin/bash -c 'echo \"child pt=[$PYTORCH_CUDA_ALLOC_CONF] "
+                        "xla=[$XLA_PYTHON_CLIENT_ALLOCATOR]\"'";
+    char sh[512], py[1024];
+    snprintf(sh, sizeof sh, "echo \"parent pt=[$PYTORCH_CUDA_ALLOC_CONF]\"; %s; exec %s", child,
+             child);
+    snprintf(py, sizeof py,
+             "import os, subprocess\n"
+             "print('parent pt=[%%s]' %% os.environ.get('PYTORCH_CUDA_ALLOC_CONF', ''), "
+             "flush=True)\n"
+             "subprocess.run(['/bin/sh', '-c', %s])\n"
+             "subprocess.run(['/bin/sh', '-c', %s], env=dict(os.environ))\n",
+             "'echo \"child pt=[$PYTORCH_CUDA_ALLOC_CONF] xla=[$XLA_PYTHON_CLIENT_ALLOCATOR]\"'",
+             "'echo \"child pt=[$PYTORCH_CUDA_ALLOC_CONF] xla=[$XLA_PYTHON_CLIENT_ALLOCATOR]\"'");
+    char *bash_argv[] = {"/bin/bash", "-c", sh, NULL};
+    char *py_argv[] = {"/usr/bin/python3", "-c", py, NULL};
+    char **argvs[] = {bash_argv, py_argv};
+    /* the user's own value, and none; in the sanitized build, Python's own
+     * allocations left at its exit are not the library's */
+    const char *const env_none[] = {"ATLAS_NO_CHILDREN=1",
+                                    "ATLAS_REDZONE=64",
+                                    "ATLAS_REDZONE_POOLS=route",
+                                    "PYTORCH_CUDA_ALLOC_CONF",
+                                    "XLA_PYTHON_CLIENT_ALLOCATOR",
+                                    "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:exitcode=66",
+                                    NULL};
+    const char *const env_own[] = {"ATLAS_NO_CHILDREN=1",
+                                   "ATLAS_REDZONE=64",
+                                   "ATLAS_REDZONE_POOLS=route",
+                                   "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                                   "XLA_PYTHON_CLIENT_ALLOCATOR",
+                                   "ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:exitcode=66",
+                                   NULL};
+    const char *const *envs[] = {env_none, env_own};
+    const char *want[] = {"parent pt=[backend:cudaMallocAsync]\n"
+                          "child pt=[] xla=[]\nchild pt=[] xla=[]\n",
+                          "parent pt=[expandable_segments:True,backend:cudaMallocAsync]\n"
+                          "child pt=[expandable_segments:True] xla=[]\n"
+                          "child pt=[expandable_segments:True] xla=[]\n"};
+    for (int i = 0; i < 2; i++) {
+        if (access(argvs[i][0], X_OK) != 0) {
+            fprintf(stderr, "no_children: no %s here: that case did not run\n", argvs[i][0]);
+            continue;
+        }
+        for (int e = 0; e < 2; e++) {
+            struct run_result r;
+            run_target(&r, argvs[i], envs[e], 1);
+            ck_assert_msg(r.status == 0, "%s exited %d:\n%s", argvs[i][0], r.status, r.err);
+            ck_assert_msg(strcmp(r.out, want[e]) == 0, "%s printed\n%swant\n%s", argvs[i][0], r.out,
+                          want[e]);
+            run_free(&r);
+        }
+    }
+}
+END_TEST
+
+/* ---- issue #28: never harm the host program, round two ------------------------ */
+
+static long field(const char *text, const char *name)
+{
+    const char *p = strstr(text, name);
+    ck_assert_msg(p != NULL, "no '%s' in:\n%s", name, text);
+    return atol(p + strlen(name));
+}
+
+static int sanitized(void)
+{
+    const char *extra = getenv("ATL_TEST_PRELOAD_EXTRA");
+    return extra && *extra;
+}
+
+/* Module load/unload loops (JIT-heavy programs: Triton autotuning,
+ * torch.compile, NVRTC): 40,000 cycles of load, look up, launch, unload
+ * with no setting. Time linear: the last 5,000 cycles cost what cycles
+ * 1,000-5,999 did (within 3x and 20 ms of CPU time; a table scanned at every
+ * unload made them about 10x dearer), memory flat: the heap grows by less
+ * than 256 KiB more than the native run's between the two (39 MB before).
+ * CPU time of the program's own loop, not wall time: a loaded machine
+ * slows both windows alike. */
+START_TEST(reload_loop_linear_and_flat)
+{
+    char *argv[] = {T("rel_harm"), "reload", "40000", NULL};
+    struct run_result nat, r;
+    run_target(&nat, argv, NULL, 0);
+    run_target(&r, argv, NULL, 1);
+    ck_assert_msg(nat.status == 0 && r.status == 0, "exit %d / %d:\n%s", nat.status, r.status,
+                  r.err);
+    HAS(r.out, "ok\n");
+    long first = field(r.out, "first_us "), last = field(r.out, "last_us ");
+    long grew = field(r.out, "heap_last ") - field(r.out, "heap_first ");
+    long native_grew = field(nat.out, "heap_last ") - field(nat.out, "heap_first ");
+    fprintf(stderr,
+            "reload loop: cycles 1,000-5,999 %ld us, last 5,000 %ld us (native %ld, %ld); heap "
+            "+%ld bytes from cycle 6,000 to 40,000 (native +%ld)\n",
+            first, last, field(nat.out, "first_us "), field(nat.out, "last_us "), grew,
+            native_grew);
+    ck_assert_msg(last <= 3 * first + 20000, "the last cycles cost %ld us against %ld", last,
+                  first);
+    if (!sanitized()) /* a sanitizer's allocator keeps freed memory in quarantine */
+        ck_assert_msg(grew <= native_grew + 256 * 1024, "the heap grew by %ld bytes", grew);
+    run_free(&nat);
+    run_free(&r);
+}
+END_TEST
+
+/* A SIGUSR1 handler siglongjmps out of a cuStreamSynchronize that blocks:
+ * the thread is not left "inside atlastrace" (its later calls counted, the
+ * exit reports printed) and the wait it left is not a hang. */
+START_TEST(longjmp_out_of_a_hooked_sync)
+{
+    char *argv[] = {T("rel_harm"), "longjmp", NULL};
+    const char *const env[] = {"ATLAS_STATS=1", "ATLAS_HANG_SECONDS=1", "FAKE_SYNC_SLEEP_MS=5000",
+                               "FAKE_SYNC_SLEEP_AT=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d:\n%s", r.status, r.err);
+    ck_assert_str_eq(r.out, "jumped out\nok\n");
+    HASNT(r.log, "inside atlastrace");
+    HASNT(r.log, " has waited ");
+    ck_assert_uint_eq(calls_of(r.log, "cuLaunchKernel"), 10);
+    ck_assert_uint_eq(calls_of(r.log, "cuStreamSynchronize"), 11);
+    run_free(&r);
+}
+END_TEST
+
+/* A thread cancelled while blocked in a watched sync no longer waits: no
+ * hang is reported for it. */
+START_TEST(cancelled_in_a_watched_sync)
+{
+    char *argv[] = {T("rel_harm"), "cancel", NULL};
+    const char *const env[] = {"ATLAS_HANG_SECONDS=1", "FAKE_SYNC_SLEEP_MS=4000",
+                               "FAKE_SYNC_SLEEP_AT=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d:\n%s", r.status, r.err);
+    ck_assert_str_eq(r.out, "cancelled 1\nok\n");
+    HASNT(r.log, " has waited ");
+    run_free(&r);
+}
+END_TEST
+
+/* 300 threads have synced and ended (50 at a time): the watchdog still
+ * watches the next wait (it stopped after 256 threads had ever synced). */
+START_TEST(hang_watch_after_300_threads)
+{
+    char *argv[] = {T("rel_harm"), "threads", "300", NULL};
+    const char *const env[] = {"ATLAS_HANG_SECONDS=1", "FAKE_SYNC_SLEEP_MS=2600",
+                               "FAKE_SYNC_SLEEP_AT=301", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d:\n%s", r.status, r.err);
+    HAS(r.out, "ok\n");
+    ck_assert_int_eq(count_lines(r.log, " has waited "), 1);
+    HAS(r.log, "hang: the main thread has waited more than 1 s in cuStreamSynchronize");
+    run_free(&r);
+}
+END_TEST
+
+/* The program takes the library's descriptors: it closes 3-63 (or every
+ * descriptor, then makes every number its data file), or stderr, and opens
+ * its data file, which gets the number the library's log had. The file
+ * holds the program's lines only; the report reaches the log or stderr. */
+START_TEST(descriptors_taken_by_the_program)
+{
+    const char *how[] = {"log", "every", "stderr"};
+    for (int i = 0; i < 3; i++) {
+        char dir[] = "/tmp/atlas-rel-XXXXXX", data[128];
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        snprintf(data, sizeof data, "%s/data", dir);
+        char *argv[] = {T("rel_harm"), "fds", (char *)how[i], data, NULL};
+        const char *const env_log[] = {"ATLAS_STATS=1", NULL};
+        const char *const env_err[] = {"ATLAS_STATS=1", "ATLAS_LOG", NULL};
+        struct run_result r;
+        run_target(&r, argv, i == 2 ? env_err : env_log, 1);
+        char *text = read_file_text(data, NULL);
+        unlink(data);
+        rmdir(dir);
+        ck_assert_msg(r.status == 0, "%s: exit %d:\n%s", how[i], r.status, r.err);
+        ck_assert_ptr_nonnull(text);
+        ck_assert_msg(count_lines(text, "data ") == 100 && !strstr(text, "atlas"),
+                      "%s: the program's file holds:\n%.3000s", how[i], text);
+        free(text);
+        ck_assert_int_eq(count_lines(i == 2 ? r.err : r.log, "stats: total intercepted calls="), 1);
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* The child of syscall(SYS_fork) runs no atfork handler: it must still not
+ * print the parent's report (the log is shared: one table). */
+START_TEST(raw_fork_child_reports_nothing)
+{
+    char *argv[] = {T("rel_harm"), "rawfork", NULL};
+    const char *const env[] = {"ATLAS_STATS=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d:\n%s", r.status, r.err);
+    ck_assert_str_eq(r.out, "child 0\nok\n");
+    ck_assert_int_eq(count_lines(r.log, "stats: total intercepted calls="), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* The kernel audit of a program that unloads its module before it exits
+ * (issue #27): the launches counted in the records the unload dropped are
+ * still in the report (launches=0 blocks=0 before). */
+START_TEST(audit_counts_survive_unload)
+{
+    char *argv[] = {T("rel_harm"), "audit", NULL};
+    const char *const env[] = {"ATLAS_KERNEL_AUDIT=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d:\n%s", r.status, r.err);
+    HAS(r.log, "kernel-audit: resolved=yes launches=7 blocks=42 lookups=1 owner=module@");
+    run_free(&r);
+}
+END_TEST
+
+/* Steps of a kernel whose module is unloaded between them, or before the
+ * step of its launch ends, under ATLAS_TRACE=1: each step is diffed with
+ * the last, whose kernel is of a module gone. The kept step holds its
+ * kernel's record and the buffer keeps the pin its op was recorded under
+ * (src/kernels.h), so the diff reads a live view; before, the record (and
+ * its view) was freed at the unload: a heap-use-after-free under ASan, and
+ * the program's own allocations wrote over the view before the diff read
+ * it. */
+START_TEST(steps_diffed_across_unloads)
+{
+    char *argv[] = {T("rel_harm"), "unloaddiff", "200", NULL};
+    const char *const env[] = {"ATLAS_TRACE=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d:\n%s\nlog:\n%.3000s", r.status, r.err, r.log);
+    HAS(r.out, "ok\n");
+    HAS(r.log, "op 0 narrow [launch] arg0 @0x0 (8 bytes): 0x0 -> 0x1 (delta +1)");
+    HAS(r.log, "op 0 narrow [launch] arg0 @0x0 (8 bytes): 0x1 -> 0x4 (delta +3)");
+    HAS(r.log, "(\"cuCtxSynchronize\"): narrow arg0 changes every step, 0x4 -> 0x9ab1 (197 steps)");
+    HAS(r.log, "trace summary: steps=200 compared=199 identical=0 differing=199 shapes=1");
+    run_free(&r);
+}
+END_TEST
+
+/* A library loaded before ours left `environ` read-only: the load-time
+ * edits (red zones' pool routing, --no-children) build a new array. */
+START_TEST(read_only_environ_at_load)
+{
+    char lib[4096], helper[4096], pre[9000];
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/libatlastrace.so", lib));
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/tests/ro_environ.so", helper));
+    const char *extra = getenv("ATL_TEST_PRELOAD_EXTRA");
+    snprintf(pre, sizeof pre, "LD_PRELOAD=%s%s%s %s", extra && *extra ? extra : "",
+             extra && *extra ? " " : "", lib, helper);
+    char *argv[] = {T("rel_harm"), "setenv", NULL};
+    const char *const env[] = {pre,
+                               "ATLAS_REDZONE=64",
+                               "ATLAS_REDZONE_POOLS=route",
+                               "ATLAS_NO_CHILDREN=1",
+                               "PYTORCH_CUDA_ALLOC_CONF",
+                               NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d:\n%s", r.status, r.err);
+    ck_assert_str_eq(r.out, "backend:cudaMallocAsync\n");
+    run_free(&r);
+}
+END_TEST
+
 /* ---- bad settings ---------------------------------------------------------- */
 
 struct var {
@@ -617,6 +889,20 @@ int main(void)
     tcase_add_test(tc, oneshot_error_reaches_program);
     tcase_add_test(tc, environ_edits_not_leaks);
     tcase_add_test(tc, trace_memory_bounded);
+    suite_add_tcase(s, tc);
+    /* issue #28: round two */
+    tc = tcase_create("harm2");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, no_children_undoes_the_pool_routing);
+    tcase_add_test(tc, reload_loop_linear_and_flat);
+    tcase_add_test(tc, longjmp_out_of_a_hooked_sync);
+    tcase_add_test(tc, cancelled_in_a_watched_sync);
+    tcase_add_test(tc, hang_watch_after_300_threads);
+    tcase_add_test(tc, descriptors_taken_by_the_program);
+    tcase_add_test(tc, raw_fork_child_reports_nothing);
+    tcase_add_test(tc, read_only_environ_at_load);
+    tcase_add_test(tc, audit_counts_survive_unload);
+    tcase_add_test(tc, steps_diffed_across_unloads);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -10,8 +10,11 @@
 #include "flight.h"
 #include "kernels.h"
 #include "ring.h"
+#include "step.h"
+#include "thread.h"
 
 #include <check.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -220,8 +223,10 @@ START_TEST(kernel_table_grows_forgets_and_probes_past_forgotten_keys)
         ck_assert_ptr_nonnull(atl_ktab_find(atl_fl.ktab, handles[i]));
         ck_assert(!atl_ring_ready(handles[i])); /* no launch yet in this epoch */
     }
-    atl_ring_first(handles[7], NULL, NULL);
+    atl_ring_first(handles[7], NULL, NULL, 1);
     ck_assert(atl_ring_ready(handles[7]));
+    for (int i = 0; i < ATL_FLIGHT_COLD_SPACING; i++) /* launches that pay for its cold path */
+        atl_ring_put(0, handles[7], NULL, 1, 1, 1, 1, 1, 1, 0);
     atl_flight_good_sync(ATL_SYNC_CTX, NULL, atl_fault_last_launch());
     ck_assert(!atl_ring_ready(handles[7])); /* a new epoch: the first launch again */
     for (int i = 0; i < 5000; i += 2)
@@ -253,6 +258,9 @@ static CUresult stub_paraminfo(CUfunction f, size_t i, size_t *off, size_t *size
 START_TEST(a_renamed_handle_gets_a_fresh_record)
 {
     static char mod, h[16];
+    struct atl_kernels_census c0, c;
+    atl_kernels_census(&c0);
+    atl_krec_pin(); /* the old record is read after it is replaced */
     atl_drv.cuFuncGetParamInfo = stub_paraminfo;
     stub_params = 3;
     struct atl_lookup l = {
@@ -273,7 +281,228 @@ START_TEST(a_renamed_handle_gets_a_fresh_record)
     ck_assert_uint_eq(narrow->nparams, 1);
     ck_assert_str_eq(atl_kernel_mangled(h), "_Z6narrowv");
     ck_assert_str_eq(atl_krec_mangled(wide), "_Z4widev");
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.waiting, c0.waiting + 1); /* pinned: not freed */
+    atl_krec_unpin();
+    static char none;
+    atl_kernels_forget(&none); /* any writer's call frees what nobody can reach */
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.waiting, 0);
+    ck_assert_uint_eq(c.records, c0.records + 1);
     atl_drv.cuFuncGetParamInfo = NULL;
+}
+END_TEST
+
+/* The recorder's epoch (ring.h): a good sync starts a new one only while
+ * the cold paths have a budget, so that syncs after every launch cannot
+ * send every launch down the cold path: once the burst is spent, at most
+ * one launch in ATL_FLIGHT_COLD_SPACING (1,024) takes it (every one did
+ * before), and new epochs still start. */
+START_TEST(the_cold_paths_keep_to_their_budget)
+{
+    static char k[4][16], drain[200][16];
+    for (int i = 0; i < 200; i++) /* first launches: the burst spent */
+        atl_ring_first(drain[i], NULL, NULL, atl_ring_put(0, drain[i], NULL, 1, 1, 1, 1, 1, 1, 0));
+    atl_flight_good_sync(ATL_SYNC_CTX, NULL, atl_fault_last_launch());
+    unsigned cold = 0;
+    const unsigned n = 1000000;
+    for (unsigned i = 0; i < n; i++) {
+        void *f = k[i % 4];
+        uint64_t seq = atl_ring_put(0, f, NULL, 1, 1, 1, 1, 1, 1, 0);
+        if (!atl_ring_ready(f)) { /* the light path's test: the cold path */
+            cold++;
+            atl_ring_first(f, NULL, NULL, seq);
+        }
+        atl_flight_good_sync(i % 2 ? ATL_SYNC_STREAM : ATL_SYNC_CTX, NULL, atl_fault_last_launch());
+    }
+    ck_assert_uint_le(cold, n / ATL_FLIGHT_COLD_SPACING + 4);
+    ck_assert_uint_ge(cold, 100); /* epochs still start */
+}
+END_TEST
+
+/* ---- the kernel records' lifetime (kernels.h) ------------------------------------ */
+
+/* The probe run of a key: how many entries past its home it sits. */
+static unsigned probe_distance(const void *h)
+{
+    const struct atl_ktab *t = atl_fl.ktab;
+    uint64_t home = (((uint64_t)(uintptr_t)h * ATL_KTAB_MUL) >> ATL_KTAB_SHIFT) & t->mask;
+    struct atl_ktab_ent *e = atl_ktab_find(t, h);
+    ck_assert_ptr_nonnull(e);
+    uint64_t at = (uint64_t)((char *)e - (char *)t->e);
+    return (unsigned)(((at - home) & t->mask) / ATL_KTAB_ENT);
+}
+
+/* A program that loads a module, looks a kernel up, launches it and unloads
+ * it, 20,000 times, beside 256 kernels of a module it keeps: records are
+ * freed (none waits), the table neither grows nor fills with forgotten keys
+ * (the kept kernels sit as close to their home entries as before), and a
+ * launch finds them as at the start. */
+START_TEST(reload_cycles_keep_records_and_table_flat)
+{
+    static char kept_mod, mods[2], keep[256][16], fresh[64][16];
+    struct atl_lookup l = {
+        .kind = ATL_LOOKUP_MODULE_FUNCTION, .name = "_Z4keepv", .owner = &kept_mod};
+    for (int i = 0; i < 256; i++) {
+        l.result = keep[i];
+        atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+    }
+    unsigned before = 0;
+    for (int i = 0; i < 256; i++)
+        before += probe_distance(keep[i]);
+    struct atl_kernels_census c0, c;
+    atl_kernels_forget_owner(&mods[0]); /* earlier tests' records of unknown owner go now */
+    atl_kernels_census(&c0);
+    l.name = "_Z5freshv";
+    for (int n = 0; n < 20000; n++) {
+        /* a driver gives new modules new addresses, and kernels at a few */
+        l.owner = &mods[n % 2], l.result = fresh[n % 64];
+        atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+        atl_ring_first(l.result, NULL, NULL, atl_ring_put(0, l.result, NULL, 1, 1, 1, 1, 1, 1, 0));
+        atl_kernels_forget_owner(l.owner);
+    }
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.records, c0.records);
+    ck_assert_uint_eq(c.waiting, 0);
+    ck_assert_uint_eq(c.live, c0.live);
+    ck_assert_uint_eq(c.capacity, c0.capacity);
+    ck_assert_uint_eq(c.tables, c0.tables);
+    unsigned after = 0;
+    for (int i = 0; i < 256; i++)
+        after += probe_distance(keep[i]);
+    ck_assert_uint_le(after, before);
+    for (int i = 0; i < 256; i++)
+        ck_assert_ptr_nonnull(atl_krec_find(keep[i]));
+}
+END_TEST
+
+/* A thread that found a record (pinned) keeps it readable while an unload
+ * on another thread takes it out of the table; it is freed at the first
+ * writer's call after the pin goes. A reference (atl_krec_hold) keeps it
+ * past the pin, until released. */
+static pthread_barrier_t pin_bar;
+static struct atl_krec *pinned_rec;
+static void *pinning_thread(void *h)
+{
+    atl_krec_pin();
+    pinned_rec = atl_krec_find(h);
+    pthread_barrier_wait(&pin_bar); /* found */
+    pthread_barrier_wait(&pin_bar); /* unloaded meanwhile */
+    ck_assert_str_eq(atl_krec_mangled(pinned_rec), "_Z6pinnedv");
+    atl_krec_unpin();
+    return NULL;
+}
+
+START_TEST(a_pinned_or_held_record_outlives_its_unload)
+{
+    static char mod, h[16], other[16];
+    struct atl_lookup l = {
+        .kind = ATL_LOOKUP_MODULE_FUNCTION, .name = "_Z6pinnedv", .owner = &mod, .result = h};
+    struct atl_kernels_census c0, c;
+    atl_kernels_census(&c0);
+    atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+    pthread_barrier_init(&pin_bar, NULL, 2);
+    pthread_t t;
+    pthread_create(&t, NULL, pinning_thread, h);
+    pthread_barrier_wait(&pin_bar);
+    atl_kernels_forget_owner(&mod);
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.live, c0.live);
+    ck_assert_uint_eq(c.waiting, c0.waiting + 1);
+    pthread_barrier_wait(&pin_bar);
+    pthread_join(t, NULL);
+    atl_kernels_forget(other);
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.waiting, 0);
+    ck_assert_uint_eq(c.records, c0.records);
+
+    /* held: survives the pin's end until released */
+    atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+    atl_krec_pin();
+    struct atl_krec *r = atl_krec_find(h);
+    atl_krec_hold(r);
+    atl_krec_unpin();
+    atl_kernels_forget_owner(&mod);
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.waiting, 1);
+    ck_assert_str_eq(atl_krec_mangled(r), "_Z6pinnedv");
+    atl_krec_release(r); /* the last reference of a gone record frees it */
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.waiting, 0);
+    ck_assert_uint_eq(c.records, c0.records);
+}
+END_TEST
+
+/* What keeps records past a pin without a reference of each (the step
+ * trace's buffers: atl_krec_set_holders) counts as a pin: a record that
+ * left at a later generation than the holder's oldest pin waits, and is
+ * freed at the first writer's call once the holder shows none. A view
+ * names its record (atl_krec_of_view), which a kept step holds. */
+static uint64_t holder_pin;
+static uint64_t holder_low(void)
+{
+    return holder_pin;
+}
+
+START_TEST(a_holder_without_references_keeps_what_it_found)
+{
+    static char mod, h[16], other[16];
+    struct atl_lookup l = {
+        .kind = ATL_LOOKUP_MODULE_FUNCTION, .name = "_Z4heldv", .owner = &mod, .result = h};
+    struct atl_kernels_census c0, c;
+    atl_kernels_census(&c0);
+    atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+    atl_krec_set_holders(holder_low);
+    atl_krec_pin();
+    struct atl_krec *r = atl_krec_find(h);
+    const struct atl_kfn *v = atl_krec_view(r, 0);
+    ck_assert_ptr_eq(atl_krec_of_view(v), r);
+    holder_pin = atl_krec_pin_gen(); /* as a buffer keeps an op of v */
+    atl_krec_unpin();
+    atl_kernels_forget_owner(&mod);
+    atl_kernels_forget(other); /* a writer's call: frees what nobody keeps */
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.waiting, c0.waiting + 1);
+    ck_assert_str_eq(v->mangled, "_Z4heldv");
+    holder_pin = 0; /* the buffer's ops went */
+    atl_kernels_forget(other);
+    atl_kernels_census(&c);
+    ck_assert_uint_eq(c.waiting, c0.waiting);
+    ck_assert_uint_eq(c.records, c0.records);
+    atl_krec_set_holders(NULL);
+}
+END_TEST
+
+/* The kernel audit's counts survive the unload of their module (issue #27:
+ * they were read from records dropped at unload): the gone records' counts,
+ * by owner and name, are in atl_kernels_each. */
+struct audit_sum {
+    uint64_t launches, blocks;
+    int entries;
+};
+static void audit_sum(const struct atl_krec *k, void *ctx)
+{
+    struct audit_sum *s = ctx;
+    if (k->name && strcmp(k->name, "_Z6countv") == 0)
+        s->launches += k->launches, s->blocks += k->blocks, s->entries++;
+}
+
+START_TEST(gone_records_keep_their_audit_counts)
+{
+    static char mod, h[16];
+    struct atl_lookup l = {
+        .kind = ATL_LOOKUP_MODULE_FUNCTION, .name = "_Z6countv", .owner = &mod, .result = h};
+    for (int cycle = 0; cycle < 3; cycle++) {
+        atl_kernels_note_lookup(&l, CUDA_SUCCESS);
+        struct atl_krec *r = atl_krec_find(h);
+        r->launches += 7, r->blocks += 42;
+        atl_kernels_forget_owner(&mod);
+    }
+    struct audit_sum s = {0};
+    atl_kernels_each(audit_sum, &s);
+    ck_assert_int_eq(s.entries, 1); /* one per owner and name, however many reloads */
+    ck_assert_uint_eq(s.launches, 21);
+    ck_assert_uint_eq(s.blocks, 126);
 }
 END_TEST
 
@@ -387,6 +616,11 @@ int main(void)
     tcase_add_test(tc, kernel_table_grows_forgets_and_probes_past_forgotten_keys);
     tcase_add_test(tc, a_module_unload_forgets_its_kernels);
     tcase_add_test(tc, a_renamed_handle_gets_a_fresh_record);
+    tcase_add_test(tc, the_cold_paths_keep_to_their_budget);
+    tcase_add_test(tc, reload_cycles_keep_records_and_table_flat);
+    tcase_add_test(tc, a_pinned_or_held_record_outlives_its_unload);
+    tcase_add_test(tc, a_holder_without_references_keeps_what_it_found);
+    tcase_add_test(tc, gone_records_keep_their_audit_counts);
     tcase_add_test(tc, the_history_answers_the_launches_since_n);
     tcase_add_test(tc, the_latch_takes_the_first_sticky_error_once);
     suite_add_tcase(s, tc);
