@@ -869,7 +869,10 @@ static void diff_pair(struct report *r, size_t ia, size_t ib)
         field_num(r, ib, ob, "depth", oa->u.c.d, ob->u.c.d, "", RANK_VALUE);
         break;
     default:
-        field_u64(r, ib, ob, "exec", oa->u.g.exec, ob->u.g.exec, RANK_PTR);
+        /* an executable graph's handle is an address of its process: two runs or ranks
+         * launch the same graph under other handles */
+        if (!r->o->cross)
+            field_u64(r, ib, ob, "exec", oa->u.g.exec, ob->u.g.exec, RANK_PTR);
     }
 }
 

@@ -114,9 +114,9 @@
 #define ATL_TF_BYTES "bytes"   /* a copy's width x height x depth (read and ignored) */
 #define ATL_TF_WIDTH "width"   /* a copy's row, in bytes */
 #define ATL_TF_DEPTH "depth"   /* a copy's slices */
-/* per process: a graph launch's executable graph handle. --ranks does not
- * leave it out (nor does the step diff): ranks that launch graphs are told
- * apart here */
+/* per process: a graph launch's executable graph handle (left out between
+ * two runs or ranks; within one run a step that launches another graph is
+ * told) */
 #define ATL_TF_EXEC "exec"
 
 /* ---- scanning a line as written ------------------------------------------------------ */

@@ -122,7 +122,7 @@ static uint64_t line_hash(const char *p, size_t n)
             skip = 1;
         else if (ATL_TF_IS(k, kl, ATL_TF_STREAM) || ATL_TF_IS(k, kl, ATL_TF_V2_STREAM) ||
                  ATL_TF_IS(k, kl, ATL_TF_PTR) || ATL_TF_IS(k, kl, ATL_TF_DST) ||
-                 ATL_TF_IS(k, kl, ATL_TF_SRC))
+                 ATL_TF_IS(k, kl, ATL_TF_SRC) || ATL_TF_IS(k, kl, ATL_TF_EXEC))
             skip = 2;
         else if (ATL_TF_IS(k, kl, ATL_TF_PARAM_HEX))
             skip = 3;

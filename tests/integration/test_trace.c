@@ -861,6 +861,37 @@ START_TEST(two_runs_compare_equal)
 }
 END_TEST
 
+/* A graph launched in two processes has a handle of each: two runs and two ranks that launch
+ * the same graph agree (they differed on "exec" before); within one run, another graph launched
+ * in the same place is still said. */
+START_TEST(two_runs_of_a_graph)
+{
+    char a[512], b[512], c[512], cmd[2048];
+    record_to("replay", "3", "graph-a", a, sizeof a);
+    snprintf(b, sizeof b, "%s/graph-b.jsonl", tmpdir);
+    snprintf(c, sizeof c, "%s/graph-c.jsonl", tmpdir);
+    snprintf(cmd, sizeof cmd, "sed 's/\"exec\":\"0x[0-9a-f]*\"/\"exec\":\"0x1234000\"/' %s >%s", a,
+             b);
+    ck_assert_int_eq(system(cmd), 0);
+    /* one run whose second step launched another graph */
+    snprintf(cmd, sizeof cmd,
+             "sed '/^{\"s\":2,/s/\"exec\":\"0x[0-9a-f]*\"/\"exec\":\"0x1234000\"/' %s >%s", a, c);
+    ck_assert_int_eq(system(cmd), 0);
+    struct run_result r;
+    tool(&r, a, b);
+    ck_assert_msg(r.status == 0, "%s", r.out);
+    run_free(&r);
+    char *argv[] = {TOOL, "--ranks", a, b, NULL};
+    run_target(&r, argv, NULL, 0);
+    ck_assert_msg(r.status == 0, "%s", r.out);
+    run_free(&r);
+    tool(&r, c, NULL);
+    ck_assert_msg(r.status == 1, "%s", r.out);
+    HAS(r.out, "exec: 0x");
+    run_free(&r);
+}
+END_TEST
+
 /* Two runs of different lengths: steps are matched by kind and occurrence
  * (through a table, not a search of every step), and the extra ones are
  * named, whichever file has them. */
@@ -1312,6 +1343,7 @@ int main(void)
     tcase_add_test(tj, tool_command_line);
     tcase_add_test(tj, steps_end_under_concurrent_launches);
     tcase_add_test(tj, two_runs_compare_equal);
+    tcase_add_test(tj, two_runs_of_a_graph);
     tcase_add_test(tj, two_runs_extra_steps_named);
     tcase_add_test(tj, tool_reads_as_live);
     tcase_add_test(tj, two_runs_named);
