@@ -4,7 +4,7 @@
 # demo says so. (Paths spelled out: mk/front.mk, which builds them, is read after this file.)
 
 DEMO_DEPS := $(BUILD)/libatlastrace.so $(BUILD)/atlas-trace $(BUILD)/examples/demo_steps
-DEMO_OPTS := --trace --redzone=256 --redzone-check=launch --d2h
+DEMO_OPTS := --trace --redzone=256 --redzone-check=launch
 
 .PHONY: demo
 ifeq ($(HAVE_GPU),yes)

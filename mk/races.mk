@@ -9,8 +9,13 @@ $(BUILD)/tests/libcudart_races.so: tests/targets/races_cudart.c $(FAKE_DIR)/libc
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -o $@ $< -L$(FAKE_DIR) -lcuda
 
+# a library whose constructor calls the program (races_prog loader), loaded with dlopen
+$(BUILD)/tests/libraces_ctor.so: tests/targets/races_ctor.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -o $@ $<
+
 $(BUILD)/tests/races_prog: tests/targets/races_prog.c $(BUILD)/tests/libcudart_races.so \
-                           $(FAKE_DIR)/libcuda.so
+                           $(BUILD)/tests/libraces_ctor.so $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< -L$(BUILD)/tests -lcudart_races \
 	  -Wl,-rpath,'$$ORIGIN' -L$(FAKE_DIR) -lcuda -ldl -lpthread

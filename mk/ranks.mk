@@ -12,6 +12,11 @@ ALL_TARGETS += $(BUILD)/bench/gen_ranks
 
 $(BUILD)/tests/test_ranks: tests/integration/test_ranks.c tests/integration/run.c | check-deps
 
+# The fast pass of --ranks on the library writer's lines: the test includes
+# the tool's file (its hashing is static), so it is rebuilt with it.
+$(BUILD)/tests/test_diffranks_unit: tools/diff-ranks.c tools/diff-ranks.h src/traceformat.h \
+                                    src/jsonw.h src/tracejson.h
+
 # atlas-diff again, with UndefinedBehaviorSanitizer (its tools' sources):
 # ranks-check runs it where nothing is found (issue #28: qsort of nothing).
 $(BUILD)/tests/atlas-diff-ubsan: $(ATLAS_DIFF_DEPS) $(BUILD)/libatlas_engine.a
@@ -22,7 +27,9 @@ $(BUILD)/tests/atlas-diff-ubsan: $(ATLAS_DIFF_DEPS) $(BUILD)/libatlas_engine.a
 .PHONY: ranks-check
 ranks-check: check-deps $(BUILD)/libatlastrace.so $(BUILD)/fake/libcuda.so.1 \
              $(BUILD)/tests/ranks $(BUILD)/atlas-diff $(BUILD)/bench/gen_ranks \
-             $(BUILD)/tests/test_ranks $(BUILD)/tests/atlas-diff-ubsan
+             $(BUILD)/tests/test_ranks $(BUILD)/tests/atlas-diff-ubsan \
+             $(BUILD)/tests/test_diffranks_unit
+	$(BUILD)/tests/test_diffranks_unit
 	$(BUILD)/tests/test_ranks
 
 CHECK_TARGETS += ranks-check

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "hint.h"
 #include "log.h"
 #include "services.h"
 #include "stack.h"
@@ -264,16 +265,30 @@ static int by_count(const void *a, const void *b)
 #define TOP_SITES 10
 #define SITE_FRAMES 6
 
-void atl_blocking_report(void)
+void atl_blocking_report(int brief)
 {
-    if (!trace_on)
-        return;
     uint64_t c[ATL_SC_COUNT], b[ATL_SC_COUNT], blk = 0, blk_bytes = 0;
     for (int k = 0; k < ATL_SC_COUNT; k++) {
         c[k] = __atomic_load_n(&counts[k], __ATOMIC_RELAXED);
         b[k] = __atomic_load_n(&bytes[k], __ATOMIC_RELAXED);
         if (k <= ATL_SC_BLOCKING_D2H_LAST)
             blk += c[k], blk_bytes += b[k];
+    }
+    if (!trace_on) {
+        /* the counts are kept anyway (always on); the sites cost a stack a
+         * copy, so they are ATLAS_D2H_TRACE's */
+        uint64_t hidden = c[ATL_SC_ASYNC_D2H_PAGEABLE] + c[ATL_SC_ASYNC_H2D_PAGEABLE],
+                 syncs = c[ATL_SC_SYNC_STREAM] + c[ATL_SC_SYNC_CTX] + c[ATL_SC_SYNC_EVENT];
+        char opt[48];
+        if ((blk || hidden) && brief)
+            atl_log(ATL_WARN,
+                    "d2h-summary: %llu blocking device-to-host cop%s (%llu bytes), %llu hidden "
+                    "sync%s (async copies with pageable host memory), %llu host sync%s; %s "
+                    "lists their call sites",
+                    (unsigned long long)blk, blk == 1 ? "y" : "ies", (unsigned long long)blk_bytes,
+                    (unsigned long long)hidden, hidden == 1 ? "" : "s", (unsigned long long)syncs,
+                    syncs == 1 ? "" : "s", atl_hint_name("ATLAS_D2H_TRACE", opt, sizeof opt));
+        return;
     }
     atl_log(ATL_ERROR,
             "d2h-summary: blocking_d2h=%llu bytes=%llu dtoh=%llu memcpy=%llu peer=%llu 2d=%llu "

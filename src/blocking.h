@@ -43,8 +43,11 @@ void atl_blocking_sync_post(const struct atl_sync *s, CUresult r);
  * to the engine's atl_dtoh_failed): counted as a blocking copy. */
 void atl_blocking_dtoh_count(size_t n);
 
-/* Exit summary (when ATLAS_D2H_TRACE is set). */
-void atl_blocking_report(void);
+/* Exit summary: with ATLAS_D2H_TRACE the counters and the call sites, each
+ * with its frames; otherwise, with `brief` (the run asked for other reports:
+ * a bare preload stays silent) and when something blocked, one line of
+ * counts. */
+void atl_blocking_report(int brief);
 
 uint64_t atl_blocking_counter(enum atl_blocking_counter k);
 uint64_t atl_blocking_d2h(void);

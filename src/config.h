@@ -24,6 +24,8 @@ enum atl_opt_kind {
     ATL_OPT_FLAG,  /* --name: the setting is 1 */
     ATL_OPT_VALUE, /* --name=META, by the setting's rules */
     ATL_OPT_FILE,  /* --name=FILE: an output file, made absolute */
+    /* --name=FILE: a file read, readable now, made absolute; repeated, joined with ':' */
+    ATL_OPT_INFILES,
 };
 
 struct atl_cfg_opt {

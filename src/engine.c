@@ -10,6 +10,7 @@
 #include "blocking.h"
 #include "config.h"
 #include "faultrep.h"
+#include "findings.h"
 #include "flight.h"
 #include "hang.h"
 #include "kaudit.h"
@@ -122,6 +123,8 @@ static void init_body(void)
     atl_config_parse(&atl_cfg, envp, warn_line, NULL);
     atl_log_set_level((int)atl_cfg.log_level);
     atl_unused_settings(); /* a setting whose feature is off is said, not ignored */
+    /* suppressions and the findings file, before any feature can report */
+    atl_findings_init();
 
     /* Features read their settings here (and set atl_ledger_on if they need
      * the ledger), before wanted_events() decides what the hooks report. */
@@ -577,11 +580,17 @@ void atl_engine_exit(void)
     if (!interrupted) {
         if (on(ATL_FEAT_FAULT))
             atl_faultrep_exit();
+        /* one line of blocking counts when the run asked for any report */
+        int asked = atl_cfg.stats || atl_cfg.debug_sync_kernels;
+        for (int f = 0; f < ATL_FEAT_COUNT; f++)
+            asked |= f != ATL_FEAT_FAULT && f != ATL_FEAT_BLOCKING && on((enum atl_feature)f);
         if (on(ATL_FEAT_BLOCKING))
-            atl_blocking_report();
+            atl_blocking_report(asked);
         if (on(ATL_FEAT_KAUDIT))
             atl_kaudit_report();
     }
+    /* after every report: what was not printed or was suppressed */
+    atl_findings_exit();
     __atomic_store_n(&atl_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&finished, 1, __ATOMIC_RELEASE);
     atl_thr.depth--;
@@ -595,16 +604,17 @@ static void summary_counts(struct atl_summary *s)
     s->redzone = on(ATL_FEAT_REDZONE) &&
                  atl_redzone_counts(&s->overruns, &s->guarded, &s->after_free, &kept);
     s->quarantine = kept != 0;
-    s->faults = atl_findings(ATL_FINDING_FAULT);
+    /* the findings sink's counts: suppressed findings are said apart */
+    s->faults = atl_findings_count(ATL_FINDING_FAULT);
     s->launches = atl_fault_last_launch();
     s->launches_counted = atl_fault_ring_on() || s->launches;
     s->debug_sync = on(ATL_FEAT_FAULT) && atl_faultrep_synced(&s->synced);
     s->leaks = atl_cfg.leaks != 0;
-    s->leaked = atl_findings(ATL_FINDING_LEAK);
-    if (s->leaks && s->leaked)
-        atl_ledger_count(&s->leaked_bytes);
+    s->leaked = atl_findings_count(ATL_FINDING_LEAK);
+    if (s->leaks)
+        atl_leaks_found(&s->leaked_allocs, &s->leaked_bytes);
     s->races = on(ATL_FEAT_RACES);
-    s->race_count = atl_findings(ATL_FINDING_RACE);
+    s->race_count = atl_findings_count(ATL_FINDING_RACE);
     s->trace = on(ATL_FEAT_TRACE);
     if (s->trace)
         atl_tstep_counts(&s->steps, &s->differ);
@@ -612,6 +622,9 @@ static void summary_counts(struct atl_summary *s)
     s->sites_counted = atl_blocking_sites(&s->sites);
     s->syncs = atl_blocking_counter(ATL_SC_SYNC_STREAM) + atl_blocking_counter(ATL_SC_SYNC_CTX) +
                atl_blocking_counter(ATL_SC_SYNC_EVENT);
+    s->suppressions = atl_cfg.suppressions != NULL;
+    for (int k = 0; k < ATL_FINDING_KINDS; k++)
+        s->suppressed += atl_findings_suppressed((enum atl_finding)k);
 }
 
 /* Last, after the exit reports and the verdict's line: the summary line, in a process that

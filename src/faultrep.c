@@ -8,6 +8,7 @@
 #include "config.h"
 #include "driver.h"
 #include "dsk.h"
+#include "findings.h"
 #include "flight.h"
 #include "hint.h"
 #include "kernels.h"
@@ -73,7 +74,6 @@ void atl_faultrep_check(int hook, CUresult r)
 {
     if (__builtin_expect(!atl_fault_latch(r), 1))
         return; /* not sticky, or reported once: later calls fail for the same reason */
-    atl_note_finding(ATL_FINDING_FAULT, 1);
     char buf[48];
     const char *name, *text;
     error_text(r, &name, &text, buf, sizeof buf);
@@ -81,14 +81,19 @@ void atl_faultrep_check(int hook, CUresult r)
     atl_stack_capture(&st);
     char site[400];
     atl_stack_site(&st, site, sizeof site);
-    char all[96];
-    atl_log(ATL_ERROR,
-            "fault: error=%s code=%d first_seen_by=%s site=%s: %s. The context is lost; the "
-            "fault happened in an earlier launch (%s names it); later failures are not repeated",
-            name, (int)r, atl_hook_names[hook], site, text,
-            atl_hint_setting("ATLAS_DEBUG_SYNC_KERNELS", "1", all, sizeof all));
+    char all[96], head[1200];
+    snprintf(head, sizeof head,
+             "fault: error=%s code=%d first_seen_by=%s site=%s: %s. The context is lost; the "
+             "fault happened in an earlier launch (%s names it); later failures are not repeated",
+             name, (int)r, atl_hook_names[hook], site, text,
+             atl_hint_setting("ATLAS_DEBUG_SYNC_KERNELS", "1", all, sizeof all));
+    struct atl_find f = {.kind = ATL_FINDING_FAULT, .message = head, .stack = &st};
+    if (!atl_find_open(&f))
+        return;
+    atl_log(ATL_ERROR, "%s", head);
     atl_log_frames(ATL_ERROR, "fault", &st, 0, 8);
     atl_flight_report("fault");
+    atl_find_close(&f);
 }
 
 /* ---- debug sync --------------------------------------------------------------------- */
@@ -115,7 +120,6 @@ static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out,
     }
     if (__atomic_exchange_n(&debug_reported, 1, __ATOMIC_ACQ_REL))
         return r;
-    atl_note_finding(ATL_FINDING_FAULT, 1);
     atl_fault_latch(r); /* a sticky one: this report says it all */
     error_text(r, ename, text, buf, len);
     return r;
@@ -204,15 +208,26 @@ static CUresult debug_sync_after(const struct atl_launch *l)
     CUresult r = debug_sync_stream(l->hook, l->stream, NULL, &ename, &text, buf, sizeof buf);
     if (!ename)
         return r;
-    atl_log(ATL_ERROR,
-            "debug-sync: launch failed: kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u "
-            "stream=%p launch=%llu via=%s error=%s code=%d: %s",
-            name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-            l->shmem, (void *)l->stream, (unsigned long long)l->seq, atl_hook_names[l->hook], ename,
-            (int)r, text);
+    char head[1200];
+    snprintf(head, sizeof head,
+             "debug-sync: launch failed: kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u "
+             "stream=%p launch=%llu via=%s error=%s code=%d: %s",
+             name, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+             l->shmem, (void *)l->stream, (unsigned long long)l->seq, atl_hook_names[l->hook],
+             ename, (int)r, text);
     struct atl_stack stk;
     atl_stack_capture(&stk);
-    atl_log_frames(ATL_ERROR, "debug-sync", &stk, 0, 12);
+    struct atl_find f = {.kind = ATL_FINDING_FAULT,
+                         .message = head,
+                         .kernel = name,
+                         .kernel_mangled = l->rec ? atl_krec_mangled(l->rec) : NULL,
+                         .launch = l->seq,
+                         .stack = &stk};
+    if (atl_find_open(&f)) {
+        atl_log(ATL_ERROR, "%s", head);
+        atl_log_frames(ATL_ERROR, "debug-sync", &stk, 0, 12);
+        atl_find_close(&f);
+    }
     return r;
 }
 
@@ -231,18 +246,24 @@ CUresult atl_faultrep_graph_launch_post(const struct atl_graph_launch *g, CUresu
     r = debug_sync_stream(g->hook, g->stream, &upto, &ename, &text, buf, sizeof buf);
     if (!ename)
         return r;
-    atl_log(ATL_ERROR,
-            "debug-sync: graph launch failed: graph=%p stream=%p launch=%llu via=%s error=%s "
-            "code=%d: %s. Graph launches are synchronised as a whole: the fault is inside one of "
-            "its kernel nodes",
-            (void *)g->exec, (void *)g->stream, (unsigned long long)upto, atl_hook_names[g->hook],
-            ename, (int)r, text);
+    char head[1200];
+    snprintf(head, sizeof head,
+             "debug-sync: graph launch failed: graph=%p stream=%p launch=%llu via=%s error=%s "
+             "code=%d: %s. Graph launches are synchronised as a whole: the fault is inside one of "
+             "its kernel nodes",
+             (void *)g->exec, (void *)g->stream, (unsigned long long)upto, atl_hook_names[g->hook],
+             ename, (int)r, text);
+    struct atl_stack stk;
+    atl_stack_capture(&stk);
+    struct atl_find f = {.kind = ATL_FINDING_FAULT, .message = head, .launch = upto, .stack = &stk};
+    if (!atl_find_open(&f))
+        return r;
+    atl_log(ATL_ERROR, "%s", head);
     if (!atl_flight_graph_nodes("debug-sync", g->exec))
         atl_log(ATL_ERROR, "debug-sync:     (its kernel nodes are unknown: instantiated before "
                            "atlastrace was loaded)");
-    struct atl_stack stk;
-    atl_stack_capture(&stk);
     atl_log_frames(ATL_ERROR, "debug-sync", &stk, 0, 12);
+    atl_find_close(&f);
     return r;
 }
 

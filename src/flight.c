@@ -402,20 +402,33 @@ static void print_args(const char *tag, const struct group *g)
 #define RARE_SHOWN 8
 #define LIST_SHOWN 12
 
-static void print_launch(const char *tag, const struct atl_ring_ent *e, const char *lead)
+/* One launch, or (from < e->seq) the run of identical launches from..e->seq. */
+static void print_launches(const char *tag, const struct atl_ring_ent *e, const char *lead,
+                           uint64_t from)
 {
     const char *via = atl_hook_names[e->hook & ~ATL_RING_GRAPH];
+    char seq[48];
+    if (from && from < e->seq)
+        snprintf(seq, sizeof seq, "%llu..%llu", (unsigned long long)from,
+                 (unsigned long long)e->seq);
+    else
+        snprintf(seq, sizeof seq, "%llu", (unsigned long long)e->seq);
     if (e->hook & ATL_RING_GRAPH) {
-        atl_log(ATL_ERROR, "%s:%slaunch=%llu graph=%p stream=%p via=%s", tag, lead,
-                (unsigned long long)e->seq, e->obj, (void *)e->stream, via);
+        atl_log(ATL_ERROR, "%s:%slaunch=%s graph=%p stream=%p via=%s", tag, lead, seq, e->obj,
+                (void *)e->stream, via);
         return;
     }
     char name[256];
     atl_kernel_name(e->obj, name, sizeof name);
     atl_log(ATL_ERROR,
-            "%s:%slaunch=%llu kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u stream=%p via=%s",
-            tag, lead, (unsigned long long)e->seq, name, e->grid[0], e->grid[1], e->grid[2],
-            e->block[0], e->block[1], e->block[2], e->shmem, (void *)e->stream, via);
+            "%s:%slaunch=%s kernel=%s grid=(%u,%u,%u) block=(%u,%u,%u) shmem=%u stream=%p via=%s",
+            tag, lead, seq, name, e->grid[0], e->grid[1], e->grid[2], e->block[0], e->block[1],
+            e->block[2], e->shmem, (void *)e->stream, via);
+}
+
+static void print_launch(const char *tag, const struct atl_ring_ent *e, const char *lead)
+{
+    print_launches(tag, e, lead, 0);
 }
 
 /* The suspects, counted by kernel and by stream (under marks_lock). */
@@ -448,9 +461,44 @@ static void tally_launch(const struct atl_ring_ent *e, void *ctx)
     sg->n++;
 }
 
-static void list_launch(const struct atl_ring_ent *e, void *tag)
+/* The newest launches, a line each, but a run of identical ones (the same
+ * kernel, grid, block, shared memory, stream and entry point: a loop) in one
+ * line with its count: sixteen launches of one kernel are one line. */
+struct run_of {
+    const char *tag;
+    struct atl_ring_ent first, last;
+    uint64_t n;
+};
+
+static int same_launch(const struct atl_ring_ent *a, const struct atl_ring_ent *b)
 {
-    print_launch(tag, e, "   ");
+    return a->obj == b->obj && a->hook == b->hook && a->stream == b->stream &&
+           a->shmem == b->shmem && !memcmp(a->grid, b->grid, sizeof a->grid) &&
+           !memcmp(a->block, b->block, sizeof a->block);
+}
+
+static void run_flush(struct run_of *r)
+{
+    if (!r->n)
+        return;
+    if (r->n == 1) {
+        print_launch(r->tag, &r->first, "   ");
+    } else {
+        char lead[48];
+        snprintf(lead, sizeof lead, "   x%llu ", (unsigned long long)r->n);
+        print_launches(r->tag, &r->last, lead, r->first.seq);
+    }
+    r->n = 0;
+}
+
+static void list_launch(const struct atl_ring_ent *e, void *ctx)
+{
+    struct run_of *r = ctx;
+    if (r->n && !same_launch(&r->last, e))
+        run_flush(r);
+    if (!r->n++)
+        r->first = *e;
+    r->last = *e;
 }
 
 static void report_pinned(const char *tag);
@@ -604,5 +652,7 @@ static void report_pinned(const char *tag)
     uint64_t shown = last < RING_SHOWN ? last : RING_SHOWN;
     atl_log(ATL_ERROR, "%s: the last %llu launches (all contexts, oldest first):", tag,
             (unsigned long long)shown);
-    atl_fault_launches_since(last - shown, last, 0, list_launch, (void *)tag);
+    struct run_of run = {.tag = tag};
+    atl_fault_launches_since(last - shown, last, 0, list_launch, &run);
+    run_flush(&run);
 }

@@ -335,6 +335,8 @@ static const char *option_text(const char *var, const char *value, char *out, si
     if ((o->kind == ATL_OPT_FLAG && strcmp(value, "1") == 0) ||
         (o->bare && strcmp(value, o->bare) == 0))
         snprintf(out, len, "--%s", o->name);
+    else if (o->kind == ATL_OPT_INFILES && value[strcspn(value, ":,")])
+        return NULL; /* several files: each is an option of its own, as the user gave them */
     else if (o->kind != ATL_OPT_FLAG && !(o->vcheck && o->vcheck(value)))
         snprintf(out, len, "--%s=%s", o->name, value);
     else

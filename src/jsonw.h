@@ -8,6 +8,7 @@
 #define ATL_JSONW_H
 
 #include "step.h"
+#include "traceformat.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -140,45 +141,45 @@ static inline void jw_dim(struct jw *w, const char *key, const uint32_t d[3])
 /* ,"ptr":"0x..","value":v,"elem":e,"count":n,"pitch":p,"height":h (both versions) */
 static inline void jw_memset_fields(struct jw *w, const struct atl_op *o)
 {
-    jw_lit(w, ",\"ptr\":\"");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_PTR) "\"");
     jw_x64(w, o->u.m.ptr);
-    jw_lit(w, "\",\"value\":");
+    jw_lit(w, "\"," ATL_TF_KEY(ATL_TF_VALUE));
     jw_u64(w, o->shmem);
-    jw_lit(w, ",\"elem\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_ELEM));
     jw_u64(w, o->sub);
-    jw_lit(w, ",\"count\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_COUNT));
     jw_u64(w, o->u.m.count);
-    jw_lit(w, ",\"pitch\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_PITCH));
     jw_u64(w, o->u.m.pitch);
-    jw_lit(w, ",\"height\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_HEIGHT));
     jw_u64(w, o->u.m.height);
 }
 
 /* ,"dir":"..","dst":"0x..","src":"0x..","bytes":n,"width":w,"height":h,"depth":d */
 static inline void jw_copy_fields(struct jw *w, const struct atl_op *o)
 {
-    jw_lit(w, ",\"dir\":\"");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_DIR) "\"");
     jw_cstr(w, atl_dir_name(o->sub));
-    jw_lit(w, "\",\"dst\":\"");
+    jw_lit(w, "\"," ATL_TF_KEY(ATL_TF_DST) "\"");
     jw_x64(w, o->u.c.dst);
-    jw_lit(w, "\",\"src\":\"");
+    jw_lit(w, "\"," ATL_TF_KEY(ATL_TF_SRC) "\"");
     jw_x64(w, o->u.c.src);
-    jw_lit(w, "\",\"bytes\":");
+    jw_lit(w, "\"," ATL_TF_KEY(ATL_TF_BYTES));
     jw_u64(w, o->u.c.w * o->u.c.h * o->u.c.d);
-    jw_lit(w, ",\"width\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_WIDTH));
     jw_u64(w, o->u.c.w);
-    jw_lit(w, ",\"height\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_HEIGHT));
     jw_u64(w, o->u.c.h);
-    jw_lit(w, ",\"depth\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_DEPTH));
     jw_u64(w, o->u.c.d);
 }
 
 /* {"step":N,"name":"..." */
 static inline void json_head(struct jw *w, const struct atl_step *s)
 {
-    jw_lit(w, "{\"step\":");
+    jw_lit(w, "{" ATL_TF_KEY(ATL_TF_STEP));
     jw_u64(w, s->index);
-    jw_lit(w, ",\"name\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_NAME));
     jw_str(w, s->name);
 }
 
@@ -187,11 +188,11 @@ static inline void json_head(struct jw *w, const struct atl_step *s)
 static inline void jw_end(struct jw *w, const struct atl_step *s, size_t nops)
 {
     json_head(w, s);
-    jw_lit(w, ",\"thread\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_THREAD));
     jw_str(w, s->thread);
-    jw_lit(w, ",\"stream\":\"");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_STREAM) "\"");
     jw_x64(w, s->stream);
-    jw_lit(w, "\",\"end\":true,\"ops\":");
+    jw_lit(w, "\"," ATL_TF_KEY(ATL_TF_END) "true," ATL_TF_KEY(ATL_TF_OPS));
     jw_u64(w, nops);
     jw_lit(w, "}\n");
     fwrite(w->b, 1, w->n, w->f);

@@ -25,7 +25,7 @@ struct row {
     void *handle;
     CUresult rc;
     unsigned lookups;
-    char site[200];
+    struct atl_stack site; /* the first look-up's: formatted (symbolised) at the report only */
 };
 
 struct owner {
@@ -89,8 +89,6 @@ void atl_kaudit_lookup(const struct atl_lookup *l, CUresult r)
     }
     struct atl_stack st;
     atl_stack_capture(&st);
-    char site[200];
-    atl_stack_site(&st, site, sizeof site);
     pthread_mutex_lock(&lock);
     struct row *w = NULL;
     for (size_t i = 0; i < nrows; i++)
@@ -104,7 +102,7 @@ void atl_kaudit_lookup(const struct atl_lookup *l, CUresult r)
         memset(w, 0, sizeof *w);
         w->owner = owner;
         w->name = strdup(name ? name : "?");
-        snprintf(w->site, sizeof w->site, "%s", site);
+        w->site = st;
     }
     if (w) {
         w->lookups++;
@@ -187,7 +185,8 @@ void atl_kaudit_report(void)
                             : k->handle == w->handle)
                     launches += k->launches, blocks += k->blocks;
             }
-        char own[300], ebuf[48], resolved[80];
+        char own[300], ebuf[48], resolved[80], site[200];
+        atl_stack_site(&w->site, site, sizeof site);
         owner_label(w->owner, own, sizeof own);
         if (w->rc == CUDA_SUCCESS)
             snprintf(resolved, sizeof resolved, "yes");
@@ -197,7 +196,7 @@ void atl_kaudit_report(void)
                 "kernel-audit: resolved=%s launches=%llu blocks=%llu lookups=%u owner=%s "
                 "looked_up_at=%s kernel=%s",
                 resolved, (unsigned long long)launches, (unsigned long long)blocks, w->lookups, own,
-                w->site, atl_demangle(w->name));
+                site, atl_demangle(w->name));
     }
     pthread_mutex_unlock(&lock);
     free(c.e);

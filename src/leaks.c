@@ -5,6 +5,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "findings.h"
 #include "ledger.h"
 #include "log.h"
 #include "services.h"
@@ -12,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int list_on;        /* ATLAS_LEAKS: the leak list at exit */
 static uint64_t trace_idx; /* ATLAS_REDZONE_TRACE_IDX */
@@ -188,12 +190,68 @@ void atl_leaks_free_post(const struct atl_free *f, CUresult r)
                 (unsigned long long)f->ptr, atl_error_name(r, nm, sizeof nm));
 }
 
-static int by_size_desc(const void *a, const void *b)
+/* Allocations never freed from one call stack: one finding, one line. */
+struct leak_group {
+    uint64_t hash;
+    size_t n, bytes, min, max;
+    size_t first; /* index of its oldest allocation in the snapshot */
+    uint64_t last_seq;
+};
+
+static int by_stack(const void *a, const void *b)
 {
     const struct atl_alloc_rec *x = a, *y = b;
-    return x->bytes < y->bytes   ? 1
-           : x->bytes > y->bytes ? -1
-                                 : (x->seq > y->seq) - (x->seq < y->seq);
+    uint64_t hx = atl_stack_hash(&x->site), hy = atl_stack_hash(&y->site);
+    if (hx != hy)
+        return hx < hy ? -1 : 1;
+    if (x->site.n != y->site.n)
+        return x->site.n - y->site.n;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int same_stack(const struct atl_stack *a, const struct atl_stack *b)
+{
+    return a->n == b->n && memcmp(a->pc, b->pc, (size_t)a->n * sizeof a->pc[0]) == 0;
+}
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+    const struct leak_group *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? 1 : -1;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* The line of group g (all[g->first] its oldest allocation). */
+static void group_line(const struct leak_group *g, const struct atl_alloc_rec *all, char *line,
+                       size_t len)
+{
+    const struct atl_alloc_rec *r = &all[g->first];
+    char site[512], where[64];
+    atl_stack_site(&r->site, site, sizeof site);
+    if (g->n == 1) {
+        snprintf(line, len, "leaks:   alloc#%llu %zu bytes %s, allocated at %s",
+                 (unsigned long long)r->seq, r->bytes, atl_ledger_where(r, where, sizeof where),
+                 site);
+        return;
+    }
+    char sizes[64];
+    if (g->min == g->max)
+        snprintf(sizes, sizeof sizes, "%zu bytes each", g->min);
+    else
+        snprintf(sizes, sizeof sizes, "%zu to %zu bytes", g->min, g->max);
+    snprintf(line, len,
+             "leaks:   %zu allocations, %zu bytes (alloc#%llu to alloc#%llu, %s), allocated at %s",
+             g->n, g->bytes, (unsigned long long)r->seq, (unsigned long long)g->last_seq, sizes,
+             site);
+}
+
+static uint64_t found_allocs, found_bytes; /* what atl_leaks_exit reported, unsuppressed */
+
+void atl_leaks_found(uint64_t *allocs, uint64_t *bytes)
+{
+    *allocs = found_allocs;
+    *bytes = found_bytes;
 }
 
 void atl_leaks_exit(void)
@@ -205,31 +263,80 @@ void atl_leaks_exit(void)
     if (hits + misses)
         atl_log(ATL_INFO, "leaks: %llu call stacks taken, %llu of them unwound (the rest reused)",
                 (unsigned long long)(hits + misses), (unsigned long long)misses);
-    size_t total = 0, n = atl_ledger_count(&total);
+    size_t n = atl_ledger_count(NULL);
     if (n == 0) {
         atl_log(ATL_WARN, "leaks: none: every driver allocation was freed");
         return;
     }
-    atl_note_finding(ATL_FINDING_LEAK, n);
     struct atl_alloc_rec *all = malloc(n * sizeof *all);
-    if (!all) {
+    struct leak_group *g = malloc(n * sizeof *g);
+    struct atl_find *f = malloc(n * sizeof *f);
+    if (!all || !g || !f) {
+        free(all), free(g), free(f);
         atl_log_once_oom("the leak list");
         return;
     }
     n = atl_ledger_snapshot(all, n);
-    qsort(all, n, sizeof *all, by_size_desc);
-    /* findings: said at ATLAS_LOG_LEVEL=error too (atlas-trace -q) */
-    atl_log(ATL_ERROR,
-            "leaks: %zu allocation%s never freed, %zu bytes in total (largest first):", n,
-            n == 1 ? "" : "s", total);
-    for (size_t i = 0; i < n && i < 100; i++) {
-        char site[512], where[64];
-        atl_stack_site(&all[i].site, site, sizeof site);
-        atl_log(ATL_ERROR, "leaks:   alloc#%llu %zu bytes %s, allocated at %s",
-                (unsigned long long)all[i].seq, all[i].bytes,
-                atl_ledger_where(&all[i], where, sizeof where), site);
+    /* grouped by the whole call stack (as valgrind's loss records): 1,000
+     * allocations made in one loop are one finding */
+    qsort(all, n, sizeof *all, by_stack);
+    size_t ng = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!ng || !same_stack(&all[g[ng - 1].first].site, &all[i].site)) {
+            g[ng++] = (struct leak_group){.n = 0, .min = all[i].bytes, .first = i};
+        }
+        struct leak_group *c = &g[ng - 1];
+        c->n++;
+        c->bytes += all[i].bytes;
+        c->min = all[i].bytes < c->min ? all[i].bytes : c->min;
+        c->max = all[i].bytes > c->max ? all[i].bytes : c->max;
+        c->last_seq = all[i].seq;
     }
-    if (n > 100)
-        atl_log(ATL_ERROR, "leaks:   ... and %zu more", n - 100);
+    qsort(g, ng, sizeof *g, by_bytes_desc);
+    /* each group through the findings sink first: the headline counts what
+     * is not suppressed */
+    size_t kept = 0, kept_n = 0, kept_bytes = 0, quiet = 0;
+    for (size_t i = 0; i < ng; i++) {
+        char line[900];
+        group_line(&g[i], all, line, sizeof line);
+        f[i] = (struct atl_find){.kind = ATL_FINDING_LEAK,
+                                 .message = line,
+                                 .alloc = all[g[i].first].seq,
+                                 .bytes = g[i].bytes,
+                                 .has_bytes = 1,
+                                 .count = g[i].n,
+                                 .stack = &all[g[i].first].site};
+        atl_find_open(&f[i]);
+        /* kept for printing below: the lines of those printed only */
+        f[i].message = f[i].shown ? strdup(line) : NULL;
+        f[i].shown &= f[i].message != NULL;
+        if (f[i].suppressed) {
+            quiet += g[i].n;
+            continue;
+        }
+        kept++, kept_n += g[i].n, kept_bytes += g[i].bytes;
+    }
+    found_allocs = kept_n, found_bytes = kept_bytes;
+    char sup[64] = "";
+    if (quiet)
+        snprintf(sup, sizeof sup, "; %zu more suppressed", quiet);
+    /* findings: said at ATLAS_LOG_LEVEL=error too (atlas-trace -q) */
+    if (!kept)
+        atl_log(ATL_WARN, "leaks: none but suppressed ones (%zu allocation%s never freed)", quiet,
+                quiet == 1 ? "" : "s");
+    else
+        atl_log(ATL_ERROR,
+                "leaks: %zu allocation%s never freed, %zu bytes in total, from %zu call stack%s "
+                "(largest first)%s:",
+                kept_n, kept_n == 1 ? "" : "s", kept_bytes, kept, kept == 1 ? "" : "s", sup);
+    for (size_t i = 0; i < ng; i++) {
+        if (!f[i].shown)
+            continue;
+        atl_log(ATL_ERROR, "%s", f[i].message);
+        atl_find_close(&f[i]);
+        free((char *)f[i].message);
+    }
+    free(f);
+    free(g);
     free(all);
 }

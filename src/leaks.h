@@ -27,5 +27,8 @@ void atl_leaks_free_pre(const struct atl_free *f);
 void atl_leaks_free_post(const struct atl_free *f, CUresult r);
 /* The leak list (ATLAS_LEAKS). */
 void atl_leaks_exit(void);
+/* After atl_leaks_exit: the allocations never freed and their bytes, those a suppression
+ * entry matched left out (the summary line; the findings are the call stacks). */
+void atl_leaks_found(uint64_t *allocs, uint64_t *bytes);
 
 #endif

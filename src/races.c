@@ -28,6 +28,7 @@
 
 #include "config.h"
 #include "driver.h"
+#include "findings.h"
 #include "hint.h"
 #include "hookid.h"
 #include "kernels.h"
@@ -306,8 +307,11 @@ static struct {
     struct rkern *last_kern;
     struct rcaller callers[RC_CALLERS];
     /* counts */
-    uint64_t races, races_distinct, possible, possible_distinct, accesses, forgotten, printed;
-    uint64_t dropped;
+    uint64_t races, races_distinct, possible, possible_distinct, accesses, forgotten, dropped;
+    /* races printed, or held for printing by an op not yet closed (atomic: an op's report is
+     * made after the lock, and gives back what the findings sink did not print); races this
+     * file had no room to print (RC_PEND, RC_PRINT_MAX) */
+    uint64_t printed, held;
     int said_streams, said_graph, said_layout;
 } rc = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -670,12 +674,23 @@ struct rpend {
     uintptr_t wait_ev;
     int wait_from;
     uint64_t wait_clock;
+    /* a race (sure): its finding (src/findings.h), its first line, its kernel */
+    struct atl_find f;
+    char head[600], kn[320];
 };
 
 struct racc_op {
     struct ralloc *a;
     uint64_t lo, hi, anchor;
     uint8_t mode, exact, param;
+};
+
+/* A race past what an op prints: what its finding needs, taken under the lock
+ * (a struct rpend is 2.6 KB; an op of a graph may find thousands). */
+struct rover {
+    uint64_t seq, base, bytes;
+    struct atl_stack alloc_site, site_x;
+    struct racc e, x;
 };
 
 struct rop {
@@ -688,6 +703,10 @@ struct rop {
     const struct atl_alloc_rec *freed; /* a free: the ledger's record, already removed */
     struct rpend *pend;
     int npend;
+    /* races past what it prints (pend full, RC_PRINT_MAX): findings all the same, handed to
+     * the findings sink after the lock (malloc'd) */
+    struct rover *over;
+    size_t nover, capover;
 };
 
 /* The op's description its accesses carry (what, where, and for a kernel
@@ -696,6 +715,14 @@ static void op_proto(struct rop *op, uint32_t site)
 {
     op->proto = (struct racc){
         .what = (uint8_t)op->what, .hook = (uint16_t)op->hook, .site = site, .param = 255};
+}
+
+/* An op that has found nothing (yet). */
+static void op_none(struct rop *op)
+{
+    op->npend = 0;
+    op->over = NULL;
+    op->nover = op->capover = 0;
 }
 
 static void op_begin(struct rop *op, int u, int what, int hook, uint32_t site, struct rpend *pend)
@@ -778,6 +805,82 @@ static uint64_t side_key(uint64_t h, const struct racc *a)
     return mix(h, a->mode);
 }
 
+static const char *site_name(const struct atl_stack *s, char *buf, size_t n);
+static void kernel_name(const char *m, char *buf, size_t n);
+
+/* The first line of a race's report. */
+static void race_head(const struct rpend *p, char *buf, size_t n)
+{
+    char site[256];
+    const char *how = p->e.mode == RC_READ || p->x.mode == RC_READ
+                          ? (p->sure ? "written on one stream and read on another"
+                                     : "maybe written on one stream and read on another")
+                          : (p->sure ? "written on two streams" : "maybe written on two streams");
+    snprintf(buf, n,
+             "%s: alloc#%llu (%llu bytes at 0x%llx, allocated at %s): %s, with nothing "
+             "ordering them",
+             p->sure ? "race" : "possible race", (unsigned long long)p->seq,
+             (unsigned long long)p->bytes, (unsigned long long)p->base,
+             site_name(&p->alloc_site, site, sizeof site), how);
+}
+
+/* A race as a finding: the allocation, the kernel of a side (the 2nd's
+ * first), the 2nd side's call site (where the program made the racing call). */
+static void race_finding(struct rpend *p)
+{
+    race_head(p, p->head, sizeof p->head);
+    const struct racc *k = p->x.what == RC_OP_KERNEL   ? &p->x
+                           : p->e.what == RC_OP_KERNEL ? &p->e
+                                                       : NULL;
+    if (k)
+        kernel_name(k->name, p->kn, sizeof p->kn);
+    p->f = (struct atl_find){.kind = ATL_FINDING_RACE,
+                             .message = p->head,
+                             .kernel = k ? p->kn : NULL,
+                             .kernel_mangled = k ? k->name : NULL,
+                             .launch = k ? k->opnum : 0,
+                             .alloc = p->seq,
+                             .bytes = p->bytes,
+                             .has_bytes = 1,
+                             .stack = p->site_x.n ? &p->site_x : NULL};
+}
+
+/* The allocation a race is in, as its report names it: the ledger's record,
+ * or the one the op frees (already gone from the ledger). */
+static void alloc_of(const struct rop *op, const struct ralloc *a, uint64_t *seq, uint64_t *base,
+                     uint64_t *bytes, struct atl_stack *site)
+{
+    *seq = a->seq, *base = a->base, *bytes = a->span;
+    site->n = 0;
+    struct atl_alloc_rec rec;
+    if (atl_ledger_find((CUdeviceptr)a->base, &rec) && rec.seq == a->seq) {
+        *bytes = rec.bytes;
+        *site = rec.site;
+    } else if (op->freed && op->freed->seq == a->seq) {
+        *bytes = op->freed->bytes;
+        *site = op->freed->site;
+    }
+}
+
+/* A race the op has no room to print, kept for the findings sink. */
+static void over_add(struct rop *op, const struct ralloc *a, const struct racc *e,
+                     const struct racc *x)
+{
+    if (op->nover == op->capover) {
+        size_t cap = op->capover ? op->capover * 2 : 16;
+        struct rover *n = realloc(op->over, cap * sizeof *n);
+        if (!n) {
+            oom();
+            return;
+        }
+        op->over = n, op->capover = cap;
+    }
+    struct rover *o = &op->over[op->nover++];
+    alloc_of(op, a, &o->seq, &o->base, &o->bytes, &o->alloc_site);
+    o->e = *e, o->x = *x;
+    site_copy(x->site, &o->site_x);
+}
+
 /* e (earlier) and x (now, on stream op->u) touch the same bytes of a with
  * nothing ordering them; sure: one of them certainly writes bytes the other
  * certainly touches. */
@@ -795,27 +898,28 @@ static void conflict(struct rop *op, const struct ralloc *a, const struct racc *
         oom();
         return;
     }
-    if (sure) {
+    if (sure)
         rc.races_distinct++;
-        atl_note_finding(ATL_FINDING_RACE, 1);
-    } else {
+    else
         rc.possible_distinct++;
-    }
-    if ((!sure && rc.mode < 2) || rc.printed >= RC_PRINT_MAX || op->npend >= RC_PEND)
+    /* A race is a finding whether printed or not; a possible one is listed with
+     * ATLAS_RACES=all only. Both are formatted and handed to the findings sink after the
+     * lock (print_pending): naming a frame asks the loader (dladdr, libdw), whose lock a
+     * thread in a library's constructor holds while it may call CUDA and so wait for ours. */
+    int room = op->npend < RC_PEND && __atomic_load_n(&rc.printed, __ATOMIC_RELAXED) < RC_PRINT_MAX;
+    if (!sure && rc.mode < 2)
         return;
-    rc.printed++;
+    if (!room) {
+        __atomic_add_fetch(&rc.held, 1, __ATOMIC_RELAXED);
+        if (sure)
+            over_add(op, a, e, x);
+        return;
+    }
+    __atomic_add_fetch(&rc.printed, 1, __ATOMIC_RELAXED); /* the place, taken now */
     struct rpend *p = &op->pend[op->npend++];
     memset(p, 0, sizeof *p);
     p->sure = sure;
-    p->seq = a->seq, p->base = a->base, p->bytes = a->span;
-    struct atl_alloc_rec rec;
-    if (atl_ledger_find((CUdeviceptr)a->base, &rec) && rec.seq == a->seq) {
-        p->bytes = rec.bytes;
-        p->alloc_site = rec.site;
-    } else if (op->freed && op->freed->seq == a->seq) {
-        p->bytes = op->freed->bytes;
-        p->alloc_site = op->freed->site;
-    }
+    alloc_of(op, a, &p->seq, &p->base, &p->bytes, &p->alloc_site);
     p->e = *e, p->x = *x;
     unsigned u = (unsigned)op->u;
     stream_desc(e->stream, &p->se);
@@ -1025,7 +1129,7 @@ static void op_apply(struct rop *op)
     }
 }
 
-static void print_pending(struct rpend *p, int n);
+static void print_pending(struct rop *op);
 
 static int lock(void)
 {
@@ -1290,7 +1394,7 @@ static int op_open(struct rop *op, struct rpend *pend, int what, int hook, CUstr
                    struct rsite *where)
 {
     site_pre(where, caller);
-    op->npend = 0;
+    op_none(op);
     if (lock() != 0)
         return -1;
     op->u = stream_slot(s, hook);
@@ -1312,8 +1416,7 @@ static void op_site(struct rop *op, const struct rsite *where)
 static void op_close(struct rop *op)
 {
     pthread_mutex_unlock(&rc.mu);
-    if (op->npend)
-        print_pending(op->pend, op->npend);
+    print_pending(op);
 }
 
 void atl_races_launch(const struct atl_launch *l, CUresult r)
@@ -1523,7 +1626,7 @@ void atl_races_free(const struct atl_free *f)
         site_pre(&where, f->caller);
     struct rpend pend[RC_PEND];
     struct rop op;
-    op.npend = 0;
+    op_none(&op);
     if (lock() != 0)
         return;
     void **p = rmap_find(&rc.allocs, f->rec.seq);
@@ -1539,7 +1642,7 @@ void atl_races_free(const struct atl_free *f)
     }
     alloc_drop(f->rec.seq);
     pthread_mutex_unlock(&rc.mu);
-    print_pending(pend, op.npend);
+    print_pending(&op);
 }
 
 void atl_races_vmm(const struct atl_vmm *v, CUresult r)
@@ -1697,7 +1800,7 @@ void atl_races_graph_launch(const struct atl_graph_launch *g, CUresult r)
     site_pre(&where, g->caller);
     struct rpend pend[RC_PEND];
     struct rop op;
-    op.npend = 0;
+    op_none(&op);
     if (lock() != 0)
         return;
     int u = stream_slot(g->stream, g->hook);
@@ -1740,7 +1843,7 @@ void atl_races_graph_launch(const struct atl_graph_launch *g, CUresult r)
         }
     }
     pthread_mutex_unlock(&rc.mu);
-    print_pending(pend, op.npend);
+    print_pending(&op);
 }
 
 /* ---- host functions and callbacks -------------------------------------------------- */
@@ -2059,31 +2162,56 @@ static void missing_edge(const struct rpend *p, char *buf, size_t n)
 #undef ADD
 }
 
-static void print_pending(struct rpend *p, int n)
+/* After the lock: what the op found, through the findings sink, printed where it says so. */
+static void print_pending(struct rop *op)
 {
-    for (int i = 0; i < n; i++, p++) {
+    struct rpend *p = op->pend;
+    for (int i = 0; i < op->npend; i++, p++) {
         const char *tag = p->sure ? "race" : "possible race";
         /* a race is a finding (said at ATLAS_LOG_LEVEL=error, atlas-trace -q); a possible one
          * is listed only when asked for */
         int lvl = p->sure ? ATL_ERROR : ATL_WARN;
-        char site[256], e[1400], x[1400], edge[1400];
-        const char *how =
-            p->e.mode == RC_READ || p->x.mode == RC_READ
-                ? (p->sure ? "written on one stream and read on another"
-                           : "maybe written on one stream and read on another")
-                : (p->sure ? "written on two streams" : "maybe written on two streams");
-        atl_log(lvl,
-                "%s: alloc#%llu (%llu bytes at 0x%llx, allocated at %s): %s, with nothing "
-                "ordering them",
-                tag, (unsigned long long)p->seq, (unsigned long long)p->bytes,
-                (unsigned long long)p->base, site_name(&p->alloc_site, site, sizeof site), how);
+        char e[1400], x[1400], edge[1400];
+        if (p->sure) {
+            race_finding(p);
+            if (!atl_find_open(&p->f)) {
+                /* suppressed, or past the print limit: its place is given back */
+                __atomic_sub_fetch(&rc.printed, 1, __ATOMIC_RELAXED);
+                continue;
+            }
+        } else {
+            race_head(p, p->head, sizeof p->head);
+        }
+        atl_log(lvl, "%s", p->head);
         side_desc(&p->e, &p->se, &p->site_e, &p->site_e2, e, sizeof e);
         side_desc(&p->x, &p->sx, &p->site_x, &p->site_x2, x, sizeof x);
         missing_edge(p, edge, sizeof edge);
         atl_log(lvl, "%s:   1st: %s", tag, e);
         atl_log(lvl, "%s:   2nd: %s", tag, x);
         atl_log(lvl, "%s:   missing edge: %s", tag, edge);
+        if (p->sure)
+            atl_find_close(&p->f);
     }
+    if (op->nover) {
+        /* one at a time through a full record, as race_finding reads it */
+        struct rpend *t = malloc(sizeof *t);
+        for (size_t i = 0; t && i < op->nover; i++) {
+            const struct rover *o = &op->over[i];
+            memset(t, 0, sizeof *t);
+            t->sure = 1;
+            t->seq = o->seq, t->base = o->base, t->bytes = o->bytes;
+            t->alloc_site = o->alloc_site, t->site_x = o->site_x;
+            t->e = o->e, t->x = o->x;
+            race_finding(t);
+            t->f.no_print = 1;
+            atl_find_open(&t->f);
+        }
+        if (!t)
+            atl_log_once_oom("the race report (races past the printed ones are not written)");
+        free(t);
+    }
+    free(op->over);
+    op_none(op);
 }
 
 void atl_races_exit(void)
@@ -2094,8 +2222,7 @@ void atl_races_exit(void)
              pd = rc.possible_distinct, acc = rc.accesses, forgot = rc.forgotten,
              dropped = rc.dropped;
     unsigned streams = rc.nst;
-    uint64_t unprinted =
-        rd + (rc.mode > 1 ? pd : 0) > rc.printed ? rd + (rc.mode > 1 ? pd : 0) - rc.printed : 0;
+    uint64_t unprinted = __atomic_load_n(&rc.held, __ATOMIC_RELAXED);
     int dead = rc.dead;
     pthread_mutex_unlock(&rc.mu);
     char all[64], lists[80];
@@ -2109,8 +2236,10 @@ void atl_races_exit(void)
             acc == 1 ? "" : "es", streams, streams == 1 ? "" : "s",
             dead ? " (stopped early: out of memory)" : "");
     if (unprinted)
-        atl_log(ATL_WARN, "races: %llu distinct ones not printed (the first %d are)",
-                (unsigned long long)unprinted, RC_PRINT_MAX);
+        atl_log(ATL_WARN,
+                "races: %llu distinct ones not printed (%d a call and %d in all are; the races "
+                "among them are findings all the same: counted, in the findings file)",
+                (unsigned long long)unprinted, RC_PEND, RC_PRINT_MAX);
     if (forgot)
         atl_log(ATL_INFO,
                 "races: %llu accesses forgotten (more than %d unordered ones kept for "

@@ -39,6 +39,7 @@
 #include "config.h"
 #include "driver.h"
 #include "fault.h"
+#include "findings.h"
 #include "hint.h"
 #include "kernels.h"
 #include "kselect.h"
@@ -67,7 +68,7 @@ static int active; /* red zones on (the ledger's reports are src/leaks.c's) */
 static uint64_t min_idx;
 static size_t qmax; /* ATLAS_REDZONE_QUARANTINE_MB in bytes; 0: no quarantine */
 
-static uint64_t overruns, after_free, guarded_total, quarantined_total, checks, skipped_capture;
+static uint64_t guarded_total, quarantined_total, checks, skipped_capture;
 
 /* ---- the zone set -----------------------------------------------------------
  * The ledger holds full records (call stacks and all); a scan needs only
@@ -606,13 +607,15 @@ static void suspects_hint(const struct sus_tally *t)
         }
     }
     if (!named || skipped) {
-        rerun_hint("to name the launch, re-run in launch mode (its full check at every host sync "
-                   "narrows it to the launches between two syncs)",
+        rerun_hint("launch mode names the culprit (a check after every launch names the one that "
+                   "wrote past the end); re-run with it",
                    NULL);
         return;
     }
     snprintf(extra, sizeof extra, "%s)$", re);
-    rerun_hint("to name the launch, re-run in launch mode on these kernels", extra);
+    rerun_hint("launch mode names the culprit (a check after each launch of these kernels names "
+               "the one that wrote past the end); re-run with it",
+               extra);
 }
 
 static void newest_line(const struct atl_ring_ent *e, void *ctx)
@@ -661,10 +664,9 @@ static void suspects(const struct sus_tally *t, uint64_t lost, const char *lead,
                 lead, (unsigned long long)n, lostnote, n > SUSPECTS ? " 16" : "");
         atl_fault_launches_since(from, last, SUSPECTS, newest_line, NULL);
         if (mode != CHECK_LAUNCH)
-            rerun_hint(
-                "to narrow it down, re-run in launch mode (its full check at every host sync "
-                "leaves the launches between two syncs)",
-                NULL);
+            rerun_hint("launch mode narrows it down (its full check at every host sync leaves only "
+                       "the launches between two syncs); re-run with it",
+                       NULL);
         return;
     }
     char notes[200] = "";
@@ -701,15 +703,41 @@ static void suspects(const struct sus_tally *t, uint64_t lost, const char *lead,
     suspects_hint(t);
 }
 
-static void site_of(CUdeviceptr base, const struct atl_stack *known, char *buf, size_t len)
+/* Where allocation `base` was made: its stack into *st (none when unknown)
+ * and its site, formatted. */
+static void site_of(CUdeviceptr base, const struct atl_stack *known, char *buf, size_t len,
+                    struct atl_stack *st)
 {
     struct atl_alloc_rec rec;
+    st->n = 0;
     if (known)
-        atl_stack_site(known, buf, len);
+        *st = *known;
     else if (atl_ledger_find(base, &rec) && rec.ptr == base)
-        atl_stack_site(&rec.site, buf, len);
+        *st = rec.site;
+    if (known || st->n)
+        atl_stack_site(st, buf, len);
     else
         snprintf(buf, len, "?");
+}
+
+/* The finding of allocation z for the findings sink (src/findings.h); in
+ * launch mode the launch whose check found it is its culprit. */
+static struct atl_find zone_finding(enum atl_finding kind, const struct zone *z,
+                                    const struct finder *how, const struct atl_stack *site,
+                                    char *kname, size_t klen)
+{
+    struct atl_find f = {.kind = kind,
+                         .alloc = z->seq,
+                         .bytes = z->bytes,
+                         .has_bytes = 1,
+                         .stack = site->n ? site : NULL};
+    if (how->by == BY_LAUNCH && !how->whole) {
+        atl_kernel_name(how->func, kname, (unsigned)klen);
+        f.kernel = kname;
+        f.kernel_mangled = atl_kernel_mangled(how->func);
+        f.launch = how->seq;
+    }
+    return f;
 }
 
 /* ---- the quarantine's entries (the rest of it after the queued checks) --------
@@ -777,9 +805,10 @@ static void report_after_free(const struct zone *z, const struct qent *q, unsign
                               const struct sus_tally *t, uint64_t lost)
 {
     char fsite[512] = "?", asite[512], who[400], lead[256];
+    struct atl_stack ast;
     if (q)
         atl_stack_site(&q->free_site, fsite, sizeof fsite);
-    site_of(z->base, q ? &q->alloc_site : NULL, asite, sizeof asite);
+    site_of(z->base, q ? &q->alloc_site : NULL, asite, sizeof asite, &ast);
     if (how->by == BY_LAUNCH) {
         char name[256];
         atl_kernel_name(how->func, name, sizeof name);
@@ -797,23 +826,31 @@ static void report_after_free(const struct zone *z, const struct qent *q, unsign
     } else {
         snprintf(who, sizeof who, "one of the launches below");
     }
-    atl_log(ATL_ERROR,
-            "redzone: write after free: alloc#%llu (freed at %s) written by %s: %u bytes at "
-            "+%zu..+%zu of its %zu bytes at 0x%llx",
-            (unsigned long long)z->seq, fsite, who, bad, first, last, z->bytes,
-            (unsigned long long)z->base);
+    char head[1400];
+    snprintf(head, sizeof head,
+             "redzone: write after free: alloc#%llu (freed at %s) written by %s: %u bytes at "
+             "+%zu..+%zu of its %zu bytes at 0x%llx",
+             (unsigned long long)z->seq, fsite, who, bad, first, last, z->bytes,
+             (unsigned long long)z->base);
+    char kname[256];
+    struct atl_find f = zone_finding(ATL_FINDING_AFTER_FREE, z, how, &ast, kname, sizeof kname);
+    f.message = head;
+    if (!atl_find_open(&f))
+        return;
+    atl_log(ATL_ERROR, "%s", head);
     atl_log(ATL_ERROR, "redzone:   allocated at %s; freed by %s at:", asite,
             q ? atl_hook_names[q->hook] : "?");
     if (q)
         atl_log_frames(ATL_ERROR, "redzone", &q->free_site, 0, ATL_STACK_MAX);
     if (how->by == BY_LAUNCH) {
         launch_found(z, how);
-        return;
+    } else {
+        snprintf(lead, sizeof lead, "redzone: alloc#%llu found %s %s", (unsigned long long)z->seq,
+                 how->by == BY_RELEASE ? "when it left the" : found_by[how->by],
+                 how->by == BY_RELEASE ? "quarantine" : how->where);
+        suspects(t, lost, lead, how);
     }
-    snprintf(lead, sizeof lead, "redzone: alloc#%llu found %s %s", (unsigned long long)z->seq,
-             how->by == BY_RELEASE ? "when it left the" : found_by[how->by],
-             how->by == BY_RELEASE ? "quarantine" : how->where);
-    suspects(t, lost, lead, how);
+    atl_find_close(&f);
 }
 
 /* One report per corrupted zone; afterwards the zone is no longer watched
@@ -834,19 +871,25 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
     if (z->freed) {
         report_after_free(z, q, bad, z->start - z->base + first, z->start - z->base + last, how, t,
                           lost);
-        __atomic_add_fetch(&after_free, 1, __ATOMIC_RELAXED);
     } else {
-        char site[512];
-        site_of(z->base, known_site, site, sizeof site);
+        char site[512], head[1200], kname[256];
+        struct atl_stack ast;
+        site_of(z->base, known_site, site, sizeof site, &ast);
         size_t lo = z->bytes + first, hi = z->bytes + last;
-        atl_log(ATL_ERROR,
-                "redzone overrun: alloc#%llu %zu bytes at 0x%llx, allocated at %s: %u byte%s "
-                "corrupted at +%zu..+%zu%s",
-                (unsigned long long)z->seq, z->bytes, (unsigned long long)z->base, site, bad,
-                bad == 1 ? "" : "s", lo, hi,
-                last + 1 == z->len ? " (up to the end of the red zone: the write may reach further)"
-                                   : "");
-        if (how->by == BY_LAUNCH && z->unchecked && !how->whole) {
+        snprintf(head, sizeof head,
+                 "redzone overrun: alloc#%llu %zu bytes at 0x%llx, allocated at %s: %u byte%s "
+                 "corrupted at +%zu..+%zu%s",
+                 (unsigned long long)z->seq, z->bytes, (unsigned long long)z->base, site, bad,
+                 bad == 1 ? "" : "s", lo, hi,
+                 last + 1 == z->len
+                     ? " (up to the end of the red zone: the write may reach further)"
+                     : "");
+        struct atl_find f = zone_finding(ATL_FINDING_OVERRUN, z, how, &ast, kname, sizeof kname);
+        f.message = head;
+        if (!atl_find_open(&f)) {
+            /* counted by the sink: not printed */
+        } else if (how->by == BY_LAUNCH && z->unchecked && !how->whole) {
+            atl_log(ATL_ERROR, "%s", head);
             /* launches of kernels ATLAS_KERNEL leaves out reached it too:
              * the launches that reach it, not a culprit */
             char lead[256];
@@ -861,18 +904,19 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
                 sus_count(t, z, q, __atomic_load_n(&clean_upto, __ATOMIC_ACQUIRE), h.upto, &lost);
             suspects(t, lost, lead, &h);
         } else if (how->by == BY_LAUNCH) {
+            atl_log(ATL_ERROR, "%s", head);
             launch_line("culprit: ", how->seq, how->func, how->grid, how->block, "");
             launch_found(z, how);
         } else {
+            atl_log(ATL_ERROR, "%s", head);
             char lead[256];
             snprintf(lead, sizeof lead, "redzone: alloc#%llu found %s %s",
                      (unsigned long long)z->seq, found_by[how->by], how->where);
             suspects(t, lost, lead, how);
         }
-        __atomic_add_fetch(&overruns, 1, __ATOMIC_RELAXED);
+        atl_find_close(&f);
     }
     free(t);
-    atl_note_finding(ATL_FINDING_OVERRUN, 1);
     zone_set_watched(z->base, z->seq, 0);
     return 1;
 }
@@ -2618,10 +2662,19 @@ void atl_redzone_exit(void)
                     (unsigned long long)held_frees, held_frees == 1 ? "" : "s",
                     held_frees == 1 ? "was" : "were", (unsigned long long)held_batches,
                     held_batches == 1 ? "" : "es");
-        char freed[160] = "";
+        /* the findings sink's counts: what a suppression file silenced is said apart */
+        uint64_t overruns = atl_findings_count(ATL_FINDING_OVERRUN),
+                 after_free = atl_findings_count(ATL_FINDING_AFTER_FREE),
+                 quiet = atl_findings_suppressed(ATL_FINDING_OVERRUN) +
+                         atl_findings_suppressed(ATL_FINDING_AFTER_FREE);
+        char freed[260] = "";
+        if (quiet)
+            snprintf(freed, sizeof freed, "; %llu suppressed", (unsigned long long)quiet);
+        size_t used = strlen(freed);
         if (quarantined_total)
-            snprintf(freed, sizeof freed,
-                     "; %llu write%s after free found in %llu freed allocation%s kept poisoned",
+            snprintf(freed + used, sizeof freed - used,
+                     "; %llu write%s after free found in %llu freed allocation%s "
+                     "kept poisoned",
                      (unsigned long long)after_free, after_free == 1 ? "" : "s",
                      (unsigned long long)quarantined_total, quarantined_total == 1 ? "" : "s");
         atl_log(ATL_WARN,
@@ -2635,9 +2688,10 @@ void atl_redzone_exit(void)
 int atl_redzone_counts(uint64_t *found, uint64_t *guarded, uint64_t *freed_written,
                        uint64_t *freed_kept)
 {
-    *found = __atomic_load_n(&overruns, __ATOMIC_RELAXED);
+    /* the findings sink's: suppressed ones are not among them */
+    *found = atl_findings_count(ATL_FINDING_OVERRUN);
     *guarded = __atomic_load_n(&guarded_total, __ATOMIC_RELAXED);
-    *freed_written = __atomic_load_n(&after_free, __ATOMIC_RELAXED);
+    *freed_written = atl_findings_count(ATL_FINDING_AFTER_FREE);
     *freed_kept = __atomic_load_n(&quarantined_total, __ATOMIC_RELAXED);
     return pad != 0;
 }

@@ -1,7 +1,8 @@
 /*
  * The library's own state that every feature may ask about (src/services.h):
- * the hooks' gate, errors its own driver calls observed, the findings behind
- * ATLAS_ERROR_EXITCODE, the exit's deadline and bounded locks. It calls no
+ * the hooks' gate, errors its own driver calls observed, the verdict of
+ * ATLAS_ERROR_EXITCODE (on the findings sink's counts, src/findings.h), the
+ * exit's deadline and bounded locks. It calls no
  * feature and nothing in src/engine.c, so a feature that uses it makes no
  * call back into the engine that called it.
  */
@@ -10,6 +11,7 @@
 
 #include "config.h"
 #include "events.h"
+#include "findings.h"
 #include "hint.h"
 #include "log.h"
 
@@ -20,8 +22,6 @@
 #include <unistd.h>
 
 unsigned atl_on = ATL_ON_ALL;
-
-static uint64_t findings[ATL_FINDING_KINDS];
 
 /* ---- errors the library's own calls observed ----------------------------- */
 
@@ -145,16 +145,6 @@ int atl_exit_lock(pthread_mutex_t *m, const char *what)
     return -1;
 }
 
-void atl_note_finding(enum atl_finding kind, uint64_t n)
-{
-    __atomic_add_fetch(&findings[kind], n, __ATOMIC_RELAXED);
-}
-
-uint64_t atl_findings(enum atl_finding kind)
-{
-    return __atomic_load_n(&findings[kind], __ATOMIC_RELAXED);
-}
-
 /* ATLAS_ERROR_EXITCODE: the verdict replaces the program's exit status. It runs in the
  * destructor, the last of the exit path the library sees: after the program's own atexit
  * handlers and destructors (the main program's run before a preloaded library's), so they all
@@ -163,20 +153,16 @@ uint64_t atl_findings(enum atl_finding kind)
  * summary line, or NULL) is written after the verdict's line, the last of the run. */
 void atl_exit_verdict(const char *last)
 {
-    static const char *const what[ATL_FINDING_KINDS][2] = {{"overruns", "overrun"},
-                                                           {"faults", "fault"},
-                                                           {"leaks", "leak"},
-                                                           {"differing steps", "differing step"},
-                                                           {"races", "race"}};
     char list[160];
     size_t n = 0;
     list[0] = '\0';
     for (int k = 0; k < ATL_FINDING_KINDS && atl_cfg.error_exitcode; k++) {
-        uint64_t c = __atomic_load_n(&findings[k], __ATOMIC_RELAXED);
+        /* the findings sink's counts: suppressed findings are not among them */
+        uint64_t c = atl_findings_count((enum atl_finding)k);
         if (!c || (k == ATL_FINDING_DIFF && atl_cfg.error_on != 1))
             continue;
         n += (size_t)snprintf(list + n, sizeof list - n, "%s%llu %s", n ? ", " : "",
-                              (unsigned long long)c, what[k][c == 1]);
+                              (unsigned long long)c, atl_finding_words((enum atl_finding)k, c));
         if (n >= sizeof list)
             n = sizeof list - 1;
     }

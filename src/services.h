@@ -1,7 +1,7 @@
 /*
  * What the features need of the library's lifecycle, and nothing of the
  * engine's fan-out: the hooks' gate (read-only here), errors the library's
- * own driver calls observed, findings for ATLAS_ERROR_EXITCODE, and the exit
+ * own driver calls observed, and the exit
  * report's bounded locks. Implemented in src/self.c, which calls no feature
  * and nothing in src/engine.c: a feature includes this and src/events.h,
  * never src/engine.h, so the engine calls the features and no call goes back.
@@ -27,19 +27,8 @@ extern unsigned atl_on;
  * synchronous copy that would otherwise succeed. Returns r. */
 CUresult atl_own_result(CUresult r);
 
-/* What a feature reported that makes ATLAS_ERROR_EXITCODE replace the program's
- * exit status. Each report adds what it found to its kind; the verdict comes at exit. */
-enum atl_finding {
-    ATL_FINDING_OVERRUN, /* a red zone found corrupted */
-    ATL_FINDING_FAULT,   /* a sticky fault, or a launch debug sync found failing */
-    ATL_FINDING_LEAK,    /* allocations never freed (ATLAS_LEAKS) */
-    ATL_FINDING_DIFF,    /* a step that differs (counts only with ATLAS_ERROR_ON=diff) */
-    ATL_FINDING_RACE,    /* a race between streams (ATLAS_RACES) */
-    ATL_FINDING_KINDS,
-};
-void atl_note_finding(enum atl_finding kind, uint64_t n);
-/* What was noted of a kind so far (the summary line). */
-uint64_t atl_findings(enum atl_finding kind);
+/* Findings (what ATLAS_ERROR_EXITCODE counts) go through the findings sink,
+ * src/findings.h. */
 
 /* Locks for the exit reports. The exit may come from a signal handler on a
  * thread stopped while holding a lock, or while another thread is stopped in

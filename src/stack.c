@@ -250,23 +250,8 @@ static const char *base_name(const char *path)
     return b ? b + 1 : (path ? path : "?");
 }
 
-void atl_frame_format(void *pc, char *buf, size_t len)
-{
-    Dl_info it;
-    if (!dladdr(pc, &it)) {
-        snprintf(buf, len, "%p", pc);
-        return;
-    }
-    if (it.dli_sname)
-        snprintf(buf, len, "%s+0x%lx (%s)", atl_demangle(it.dli_sname),
-                 (unsigned long)((char *)pc - (char *)it.dli_saddr), base_name(it.dli_fname));
-    else
-        snprintf(buf, len, "%s+0x%lx", base_name(it.dli_fname),
-                 (unsigned long)((char *)pc - (char *)it.dli_fbase));
-}
-
 /* Libraries whose frames are plumbing between the user's code and the driver. */
-static int plumbing(void *pc)
+int atl_stack_cuda_lib(void *pc)
 {
     static const char *const libs[] = {"libcuda.so",  "libcudart", "libcublas",   "libcudnn",
                                        "libnccl",     "libcufft",  "libcusparse", "libcurand",
@@ -281,29 +266,7 @@ static int plumbing(void *pc)
     return 0;
 }
 
-void atl_stack_site(const struct atl_stack *s, char *buf, size_t len)
-{
-    for (int i = 0; i < s->n; i++) {
-        if (!plumbing(s->pc[i])) {
-            atl_frame_format(s->pc[i], buf, len);
-            return;
-        }
-    }
-    if (s->n)
-        atl_frame_format(s->pc[0], buf, len);
-    else
-        snprintf(buf, len, "?");
-}
-
 int atl_stack_skipped(void *pc)
 {
-    return ours(pc) || plumbing(pc);
-}
-
-int atl_stack_site_index(const struct atl_stack *s)
-{
-    for (int i = 0; i < s->n; i++)
-        if (!plumbing(s->pc[i]))
-            return i;
-    return 0;
+    return ours(pc) || atl_stack_cuda_lib(pc);
 }

@@ -27,20 +27,47 @@ void atl_stack_cache_counts(uint64_t *hits, uint64_t *misses);
 /* A hash of the frames, for grouping reports by stack. */
 uint64_t atl_stack_hash(const struct atl_stack *s);
 
-/* One frame as "symbol+0xoff (libfoo.so)", demangled where possible. */
-void atl_frame_format(void *pc, char *buf, size_t len);
-
-/* The site a person looks for: the first frame outside the CUDA libraries
- * (libcuda, libcudart, libcublas, ...), formatted as above. */
-void atl_stack_site(const struct atl_stack *s, char *buf, size_t len);
+/* Whether frame pc lies in one of the CUDA libraries (libcudart, libcublas, ...: the
+ * dynamic loader's file name says it). */
+int atl_stack_cuda_lib(void *pc);
 
 /* Whether a report skips frame pc: one of ours, or one of the CUDA libraries'.
  * The race detector names a launch by its caller when that is neither,
  * without unwinding. */
 int atl_stack_skipped(void *pc);
 
-/* Index of that frame in s (0 when every frame is plumbing). */
+/* ---- report time only (src/frames.c) ---- */
+
+/* What a report says of one frame. Symbolised only when reported: the
+ * symbol from the dynamic loader (dladdr), and where the object carries debug
+ * information, the source line through src/symbols.h. */
+struct atl_frame {
+    void *pc;
+    char func[256];    /* demangled; "" unknown */
+    char mangled[256]; /* as the symbol table has it, when that differs; else "" */
+    char obj[256];     /* the object's path; "" unknown */
+    char file[256];    /* the source file's path; "" unknown */
+    int line;          /* its line; 0 unknown */
+    unsigned long off; /* from func's start, else from the object's base */
+};
+void atl_frame_info(void *pc, struct atl_frame *f);
+
+/* One frame as "func (file.c:137)" where the source line is known, else as
+ * "symbol+0xoff (libfoo.so)", demangled where possible. */
+void atl_frame_format(void *pc, char *buf, size_t len);
+/* The same from a frame already looked up. */
+void atl_frame_text(const struct atl_frame *f, char *buf, size_t len);
+
+/* The site a person looks for: the first frame outside the CUDA libraries
+ * (libcuda, libcudart, libcublas, ...) and outside CUDA's runtime linked into
+ * the program (nvcc's default, -cudart static), formatted as above. */
+void atl_stack_site(const struct atl_stack *s, char *buf, size_t len);
+
+/* Index of that frame in s (0 when every frame is plumbing). Both read the
+ * symbol table: at report time only. */
 int atl_stack_site_index(const struct atl_stack *s);
+
+/* ---- the demangler (src/stack.c) ---- */
 
 /* Demangles a C++ (or CUDA kernel) name through the C++ runtime's
  * __cxa_demangle when the process has one; returns `name` itself otherwise.

@@ -307,16 +307,21 @@ size_t atl_series_eager(struct atl_series *ser, const struct atl_step *s, int sa
     if (!sl || !sl->step.ops)
         return 0;
     sl->used = ++ser->clock;
-    if (same && sl->checked == was) {
-        /* the step compared last time again: the same answer */
-        sl->checked = s->index;
-        return atl_fold_again(&sl->fold, s->index);
-    }
     char head[512];
     snprintf(head, sizeof head,
              "step \"%s\" #%" PRIu64 " (step %" PRIu64 ") has the shape of capture #%" PRIu64
              " (after step %" PRIu64 ") and other values: %zu op%s",
              s->name, s->nth, s->index, sl->nth, sl->step.index, s->nops, s->nops == 1 ? "" : "s");
+    if (same && sl->checked == was) {
+        /* the step compared last time again: the same answer, a repeat folded */
+        sl->checked = s->index;
+        size_t n = atl_fold_again(&sl->fold, s->index);
+        if (n && o->found) {
+            struct atl_diff_found f = {.a = &sl->step, .b = s, .header = head, .n = n, .folded = 1};
+            o->found(o->found_ctx, &f);
+        }
+        return n;
+    }
     struct atl_diff_opts co = *o;
     co.captured = "now", co.header = head, co.replay = NULL;
     sl->checked = s->index;

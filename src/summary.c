@@ -105,8 +105,13 @@ void atl_summary_format(const struct atl_summary *s, char *out, size_t len)
         char num[32];
         part(&l, &first);
         count(&l, s->leaked, "leak", "leaks");
-        if (s->leaked)
+        if (s->leaked && s->leaked_allocs != s->leaked) {
+            char bytes[32];
+            add(&l, " (%s allocations, %s bytes)", atl_summary_number(s->leaked_allocs, num),
+                atl_summary_number(s->leaked_bytes, bytes));
+        } else if (s->leaked) {
             add(&l, " (%s bytes)", atl_summary_number(s->leaked_bytes, num));
+        }
     }
     if (s->races) {
         part(&l, &first);
@@ -131,4 +136,8 @@ void atl_summary_format(const struct atl_summary *s, char *out, size_t len)
     }
     part(&l, &first);
     count(&l, s->syncs, "host sync", "host syncs");
+    if (s->suppressions) {
+        part(&l, &first);
+        count(&l, s->suppressed, "finding suppressed", "findings suppressed");
+    }
 }

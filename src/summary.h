@@ -28,9 +28,10 @@ struct atl_summary {
     uint64_t launches;
     int debug_sync; /* debug sync was on: */
     uint64_t synced;
-    int leaks; /* ATLAS_LEAKS: */
-    uint64_t leaked, leaked_bytes;
-    int races; /* ATLAS_RACES: */
+    int leaks;                            /* ATLAS_LEAKS: */
+    uint64_t leaked;                      /* call stacks (each a finding) */
+    uint64_t leaked_allocs, leaked_bytes; /* allocations never freed, their bytes */
+    int races;                            /* ATLAS_RACES: */
     uint64_t race_count;
     int trace; /* the step trace recorded: */
     uint64_t steps, differ;
@@ -38,6 +39,10 @@ struct atl_summary {
     int sites_counted; /* ATLAS_D2H_TRACE: their call sites */
     uint64_t sites;
     uint64_t syncs; /* host synchronisations, counted always */
+    /* suppression files were read (ATLAS_SUPPRESSIONS): the findings they matched, left out
+     * of the counts above and said apart */
+    int suppressions;
+    uint64_t suppressed;
 };
 
 /* 1 when this process ends with a summary line; `initialised`: it made a CUDA driver call. */

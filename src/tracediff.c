@@ -1172,7 +1172,7 @@ static void fold_set(struct atl_fold *f, const struct report *r, uint64_t sig, u
 
 void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *o)
 {
-    if (f->n && f->chg) {
+    if (f->n && f->chg && !f->quiet) {
         char line[1200], range[64];
         size_t l;
         if (f->n == 1)
@@ -1221,7 +1221,7 @@ void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *o)
                      f->replay ? ", NOT replay-safe" : "");
         o->line(o->ctx, line);
     }
-    f->n = 0, f->sig = 0, f->streak = 0;
+    f->n = 0, f->sig = 0, f->streak = 0, f->quiet = 0;
 }
 
 size_t atl_fold_again(struct atl_fold *f, uint64_t index)
@@ -1281,6 +1281,32 @@ void atl_shape_delta(const struct atl_step *a, const struct atl_step *b, char *b
     }
 }
 
+/* The report r as a finding, through opts->found: 1 when its lines are to be printed. Its
+ * kernel is the first one whose parameters or launch changed. */
+static int tell_found(const struct report *r, int folded)
+{
+    if (!r->o->found)
+        return 1;
+    struct atl_diff_found f = {.a = r->a,
+                               .b = r->b,
+                               .header = r->lines == r->noted ? r->header_noted : r->header,
+                               .n = r->lines - r->noted,
+                               .folded = folded};
+    char kernel[160] = "";
+    for (unsigned i = 0; i < r->nchg && !f.kernel; i++) {
+        const struct atl_op *o = r->chg[i].cls == CHG_TEXT || r->chg[i].op >= r->b->nops
+                                     ? NULL
+                                     : &r->b->ops[r->chg[i].op];
+        if (o && o->kind == ATL_OP_LAUNCH && o->u.k.kfn) {
+            base_name(o->u.k.kfn->pretty ? o->u.k.kfn->pretty : o->u.k.kfn->mangled, kernel,
+                      sizeof kernel);
+            f.kernel = kernel;
+            f.kernel_mangled = o->u.k.kfn->mangled;
+        }
+    }
+    return r->o->found(r->o->found_ctx, &f);
+}
+
 size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
                      const struct atl_diff_opts *opts, struct atl_diff_stats *st)
 {
@@ -1298,13 +1324,14 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
     else if (opts->where)
         snprintf(where, sizeof where, " (thread %s)", b->thread);
     if (opts->run_a && opts->run_b) {
-        /* two runs: which file each step is from, and its place there */
-        snprintf(r.header, sizeof r.header,
-                 "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64 ") differs from #%" PRIu64
-                 " of %.120s (step %" PRIu64 "): %zu op%s (%zu in %.120s, %+ld)",
-                 b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index,
-                 b->nops, b->nops == 1 ? "" : "s", a->nops, opts->run_a,
-                 (long)b->nops - (long)a->nops);
+        /* two runs: which file each step is from, and its place there (cut at the end when
+         * the names are long: atl_fmt, which the sanitizer builds' -O1 does not warn of) */
+        atl_fmt(r.header, sizeof r.header,
+                "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64 ") differs from #%" PRIu64
+                " of %.120s (step %" PRIu64 "): %zu op%s (%zu in %.120s, %+ld)",
+                b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index,
+                b->nops, b->nops == 1 ? "" : "s", a->nops, opts->run_a,
+                (long)b->nops - (long)a->nops);
         snprintf(r.header_noted, sizeof r.header_noted,
                  "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64
                  ") has the host values of #%" PRIu64 " of %.120s (step %" PRIu64
@@ -1428,6 +1455,7 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
 
 done:
     report_close(&r);
+    int begun = 0;
     if (fold && r.lines && !r.chg_over) {
         uint64_t sig = report_sig(&r);
         if (fold_fits(fold, &r, sig)) {
@@ -1437,6 +1465,8 @@ done:
             r.lines -= r.noted;
             if (st && r.lines == 0)
                 st->identical++;
+            if (r.lines)
+                tell_found(&r, 1);
             free(ed);
             return r.lines;
         }
@@ -1444,11 +1474,20 @@ done:
         unsigned streak = fold->streak;
         atl_fold_flush(fold, opts);
         fold_set(fold, &r, sig, was == sig ? streak + 1 : 1, where);
+        begun = 1;
     } else if (fold) {
         atl_fold_flush(fold, opts); /* identical, or too much to fold: a run ends */
     }
-    report_print(&r);
     /* residue is printed, but the step holds no other host value */
+    if (r.lines > r.noted && !tell_found(&r, 0)) {
+        /* not printed (suppressed, past the print limit): nor is the run it may begin */
+        if (begun)
+            fold->quiet = 1;
+        report_discard(&r);
+        free(ed);
+        return r.lines - r.noted;
+    }
+    report_print(&r);
     r.lines -= r.noted;
     if (r.lines == 0) {
         if (st)

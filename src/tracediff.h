@@ -65,6 +65,17 @@ struct atl_diff_stats {
 /* ATLAS_DIFF_POINTERS and ATLAS_DIFF_RESIDUE, in their table order (src/config.def) */
 enum { ATL_PTRS_COLLAPSE, ATL_PTRS_ALL, ATL_PTRS_NONE };
 
+/* A step found to differ, as a finding (src/findings.h: the live tracer's; atlas-diff
+ * --report's). */
+struct atl_diff_found {
+    const struct atl_step *a, *b; /* b differs from a */
+    const char *header;           /* its report's first line */
+    const char *kernel;           /* the first kernel whose launch changed ("add_pos"), or NULL */
+    const char *kernel_mangled;   /* its name as the module has it, or NULL */
+    size_t n;                     /* the differences */
+    int folded;                   /* a repeat folded into a run: said by the run's one line */
+};
+
 struct atl_diff_opts {
     unsigned max_lines;   /* lines per step, then a count of the rest */
     const char *max_name; /* what sets max_lines, for the "not shown" hint (NULL: ATLAS_DIFF_MAX) */
@@ -99,6 +110,12 @@ struct atl_diff_opts {
     int shapes;
     void (*line)(void *ctx, const char *text);
     void *ctx;
+    /* Each step found to differ, before its report is printed (NULL: none): 0 when the report
+     * is not to be printed (a suppressed finding, or one past the print limit), and then nor
+     * is the run of repeats it may begin. A folded repeat is handed over too (its answer is
+     * not used). */
+    int (*found)(void *ctx, const struct atl_diff_found *f);
+    void *found_ctx;
 };
 
 /* Diffs step b against step a (the previous step of the same name) and
@@ -128,6 +145,7 @@ struct atl_fold {
     uint64_t first, last, n; /* the folded steps (indices) and how many */
     char label[128];         /* "\"loop\"", the kind as the report names it */
     int replay;              /* capture mode: none of them is replay-safe */
+    int quiet;               /* the report before it was not printed: nor is the run */
     int captured;            /* against a capture: the same fields differ from it */
     unsigned nchg;
     struct atl_fold_chg *chg; /* ATL_FOLD_MAX, malloc'd on first use */

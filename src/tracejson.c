@@ -1,13 +1,15 @@
 /*
  * The step trace's file form, JSON lines: the writer of the live tracer
  * (ATLAS_TRACE_FILE) and the reader of atlas-diff. One op per line, a step's
- * end on its own line; docs/trace.md gives the fields. Version 2 is written
+ * end on its own line; docs/trace.md gives the fields, src/traceformat.h
+ * spells their keys (tools/diff-ranks.c reads them too). Version 2 is written
  * (a header, each kernel declared once per step, short keys); version 1,
  * every op line whole, is read too (the tests write it, through jsonw.h).
  */
 #include "tracejson.h"
 
 #include "jsonw.h"
+#include "traceformat.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -53,7 +55,8 @@ static void jw_dim_if(struct jw *w, const char *key, const uint32_t d[3], uint32
 
 void atl_trace_write_header(FILE *f)
 {
-    fprintf(f, "{\"format\":\"%s\",\"version\":%d}\n", ATL_TRACE_FORMAT, ATL_TRACE_VERSION);
+    fprintf(f, "{" ATL_TF_KEY(ATL_TF_FORMAT) "\"%s\"," ATL_TF_KEY(ATL_TF_VERSION) "%d}\n",
+            ATL_TRACE_FORMAT, ATL_TRACE_VERSION);
 }
 
 /* The kernels a step has declared, by record: the id each op names. Open
@@ -106,16 +109,16 @@ static uint32_t kid_get(struct kids *t, const struct atl_kfn *k, uint32_t *fresh
 /* {"s":N,"k":ID,"kernel":"...","exact":E,"params":[[off,size],...],"residue":[i,...]} */
 static void jw_decl(struct jw *w, uint64_t step, uint32_t id, const struct atl_kfn *k)
 {
-    jw_lit(w, "{\"s\":");
+    jw_lit(w, "{" ATL_TF_KEY(ATL_TF_V2_STEP));
     jw_u64(w, step);
-    jw_lit(w, ",\"k\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_V2_KERNEL));
     jw_u64(w, id);
-    jw_lit(w, ",\"kernel\":");
+    jw_lit(w, "," ATL_TF_KEY(ATL_TF_KERNEL));
     jw_str(w, k->mangled);
     if (k->exact)
-        jw_lit(w, ",\"exact\":1,\"params\":[");
+        jw_lit(w, "," ATL_TF_KEY(ATL_TF_EXACT) "1," ATL_TF_KEY(ATL_TF_PARAMS) "[");
     else
-        jw_lit(w, ",\"exact\":0,\"params\":[");
+        jw_lit(w, "," ATL_TF_KEY(ATL_TF_EXACT) "0," ATL_TF_KEY(ATL_TF_PARAMS) "[");
     for (unsigned j = 0; j < k->nparams; j++) {
         jw_put(w, j ? ",[" : "[", j ? 2 : 1);
         jw_u64(w, k->off[j]);
@@ -131,7 +134,7 @@ static void jw_decl(struct jw *w, uint64_t step, uint32_t id, const struct atl_k
             if (marked++)
                 jw_lit(w, ",");
             else
-                jw_lit(w, ",\"residue\":[");
+                jw_lit(w, "," ATL_TF_KEY(ATL_TF_RESIDUE) "[");
             jw_u64(w, j);
         }
     if (marked)
@@ -145,7 +148,7 @@ static inline void jw_note_open(struct jw *w, int any)
     if (any)
         jw_lit(w, ",[");
     else
-        jw_lit(w, ",\"a\":[[");
+        jw_lit(w, "," ATL_TF_KEY(ATL_TF_V2_NOTES) "[[");
 }
 
 /* ,"a":[[at,seq,off],[at],...]: an op's notes in `at` order, [at] alone for
@@ -216,30 +219,30 @@ void atl_step_write_json(const struct atl_step *s, FILE *f, int (*host_addr)(uin
                 jw_decl(w, s->index, id = fresh, k);
             klast = k, idlast = id;
         }
-        jw_lit(w, "{\"s\":");
+        jw_lit(w, "{" ATL_TF_KEY(ATL_TF_V2_STEP));
         jw_u64(w, s->index);
-        jw_lit(w, ",\"o\":");
+        jw_lit(w, "," ATL_TF_KEY(ATL_TF_V2_OP));
         jw_u64(w, i);
         if (i == 0 || o->stream != stream) {
-            jw_lit(w, ",\"st\":\"");
+            jw_lit(w, "," ATL_TF_KEY(ATL_TF_V2_STREAM) "\"");
             jw_x64(w, o->stream);
             jw_lit(w, "\"");
             stream = o->stream;
         }
         switch (o->kind) {
         case ATL_OP_LAUNCH: {
-            jw_lit(w, ",\"k\":");
+            jw_lit(w, "," ATL_TF_KEY(ATL_TF_V2_KERNEL));
             jw_u64(w, idlast);
-            jw_dim_if(w, ",\"g\":", o->u.k.grid, 1);
-            jw_dim_if(w, ",\"b\":", o->u.k.block, 1);
+            jw_dim_if(w, "," ATL_TF_KEY(ATL_TF_V2_GRID), o->u.k.grid, 1);
+            jw_dim_if(w, "," ATL_TF_KEY(ATL_TF_V2_BLOCK), o->u.k.block, 1);
             if (o->shmem) {
-                jw_lit(w, ",\"sh\":");
+                jw_lit(w, "," ATL_TF_KEY(ATL_TF_V2_SHMEM));
                 jw_u64(w, o->shmem);
             }
             uint32_t cl[3] = {o->cluster[0], o->cluster[1], o->cluster[2]};
-            jw_dim_if(w, ",\"cl\":", cl, 0);
+            jw_dim_if(w, "," ATL_TF_KEY(ATL_TF_V2_CLUSTER), cl, 0);
             const uint8_t *p = atl_op_bytes(s, o);
-            jw_lit(w, ",\"p\":\"");
+            jw_lit(w, "," ATL_TF_KEY(ATL_TF_V2_PBYTES) "\"");
             jw_hex2(w, p, k->total);
             jw_lit(w, "\"");
             jw_notes(w, &it, i, k, p, host_addr);
@@ -249,17 +252,17 @@ void atl_step_write_json(const struct atl_step *s, FILE *f, int (*host_addr)(uin
         case ATL_OP_MEMSET:
         case ATL_OP_COPY:
             if (o->kind == ATL_OP_MEMSET) {
-                jw_lit(w, ",\"kind\":\"memset\"");
+                jw_lit(w, "," ATL_TF_KEY(ATL_TF_KIND) "\"memset\"");
                 jw_memset_fields(w, o);
             } else {
-                jw_lit(w, ",\"kind\":\"copy\"");
+                jw_lit(w, "," ATL_TF_KEY(ATL_TF_KIND) "\"copy\"");
                 jw_copy_fields(w, o);
             }
             jw_notes(w, &it, i, NULL, NULL, NULL);
             jw_lit(w, "}\n");
             break;
         default:
-            jw_lit(w, ",\"kind\":\"graph\",\"exec\":\"");
+            jw_lit(w, "," ATL_TF_KEY(ATL_TF_KIND) "\"graph\"," ATL_TF_KEY(ATL_TF_EXEC) "\"");
             jw_x64(w, o->u.g.exec);
             jw_lit(w, "\"}\n");
         }
@@ -682,7 +685,7 @@ static int jparam(struct jp *j, struct jline *L)
     size_t hxlen = 0;
     /* "alloc" names the pointer in the parameter's first word, "allocW"
      * the one W bytes in (a larger by-value parameter) */
-    enum { MAXA = 64 };
+    enum { MAXA = 64, AL = sizeof ATL_TF_ALLOC - 1 };
     struct {
         uint64_t w, seq, off;
     } al[MAXA];
@@ -693,32 +696,32 @@ static int jparam(struct jp *j, struct jline *L)
         char key[16];
         if (jkey(j, key, sizeof key) || lit(j, ':'))
             return -1;
-        if (KEY_IS("i")) {
+        if (KEY_IS(ATL_TF_PARAM_INDEX)) {
             if (jnum(j, &i))
                 return -1;
-        } else if (KEY_IS("off")) {
+        } else if (KEY_IS(ATL_TF_PARAM_OFF)) {
             if (jnum(j, &off))
                 return -1;
-        } else if (KEY_IS("size")) {
+        } else if (KEY_IS(ATL_TF_PARAM_SIZE)) {
             if (jnum(j, &size))
                 return -1;
-        } else if (KEY_IS("hex")) {
+        } else if (KEY_IS(ATL_TF_PARAM_HEX)) {
             int sp = jspan(j, &hx, &hxlen);
             if (sp < 0 || (sp > 0 && jstr(j, hex, HEXMAX)))
                 return -1;
             if (sp > 0)
                 hx = hex, hxlen = strlen(hex);
             got_hex = 1;
-        } else if (strcmp(key, "residue") == 0) {
+        } else if (strcmp(key, ATL_TF_RESIDUE) == 0) {
             if (jnum(j, &resid))
                 return -1;
-        } else if (strcmp(key, "host") == 0) {
+        } else if (strcmp(key, ATL_TF_PARAM_HOST) == 0) {
             if (jnum(j, &host))
                 return -1;
-        } else if (strncmp(key, "alloc", 5) == 0) {
+        } else if (strncmp(key, ATL_TF_ALLOC, AL) == 0) {
             char alloc[64], *end;
-            uint64_t w = key[5] ? strtoull(key + 5, &end, 10) : 0;
-            if ((key[5] && (*end || w % 8)) || jstr(j, alloc, sizeof alloc)) {
+            uint64_t w = key[AL] ? strtoull(key + AL, &end, 10) : 0;
+            if ((key[AL] && (*end || w % 8)) || jstr(j, alloc, sizeof alloc)) {
                 j->err = "bad alloc field";
                 return -1;
             }
@@ -801,7 +804,8 @@ static int jphex(struct jp *j, struct jline *L)
             size_t nc = L->pcap ? 2 * L->pcap : 256;
             uint8_t *nb = nc <= 65536 ? realloc(L->pbytes, nc) : NULL;
             if (!nb) {
-                j->err = nc > 65536 ? "\"p\" holds more than 64 KiB" : "out of memory";
+                j->err = nc > 65536 ? ATL_TF_QUOTED(ATL_TF_V2_PBYTES) " holds more than 64 KiB"
+                                    : "out of memory";
                 return -1;
             }
             memset(nb + L->pcap, 0, nc - L->pcap);
@@ -811,13 +815,13 @@ static int jphex(struct jp *j, struct jline *L)
         if (!hi)
             break;
         if (!(lo = hexv1[q[1]])) {
-            j->err = "bad hex bytes in \"p\"";
+            j->err = "bad hex bytes in " ATL_TF_QUOTED(ATL_TF_V2_PBYTES);
             return -1;
         }
         L->pbytes[n] = (uint8_t)((hi - 1) << 4 | (lo - 1));
     }
     if (*q != '"') {
-        j->err = "bad hex bytes in \"p\"";
+        j->err = "bad hex bytes in " ATL_TF_QUOTED(ATL_TF_V2_PBYTES);
         return -1;
     }
     if (n > L->pused)
@@ -863,7 +867,7 @@ static int jnote(struct jp *j, struct jline *L)
         return -1;
     if (at > 65536 || (L->nnotes && at <= L->notes[L->nnotes - 1].at) ||
         (!n->host && n->seq == ATL_ANN_HOST)) {
-        j->err = "bad pointer note (\"a\": [at,alloc,off] in order)";
+        j->err = "bad pointer note (" ATL_TF_QUOTED(ATL_TF_V2_NOTES) ": [at,alloc,off] in order)";
         return -1;
     }
     L->nnotes++;
@@ -881,69 +885,69 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
             return -1;
         int rc = 0;
         /* version 2's keys first: they are most lines' */
-        if (KEY_IS("s"))
+        if (KEY_IS(ATL_TF_V2_STEP))
             rc = jnum(j, &L->step), L->has_step = 1, L->v2 = 1;
-        else if (KEY_IS("o"))
+        else if (KEY_IS(ATL_TF_V2_OP))
             rc = jnum(j, &L->op), L->has_op = 1;
-        else if (KEY_IS("k"))
+        else if (KEY_IS(ATL_TF_V2_KERNEL))
             rc = jnum(j, &L->kid), L->has_k = 1;
-        else if (KEY_IS("st"))
+        else if (KEY_IS(ATL_TF_V2_STREAM))
             rc = jhex(j, &L->o.stream), L->has_st = 1;
-        else if (KEY_IS("p"))
+        else if (KEY_IS(ATL_TF_V2_PBYTES))
             rc = jphex(j, L);
-        else if (KEY_IS("a"))
+        else if (KEY_IS(ATL_TF_V2_NOTES))
             rc = jlist(j, jnote, L);
-        else if (KEY_IS("g"))
+        else if (KEY_IS(ATL_TF_V2_GRID))
             rc = jdim(j, L->o.u.k.grid);
-        else if (KEY_IS("b"))
+        else if (KEY_IS(ATL_TF_V2_BLOCK))
             rc = jdim(j, L->o.u.k.block);
-        else if (KEY_IS("sh")) {
+        else if (KEY_IS(ATL_TF_V2_SHMEM)) {
             rc = jnum(j, &v);
             L->o.shmem = (uint32_t)v;
-        } else if (KEY_IS("cl")) {
+        } else if (KEY_IS(ATL_TF_V2_CLUSTER)) {
             uint32_t c[3];
             rc = jdim(j, c);
             for (int i = 0; i < 3; i++)
                 L->o.cluster[i] = (uint8_t)c[i];
-        } else if (KEY_IS("residue"))
+        } else if (KEY_IS(ATL_TF_RESIDUE))
             rc = jlist(j, residue_bit, L);
-        else if (KEY_IS("format"))
+        else if (KEY_IS(ATL_TF_FORMAT))
             rc = jstr(j, L->format, sizeof L->format), L->has_fmt = 1;
-        else if (KEY_IS("version"))
+        else if (KEY_IS(ATL_TF_VERSION))
             rc = jnum(j, &L->version);
-        else if (KEY_IS("step"))
+        else if (KEY_IS(ATL_TF_STEP))
             rc = jnum(j, &L->step), L->has_step = 1;
-        else if (KEY_IS("name"))
+        else if (KEY_IS(ATL_TF_NAME))
             rc = jstr(j, L->name, sizeof L->name), L->has_name = 1;
-        else if (KEY_IS("op"))
+        else if (KEY_IS(ATL_TF_OP))
             rc = jnum(j, &L->op), L->has_op = 1;
-        else if (KEY_IS("end"))
+        else if (KEY_IS(ATL_TF_END))
             rc = jbool(j, &L->end);
-        else if (KEY_IS("ops"))
+        else if (KEY_IS(ATL_TF_OPS))
             rc = jnum(j, &L->nops);
-        else if (KEY_IS("thread"))
+        else if (KEY_IS(ATL_TF_THREAD))
             rc = jstr(j, L->thread, sizeof L->thread);
-        else if (KEY_IS("stream"))
+        else if (KEY_IS(ATL_TF_STREAM))
             rc = jhex(j, &L->o.stream);
-        else if (KEY_IS("kind"))
+        else if (KEY_IS(ATL_TF_KIND))
             rc = jstr(j, L->kind, sizeof L->kind);
-        else if (KEY_IS("kernel"))
+        else if (KEY_IS(ATL_TF_KERNEL))
             rc = jstr(j, L->kernel, sizeof L->kernel);
-        else if (KEY_IS("grid"))
+        else if (KEY_IS(ATL_TF_GRID))
             rc = jdim(j, L->o.u.k.grid);
-        else if (KEY_IS("block"))
+        else if (KEY_IS(ATL_TF_BLOCK))
             rc = jdim(j, L->o.u.k.block);
-        else if (KEY_IS("cluster")) {
+        else if (KEY_IS(ATL_TF_CLUSTER)) {
             uint32_t c[3];
             rc = jdim(j, c);
             for (int i = 0; i < 3; i++)
                 L->o.cluster[i] = (uint8_t)c[i];
-        } else if (KEY_IS("shmem") || KEY_IS("value")) {
+        } else if (KEY_IS(ATL_TF_SHMEM) || KEY_IS(ATL_TF_VALUE)) {
             rc = jnum(j, &v);
             L->o.shmem = (uint32_t)v;
-        } else if (KEY_IS("exact")) {
+        } else if (KEY_IS(ATL_TF_EXACT)) {
             rc = jnum(j, &v);
-        } else if (KEY_IS("params")) {
+        } else if (KEY_IS(ATL_TF_PARAMS)) {
             /* version 1: [{"i":0,...},...]; version 2 (a declaration): [[off,size],...] */
             const char *q = j->p;
             while (*q == ' ' || *q == '\t')
@@ -954,41 +958,41 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
             L->annstep = annstep, L->opidx = opidx;
             rc = jlist(j, *q == '[' ? jpair : jparam, L);
             L->has_params = 1;
-        } else if (KEY_IS("ptr"))
+        } else if (KEY_IS(ATL_TF_PTR))
             rc = jhex(j, &L->o.u.m.ptr);
-        else if (KEY_IS("elem")) {
+        else if (KEY_IS(ATL_TF_ELEM)) {
             rc = jnum(j, &v);
             L->o.sub = (uint8_t)v;
-        } else if (KEY_IS("count"))
+        } else if (KEY_IS(ATL_TF_COUNT))
             rc = jnum(j, &L->o.u.m.count);
-        else if (KEY_IS("pitch"))
+        else if (KEY_IS(ATL_TF_PITCH))
             rc = jnum(j, &L->o.u.m.pitch);
-        else if (KEY_IS("height")) {
+        else if (KEY_IS(ATL_TF_HEIGHT)) {
             rc = jnum(j, &v);
             L->o.u.m.height = v; /* memset */
             L->o.u.c.h = v;      /* copy: the same slot is not shared, see below */
-        } else if (KEY_IS("dir"))
+        } else if (KEY_IS(ATL_TF_DIR))
             rc = jstr(j, L->dir, sizeof L->dir);
-        else if (KEY_IS("dst"))
+        else if (KEY_IS(ATL_TF_DST))
             rc = jhex(j, &L->o.u.c.dst);
-        else if (KEY_IS("src"))
+        else if (KEY_IS(ATL_TF_SRC))
             rc = jhex(j, &L->o.u.c.src);
-        else if (KEY_IS("bytes"))
+        else if (KEY_IS(ATL_TF_BYTES))
             rc = jnum(j, &v);
-        else if (KEY_IS("width"))
+        else if (KEY_IS(ATL_TF_WIDTH))
             rc = jnum(j, &L->o.u.c.w);
-        else if (KEY_IS("depth"))
+        else if (KEY_IS(ATL_TF_DEPTH))
             rc = jnum(j, &L->o.u.c.d);
-        else if (KEY_IS("exec"))
+        else if (KEY_IS(ATL_TF_EXEC))
             rc = jhex(j, &L->o.u.g.exec);
-        else if (KEY_IS("alloc") || KEY_IS("dstalloc") || KEY_IS("srcalloc")) {
+        else if (KEY_IS(ATL_TF_ALLOC) || KEY_IS(ATL_TF_DSTALLOC) || KEY_IS(ATL_TF_SRCALLOC)) {
             /* a memset's or copy's address by allocation (written dst first) */
             char alloc[64];
             uint64_t seq, off;
             rc = jstr(j, alloc, sizeof alloc);
             if (!rc && parse_alloc(alloc, &seq, &off) == 0)
-                atl_step_annotate(annstep, opidx, key[0] == 's' ? ATL_ANN_SRC : ATL_ANN_DST, seq,
-                                  off);
+                atl_step_annotate(annstep, opidx,
+                                  KEY_IS(ATL_TF_SRCALLOC) ? ATL_ANN_SRC : ATL_ANN_DST, seq, off);
         } else {
             /* named, so a newer writer's field is recognisable (key is at most 15 bytes; the
              * reader of the message strips control bytes) */
@@ -1108,7 +1112,8 @@ static const char *declare(struct jline *L, const struct atl_kfn ***decl, size_t
                            size_t *cap, const struct atl_kfn **prev, size_t nprev)
 {
     if (!L->kernel[0] || !L->has_params)
-        return "a kernel's declaration without its \"kernel\" or \"params\"";
+        return "a kernel's declaration without its " ATL_TF_QUOTED(
+            ATL_TF_KERNEL) " or " ATL_TF_QUOTED(ATL_TF_PARAMS);
     if (L->kid != *ndecl + 1)
         return "kernel ids are declared in order from 1 in each step";
     if (atl_grow((void **)decl, cap, *ndecl + 1, sizeof **decl, 16))
@@ -1160,13 +1165,16 @@ static const char *op_v2(struct jline *L, const struct atl_kfn **decl, size_t nd
                 L->o.u.k.block[i] = 1;
         }
         if (!L->has_p)
-            return "a launch without its parameter bytes (\"p\")";
+            return "a launch without its parameter bytes (" ATL_TF_QUOTED(ATL_TF_V2_PBYTES) ")";
         if (L->pn != k->total)
-            return "\"p\" is not the kernel's parameter bytes (its length)";
+            return ATL_TF_QUOTED(
+                ATL_TF_V2_PBYTES) " is not the kernel's parameter bytes (its length)";
         L->o.u.k.bytes = (uintptr_t)L->pbytes;
         lim = k->total;
     } else if (!kind_other(L)) {
-        return L->kind[0] ? "unknown op kind" : "an op without a kernel (\"k\") or a \"kind\"";
+        return L->kind[0] ? "unknown op kind"
+                          : "an op without a kernel (" ATL_TF_QUOTED(
+                                ATL_TF_V2_KERNEL) ") or a " ATL_TF_QUOTED(ATL_TF_KIND);
     }
     for (size_t i = 0; i < L->nnotes; i++) {
         const struct lnote *n = &L->notes[i];
@@ -1175,7 +1183,8 @@ static const char *op_v2(struct jline *L, const struct atl_kfn **decl, size_t nd
                  : L->o.kind == ATL_OP_COPY   ? n->at == ATL_ANN_DST || n->at == ATL_ANN_SRC
                                               : 0;
         if (!ok)
-            return "a pointer note (\"a\") outside the op's parameters";
+            return "a pointer note (" ATL_TF_QUOTED(
+                ATL_TF_V2_NOTES) ") outside the op's parameters";
         if (atl_step_annotate(cur, (uint32_t)cur->nops, n->at, n->host ? ATL_ANN_HOST : n->seq,
                               n->host ? 0 : n->off))
             return "out of memory";
@@ -1191,10 +1200,7 @@ static const char *op_v2(struct jline *L, const struct atl_kfn **decl, size_t nd
  * any order and says what is wrong. */
 
 /* q is followed by s (within the line, which ends at e): q moved past it */
-#define FAST_LIT(q, s)                                                                             \
-    ((size_t)(e - q) >= sizeof(s) - 1 && memcmp(q, "" s, sizeof(s) - 1) == 0                       \
-         ? (q += sizeof(s) - 1, 1)                                                                 \
-         : 0)
+#define FAST_LIT(q, s) ATL_TF_SKIP(q, e, s)
 
 /* Up to 19 decimal digits (no overflow possible); 0 when there are none or more. */
 static inline int fast_num(const char **qp, uint64_t *v)
@@ -1228,11 +1234,11 @@ static inline int fast_dim(const char **qp, uint32_t d[3])
  * line ends at e (a NUL there). */
 static int fast_launch(const char *q, const char *e, struct jline *L)
 {
-    if (!FAST_LIT(q, "{\"s\":") || !fast_num(&q, &L->step) || !FAST_LIT(q, ",\"o\":") ||
-        !fast_num(&q, &L->op))
+    if (!FAST_LIT(q, "{" ATL_TF_KEY(ATL_TF_V2_STEP)) || !fast_num(&q, &L->step) ||
+        !FAST_LIT(q, "," ATL_TF_KEY(ATL_TF_V2_OP)) || !fast_num(&q, &L->op))
         return 0;
     L->has_step = L->v2 = L->has_op = 1;
-    if (FAST_LIT(q, ",\"st\":\"0x")) {
+    if (FAST_LIT(q, "," ATL_TF_KEY(ATL_TF_V2_STREAM) "\"0x")) {
         uint64_t x = 0;
         int n = 0, d;
         for (; n <= 16 && (d = hexv1[(unsigned char)*q]) != 0; q++, n++)
@@ -1241,27 +1247,27 @@ static int fast_launch(const char *q, const char *e, struct jline *L)
             return 0;
         L->o.stream = x, L->has_st = 1;
     }
-    if (!FAST_LIT(q, ",\"k\":") || !fast_num(&q, &L->kid))
+    if (!FAST_LIT(q, "," ATL_TF_KEY(ATL_TF_V2_KERNEL)) || !fast_num(&q, &L->kid))
         return 0;
     L->has_k = 1;
-    if (FAST_LIT(q, ",\"g\":") && !fast_dim(&q, L->o.u.k.grid))
+    if (FAST_LIT(q, "," ATL_TF_KEY(ATL_TF_V2_GRID)) && !fast_dim(&q, L->o.u.k.grid))
         return 0;
-    if (FAST_LIT(q, ",\"b\":") && !fast_dim(&q, L->o.u.k.block))
+    if (FAST_LIT(q, "," ATL_TF_KEY(ATL_TF_V2_BLOCK)) && !fast_dim(&q, L->o.u.k.block))
         return 0;
-    if (FAST_LIT(q, ",\"sh\":")) {
+    if (FAST_LIT(q, "," ATL_TF_KEY(ATL_TF_V2_SHMEM))) {
         uint64_t v;
         if (!fast_num(&q, &v) || v > UINT32_MAX)
             return 0;
         L->o.shmem = (uint32_t)v;
     }
-    if (FAST_LIT(q, ",\"cl\":")) {
+    if (FAST_LIT(q, "," ATL_TF_KEY(ATL_TF_V2_CLUSTER))) {
         uint32_t c[3];
         if (!fast_dim(&q, c) || (c[0] | c[1] | c[2]) > 255)
             return 0;
         for (int i = 0; i < 3; i++)
             L->o.cluster[i] = (uint8_t)c[i];
     }
-    if (!FAST_LIT(q, ",\"p\":\""))
+    if (!FAST_LIT(q, "," ATL_TF_KEY(ATL_TF_V2_PBYTES) "\""))
         return 0;
     const char *pe = memchr(q, '"', (size_t)(e - q));
     if (!pe || (pe - q) % 2 || pe - q > 2 * 65536)
@@ -1280,7 +1286,7 @@ static int fast_launch(const char *q, const char *e, struct jline *L)
         L->pused = n;
     L->pn = n, L->has_p = 1;
     q = pe + 1;
-    if (FAST_LIT(q, ",\"a\":[")) {
+    if (FAST_LIT(q, "," ATL_TF_KEY(ATL_TF_V2_NOTES) "[")) {
         for (;;) {
             uint64_t at, seq = 0, off = 0;
             if (*q++ != '[' || !fast_num(&q, &at))
@@ -1403,7 +1409,10 @@ int atl_trace_read_reuse(FILE *f, int (*fn)(void *ctx, struct atl_step *s),
             continue;
         }
         if (!L->has_step) {
-            snprintf(err, errlen, "line %zu: record without a \"step\" (or \"s\")", lineno);
+            snprintf(err, errlen,
+                     "line %zu: record without a " ATL_TF_QUOTED(ATL_TF_STEP) " (or " ATL_TF_QUOTED(
+                         ATL_TF_V2_STEP) ")",
+                     lineno);
             goto out;
         }
         if (!open) { /* cur is empty (annotations of this line aside) */
@@ -1459,7 +1468,10 @@ int atl_trace_read_reuse(FILE *f, int (*fn)(void *ctx, struct atl_step *s),
             continue;
         }
         if (!L->has_op) {
-            snprintf(err, errlen, "line %zu: record without an \"op\" or an \"end\"", lineno);
+            snprintf(err, errlen,
+                     "line %zu: record without an " ATL_TF_QUOTED(
+                         ATL_TF_OP) " or an " ATL_TF_QUOTED(ATL_TF_END),
+                     lineno);
             goto out;
         }
         if (L->op != cur.nops) {
@@ -1472,7 +1484,9 @@ int atl_trace_read_reuse(FILE *f, int (*fn)(void *ctx, struct atl_step *s),
             if (L->has_st)
                 stream = L->o.stream;
             else if (cur.nops == 0) {
-                snprintf(err, errlen, "line %zu: the step's first op has no stream (\"st\")",
+                snprintf(err, errlen,
+                         "line %zu: the step's first op has no stream (" ATL_TF_QUOTED(
+                             ATL_TF_V2_STREAM) ")",
                          lineno);
                 goto out;
             } else

@@ -12,6 +12,7 @@
 
 #include "chrome.h"
 #include "config.h"
+#include "findings.h"
 #include "hostmap.h"
 #include "kernels.h"
 #include "ledger.h"
@@ -65,6 +66,60 @@ static void log_line_cb(void *ctx, const char *text)
 {
     (void)ctx;
     atl_log_line(text);
+}
+
+/* ---- differing steps as findings (src/findings.h) ----------------------------------- */
+
+/* Under step_mu: the findings of the comparison being made, and the steps that differ only
+ * as suppressed findings (not counted as differing by the summary line). */
+static struct {
+    unsigned found, suppressed;
+} tally;
+static uint64_t quiet_steps;
+
+/* The differing step last printed, for the suppression entry after its lines
+ * (ATLAS_GEN_SUPPRESSIONS), said by diff_told once they are. */
+static struct {
+    struct atl_find f;
+    char kernel[160], mangled[512], step[64];
+    int open;
+} told;
+
+/* A step found to differ (struct atl_diff_opts' found): through the findings sink, which says
+ * whether its report is printed. A folded repeat is said by its run's line: never on its own. */
+static int diff_found(void *ctx, const struct atl_diff_found *d)
+{
+    (void)ctx;
+    struct atl_find f = {.kind = ATL_FINDING_DIFF,
+                         .message = d->header,
+                         .kernel = d->kernel,
+                         .kernel_mangled = d->kernel_mangled,
+                         .step = d->b->name,
+                         .step_no = d->b->nth,
+                         .no_print = d->folded};
+    int print = atl_find_open(&f);
+    tally.found++;
+    tally.suppressed += f.suppressed;
+    if (print && atl_cfg.gen_suppressions) {
+        snprintf(told.kernel, sizeof told.kernel, "%s", d->kernel ? d->kernel : "");
+        snprintf(told.mangled, sizeof told.mangled, "%s",
+                 d->kernel_mangled ? d->kernel_mangled : "");
+        snprintf(told.step, sizeof told.step, "%s", d->b->name);
+        told.f = f;
+        told.f.kernel = d->kernel ? told.kernel : NULL;
+        told.f.kernel_mangled = d->kernel_mangled ? told.mangled : NULL;
+        told.f.step = told.step;
+        told.f.message = NULL;
+        told.open = 1;
+    }
+    return print;
+}
+
+static void diff_told(void)
+{
+    if (told.open)
+        atl_find_close(&told.f);
+    told.open = 0;
 }
 
 /* The exit summary's lines: the step trace's own summary, said at warn (ATLAS_LOG_LEVEL=error,
@@ -769,6 +824,7 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
         .residue = (int)atl_cfg.diff_residue,
         .host_addr = atl_host_addr,
         .explain = explain,
+        .found = diff_found,
     };
     atl_series_opts(&series, &o);
     /* The steady state of a replayable loop: byte-identical to the kind's
@@ -797,8 +853,8 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
                      o.replay, prev->nth, was, prev->nops);
             atl_log_line(line);
         }
-        if (atl_series_eager(&series, prev, 1, wasidx, &o))
-            atl_note_finding(ATL_FINDING_DIFF, 1);
+        atl_series_eager(&series, prev, 1, wasidx, &o);
+        diff_told();
         atl_spin_unlock(&names[slot].busy);
         kept_note();
         since_done();
@@ -815,10 +871,13 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
     /* the diff first: what it learns about the kernels (parameters holding
      * uninitialised bytes) goes into this step's JSON lines already */
     struct atl_shaped *ref;
-    size_t found = atl_series_compare(&series, kind, &s, &o, &ref);
-    found += atl_series_eager(&series, &s, 0, 0, &o);
-    if (found)
-        atl_note_finding(ATL_FINDING_DIFF, 1);
+    tally.found = tally.suppressed = 0;
+    atl_series_compare(&series, kind, &s, &o, &ref);
+    diff_told();
+    if (tally.found && tally.found == tally.suppressed)
+        quiet_steps++; /* it differs, but as suppressed findings only */
+    atl_series_eager(&series, &s, 0, 0, &o);
+    diff_told();
     if (json) {
         atl_step_write_json(&s, json, atl_host_addr);
         fflush(json);
@@ -975,6 +1034,7 @@ void atl_tstep_captured(void)
         .pointers = (int)atl_cfg.diff_pointers,
         .residue = (int)atl_cfg.diff_residue,
         .host_addr = atl_host_addr,
+        .found = diff_found,
     };
     atl_series_opts(&series, &o);
     struct atl_step drop;
@@ -982,8 +1042,8 @@ void atl_tstep_captured(void)
     if (held >= 0)
         atl_spin_lock(&names[held].busy);
     hold_kernels(&s, 1);
-    if (atl_series_capture(&series, &s, eager, &o, &drop))
-        atl_note_finding(ATL_FINDING_DIFF, 1);
+    atl_series_capture(&series, &s, eager, &o, &drop);
+    diff_told();
     if (held >= 0)
         atl_spin_unlock(&names[held].busy);
     hold_kernels(&drop, 0);
@@ -1021,7 +1081,7 @@ void atl_tstep_init(void)
 void atl_tstep_counts(uint64_t *steps, uint64_t *differ)
 {
     *steps = stats.steps;
-    *differ = stats.compared - stats.identical;
+    *differ = stats.compared - stats.identical - quiet_steps;
 }
 
 void atl_tstep_exit(void (*hints)(void))

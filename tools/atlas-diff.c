@@ -17,6 +17,7 @@
 #include "config.h"
 #include "diff-ranks.h"
 #include "diff-runs.h"
+#include "findjson.h"
 #include "tracediff.h"
 #include "tracejson.h"
 
@@ -97,9 +98,76 @@ static int read_trace(const char *path, int (*fn)(void *, struct atl_step *),
     return rc; /* 0: why, if set, says what was left out */
 }
 
-static void out_line(void *ctx, const char *text)
+/* --report=FILE: each differing step, and each step of one file only, as a finding: one JSON
+ * line each (src/findjson.h, docs/findings.schema.json, as the library's ATLAS_REPORT writes a
+ * differing step). Held until the diff is through: trouble (exit status 2) replaces the report,
+ * and then the file holds nothing. */
+static struct {
+    const char *files[2];
+    uint64_t id;
+    char *text;
+    size_t n, cap;
+    int oom;
+} found;
+
+static void found_add(const char *message, const char *step, uint64_t nth, const char *kernel,
+                      const char *mangled, int printed)
+{
+    char line[8192];
+    struct atl_finding_rec rec = {.tool = "atlas-diff",
+                                  .id = ++found.id,
+                                  .kind = "step-diff",
+                                  .message = message,
+                                  .kernel = kernel,
+                                  .kernel_mangled = mangled,
+                                  .step = step,
+                                  .step_no = nth,
+                                  .files = {found.files[0], found.files[1]},
+                                  .printed = printed};
+    size_t n = atl_finding_json(&rec, line, sizeof line);
+    if (found.n + n > found.cap) {
+        size_t cap = found.cap ? found.cap * 2 : 65536;
+        while (cap < found.n + n)
+            cap *= 2;
+        char *t = realloc(found.text, cap);
+        if (!t) {
+            found.oom = 1;
+            return;
+        }
+        found.text = t, found.cap = cap;
+    }
+    memcpy(found.text + found.n, line, n);
+    found.n += n;
+}
+
+/* A differing step (struct atl_diff_opts' found): every report is printed, a folded repeat
+ * in its run's line. */
+static int step_found(void *ctx, const struct atl_diff_found *d)
 {
     (void)ctx;
+    found_add(d->header, d->b->name, d->b->nth, d->kernel, d->kernel_mangled, !d->folded);
+    return 1;
+}
+
+/* A step only one file has, from its line (tools/diff-runs.c): 'step "NAME" #N is only in F',
+ * or 'steps "NAME" #N-#M (...) are only in F' for several of one shape. */
+static void only_in(const char *text)
+{
+    int one = strncmp(text, "step \"", 6) == 0, many = strncmp(text, "steps \"", 7) == 0;
+    if ((!one || !strstr(text, " is only in ")) && (!many || !strstr(text, " are only in ")))
+        return;
+    const char *name = text + (one ? 6 : 7), *q = strchr(name, '"');
+    char step[64];
+    if (!q || q[1] != ' ' || q[2] != '#')
+        return;
+    snprintf(step, sizeof step, "%.*s", (int)(q - name), name);
+    found_add(text, step, strtoull(q + 3, NULL, 10), NULL, NULL, 1);
+}
+
+static void out_line(void *ctx, const char *text)
+{
+    if (ctx)
+        only_in(text);
     put_clean(stdout, text);
     putc('\n', stdout);
 }
@@ -108,7 +176,7 @@ static void out_line(void *ctx, const char *text)
 #define SYNOPSIS                                                                                   \
     "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] [--pointers MODE] [--residue "       \
     "MODE]\n"                                                                                      \
-    "                  A.jsonl [B.jsonl]\n"                                                        \
+    "                  [--report FILE] A.jsonl [B.jsonl]\n"                                        \
     "       atlas-diff [--max N] [--ignore ...] [--pointers MODE] [--residue MODE]\n"              \
     "                  --ranks 'trace.%%r.jsonl' | FILE...\n"
 /* clang-format on */
@@ -140,6 +208,9 @@ static void usage(void)
            "                          recording process found holding host addresses\n"
            "                          (uninitialised bytes): collapse (the default), all\n"
            "                          or none (default: $ATLAS_DIFF_RESIDUE)\n"
+           "  --report FILE, --report=FILE\n"
+           "                          write each differing step, and each step of one file\n"
+           "                          only, to FILE as a JSON line (docs/findings.schema.json)\n"
            "  -h, --help              print this help and exit\n"
            "  -V, --version           print the version and exit\n"
            "\n"
@@ -249,6 +320,7 @@ int main(int argc, char **argv)
     /* at most argc names: --ranks takes any number */
     const char **files = calloc((size_t)argc + 1, sizeof *files);
     int nf = 0, options_end = 0, ranks = 0;
+    const char *report = NULL;
     if (!files)
         return 2;
     for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
@@ -272,6 +344,10 @@ int main(int argc, char **argv)
             pointers = parse_mode("ATLAS_DIFF_POINTERS", v, "--pointers ");
         } else if ((v = option_value(argc, argv, &i, "--residue"))) {
             residue = parse_mode("ATLAS_DIFF_RESIDUE", v, "--residue ");
+        } else if ((v = option_value(argc, argv, &i, "--report"))) {
+            if (!*v)
+                bad_usage("%s", "--report needs a file name");
+            report = v;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage();
             free(files);
@@ -288,6 +364,16 @@ int main(int argc, char **argv)
         free(files); /* bad_usage exits: the list would read as a leak */
         bad_usage("%s", "no trace file given");
     }
+    if (ranks && report) {
+        free(files);
+        bad_usage("%s", "--report is not written with --ranks (one file or two)");
+    }
+    for (int i = 0; report && i < nf; i++)
+        if (strcmp(report, files[i]) == 0) {
+            free(files);
+            bad_usage("--report %s: a trace file compared, which the report would overwrite",
+                      report);
+        }
     if (ranks) {
         struct atl_ignore rig;
         atl_ignore_parse(&rig, ign);
@@ -312,7 +398,33 @@ int main(int argc, char **argv)
     o.cross = nf == 2; /* host addresses of two processes never match */
     o.pointers = pointers;
     o.residue = residue;
+    FILE *rf = NULL;
+    if (report) {
+        /* opened first: a file that cannot be written is said before any work */
+        if (!(rf = fopen(report, "w"))) {
+            fail(report, strerror(errno));
+            atl_ignore_free(&ig);
+            free(files);
+            return 2;
+        }
+        found.files[0] = files[0], found.files[1] = nf == 2 ? files[1] : NULL;
+        o.found = step_found;
+        o.ctx = &found; /* out_line reads the lines of steps of one file only */
+    }
     int rc = atl_diff_runs(files[0], nf == 2 ? files[1] : NULL, read_trace, &o, fail);
+    if (rf) {
+        if (found.oom) {
+            fail(report, "out of memory: the findings are not written");
+            rc = 2;
+        }
+        if (rc != 2 && found.n)
+            fwrite(found.text, 1, found.n, rf);
+        if (fclose(rf) != 0 && rc != 2) {
+            fail(report, strerror(errno)); /* a findings file cut short is trouble */
+            rc = 2;
+        }
+        free(found.text);
+    }
     atl_ignore_free(&ig);
     free(files);
     return rc;

@@ -325,6 +325,36 @@ static char *output_path(const char *opt, const char *path)
     return abs;
 }
 
+/* A file the library will read (--suppressions): readable now, as a misspelt name would
+ * silence nothing; made absolute, as the program may change directory. Given again, the files
+ * are joined with ':' after `prev` (the setting's own separator, so no name may hold one). */
+static char *input_files(const char *opt, const char *path, const char *prev)
+{
+    char msg[PATH_MAX + 256];
+    struct stat st;
+    if (*path == '\0')
+        bad_usage("%s needs a file name", opt);
+    if (path[strcspn(path, ":,")]) {
+        snprintf(msg, sizeof msg, "%s=%s: a file name with ':' or ',', which separate files", opt,
+                 path);
+        bad_usage("%s", msg);
+    }
+    FILE *f = fopen(path, "r");
+    if (!f || (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))) {
+        snprintf(msg, sizeof msg, "%s=%s: %s", opt, path,
+                 f ? "a folder, not a file" : strerror(errno));
+        bad_usage("%s", msg);
+    }
+    fclose(f);
+    char *abs = realpath(path, NULL), *all;
+    if (!abs || asprintf(&all, "%s%s%s", prev ? prev : "", prev ? ":" : "", abs) < 0) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        exit(EXIT_NO_LIBRARY);
+    }
+    free(abs);
+    return all;
+}
+
 /* Do two absolute output names name one file: the same name, or one file already there? */
 static int same_file(const char *a, const char *b)
 {
@@ -417,8 +447,9 @@ struct settings {
 #define OPT_BASE 256 /* getopt's value of option i is OPT_BASE + i */
 
 /* The row option `o` sets, and the value: optarg, checked and (a file) made absolute, or the
- * value the option gives without one. */
-static int option_value(const struct opt *o, const char *arg, const char **value)
+ * value the option gives without one; `given` holds what earlier options set, per row. */
+static int option_value(const struct opt *o, const char *arg, const char **value,
+                        const char *const *given)
 {
     if (!arg || o->value_row < 0) {
         const struct atl_cfg_opt *co = &atl_cfg_vars[o->flag_row].opt;
@@ -428,6 +459,8 @@ static int option_value(const struct opt *o, const char *arg, const char **value
     int row = o->value_row;
     if (atl_cfg_vars[row].opt.kind == ATL_OPT_FILE) {
         *value = output_path(row_option(row), arg);
+    } else if (atl_cfg_vars[row].opt.kind == ATL_OPT_INFILES) {
+        *value = input_files(row_option(row), arg, given[row]);
     } else {
         check_value(row, arg);
         *value = arg;
@@ -474,7 +507,7 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
                 o = &opts[i];
         if (o) {
             const char *value;
-            int row = option_value(o, optarg, &value);
+            int row = option_value(o, optarg, &value, s->value);
             s->value[row] = value;
             s->given_at[row] = first;
             const char *implies = atl_cfg_vars[row].opt.implies;

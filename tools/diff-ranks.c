@@ -15,12 +15,15 @@
  * device addresses of memsets and copies, and the bytes of pointers that
  * carry an allocation name, whose name is hashed instead). Only when the
  * hashes of a step disagree are the steps of the minority and of one rank
- * of the majority parsed in full (src/tracediff.c's reader) and diffed
- * (its diff: kernels, launch geometry and argument bytes, pointers by
- * allocation identity). Memory stays at one step per rank in flight.
+ * of the majority parsed in full (atl_trace_read, src/tracejson.c) and
+ * diffed (atl_step_diff, src/tracediff.c: kernels, launch geometry and
+ * argument bytes, pointers by allocation identity). Memory stays at one
+ * step per rank in flight. The keys, and which of them are per process,
+ * are src/traceformat.h's, as the writer spells them.
  */
 #define _GNU_SOURCE
 #include "diff-ranks.h"
+#include "traceformat.h"
 #include "tracejson.h"
 
 #include <ctype.h>
@@ -57,23 +60,6 @@ static uint64_t span_hash(uint64_t h, const char *p, size_t n)
     return atl_hash_bytes(h, p + i, n - i);
 }
 
-/* The closing quote of the JSON string that starts at p (after its opening
- * quote), or e. */
-static const char *str_end(const char *p, const char *e)
-{
-    for (const char *s = p;;) {
-        const char *q = memchr(s, '"', (size_t)(e - s));
-        if (!q)
-            return e;
-        size_t bs = 0;
-        while (q - bs > p && q[-1 - (ptrdiff_t)bs] == '\\')
-            bs++;
-        if (bs % 2 == 0)
-            return q;
-        s = q + 1;
-    }
-}
-
 /* A parameter's "hex" (hs..he): its bytes, less the 8-byte words the same
  * parameter record names as "alloc"/"allocW" (pointers: their names follow
  * in the record and are hashed as text). */
@@ -83,9 +69,11 @@ static uint64_t hex_hash(uint64_t h, const char *hs, const char *he, const char 
     if (!end)
         end = e;
     size_t at = 0, n = (size_t)(he - hs);
-    for (const char *a = he; (a = memmem(a, (size_t)(end - a), "\"alloc", 6)); a += 6) {
+    static const char key[] = "\"" ATL_TF_ALLOC; /* "alloc or "allocW */
+    const size_t kl = sizeof key - 1;
+    for (const char *a = he; (a = memmem(a, (size_t)(end - a), key, kl)); a += kl) {
         size_t w = 0;
-        for (const char *d = a + 6; d < end && isdigit((unsigned char)*d) && w <= n; d++)
+        for (const char *d = a + kl; d < end && isdigit((unsigned char)*d) && w <= n; d++)
             w = w * 10 + (size_t)(*d - '0');
         if (w > n / 2 || 2 * w < at || 2 * w + 16 > n) /* not a word of this hex */
             continue;
@@ -100,9 +88,10 @@ static uint64_t hex_hash(uint64_t h, const char *hs, const char *he, const char 
  * notes themselves are hashed as text. */
 static uint64_t phex_hash(uint64_t h, const char *hs, const char *he, const char *e)
 {
+    static const char key[] = ATL_TF_KEY(ATL_TF_V2_NOTES) "[";
     size_t at = 0, n = (size_t)(he - hs);
-    const char *a = memmem(he, (size_t)(e - he), "\"a\":[", 5);
-    for (const char *q = a ? a + 5 : e; q < e && *q == '[';) {
+    const char *a = memmem(he, (size_t)(e - he), key, sizeof key - 1);
+    for (const char *q = a ? a + sizeof key - 1 : e; q < e && *q == '[';) {
         size_t w = 0;
         for (q++; q < e && isdigit((unsigned char)*q) && w <= n; q++)
             w = w * 10 + (size_t)(*q - '0');
@@ -124,28 +113,20 @@ static uint64_t phex_hash(uint64_t h, const char *hs, const char *he, const char
  * differs between two processes that enqueue the same op. */
 static uint64_t line_hash(const char *p, size_t n)
 {
-    const char *e = p + n, *seg = p, *s = p;
+    const char *e = p + n, *seg = p, *s = p, *k, *v;
+    size_t kl;
     uint64_t h = 0x5eed;
-    while ((s = memchr(s, '"', (size_t)(e - s)))) {
-        const char *k = s + 1, *ke = str_end(k, e);
-        if (ke >= e)
-            break;
-        if (ke + 1 >= e || ke[1] != ':') { /* a string value */
-            s = ke + 1;
-            continue;
-        }
-        size_t kl = (size_t)(ke - k);
-        const char *v = ke + 2;
+    while ((v = atl_tf_next_key(s, e, &k, &kl))) {
         int skip = 0;
-        if ((kl == 4 && !memcmp(k, "step", 4)) || (kl == 1 && *k == 's'))
+        if (ATL_TF_IS(k, kl, ATL_TF_STEP) || ATL_TF_IS(k, kl, ATL_TF_V2_STEP))
             skip = 1;
-        else if ((kl == 6 && !memcmp(k, "stream", 6)) || (kl == 2 && !memcmp(k, "st", 2)) ||
-                 (kl == 3 &&
-                  (!memcmp(k, "ptr", 3) || !memcmp(k, "dst", 3) || !memcmp(k, "src", 3))))
+        else if (ATL_TF_IS(k, kl, ATL_TF_STREAM) || ATL_TF_IS(k, kl, ATL_TF_V2_STREAM) ||
+                 ATL_TF_IS(k, kl, ATL_TF_PTR) || ATL_TF_IS(k, kl, ATL_TF_DST) ||
+                 ATL_TF_IS(k, kl, ATL_TF_SRC))
             skip = 2;
-        else if (kl == 3 && !memcmp(k, "hex", 3))
+        else if (ATL_TF_IS(k, kl, ATL_TF_PARAM_HEX))
             skip = 3;
-        else if (kl == 1 && *k == 'p')
+        else if (ATL_TF_IS(k, kl, ATL_TF_V2_PBYTES))
             skip = 4;
         if (!skip) {
             s = v;
@@ -157,7 +138,7 @@ static uint64_t line_hash(const char *p, size_t n)
             while (ve < e && isdigit((unsigned char)*ve))
                 ve++;
         } else if (ve < e && *ve == '"') {
-            ve = str_end(v + 1, e);
+            ve = atl_tf_str_end(v + 1, e);
             if (skip == 3)
                 h = hex_hash(h, v + 1, ve, e);
             else if (skip == 4)
@@ -242,15 +223,12 @@ static int line_head(const char *p, size_t n, uint64_t *step, const char **name,
                      const char **after, int *end, uint64_t *nops)
 {
     const char *e = p + n;
-    static const char a[] = "{\"step\":", a2[] = "{\"s\":", hd[] = "{\"format\":",
-                      b[] = ",\"name\":\"";
-    if (n >= sizeof hd - 1 && !memcmp(p, hd, sizeof hd - 1))
+    if (ATL_TF_SKIP(p, e, "{" ATL_TF_KEY(ATL_TF_FORMAT)))
         return 1;
-    int v2 = n >= sizeof a2 && !memcmp(p, a2, sizeof a2 - 1);
-    if (!v2 && (n < sizeof a || memcmp(p, a, sizeof a - 1)))
+    int v2 = ATL_TF_SKIP(p, e, "{" ATL_TF_KEY(ATL_TF_V2_STEP));
+    if (!v2 && !ATL_TF_SKIP(p, e, "{" ATL_TF_KEY(ATL_TF_STEP)))
         return -1;
-    p += v2 ? sizeof a2 - 1 : sizeof a - 1;
-    if (!isdigit((unsigned char)*p))
+    if (p >= e || !isdigit((unsigned char)*p))
         return -1;
     uint64_t v = 0;
     for (; p < e && isdigit((unsigned char)*p); p++)
@@ -262,32 +240,33 @@ static int line_head(const char *p, size_t n, uint64_t *step, const char **name,
         *name = NULL, *namelen = 0;
         return 0;
     }
-    if ((size_t)(e - p) < sizeof b - 1 || memcmp(p, b, sizeof b - 1))
+    if (!ATL_TF_SKIP(p, e, "," ATL_TF_KEY(ATL_TF_NAME) "\""))
         return -1;
-    p += sizeof b - 1;
-    const char *ne = str_end(p, e);
+    const char *ne = atl_tf_str_end(p, e);
     if (ne >= e)
         return -1;
     *name = p, *namelen = (size_t)(ne - p);
     p = ne + 1;
     /* an end record names the step's thread and stream first: the stream is
      * an address of its process, and a rank's steps are its main thread's */
-    static const char *const skip[] = {",\"thread\":\"", ",\"stream\":\""};
+    static const char *const skip[] = {"," ATL_TF_KEY(ATL_TF_THREAD) "\"",
+                                       "," ATL_TF_KEY(ATL_TF_STREAM) "\""};
     for (int k = 0; k < 2; k++) {
         size_t sl = strlen(skip[k]);
         if ((size_t)(e - p) > sl && !memcmp(p, skip[k], sl)) {
-            const char *q = str_end(p + sl, e);
+            const char *q = atl_tf_str_end(p + sl, e);
             if (q >= e)
                 return -1;
             p = q + 1;
         }
     }
-    static const char endrec[] = ",\"end\":true,\"ops\":";
+    /* (strictly longer: the count follows) */
+    static const char endrec[] = "," ATL_TF_KEY(ATL_TF_END) "true," ATL_TF_KEY(ATL_TF_OPS);
     if ((size_t)(e - p) > sizeof endrec - 1 && !memcmp(p, endrec, sizeof endrec - 1)) {
         *end = 1;
         p += sizeof endrec - 1;
         *nops = strtoull(p, NULL, 10);
-    } else if ((size_t)(e - p) < 6 || memcmp(p, ",\"op\":", 6)) {
+    } else if (!ATL_TF_SKIP(p, e, "," ATL_TF_KEY(ATL_TF_OP))) {
         return -1;
     }
     return 0;
@@ -336,7 +315,9 @@ static int read_step(struct rank *r, char *err, size_t errlen)
         if (head < 0) {
             snprintf(err, errlen,
                      "line %" PRIu64 ": not a step record as ATLAS_TRACE_FILE writes it "
-                     "({\"step\":N,\"name\":...} or {\"s\":N,...})",
+                     "({" ATL_TF_KEY(ATL_TF_STEP) "N," ATL_TF_KEY(
+                         ATL_TF_NAME) "...} or "
+                                      "{" ATL_TF_KEY(ATL_TF_V2_STEP) "N,...})",
                      r->lineno);
             return -1;
         }
@@ -399,7 +380,7 @@ static int read_step(struct rank *r, char *err, size_t errlen)
         nline = cu->n;
         h = mix(h, lh);
         /* a kernel's declaration (version 2, {"s":N,"k":...}) is hashed, not counted */
-        count += name || rl < 5 || memcmp(rest, ",\"k\":", 5) != 0;
+        count += name || !ATL_TF_AT(rest, rest + rl, "," ATL_TF_KEY(ATL_TF_V2_KERNEL));
     }
 }
 
@@ -437,7 +418,7 @@ struct job {
     int n, ndone;
     struct bucket *heads[NHEADS];
     size_t pending;
-    struct finding *found; /* the heap: at most FINDINGS_KEPT */
+    struct finding *found;         /* the heap: at most FINDINGS_KEPT */
     size_t nfound, capfound, nall; /* kept; all found */
     uint64_t aligned, differing;
     const struct atl_diff_opts *o;
@@ -1049,8 +1030,7 @@ int atl_diff_ranks(char *const *args, int nargs, const struct atl_diff_opts *o,
         }
     if (j->nall > j->nfound) {
         char more[160];
-        snprintf(more, sizeof more,
-                 "... and %zu later findings (the first %d by step are listed)",
+        snprintf(more, sizeof more, "... and %zu later findings (the first %d by step are listed)",
                  j->nall - j->nfound, FINDINGS_KEPT);
         o->line(o->ctx, more);
     }

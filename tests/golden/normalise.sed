@@ -11,5 +11,8 @@ s/\b[0-9]+ ?(ns|us|ms)\b/T \1/g
 s/([A-Za-z_][A-Za-z0-9_]*)\+0x[0-9a-f]+ \(/\1+OFF (/g
 s/pid [0-9]+/pid PID/g
 s/tid [0-9]+/tid TID/g
+# a frame's source line (where the binary has debug information): the file stays, the line
+# moves with every edit of the test program
+s/ \(([A-Za-z0-9_.+-]+\.[a-zA-Z]+):[0-9]+\)/ (\1:LINE)/g
 # a site inside a program without its symbols, ended by ')' or ';' ("made ... at trace_steps+0x4eb4)")
 s/([A-Za-z_][A-Za-z0-9_]*)\+0x[0-9a-f]+([);])/\1+OFF\2/g

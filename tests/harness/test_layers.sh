@@ -7,7 +7,7 @@
 #   features  one room per feature of the engine's table (src/engine.h):
 #             fault, blocking, kaudit, redzone, leaks, trace, hang
 #   model     the step model that atlas-diff links too: src/step.c, src/stepseries.c, src/jsonw.h,
-#             src/tracediff.c, src/tracejson.c
+#             src/tracediff.c, src/tracejson.c, src/traceformat.h
 #   facts     every other file of src/ (what several rooms share)
 # Checked:
 #   1. Only src/engine.c, src/api.c and hooks/ include engine.h; a file of
@@ -49,7 +49,7 @@ room() {
     trace | trace_internal | tracebuf | tracestep | nvtx | chrome) echo feature:trace ;;
     hang) echo feature:hang ;;
     races | races_params) echo feature:races ;;
-    step | stepseries | tracediff | tracejson | jsonw) echo model ;;
+    step | stepseries | tracediff | tracejson | jsonw | traceformat) echo model ;;
     *) echo fact ;;
     esac
 }

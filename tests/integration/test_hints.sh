@@ -211,7 +211,7 @@ quiet "--trace=capture with a capture: no note"
 # 9. the red zones' suspects hint: pasted, launch mode on the suspects' kernels names the
 #    culprit, through atlas-trace and from a bare preload
 rz=$build/tests/redzone_prog
-rzhint() { sed -n 's/^atlas\[[0-9]*\]: redzone: to name the launch, re-run in launch mode on these kernels: //p' "$1" | head -n 1; }
+rzhint() { sed -n 's/^atlas\[[0-9]*\]: redzone: launch mode names the culprit ([^)]*); re-run with it: //p' "$1" | head -n 1; }
 "$tool" --redzone=64 "$rz" over >"$tmp/out" 2>&1
 cmd=$(rzhint "$tmp/out")
 case $cmd in

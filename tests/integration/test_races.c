@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TARGET BUILD_DIR "/tests/races_prog"
 
@@ -94,11 +95,11 @@ START_TEST(side_copy_read_without_wait)
     run_case(&r, "side_copy", "raced", NULL);
     /* the block: allocation, its site; each side's call site */
     HAS(line_of(r.log, "race: alloc#"), "race: alloc#1 (4096 bytes at 0x");
-    HAS(line_of(r.log, "race: alloc#"), ", allocated at setup+");
+    HAS(line_of(r.log, "race: alloc#"), ", allocated at setup (");
     HAS(line_of(r.log, "race: alloc#"), "written on one stream and read on another");
-    HAS(line_of(r.log, "race:   1st: "), "(non-blocking), at upload+");
+    HAS(line_of(r.log, "race:   1st: "), "(non-blocking), at upload (");
     HAS(line_of(r.log, "race:   2nd: "), "launch#1 kernel=consume(float const*, int)");
-    HAS(line_of(r.log, "race:   2nd: "), "(non-blocking), at read_on+");
+    HAS(line_of(r.log, "race:   2nd: "), "(non-blocking), at read_on (");
     HAS(line_of(r.log, "race:   missing edge: "), "the host did not synchronise with stream 0x");
     run_free(&r);
 }
@@ -265,7 +266,7 @@ END_TEST
 
 START_TEST(destroyed_stream_slot_reused)
 {
-    both("reuse", "destroyed since), at upload+", READS, "never waited");
+    both("reuse", "destroyed since), at upload (", READS, "never waited");
 }
 END_TEST
 
@@ -274,7 +275,7 @@ START_TEST(launched_by_a_runtime_library)
     /* the caller of cuLaunchKernel is a CUDA library's frame: the site is
      * found by unwinding, the program's function that called the library */
     both("runtime", COPY_WRITES, READS, "never waited");
-    raced_line_has("runtime", "race:   2nd: ", ", at read_via_runtime+");
+    raced_line_has("runtime", "race:   2nd: ", ", at read_via_runtime (");
 }
 END_TEST
 
@@ -297,7 +298,7 @@ START_TEST(capture_fork_and_join)
     HAS(r.log, "race:   1st: cuGraphLaunch of a graph (its node cuMemsetD32Async writes "
                "+0..+4095, captured at ");
     HAS(r.log, "race:   1st: cuGraphLaunch of a graph (its node kernel=consume(float const*, int) "
-               "parameter 0 (reads) at +0, captured at read_on+");
+               "parameter 0 (reads) at +0, captured at read_on (");
     HAS(r.log, "race:   2nd: cuMemcpyHtoDAsync_v2 writes +0..+4095");
     run_free(&r);
     run_case(&r, "capture_fork", "fixed", NULL);
@@ -332,6 +333,58 @@ START_TEST(error_exitcode_counts_races)
 }
 END_TEST
 
+/* One call with six races prints four (RC_PEND); all six are findings, in the findings
+ * file and counted, and the exit says what was not printed, as the races' own room (not the
+ * print limit). */
+START_TEST(every_race_a_finding_printed_or_not)
+{
+    char path[] = "/tmp/atlas-races-six-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char rep[64];
+    snprintf(rep, sizeof rep, "ATLAS_REPORT=%s", path);
+    const char *env[] = {"ATLAS_RACES=1", rep, "ATLAS_ERROR_EXITCODE=3", NULL};
+    struct run_result r;
+    char *argv[] = {TARGET, "six", "raced", NULL};
+    run_target(&r, argv, env, 1);
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_int_eq(count_lines(r.log, "race: alloc#"), 4);
+    HAS(r.log, "races: 6 found (6 distinct)");
+    HAS(r.log, "races: 2 distinct ones not printed (4 a call and 100 in all are");
+    HAS(r.log, "reported 6 races: exit status 3");
+    HASNT(r.log, "findings: 2 more not printed"); /* not the print limit's */
+    char *json = read_file_text(path, NULL);
+    ck_assert_ptr_nonnull(json);
+    ck_assert_int_eq(count_lines(json, "\"kind\":\"race\""), 6);
+    ck_assert_int_eq(count_lines(json, "\"printed\":true"), 4);
+    ck_assert_int_eq(count_lines(json, "\"printed\":false"), 2);
+    HAS(json, "\"kernel\":\"read6(float const*, float const*,");
+    free(json);
+    unlink(path);
+    run_free(&r);
+    run_case(&r, "six", "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+}
+END_TEST
+
+/* A race reported on one thread while another runs a library's constructor (which holds
+ * the loader's lock) and calls CUDA: no hang (the program's alarm ends a hung run), both
+ * races reported. */
+START_TEST(report_while_a_constructor_runs)
+{
+    struct run_result r;
+    run_case(&r, "loader", "raced", NULL);
+    HAS(r.log, "races: 2 found (2 distinct)");
+    ck_assert_int_eq(count_lines(r.log, "race: alloc#"), 2);
+    run_free(&r);
+    run_case(&r, "loader", "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(off_by_default)
 {
     static const char *const none[] = {NULL};
@@ -348,6 +401,8 @@ int main(void)
     TCase *tc = tcase_create("seeded");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, side_copy_read_without_wait);
+    tcase_add_test(tc, every_race_a_finding_printed_or_not);
+    tcase_add_test(tc, report_while_a_constructor_runs);
     tcase_add_test(tc, wait_on_the_wrong_event);
     tcase_add_test(tc, event_recorded_before_the_work);
     tcase_add_test(tc, legacy_stream_orders_blocking_streams);

@@ -62,7 +62,8 @@ static void six_suspects(const char *log, const char *where)
              "arg0+0x0\n");
     ck_assert_int_eq(count_lines(log, "redzone:   x"), 2);
     ck_assert(strstr(log, "x1, newest launch#4") < strstr(log, "x2, newest launch#6"));
-    HAS(log, "redzone: to name the launch, re-run in launch mode on these kernels: LD_PRELOAD=/");
+    HAS(log, "redzone: launch mode names the culprit (a check after each launch of these kernels "
+             "names the one that wrote past the end); re-run with it: LD_PRELOAD=/");
     /* the settings in force (the runner's ATLAS_LOG among them), then launch mode on the
      * suspects' kernels (the hint suite pastes it: tests/integration/test_hints.sh) */
     HAS(log, "/libatlastrace.so ATLAS_LOG=");
@@ -75,7 +76,7 @@ START_TEST(overrun_one_byte)
     struct run_result r;
     rz_run(&r, "over", "1", NULL);
     HAS(r.log, "redzone overrun: alloc#2 4096 bytes at 0x");
-    HAS(r.log, ", allocated at rz_alloc+0x");
+    HAS(r.log, ", allocated at rz_alloc (");
     HAS(r.log, ": 1 byte corrupted at +4096..+4096\n");
     six_suspects(r.log, "cuMemFree_v2");
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
@@ -186,8 +187,8 @@ START_TEST(trace_idx_backtrace)
     rz_run(&r, "three", NULL, env);
     HAS(r.log, "redzone: alloc#2 bytes=4096 ptr=0x");
     HAS(r.log, " backtrace (ATLAS_REDZONE_TRACE_IDX):\n");
-    HAS(r.log, "redzone:   #0 rz_alloc+0x");
-    HAS(r.log, "redzone:   #1 main+0x");
+    HAS(r.log, "redzone:   #0 rz_alloc (");
+    HAS(r.log, "redzone:   #1 main (");
     ck_assert_int_eq(count_lines(r.log, "backtrace"), 1);
     run_free(&r);
 }
@@ -362,8 +363,8 @@ START_TEST(check_at_launch_indirect)
     /* the default mode: launch mode, whose full check at every sync narrows
      * it down (no kernel to limit it to) */
     rz_run(&r, "indirect", NULL, NULL);
-    HAS(r.log, "redzone: to narrow it down, re-run in launch mode (its full check at every host "
-               "sync leaves the launches between two syncs): LD_PRELOAD=");
+    HAS(r.log, "redzone: launch mode narrows it down (its full check at every host sync leaves "
+               "only the launches between two syncs); re-run with it: LD_PRELOAD=");
     HASNT(r.log, "ATLAS_KERNEL");
     HASNT(r.log, "culprit:");
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
@@ -484,13 +485,14 @@ START_TEST(leaks_and_exit_scan)
     HAS(r.log, "redzone overrun: alloc#3 300 bytes");
     HAS(r.log, "4 bytes corrupted at +300..+303");
     HAS(r.log, "redzone: alloc#3 found at exit:");
-    HAS(r.log, "leaks: 2 allocations never freed, 8492 bytes in total (largest first):\n");
+    HAS(r.log, "leaks: 2 allocations never freed, 8492 bytes in total, from 2 call stacks (largest "
+               "first):\n");
     const char *a = strstr(r.log, "leaks:   alloc#2 8192 bytes at 0x");
     const char *b = strstr(r.log, "leaks:   alloc#3 300 bytes at 0x");
     ck_assert(a && b && a < b);
     HAS(r.log, "8192 bytes at 0x");
     ck_assert_int_eq(count_lines(r.log, "leaks:   alloc#"), 2);
-    ck_assert_int_eq(count_lines(r.log, "allocated at rz_alloc+0x"), 2 + 1);
+    ck_assert_int_eq(count_lines(r.log, "allocated at rz_alloc ("), 2 + 1);
     run_free(&r);
 }
 END_TEST
@@ -530,9 +532,9 @@ START_TEST(allocation_sites_at_one_depth)
     rz_run(&r, "sites", NULL, env);
     /* each leak line names its own site */
     static const char *const want[][2] = {
-        {"leaks:   alloc#21 111 bytes", "site_one+0x"},
-        {"leaks:   alloc#22 222 bytes", "site_two+0x"},
-        {"leaks:   alloc#23 333 bytes", "site_one+0x"},
+        {"leaks:   alloc#21 111 bytes", "site_one ("},
+        {"leaks:   alloc#22 222 bytes", "site_two ("},
+        {"leaks:   alloc#23 333 bytes", "site_one ("},
     };
     for (int i = 0; i < 3; i++) {
         const char *line = strstr(r.log, want[i][0]);
@@ -548,8 +550,13 @@ START_TEST(allocation_sites_at_one_depth)
     run_free(&r);
     static const char *const shallow[] = {"ATLAS_LEAKS=1", "ATLAS_STACK_DEPTH=1", NULL};
     rz_run(&r, "sites", NULL, shallow);
-    ck_assert_int_eq(count_lines(r.log, "allocated at site_one+0x"), 2);
-    ck_assert_int_eq(count_lines(r.log, "allocated at site_two+0x"), 1);
+    /* one frame: site_one's two leaks have one call stack, one group (src/leaks.c) */
+    ck_assert_int_eq(count_lines(r.log, "leaks:   2 allocations, 444 bytes (alloc#21 to alloc#23, "
+                                        "111 to 333 bytes), allocated at site_one ("),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "allocated at site_one ("), 1);
+    ck_assert_int_eq(count_lines(r.log, "allocated at site_two ("), 1);
+    HAS(r.log, "leaks: 3 allocations never freed, 666 bytes in total, from 2 call stacks");
     run_free(&r);
     static const char *const none[] = {"ATLAS_LEAKS=1", "ATLAS_STACK_DEPTH=0", NULL};
     rz_run(&r, "sites", NULL, none);
@@ -662,7 +669,7 @@ START_TEST(legacy_stream_frees_held_in_batches)
     HAS(r.out, "after the sync: frees 21, checks 4\n");
     HAS(r.out, "context syncs: 0, copies back: 0\n");
     HAS(r.log, "redzone overrun: alloc#6 4096 bytes at 0x");
-    HAS(r.log, ", allocated at held_alloc+0x");
+    HAS(r.log, ", allocated at held_alloc (");
     HAS(r.log, ": 2 bytes corrupted at +4096..+4097\n");
     HAS(r.log, "redzone: alloc#6 found at cuMemFreeAsync: 1 of the 1 launches since the last clean "
                "check reach it");
@@ -751,12 +758,12 @@ START_TEST(write_after_free)
     struct run_result r;
     rz_run(&r, "uaf", NULL, NULL);
     same_out_as_plain(&r, "uaf");
-    HAS(r.log, "redzone: write after free: alloc#2 (freed at main+0x");
+    HAS(r.log, "redzone: write after free: alloc#2 (freed at main (");
     HAS(r.log, ") written by poke (launch#3, the one launch since its free that reaches it): 8 "
                "bytes at +16..+23 of its 4096 bytes at 0x");
-    HAS(r.log, "redzone:   allocated at rz_alloc+0x");
+    HAS(r.log, "redzone:   allocated at rz_alloc (");
     HAS(r.log, "; freed by cuMemFree_v2 at:\n");
-    HAS(r.log, "redzone:   #0 main+0x");
+    HAS(r.log, "redzone:   #0 main (");
     HAS(r.log, "redzone: alloc#2 found when it left the quarantine: 1 of the 4 launches since the "
                "last clean check reach it (a parameter points into it; 3 ruled out)");
     HAS(r.log, "redzone:   x1, newest launch#3 kernel=poke grid=(2,1,1) block=(32,1,1) through "
@@ -814,7 +821,7 @@ START_TEST(write_after_free_other_stream)
     struct run_result r;
     rz_run(&r, "uaf-stream", NULL, NULL);
     same_out_as_plain(&r, "uaf-stream");
-    HAS(r.log, "redzone: write after free: alloc#1 (freed at main+0x");
+    HAS(r.log, "redzone: write after free: alloc#1 (freed at main (");
     HAS(r.log, ") written by lateset (launch#2, the one launch that reaches it): 16 bytes at "
                "+64..+79 of its 4096 bytes at 0x");
     HAS(r.log, "; freed by cuMemFreeAsync at:\n");

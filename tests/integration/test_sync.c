@@ -60,16 +60,16 @@ START_TEST(nth_backtrace_and_sites)
     HAS(r.log, "d2h-trace: blocking device-to-host copy #4 kind=memcpy bytes=32 backtrace:\n");
     const char *frame = next_line(r.log, "copy #4 kind=memcpy");
     ck_assert_msg(
-        strncmp(strstr(frame, "#0") ? strstr(frame, "#0") : "", "#0 copy_generic_d2h+", 20) == 0,
+        strncmp(strstr(frame, "#0") ? strstr(frame, "#0") : "", "#0 copy_generic_d2h (", 21) == 0,
         "first frame of the backtrace is not the caller: %s", frame);
     ck_assert_int_eq(count_lines(r.log, "backtrace:"), 1);
     /* sites, most frequent first; pageable ones say so */
     HAS(r.log, "d2h-summary: site=1 count=5 bytes=80 kinds=async-d2h-pageable=5 (pageable: "
-               "hidden sync) at copy_async_pageable+");
-    HAS(r.log, "d2h-summary: site=2 count=3 bytes=192 kinds=dtoh=3 at copy_dtoh+");
-    HAS(r.log, "kinds=memcpy=2 at copy_generic_d2h+");
-    HAS(r.log, "kinds=async-h2d-pageable=1 (pageable: hidden sync) at upload_async+");
-    HAS(r.log, "kinds=ctx-sync=1 at mode_copies+");
+               "hidden sync) at copy_async_pageable (");
+    HAS(r.log, "d2h-summary: site=2 count=3 bytes=192 kinds=dtoh=3 at copy_dtoh (");
+    HAS(r.log, "kinds=memcpy=2 at copy_generic_d2h (");
+    HAS(r.log, "kinds=async-h2d-pageable=1 (pageable: hidden sync) at upload_async (");
+    HAS(r.log, "kinds=ctx-sync=1 at mode_copies (");
     /* async copies into pinned memory do not block: never a site */
     ck_assert_msg(!strstr(r.log, "copy_async_pinned"), "pinned copies reported:\n%s", r.log);
     run_free(&r);
@@ -97,7 +97,7 @@ START_TEST(running_count)
     ck_assert_int_eq(count_lines(r.log, "so far"), 2);
     ck_assert_int_eq(count_lines(r.log, "backtrace:"), 0); /* 0: no backtrace */
     HAS(r.log, "d2h-summary: blocking_d2h=25000 bytes=1600000 dtoh=25000 ");
-    HAS(r.log, "d2h-summary: site=1 count=25000 bytes=1600000 kinds=dtoh=25000 at copy_dtoh+");
+    HAS(r.log, "d2h-summary: site=1 count=25000 bytes=1600000 kinds=dtoh=25000 at copy_dtoh (");
     run_free(&r);
 }
 END_TEST
@@ -113,12 +113,14 @@ START_TEST(latch_once_with_recent_launches)
     /* reported once, by the first call that saw it */
     ck_assert_int_eq(count_lines(r.log, "fault: error="), 1);
     HAS(r.log, "fault: error=CUDA_ERROR_ILLEGAL_ADDRESS code=700 first_seen_by=cuCtxSynchronize "
-               "site=mode_fault+");
+               "site=mode_fault (");
     /* the culprit is among the recent launches, with its shape */
     HAS(r.log, "fault:   launch=301 kernel=oob_write(float*) grid=(4,2,1) block=(128,1,1) "
                "shmem=512 stream=(nil) via=cuLaunchKernel\n");
-    HAS(r.log, "fault:   launch=306 kernel=axpy_good(float*) ");
-    ck_assert_int_eq(count_lines(r.log, "fault:   launch="), 16);
+    /* the newest 16, a run of identical launches on one line: 291..300, 301, 302..306 */
+    HAS(r.log, "fault:   x10 launch=291..300 kernel=axpy_good(float*) ");
+    HAS(r.log, "fault:   x5 launch=302..306 kernel=axpy_good(float*) ");
+    ck_assert_int_eq(count_lines(r.log, "launch=") - count_lines(r.log, "suspect x"), 3);
     ck_assert_int_eq(count_lines(r.log, "debug-sync"), 0);
     run_free(&r);
 }
@@ -166,7 +168,7 @@ START_TEST(debug_sync_names_the_culprit)
     HAS(r.log, "debug-sync: launch failed: kernel=oob_write(float*) grid=(4,2,1) block=(128,1,1) "
                "shmem=512 stream=(nil) launch=301 via=cuLaunchKernel "
                "error=CUDA_ERROR_ILLEGAL_ADDRESS code=700: ");
-    HAS(next_line(r.log, "debug-sync: launch failed"), "debug-sync:   #0 mode_fault+");
+    HAS(next_line(r.log, "debug-sync: launch failed"), "debug-sync:   #0 mode_fault (");
     /* the later failing calls are not reported again */
     ck_assert_int_eq(count_lines(r.log, "fault: error="), 0);
     HAS(r.out, "sync returned 700\n");
@@ -195,8 +197,13 @@ START_TEST(suspects_name_the_rare_kernel_first)
     HAS(r.log, "re-run with debug sync on the rare suspects only");
     HAS(r.log, "ATLAS_DEBUG_SYNC_KERNELS=oob_write " TARGET " suspects\n");
     ck_assert_msg(!strstr(r.log, "wrapped"), "no suspect was lost:\n%s", r.log);
-    /* the newest launches, as before */
-    ck_assert_int_eq(count_lines(r.log, "fault:   launch="), 16);
+    /* the newest launches, as before: sixteen launches of one kernel, one line */
+    HAS(r.log, "fault: the last 16 launches (all contexts, oldest first):\n");
+    ck_assert_int_eq(count_lines(r.log, "fault:   x16 launch=636..651 kernel=axpy_good(float*) "
+                                        "grid=(4,2,1) block=(128,1,1) shmem=0 stream=(nil) "
+                                        "via=cuLaunchKernel"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "launch=6"), 1);
     run_free(&r);
 }
 END_TEST
@@ -311,8 +318,8 @@ START_TEST(kernel_audit_table)
                "owner=module@");
     /* where each look-up was made: the optional one from mode_audit */
     HAS(r.log, "lookups=1 owner=module@");
-    ck_assert_int_eq(count_lines(r.log, "looked_up_at=setup+"), 2);
-    HAS(next_line(r.log, "kernel=oob_write(float*)"), "looked_up_at=mode_audit+");
+    ck_assert_int_eq(count_lines(r.log, "looked_up_at=setup ("), 2);
+    HAS(next_line(r.log, "kernel=oob_write(float*)"), "looked_up_at=mode_audit (");
     HAS(r.log, " kernel=optional_fast_path(float*)\n");
     HAS(r.log, " kernel=axpy_good(float*)\n");
     run_free(&r);

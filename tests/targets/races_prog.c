@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK(call)                                                                                \
     do {                                                                                           \
@@ -616,10 +617,105 @@ static void case_dlsym(void)
     read_on(b);
 }
 
+/* read6(float const*, float const*, float const*, float const*, float const*,
+ * float const*): reads the first float of six buffers (a module of its own) */
+static CUresult k_read6(const struct fake_launch *l, void **p)
+{
+    (void)l;
+    for (int i = 0; i < 6; i++)
+        sink += **(const float **)p[i];
+    return CUDA_SUCCESS;
+}
+
+static const size_t sz_ptr6[] = {8, 8, 8, 8, 8, 8};
+static const struct fake_kernel_def six_kernels[] = {
+    {"_Z5read6PKfS0_S0_S0_S0_S0_", k_read6, 6, sz_ptr6, NULL}};
+static const struct fake_image six_image = {FAKE_IMAGE_MAGIC, 1, six_kernels};
+
+/* Six buffers uploaded on one stream and read by one launch on another:
+ * six distinct races in one call, more than one call prints (four). */
+static void case_six(void)
+{
+    CUmodule mod;
+    CUfunction read6;
+    CHECK(cuModuleLoadData(&mod, &six_image));
+    CHECK(cuModuleGetFunction(&read6, mod, six_kernels[0].name));
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    CUdeviceptr six[6];
+    void *args[6];
+    for (int i = 0; i < 6; i++) {
+        CHECK(cuMemAlloc(&six[i], sizeof host));
+        CHECK(cuMemcpyHtoDAsync(six[i], host, sizeof host, a));
+        args[i] = &six[i];
+    }
+    handoff(a, b);
+    CHECK(cuLaunchKernel(read6, 1, 1, 1, 32, 1, 1, 0, b, args, NULL));
+}
+
+/* A library's constructor runs with the loader's lock held (dlopen) and
+ * calls CUDA (tests/targets/races_ctor.c calls races_in_ctor), while another
+ * thread reports a race: the report must not wait for the loader's lock
+ * while it holds a lock the constructor's call needs. The other thread's
+ * call sites are seen first (the hooks name a caller once, through the
+ * loader), so its report is the only thing that still asks the loader. */
+static CUstream ld_a, ld_b;
+static int ld_warm, ld_in_ctor, ld_racing;
+
+static void *ld_reporter(void *arg)
+{
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    upload(ld_a); /* every call site once, ordered: no race */
+    handoff(ld_a, ld_b);
+    read_on(ld_a);
+    __atomic_store_n(&ld_warm, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&ld_in_ctor, __ATOMIC_ACQUIRE))
+        usleep(1000);
+    upload(ld_a);
+    handoff(ld_a, ld_b);
+    __atomic_store_n(&ld_racing, 1, __ATOMIC_RELEASE);
+    read_on(ld_b); /* raced: reported now, while the loader's lock is held */
+    return NULL;
+}
+
+void races_in_ctor(void);
+void races_in_ctor(void)
+{
+    __atomic_store_n(&ld_in_ctor, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&ld_racing, __ATOMIC_ACQUIRE))
+        usleep(1000);
+    usleep(300 * 1000); /* the other thread is in its report by now */
+    CHECK(cuCtxSetCurrent(ctx));
+    handoff(ld_a, ld_b);
+    fill_on(ld_b); /* raced: a finding of this thread's own */
+}
+
+static void case_loader(void)
+{
+    ld_a = stream(CU_STREAM_NON_BLOCKING), ld_b = stream(CU_STREAM_NON_BLOCKING);
+    alarm(60); /* a deadlock ends the run (SIGALRM) rather than hanging the test */
+    pthread_t t;
+    if (pthread_create(&t, NULL, ld_reporter, NULL) != 0) {
+        printf("FAIL pthread_create\n");
+        exit(1);
+    }
+    while (!__atomic_load_n(&ld_warm, __ATOMIC_ACQUIRE))
+        usleep(1000);
+    void *h = dlopen("libraces_ctor.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        printf("FAIL dlopen: %s\n", dlerror());
+        exit(1);
+    }
+    pthread_join(t, NULL);
+    alarm(0);
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
 } cases[] = {
+    {"six", case_six},
+    {"loader", case_loader},
     {"dlsym", case_dlsym},
     {"runtime", case_runtime},
     {"capture_fork", case_capture_fork},

@@ -192,7 +192,7 @@ static void *launch_worker(void *arg)
 __attribute__((noinline)) CUdeviceptr site_one(size_t n)
 {
     CUdeviceptr p;
-    CHECK(cuMemAlloc(&p, n));
+    CHECK(cuMemAlloc(&p, n)); /* SITE_ONE_ALLOC */
     __asm__ volatile("" ::: "memory");
     return p;
 }
@@ -331,6 +331,12 @@ int main(int argc, char **argv)
         from_site(0, 111);
         from_site(1, 222);
         from_site(0, 333);
+    } else if (strcmp(what, "leakmany") == 0) {
+        /* leakmany N: N allocations of 4096 bytes from one call stack, never freed (one leak
+         * group, tests/integration/test_reports.c) */
+        int n = argc > 2 ? atoi(argv[2]) : 1000;
+        for (int i = 0; i < n; i++)
+            site_one(4096);
     } else if (strcmp(what, "teardown") == 0) {
         /* the driver is torn down (as at exit) before the program frees */
         CUdeviceptr a = rz_alloc(4096);

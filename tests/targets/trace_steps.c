@@ -426,8 +426,12 @@ int main(int argc, char **argv)
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
     CHECK(cuCtxSetCurrent(ctx));
     CHECK(cuModuleLoadData(&mod, &image));
-    if (!strcmp(sc, "noinfo")) /* the layout's one query, at the lookup, fails */
+    if (!strcmp(sc, "noinfo")) {
+        /* the layout's query, at the lookup, fails as a driver without it answers (both entry
+         * points: a layout refused for another reason is asked again at the next use) */
         fake_fail_next("cuFuncGetParamInfo", CUDA_ERROR_NOT_SUPPORTED);
+        fake_fail_next("cuKernelGetParamInfo", CUDA_ERROR_NOT_SUPPORTED);
+    }
     CHECK(cuModuleGetFunction(&f_add, mod, "_Z8add_stepPfi"));
     CHECK(cuModuleGetFunction(&f_pair, mod, "_Z4pairPfS_"));
     CHECK(cuModuleGetFunction(&f_blob, mod, "_Z4blobPf4blob"));

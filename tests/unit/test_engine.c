@@ -475,6 +475,7 @@ START_TEST(summary_reads_right)
                              .synced = 1,
                              .leaks = 1,
                              .leaked = 1,
+                             .leaked_allocs = 1,
                              .leaked_bytes = 4096,
                              .races = 1,
                              .race_count = 1,
@@ -489,6 +490,21 @@ START_TEST(summary_reads_right)
     ck_assert_str_eq(line, "summary: 2 overruns in 1 guarded allocation, 1 write after free, "
                            "1 fault (1 synchronised), 1 leak (4,096 bytes), 1 race, 1 of 1 step "
                            "differs, 1 blocking copy from 1 site, 2 host syncs");
+    /* leaks are call stacks (findings) and their allocations; suppressed findings apart, once
+     * suppression files were read */
+    s = (struct atl_summary){.leaks = 1,
+                             .leaked = 2,
+                             .leaked_allocs = 1002,
+                             .leaked_bytes = 4100096,
+                             .suppressions = 1,
+                             .suppressed = 1};
+    atl_summary_format(&s, line, sizeof line);
+    ck_assert_str_eq(line, "summary: 0 faults, 2 leaks (1,002 allocations, 4,100,096 bytes), 0 "
+                           "blocking copies, 0 host syncs, 1 finding suppressed");
+    s = (struct atl_summary){.suppressions = 1};
+    atl_summary_format(&s, line, sizeof line);
+    ck_assert_str_eq(line, "summary: 0 faults, 0 blocking copies, 0 host syncs, 0 findings "
+                           "suppressed");
     s = (struct atl_summary){.trace = 1};
     atl_summary_format(&s, line, sizeof line);
     ck_assert_str_eq(line, "summary: 0 faults, no step recorded, 0 blocking copies, 0 host syncs");

@@ -14,7 +14,11 @@
 #    processes with RANK=0/1), one trace file per rank through %r: atlas-diff finds no
 #    difference when the ranks run the same steps, and names step #3 when rank 1 branches;
 # 7. the wheel (make wheel) pip-installed offline into a venv that sees the system's PyTorch:
-#    its atlas-trace console command traces a PyTorch script with the venv's library.
+#    its atlas-trace console command traces a PyTorch script with the venv's library;
+# 8. make demo's run on the real driver (docs/reports.md): at most 15 atlas lines, the overrun's
+#    allocation named by file and line where libdw.so.1 is installed (symbol+offset where not),
+#    the --report file valid against docs/findings.schema.json, and a suppression entry for the
+#    overrun turning --error-exitcode's 3 into the program's 0.
 build=${1:-build}
 tool=$build/atlas-trace
 lib=$(realpath "$build/libatlastrace.so")
@@ -180,6 +184,36 @@ else
         fail "wheel: PyTorch not traced (log: $out/wheel.log)"
     fi
 fi
+
+echo "== make demo's run: reports (file:line, the findings file, a suppression)"
+demo="--trace --redzone=256 --redzone-check=launch"
+# shellcheck disable=SC2086
+"$tool" $demo --error-exitcode=3 --report="$out/demo-findings.jsonl" "$build/examples/demo_steps" \
+    >"$out/demo2.out" 2>"$out/demo2.err"
+rc=$?
+n=$(grep -c '^atlas\[' "$out/demo2.err")
+if [ "$rc" -eq 3 ] && [ "$n" -le 15 ]; then pass "demo: $n atlas lines, exit status 3 (the overrun)"
+else fail "demo: exit $rc, $n atlas lines"; cat "$out/demo2.err"; fi
+libdw=no
+for f in /usr/lib/*/libdw.so.1 /usr/lib64/libdw.so.1; do [ -e "$f" ] && libdw=yes; done
+if [ $libdw = yes ] && grep -q 'allocated at main (demo_steps.c:[0-9]*)' "$out/demo2.err"; then
+    pass "demo: the allocation named by file and line (libdw.so.1 installed)"
+elif [ $libdw = no ] && grep -q 'allocated at main+0x' "$out/demo2.err"; then
+    pass "demo: no libdw.so.1 here: the allocation named by symbol+offset"
+else fail "demo: allocation site (libdw.so.1 installed: $libdw)"; grep overrun "$out/demo2.err"; fi
+if python3 tests/harness/validate_findings.py docs/findings.schema.json "$out/demo-findings.jsonl" &&
+    grep -q '"kind":"overrun"' "$out/demo-findings.jsonl"; then
+    pass "demo: the findings file validates and holds the overrun"
+else fail "demo: findings file $out/demo-findings.jsonl"; fi
+printf '{\n   the demo overrun\n   atlas:overrun\n   fun:main\n}\n' >"$out/demo.supp"
+# shellcheck disable=SC2086
+"$tool" $demo --error-exitcode=3 --suppressions="$out/demo.supp" "$build/examples/demo_steps" \
+    >/dev/null 2>"$out/demo3.err"
+rc=$?
+if [ "$rc" -eq 0 ] && ! grep -q 'redzone overrun' "$out/demo3.err" &&
+    grep -q 'suppressed: 1 finding (1 overrun)' "$out/demo3.err"; then
+    pass "demo: the suppressed overrun is not printed and not counted (exit 0)"
+else fail "demo: with the suppression: exit $rc"; tail -5 "$out/demo3.err"; fi
 
 [ $status -eq 0 ] && echo "front-gpu-check: PASS" || echo "front-gpu-check: FAIL"
 exit $status

@@ -87,7 +87,7 @@ has free "redzone: alloc#[0-9]+ found at cuMemFree_v2: 1 of the [0-9]+ launches 
 has free "redzone:   x1, newest launch#$bad kernel=overrun_kernel\(unsigned char\*, int\)" "default mode: the overrun's launch listed"
 count free "redzone:   x[0-9]+, newest" 1 "default mode: no other suspect"
 # the settings in force come along (ATLAS_LOG here), then launch mode's
-has free "re-run in launch mode on these kernels: LD_PRELOAD=$lib (ATLAS_[A-Z_]+=[^ ]+ )*ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(_Z14overrun_kernelPhi\)\$' .*rz_overrun$" "default mode: the command to name it"
+has free "launch mode names the culprit \([^)]*\); re-run with it: LD_PRELOAD=$lib (ATLAS_[A-Z_]+=[^ ]+ )*ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(_Z14overrun_kernelPhi\)\$' .*rz_overrun$" "default mode: the command to name it"
 has free "redzone: 1 overrun found in [0-9]+ guarded allocations?" "final count"
 
 under sync ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=sync -- "$prog"
@@ -138,10 +138,10 @@ atmost() {
     if [ "$n" -le "$3" ]; then pass "$1: $4 ($n)"; else fail "$1: $4 (found $n, want at most $3)"; fi
 }
 atmost torch_overrun_default "redzone:   x[0-9]+, newest launch" 3 "default allocator: at most the three launches that reach it listed"
-has torch_overrun_default "re-run in launch mode on these kernels: LD_PRELOAD=$lib (ATLAS_[A-Z_]+=[^ ]+ )*ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\([^']*off_by_one_kernel" "default allocator: the command to name it"
+has torch_overrun_default "launch mode names the culprit \([^)]*\); re-run with it: LD_PRELOAD=$lib (ATLAS_[A-Z_]+=[^ ]+ )*ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\([^']*off_by_one_kernel" "default allocator: the command to name it"
 
 # the command the report printed, pasted as printed (its ATLAS_LOG set to a log of its own)
-cmd=$(sed -n 's/^atlas\[[0-9]*\]: redzone: to name the launch, re-run in launch mode on these kernels: //p' "$out/torch_overrun_default.log" | head -1 |
+cmd=$(sed -n 's/^atlas\[[0-9]*\]: redzone: launch mode names the culprit ([^)]*); re-run with it: //p' "$out/torch_overrun_default.log" | head -1 |
       sed "s|ATLAS_LOG=[^ ]*|ATLAS_LOG=$out/torch_overrun_default_launch.log|")
 if [ -n "$cmd" ]; then
     sh -c "$cmd" >"$out/torch_overrun_default_launch.out" 2>"$out/torch_overrun_default_launch.err"

@@ -1,0 +1,301 @@
+/*
+ * The findings sink (see findings.h): suppressions, counts, the findings
+ * file, the print limit and --gen-suppressions, in one place for every
+ * feature.
+ */
+#define _GNU_SOURCE
+#include "findings.h"
+
+#include "config.h"
+#include "findjson.h"
+#include "hint.h"
+#include "log.h"
+#include "services.h"
+#include "suppress.h"
+#include "symbols.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const kind_names[ATL_FINDING_KINDS] = {
+    [ATL_FINDING_OVERRUN] = "overrun", [ATL_FINDING_AFTER_FREE] = "write-after-free",
+    [ATL_FINDING_FAULT] = "fault",     [ATL_FINDING_LEAK] = "leak",
+    [ATL_FINDING_DIFF] = "step-diff",  [ATL_FINDING_RACE] = "race",
+};
+
+const char *atl_finding_kind_name(enum atl_finding k)
+{
+    return (unsigned)k < ATL_FINDING_KINDS ? kind_names[k] : "?";
+}
+
+const char *atl_finding_words(enum atl_finding k, uint64_t n)
+{
+    static const char *const words[ATL_FINDING_KINDS][2] = {
+        [ATL_FINDING_OVERRUN] = {"overruns", "overrun"},
+        [ATL_FINDING_AFTER_FREE] = {"writes after free", "write after free"},
+        [ATL_FINDING_FAULT] = {"faults", "fault"},
+        [ATL_FINDING_LEAK] = {"leaks", "leak"},
+        [ATL_FINDING_DIFF] = {"differing steps", "differing step"},
+        [ATL_FINDING_RACE] = {"races", "race"}};
+    return (unsigned)k < ATL_FINDING_KINDS ? words[k][n == 1] : "?";
+}
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct atl_supp_set supp;
+static int supp_frames; /* an entry has frame lines: findings' frames are looked up */
+static FILE *report;    /* ATLAS_REPORT */
+static int want_frames; /* set at init: frames are looked up (entries need them, or the file) */
+static uint64_t counts[ATL_FINDING_KINDS], suppressed[ATL_FINDING_KINDS];
+static uint64_t next_id, printed, unprinted;
+
+static void warn_line(void *ctx, const char *line)
+{
+    (void)ctx;
+    atl_log(ATL_ERROR, "%s; the entry is not used", line);
+}
+
+/* A suppression file's text (at most 16 MiB), or NULL with errno set. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *t = malloc(cap);
+    while (t) {
+        if (n + 1 == cap) {
+            char *g = cap < (16u << 20) ? realloc(t, cap * 2) : NULL;
+            if (!g) {
+                free(t);
+                t = NULL;
+                errno = cap < (16u << 20) ? ENOMEM : EFBIG;
+                break;
+            }
+            t = g, cap *= 2;
+        }
+        size_t got = fread(t + n, 1, cap - 1 - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (t && ferror(f)) {
+        free(t);
+        t = NULL;
+        errno = EIO;
+    }
+    fclose(f);
+    if (t)
+        t[n] = '\0';
+    return t;
+}
+
+static void load_suppressions(const char *list)
+{
+    char *copy = strdup(list);
+    for (char *save = NULL, *p = copy ? strtok_r(copy, ":,", &save) : NULL; p;
+         p = strtok_r(NULL, ":,", &save)) {
+        char shown[80];
+        atl_config_show_value(p, shown, sizeof shown);
+        char *text = read_text(p);
+        if (!text) {
+            atl_log(ATL_ERROR, "cannot read suppressions file '%s': %s; its entries are not used",
+                    shown, strerror(errno));
+            continue;
+        }
+        size_t before = supp.n;
+        if (atl_supp_parse(&supp, text, p, warn_line, NULL) < 0)
+            atl_log_once_oom("the suppressions");
+        atl_log(ATL_INFO, "suppressions: %zu entries read from '%s'", supp.n - before, shown);
+        free(text);
+    }
+    free(copy);
+    for (size_t i = 0; i < supp.n; i++)
+        supp_frames |= supp.e[i].nfr > 0;
+}
+
+void atl_findings_init(void)
+{
+    if (!atl_cfg.symbols)
+        atl_sym_disable();
+    if (atl_cfg.suppressions)
+        load_suppressions(atl_cfg.suppressions);
+    if (atl_cfg.report)
+        report = atl_report_stream("ATLAS_REPORT", atl_cfg.report, "findings are not written");
+    want_frames = supp_frames || report || atl_cfg.gen_suppressions;
+}
+
+/* The frames a finding is told by: from the first outside the CUDA
+ * libraries, as the report's "allocated at", into a new array (*out; NULL
+ * when none or out of memory). Looked up before the sink's lock, never under
+ * it: naming a frame takes the loader's lock (dladdr, libdw), which a thread
+ * running a library's constructor holds while its CUDA call may report a
+ * finding here. */
+static int look_up(const struct atl_stack *st, struct atl_frame **out)
+{
+    *out = NULL;
+    if (!st || !st->n)
+        return 0;
+    struct atl_frame *fr = malloc(ATL_STACK_MAX * sizeof *fr);
+    if (!fr) {
+        atl_log_once_oom("a finding's frames");
+        return 0;
+    }
+    int n = 0;
+    for (int i = atl_stack_site_index(st); i < st->n && n < ATL_STACK_MAX; i++)
+        atl_frame_info(st->pc[i], &fr[n++]);
+    *out = fr;
+    return n;
+}
+
+static struct atl_supp_subject subject(const struct atl_find *f, const struct atl_frame *frames,
+                                       int nfr)
+{
+    return (struct atl_supp_subject){.kind = kind_names[f->kind],
+                                     .kernel = f->kernel,
+                                     .kernel_mangled = f->kernel_mangled,
+                                     .step = f->step,
+                                     .fr = frames,
+                                     .nfr = nfr};
+}
+
+static void write_report(const struct atl_find *f, uint64_t id, const struct atl_frame *frames,
+                         int nfr, const struct atl_supp *by, int shown)
+{
+    static char line[65536];
+    struct atl_finding_rec r = {.tool = "atlastrace",
+                                .pid = (long)getpid(),
+                                .id = id,
+                                .kind = kind_names[f->kind],
+                                .message = f->message,
+                                .kernel = f->kernel,
+                                .kernel_mangled = f->kernel_mangled,
+                                .launch = f->launch,
+                                .alloc = f->alloc,
+                                .bytes = f->bytes,
+                                .has_bytes = f->has_bytes,
+                                .count = f->count,
+                                .step = f->step,
+                                .step_no = f->step_no,
+                                .fr = frames,
+                                .nfr = nfr,
+                                .suppressed = by != NULL,
+                                .suppression = by ? by->name : NULL,
+                                .printed = shown};
+    size_t n = atl_finding_json(&r, line, sizeof line);
+    fwrite(line, 1, n, report);
+    fflush(report); /* a line a finding: a crash later keeps what was found */
+}
+
+int atl_find_open(struct atl_find *f)
+{
+    f->shown = f->suppressed = 0;
+    if ((unsigned)f->kind >= ATL_FINDING_KINDS)
+        return 0;
+    struct atl_frame *frames;
+    int nfr = want_frames ? look_up(f->stack, &frames) : (frames = NULL, 0);
+    if (atl_exit_lock(&lock, NULL) != 0) {
+        /* another thread stopped inside the sink at exit: counted, printed */
+        __atomic_add_fetch(&counts[f->kind], 1, __ATOMIC_RELAXED);
+        free(frames);
+        return f->shown = 1;
+    }
+    struct atl_supp_subject x = subject(f, frames, nfr);
+    struct atl_supp *by = supp.n ? atl_supp_match(&supp, &x) : NULL;
+    uint64_t id = ++next_id;
+    if (by) {
+        f->suppressed = 1;
+        by->used++;
+        __atomic_add_fetch(&suppressed[f->kind], 1, __ATOMIC_RELAXED);
+    } else {
+        __atomic_add_fetch(&counts[f->kind], 1, __ATOMIC_RELAXED);
+        if (f->no_print)
+            ; /* past the feature's own room: it says how many */
+        else if (atl_cfg.print_limit && printed >= atl_cfg.print_limit)
+            __atomic_add_fetch(&unprinted, 1, __ATOMIC_RELAXED);
+        else
+            f->shown = 1, printed++;
+    }
+    if (report)
+        write_report(f, id, frames, nfr, by, f->shown);
+    pthread_mutex_unlock(&lock);
+    free(frames);
+    return f->shown;
+}
+
+static void gen_line(void *ctx, const char *text)
+{
+    (void)ctx;
+    atl_log_line(text);
+}
+
+void atl_find_close(const struct atl_find *f)
+{
+    if (!f->shown || !atl_cfg.gen_suppressions)
+        return;
+    struct atl_frame *frames;
+    int nfr = look_up(f->stack, &frames);
+    if (atl_exit_lock(&lock, NULL) == 0) {
+        struct atl_supp_subject x = subject(f, frames, nfr);
+        atl_supp_write(&x, 8, gen_line, NULL);
+        pthread_mutex_unlock(&lock);
+    }
+    free(frames);
+}
+
+uint64_t atl_findings_count(enum atl_finding k)
+{
+    return (unsigned)k < ATL_FINDING_KINDS ? __atomic_load_n(&counts[k], __ATOMIC_RELAXED) : 0;
+}
+
+uint64_t atl_findings_suppressed(enum atl_finding k)
+{
+    return (unsigned)k < ATL_FINDING_KINDS ? __atomic_load_n(&suppressed[k], __ATOMIC_RELAXED) : 0;
+}
+
+uint64_t atl_findings_unprinted(void)
+{
+    return __atomic_load_n(&unprinted, __ATOMIC_RELAXED);
+}
+
+void atl_findings_exit(void)
+{
+    if (atl_exit_lock(&lock, "the findings' closing lines") != 0)
+        return;
+    char set[64];
+    if (unprinted)
+        atl_log(ATL_WARN,
+                "findings: %llu more not printed, past the first %llu (counted all the same; %s "
+                "prints all)",
+                (unsigned long long)unprinted, (unsigned long long)atl_cfg.print_limit,
+                atl_hint_setting("ATLAS_PRINT_LIMIT", "0", set, sizeof set));
+    uint64_t total = 0;
+    for (int k = 0; k < ATL_FINDING_KINDS; k++)
+        total += suppressed[k];
+    if (supp.nfiles) {
+        char by[700];
+        size_t used = 0;
+        by[0] = '\0';
+        for (int k = 0; k < ATL_FINDING_KINDS; k++)
+            if (suppressed[k] && used < sizeof by)
+                used += (size_t)snprintf(by + used, sizeof by - used, "%s%llu %s", used ? ", " : "",
+                                         (unsigned long long)suppressed[k],
+                                         atl_finding_words((enum atl_finding)k, suppressed[k]));
+        atl_log(ATL_WARN, "suppressed: %llu finding%s%s%s%s (entries read: %zu)",
+                (unsigned long long)total, total == 1 ? "" : "s", used ? " (" : "", by,
+                used ? ")" : "", supp.n);
+        for (size_t i = 0; i < supp.n; i++)
+            if (supp.e[i].used)
+                atl_log(ATL_INFO, "suppressed: %llu by '%.200s' (%s:%d)",
+                        (unsigned long long)supp.e[i].used, supp.e[i].name, supp.e[i].file,
+                        supp.e[i].line);
+    }
+    if (report) {
+        fclose(report);
+        report = NULL;
+    }
+    pthread_mutex_unlock(&lock);
+}

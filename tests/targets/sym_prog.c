@@ -1,0 +1,110 @@
+/*
+ * Stack frames named by file and line (src/symbols.c): a program built with debug
+ * information that leaks one allocation made in its own code, one made in a shared library
+ * it loads (argv[1], sym_lib.c built as the test chooses) and one made through a stand-in of
+ * CUDA's runtime linked into it without debug information (sym_rt.c), one through a kernel's
+ * launch stub (the same), then, per argv[2], leaves
+ * that library's file as it is ("keep"), overwrites it with bytes that are no ELF file
+ * ("garbage"), with its first 2 KiB only ("truncated"), or removes it ("missing") before the
+ * leak report reads it. The mapped copy stays: the program itself is unaffected.
+ */
+#include "../fake/fakecuda.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+__attribute__((noinline)) CUdeviceptr own_alloc(size_t n)
+{
+    CUdeviceptr p = 0;
+    cuMemAlloc(&p, n); /* OWN_ALLOC_LINE */
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+CUdeviceptr cudaFakeMalloc(size_t n); /* sym_rt.c */
+
+__attribute__((noinline)) CUdeviceptr rt_alloc(size_t n)
+{
+    CUdeviceptr p = cudaFakeMalloc(n); /* RT_ALLOC_LINE */
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+/* A kernel's host function as nvcc makes it, poke(float*) (with the program's line
+ * information), calling its launch stub; the user's line is the launch's, one frame out. */
+CUdeviceptr _Z23__device_stub__Z4pokePfPf(size_t n); /* sym_rt.c */
+CUdeviceptr _Z4pokePf(size_t n);
+
+__attribute__((noinline)) CUdeviceptr _Z4pokePf(size_t n)
+{
+    CUdeviceptr p = _Z23__device_stub__Z4pokePfPf(n);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+__attribute__((noinline)) CUdeviceptr launch_alloc(size_t n)
+{
+    CUdeviceptr p = _Z4pokePf(n); /* LAUNCH_ALLOC_LINE */
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+/* Replaces path with n bytes of `bytes` (NULL: garbage), by a new file renamed over it. */
+static int replace_file(const char *path, const char *bytes, size_t n)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return -1;
+    char junk[2048];
+    memset(junk, 0x5a, sizeof junk);
+    if (!bytes)
+        bytes = junk, n = sizeof junk;
+    int ok = write(fd, bytes, n) == (ssize_t)n;
+    close(fd);
+    return ok ? rename(tmp, path) : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: sym_prog LIB keep|garbage|truncated|missing\n");
+        return 2;
+    }
+    CUdevice dev;
+    CUcontext ctx;
+    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
+        cuCtxSetCurrent(ctx))
+        return 1;
+    void *lib = dlopen(argv[1], RTLD_NOW);
+    CUdeviceptr (*sym_alloc)(size_t) = lib ? (CUdeviceptr(*)(size_t))dlsym(lib, "sym_alloc") : NULL;
+    if (!sym_alloc) {
+        fprintf(stderr, "sym_prog: %s\n", dlerror());
+        return 1;
+    }
+    own_alloc(111);
+    sym_alloc(222);
+    rt_alloc(333);
+    launch_alloc(444);
+    const char *how = argv[2];
+    int rc = 0;
+    if (!strcmp(how, "garbage")) {
+        rc = replace_file(argv[1], NULL, 0);
+    } else if (!strcmp(how, "truncated")) {
+        char head[2048];
+        FILE *f = fopen(argv[1], "rb");
+        size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+        if (f)
+            fclose(f);
+        rc = n ? replace_file(argv[1], head, n) : -1;
+    } else if (!strcmp(how, "missing")) {
+        rc = unlink(argv[1]);
+    }
+    printf("%s: %s\n", how, rc == 0 ? "done" : "failed");
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,135 @@
+/*
+ * Reports never wait for the loader while they hold a lock of their own.
+ *
+ * Naming a frame asks the dynamic loader (dladdr; dlopen and dlsym the first
+ * time libdw is needed), and the loader's lock is held by a thread running a
+ * library's constructor (dlopen), which may call CUDA and so report a finding
+ * itself. A report that asked the loader under the findings sink's lock, or
+ * under the source-line reader's, would wait for that thread while it waits
+ * for the report: a hang. Here dladdr and dlopen are this program's own
+ * (the engine is linked in statically), and play the loader's part: the
+ * first call blocks until another thread has gone through the same sink or
+ * reader, or gives up after a few seconds and says so.
+ */
+#define _GNU_SOURCE
+#include "config.h"
+#include "findings.h"
+#include "symbols.h"
+
+#include <check.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The loader's part: 1 while a test arms it; the other thread's work; its end. */
+static int armed;
+static void *(*other_work)(void *);
+static int other_done;
+
+/* Runs other_work on another thread, waiting for it at most 5 s: 1 when it
+ * got through (nothing of ours was held), 0 when it waited for us. */
+static int other_gets_through(void)
+{
+    pthread_t t;
+    __atomic_store_n(&other_done, 0, __ATOMIC_RELAXED);
+    ck_assert_int_eq(pthread_create(&t, NULL, other_work, NULL), 0);
+    for (int i = 0; i < 500 && !__atomic_load_n(&other_done, __ATOMIC_ACQUIRE); i++)
+        usleep(10 * 1000);
+    int through = __atomic_load_n(&other_done, __ATOMIC_ACQUIRE);
+    pthread_detach(t); /* if it waits, it ends once the lock is let go */
+    return through;
+}
+
+static int through_dladdr = -1, through_dlopen = -1;
+
+int dladdr(const void *addr, Dl_info *info)
+{
+    (void)addr;
+    memset(info, 0, sizeof *info);
+    if (__atomic_exchange_n(&armed, 0, __ATOMIC_ACQ_REL))
+        through_dladdr = other_gets_through();
+    return 0; /* unknown: the frame keeps its address */
+}
+
+void *dlopen(const char *file, int mode)
+{
+    (void)file, (void)mode;
+    if (__atomic_exchange_n(&armed, 0, __ATOMIC_ACQ_REL))
+        through_dlopen = other_gets_through();
+    return NULL; /* no libdw: reports keep symbol+offset */
+}
+
+static void *other_finding(void *arg)
+{
+    (void)arg;
+    struct atl_find f = {.kind = ATL_FINDING_DIFF, .message = "step differs"};
+    atl_find_open(&f);
+    __atomic_store_n(&other_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* A finding with a stack, its frames looked up for the findings file and
+ * --gen-suppressions, while another thread's finding goes through. */
+START_TEST(findings_sink_asks_the_loader_unlocked)
+{
+    atl_cfg.gen_suppressions = 1;
+    atl_findings_init();
+    struct atl_stack st = {.n = 1, .pc = {(void *)other_gets_through}};
+    struct atl_find f = {.kind = ATL_FINDING_LEAK, .message = "leak", .stack = &st};
+    other_work = other_finding;
+    __atomic_store_n(&armed, 1, __ATOMIC_RELEASE);
+    atl_find_open(&f);
+    ck_assert_msg(through_dladdr == 1,
+                  "a finding's frames were looked up under the sink's lock (another thread's "
+                  "finding waited for it)");
+    through_dladdr = -1;
+    __atomic_store_n(&armed, 1, __ATOMIC_RELEASE);
+    atl_find_close(&f); /* the suppression entry after its lines */
+    ck_assert_msg(through_dladdr == 1, "--gen-suppressions' frames were looked up under the "
+                                       "sink's lock");
+}
+END_TEST
+
+static void *other_line(void *arg)
+{
+    (void)arg;
+    char file[256], func[256];
+    int line;
+    atl_sym_line((void *)other_gets_through, file, sizeof file, &line, func, sizeof func);
+    __atomic_store_n(&other_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* The first source line asked for opens libdw (dlopen): not under the
+ * reader's lock, which another thread's report takes. */
+START_TEST(libdw_opened_unlocked)
+{
+    char file[256], func[256];
+    int line;
+    other_work = other_line;
+    __atomic_store_n(&armed, 1, __ATOMIC_RELEASE);
+    ck_assert_int_eq(
+        atl_sym_line((void *)other_gets_through, file, sizeof file, &line, func, sizeof func), 0);
+    ck_assert_msg(through_dlopen == 1,
+                  "libdw was opened under the source-line reader's lock (another thread's "
+                  "look-up waited for it)");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("report locks");
+    TCase *tc = tcase_create("loader");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, findings_sink_asks_the_loader_unlocked);
+    tcase_add_test(tc, libdw_opened_unlocked);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
