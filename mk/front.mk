@@ -96,7 +96,7 @@ $(BUILD)/tests/option_rows: tests/targets/option_rows.c $(BUILD)/libatlas_engine
 # --error-exitcode tests an overrun, a leak, a fault and differing steps.
 front-check: check-deps $(FRONT_TOOL) $(BUILD)/libatlastrace.so $(FRONT_TARGET) $(FRONT_TEST) $(FAKE_LIB) \
              $(FRONT_DEMO) $(FRONT_DEMO_KERNELS) $(BUILD)/tests/redzone_prog $(BUILD)/tests/sync_target \
-             $(BUILD)/tests/trace_steps $(BUILD)/tests/option_rows
+             $(BUILD)/tests/trace_steps $(BUILD)/tests/option_rows $(BUILD)/tests/races_prog
 	$(FRONT_TEST)
 	sh tests/integration/test_option_docs.sh $(BUILD)
 	sh tests/integration/front_install.sh $(MAKE) $(BUILD)
