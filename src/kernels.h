@@ -310,8 +310,9 @@ struct atl_krec *atl_krec_of_view(const struct atl_kfn *k);
 int atl_krec_layout_retry(struct atl_krec *r);
 
 /* Whether r has the driver's layout (r->nparams, r->off, r->size valid):
- * for the first use of a kernel by a feature, not a launch's hot path (a
- * layout the driver refused is asked again here). */
+ * one load once it has; a layout the driver refused is asked again here, at
+ * most ATL_KREC_LAYOUT_TRIES times, so red zones' launch mode may call it
+ * per launch. */
 static inline int atl_krec_exact(struct atl_krec *r)
 {
     if (__atomic_load_n(&r->exact, __ATOMIC_ACQUIRE))
