@@ -32,8 +32,11 @@ void atl_frame_info(void *pc, struct atl_frame *f)
     char name[256] = "";
     /* the symbol table's name where the line is known: it names static
      * functions too, where dladdr names the nearest exported one */
+    unsigned long off = 0;
     if (atl_sym_line(pc, f->file, sizeof f->file, &f->line, name, sizeof name) && name[0])
         sym = name, f->off = 0;
+    else if (!sym && atl_sym_name(pc, name, sizeof name, &off))
+        sym = name, f->off = off; /* not exported: the module's symbol table names it */
     else if (sym)
         f->off = (unsigned long)((char *)pc - (char *)it.dli_saddr);
     else
@@ -88,8 +91,11 @@ static int frame_kind(void *pc, char *kernel, size_t klen)
     int line = 0;
     int has_line = atl_sym_line(pc, file, sizeof file, &line, name, sizeof name);
     Dl_info it;
+    unsigned long off;
     if (!name[0] && dladdr(pc, &it) && it.dli_sname)
         snprintf(name, sizeof name, "%s", it.dli_sname);
+    if (!name[0])
+        atl_sym_name(pc, name, sizeof name, &off); /* the runtime linked in is named here */
     if (!name[0])
         return FR_USER;
     const char *d = atl_demangle(name);
@@ -120,8 +126,11 @@ static void raw_name(void *pc, char *out, size_t len)
     out[0] = '\0';
     atl_sym_line(pc, file, sizeof file, &line, out, len);
     Dl_info it;
+    unsigned long off;
     if (!out[0] && dladdr(pc, &it) && it.dli_sname)
         snprintf(out, len, "%s", it.dli_sname);
+    if (!out[0])
+        atl_sym_name(pc, out, len, &off);
 }
 
 int atl_stack_site_index(const struct atl_stack *s)

@@ -23,11 +23,15 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- the part of libdwfl.h used (elfutils, libdw.so.1's public ABI) ---- */
@@ -80,7 +84,8 @@ static int no_elf(Dwfl_Module *m, void **u, const char *mod, Dwarf_Addr base, ch
 static const Dwfl_Callbacks callbacks = {.find_elf = no_elf, .find_debuginfo = no_debuginfo};
 
 static pthread_mutex_t sym_lock = PTHREAD_MUTEX_INITIALIZER;
-static int state; /* 0 untried, 1 ready, -1 unavailable or disabled */
+static int state;    /* 0 untried, 1 ready, -1 unavailable or disabled */
+static int disabled; /* ATLAS_SYMBOLS=0: no look-up of ours either */
 static Dwfl *dwfl;
 
 void atl_sym_disable(void)
@@ -88,6 +93,7 @@ void atl_sym_disable(void)
     pthread_mutex_lock(&sym_lock);
     if (state == 0)
         state = -1;
+    disabled = 1;
     pthread_mutex_unlock(&sym_lock);
 }
 
@@ -129,25 +135,32 @@ struct mapped {
     int found;
 };
 
-static void note_build_id(const struct dl_phdr_info *info, const ElfW(Phdr) * ph, struct mapped *m)
+/* The GNU build ID among the notes at p (left bytes): 1 and *id, *idlen, or 0. */
+static int notes_build_id(const unsigned char *p, size_t left, const unsigned char **id,
+                          size_t *idlen)
 {
-    const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
-    size_t left = ph->p_memsz;
     while (left >= sizeof(ElfW(Nhdr))) {
         const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
         size_t name = (n->n_namesz + 3) & ~(size_t)3, desc = (n->n_descsz + 3) & ~(size_t)3;
         size_t whole = sizeof *n + name + desc;
         if (whole > left || name > left || desc > left)
-            return;
+            return 0;
         if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
             memcmp(p + sizeof *n, "GNU", 4) == 0) {
-            m->id = p + sizeof *n + name;
-            m->idlen = n->n_descsz;
-            return;
+            *id = p + sizeof *n + name;
+            *idlen = n->n_descsz;
+            return 1;
         }
         p += whole;
         left -= whole;
     }
+    return 0;
+}
+
+static void note_build_id(const struct dl_phdr_info *info, const ElfW(Phdr) * ph, struct mapped *m)
+{
+    notes_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz, &m->id,
+                   &m->idlen);
 }
 
 static int find_mapped(struct dl_phdr_info *info, size_t size, void *arg)
@@ -230,6 +243,142 @@ int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, siz
         snprintf(file, filesz, "%s", src);
         *line = ln;
         ok = 1;
+    }
+    pthread_mutex_unlock(&sym_lock);
+    return ok;
+}
+
+/* ---- names from a module's own symbol table, libdw or not ------------------------------
+ * dladdr knows only the exported symbols: a frame in an executable linked without
+ * -rdynamic (main, and CUDA's runtime linked into it by nvcc) has no name from it, and a
+ * report could neither name it nor tell the runtime's frames from the program's. So the
+ * module's file is read (mapped, once; only when a report formats such a frame): its
+ * .symtab (or .dynsym where stripped), its functions sorted by address once. A file whose
+ * build ID differs from the one mapped is not used, as for lines. Under sym_lock. */
+struct elfsyms {
+    struct elfsyms *next;
+    char path[4096];
+    int usable;
+    const ElfW(Sym) * sym; /* into the mapping */
+    const char *str;
+    size_t strsz;
+    uint32_t *byaddr; /* the functions' indices in sym, by address */
+    size_t n;
+};
+static struct elfsyms *elfs;
+
+static const ElfW(Sym) * by_addr_base;
+static int addr_cmp(const void *x, const void *y)
+{
+    ElfW(Addr) a = by_addr_base[*(const uint32_t *)x].st_value;
+    ElfW(Addr) b = by_addr_base[*(const uint32_t *)y].st_value;
+    return a < b ? -1 : a > b;
+}
+
+/* The build ID note of the file's section headers' notes equals m's (or m has none). */
+static int file_id_matches(const unsigned char *base, size_t len, const ElfW(Shdr) * sh,
+                           unsigned nsh, const struct mapped *m)
+{
+    if (!m->id)
+        return 1;
+    for (unsigned i = 0; i < nsh; i++) {
+        const unsigned char *id;
+        size_t idlen;
+        if (sh[i].sh_type == SHT_NOTE && sh[i].sh_offset <= len &&
+            sh[i].sh_size <= len - sh[i].sh_offset &&
+            notes_build_id(base + sh[i].sh_offset, sh[i].sh_size, &id, &idlen))
+            return idlen == m->idlen && !memcmp(id, m->id, idlen);
+    }
+    return 0; /* the mapped module has an ID and the file none */
+}
+
+static struct elfsyms *elf_load(const struct mapped *m)
+{
+    for (struct elfsyms *e = elfs; e; e = e->next)
+        if (!strcmp(e->path, m->path))
+            return e->usable ? e : NULL;
+    struct elfsyms *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    snprintf(e->path, sizeof e->path, "%s", m->path);
+    e->next = elfs, elfs = e;
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0)
+        return NULL;
+    void *map = fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof(ElfW(Ehdr))
+                    ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
+                    : MAP_FAILED;
+    close(fd);
+    if (map == MAP_FAILED)
+        return NULL;
+    const unsigned char *base = map;
+    size_t len = (size_t)st.st_size;
+    const ElfW(Ehdr) *eh = map;
+    const ElfW(Shdr) *sh = (const void *)(base + eh->e_shoff);
+    int ok = !memcmp(eh->e_ident, ELFMAG, SELFMAG) &&
+             eh->e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
+             eh->e_shentsize == sizeof(ElfW(Shdr)) && eh->e_shoff < len &&
+             eh->e_shnum <= (len - eh->e_shoff) / sizeof(ElfW(Shdr));
+    ok = ok && file_id_matches(base, len, sh, eh->e_shnum, m);
+    const ElfW(Shdr) *tab = NULL;
+    for (unsigned i = 0; ok && i < eh->e_shnum; i++)
+        if (sh[i].sh_type == SHT_SYMTAB || (sh[i].sh_type == SHT_DYNSYM && !tab))
+            tab = &sh[i];
+    if (ok && tab && tab->sh_entsize == sizeof(ElfW(Sym)) && tab->sh_offset < len &&
+        tab->sh_size <= len - tab->sh_offset && tab->sh_link < eh->e_shnum &&
+        sh[tab->sh_link].sh_offset < len &&
+        sh[tab->sh_link].sh_size <= len - sh[tab->sh_link].sh_offset) {
+        e->sym = (const void *)(base + tab->sh_offset);
+        size_t nsym = tab->sh_size / sizeof(ElfW(Sym));
+        e->str = (const char *)(base + sh[tab->sh_link].sh_offset);
+        e->strsz = sh[tab->sh_link].sh_size;
+        e->byaddr = nsym && nsym < UINT32_MAX ? malloc(nsym * sizeof *e->byaddr) : NULL;
+        for (size_t i = 0; e->byaddr && i < nsym; i++)
+            if (ELF64_ST_TYPE(e->sym[i].st_info) == STT_FUNC && e->sym[i].st_shndx != SHN_UNDEF &&
+                e->sym[i].st_size && e->sym[i].st_name < e->strsz)
+                e->byaddr[e->n++] = (uint32_t)i;
+        if (e->n) {
+            by_addr_base = e->sym;
+            qsort(e->byaddr, e->n, sizeof *e->byaddr, addr_cmp);
+            e->usable = 1;
+            return e; /* the mapping stays: the names point into it */
+        }
+    }
+    free(e->byaddr);
+    e->byaddr = NULL;
+    munmap(map, len);
+    return NULL;
+}
+
+int atl_sym_name(void *pc, char *func, size_t funcsz, unsigned long *off)
+{
+    if (!pc || !funcsz)
+        return 0;
+    struct mapped m = {.pc = (uintptr_t)pc - 1};
+    dl_iterate_phdr(find_mapped, &m);
+    if (!m.found || atl_exit_lock(&sym_lock, NULL) != 0)
+        return 0;
+    int ok = 0;
+    struct elfsyms *e = disabled ? NULL : elf_load(&m);
+    ElfW(Addr) v = (ElfW(Addr))(m.pc - m.bias);
+    size_t lo = 0, hi = e ? e->n : 0;
+    while (lo < hi) { /* the last function starting at or before v */
+        size_t mid = lo + (hi - lo) / 2;
+        if (e->sym[e->byaddr[mid]].st_value <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* functions may nest (aliases, local labels): the nearest few that start before v */
+    for (size_t k = lo; e && k > 0 && lo - k < 8 && !ok; k--) {
+        const ElfW(Sym) *y = &e->sym[e->byaddr[k - 1]];
+        if (v - y->st_value < y->st_size) {
+            const char *nm = e->str + y->st_name;
+            snprintf(func, funcsz, "%.*s", (int)strnlen(nm, e->strsz - y->st_name), nm);
+            *off = (unsigned long)(v + 1 - y->st_value); /* from the return address */
+            ok = func[0] != '\0';
+        }
     }
     pthread_mutex_unlock(&sym_lock);
     return ok;

@@ -19,6 +19,11 @@
  * deadline. */
 int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, size_t funcsz);
 
+/* The function return address `pc` lies in, from its module's own symbol table (which
+ * names what dladdr cannot: a static function, main in an executable linked without
+ * -rdynamic), and pc's offset in it; 0 when unknown. With or without libdw. */
+int atl_sym_name(void *pc, char *func, size_t funcsz, unsigned long *off);
+
 /* ATLAS_SYMBOLS=0 (tests, and a user who wants the old form): no look-ups. */
 void atl_sym_disable(void);
 

@@ -119,6 +119,28 @@ START_TEST(libdw_opened_unlocked)
 }
 END_TEST
 
+/* A function the loader cannot name (static, in an executable linked without -rdynamic;
+ * this program's dladdr knows nothing and its dlopen finds no libdw): the module's own
+ * symbol table names it, and the offset in it, as a report of a program built by nvcc
+ * without libdw installed needs to tell main from CUDA's runtime linked in. */
+static __attribute__((noinline)) int unexported_helper(int x)
+{
+    return x * 3 + 1;
+}
+
+START_TEST(symbol_table_names_what_the_loader_cannot)
+{
+    char func[256] = "";
+    unsigned long off = 0;
+    ck_assert_int_eq(unexported_helper(1), 4);
+    ck_assert_int_eq(atl_sym_name((char *)unexported_helper + 4, func, sizeof func, &off), 1);
+    ck_assert_str_eq(func, "unexported_helper");
+    ck_assert_uint_eq(off, 4);
+    /* an address in no module */
+    ck_assert_int_eq(atl_sym_name((void *)16, func, sizeof func, &off), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("report locks");
@@ -126,6 +148,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, findings_sink_asks_the_loader_unlocked);
     tcase_add_test(tc, libdw_opened_unlocked);
+    tcase_add_test(tc, symbol_table_names_what_the_loader_cannot);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
