@@ -413,6 +413,17 @@ static unsigned launch_words(const struct atl_launch *l, struct lword *w, unsign
  * those that could not have reached the damaged allocation. */
 #define SUSPECTS 16
 static uint64_t clean_upto; /* launches up to this one passed a full check */
+/* ... one that read the quarantine too: where a freed allocation's suspects begin. A check of
+ * the live zones says nothing of it: a launch made before the free may write after it (on
+ * another stream, the missing record_stream), and a live zone's check after that launch read
+ * only the tail the allocation had then. */
+static uint64_t clean_upto_freed;
+
+/* The launch after which zone z's suspects are looked for. */
+static uint64_t clean_from(const struct zone *z)
+{
+    return __atomic_load_n(z->freed ? &clean_upto_freed : &clean_upto, __ATOMIC_ACQUIRE);
+}
 
 static void launch_line(const char *lead, uint64_t seq, void *func, const unsigned g[3],
                         const unsigned b[3], const char *tail)
@@ -634,9 +645,9 @@ static void newest_line(const struct atl_ring_ent *e, void *ctx)
  * reaches it; then the command that names the launch. `t` is the tally
  * (sus_count) or NULL when it could not be made. */
 static void suspects(const struct sus_tally *t, uint64_t lost, const char *lead,
-                     const struct finder *how)
+                     const struct finder *how, uint64_t from)
 {
-    uint64_t from = __atomic_load_n(&clean_upto, __ATOMIC_ACQUIRE), last = how->upto;
+    uint64_t last = how->upto;
     uint64_t n = last > from ? last - from : 0;
     if (n == 0) {
         atl_log(ATL_ERROR,
@@ -848,7 +859,7 @@ static void report_after_free(const struct zone *z, const struct qent *q, unsign
         snprintf(lead, sizeof lead, "redzone: alloc#%llu found %s %s", (unsigned long long)z->seq,
                  how->by == BY_RELEASE ? "when it left the" : found_by[how->by],
                  how->by == BY_RELEASE ? "quarantine" : how->where);
-        suspects(t, lost, lead, how);
+        suspects(t, lost, lead, how, clean_from(z));
     }
     atl_find_close(&f);
 }
@@ -867,7 +878,7 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
     uint64_t lost = 0;
     const struct qent *q = !z->freed ? NULL : how->q ? how->q : q_find(z->base, z->seq);
     if (how->by != BY_LAUNCH && (t = malloc(sizeof *t)) != NULL)
-        sus_count(t, z, q, __atomic_load_n(&clean_upto, __ATOMIC_ACQUIRE), how->upto, &lost);
+        sus_count(t, z, q, clean_from(z), how->upto, &lost);
     if (z->freed) {
         report_after_free(z, q, bad, z->start - z->base + first, z->start - z->base + last, how, t,
                           lost);
@@ -901,8 +912,8 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
                 "ATLAS_KERNEL leaves out reached it too, unchecked)",
                 (unsigned long long)z->seq, (unsigned long long)how->seq);
             if (!t && (t = malloc(sizeof *t)) != NULL)
-                sus_count(t, z, q, __atomic_load_n(&clean_upto, __ATOMIC_ACQUIRE), h.upto, &lost);
-            suspects(t, lost, lead, &h);
+                sus_count(t, z, q, clean_from(z), h.upto, &lost);
+            suspects(t, lost, lead, &h, clean_from(z));
         } else if (how->by == BY_LAUNCH) {
             atl_log(ATL_ERROR, "%s", head);
             launch_line("culprit: ", how->seq, how->func, how->grid, how->block, "");
@@ -912,7 +923,7 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
             char lead[256];
             snprintf(lead, sizeof lead, "redzone: alloc#%llu found %s %s",
                      (unsigned long long)z->seq, found_by[how->by], how->where);
-            suspects(t, lost, lead, how);
+            suspects(t, lost, lead, how, clean_from(z));
         }
         atl_find_close(&f);
     }
@@ -2104,6 +2115,8 @@ static int scan_locked(const struct finder *how, const struct atl_launch *culpri
 clean:
     if (upto > __atomic_load_n(&clean_upto, __ATOMIC_RELAXED))
         __atomic_store_n(&clean_upto, upto, __ATOMIC_RELEASE);
+    if (how->freed_too && upto > __atomic_load_n(&clean_upto_freed, __ATOMIC_RELAXED))
+        __atomic_store_n(&clean_upto_freed, upto, __ATOMIC_RELEASE);
     return 0;
 }
 

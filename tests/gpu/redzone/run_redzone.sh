@@ -87,7 +87,7 @@ has free "redzone: alloc#[0-9]+ found at cuMemFree_v2: 1 of the [0-9]+ launches 
 has free "redzone:   x1, newest launch#$bad kernel=overrun_kernel\(unsigned char\*, int\)" "default mode: the overrun's launch listed"
 count free "redzone:   x[0-9]+, newest" 1 "default mode: no other suspect"
 # the settings in force come along (ATLAS_LOG here), then launch mode's
-has free "launch mode names the culprit \([^)]*\); re-run with it: LD_PRELOAD=$lib (ATLAS_[A-Z_]+=[^ ]+ )*ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(_Z14overrun_kernelPhi\)\$' .*rz_overrun$" "default mode: the command to name it"
+has free "launch mode names the culprit \([^)]*\); re-run with it: LD_PRELOAD=$lib (ATLAS_[A-Z_]+=[^ ]+ )*ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(_Z14overrun_kernelPhi\)\\$' .*rz_overrun$" "default mode: the command to name it"
 has free "redzone: 1 overrun found in [0-9]+ guarded allocations?" "final count"
 
 under sync ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=sync -- "$prog"
@@ -212,7 +212,7 @@ hasnt uaf_clean "redzone overrun|write after free|alloc failed|free failed|unkno
 under side_stream ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route -- python3 $here/rz_torch_side_stream.py
 if grep -q '^backend cudaMallocAsync$' "$out/side_stream.out"; then pass "side_stream: PyTorch routed to cudaMallocAsync"; else fail "side_stream: PyTorch not routed"; fi
 count side_stream "redzone: write after free: alloc#[0-9]+ \(freed at .*\) written by .*: 4194304 bytes at \+0\.\.\+4194303 of its 4194304 bytes" 1 "side stream without record_stream: the write after free reported once"
-has side_stream "(written by [^ ]*elementwise[^ ]* \(launch#[0-9]+, the one launch that reaches it\)|redzone:   x[0-9]+, newest launch#[0-9]+ kernel=[^ ]*elementwise.* through arg)" "side stream: the side stream's kernel named among the launches that reach it"
+has side_stream "(written by .*elementwise.* \(launch#[0-9]+, the one launch that reaches it\)|redzone:   x[0-9]+, newest launch#[0-9]+ kernel=.*elementwise.* through arg)" "side stream: the side stream's kernel named among the launches that reach it"
 has side_stream "freed by cuMemFreeAsync at:" "side stream: the free's site and stack"
 under side_stream_launch ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_torch_side_stream.py
 count side_stream_launch "redzone: write after free: alloc#[0-9]+ .* written by .*elementwise" 1 "side stream, launch mode: reported, the side stream's kernel named"

@@ -12,6 +12,15 @@ import torch
 
 clean = len(sys.argv) > 1 and sys.argv[1] == "clean"
 print("backend", torch.cuda.get_allocator_backend())
+# Both kernels launched once first: with CUDA's lazy loading (the default) a kernel's first
+# launch loads its module, which waits for the device, so a first x.add_ would wait out the
+# sleep before the free and the write would not be late at all (seen on the H200: the freed
+# bytes still held the poison after the sync).
+w = torch.zeros(16, device="cuda")
+w.add_(1.0)
+torch.cuda._sleep(1000)
+torch.cuda.synchronize()
+del w
 x = torch.zeros(1 << 20, device="cuda")  # 4 MiB
 side = torch.cuda.Stream()
 side.wait_stream(torch.cuda.current_stream())
