@@ -155,7 +155,7 @@ static inline void jw_memset_fields(struct jw *w, const struct atl_op *o)
     jw_u64(w, o->u.m.height);
 }
 
-/* ,"dir":"..","dst":"0x..","src":"0x..","bytes":n,"width":w,"height":h,"depth":d */
+/* ,"dir":"..","dst":"0x..","src":"0x..","bytes":n,"width":w,"height":h,"depth":d[,"pageable":p] */
 static inline void jw_copy_fields(struct jw *w, const struct atl_op *o)
 {
     jw_lit(w, "," ATL_TF_KEY(ATL_TF_DIR) "\"");
@@ -172,6 +172,10 @@ static inline void jw_copy_fields(struct jw *w, const struct atl_op *o)
     jw_u64(w, o->u.c.h);
     jw_lit(w, "," ATL_TF_KEY(ATL_TF_DEPTH));
     jw_u64(w, o->u.c.d);
+    if (o->flags & (ATL_COPY_DST_PAGEABLE | ATL_COPY_SRC_PAGEABLE)) {
+        jw_lit(w, "," ATL_TF_KEY(ATL_TF_PAGEABLE));
+        jw_u64(w, o->flags & (ATL_COPY_DST_PAGEABLE | ATL_COPY_SRC_PAGEABLE));
+    }
 }
 
 /* {"step":N,"name":"..." */

@@ -70,8 +70,11 @@ struct atl_op {
         } g;
     } u;
     uint32_t shmem; /* launch: dynamic shared memory; memset: value */
-    uint32_t spare;
+    uint32_t flags; /* copy: ATL_COPY_*_PAGEABLE */
 };
+/* A copy's host end is pageable memory (the driver does not know the address): no stream
+ * capture takes such a copy, so no graph freezes its host address. */
+enum { ATL_COPY_DST_PAGEABLE = 1, ATL_COPY_SRC_PAGEABLE = 2 };
 _Static_assert(sizeof(struct atl_op) == 64, "an op record is one cache line");
 
 enum atl_dir { ATL_DIR_HTOD = 1, ATL_DIR_DTOH, ATL_DIR_DTOD, ATL_DIR_HTOH, ATL_DIR_OTHER };

@@ -50,7 +50,12 @@ struct atl_shaped {
 struct atl_kind {
     struct atl_shaped slot[ATL_KIND_SHAPES];
     int recent; /* the slot of the kind's latest step, -1: none */
+    /* shapes the kind has had (counted to ATL_KIND_CHURN): a kind with that many is in
+     * warm-up (autotuning, compilation, set-up: its work keeps changing), and a step of a
+     * shape not yet settled is held back (struct atl_diff_opts' warmup) */
+    unsigned shapes;
 };
+#define ATL_KIND_CHURN 3
 
 struct atl_series {
     struct atl_diff_stats *st;

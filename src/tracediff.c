@@ -318,6 +318,9 @@ struct report {
      * changed words of by-value parameters holding host-memory residue
      * (ATLAS_DIFF_RESIDUE): each collapsed into one line per step */
     struct collapsed moved, resid;
+    /* host ends of pageable copies that moved (ATLAS_DIFF_POINTERS): no capture takes such a
+     * copy, so no graph would freeze the address; collapsed as `moved` is */
+    struct collapsed hostmoved;
     size_t noted; /* lines about residue: printed, but no difference in a host value */
     /* two runs' headers name both files (three names of up to 120 bytes):
      * room for the longest, so a header is never cut */
@@ -417,7 +420,20 @@ static void report_close(struct report *r)
                  "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s", n,
                  n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "" : "s", r->moved.names);
         emit(r, RANK_PTR, line);
+        r->noted++; /* allocator reuse: no host value a graph would freeze differently */
         snprintf(what, sizeof what, "pointers moved within their allocations: %s", r->moved.names);
+        chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
+    }
+    if (r->hostmoved.n) {
+        size_t n = r->hostmoved.n;
+        snprintf(line, sizeof line,
+                 "  %zu host buffer%s of pageable copies moved (no stream capture takes a "
+                 "pageable copy): %s",
+                 n, n == 1 ? "" : "s", r->hostmoved.names);
+        emit(r, RANK_PTR, line);
+        r->noted++;
+        snprintf(what, sizeof what, "host buffers of pageable copies moved: %s",
+                 r->hostmoved.names);
         chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
     }
     if (r->resid.n) {
@@ -439,25 +455,31 @@ static void report_discard(struct report *r)
     r->kept = NULL, r->nkept = 0;
 }
 
-static void report_print(struct report *r)
+/* The report's lines, through line(ctx, ...), and then its kept lines are gone. */
+static void report_lines(struct report *r, void (*line)(void *, const char *), void *ctx)
 {
     if (r->lines)
-        r->o->line(r->o->ctx, r->lines == r->noted ? r->header_noted : r->header);
+        line(ctx, r->lines == r->noted ? r->header_noted : r->header);
     size_t printed = 0;
     for (int k = 0; k < NRANKS; k++)
         for (size_t i = 0; i < r->nkept; i++)
             if (r->kept[i].rank == k && printed < r->o->max_lines) {
-                r->o->line(r->o->ctx, r->kept[i].text);
+                line(ctx, r->kept[i].text);
                 printed++;
             }
     report_discard(r);
     if (r->lines > printed) {
-        char line[128];
-        snprintf(line, sizeof line, "  ... %zu more difference%s not shown (%s=%u)",
+        char more[128];
+        snprintf(more, sizeof more, "  ... %zu more difference%s not shown (%s=%u)",
                  r->lines - printed, r->lines - printed == 1 ? "" : "s",
                  r->o->max_name ? r->o->max_name : "ATLAS_DIFF_MAX", r->o->max_lines);
-        r->o->line(r->o->ctx, line);
+        line(ctx, more);
     }
+}
+
+static void report_print(struct report *r)
+{
+    report_lines(r, r->o->line, r->o->ctx);
 }
 
 /* "add_pos arg1", "memset ptr": a field of op o as the summaries name it */
@@ -797,7 +819,7 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
  * addresses are printed for people. `host`: the address is host memory,
  * which two processes never share (not compared across runs). */
 static void field_addr(struct report *r, size_t ia, size_t ib, const char *field, uint32_t at,
-                       uint64_t a, uint64_t b, int host)
+                       uint64_t a, uint64_t b, int host, int pageable)
 {
     struct atl_ann na, nb;
     const struct atl_ann *xa = note_at(r->a, ia, at, &na), *xb = note_at(r->b, ib, at, &nb);
@@ -815,6 +837,8 @@ static void field_addr(struct report *r, size_t ia, size_t ib, const char *field
     char lab[256], line[1024], aa[64], ab[64], what[160];
     snprintf(what, sizeof what, "%s %s", atl_op_kind_name(o->kind), field);
     if (xa && xb && xa->seq == xb->seq && collapse(&r->moved, r->o->pointers, what))
+        return;
+    if (host && pageable && collapse(&r->hostmoved, r->o->pointers, what))
         return;
     fmt_alloc(xa, aa, sizeof aa);
     fmt_alloc(xb, ab, sizeof ab);
@@ -853,7 +877,7 @@ static void diff_pair(struct report *r, size_t ia, size_t ib)
         diff_params(r, ia, ib, oa, ob);
         break;
     case ATL_OP_MEMSET:
-        field_addr(r, ia, ib, "ptr", ATL_ANN_DST, oa->u.m.ptr, ob->u.m.ptr, 0);
+        field_addr(r, ia, ib, "ptr", ATL_ANN_DST, oa->u.m.ptr, ob->u.m.ptr, 0, 0);
         field_u64(r, ib, ob, "value", oa->shmem, ob->shmem, RANK_VALUE);
         field_num(r, ib, ob, "count", oa->u.m.count, ob->u.m.count, "", RANK_VALUE);
         field_num(r, ib, ob, "pitch", oa->u.m.pitch, ob->u.m.pitch, " bytes", RANK_VALUE);
@@ -861,9 +885,11 @@ static void diff_pair(struct report *r, size_t ia, size_t ib)
         break;
     case ATL_OP_COPY:
         field_addr(r, ia, ib, "dst", ATL_ANN_DST, oa->u.c.dst, ob->u.c.dst,
-                   ob->sub == ATL_DIR_DTOH || ob->sub == ATL_DIR_HTOH);
+                   ob->sub == ATL_DIR_DTOH || ob->sub == ATL_DIR_HTOH,
+                   oa->flags & ob->flags & ATL_COPY_DST_PAGEABLE);
         field_addr(r, ia, ib, "src", ATL_ANN_SRC, oa->u.c.src, ob->u.c.src,
-                   ob->sub == ATL_DIR_HTOD || ob->sub == ATL_DIR_HTOH);
+                   ob->sub == ATL_DIR_HTOD || ob->sub == ATL_DIR_HTOH,
+                   oa->flags & ob->flags & ATL_COPY_SRC_PAGEABLE);
         field_num(r, ib, ob, "width", oa->u.c.w, ob->u.c.w, " bytes", RANK_VALUE);
         field_num(r, ib, ob, "height", oa->u.c.h, ob->u.c.h, "", RANK_VALUE);
         field_num(r, ib, ob, "depth", oa->u.c.d, ob->u.c.d, "", RANK_VALUE);
@@ -1113,6 +1139,8 @@ static int pair_differs(const struct atl_step *a, size_t i, const struct atl_ste
 
 /* ---- folding repeats -------------------------------------------------------------- */
 
+static void held_free(struct atl_fold *f, int dropped);
+
 static uint64_t report_sig(const struct report *r)
 {
     uint64_t h = mix(mix(0xf01d, r->a->nops), r->b->nops);
@@ -1224,6 +1252,7 @@ void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *o)
                      f->replay ? ", NOT replay-safe" : "");
         o->line(o->ctx, line);
     }
+    held_free(f, 1); /* a report held back that began no run: warm-up */
     f->n = 0, f->sig = 0, f->streak = 0, f->quiet = 0;
 }
 
@@ -1245,6 +1274,7 @@ size_t atl_fold_again(struct atl_fold *f, uint64_t index)
 
 void atl_fold_free(struct atl_fold *f)
 {
+    held_free(f, 0);
     free(f->chg);
     memset(f, 0, sizeof *f);
 }
@@ -1286,28 +1316,121 @@ void atl_shape_delta(const struct atl_step *a, const struct atl_step *b, char *b
 
 /* The report r as a finding, through opts->found: 1 when its lines are to be printed. Its
  * kernel is the first one whose parameters or launch changed. */
-static int tell_found(const struct report *r, int folded)
+/* r as a finding (kernel: room for its kernel's name). */
+static struct atl_diff_found found_of(const struct report *r, int folded, char *kernel, size_t klen)
 {
-    if (!r->o->found)
-        return 1;
     struct atl_diff_found f = {.a = r->a,
                                .b = r->b,
                                .header = r->lines == r->noted ? r->header_noted : r->header,
                                .n = r->lines - r->noted,
                                .folded = folded};
-    char kernel[160] = "";
     for (unsigned i = 0; i < r->nchg && !f.kernel; i++) {
         const struct atl_op *o = r->chg[i].cls == CHG_TEXT || r->chg[i].op >= r->b->nops
                                      ? NULL
                                      : &r->b->ops[r->chg[i].op];
         if (o && o->kind == ATL_OP_LAUNCH && o->u.k.kfn) {
-            base_name(o->u.k.kfn->pretty ? o->u.k.kfn->pretty : o->u.k.kfn->mangled, kernel,
-                      sizeof kernel);
+            base_name(o->u.k.kfn->pretty ? o->u.k.kfn->pretty : o->u.k.kfn->mangled, kernel, klen);
             f.kernel = kernel;
             f.kernel_mangled = o->u.k.kfn->mangled;
         }
     }
+    return f;
+}
+
+static int tell_found(const struct report *r, int folded)
+{
+    if (!r->o->found)
+        return 1;
+    char kernel[160] = "";
+    struct atl_diff_found f = found_of(r, folded, kernel, sizeof kernel);
     return r->o->found(r->o->found_ctx, &f);
+}
+
+/* ---- warm-up: reports held back until their reference settles -------------------------- */
+
+struct atl_fold_held {
+    size_t ndiff; /* its differences */
+    char header[1024], kernel[160], mangled[512];
+    int has_kernel;
+    char step[64]; /* the differing step's name and occurrence (the finding's) */
+    uint64_t nth, index;
+    struct atl_diff_stats *st; /* where dropping it is counted */
+};
+
+static void held_free(struct atl_fold *f, int dropped)
+{
+    struct atl_fold_held *h = f->held;
+    if (!h)
+        return;
+    if (dropped && h->st)
+        h->st->warmup++;
+    free(h);
+    f->held = NULL;
+}
+
+/* f holds r back (its finding: its lines are not needed, see held_release); when it cannot,
+ * r is counted as warm-up. r's kept lines are gone either way. */
+static void held_take(struct atl_fold *f, struct report *r, struct atl_diff_stats *st)
+{
+    held_free(f, 1);
+    struct atl_fold_held *h = calloc(1, sizeof *h);
+    if (!h) {
+        if (st)
+            st->warmup++;
+        report_discard(r);
+        return;
+    }
+    char kernel[160] = "";
+    struct atl_diff_found fd = found_of(r, 0, kernel, sizeof kernel);
+    snprintf(h->header, sizeof h->header, "%s", fd.header);
+    if (fd.kernel) {
+        h->has_kernel = 1;
+        snprintf(h->kernel, sizeof h->kernel, "%s", fd.kernel);
+        snprintf(h->mangled, sizeof h->mangled, "%s", fd.kernel_mangled ? fd.kernel_mangled : "");
+    }
+    snprintf(h->step, sizeof h->step, "%s", r->b->name);
+    h->nth = r->b->nth;
+    h->index = r->b->index;
+    h->ndiff = fd.n;
+    h->st = st;
+    report_discard(r);
+    f->held = h;
+}
+
+/* The next step of f's shape changed as the held report's did: a run began in warm-up. The
+ * held step is its first, said by the run's one line like the rest; its finding is handed
+ * over as the report that begins the run is (one not to be printed silences the run). */
+static void held_release(struct atl_fold *f, const struct atl_diff_opts *o)
+{
+    struct atl_fold_held *h = f->held;
+    if (!h)
+        return;
+    int print = 1;
+    if (o->found) {
+        struct atl_step b;
+        memset(&b, 0, sizeof b);
+        snprintf(b.name, sizeof b.name, "%s", h->step);
+        b.nth = h->nth;
+        b.index = h->index;
+        struct atl_diff_found fd = {.b = &b,
+                                    .header = h->header,
+                                    .kernel = h->has_kernel ? h->kernel : NULL,
+                                    .kernel_mangled =
+                                        h->has_kernel && h->mangled[0] ? h->mangled : NULL,
+                                    .n = h->ndiff};
+        print = o->found(o->found_ctx, &fd);
+    }
+    if (!print)
+        f->quiet = 1;
+    atl_fold_again(f, h->index);
+    held_free(f, 0);
+}
+
+void atl_fold_settle(struct atl_fold *f, struct atl_diff_stats *st)
+{
+    (void)st;
+    held_free(f, 1);
+    f->settled = 1;
 }
 
 size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
@@ -1458,11 +1581,23 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
 
 done:
     report_close(&r);
+    if (r.lines && r.lines == r.noted && opts->residue != ATL_PTRS_ALL) {
+        /* only pointers that moved within their allocations (allocator reuse) and words of
+         * uninitialised bytes changed, each collapsed: the reference's host values, said in
+         * the summary's count (ATLAS_DIFF_POINTERS=all, ATLAS_DIFF_RESIDUE=all print them) */
+        report_discard(&r);
+        r.lines = r.noted = 0;
+        if (st)
+            st->quiet++;
+    }
     int begun = 0;
     if (fold && r.lines && !r.chg_over) {
         uint64_t sig = report_sig(&r);
         if (fold_fits(fold, &r, sig)) {
-            /* as the step before: counted, printed with the run */
+            /* as the step before: counted, printed with the run (and the report that began
+             * it, if it was held back as warm-up: the run settles its reference) */
+            held_release(fold, opts);
+            fold->settled = 1;
             fold_extend(fold, &r);
             report_discard(&r);
             r.lines -= r.noted;
@@ -1480,6 +1615,20 @@ done:
         begun = 1;
     } else if (fold) {
         atl_fold_flush(fold, opts); /* identical, or too much to fold: a run ends */
+    }
+    if (fold && r.lines == 0)
+        atl_fold_settle(fold, st); /* the reference's host values again */
+    if (fold && opts->warmup && !fold->settled && r.lines > r.noted) {
+        /* warm-up: held back (printed if the next step of the shape begins a run with it) */
+        if (begun) {
+            held_take(fold, &r, st); /* (or counted and dropped when it cannot be) */
+        } else {
+            if (st)
+                st->warmup++;
+            report_discard(&r);
+        }
+        free(ed);
+        return r.lines - r.noted;
     }
     /* residue is printed, but the step holds no other host value */
     if (r.lines > r.noted && !tell_found(&r, 0)) {
@@ -1601,6 +1750,24 @@ void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, cons
     if (st->shapes)
         atl_fmt(buf + l, sizeof buf - l, " shapes=%" PRIu64, st->shapes);
     line(ctx, buf);
+    if (st->warmup) {
+        fmt(buf, sizeof buf,
+            "trace summary: %" PRIu64 " differing step%s of warm-up not printed (a shape that had "
+            "not yet repeated with the same host values nor changed the same way twice; %s "
+            "prints them)",
+            st->warmup, st->warmup == 1 ? "" : "s",
+            st->warmup_how ? st->warmup_how : "ATLAS_DIFF_WARMUP=1");
+        line(ctx, buf);
+    }
+    if (st->quiet) {
+        fmt(buf, sizeof buf,
+            "trace summary: %" PRIu64 " step%s counted identical: only pointers that moved "
+            "within their allocations (allocator reuse), host buffers of pageable copies or "
+            "uninitialised bytes of by-value parameters changed (%s lists them)",
+            st->quiet, st->quiet == 1 ? "" : "s",
+            st->quiet_how ? st->quiet_how : "ATLAS_DIFF_POINTERS=all ATLAS_DIFF_RESIDUE=all");
+        line(ctx, buf);
+    }
     if (st->per_shape[0]) {
         fmt(buf, sizeof buf, "trace summary: steps per shape: %s", st->per_shape);
         line(ctx, buf);

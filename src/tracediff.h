@@ -32,6 +32,11 @@ __attribute__((format(printf, 3, 4))) size_t atl_fmt(char *buf, size_t len, cons
 /* Counts kept across a run for the exit summary. */
 struct atl_diff_stats {
     uint64_t steps, compared, identical;
+    /* Differing steps of references not yet settled (struct atl_fold): warm-up, counted and
+     * not printed; `quiet`: steps whose only changes were noted ones (pointers moved within
+     * their allocations, uninitialised bytes), counted in `identical` too. */
+    uint64_t warmup, quiet;
+    const char *warmup_how, *quiet_how; /* the summary's hint for each (NULL: the settings) */
     /* Two runs (atlas-diff A B): their files' names, said in the summary, and the steps read
      * from each; NULL: the steps of one run against each other. */
     const char *run_a, *run_b;
@@ -87,9 +92,13 @@ struct atl_diff_opts {
                                 * not compared (they never match) */
     const char *run_a, *run_b; /* with cross, the names of a's run and b's (atlas-diff's two
                                 * files), said in each step's header; or NULL */
-    int pointers;              /* pointers that moved within their allocation: ATL_PTRS_* */
-    int residue;               /* words of by-value parameters holding host-memory residue
-                                * (uninitialised bytes): ATL_PTRS_* (collapse, all, none) */
+    /* Warm-up (the live tracer, one file of atlas-diff): a report against a reference that
+     * has not settled (struct atl_fold) is held back, and printed only if the next step of
+     * its shape changes the same way (a run begins); otherwise counted in st->warmup. */
+    int warmup;
+    int pointers; /* pointers that moved within their allocation: ATL_PTRS_* */
+    int residue;  /* words of by-value parameters holding host-memory residue
+                   * (uninitialised bytes): ATL_PTRS_* (collapse, all, none) */
     /* 1 when a value is an address of the process's own host memory
      * (src/hostmap.h); NULL offline, where only the "residue" marks of the
      * JSON lines say it */
@@ -149,6 +158,13 @@ struct atl_fold {
     int captured;            /* against a capture: the same fields differ from it */
     unsigned nchg;
     struct atl_fold_chg *chg; /* ATL_FOLD_MAX, malloc'd on first use */
+    /* Settled: a step of this shape repeated the reference's host values (only noted changes,
+     * if any), or changed as the one before it did (a run). Until then (with opts->warmup)
+     * the report that may begin a run is held here, its lines and its finding, and printed
+     * when the run begins; dropped (st->warmup) when another report or an identical step
+     * comes first. */
+    int settled;
+    struct atl_fold_held *held;
 };
 /* atl_step_diff with folding (fold NULL: atl_step_diff). */
 size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
@@ -162,6 +178,9 @@ void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *opts);
  * differences that report had (0: it had none). */
 size_t atl_fold_again(struct atl_fold *f, uint64_t index);
 void atl_fold_free(struct atl_fold *f);
+/* A step of f's shape had the reference's host values: f's reference is settled (a report
+ * held back is dropped as warm-up, counted in st when given). */
+void atl_fold_settle(struct atl_fold *f, struct atl_diff_stats *st);
 
 /* A step's shape: the sequence of its ops' kinds and kernels (names and
  * parameter counts, not values), hashed once and kept in s->shapesum; never 0. */

@@ -114,6 +114,9 @@
 #define ATL_TF_BYTES "bytes"   /* a copy's width x height x depth (read and ignored) */
 #define ATL_TF_WIDTH "width"   /* a copy's row, in bytes */
 #define ATL_TF_DEPTH "depth"   /* a copy's slices */
+/* a copy's host ends that are pageable memory: 1 the destination, 2 the source (left out
+ * when neither: pinned, or no host end) */
+#define ATL_TF_PAGEABLE "pageable"
 /* per process: a graph launch's executable graph handle (left out between
  * two runs or ranks; within one run a step that launches another graph is
  * told) */

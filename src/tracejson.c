@@ -983,7 +983,10 @@ static int parse_line(struct jp *j, struct jline *L, struct atl_step *annstep, u
             rc = jnum(j, &L->o.u.c.w);
         else if (KEY_IS(ATL_TF_DEPTH))
             rc = jnum(j, &L->o.u.c.d);
-        else if (KEY_IS(ATL_TF_EXEC))
+        else if (KEY_IS(ATL_TF_PAGEABLE)) {
+            rc = jnum(j, &v);
+            L->o.flags = (uint32_t)v & (ATL_COPY_DST_PAGEABLE | ATL_COPY_SRC_PAGEABLE);
+        } else if (KEY_IS(ATL_TF_EXEC))
             rc = jhex(j, &L->o.u.g.exec);
         else if (KEY_IS(ATL_TF_ALLOC) || KEY_IS(ATL_TF_DSTALLOC) || KEY_IS(ATL_TF_SRCALLOC)) {
             /* a memset's or copy's address by allocation (written dst first) */

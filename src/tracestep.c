@@ -739,6 +739,7 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
             prev->index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
             prev->nth = ++names[slot].nth;
             recent->steps++;
+            recent->fold.settled = 1; /* (nothing is held: no run waits, fold.sig is 0) */
             __atomic_store_n(&me->fast_steps, me->fast_steps + 1, __ATOMIC_RELAXED);
         }
     }
@@ -820,6 +821,8 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
         .ignore = &ignore_list,
         .replay = atl_trace_mode == ATL_MODE_CAPTURE ? "capture" : NULL,
         .where = where,
+        /* capture mode reports each capture's replay-safety: no warm-up there */
+        .warmup = !atl_cfg.diff_warmup && atl_trace_mode != ATL_MODE_CAPTURE,
         .pointers = (int)atl_cfg.diff_pointers,
         .residue = (int)atl_cfg.diff_residue,
         .host_addr = atl_host_addr,

@@ -176,7 +176,7 @@ static void out_line(void *ctx, const char *text)
 #define SYNOPSIS                                                                                   \
     "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] [--pointers MODE] [--residue "       \
     "MODE]\n"                                                                                      \
-    "                  [--report FILE] A.jsonl [B.jsonl]\n"                                        \
+    "                  [--warmup] [--report FILE] A.jsonl [B.jsonl]\n"                             \
     "       atlas-diff [--max N] [--ignore ...] [--pointers MODE] [--residue MODE]\n"              \
     "                  --ranks 'trace.%%r.jsonl' | FILE...\n"
 /* clang-format on */
@@ -208,6 +208,10 @@ static void usage(void)
            "                          recording process found holding host addresses\n"
            "                          (uninitialised bytes): collapse (the default), all\n"
            "                          or none (default: $ATLAS_DIFF_RESIDUE)\n"
+           "  --warmup                one file: print the warm-up steps' differences too\n"
+           "                          (a shape not yet repeated with the same host values\n"
+           "                          nor changed the same way twice; default: counted;\n"
+           "                          $ATLAS_DIFF_WARMUP=1 is the same)\n"
            "  --report FILE, --report=FILE\n"
            "                          write each differing step, and each step of one file\n"
            "                          only, to FILE as a JSON line (docs/findings.schema.json)\n"
@@ -317,6 +321,7 @@ int main(int argc, char **argv)
     setting("ATLAS_DIFF_IGNORE", &ign, " (a list of kernel or kernel:argN)");
     int pointers = (int)setting("ATLAS_DIFF_POINTERS", &text, " (collapse, all or none)");
     int residue = (int)setting("ATLAS_DIFF_RESIDUE", &text, " (collapse, all or none)");
+    int warmup = (int)setting("ATLAS_DIFF_WARMUP", &text, " (0 or 1)");
     /* at most argc names: --ranks takes any number */
     const char **files = calloc((size_t)argc + 1, sizeof *files);
     int nf = 0, options_end = 0, ranks = 0;
@@ -344,6 +349,8 @@ int main(int argc, char **argv)
             pointers = parse_mode("ATLAS_DIFF_POINTERS", v, "--pointers ");
         } else if ((v = option_value(argc, argv, &i, "--residue"))) {
             residue = parse_mode("ATLAS_DIFF_RESIDUE", v, "--residue ");
+        } else if (!strcmp(a, "--warmup")) {
+            warmup = 1;
         } else if ((v = option_value(argc, argv, &i, "--report"))) {
             if (!*v)
                 bad_usage("%s", "--report needs a file name");
@@ -398,6 +405,7 @@ int main(int argc, char **argv)
     o.cross = nf == 2; /* host addresses of two processes never match */
     o.pointers = pointers;
     o.residue = residue;
+    o.warmup = nf == 1 && !warmup; /* one run: its warm-up steps held back, as live */
     FILE *rf = NULL;
     if (report) {
         /* opened first: a file that cannot be written is said before any work */

@@ -586,6 +586,8 @@ int atl_diff_runs(const char *a, const char *b, atl_read_fn read, const struct a
     struct out out = {0};
     struct atl_diff_stats st;
     memset(&st, 0, sizeof st);
+    st.warmup_how = "atlas-diff --warmup";
+    st.quiet_how = "atlas-diff --pointers=all --residue=all";
     chan_open(&c[0], a, read);
     if (b)
         chan_open(&c[1], b, read);

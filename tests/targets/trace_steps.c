@@ -402,6 +402,45 @@ static void step(const char *sc, int i)
         } else {
             step("scalar", i);
         }
+    } else if (!strcmp(sc, "autotune")) {
+        /* nine set-up syncs of three shapes in turn, each shape's steps with other values
+         * every time (an autotuner trying configurations: grids, scalars, sizes), then the
+         * loop: fill, add_step with 7 (8 from step 26 on), fill */
+        static const unsigned grids[] = {4, 4, 7};
+        static const int vals[] = {13, 2, 2};
+        if (i < 9) {
+            int r = i / 3, v = vals[r];
+            void *kp[] = {&buf, &v};
+            if (i % 3 == 0) {
+                launch(f_add, grids[r], kp);
+            } else if (i % 3 == 1) {
+                fill();
+                v = 20 + 3 * r * r;
+                launch(f_add, 4, kp);
+            } else {
+                CHECK(cuMemsetD8Async(buf, 0, 16 + 16 * (unsigned)(r * r), stream));
+                fill();
+            }
+        } else {
+            int v = i < 25 ? 7 : 8;
+            void *kp[] = {&buf, &v};
+            fill();
+            launch(f_add, 4, kp);
+            fill();
+        }
+    } else if (!strcmp(sc, "hostbufs")) {
+        /* a result read back each step into one of two host buffers in turn: pageable
+         * (malloc'd) ones, which no capture takes, and pinned ones, whose address a graph
+         * would freeze */
+        static unsigned char *pageable[2], *pinned[2];
+        if (!pageable[0]) {
+            pageable[0] = malloc(64), pageable[1] = malloc(64);
+            CHECK(cuMemAllocHost((void **)&pinned[0], 64));
+            CHECK(cuMemAllocHost((void **)&pinned[1], 64));
+        }
+        fill();
+        CHECK(cuMemcpyDtoHAsync(pageable[i % 2], buf, 64, stream));
+        CHECK(cuMemcpyDtoHAsync(pinned[(i / 4) % 2], buf, 64, stream));
     } else if (!strcmp(sc, "extra")) {
         unsigned char packed[16] = {0};
         memcpy(packed, &buf, 8);
