@@ -302,11 +302,12 @@ static struct elfsyms *elf_load(const struct mapped *m)
         return NULL;
     snprintf(e->path, sizeof e->path, "%s", m->path);
     e->next = elfs, elfs = e;
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    /* non-blocking: a FIFO put where the file was must not hang a report */
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0)
         return NULL;
-    void *map = fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof(ElfW(Ehdr))
+    void *map = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t)sizeof(ElfW(Ehdr))
                     ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
                     : MAP_FAILED;
     close(fd);
