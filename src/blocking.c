@@ -142,70 +142,54 @@ static void count(enum atl_blocking_counter k, size_t nbytes)
 
 /* ---- copies --------------------------------------------------------------------- */
 
-enum mt { MT_UNKNOWN, MT_DEVICE, MT_PINNED, MT_PAGEABLE };
-
-/* What a unified address is. The driver answers an error for memory it does
- * not know, which on the host means pageable (the fake driver agrees). */
-static enum mt mem_type(CUdeviceptr p)
-{
-    if (!atl_drv.cuPointerGetAttribute)
-        return MT_UNKNOWN;
-    unsigned t = 0;
-    if (atl_drv.cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
-        return MT_PAGEABLE;
-    if (t == CU_MEMORYTYPE_HOST)
-        return MT_PINNED;
-    return MT_DEVICE; /* device, array, or managed */
-}
-
 /* One end of a 2D/3D copy: host memory may be pinned or pageable, and a
  * unified address may be either kind. */
-static enum mt end_type(const struct atl_copy_end *e)
+static enum atl_mem end_type(const struct atl_copy_end *e)
 {
     switch (e->type) {
     case CU_MEMORYTYPE_HOST:
-        return mem_type((CUdeviceptr)(uintptr_t)e->host);
+        return atl_mem_type((CUdeviceptr)(uintptr_t)e->host);
     case CU_MEMORYTYPE_DEVICE:
     case CU_MEMORYTYPE_ARRAY:
-        return MT_DEVICE;
+        return ATL_MEM_DEVICE;
     case CU_MEMORYTYPE_UNIFIED:
-        return mem_type(e->dev);
+        return atl_mem_type(e->dev);
     default:
-        return MT_UNKNOWN;
+        return ATL_MEM_UNKNOWN;
     }
 }
 
-static int hostlike(enum mt t)
+static int hostlike(enum atl_mem t)
 {
-    return t == MT_PINNED || t == MT_PAGEABLE;
+    return t == ATL_MEM_PINNED || t == ATL_MEM_PAGEABLE;
 }
 
 void atl_blocking_copy_post(const struct atl_copy *c, CUresult r)
 {
     if (r != CUDA_SUCCESS)
         return;
-    enum mt src = MT_UNKNOWN, dst = MT_UNKNOWN;
+    enum atl_mem src = ATL_MEM_UNKNOWN, dst = ATL_MEM_UNKNOWN;
     size_t n = c->bytes;
     enum atl_blocking_counter sync_kind = ATL_SC_DTOH;
     switch (c->kind) {
     case ATL_CPY_DTOH:
     case ATL_CPY_ATOH:
-        src = MT_DEVICE;
+        src = ATL_MEM_DEVICE;
         /* a synchronous copy blocks whatever the host memory is */
-        dst = c->async ? mem_type((CUdeviceptr)(uintptr_t)c->host_dst) : MT_PINNED;
+        dst = c->async ? atl_mem_type((CUdeviceptr)(uintptr_t)c->host_dst) : ATL_MEM_PINNED;
         break;
     case ATL_CPY_HTOD:
     case ATL_CPY_HTOA:
         if (!c->async)
             return; /* blocks too, but it is not what starves the GPU */
-        src = mem_type((CUdeviceptr)(uintptr_t)c->host_src);
-        dst = MT_DEVICE;
+        src = atl_mem_type((CUdeviceptr)(uintptr_t)c->host_src);
+        dst = ATL_MEM_DEVICE;
         break;
     case ATL_CPY_GENERIC:
     case ATL_CPY_PEER:
         sync_kind = c->kind == ATL_CPY_PEER ? ATL_SC_PEER : ATL_SC_MEMCPY;
-        src = mem_type(c->src);
-        dst = mem_type(c->dst);
+        src = atl_mem_type(c->src);
+        dst = atl_mem_type(c->dst);
         break;
     case ATL_CPY_2D:
     case ATL_CPY_3D:
@@ -222,12 +206,12 @@ void atl_blocking_copy_post(const struct atl_copy *c, CUresult r)
     default:
         return; /* device to device, arrays, batches: never block the host */
     }
-    if (src == MT_DEVICE && hostlike(dst)) {
+    if (src == ATL_MEM_DEVICE && hostlike(dst)) {
         if (!c->async)
             count(sync_kind, n);
-        else if (dst == MT_PAGEABLE)
+        else if (dst == ATL_MEM_PAGEABLE)
             count(ATL_SC_ASYNC_D2H_PAGEABLE, n);
-    } else if (c->async && src == MT_PAGEABLE && dst == MT_DEVICE) {
+    } else if (c->async && src == ATL_MEM_PAGEABLE && dst == ATL_MEM_DEVICE) {
         count(ATL_SC_ASYNC_H2D_PAGEABLE, n);
     }
 }

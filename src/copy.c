@@ -1,6 +1,8 @@
 /* 2D and 3D copy descriptors, decoded once (copy.h). */
 #include "copy.h"
 
+#include "driver.h"
+
 #include <string.h>
 
 static struct atl_copy_end end(CUmemorytype type, const void *host, CUdeviceptr dev, CUarray array,
@@ -70,4 +72,16 @@ void atl_copy_decode_3d_peer(struct atl_copy_geom *g, const CUDA_MEMCPY3D_PEER *
     DECODE_3D(g, p);
     g->dst.ctx = p->dstContext, g->src.ctx = p->srcContext;
     finish(g, p->WidthInBytes, p->Height, p->Depth);
+}
+
+enum atl_mem atl_mem_type(CUdeviceptr p)
+{
+    if (!atl_drv.cuPointerGetAttribute)
+        return ATL_MEM_UNKNOWN;
+    unsigned t = 0;
+    if (atl_drv.cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
+        return ATL_MEM_PAGEABLE;
+    if (t == CU_MEMORYTYPE_HOST)
+        return ATL_MEM_PINNED;
+    return ATL_MEM_DEVICE;
 }

@@ -48,6 +48,13 @@ struct atl_copy_geom {
     size_t bytes;  /* width * height * depth */
 };
 
+/* What memory an address is, as the driver tells it (cuPointerGetAttribute's memory type):
+ * device (device, array or managed), pinned host, or pageable host (an address the driver
+ * does not know, which on the host means pageable; the fake driver agrees); unknown when the
+ * driver has no such call. One driver call: not for a hook's light path. */
+enum atl_mem { ATL_MEM_UNKNOWN, ATL_MEM_DEVICE, ATL_MEM_PINNED, ATL_MEM_PAGEABLE };
+enum atl_mem atl_mem_type(CUdeviceptr p);
+
 /* Each fills *g from its descriptor; p NULL leaves g->set 0 (the driver
  * refuses such a copy). */
 void atl_copy_decode_2d(struct atl_copy_geom *g, const CUDA_MEMCPY2D *p);

@@ -91,11 +91,10 @@ static int frame_kind(void *pc, char *kernel, size_t klen)
     int line = 0;
     int has_line = atl_sym_line(pc, file, sizeof file, &line, name, sizeof name);
     Dl_info it;
-    unsigned long off;
     if (!name[0] && dladdr(pc, &it) && it.dli_sname)
         snprintf(name, sizeof name, "%s", it.dli_sname);
     if (!name[0])
-        atl_sym_name(pc, name, sizeof name, &off); /* the runtime linked in is named here */
+        atl_sym_name(pc, name, sizeof name, NULL); /* the runtime linked in is named here */
     if (!name[0])
         return FR_USER;
     const char *d = atl_demangle(name);
@@ -126,11 +125,10 @@ static void raw_name(void *pc, char *out, size_t len)
     out[0] = '\0';
     atl_sym_line(pc, file, sizeof file, &line, out, len);
     Dl_info it;
-    unsigned long off;
     if (!out[0] && dladdr(pc, &it) && it.dli_sname)
         snprintf(out, len, "%s", it.dli_sname);
     if (!out[0])
-        atl_sym_name(pc, out, len, &off);
+        atl_sym_name(pc, out, len, NULL);
 }
 
 int atl_stack_site_index(const struct atl_stack *s)

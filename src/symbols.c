@@ -377,7 +377,8 @@ int atl_sym_name(void *pc, char *func, size_t funcsz, unsigned long *off)
         if (v - y->st_value < y->st_size) {
             const char *nm = e->str + y->st_name;
             snprintf(func, funcsz, "%.*s", (int)strnlen(nm, e->strsz - y->st_name), nm);
-            *off = (unsigned long)(v + 1 - y->st_value); /* from the return address */
+            if (off)
+                *off = (unsigned long)(v + 1 - y->st_value); /* from the return address */
             ok = func[0] != '\0';
         }
     }

@@ -21,7 +21,8 @@ int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, siz
 
 /* The function return address `pc` lies in, from its module's own symbol table (which
  * names what dladdr cannot: a static function, main in an executable linked without
- * -rdynamic), and pc's offset in it; 0 when unknown. With or without libdw. */
+ * -rdynamic), and pc's offset in it (off NULL: not asked); 0 when unknown. With or without
+ * libdw. */
 int atl_sym_name(void *pc, char *func, size_t funcsz, unsigned long *off);
 
 /* ATLAS_SYMBOLS=0 (tests, and a user who wants the old form): no look-ups. */

@@ -22,6 +22,7 @@
 #include "capture.h"
 #include "chrome.h"
 #include "config.h"
+#include "copy.h"
 #include "driver.h"
 #include "hint.h"
 #include "kernels.h"
@@ -164,10 +165,7 @@ static uint8_t copy_dir(enum atl_copy_way w)
 /* Host memory the driver does not know (not pinned, not registered, not managed): pageable. */
 static int host_pageable(const void *p)
 {
-    unsigned t = 0;
-    return p && atl_drv.cuPointerGetAttribute &&
-           atl_drv.cuPointerGetAttribute(&t, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                         (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS;
+    return p && atl_mem_type((CUdeviceptr)(uintptr_t)p) == ATL_MEM_PAGEABLE;
 }
 
 static void copy_op(const struct atl_copy *c, struct atl_op *o)

@@ -455,31 +455,25 @@ static void report_discard(struct report *r)
     r->kept = NULL, r->nkept = 0;
 }
 
-/* The report's lines, through line(ctx, ...), and then its kept lines are gone. */
-static void report_lines(struct report *r, void (*line)(void *, const char *), void *ctx)
+static void report_print(struct report *r)
 {
     if (r->lines)
-        line(ctx, r->lines == r->noted ? r->header_noted : r->header);
+        r->o->line(r->o->ctx, r->lines == r->noted ? r->header_noted : r->header);
     size_t printed = 0;
     for (int k = 0; k < NRANKS; k++)
         for (size_t i = 0; i < r->nkept; i++)
             if (r->kept[i].rank == k && printed < r->o->max_lines) {
-                line(ctx, r->kept[i].text);
+                r->o->line(r->o->ctx, r->kept[i].text);
                 printed++;
             }
     report_discard(r);
     if (r->lines > printed) {
-        char more[128];
-        snprintf(more, sizeof more, "  ... %zu more difference%s not shown (%s=%u)",
+        char line[128];
+        snprintf(line, sizeof line, "  ... %zu more difference%s not shown (%s=%u)",
                  r->lines - printed, r->lines - printed == 1 ? "" : "s",
                  r->o->max_name ? r->o->max_name : "ATLAS_DIFF_MAX", r->o->max_lines);
-        line(ctx, more);
+        r->o->line(r->o->ctx, line);
     }
-}
-
-static void report_print(struct report *r)
-{
-    report_lines(r, r->o->line, r->o->ctx);
 }
 
 /* "add_pos arg1", "memset ptr": a field of op o as the summaries name it */
@@ -1314,9 +1308,8 @@ void atl_shape_delta(const struct atl_step *a, const struct atl_step *b, char *b
     }
 }
 
-/* The report r as a finding, through opts->found: 1 when its lines are to be printed. Its
- * kernel is the first one whose parameters or launch changed. */
-/* r as a finding (kernel: room for its kernel's name). */
+/* The report r as a finding (kernel: room for its kernel's name). Its kernel is the first
+ * one whose parameters or launch changed. */
 static struct atl_diff_found found_of(const struct report *r, int folded, char *kernel, size_t klen)
 {
     struct atl_diff_found f = {.a = r->a,
@@ -1337,6 +1330,7 @@ static struct atl_diff_found found_of(const struct report *r, int folded, char *
     return f;
 }
 
+/* r through opts->found: 1 when its lines are to be printed. */
 static int tell_found(const struct report *r, int folded)
 {
     if (!r->o->found)
