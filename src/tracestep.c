@@ -13,6 +13,7 @@
 #include "chrome.h"
 #include "config.h"
 #include "findings.h"
+#include "hint.h"
 #include "hostmap.h"
 #include "kernels.h"
 #include "ledger.h"
@@ -1105,6 +1106,13 @@ void atl_tstep_exit(void (*hints)(void))
     for (int i = 0; i < nnames; i++)
         atl_series_flush_kind(&series, &names[i].k, &o);
     atl_series_done(&series, &o);
+    /* the summary's hints as the user would type them (--diff-warmup under atlas-trace) */
+    char warm[64], ptrs[64], res[64], quiet[140];
+    stats.warmup_how = atl_hint_setting("ATLAS_DIFF_WARMUP", "1", warm, sizeof warm);
+    snprintf(quiet, sizeof quiet, "%s %s",
+             atl_hint_setting("ATLAS_DIFF_POINTERS", "all", ptrs, sizeof ptrs),
+             atl_hint_setting("ATLAS_DIFF_RESIDUE", "all", res, sizeof res));
+    stats.quiet_how = quiet;
     atl_diff_summary(&stats, summary_line_cb, NULL);
     if (json) {
         fclose(json);

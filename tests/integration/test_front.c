@@ -296,6 +296,28 @@ START_TEST(summary_line_ends_the_run)
 }
 END_TEST
 
+/* The step trace's summary names its settings as the user typed the run: under atlas-trace
+ * the warm-up line says --diff-warmup, and pasting it prints the held-back reports. */
+START_TEST(trace_summary_hints_in_the_users_terms)
+{
+    const char *plain[] = {"--trace", BUILD_DIR "/tests/trace_steps", "autotune", "30", NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, plain, NULL);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    HAS(r.err, "6 differing steps of warm-up not printed");
+    HAS(r.err, "; --diff-warmup prints them)\n");
+    ck_assert_int_eq(occurrences(r.err, "differs from"), 1);
+    run_free(&r);
+    const char *pasted[] = {
+        "--trace", "--diff-warmup", BUILD_DIR "/tests/trace_steps", "autotune", "30", NULL};
+    run_tool(&r, TOOL, pasted, NULL);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    ck_assert_int_eq(occurrences(r.err, "differs from"), 7);
+    HASNT(r.err, "warm-up not printed");
+    run_free(&r);
+}
+END_TEST
+
 /* A bare preload says nothing of its own: it may be loaded into every process of a job. */
 START_TEST(bare_preload_has_no_summary)
 {
@@ -1053,6 +1075,7 @@ int main(void)
     tcase_add_test(tc, each_option_sets_its_variable);
     tcase_add_test(tc, every_setting_has_an_option);
     tcase_add_test(tc, quiet_says_findings);
+    tcase_add_test(tc, trace_summary_hints_in_the_users_terms);
     tcase_add_test(tc, no_options_set_only_the_preload);
     tcase_add_loop_test(tc, summary_line_ends_the_run, 0,
                         (int)(sizeof summaries / sizeof summaries[0]));
