@@ -5,15 +5,13 @@ MODEL: mlp (the default: a small MLP, SGD; prints ns_per_op, per step), gpt2
 (a Hugging Face GPT-2 of 4 layers of width 256 built from a config, no
 download, batch 8x128, AdamW; prints ns_per_op_gpt2, per step) or both (the
 two, in that order, prints ns_per_op_mlp and ns_per_op_gpt2). Without
-transformers the GPT-2 line is "gpt2 skipped: ..."."""
+transformers the GPT-2 line is "gpt2 skipped: ...". mlp_step() and gpt2_step()
+build the steps for other timers (bench/redzone/torch_windows.py)."""
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
-
-steps = int(sys.argv[1]) if len(sys.argv) > 1 else 300
-which = sys.argv[2] if len(sys.argv) > 2 else "mlp"
 
 
 def timed(step, n, warm):
@@ -61,12 +59,19 @@ def gpt2_step():
     return step
 
 
-if which in ("mlp", "both"):
-    ns = timed(mlp_step(), steps, 30)
-    print(f"ns_per_op{'_mlp' if which == 'both' else ''} {ns:.1f}", flush=True)
-if which in ("gpt2", "both"):
-    step = gpt2_step()
-    if isinstance(step, str):
-        print(f"gpt2 skipped: {step}")
-    else:
-        print(f"ns_per_op_gpt2 {timed(step, max(steps // 4, 10), 5):.1f}", flush=True)
+def main():
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+    which = sys.argv[2] if len(sys.argv) > 2 else "mlp"
+    if which in ("mlp", "both"):
+        ns = timed(mlp_step(), steps, 30)
+        print(f"ns_per_op{'_mlp' if which == 'both' else ''} {ns:.1f}", flush=True)
+    if which in ("gpt2", "both"):
+        step = gpt2_step()
+        if isinstance(step, str):
+            print(f"gpt2 skipped: {step}")
+        else:
+            print(f"ns_per_op_gpt2 {timed(step, max(steps // 4, 10), 5):.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

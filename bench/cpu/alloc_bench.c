@@ -7,7 +7,9 @@
  * Run natively and under the preload (ATLAS_TRACE=1, ATLAS_REDZONE=N):
  * the difference is the ledger's and the red zones' bookkeeping, which must
  * not grow with the number of live allocations.
- *   alloc_bench LIVE [PAIRS]
+ *   alloc_bench LIVE [PAIRS] [async]
+ * async: cuMemFreeAsync and cuMemAllocAsync on the legacy stream, as PyTorch's
+ * cudaMallocAsync backend (the pool red zones route it to) makes them.
  */
 #include <cuda.h>
 #include <stdio.h>
@@ -33,6 +35,17 @@ static double now_ns(void)
 
 static CUdeviceptr *keep;
 static long live;
+static int async;
+
+static CUresult pair_free(CUdeviceptr p)
+{
+    return async ? cuMemFreeAsync(p, NULL) : cuMemFree(p);
+}
+
+static CUresult pair_alloc(CUdeviceptr *p)
+{
+    return async ? cuMemAllocAsync(p, 256, NULL) : cuMemAlloc(p, 256);
+}
 
 /* Each round frees one live allocation, picked pseudo-randomly as a program
  * without a caching allocator frees them, and allocates its replacement: the
@@ -44,11 +57,11 @@ static int pairs(long n)
     for (long i = 0; i < n; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         CUdeviceptr *slot = &keep[live ? (long)(x % (unsigned long long)live) : 0];
-        if (live && cuMemFree(*slot) != CUDA_SUCCESS)
+        if (live && pair_free(*slot) != CUDA_SUCCESS)
             return 1;
-        if (cuMemAlloc(slot, 256) != CUDA_SUCCESS)
+        if (pair_alloc(slot) != CUDA_SUCCESS)
             return 1;
-        if (!live && cuMemFree(*slot) != CUDA_SUCCESS)
+        if (!live && pair_free(*slot) != CUDA_SUCCESS)
             return 1;
     }
     return 0;
@@ -58,6 +71,7 @@ int main(int argc, char **argv)
 {
     live = argc > 1 ? atol(argv[1]) : 10;
     long n = argc > 2 ? atol(argv[2]) : 20000;
+    async = argc > 3 && argv[3][0] == 'a';
     CUdevice dev;
     CUcontext ctx;
     if (live < 0 || n <= 0 || cuInit(0) || cuDeviceGet(&dev, 0) ||
@@ -81,7 +95,7 @@ int main(int argc, char **argv)
         return 1;
     double t1 = now_ns();
     CALLGRIND_STOP_INSTRUMENTATION;
-    printf("pair %ld %.1f\n", live, (t1 - t0) / (double)n);
+    printf("pair%s %ld %.1f\n", async ? "-async" : "", live, (t1 - t0) / (double)n);
     /* the live set is left to process exit, as a leaking program would */
     return 0;
 }
