@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1323,242 +1324,275 @@ int atl_trace_read(FILE *f, int (*fn)(void *ctx, struct atl_step *s), void *ctx,
     return atl_trace_read_reuse(f, fn, NULL, ctx, err, errlen);
 }
 
+/* One reading of a trace file (atl_trace_read_reuse): the lines, the step
+ * being read, and what version 2 carries from line to line. */
+struct reader {
+    struct lines rd;
+    size_t lineno;
+    int steps; /* steps read whole */
+    int open;  /* a step is being read: cur */
+    int named; /* cur's name is known (version 2: from its end) */
+    struct atl_step cur;
+    struct jline *L;             /* the line being read */
+    const struct atl_kfn *lastk; /* version 1: the kernel of the last launch read */
+    /* version 2: the kernels the open step declared (id - 1), the last
+     * step's, and the stream of the op before */
+    const struct atl_kfn **decl, **prevdecl;
+    size_t ndecl, capdecl, nprevdecl, capprev;
+    uint64_t stream;
+    int (*fn)(void *ctx, struct atl_step *s);
+    void (*fresh)(void *ctx, struct atl_step *s);
+    void *ctx;
+    char *err;
+    size_t errlen;
+};
+
+/* "line N: " and the message, as the reader's error; -1. */
+static int __attribute__((format(printf, 2, 3))) bad(struct reader *r, const char *fmt, ...)
+{
+    int n = snprintf(r->err, r->errlen, "line %zu: ", r->lineno);
+    if (n >= 0 && (size_t)n < r->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* The header: what follows is in this version. */
+static int rd_header(struct reader *r)
+{
+    const struct jline *L = r->L;
+    if (strcmp(L->format, ATL_TRACE_FORMAT) != 0)
+        return bad(r, "not an atlastrace step trace (format \"%s\")", L->format);
+    if (L->version < 1 || L->version > ATL_TRACE_VERSION)
+        return bad(r,
+                   "format version %" PRIu64
+                   ": this reader reads versions 1 to %d (a newer atlastrace wrote it?)",
+                   L->version, ATL_TRACE_VERSION);
+    if (r->open)
+        return bad(r, "a header inside step %" PRIu64, r->cur.index);
+    return 0;
+}
+
+/* The step a record names: it opens one, or must be the open one. */
+static int rd_step(struct reader *r)
+{
+    const struct jline *L = r->L;
+    struct atl_step *cur = &r->cur;
+    if (!L->has_step)
+        return bad(r, "record without a " ATL_TF_QUOTED(ATL_TF_STEP) " (or " ATL_TF_QUOTED(
+                          ATL_TF_V2_STEP) ")");
+    if (!r->open) { /* cur is empty (annotations of this line aside) */
+        snprintf(cur->name, sizeof cur->name, "%s", L->name);
+        r->named = L->has_name;
+        cur->index = L->step;
+        r->open = 1;
+        r->ndecl = 0;
+    } else if (L->step != cur->index || (L->has_name && r->named && strcmp(L->name, cur->name))) {
+        return bad(r, "step %" PRIu64 " begins before step %" PRIu64 " ended (truncated?)", L->step,
+                   cur->index);
+    } else if (L->has_name && !r->named) { /* version 2: the name comes with the end */
+        snprintf(cur->name, sizeof cur->name, "%s", L->name);
+        r->named = 1;
+    }
+    return 0;
+}
+
+/* A step's end: the step goes to the caller. */
+static int rd_end(struct reader *r)
+{
+    const struct jline *L = r->L;
+    struct atl_step *cur = &r->cur;
+    if (L->nops != cur->nops)
+        return bad(r, "step %" PRIu64 " ends with %zu ops, its end record says %" PRIu64,
+                   cur->index, cur->nops, L->nops);
+    r->steps++;
+    /* the end record says whose step it was */
+    snprintf(cur->thread, sizeof cur->thread, "%s", L->thread);
+    cur->stream = L->o.stream;
+    struct atl_step done = *cur;
+    atl_step_init(cur, "");
+    r->open = 0;
+    /* this step's kernels are the next one's likely ones */
+    const struct atl_kfn **t = r->prevdecl;
+    r->prevdecl = r->decl, r->nprevdecl = r->ndecl;
+    r->decl = t, r->ndecl = 0;
+    size_t tc = r->capprev;
+    r->capprev = r->capdecl, r->capdecl = tc;
+    if (r->fn(r->ctx, &done) != 0)
+        return bad(r, "out of memory");
+    if (r->fresh) /* after fn: it may hand back a step done with */
+        r->fresh(r->ctx, cur);
+    return 0;
+}
+
+/* A version 1 launch: its kernel by name and layout, shared by a run of
+ * launches of one kernel. */
+static int rd_v1_launch(struct reader *r)
+{
+    struct jline *L = r->L;
+    if (!L->kernel[0])
+        return bad(r, "launch without a kernel");
+    L->o.kind = ATL_OP_LAUNCH;
+    /* a run of launches of one kernel: the last one's record again */
+    if (r->lastk && same_kernel(r->lastk, L))
+        L->o.u.k.kfn = r->lastk;
+    else
+        L->o.u.k.kfn = r->lastk = atl_kfn_intern(L->kernel, NULL, L->np, L->off, L->size);
+    if (!L->o.u.k.kfn)
+        return bad(r, "out of memory");
+    /* learned by the recording process: kept for every later op of the
+     * kernel (the record is shared) */
+    if (L->residue)
+        __atomic_fetch_or((uint64_t *)&L->o.u.k.kfn->residue, L->residue, __ATOMIC_RELAXED);
+    /* a layout given without the bytes (a declaration's "params" on an op line) */
+    if (L->o.u.k.kfn->total && (!L->pbytes || L->pused < L->o.u.k.kfn->total))
+        return bad(r, "a launch without its parameter bytes");
+    L->o.u.k.bytes = (uintptr_t)L->pbytes;
+    return 0;
+}
+
+/* An op of the open step, in order. */
+static int rd_op(struct reader *r)
+{
+    struct jline *L = r->L;
+    struct atl_step *cur = &r->cur;
+    if (!L->has_op)
+        return bad(
+            r, "record without an " ATL_TF_QUOTED(ATL_TF_OP) " or an " ATL_TF_QUOTED(ATL_TF_END));
+    if (L->op != cur->nops)
+        return bad(r, "op %" PRIu64 " out of order (expected op %zu)", L->op, cur->nops);
+    if (L->v2) {
+        /* the stream is written when it changes from the op before */
+        if (L->has_st)
+            r->stream = L->o.stream;
+        else if (cur->nops == 0)
+            return bad(r,
+                       "the step's first op has no stream (" ATL_TF_QUOTED(ATL_TF_V2_STREAM) ")");
+        else
+            L->o.stream = r->stream;
+        const char *why = op_v2(L, r->decl, r->ndecl, cur);
+        if (why)
+            return bad(r, "%s", why);
+    } else if (!strcmp(L->kind, "launch")) {
+        if (rd_v1_launch(r) != 0)
+            return -1;
+    } else if (!kind_other(L)) {
+        return bad(r, "unknown op kind \"%s\"", L->kind);
+    }
+    if (atl_step_push(cur, &L->o) != 0)
+        return bad(r, "out of memory");
+    return 0;
+}
+
+/* One parsed record. */
+static int rd_record(struct reader *r)
+{
+    struct jline *L = r->L;
+    if (L->has_fmt)
+        return rd_header(r);
+    if (rd_step(r) != 0)
+        return -1;
+    if (L->end)
+        return rd_end(r);
+    if (L->v2 && !L->has_op) { /* a kernel's declaration */
+        const char *why = declare(L, &r->decl, &r->ndecl, &r->capdecl, r->prevdecl, r->nprevdecl);
+        return why ? bad(r, "%s", why) : 0;
+    }
+    return rd_op(r);
+}
+
+/* The next line read and handed to rd_record: 1 when one was, 0 at the end
+ * of the file (or of its whole lines), -1 on an error. */
+static int rd_line(struct reader *r)
+{
+    int complete, oom = 0;
+    char *line = read_line(&r->rd, &complete, &oom);
+    if (!line && oom) {
+        r->lineno++;
+        return oom == 2 ? bad(r, "longer than %zu MiB: not a trace file", ATL_READ_LINE_MAX >> 20)
+                        : bad(r, "out of memory");
+    }
+    if (!line)
+        return 0;
+    r->lineno++;
+    if (!complete && r->steps > 0) {
+        /* the writer only writes whole lines, but the kernel may cut a write
+         * when the process is killed: keep the whole steps */
+        bad(r, "the last line is incomplete (the run was killed?); skipped");
+        return 0;
+    }
+    struct jp j = {.p = line};
+    ws(&j);
+    if (!*j.p && complete)
+        return 1; /* blank line */
+    struct jline *L = r->L;
+    memset(L, 0, offsetof(struct jline, kernel));
+    L->kernel[0] = '\0';
+    if (L->pused)
+        memset(L->pbytes, 0, L->pused);
+    L->pused = 0;
+    /* the line's NUL: where its newline was, or (a last line without one) the end */
+    if (!fast_launch(j.p, r->rd.buf + r->rd.start - (complete ? 1 : 0), L) &&
+        (memset(L, 0, offsetof(struct jline, kernel)),
+         parse_line(&j, L, &r->cur, (uint32_t)r->cur.nops) != 0))
+        return bad(r, "%s", j.err ? j.err : "not a trace record");
+    if (!complete)
+        return bad(r, "the file ends in the middle of a line (truncated?)");
+    return rd_record(r) == 0 ? 1 : -1;
+}
+
+/* After the last line: a step left open, or none at all. */
+static int rd_finish(struct reader *r)
+{
+    if (r->open && r->steps > 0) {
+        size_t n = strlen(r->err);
+        snprintf(r->err + n, r->errlen - n,
+                 "%sthe file ends inside step %" PRIu64
+                 " (the run was killed?): its %zu ops skipped",
+                 n ? "; " : "", r->cur.index, r->cur.nops);
+    } else if (r->open) {
+        return bad(r, "the file ends inside step %" PRIu64 " (truncated?)", r->cur.index);
+    }
+    if (r->steps == 0) {
+        if (r->lineno == 0)
+            snprintf(r->err, r->errlen, "the file is empty (no steps)");
+        else
+            bad(r, "no complete step in the file");
+        return -1;
+    }
+    return 0;
+}
+
 int atl_trace_read_reuse(FILE *f, int (*fn)(void *ctx, struct atl_step *s),
                          void (*fresh)(void *ctx, struct atl_step *s), void *ctx, char *err,
                          size_t errlen)
 {
-    struct lines rd = {.f = f};
-    size_t lineno = 0;
-    int complete, rc = -1, open = 0, steps = 0, oom = 0;
-    const struct atl_kfn *lastk = NULL; /* the kernel of the last launch read */
-    /* version 2: the kernels the open step declared (id - 1), the last
-     * step's, and the stream of the op before */
-    const struct atl_kfn **decl = NULL, **prevdecl = NULL;
-    size_t ndecl = 0, capdecl = 0, nprevdecl = 0, capprev = 0;
-    uint64_t stream = 0;
-    int named = 0; /* the open step's name is known (version 2: from its end) */
-    struct atl_step cur;
-    struct jline *L = calloc(1, sizeof *L);
-    atl_step_init(&cur, "");
+    struct reader r = {
+        .rd = {.f = f}, .fn = fn, .fresh = fresh, .ctx = ctx, .err = err, .errlen = errlen};
+    int rc;
+    r.L = calloc(1, sizeof *r.L);
+    atl_step_init(&r.cur, "");
     if (errlen)
         err[0] = '\0';
-    if (!L) {
+    if (!r.L) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     if (fresh)
-        fresh(ctx, &cur);
-    for (;;) {
-        char *line = read_line(&rd, &complete, &oom);
-        if (!line && oom) {
-            if (oom == 2)
-                snprintf(err, errlen, "line %zu: longer than %zu MiB: not a trace file", lineno + 1,
-                         ATL_READ_LINE_MAX >> 20);
-            else
-                snprintf(err, errlen, "line %zu: out of memory", lineno + 1);
-            goto out;
-        }
-        if (!line)
-            break;
-        lineno++;
-        if (!complete && steps > 0) {
-            /* the writer only writes whole lines, but the kernel may cut a
-             * write when the process is killed: keep the whole steps */
-            snprintf(err, errlen,
-                     "line %zu: the last line is incomplete (the run was killed?); "
-                     "skipped",
-                     lineno);
-            break;
-        }
-        struct jp j = {.p = line};
-        ws(&j);
-        if (!*j.p && complete)
-            continue; /* blank line */
-        memset(L, 0, offsetof(struct jline, kernel));
-        L->kernel[0] = '\0';
-        if (L->pused)
-            memset(L->pbytes, 0, L->pused);
-        L->pused = 0;
-        /* the line's NUL: where its newline was, or (a last line without one) the end */
-        if (fast_launch(j.p, rd.buf + rd.start - (complete ? 1 : 0), L)) {
-            /* read */
-        } else if ((memset(L, 0, offsetof(struct jline, kernel)),
-                    parse_line(&j, L, &cur, (uint32_t)cur.nops) != 0)) {
-            snprintf(err, errlen, "line %zu: %s", lineno, j.err ? j.err : "not a trace record");
-            goto out;
-        }
-        if (!complete) {
-            snprintf(err, errlen, "line %zu: the file ends in the middle of a line (truncated?)",
-                     lineno);
-            goto out;
-        }
-        if (L->has_fmt) { /* the header: what follows is in this version */
-            if (strcmp(L->format, ATL_TRACE_FORMAT) != 0) {
-                snprintf(err, errlen, "line %zu: not an atlastrace step trace (format \"%s\")",
-                         lineno, L->format);
-                goto out;
-            }
-            if (L->version < 1 || L->version > ATL_TRACE_VERSION) {
-                snprintf(err, errlen,
-                         "line %zu: format version %" PRIu64
-                         ": this reader reads versions 1 to %d (a newer atlastrace wrote it?)",
-                         lineno, L->version, ATL_TRACE_VERSION);
-                goto out;
-            }
-            if (open) {
-                snprintf(err, errlen, "line %zu: a header inside step %" PRIu64, lineno, cur.index);
-                goto out;
-            }
-            continue;
-        }
-        if (!L->has_step) {
-            snprintf(err, errlen,
-                     "line %zu: record without a " ATL_TF_QUOTED(ATL_TF_STEP) " (or " ATL_TF_QUOTED(
-                         ATL_TF_V2_STEP) ")",
-                     lineno);
-            goto out;
-        }
-        if (!open) { /* cur is empty (annotations of this line aside) */
-            snprintf(cur.name, sizeof cur.name, "%s", L->name);
-            named = L->has_name;
-            cur.index = L->step;
-            open = 1;
-            ndecl = 0;
-        } else if (L->step != cur.index || (L->has_name && named && strcmp(L->name, cur.name))) {
-            snprintf(err, errlen,
-                     "line %zu: step %" PRIu64 " begins before step %" PRIu64 " ended (truncated?)",
-                     lineno, L->step, cur.index);
-            goto out;
-        } else if (L->has_name && !named) { /* version 2: the name comes with the end */
-            snprintf(cur.name, sizeof cur.name, "%s", L->name);
-            named = 1;
-        }
-        if (L->end) {
-            if (L->nops != cur.nops) {
-                snprintf(err, errlen,
-                         "line %zu: step %" PRIu64
-                         " ends with %zu ops, its end record says %" PRIu64,
-                         lineno, cur.index, cur.nops, L->nops);
-                goto out;
-            }
-            steps++;
-            /* the end record says whose step it was */
-            snprintf(cur.thread, sizeof cur.thread, "%s", L->thread);
-            cur.stream = L->o.stream;
-            struct atl_step done = cur;
-            atl_step_init(&cur, "");
-            open = 0;
-            /* this step's kernels are the next one's likely ones */
-            const struct atl_kfn **t = prevdecl;
-            prevdecl = decl, nprevdecl = ndecl;
-            decl = t, ndecl = 0;
-            size_t tc = capprev;
-            capprev = capdecl, capdecl = tc;
-            if (fn(ctx, &done) != 0) {
-                snprintf(err, errlen, "line %zu: out of memory", lineno);
-                goto out;
-            }
-            if (fresh) /* after fn: it may hand back a step done with */
-                fresh(ctx, &cur);
-            continue;
-        }
-        if (L->v2 && !L->has_op) { /* a kernel's declaration */
-            const char *why = declare(L, &decl, &ndecl, &capdecl, prevdecl, nprevdecl);
-            if (why) {
-                snprintf(err, errlen, "line %zu: %s", lineno, why);
-                goto out;
-            }
-            continue;
-        }
-        if (!L->has_op) {
-            snprintf(err, errlen,
-                     "line %zu: record without an " ATL_TF_QUOTED(
-                         ATL_TF_OP) " or an " ATL_TF_QUOTED(ATL_TF_END),
-                     lineno);
-            goto out;
-        }
-        if (L->op != cur.nops) {
-            snprintf(err, errlen, "line %zu: op %" PRIu64 " out of order (expected op %zu)", lineno,
-                     L->op, cur.nops);
-            goto out;
-        }
-        if (L->v2) {
-            /* the stream is written when it changes from the op before */
-            if (L->has_st)
-                stream = L->o.stream;
-            else if (cur.nops == 0) {
-                snprintf(err, errlen,
-                         "line %zu: the step's first op has no stream (" ATL_TF_QUOTED(
-                             ATL_TF_V2_STREAM) ")",
-                         lineno);
-                goto out;
-            } else
-                L->o.stream = stream;
-            const char *why = op_v2(L, decl, ndecl, &cur);
-            if (why) {
-                snprintf(err, errlen, "line %zu: %s", lineno, why);
-                goto out;
-            }
-        } else if (!strcmp(L->kind, "launch")) {
-            if (!L->kernel[0]) {
-                snprintf(err, errlen, "line %zu: launch without a kernel", lineno);
-                goto out;
-            }
-            L->o.kind = ATL_OP_LAUNCH;
-            /* a run of launches of one kernel: the last one's record again */
-            if (lastk && same_kernel(lastk, L))
-                L->o.u.k.kfn = lastk;
-            else
-                L->o.u.k.kfn = lastk = atl_kfn_intern(L->kernel, NULL, L->np, L->off, L->size);
-            if (!L->o.u.k.kfn) {
-                snprintf(err, errlen, "line %zu: out of memory", lineno);
-                goto out;
-            }
-            /* learned by the recording process: kept for every later op
-             * of the kernel (the record is shared) */
-            if (L->residue)
-                __atomic_fetch_or((uint64_t *)&L->o.u.k.kfn->residue, L->residue, __ATOMIC_RELAXED);
-            /* a layout given without the bytes (a declaration's "params" on an op line) */
-            if (L->o.u.k.kfn->total && (!L->pbytes || L->pused < L->o.u.k.kfn->total)) {
-                snprintf(err, errlen, "line %zu: a launch without its parameter bytes", lineno);
-                goto out;
-            }
-            L->o.u.k.bytes = (uintptr_t)L->pbytes;
-        } else if (!kind_other(L)) {
-            snprintf(err, errlen, "line %zu: unknown op kind \"%s\"", lineno, L->kind);
-            goto out;
-        }
-        if (atl_step_push(&cur, &L->o) != 0) {
-            snprintf(err, errlen, "line %zu: out of memory", lineno);
-            goto out;
-        }
-    }
-    if (open && steps > 0) {
-        size_t n = strlen(err);
-        snprintf(err + n, errlen - n,
-                 "%sthe file ends inside step %" PRIu64
-                 " (the run was killed?): its %zu ops skipped",
-                 n ? "; " : "", cur.index, cur.nops);
-    } else if (open) {
-        snprintf(err, errlen, "line %zu: the file ends inside step %" PRIu64 " (truncated?)",
-                 lineno, cur.index);
-        goto out;
-    }
-    if (steps == 0) {
-        if (lineno == 0)
-            snprintf(err, errlen, "the file is empty (no steps)");
-        else
-            snprintf(err, errlen, "line %zu: no complete step in the file", lineno);
-        goto out;
-    }
-    rc = 0;
-out:
-    atl_step_free(&cur);
-    free(L->pbytes);
-    free(L->notes);
-    free(L);
-    free(rd.buf);
-    free(decl);
-    free(prevdecl);
+        fresh(ctx, &r.cur);
+    while ((rc = rd_line(&r)) > 0)
+        ;
+    if (rc == 0)
+        rc = rd_finish(&r);
+    atl_step_free(&r.cur);
+    free(r.L->pbytes);
+    free(r.L->notes);
+    free(r.L);
+    free(r.rd.buf);
+    free(r.decl);
+    free(r.prevdecl);
     return rc;
 }
