@@ -44,6 +44,8 @@ BENCH_TARGETS += redzone-bench
 # training step, native, the routed pool alone, default and launch mode,
 # interleaved, medians of RZ_TORCH_ROUNDS rounds, with the bars.
 #   make redzone-torch-bench [RZ_TORCH_ROUNDS=3] [RZ_TORCH_STEPS=200]
+# with RZ_TORCH_SPLIT=1, RZ_TORCH_DECOMP=1 or RZ_TORCH_KEPT=1 in the environment for more rows
+# (bench/redzone/run_torch_bench.sh says which)
 RZ_TORCH_ROUNDS ?= 3
 RZ_TORCH_STEPS ?= 200
 .PHONY: redzone-torch-bench

@@ -13,6 +13,9 @@
 #   noquar       (RZ_TORCH_SPLIT=1) default without the quarantine
 #   kept         (RZ_TORCH_KEPT=1) ATLAS_REDZONE=64: PyTorch keeps its
 #                caching allocator (the default, ATLAS_REDZONE_POOLS=auto)
+#   ledger       (RZ_TORCH_DECOMP=1) the routed pool with the allocation
+#                ledger alone (ATLAS_LEAKS=1: a call stack per allocation)
+#   nostack      (RZ_TORCH_DECOMP=1) default mode with ATLAS_STACK_DEPTH=0
 # Bars (issue #29): default at most 1.05x the routed pool alone; launch at
 # most 1.5x native; on both steps.
 #   run_torch_bench.sh BUILD [ROUNDS] [STEPS]
@@ -41,6 +44,13 @@ launch|ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route ATLAS_REDZONE_CHECK=launch|lau
 if [ "${RZ_TORCH_SPLIT:-0}" = 1 ]; then
     configs="$configs
 noquar|ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route ATLAS_REDZONE_QUARANTINE_MB=0|default mode, routed, no quarantine (\`ATLAS_REDZONE_QUARANTINE_MB=0\`)"
+fi
+# what a red zone costs per allocation, apart (RZ_TORCH_DECOMP=1): the allocation ledger alone on
+# the routed pool (its call stacks included), then default mode without the call stacks
+if [ "${RZ_TORCH_DECOMP:-0}" = 1 ]; then
+    configs="$configs
+ledger|PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync ATLAS_LEAKS=1|the allocation ledger alone on the routed pool (\`ATLAS_LEAKS=1\`)
+nostack|ATLAS_REDZONE=64 ATLAS_REDZONE_POOLS=route ATLAS_STACK_DEPTH=0|default mode, routed, no call stacks (\`ATLAS_STACK_DEPTH=0\`)"
 fi
 if [ "${RZ_TORCH_KEPT:-0}" = 1 ]; then
     configs="$configs
