@@ -72,6 +72,18 @@ void atl_frame_format(void *pc, char *buf, size_t len)
 /* What a frame is to a report looking for the user's own: CUDA's, or the user's. */
 enum { FR_USER, FR_CUDA, FR_STUB };
 
+/* Where libdw gave frame pc no name (name[0] == '\0'): dladdr's (exported symbols only),
+ * else the module's own symbol table's (a static function, main, the CUDA runtime nvcc
+ * linked into an executable). */
+static void name_else(void *pc, char *name, size_t len)
+{
+    Dl_info it;
+    if (!name[0] && dladdr(pc, &it) && it.dli_sname)
+        snprintf(name, len, "%s", it.dli_sname);
+    if (!name[0])
+        atl_sym_name(pc, name, len, NULL);
+}
+
 /* Frame pc at report time: plumbing (a CUDA library), or CUDA's runtime linked into the
  * program itself, as nvcc links it by default (-cudart static): no library of its own to tell
  * it by, so the symbol table's names (libdw; dladdr's where that is all there is): CUDA 13's
@@ -90,11 +102,7 @@ static int frame_kind(void *pc, char *kernel, size_t klen)
     char file[512] = "", name[256] = "";
     int line = 0;
     int has_line = atl_sym_line(pc, file, sizeof file, &line, name, sizeof name);
-    Dl_info it;
-    if (!name[0] && dladdr(pc, &it) && it.dli_sname)
-        snprintf(name, sizeof name, "%s", it.dli_sname);
-    if (!name[0])
-        atl_sym_name(pc, name, sizeof name, NULL); /* the runtime linked in is named here */
+    name_else(pc, name, sizeof name);
     if (!name[0])
         return FR_USER;
     const char *d = atl_demangle(name);
@@ -124,11 +132,7 @@ static void raw_name(void *pc, char *out, size_t len)
     int line;
     out[0] = '\0';
     atl_sym_line(pc, file, sizeof file, &line, out, len);
-    Dl_info it;
-    if (!out[0] && dladdr(pc, &it) && it.dli_sname)
-        snprintf(out, len, "%s", it.dli_sname);
-    if (!out[0])
-        atl_sym_name(pc, out, len, NULL);
+    name_else(pc, out, len);
 }
 
 int atl_stack_site_index(const struct atl_stack *s)
