@@ -228,7 +228,7 @@ void atl_series_same(struct atl_series *ser, struct atl_kind *k, struct atl_shap
     ref->used = ++ser->clock;
     k->recent = (int)(ref - k->slot);
     atl_fold_flush(&ref->fold, o); /* an identical step ends a run */
-    atl_fold_settle(&ref->fold, ser->st);
+    atl_fold_settle(&ref->fold);
 }
 
 size_t atl_series_compare(struct atl_series *ser, struct atl_kind *k, const struct atl_step *s,

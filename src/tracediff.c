@@ -1420,9 +1420,8 @@ static void held_release(struct atl_fold *f, const struct atl_diff_opts *o)
     held_free(f, 0);
 }
 
-void atl_fold_settle(struct atl_fold *f, struct atl_diff_stats *st)
+void atl_fold_settle(struct atl_fold *f)
 {
-    (void)st;
     held_free(f, 1);
     f->settled = 1;
 }
@@ -1611,7 +1610,7 @@ done:
         atl_fold_flush(fold, opts); /* identical, or too much to fold: a run ends */
     }
     if (fold && r.lines == 0)
-        atl_fold_settle(fold, st); /* the reference's host values again */
+        atl_fold_settle(fold); /* the reference's host values again */
     if (fold && opts->warmup && !fold->settled && r.lines > r.noted) {
         /* warm-up: held back (printed if the next step of the shape begins a run with it) */
         if (begun) {

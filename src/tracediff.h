@@ -179,8 +179,8 @@ void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *opts);
 size_t atl_fold_again(struct atl_fold *f, uint64_t index);
 void atl_fold_free(struct atl_fold *f);
 /* A step of f's shape had the reference's host values: f's reference is settled (a report
- * held back is dropped as warm-up, counted in st when given). */
-void atl_fold_settle(struct atl_fold *f, struct atl_diff_stats *st);
+ * held back is dropped as warm-up, counted in the stats it was held with). */
+void atl_fold_settle(struct atl_fold *f);
 
 /* A step's shape: the sequence of its ops' kinds and kernels (names and
  * parameter counts, not values), hashed once and kept in s->shapesum; never 0. */
