@@ -566,6 +566,30 @@ START_TEST(allocation_sites_at_one_depth)
 }
 END_TEST
 
+/* Forty call chains through one stack address, in turn, five rounds: each
+ * is unwound once (eight ways an address, as the cache first had, unwound
+ * all 200: a PyTorch step's chains meet at a few addresses). Eighty overfill
+ * the 64 chains one address may keep: each capture unwinds, and each
+ * allocation is still named by its own site. */
+START_TEST(stack_cache_many_chains_at_one_address)
+{
+    static const char *const env[] = {"ATLAS_LEAKS=1", "ATLAS_LOG_LEVEL=info",
+                                      "ATLAS_REDZONE_QUARANTINE_MB=0", NULL};
+    struct run_result r;
+    rz_run(&r, "chains", "40", env);
+    HAS(r.log, "leaks: 200 call stacks taken, 40 of them unwound (the rest reused)");
+    run_free(&r);
+    rz_run(&r, "chains", "80", env);
+    HAS(r.log, "leaks: 400 call stacks taken, 400 of them unwound (the rest reused)");
+    run_free(&r);
+    /* with the quarantine, each free takes a call stack too: one chain more */
+    static const char *const quar[] = {"ATLAS_LEAKS=1", "ATLAS_LOG_LEVEL=info", NULL};
+    rz_run(&r, "chains", "40", quar);
+    HAS(r.log, "leaks: 400 call stacks taken, 41 of them unwound (the rest reused)");
+    run_free(&r);
+}
+END_TEST
+
 /* Status 4 at teardown is normal: no warning, no failed free, and the
  * allocation the program did free is not a leak. */
 START_TEST(teardown_no_false_alarm)
@@ -1150,6 +1174,7 @@ int main(void)
     tcase_add_test(tc, leaks_and_exit_scan);
     tcase_add_test(tc, leaks_without_redzone);
     tcase_add_test(tc, allocation_sites_at_one_depth);
+    tcase_add_test(tc, stack_cache_many_chains_at_one_address);
     tcase_add_test(tc, teardown_no_false_alarm);
     tcase_add_test(tc, failed_alloc_report);
     tcase_add_test(tc, failed_alloc_not_oom_is_quiet);

@@ -208,6 +208,26 @@ __attribute__((noinline)) CUdeviceptr from_site(int which, size_t n)
     return which ? site_two(n) : site_one(n);
 }
 
+/* Eighty callers of site_one with one frame size, each its own function
+ * (a size of its own keeps the compiler from folding them into one): as
+ * many call chains through one stack address ("chains N"). */
+/* clang-format off */
+#define HOP(k)                                                                                     \
+    __attribute__((noinline)) static CUdeviceptr hop##k(size_t n)                                  \
+    {                                                                                              \
+        CUdeviceptr p = site_one(n + k);                                                           \
+        __asm__ volatile("" ::: "memory");                                                         \
+        return p;                                                                                  \
+    }
+#define HOP10(t) HOP(t##0) HOP(t##1) HOP(t##2) HOP(t##3) HOP(t##4) \
+                 HOP(t##5) HOP(t##6) HOP(t##7) HOP(t##8) HOP(t##9)
+HOP10(1) HOP10(2) HOP10(3) HOP10(4) HOP10(5) HOP10(6) HOP10(7) HOP10(8)
+#define HOPS10(t) hop##t##0, hop##t##1, hop##t##2, hop##t##3, hop##t##4, \
+                  hop##t##5, hop##t##6, hop##t##7, hop##t##8, hop##t##9
+static CUdeviceptr (*const hops[80])(size_t) = {HOPS10(1), HOPS10(2), HOPS10(3), HOPS10(4),
+                                                HOPS10(5), HOPS10(6), HOPS10(7), HOPS10(8)};
+/* clang-format on */
+
 static void poke(CUdeviceptr p, long off, unsigned n, CUstream s)
 {
     unsigned v = 0x11;
@@ -331,6 +351,13 @@ int main(int argc, char **argv)
         from_site(0, 111);
         from_site(1, 222);
         from_site(0, 333);
+    } else if (strcmp(what, "chains") == 0) {
+        /* chains N (at most 80): the first N chains in turn, five rounds,
+         * each allocation freed */
+        int n = argc > 2 ? atoi(argv[2]) : 40;
+        for (int round = 0; round < 5; round++)
+            for (int i = 0; i < n && i < 80; i++)
+                CHECK(cuMemFree(hops[i](64)));
     } else if (strcmp(what, "leakmany") == 0) {
         /* leakmany N: N allocations of 4096 bytes from one call stack, never freed (one leak
          * group, tests/integration/test_reports.c) */
