@@ -93,7 +93,7 @@ void atl_sym_disable(void)
     pthread_mutex_lock(&sym_lock);
     if (state == 0)
         state = -1;
-    disabled = 1;
+    __atomic_store_n(&disabled, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&sym_lock);
 }
 
@@ -354,7 +354,8 @@ static struct elfsyms *elf_load(const struct mapped *m)
 
 int atl_sym_name(void *pc, char *func, size_t funcsz, unsigned long *off)
 {
-    if (!pc || !funcsz)
+    /* ATLAS_SYMBOLS=0 (set once, at start): no walk of the loaded objects either */
+    if (!pc || !funcsz || __atomic_load_n(&disabled, __ATOMIC_RELAXED))
         return 0;
     struct mapped m = {.pc = (uintptr_t)pc - 1};
     dl_iterate_phdr(find_mapped, &m);
