@@ -5,7 +5,8 @@
  * prefill trace counted 32,343 of them and 58% idle). Counting is always on;
  * it costs
  * relaxed atomic adds, plus one cuPointerGetAttribute per asynchronous copy
- * with a host side (pageable or pinned decides whether it blocks) and two per
+ * with a host side (pageable or pinned decides whether it blocks; shared with
+ * the step trace, which asks the same, through struct atl_copy's host_mem) and two per
  * generic cuMemcpy (its direction is only known through unified addressing).
  */
 #include "blocking.h"
@@ -176,13 +177,13 @@ void atl_blocking_copy_post(const struct atl_copy *c, CUresult r)
     case ATL_CPY_ATOH:
         src = ATL_MEM_DEVICE;
         /* a synchronous copy blocks whatever the host memory is */
-        dst = c->async ? atl_mem_type((CUdeviceptr)(uintptr_t)c->host_dst) : ATL_MEM_PINNED;
+        dst = c->async ? atl_copy_host_mem(c, c->host_dst) : ATL_MEM_PINNED;
         break;
     case ATL_CPY_HTOD:
     case ATL_CPY_HTOA:
         if (!c->async)
             return; /* blocks too, but it is not what starves the GPU */
-        src = atl_mem_type((CUdeviceptr)(uintptr_t)c->host_src);
+        src = atl_copy_host_mem(c, c->host_src);
         dst = ATL_MEM_DEVICE;
         break;
     case ATL_CPY_GENERIC:

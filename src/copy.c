@@ -2,6 +2,7 @@
 #include "copy.h"
 
 #include "driver.h"
+#include "events.h"
 
 #include <string.h>
 
@@ -84,4 +85,9 @@ enum atl_mem atl_mem_type(CUdeviceptr p)
     if (t == CU_MEMORYTYPE_HOST)
         return ATL_MEM_PINNED;
     return ATL_MEM_DEVICE;
+}
+
+enum atl_mem atl_copy_host_mem(const struct atl_copy *c, const void *host)
+{
+    return c->host_mem ? (enum atl_mem)c->host_mem : atl_mem_type((CUdeviceptr)(uintptr_t)host);
 }

@@ -54,6 +54,10 @@ struct atl_copy_geom {
  * driver has no such call. One driver call: not for a hook's light path. */
 enum atl_mem { ATL_MEM_UNKNOWN, ATL_MEM_DEVICE, ATL_MEM_PINNED, ATL_MEM_PAGEABLE };
 enum atl_mem atl_mem_type(CUdeviceptr p);
+struct atl_copy;
+/* The type of c's host end `host`: what the engine asked already (c->host_mem), else
+ * atl_mem_type. */
+enum atl_mem atl_copy_host_mem(const struct atl_copy *c, const void *host);
 
 /* Each fills *g from its descriptor; p NULL leaves g->set 0 (the driver
  * refuses such a copy). */

@@ -415,6 +415,13 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
     if (on(ATL_FEAT_HANG) && !c->async)
         atl_hang_leave();
     latch(c->hook, r);
+    if (on(ATL_FEAT_BLOCKING) && on(ATL_FEAT_TRACE) && c->async && r == CUDA_SUCCESS &&
+        (c->kind == ATL_CPY_HTOD || c->kind == ATL_CPY_DTOH)) {
+        /* both ask what the host end is: one cuPointerGetAttribute for the two */
+        const void *host = c->kind == ATL_CPY_HTOD ? c->host_src : c->host_dst;
+        if (host)
+            c->host_mem = (int)atl_mem_type((CUdeviceptr)(uintptr_t)host);
+    }
     if (on(ATL_FEAT_BLOCKING))
         atl_blocking_copy_post(c, r);
     if (on(ATL_FEAT_TRACE))

@@ -181,6 +181,10 @@ struct atl_copy {
     const CUDA_MEMCPY3D_BATCH_OP *batch3d;
     CUstream stream;
     void *caller; /* the hook's return address (struct atl_launch's caller) */
+    /* the memory type of the host end of an asynchronous HtoD or DtoH copy (enum atl_mem,
+     * src/copy.h), asked once by the engine when two features would each ask the driver; 0:
+     * not asked (atl_copy_host_mem asks then) */
+    int host_mem;
 };
 
 struct atl_memset {

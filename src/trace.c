@@ -163,9 +163,9 @@ static uint8_t copy_dir(enum atl_copy_way w)
 }
 
 /* Host memory the driver does not know (not pinned, not registered, not managed): pageable. */
-static int host_pageable(const void *p)
+static int host_pageable(const struct atl_copy *c, const void *p)
 {
-    return p && atl_mem_type((CUdeviceptr)(uintptr_t)p) == ATL_MEM_PAGEABLE;
+    return p && atl_copy_host_mem(c, p) == ATL_MEM_PAGEABLE;
 }
 
 static void copy_op(const struct atl_copy *c, struct atl_op *o)
@@ -177,12 +177,12 @@ static void copy_op(const struct atl_copy *c, struct atl_op *o)
     case ATL_CPY_HTOD:
         o->sub = ATL_DIR_HTOD;
         o->u.c.dst = c->dst, o->u.c.src = (uint64_t)(uintptr_t)c->host_src;
-        o->flags = host_pageable(c->host_src) ? ATL_COPY_SRC_PAGEABLE : 0;
+        o->flags = host_pageable(c, c->host_src) ? ATL_COPY_SRC_PAGEABLE : 0;
         break;
     case ATL_CPY_DTOH:
         o->sub = ATL_DIR_DTOH;
         o->u.c.dst = (uint64_t)(uintptr_t)c->host_dst, o->u.c.src = c->src;
-        o->flags = host_pageable(c->host_dst) ? ATL_COPY_DST_PAGEABLE : 0;
+        o->flags = host_pageable(c, c->host_dst) ? ATL_COPY_DST_PAGEABLE : 0;
         break;
     case ATL_CPY_DTOD:
     case ATL_CPY_PEER:

@@ -51,6 +51,23 @@ START_TEST(each_kind_counted_exactly)
 }
 END_TEST
 
+/* Traced, an async copy's host end is asked about once for the blocking
+ * count and the step trace's pageable mark together: 20 copies, 20 queries
+ * [40 when each asked]; counting alone asks as often. */
+START_TEST(host_end_asked_once)
+{
+    static const char *const traced[] = {"ATLAS_TRACE=1", NULL};
+    struct run_result r;
+    run_mode(&r, "hostcopies", traced);
+    HAS(r.out, "pointer queries: 20\n");
+    run_free(&r);
+    static const char *const counting[] = {"ATLAS_D2H_TRACE=1", NULL};
+    run_mode(&r, "hostcopies", counting);
+    HAS(r.out, "pointer queries: 20\n");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(nth_backtrace_and_sites)
 {
     static const char *const env[] = {"ATLAS_D2H_TRACE=4", NULL};
@@ -343,6 +360,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, each_kind_counted_exactly);
     tcase_add_test(tc, nth_backtrace_and_sites);
+    tcase_add_test(tc, host_end_asked_once);
     tcase_add_test(tc, counting_without_trace_is_silent);
     tcase_add_test(tc, running_count);
     tcase_add_test(tc, latch_once_with_recent_launches);

@@ -290,6 +290,22 @@ __attribute__((noinline)) int mode_audit(void)
     return 0;
 }
 
+/* hostcopies: 10 async copies into pageable memory and 10 from it, then how
+ * often the driver was asked what memory an address is */
+__attribute__((noinline)) int mode_hostcopies(void)
+{
+    static char pageable[4096];
+    fake_reset_counts();
+    for (int i = 0; i < 10; i++) {
+        CHECK(cuMemcpyDtoHAsync(pageable, dbuf, 64, NULL));
+        CHECK(cuMemcpyHtoDAsync(dbuf, pageable, 64, NULL));
+    }
+    CHECK(cuStreamSynchronize(NULL));
+    printf("pointer queries: %lu\n", fake_calls("cuPointerGetAttribute"));
+    printf("ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -299,6 +315,8 @@ int main(int argc, char **argv)
         return mode_copies();
     if (strcmp(argv[1], "many") == 0)
         return mode_many();
+    if (strcmp(argv[1], "hostcopies") == 0)
+        return mode_hostcopies();
     if (strcmp(argv[1], "fault") == 0)
         return mode_fault(0);
     if (strcmp(argv[1], "fault_dtoh") == 0)
