@@ -43,14 +43,15 @@ BENCH_TARGETS += redzone-bench
 # Red zones on real programs (issue #29): a PyTorch MLP and a Hugging Face GPT-2
 # training step, native, the routed pool alone, default and launch mode,
 # interleaved, medians of RZ_TORCH_ROUNDS rounds, with the bars.
-#   make redzone-torch-bench [RZ_TORCH_ROUNDS=3] [RZ_TORCH_STEPS=200]
+#   make redzone-torch-bench [RZ_TORCH_ROUNDS=3] [RZ_TORCH_STEPS=200] [RZ_TORCH_WARM=120]
 # with RZ_TORCH_SPLIT=1, RZ_TORCH_DECOMP=1 or RZ_TORCH_KEPT=1 in the environment for more rows
 # (bench/redzone/run_torch_bench.sh says which)
 RZ_TORCH_ROUNDS ?= 3
 RZ_TORCH_STEPS ?= 200
+RZ_TORCH_WARM ?= 120
 .PHONY: redzone-torch-bench
 redzone-torch-bench: $(BUILD)/libatlastrace.so
-	sh bench/redzone/run_torch_bench.sh $(BUILD) $(RZ_TORCH_ROUNDS) $(RZ_TORCH_STEPS)
+	sh bench/redzone/run_torch_bench.sh $(BUILD) $(RZ_TORCH_ROUNDS) $(RZ_TORCH_STEPS) $(RZ_TORCH_WARM)
 
 BENCH_TARGETS += redzone-torch-bench
 

@@ -1,7 +1,8 @@
 """PyTorch eager training steps, timed: one configuration per process, so
 run_bench.sh and bench/redzone/run_torch_bench.sh can interleave them.
-  torch_steps.py [STEPS] [MODEL]
-MODEL: mlp (the default: a small MLP, SGD; prints ns_per_op, per step), gpt2
+  torch_steps.py [STEPS] [MODEL] [WARM]
+WARM: untimed steps first (the MLP's; GPT-2 gets a sixth of them, at least
+5; default 30). MODEL: mlp (the default: a small MLP, SGD; prints ns_per_op, per step), gpt2
 (a Hugging Face GPT-2 of 4 layers of width 256 built from a config, no
 download, batch 8x128, AdamW; prints ns_per_op_gpt2, per step) or both (the
 two, in that order, prints ns_per_op_mlp and ns_per_op_gpt2). Without
@@ -62,15 +63,17 @@ def gpt2_step():
 def main():
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     which = sys.argv[2] if len(sys.argv) > 2 else "mlp"
+    warm = int(sys.argv[3]) if len(sys.argv) > 3 else 30
     if which in ("mlp", "both"):
-        ns = timed(mlp_step(), steps, 30)
+        ns = timed(mlp_step(), steps, warm)
         print(f"ns_per_op{'_mlp' if which == 'both' else ''} {ns:.1f}", flush=True)
     if which in ("gpt2", "both"):
         step = gpt2_step()
         if isinstance(step, str):
             print(f"gpt2 skipped: {step}")
         else:
-            print(f"ns_per_op_gpt2 {timed(step, max(steps // 4, 10), 5):.1f}", flush=True)
+            print(f"ns_per_op_gpt2 {timed(step, max(steps // 4, 10), max(warm // 6, 5)):.1f}",
+                  flush=True)
 
 
 if __name__ == "__main__":
