@@ -95,6 +95,14 @@ echo "$configs" | while IFS='|' read -r name envs label; do
     echo "$row |"
 done
 echo
+# each round's figure, in the order run: the spread the medians hide (on the H200 the same
+# configuration has moved by half from one round to the next)
+echo "each round, us per step (MLP; GPT-2):"
+echo "$configs" | while IFS='|' read -r name envs label; do
+    printf '  %-8s %s; %s\n' "$name" "$(paste -sd' ' "$tmp/mlp.$name" 2>/dev/null)" \
+        "$(paste -sd' ' "$tmp/gpt2.$name" 2>/dev/null)"
+done
+echo
 [ -s "$tmp/skipped" ] && cat "$tmp/skipped"
 # the bars, one line each
 for m in mlp gpt2; do
