@@ -813,7 +813,7 @@ static void launch_found(const struct zone *z, const struct finder *how)
  * the free's call stack. */
 static void report_after_free(const struct zone *z, const struct qent *q, unsigned bad,
                               size_t first, size_t last, const struct finder *how,
-                              const struct sus_tally *t, uint64_t lost)
+                              const struct sus_tally *t, uint64_t lost, uint64_t from)
 {
     char fsite[512] = "?", asite[512], who[400], lead[256];
     struct atl_stack ast;
@@ -859,7 +859,7 @@ static void report_after_free(const struct zone *z, const struct qent *q, unsign
         snprintf(lead, sizeof lead, "redzone: alloc#%llu found %s %s", (unsigned long long)z->seq,
                  how->by == BY_RELEASE ? "when it left the" : found_by[how->by],
                  how->by == BY_RELEASE ? "quarantine" : how->where);
-        suspects(t, lost, lead, how, clean_from(z));
+        suspects(t, lost, lead, how, from);
     }
     atl_find_close(&f);
 }
@@ -877,11 +877,14 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
     struct sus_tally *t = NULL;
     uint64_t lost = 0;
     const struct qent *q = !z->freed ? NULL : how->q ? how->q : q_find(z->base, z->seq);
+    /* where the suspects begin, read once for the tally and the count it is printed
+     * against (under scan_lock, as the clean checks that move it) */
+    uint64_t from = clean_from(z);
     if (how->by != BY_LAUNCH && (t = malloc(sizeof *t)) != NULL)
-        sus_count(t, z, q, clean_from(z), how->upto, &lost);
+        sus_count(t, z, q, from, how->upto, &lost);
     if (z->freed) {
         report_after_free(z, q, bad, z->start - z->base + first, z->start - z->base + last, how, t,
-                          lost);
+                          lost, from);
     } else {
         char site[512], head[1200], kname[256];
         struct atl_stack ast;
@@ -912,8 +915,8 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
                 "ATLAS_KERNEL leaves out reached it too, unchecked)",
                 (unsigned long long)z->seq, (unsigned long long)how->seq);
             if (!t && (t = malloc(sizeof *t)) != NULL)
-                sus_count(t, z, q, clean_from(z), h.upto, &lost);
-            suspects(t, lost, lead, &h, clean_from(z));
+                sus_count(t, z, q, from, h.upto, &lost);
+            suspects(t, lost, lead, &h, from);
         } else if (how->by == BY_LAUNCH) {
             atl_log(ATL_ERROR, "%s", head);
             launch_line("culprit: ", how->seq, how->func, how->grid, how->block, "");
@@ -923,7 +926,7 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
             char lead[256];
             snprintf(lead, sizeof lead, "redzone: alloc#%llu found %s %s",
                      (unsigned long long)z->seq, found_by[how->by], how->where);
-            suspects(t, lost, lead, how, clean_from(z));
+            suspects(t, lost, lead, how, from);
         }
         atl_find_close(&f);
     }
