@@ -245,8 +245,11 @@ static void zones_mark_unchecked(const uint64_t *v, unsigned n, uint64_t seq)
  * with one atomic add and publishes its index entry last, seqlock-style
  * like the launch history's ring. The log holds about the ring's launches
  * (8 words each on average); a launch whose words were overwritten, or that
- * had more than WORDS_MAX candidates, cannot be ruled out. */
-#define WORDS_MAX 64
+ * had more than WORDS_MAX candidates, cannot be ruled out. WORDS_MAX holds
+ * the widest launch PyTorch makes: a multi-tensor kernel (the foreach
+ * optimizers' _foreach_* ops) gets up to 110 tensors' addresses in one
+ * by-value struct (up to 36 in each of 4 lists). */
+#define WORDS_MAX 256
 #define WL_UNKNOWN 1u   /* no parameter layout: its words are not known */
 #define WL_TRUNC 2u     /* more candidate words than kept */
 #define WL_NOTRUN 4u    /* it failed, or went into a capture: it did not run */
@@ -2145,10 +2148,17 @@ int atl_redzone_scan_all(const char *where)
  * structs included), from the base up to the end of the red zone (a pointer
  * one past the end counts: kernels are given end pointers), freed ones in
  * the quarantine by their base. The cost grows with the parameter bytes,
- * never with the allocations live. Returns how many zones (each once), or
- * -1 when it cannot tell (no layout, more candidate words than kept, more
- * zones than REACH_MAX): the caller then checks every zone. */
-#define REACH_MAX 32 /* 4 slots of ATL_RZ_SLOT_ZONES */
+ * never with the allocations live. Returns how many zones (each once, at
+ * most `cap`), -2 when there are more than `cap` (the caller asks again
+ * with room for REACH_MAX), or -1 when it cannot tell (no layout, more
+ * candidate words than kept): the caller then checks every zone. A launch
+ * reaching more zones than fit on the stack (REACH_STACK) is a wide one, a
+ * multi-tensor kernel: its checks, a queued check per ATL_RZ_SLOT_ZONES
+ * zones, cost an enqueue each, and still less than a full check would (the
+ * context synchronised, every zone read: 123 us a launch on the H200's
+ * GPT-2 steps, where AdamW's foreach kernels made 14 of them a step). */
+#define REACH_STACK 32 /* 4 slots of ATL_RZ_SLOT_ZONES */
+#define REACH_MAX WORDS_MAX
 #define ATL_STR_(x) #x
 #define ATL_STR(x) ATL_STR_(x)
 struct reach {
@@ -2156,7 +2166,7 @@ struct reach {
     unsigned arg, off;
 };
 
-static int reach_of(const struct lword *w, unsigned nw, unsigned flags, struct reach *out,
+static int reach_of(const struct lword *w, unsigned nw, unsigned flags, struct reach *out, int cap,
                     const char **why)
 {
     if (flags & (WL_UNKNOWN | WL_NOPARAMS)) {
@@ -2172,7 +2182,7 @@ static int reach_of(const struct lword *w, unsigned nw, unsigned flags, struct r
                                                                    "guarded allocations";
         return -1;
     }
-    *why = "its parameters point into more than " ATL_STR(REACH_MAX) " guarded allocations";
+    *why = "its parameters point into more guarded allocations than can be listed";
     int n = 0;
     pthread_mutex_lock(&zones_lock);
     for (unsigned k = 0; k < nw && n >= 0; k++) {
@@ -2184,8 +2194,8 @@ static int reach_of(const struct lword *w, unsigned nw, unsigned flags, struct r
             seen = out[i].z.base == z.base;
         if (seen)
             continue;
-        if (n == REACH_MAX)
-            n = -1;
+        if (n == cap)
+            n = -2;
         else
             out[n++] = (struct reach){z, w[k].arg, w[k].off};
     }
@@ -2215,7 +2225,12 @@ static void launch_check(const struct atl_launch *l, const struct reach *r, int 
     memset(p.qe, 0, sizeof p.qe);
     memcpy(p.how.grid, l->grid, sizeof p.how.grid);
     memcpy(p.how.block, l->block, sizeof p.how.block);
-    struct check_call calls[REACH_MAX / ATL_RZ_SLOT_ZONES];
+    struct check_call small[REACH_STACK / ATL_RZ_SLOT_ZONES], *calls = small;
+    if (n > REACH_STACK && !(calls = malloc((size_t)(n + ATL_RZ_SLOT_ZONES - 1) /
+                                            ATL_RZ_SLOT_ZONES * sizeof *calls))) {
+        atl_log_once_oom("a wide launch's red-zone checks");
+        return;
+    }
     int ncalls = 0, queued = 1;
     pthread_mutex_lock(&scan_lock);
     for (int i = 0; i < n && queued; i += ATL_RZ_SLOT_ZONES) {
@@ -2232,6 +2247,8 @@ static void launch_check(const struct atl_launch *l, const struct reach *r, int 
     for (int i = 0; i < ncalls; i++)
         if (check_launch(&calls[i], l->stream) != CUDA_SUCCESS)
             queued = 0;
+    if (calls != small)
+        free(calls);
     if (queued)
         return;
     /* not queued (no kernel, or its launch failed): every zone with copies;
@@ -2544,9 +2561,19 @@ void atl_redzone_launch_pre(const struct atl_launch *l)
 static void launch_checks(const struct atl_launch *l, const struct lword *w, unsigned nw,
                           unsigned flags)
 {
-    struct reach reach[REACH_MAX];
+    struct reach small[REACH_STACK], *reach = small;
     const char *why;
-    int n = reach_of(w, nw, flags, reach, &why);
+    int n = reach_of(w, nw, flags, reach, REACH_STACK, &why);
+    if (n == -2) {
+        /* a wide launch: room for a zone per word (so never -2 again) */
+        if ((reach = malloc(REACH_MAX * sizeof *reach)) != NULL) {
+            n = reach_of(w, nw, flags, reach, REACH_MAX, &why);
+        } else {
+            reach = small;
+            n = -1;
+            why = "no memory to list the allocations it reaches";
+        }
+    }
     if (n > 0) {
         launch_check(l, reach, n);
     } else if (n < 0) {
@@ -2556,6 +2583,8 @@ static void launch_checks(const struct atl_launch *l, const struct lword *w, uns
         scan_locked(&how, l, why);
         pthread_mutex_unlock(&scan_lock);
     }
+    if (reach != small)
+        free(reach);
 }
 
 void atl_redzone_launch_post(const struct atl_launch *l, CUresult r)

@@ -322,7 +322,9 @@ START_TEST(check_at_launch_reach)
 END_TEST
 
 /* A launch that reaches 20 allocations gets three queued checks (8 zones a
- * slot); one that reaches more than 32 gets a full check, and says why. */
+ * slot); one that reaches 150 (a multi-tensor kernel's struct of pointers)
+ * gets 19, with no full check; one whose parameters hold more than 256
+ * candidate words gets a full check, and says why. */
 START_TEST(check_at_launch_wide)
 {
     static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
@@ -333,11 +335,20 @@ START_TEST(check_at_launch_wide)
     HAS(r.log, "redzone: found by the check after launch#1 on stream 0x0, which reached alloc#20 "
                "through arg0+0x98\n");
     run_free(&r);
-    rz_run(&r, "wide", "40", env);
-    HAS(r.log, "redzone overrun: alloc#40 4096 bytes");
+    rz_run(&r, "wide", "150", env);
+    HAS(r.log, "redzone overrun: alloc#150 4096 bytes");
+    HAS(r.log, "redzone: culprit: launch#1 kernel=wpoke grid=(1,1,1) block=(1,1,1)\n");
+    HAS(r.log, "redzone: found by the check after launch#1 on stream 0x0, which reached alloc#150 "
+               "through arg0+0x4a8\n");
+    HASNT(r.log, "full check");
+    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
+    run_free(&r);
+    rz_run(&r, "wide", "300", env);
+    HAS(r.log, "redzone overrun: alloc#300 4096 bytes");
     HAS(r.log, "redzone: culprit: launch#1 kernel=wpoke grid=(1,1,1) block=(1,1,1)\n");
     HAS(r.log, "redzone: found by the full check after launch#1 on stream 0x0 (its parameters "
-               "point into more than 32 guarded allocations: every zone was checked)\n");
+               "hold more than 256 words that may point into guarded allocations: every zone was "
+               "checked)\n");
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 1);
     run_free(&r);
 }

@@ -62,8 +62,8 @@ static CUresult k_ipoke(const struct fake_launch *l, void **params)
     return CUDA_SUCCESS;
 }
 
-/* wpoke(struct { unsigned char *p[40]; } s, int k): s.p[k][4096] = 0x44 */
-#define WIDE 40
+/* wpoke(struct { unsigned char *p[300]; } s, int k): s.p[k][4096] = 0x44 */
+#define WIDE 300
 struct wide {
     unsigned char *p[WIDE];
 };
