@@ -2148,17 +2148,16 @@ int atl_redzone_scan_all(const char *where)
  * structs included), from the base up to the end of the red zone (a pointer
  * one past the end counts: kernels are given end pointers), freed ones in
  * the quarantine by their base. The cost grows with the parameter bytes,
- * never with the allocations live. Returns how many zones (each once, at
- * most `cap`), -2 when there are more than `cap` (the caller asks again
- * with room for REACH_MAX), or -1 when it cannot tell (no layout, more
- * candidate words than kept): the caller then checks every zone. A launch
- * reaching more zones than fit on the stack (REACH_STACK) is a wide one, a
- * multi-tensor kernel: its checks, a queued check per ATL_RZ_SLOT_ZONES
- * zones, cost an enqueue each, and still less than a full check would (the
- * context synchronised, every zone read: 123 us a launch on the H200's
- * GPT-2 steps, where AdamW's foreach kernels made 14 of them a step). */
+ * never with the allocations live. Returns how many zones (each once; at
+ * most one a word, so `out` holds nw), or -1 when it cannot tell (no
+ * layout, more candidate words than kept): the caller then checks every
+ * zone. A launch with more candidate words than fit on the stack
+ * (REACH_STACK) is a wide one, a multi-tensor kernel: its checks, a queued
+ * check per ATL_RZ_SLOT_ZONES zones, cost an enqueue each, and still less
+ * than a full check would (the context synchronised, every zone read:
+ * 123 us a launch on the H200's GPT-2 steps, where AdamW's foreach kernels
+ * made 14 of them a step). */
 #define REACH_STACK 32 /* 4 slots of ATL_RZ_SLOT_ZONES */
-#define REACH_MAX WORDS_MAX
 #define ATL_STR_(x) #x
 #define ATL_STR(x) ATL_STR_(x)
 struct reach {
@@ -2166,7 +2165,7 @@ struct reach {
     unsigned arg, off;
 };
 
-static int reach_of(const struct lword *w, unsigned nw, unsigned flags, struct reach *out, int cap,
+static int reach_of(const struct lword *w, unsigned nw, unsigned flags, struct reach *out,
                     const char **why)
 {
     if (flags & (WL_UNKNOWN | WL_NOPARAMS)) {
@@ -2182,21 +2181,16 @@ static int reach_of(const struct lword *w, unsigned nw, unsigned flags, struct r
                                                                    "guarded allocations";
         return -1;
     }
-    *why = "its parameters point into more guarded allocations than can be listed";
     int n = 0;
     pthread_mutex_lock(&zones_lock);
-    for (unsigned k = 0; k < nw && n >= 0; k++) {
+    for (unsigned k = 0; k < nw; k++) {
         struct zone z;
         if (!zone_holding_locked(w[k].v, &z))
             continue;
         int seen = 0;
         for (int i = 0; i < n && !seen; i++)
             seen = out[i].z.base == z.base;
-        if (seen)
-            continue;
-        if (n == cap)
-            n = -2;
-        else
+        if (!seen)
             out[n++] = (struct reach){z, w[k].arg, w[k].off};
     }
     pthread_mutex_unlock(&zones_lock);
@@ -2226,12 +2220,13 @@ static void launch_check(const struct atl_launch *l, const struct reach *r, int 
     memcpy(p.how.grid, l->grid, sizeof p.how.grid);
     memcpy(p.how.block, l->block, sizeof p.how.block);
     struct check_call small[REACH_STACK / ATL_RZ_SLOT_ZONES], *calls = small;
+    int ncalls = 0, queued = 1;
     if (n > REACH_STACK && !(calls = malloc((size_t)(n + ATL_RZ_SLOT_ZONES - 1) /
                                             ATL_RZ_SLOT_ZONES * sizeof *calls))) {
         atl_log_once_oom("a wide launch's red-zone checks");
-        return;
+        calls = small;
+        queued = 0; /* checked with copies, below */
     }
-    int ncalls = 0, queued = 1;
     pthread_mutex_lock(&scan_lock);
     for (int i = 0; i < n && queued; i += ATL_RZ_SLOT_ZONES) {
         p.nz = 0;
@@ -2562,17 +2557,14 @@ static void launch_checks(const struct atl_launch *l, const struct lword *w, uns
                           unsigned flags)
 {
     struct reach small[REACH_STACK], *reach = small;
-    const char *why;
-    int n = reach_of(w, nw, flags, reach, REACH_STACK, &why);
-    if (n == -2) {
-        /* a wide launch: room for a zone per word (so never -2 again) */
-        if ((reach = malloc(REACH_MAX * sizeof *reach)) != NULL) {
-            n = reach_of(w, nw, flags, reach, REACH_MAX, &why);
-        } else {
-            reach = small;
-            n = -1;
-            why = "no memory to list the allocations it reaches";
-        }
+    const char *why = NULL; /* set by reach_of when it returns -1 */
+    int n;
+    if (nw > REACH_STACK && !(reach = malloc(nw * sizeof *reach))) {
+        reach = small;
+        n = -1;
+        why = "no memory to list the allocations it reaches";
+    } else {
+        n = reach_of(w, nw, flags, reach, &why);
     }
     if (n > 0) {
         launch_check(l, reach, n);
