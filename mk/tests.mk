@@ -44,8 +44,10 @@ $(BUILD)/tests/test_config $(BUILD)/tests/test_engine: $(BUILD)/tests/%: tests/u
 $(BUILD)/tests/test_preload: $(HOOK_LIST)
 
 .PHONY: core-check
-core-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(TARGET_BINS) $(BUILD)/tests/test_config $(BUILD)/tests/test_engine $(BUILD)/tests/test_copy_unit $(BUILD)/tests/test_preload
+core-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(TARGET_BINS) $(BUILD)/tests/test_config $(BUILD)/tests/test_engine $(BUILD)/tests/test_copy_unit $(BUILD)/tests/test_preload \
+            $(BUILD)/tests/test_stack_unit
 	$(BUILD)/tests/test_config
+	$(BUILD)/tests/test_stack_unit
 	$(BUILD)/tests/test_engine
 	$(BUILD)/tests/test_copy_unit
 	$(BUILD)/tests/test_preload

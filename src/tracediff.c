@@ -312,6 +312,12 @@ struct report {
     struct kept_line {
         char *text;
         int rank;
+        /* "another buffer": what the live tracer knows of the two allocations (explain),
+         * asked only for a line that is printed, when it is (the ledger's look-ups and the
+         * call stacks' names cost far more than the line) */
+        int why;
+        struct atl_ann was, now;
+        uint64_t va, vb;
     } * kept;
     size_t nkept, capkept, per_rank[NRANKS];
     /* pointers moved within their allocations (ATLAS_DIFF_POINTERS), and
@@ -353,7 +359,9 @@ static void chg_add(struct report *r, size_t op, uint64_t key, int cls, const ch
                                .va = va,
                                .vb = vb,
                                .delta = delta};
-    fmt(c->what, sizeof c->what, "%s", what);
+    size_t l = strnlen(what, sizeof c->what - 1);
+    memcpy(c->what, what, l);
+    c->what[l] = '\0';
 }
 
 /* A change as a person reads it: "A -> B (delta +1)", or against a capture
@@ -368,11 +376,28 @@ static void change_text(const struct report *r, char *buf, size_t len, const cha
         fmt(buf, len, "%s -> %s%s", a, b, delta);
 }
 
-static void emit(struct report *r, enum rank rank, const char *text)
+/* A line of this rank would be kept for printing (at most max_lines of each rank can be
+ * printed): a caller formats a line only then, and counts it with skip() otherwise. */
+static int keeps(const struct report *r, enum rank rank)
+{
+    return r->per_rank[rank] < r->o->max_lines;
+}
+
+/* A difference found whose line is not kept: counted, never formatted. */
+static void skip(struct report *r, enum rank rank)
 {
     r->lines++;
     r->noted += rank == RANK_RESIDUE;
-    if (r->per_rank[rank] >= r->o->max_lines)
+}
+
+/* A difference found, and its line kept if it can be printed. `was` (value va, in the
+ * reference step) and `now` (vb, in this one): a line about another buffer, whose
+ * explanation is appended when it is printed (NULL: none). */
+static void emit_why(struct report *r, enum rank rank, const char *text, const struct atl_ann *was,
+                     uint64_t va, const struct atl_ann *now, uint64_t vb)
+{
+    skip(r, rank);
+    if (!keeps(r, rank))
         return;
     char *t = strdup(text);
     if (!t || grow((void **)&r->kept, &r->capkept, r->nkept + 1, sizeof *r->kept)) {
@@ -380,7 +405,17 @@ static void emit(struct report *r, enum rank rank, const char *text)
         return;
     }
     r->per_rank[rank]++;
-    r->kept[r->nkept++] = (struct kept_line){t, rank};
+    struct kept_line *k = &r->kept[r->nkept++];
+    *k = (struct kept_line){.text = t, .rank = rank};
+    if (was && now) {
+        k->why = 1;
+        k->was = *was, k->now = *now, k->va = va, k->vb = vb;
+    }
+}
+
+static void emit(struct report *r, enum rank rank, const char *text)
+{
+    emit_why(r, rank, text, NULL, 0, NULL, 0);
 }
 
 /* A finding that collapses by default, `what` ("add_pos arg0"), under its
@@ -463,7 +498,17 @@ static void report_print(struct report *r)
     for (int k = 0; k < NRANKS; k++)
         for (size_t i = 0; i < r->nkept; i++)
             if (r->kept[i].rank == k && printed < r->o->max_lines) {
-                r->o->line(r->o->ctx, r->kept[i].text);
+                const struct kept_line *kl = &r->kept[i];
+                char why[512] = "";
+                if (kl->why && r->o->explain)
+                    r->o->explain(&kl->was, kl->va, &kl->now, kl->vb, r->a, why, sizeof why);
+                if (why[0]) {
+                    char line[1300];
+                    fmt(line, sizeof line, "%s: %s", kl->text, why);
+                    r->o->line(r->o->ctx, line);
+                } else {
+                    r->o->line(r->o->ctx, kl->text);
+                }
                 printed++;
             }
     report_discard(r);
@@ -485,15 +530,13 @@ static void what_of(const struct atl_op *o, const char *field, char *what, size_
     snprintf(what, len, "%s %s", base, field);
 }
 
-/* Counts a differing field of op o for the summary: "add_pos arg1",
- * "memset ptr", "copy width". */
-static void count_top(struct report *r, const struct atl_op *o, const char *field)
+/* Counts a differing field for the summary by its name ("add_pos arg1", "memset ptr",
+ * "copy width"). */
+static void count_what(struct report *r, const char *what)
 {
-    if (!r->st)
-        return;
-    char what[160];
-    what_of(o, field, what, sizeof what);
     struct atl_diff_stats *st = r->st;
+    if (!st)
+        return;
     for (int i = 0; i < st->ntop; i++)
         if (strcmp(st->top[i].what, what) == 0) {
             st->top[i].n++;
@@ -503,6 +546,16 @@ static void count_top(struct report *r, const struct atl_op *o, const char *fiel
         snprintf(st->top[st->ntop].what, sizeof st->top[0].what, "%s", what);
         st->top[st->ntop++].n = 1;
     }
+}
+
+/* The same for field of op o. */
+static void count_top(struct report *r, const struct atl_op *o, const char *field)
+{
+    if (!r->st)
+        return;
+    char what[160];
+    what_of(o, field, what, sizeof what);
+    count_what(r, what);
 }
 
 /* A value of kernel parameter `what` changed from va to vb (by `delta`,
@@ -637,14 +690,10 @@ static void fmt_alloc(const struct atl_ann *an, char *buf, size_t len)
         buf[0] = '\0';
 }
 
-/* The n-byte word at `at` of ops ia and ib names one allocation and offset
- * in both steps (a pointer, in two processes). */
-static int same_alloc(const struct report *r, size_t ia, size_t ib, uint32_t at, uint32_t n)
+/* A word whose notes in the two steps are xa and xb (NULL: none; no word of under 8 bytes
+ * has one) names one allocation and offset in both (a pointer, in two processes). */
+static int same_alloc(const struct report *r, const struct atl_ann *xa, const struct atl_ann *xb)
 {
-    if (n != 8)
-        return 0;
-    struct atl_ann na, nb;
-    const struct atl_ann *xa = note_at(r->a, ia, at, &na), *xb = note_at(r->b, ib, at, &nb);
     if (xa && xa->seq == ATL_ANN_HOST)
         return r->o->cross && xb && xb->seq == ATL_ANN_HOST;
     return xa && xb && xa->seq == xb->seq && xa->off == xb->off;
@@ -695,14 +744,33 @@ static int holds_residue(struct report *r, size_t ia, size_t ib, const struct at
     return 0;
 }
 
+/* "scale arg3" into out: what the summaries call a kernel's parameter, made without printf
+ * (a step whose pointers all moved names thousands). */
+static void arg_name(char *out, size_t len, const char *kbase, unsigned i)
+{
+    char num[16];
+    size_t d = sizeof num;
+    do
+        num[--d] = (char)('0' + i % 10);
+    while ((i /= 10) && d > 0);
+    size_t kb = strlen(kbase);
+    size_t tail = sizeof num - d;
+    if (kb + 4 + tail >= len) /* kbase is cut first (not with this file's sizes) */
+        kb = len > 5 + tail ? len - 5 - tail : 0;
+    memcpy(out, kbase, kb);
+    memcpy(out + kb, " arg", 4);
+    memcpy(out + kb + 4, num + d, tail);
+    out[kb + 4 + tail] = '\0';
+}
+
 static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl_op *oa,
                         const struct atl_op *ob)
 {
     const struct atl_kfn *ka = oa->u.k.kfn, *kb = ob->u.k.kfn;
     const uint8_t *pa = atl_op_bytes(r->a, oa), *pb = atl_op_bytes(r->b, ob);
-    char lab[256], line[768];
-    op_label(ob, lab, sizeof lab);
+    char lab[256] = "", line[768];
     if (ka->nparams != kb->nparams || ka->total != kb->total) {
+        op_label(ob, lab, sizeof lab);
         snprintf(line, sizeof line, "  op %zu %s parameter layout: %u params/%u bytes -> %u/%u", ib,
                  lab, ka->nparams, ka->total, kb->nparams, kb->total);
         emit(r, RANK_LAUNCH, line);
@@ -711,12 +779,17 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
         chg_add(r, ib, str_hash(line), CHG_TEXT, what, 0, 0, 0);
         return;
     }
+    /* the kernel's short name ("scale"), once for all of the op's changed words */
+    char kbase[120] = "";
+    int based = 0;
     for (unsigned i = 0; i < kb->nparams; i++) {
         uint32_t off = kb->off[i], sz = kb->size[i];
         if (ka->off[i] != off || ka->size[i] != sz || off + sz > kb->total)
             continue;
         if (memcmp(pa + off, pb + off, sz) == 0 || ignored(r->o->ignore, kb, (int)i))
             continue;
+        if (!based++)
+            base_name(kb->pretty, kbase, sizeof kbase);
         /* Values up to 8 bytes read as one little-endian integer; larger
          * by-value parameters are compared in 8-byte words so the report
          * points at the word that changed. The same alloc#N+OFF in two
@@ -729,17 +802,19 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             uint64_t va = 0, vb = 0;
             memcpy(&va, pa + off + w, n);
             memcpy(&vb, pb + off + w, n);
-            if (va == vb || same_alloc(r, ia, ib, off + w, n))
+            if (va == vb)
                 continue;
-            char field[32], where[48], aa[64] = "", ab[64] = "", what[160];
-            snprintf(field, sizeof field, "arg%u", i);
-            base_name(kb->pretty, what, 120);
-            snprintf(what + strlen(what), sizeof what - strlen(what), " %s", field);
             const struct atl_ann *xa = NULL, *xb = NULL;
             struct atl_ann na, nb;
             if (n == 8) {
                 xa = note_at(r->a, ia, off + w, &na);
                 xb = note_at(r->b, ib, off + w, &nb);
+            }
+            if (same_alloc(r, xa, xb))
+                continue;
+            char what[160];
+            arg_name(what, sizeof what, kbase, i);
+            if (n == 8) {
                 /* host memory (ATL_ANN_HOST) is no allocation to move within */
                 if (xa && xb && xa->seq == xb->seq && xa->seq != ATL_ANN_HOST &&
                     collapse(&r->moved, r->o->pointers, what))
@@ -755,8 +830,31 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             if (junk && collapse(&r->resid, r->o->residue, what))
                 continue;
             if (!counted++ && !junk)
-                count_top(r, ob, field);
+                count_what(r, what);
+            /* small values are sign-extended, so 0xffffffff -> 0 reads as +1 */
+            int sh = 64 - 8 * (int)n;
+            int64_t delta = n == 8 ? (int64_t)(vb - va)
+                                   : ((int64_t)(vb << sh) >> sh) - ((int64_t)(va << sh) >> sh);
+            char fz[160];
+            if (sz > 8)
+                fmt(fz, sizeof fz, "%s+0x%x", what, w);
+            else
+                memcpy(fz, what, sizeof fz);
+            if (!junk)
+                note_frozen(r, fz, va, vb, delta);
+            int another = xa && xb && xa->seq != xb->seq && xa->seq != ATL_ANN_HOST &&
+                          xb->seq != ATL_ANN_HOST && !junk;
+            chg_add(r, ib, mix(mix(0xa79, i), w), another ? CHG_BUFFER : CHG_VALUE, fz, va, vb,
+                    delta);
+            /* the line itself only where it can be printed: a step whose pointers all moved
+             * (a caching allocator's) has thousands of these, and prints ATLAS_DIFF_MAX */
+            enum rank rank = junk ? RANK_RESIDUE : xa || xb ? RANK_PTR : RANK_VALUE;
+            if (!keeps(r, rank)) {
+                skip(r, rank);
+                continue;
+            }
             const char *verdict = junk ? " (host-memory residue)" : "";
+            char where[48];
             if (sz > 8)
                 snprintf(where, sizeof where, "+0x%x @0x%x (%u of %u bytes)", w, off + w, n, sz);
             else
@@ -771,39 +869,18 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
                     verdict =
                         xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer";
             }
+            char aa[64], ab[64], ta[96], tb[96], d[40], ch[320];
             fmt_alloc(xa, aa, sizeof aa);
             fmt_alloc(xb, ab, sizeof ab);
-            /* small values are sign-extended, so 0xffffffff -> 0 reads as +1 */
-            int sh = 64 - 8 * (int)n;
-            int64_t delta = n == 8 ? (int64_t)(vb - va)
-                                   : ((int64_t)(vb << sh) >> sh) - ((int64_t)(va << sh) >> sh);
-            char fz[160];
-            base_name(kb->pretty, fz, 120);
-            size_t l = strlen(fz);
-            if (sz > 8)
-                snprintf(fz + l, sizeof fz - l, " %s+0x%x", field, w);
-            else
-                snprintf(fz + l, sizeof fz - l, " %s", field);
-            if (!junk)
-                note_frozen(r, fz, va, vb, delta);
-            int another = xa && xb && xa->seq != xb->seq && xa->seq != ATL_ANN_HOST &&
-                          xb->seq != ATL_ANN_HOST && !junk;
-            char ta[96], tb[96], d[40], ch[320], why[512] = "";
             snprintf(ta, sizeof ta, "0x%" PRIx64 "%s", va, aa);
             snprintf(tb, sizeof tb, "0x%" PRIx64 "%s", vb, ab);
             snprintf(d, sizeof d, " (delta %+" PRId64 ")", delta);
             change_text(r, ch, sizeof ch, ta, tb, d);
-            if (another && r->o->explain && !r->o->cross) {
-                why[0] = ':', why[1] = ' ';
-                r->o->explain(xa, va, xb, vb, r->a, why + 2, sizeof why - 2);
-                if (!why[2])
-                    why[0] = '\0';
-            }
-            fmt(line, sizeof line, "  op %zu %s arg%u%s: %s%s%s", ib, lab, i, where, ch, verdict,
-                why);
-            emit(r, junk ? RANK_RESIDUE : xa || xb ? RANK_PTR : RANK_VALUE, line);
-            chg_add(r, ib, mix(mix(0xa79, i), w), another ? CHG_BUFFER : CHG_VALUE, fz, va, vb,
-                    delta);
+            if (!lab[0])
+                op_label(ob, lab, sizeof lab);
+            fmt(line, sizeof line, "  op %zu %s arg%u%s: %s%s", ib, lab, i, where, ch, verdict);
+            int why = another && r->o->explain && !r->o->cross;
+            emit_why(r, rank, line, why ? xa : NULL, va, why ? xb : NULL, vb);
         }
     }
 }
@@ -834,23 +911,21 @@ static void field_addr(struct report *r, size_t ia, size_t ib, const char *field
         return;
     if (host && pageable && collapse(&r->hostmoved, r->o->pointers, what))
         return;
-    fmt_alloc(xa, aa, sizeof aa);
-    fmt_alloc(xb, ab, sizeof ab);
     int another = xa && xb && xa->seq != xb->seq;
-    char why[512] = "";
-    if (another && r->o->explain && !r->o->cross) {
-        why[0] = ':', why[1] = ' ';
-        r->o->explain(xa, a, xb, b, r->a, why + 2, sizeof why - 2);
-        if (!why[2])
-            why[0] = '\0';
-    }
-    fmt(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s%s", ib,
-        op_label(o, lab, sizeof lab), field, a, aa, b, ab,
-        xa && xb ? (xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer") : "",
-        why);
-    emit(r, RANK_PTR, line);
     count_top(r, o, field);
     chg_add(r, ib, str_hash(field), another ? CHG_BUFFER : CHG_VALUE, what, a, b, (int64_t)(b - a));
+    if (!keeps(r, RANK_PTR)) {
+        skip(r, RANK_PTR);
+        return;
+    }
+    fmt_alloc(xa, aa, sizeof aa);
+    fmt_alloc(xb, ab, sizeof ab);
+    fmt(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s", ib,
+        op_label(o, lab, sizeof lab), field, a, aa, b, ab,
+        xa && xb ? (xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer")
+                 : "");
+    int why = another && r->o->explain && !r->o->cross;
+    emit_why(r, RANK_PTR, line, why ? xa : NULL, a, why ? xb : NULL, b);
 }
 
 static void diff_pair(struct report *r, size_t ia, size_t ib)
