@@ -10,7 +10,7 @@ enum atl_cfg_type { ATL_CFG_BOOL, ATL_CFG_UINT, ATL_CFG_ENUM, ATL_CFG_STRING };
 enum atl_cfg_need {
     ATL_NEED_NONE,
     ATL_NEED_REDZONE,  /* red zones (ATLAS_REDZONE) */
-    ATL_NEED_LEDGER,   /* the allocation ledger (ATLAS_REDZONE or ATLAS_LEAKS) */
+    ATL_NEED_LEDGER,   /* the allocation ledger (ATLAS_REDZONE, ATLAS_LEAKS, ATLAS_TRACE, ATLAS_RACES) */
     ATL_NEED_TRACE,    /* a step trace that records (ATLAS_TRACE, _TRACE_FILE, _CHROME_TRACE) */
     ATL_NEED_CHROME,   /* the Chrome trace (ATLAS_CHROME_TRACE) */
     ATL_NEED_EXITCODE, /* the exit-status verdict (ATLAS_ERROR_EXITCODE) */

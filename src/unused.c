@@ -72,6 +72,10 @@ static void say(const struct rule *r)
         size_t len = strcspn(p, " ");
         char var[64];
         snprintf(var, sizeof var, "%.*s", (int)len, p);
+        /* a list's comma stays after the name it follows */
+        int comma = len && var[strlen(var) - 1] == ',';
+        if (comma)
+            var[strlen(var) - 1] = '\0';
         /* NAME, or NAME=VALUE for a setting that needs that value */
         char *eq = strchr(var, '=');
         if (eq)
@@ -79,8 +83,8 @@ static void say(const struct rule *r)
         const char *shown = strncmp(var, "ATLAS_", 6) != 0 ? var
                             : eq ? atl_hint_setting(var, eq, name, sizeof name)
                                  : atl_hint_name(var, name, sizeof name);
-        nu += (size_t)snprintf(needs + nu, nu < sizeof needs ? sizeof needs - nu : 0, "%s%s",
-                               nu ? " " : "", shown);
+        nu += (size_t)snprintf(needs + nu, nu < sizeof needs ? sizeof needs - nu : 0, "%s%s%s",
+                               nu ? " " : "", shown, comma ? "," : "");
         if (nu >= sizeof needs)
             nu = sizeof needs - 1;
         p += len;
@@ -95,8 +99,11 @@ void atl_unused_settings(void)
     int tracing = atl_cfg.trace || atl_cfg.trace_file || atl_cfg.chrome_trace;
     const struct rule rules[] = {
         {!atl_cfg.redzone, "ATLAS_REDZONE", "red zones are off", ATL_NEED_REDZONE, NULL},
-        {!atl_cfg.redzone && !atl_cfg.leaks, "ATLAS_REDZONE or ATLAS_LEAKS",
-         "no allocation is on the ledger", ATL_NEED_LEDGER, NULL},
+        /* the step trace names pointers by allocation and the race detector resolves them:
+         * both keep the ledger, and its call stacks (the trace's "made at", "freed at") */
+        {!atl_cfg.redzone && !atl_cfg.leaks && !tracing && !atl_cfg.races,
+         "ATLAS_REDZONE, ATLAS_LEAKS, ATLAS_TRACE or ATLAS_RACES", "no allocation is on the ledger",
+         ATL_NEED_LEDGER, NULL},
         {!tracing, "ATLAS_TRACE", "steps are not recorded", ATL_NEED_TRACE, NULL},
         {!atl_cfg.chrome_trace, "ATLAS_CHROME_TRACE", "no Chrome trace is written", ATL_NEED_CHROME,
          NULL},
