@@ -118,8 +118,8 @@ gpu-check: $(GPU_TARGETS)
 # Without a GPU, make bench runs what measures the CPU side and says what it
 # left out, instead of failing on the GPU loops.
 ifneq ($(HAVE_GPU),yes)
-GPU_BENCH_TARGETS := $(filter-out cpu-bench reload-bench ranks-bench alloc-bench,$(BENCH_TARGETS))
-BENCH_TARGETS := $(filter cpu-bench reload-bench ranks-bench alloc-bench,$(BENCH_TARGETS))
+GPU_BENCH_TARGETS := $(filter-out cpu-bench reload-bench ranks-bench alloc-bench trace-churn-bench,$(BENCH_TARGETS))
+BENCH_TARGETS := $(filter cpu-bench reload-bench ranks-bench alloc-bench trace-churn-bench,$(BENCH_TARGETS))
 bench: bench-no-gpu
 .PHONY: bench-no-gpu
 bench-no-gpu:

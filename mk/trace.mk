@@ -106,3 +106,37 @@ trace-scale-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/trace_sc
 	sh bench/trace/run_scale_bench.sh $(BUILD) $(TRACE_SCALE_N)
 
 BENCH_TARGETS += trace-scale-bench
+
+# A caching allocator's steady state traced (issue #43; bench/trace/trace_churn.c): pointers
+# that move to other live allocations every step, allocated deep in a library of N exported
+# symbols. Instructions a step (callgrind) natively, traced, traced with ATLAS_STACK_DEPTH=0
+# and with ATLAS_SYMBOLS=0, at each N, and the bar: traced within 1.2x of depth 0.
+#   make trace-churn-bench [CHURN_SYMS="10000 100000"]
+# make check runs trace-churn-check: the same at 10,000 symbols, fewer steps, a bound of 2x.
+CHURN_SYMS ?= 10000 100000
+$(BUILD)/bench/churn%/syms.S: bench/trace/gen_syms.sh
+	@mkdir -p $(dir $@)
+	sh $< $* >$@
+
+$(BUILD)/bench/churn%/libchurn.so: bench/trace/churn_lib.c $(BUILD)/bench/churn%/syms.S $(FAKE_DIR)/libcuda.so
+	$(CC) $(ALL_CFLAGS) -shared -fvisibility=hidden -Wl,-soname,libchurn.so -o $@ \
+	  bench/trace/churn_lib.c $(BUILD)/bench/churn$*/syms.S -L$(FAKE_DIR) -lcuda
+
+# linked against the smallest library; the runner picks one with LD_LIBRARY_PATH
+$(BUILD)/bench/trace_churn: bench/trace/trace_churn.c $(BUILD)/bench/churn10000/libchurn.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(BUILD)/bench/churn10000 -lchurn -L$(FAKE_DIR) -lcuda
+
+.PRECIOUS: $(BUILD)/bench/churn%/syms.S $(BUILD)/bench/churn%/libchurn.so
+
+.PHONY: trace-churn-bench trace-churn-check
+trace-churn-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/trace_churn \
+                   $(foreach n,$(CHURN_SYMS),$(BUILD)/bench/churn$(n)/libchurn.so)
+	sh bench/trace/run_churn_bench.sh $(BUILD) "$(CHURN_SYMS)"
+
+trace-churn-check: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/trace_churn \
+                   $(BUILD)/bench/churn10000/libchurn.so
+	CHURN_CHECK=1 sh bench/trace/run_churn_bench.sh $(BUILD) 10000
+
+BENCH_TARGETS += trace-churn-bench
+CHECK_TARGETS += trace-churn-check
