@@ -31,3 +31,20 @@ core-gpu-check: $(BUILD)/libatlastrace.so $(CORE_GPU_BINS)
 	sh tests/gpu/core/run_core.sh $(BUILD)
 
 GPU_TARGETS += core-gpu-check
+
+# The real-program matrix (issue #43): eight programs by seven modes, one table of step-time
+# ratios against native with each mode's bar; exits non-zero on a FAIL. Every change to hooks/
+# or src/ runs it on the H200 and quotes its table (bench/RESULTS.md).
+#   make gpu-matrix [MATRIX_ROWS="gpt2 ..."] [MATRIX_MODES="idle trace ..."] [MATRIX_OUT=DIR]
+$(GPU_DIR)/matrix_cudart: tests/gpu/matrix/steps_cudart.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(GPU_ARCH) -O2 -cudart static -o $@ $<
+
+$(GPU_DIR)/matrix_driver: tests/gpu/matrix/steps_driver.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
+
+.PHONY: gpu-matrix
+gpu-matrix: $(BUILD)/libatlastrace.so $(BUILD)/atlas-trace $(GPU_DIR)/kern.cubin \
+            $(GPU_DIR)/matrix_cudart $(GPU_DIR)/matrix_driver
+	sh tests/gpu/matrix/run_matrix.sh $(BUILD)

@@ -1,0 +1,219 @@
+"""The real-program matrix's Python programs (make gpu-matrix, tests/gpu/matrix/run_matrix.sh).
+
+    programs.py NAME
+
+NAME is one of gpt2, resnet, compile, ddp, flax, cupy: a training (or, for CuPy, compute) loop
+as its users write it, each step ending with the host reading a value (loss.item(): a sync, where
+the step trace's default mode ends a step). Prints "ms_per_step X", the median of 5 blocks of
+timed steps, after a warm-up.
+
+Several of these processes start at once (the runner starts three), so imports, model building
+and the first step (compilation, cuBLAS and cuDNN set-up) overlap; the rest of the warm-up and
+the timed steps run under an exclusive lock on the file MATRIX_LOCK names, so no two
+processes time at once and none times while another warms up on the GPU."""
+import fcntl
+import os
+import statistics
+import sys
+import time
+
+
+class Locked:
+    """The timed section: one process at a time (MATRIX_LOCK unset: no lock)."""
+
+    def __enter__(self):
+        path = os.environ.get("MATRIX_LOCK")
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600) if path else None
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+
+
+def timed(step, warm, steps, what):
+    step()  # compilation, library set-up: outside the lock
+    with Locked():
+        for _ in range(warm):
+            step()
+        blocks = []
+        per = max(1, steps // 5)
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(per):
+                step()
+            blocks.append((time.perf_counter() - t0) / per * 1e3)
+    print(f"model {what}")
+    print(f"ms_per_step {statistics.median(blocks):.3f}", flush=True)
+
+
+def gpt2():
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=4, n_embd=256, n_head=4, n_positions=128, vocab_size=50257)
+    m = GPT2LMHeadModel(cfg).cuda().train()
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    idx = torch.randint(0, cfg.vocab_size, (8, 128), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = m(idx, labels=idx).loss
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    timed(step, 10, 30, "transformers GPT2LMHeadModel (4 layers, width 256, batch 8x128), AdamW")
+
+
+def resnet():
+    import torch
+
+    try:
+        import timm
+
+        m, what = timm.create_model("resnet18", num_classes=10), "timm resnet18"
+    except ImportError:
+        import torchvision
+
+        m, what = torchvision.models.resnet18(num_classes=10), "torchvision resnet18"
+    torch.manual_seed(0)
+    m = m.cuda().train()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(32, 3, 64, 64, device="cuda")
+    y = torch.randint(0, 10, (32,), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    timed(step, 10, 30, what + " (batch 32x3x64x64), SGD")
+
+
+def compiled():
+    import torch
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(
+        torch.nn.Linear(512, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 1024), torch.nn.GELU(),
+        torch.nn.Linear(1024, 10)).cuda()
+    cm = torch.compile(m, mode="reduce-overhead")
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    x = torch.randn(256, 512, device="cuda")
+    y = torch.randint(0, 10, (256,), device="cuda")
+
+    def step():
+        torch.compiler.cudagraph_mark_step_begin()
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(cm(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    timed(step, 10, 50, 'torch.compile(mode="reduce-overhead") MLP, SGD')
+
+
+def ddp():
+    import socket
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    torch.manual_seed(0)
+    torch.cuda.set_device(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(),
+                                torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
+                                torch.nn.Linear(1024, 10)).cuda()
+    d = DDP(model, device_ids=[0])
+    opt = torch.optim.SGD(d.parameters(), lr=0.01)
+    x = torch.randn(256, 256, device="cuda")
+    y = torch.randint(0, 10, (256,), device="cuda")
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = torch.nn.functional.cross_entropy(d(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    timed(step, 10, 50, "DistributedDataParallel over NCCL, one rank, MLP, SGD")
+    dist.destroy_process_group()
+
+
+def flax():
+    import flax.linen as nn
+    import jax
+    import optax
+
+    class MLP(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.Dense(1024)(x))
+            x = nn.relu(nn.Dense(1024)(x))
+            return nn.Dense(10)(x)
+
+    kx, ky, kp = jax.random.split(jax.random.PRNGKey(0), 3)
+    x = jax.random.normal(kx, (256, 256))
+    y = jax.random.randint(ky, (256,), 0, 10)
+    model = MLP()
+    params = model.init(kp, x)
+    opt = optax.adam(1e-3)
+    st = {"p": params, "s": opt.init(params)}
+
+    @jax.jit
+    def train_step(p, s, x, y):
+        def loss_fn(p):
+            return optax.softmax_cross_entropy_with_integer_labels(model.apply(p, x), y).mean()
+
+        loss, g = jax.value_and_grad(loss_fn)(p)
+        u, s = opt.update(g, s, p)
+        return optax.apply_updates(p, u), s, loss
+
+    def step():
+        st["p"], st["s"], loss = train_step(st["p"], st["s"], x, y)
+        return float(loss)
+
+    timed(step, 10, 50, "Flax MLP, optax.adam, jax.jit")
+
+
+def cupy():
+    import cupy as cp
+
+    saxpy = cp.RawKernel(r'''
+    extern "C" __global__ void saxpy(float a, const float *x, float *y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }''', "saxpy")
+    n = 1 << 20
+    x = cp.random.random(n, dtype=cp.float32)
+    y = cp.zeros(n, dtype=cp.float32)
+
+    def step():
+        saxpy(((n + 255) // 256,), (256,), (cp.float32(0.5), x, y, cp.int32(n)))
+        z = cp.tanh(y) * 2.0 + x  # temporaries from CuPy's pool
+        return float(z.sum())
+
+    timed(step, 10, 100, "CuPy RawKernel (extern \"C\" saxpy), elementwise, sum")
+
+
+PROGRAMS = {"gpt2": gpt2, "resnet": resnet, "compile": compiled, "ddp": ddp, "flax": flax,
+            "cupy": cupy}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in PROGRAMS:
+        sys.exit("usage: programs.py " + "|".join(PROGRAMS))
+    PROGRAMS[sys.argv[1]]()
