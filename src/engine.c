@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +46,7 @@ static int finished;     /* exit report done: hooks pass through */
 static int in_child;     /* forked child: never report */
 static int exit_started; /* atl_engine_exit entered */
 static int late_atexit;  /* second atexit registration done */
+static int summarised;   /* the summary line said (the destructor, or _exit) */
 /* The process that initialised: a child of a raw fork (syscall(SYS_fork), or
  * clone, which run no atfork handler) is told apart by its pid at exit. */
 static pid_t init_pid;
@@ -634,10 +636,27 @@ static void summary_counts(struct atl_summary *s)
         s->suppressed += atl_findings_suppressed((enum atl_finding)k);
 }
 
+/* The summary line of a process that runs under atlas-trace (src/summary.h) into line, or
+ * NULL; `init`: the library initialised (one that never did opens the log for it). */
+static const char *summary_line(int init, char *line, size_t len)
+{
+    if (!atl_summary_wanted(init))
+        return NULL;
+    struct atl_summary s;
+    if (init)
+        summary_counts(&s);
+    else
+        open_log(getauxval(AT_SECURE) ? NULL : environ);
+    atl_summary_format(init ? &s : NULL, line, len);
+    return line;
+}
+
 /* Last, after the exit reports and the verdict's line: the summary line, in a process that
  * runs under atlas-trace (src/summary.h); one that never initialised opens the log for it. */
 __attribute__((destructor)) static void engine_fini(void)
 {
+    if (__atomic_exchange_n(&summarised, 1, __ATOMIC_ACQ_REL))
+        return; /* _exit said it already */
     atl_engine_exit();
     int init = __atomic_load_n(&initialised, __ATOMIC_ACQUIRE);
     /* a raw fork's child is told by its pid, which only an initialised
@@ -645,20 +664,52 @@ __attribute__((destructor)) static void engine_fini(void)
     if (in_child || (init && child_of_raw_fork()))
         return;
     char line[512];
-    const char *last = NULL;
-    if (atl_summary_wanted(init)) {
-        struct atl_summary s;
-        if (init)
-            summary_counts(&s);
-        else
-            open_log(getauxval(AT_SECURE) ? NULL : environ);
-        atl_summary_format(init ? &s : NULL, line, sizeof line);
-        last = line;
-    }
+    const char *last = summary_line(init, line, sizeof line);
     if (init)
         atl_exit_verdict(last);
     else if (last)
         atl_log_line(last);
+}
+
+/*
+ * _exit and _Exit, for a program that ends without an exit path: Python's os._exit, a
+ * framework that skips teardown. Nothing the exit path runs is run (the program asked for
+ * that, and _exit is what a signal handler may call, with any lock of the program's or
+ * malloc's held), except the summary line, whose counts are read without a lock: a run
+ * through atlas-trace that ended so still ends with it. Its findings were said as they came;
+ * atlas-trace's --error-exitcode counts them in the files they went to (findings.c), so the
+ * status it gives is right too. A child of vfork or posix_spawn shares our memory and a forked
+ * child has our counts: both are told by their pid and pass straight through, as does a
+ * second call (the verdict's own _exit).
+ */
+static pid_t load_pid;
+__attribute__((constructor)) static void engine_load(void)
+{
+    load_pid = getpid();
+}
+
+static __attribute__((noreturn)) void exit_now(int status)
+{
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+__attribute__((visibility("default"), noreturn)) void _exit(int status)
+{
+    int init = __atomic_load_n(&initialised, __ATOMIC_ACQUIRE);
+    if (!in_child && getpid() == (init ? init_pid : load_pid) &&
+        !__atomic_exchange_n(&summarised, 1, __ATOMIC_ACQ_REL)) {
+        char line[512];
+        const char *last = summary_line(init, line, sizeof line);
+        if (last)
+            atl_log_line(last);
+    }
+    exit_now(status);
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status)
+{
+    _exit(status);
 }
 
 /* A forked child inherits our counters and any lock another thread held at

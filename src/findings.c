@@ -15,6 +15,7 @@
 #include "symbols.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,53 @@ static void warn_line(void *ctx, const char *line)
 {
     (void)ctx;
     atl_log(ATL_ERROR, "%s; the entry is not used", line);
+}
+
+/*
+ * atlas-trace --error-exitcode: the folder (ATL_VERDICT_VAR, read at load, before the program
+ * can change its environment) where every process of the tree atlas-trace ran writes each
+ * finding that counts for the verdict, one line as it comes, to a file of its own (its PID).
+ * atlas-trace reads them once the program has ended, however each process ended: _exit, a
+ * signal, a wrapper script that returns 0 whatever its children did.
+ */
+static char verdict_dir[512];
+static int verdict_fd = -1;
+static pid_t verdict_pid;
+
+__attribute__((constructor)) static void verdict_load(void)
+{
+    const char *d = getenv(ATL_VERDICT_VAR);
+    if (d && d[0] == '/' && strlen(d) < sizeof verdict_dir)
+        memcpy(verdict_dir, d, strlen(d) + 1);
+}
+
+/* A finding of kind k was counted. Under the sink's lock, or not at all (the exit path). */
+static void verdict_note(enum atl_finding k)
+{
+    if (!verdict_dir[0] || !atl_cfg.error_exitcode || (k == ATL_FINDING_DIFF && atl_cfg.error_on != 1))
+        return;
+    pid_t me = getpid();
+    if (verdict_fd < 0 || verdict_pid != me) { /* a forked child writes a file of its own */
+        char path[600];
+        snprintf(path, sizeof path, "%s/%ld", verdict_dir, (long)me);
+        verdict_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        verdict_pid = me;
+    }
+    if (verdict_fd < 0) {
+        static int told;
+        if (!told++)
+            atl_log(ATL_ERROR, "cannot open atlas-trace's verdict file in %s (%s): its exit "
+                               "status may not count this process's findings",
+                    verdict_dir, strerror(errno));
+        return;
+    }
+    char line[32];
+    int n = snprintf(line, sizeof line, "%s\n", kind_names[k]);
+    static int told;
+    if (n > 0 && atl_write_all(verdict_fd, line, (size_t)n) != 0 && !told++)
+        atl_log(ATL_ERROR, "cannot write to atlas-trace's verdict file in %s (%s): its exit "
+                           "status may not count this process's findings",
+                verdict_dir, strerror(errno));
 }
 
 /* A suppression file's text (at most 16 MiB), or NULL with errno set. */
@@ -200,6 +248,7 @@ int atl_find_open(struct atl_find *f)
     if (atl_exit_lock(&lock, NULL) != 0) {
         /* another thread stopped inside the sink at exit: counted, printed */
         __atomic_add_fetch(&counts[f->kind], 1, __ATOMIC_RELAXED);
+        verdict_note(f->kind);
         free(frames);
         return f->shown = 1;
     }
@@ -212,6 +261,7 @@ int atl_find_open(struct atl_find *f)
         __atomic_add_fetch(&suppressed[f->kind], 1, __ATOMIC_RELAXED);
     } else {
         __atomic_add_fetch(&counts[f->kind], 1, __ATOMIC_RELAXED);
+        verdict_note(f->kind);
         if (f->no_print)
             ; /* past the feature's own room: it says how many */
         else if (atl_cfg.print_limit && printed >= atl_cfg.print_limit)

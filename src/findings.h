@@ -21,6 +21,10 @@
 
 #include <stdint.h>
 
+/* The folder atlas-trace --error-exitcode reads findings from (set by atlas-trace for the
+ * whole process tree; internal): one file a process, one line a finding that counts. */
+#define ATL_VERDICT_VAR "ATLASTRACE_VERDICT"
+
 enum atl_finding {
     ATL_FINDING_OVERRUN,    /* a red zone found corrupted */
     ATL_FINDING_AFTER_FREE, /* a freed allocation kept poisoned, found written */

@@ -7,6 +7,10 @@
  * puts it in front of LD_PRELOAD and execs the program. It does not fork: the process the shell
  * waits for IS the program, so its exit status, or the signal that killed it, reaches the shell,
  * a job scheduler or torchrun unchanged, and signals sent to "atlas-trace" reach the program.
+ * Except with --error-exitcode: the status is then atlas-trace's verdict over every process the
+ * program started (a wrapper script's children included, however each one ended), so it runs
+ * the program as a child, passes on the signals it is sent, and gives back the child's status,
+ * or the signal that ended it, when nothing counted was found.
  *
  * Everything is checked before anything is set: a bad option changes nothing and runs nothing.
  * The options, their values' rules and --help are the library's one table of settings
@@ -14,16 +18,21 @@
  * not ignore, and a setting given an option there is an option here with nothing else to write.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "findings.h"
 #include "hint.h"
 
 #ifndef ATLAS_VERSION
@@ -606,6 +615,155 @@ static char **atlas_entries(void)
     return out;
 }
 
+/* Runs cmd: in this process (exec), with the front's record of how it was run. */
+static _Noreturn void run_here(int argc, char **argv, const char **word_var, char **inherited,
+                               char **cmd)
+{
+    /* what the library needs to print a re-run command as atlas-trace's (src/hint.h), with
+     * this process's PID (the program's); without it, hints take the bare-preload form, which
+     * also runs */
+    char *front = atl_front_encode(argc, argv, optind, word_var, inherited, environ);
+    if (front)
+        set(ATL_FRONT_VAR, front);
+    else
+        unsetenv(ATL_FRONT_VAR);
+    execvp(cmd[0], cmd);
+    int err = errno;
+    fprintf(stderr, "%s: cannot run %s: %s\n", prog, cmd[0], strerror(err));
+    _exit(err == ENOENT || err == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+}
+
+/* --error-exitcode's value as it will reach the library (the option, or ATLAS_ERROR_EXITCODE
+ * inherited), 0 when off. */
+static int verdict_code(void)
+{
+    const char *v = getenv("ATLAS_ERROR_EXITCODE");
+    char *end;
+    errno = 0;
+    unsigned long n = v && *v ? strtoul(v, &end, 10) : 0;
+    return v && *v && !errno && !*end && n <= 255 ? (int)n : 0;
+}
+
+static pid_t child;
+
+/* A signal sent to atlas-trace is the program's: passed on. */
+static void pass_on(int sig)
+{
+    if (child > 0)
+        kill(child, sig);
+}
+
+/* The findings the processes wrote to dir (one file each, a line a finding), counted by kind
+ * into what ("1 overrun, 2 leaks"), the files removed, then dir. */
+static unsigned long findings_in(const char *dir, char *what, size_t len, unsigned long *procs)
+{
+    unsigned long n[ATL_FINDING_KINDS + 1] = {0}, total = 0; /* the last: a line of no kind */
+    *procs = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+        char line[64];
+        unsigned long here = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = '\0';
+            int k = 0;
+            while (k < ATL_FINDING_KINDS && strcmp(line, atl_finding_kind_name(k)) != 0)
+                k++;
+            n[k]++, total++, here++;
+        }
+        if (f)
+            fclose(f);
+        else if (fd >= 0)
+            close(fd);
+        *procs += here != 0;
+        unlinkat(dirfd(d), e->d_name, 0);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+    size_t used = 0;
+    what[0] = '\0';
+    for (int k = 0; k <= ATL_FINDING_KINDS; k++)
+        if (n[k] && used < len)
+            used += (size_t)snprintf(what + used, len - used, "%s%lu %s", used ? ", " : "", n[k],
+                                     k < ATL_FINDING_KINDS ? atl_finding_words(k, n[k])
+                                     : n[k] == 1          ? "finding"
+                                                          : "findings");
+    return total;
+}
+
+/* --error-exitcode=code: the program as a child; atlas-trace's status is the verdict over the
+ * findings every traced process of the tree counted (src/findings.c writes them to a folder of
+ * this run's, ATL_VERDICT_VAR), else the program's own. */
+static int run_judged(int code, int argc, char **argv, const char **word_var, char **inherited,
+                      char **cmd)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/atlas-verdict-XXXXXX", tmpdir && *tmpdir == '/' ? tmpdir : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "%s: cannot make a folder for --error-exitcode's findings in %s (%s): the "
+                        "status is the program's own verdict\n",
+                prog, dir, strerror(errno));
+        run_here(argc, argv, word_var, inherited, cmd);
+    }
+    set(ATL_VERDICT_VAR, dir);
+    /* the terminal's signals reach the whole group, the program included: while it runs,
+     * atlas-trace waits as a shell does; the others it is sent are passed on */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = pass_on};
+    sigemptyset(&ign.sa_mask);
+    sigemptyset(&fwd.sa_mask);
+    child = fork();
+    if (child < 0) {
+        fprintf(stderr, "%s: cannot fork (%s): the status is the program's own verdict\n", prog,
+                strerror(errno));
+        rmdir(dir);
+        unsetenv(ATL_VERDICT_VAR);
+        run_here(argc, argv, word_var, inherited, cmd);
+    }
+    if (child == 0)
+        run_here(argc, argv, word_var, inherited, cmd);
+    sigaction(SIGINT, &ign, NULL);
+    sigaction(SIGQUIT, &ign, NULL);
+    static const int passed[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGCONT, SIGTSTP};
+    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
+        sigaction(passed[i], &fwd, NULL);
+    int st = 0;
+    while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+        ;
+    char what[256];
+    unsigned long procs;
+    unsigned long found = findings_in(dir, what, sizeof what, &procs);
+    int own = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (found) {
+        /* the program's own run already said it (its last line), when its status is the
+         * verdict's: said here only where that was lost */
+        if (own != code)
+            fprintf(stderr, "%s: %s in %lu process%s of the run: exit status %d, not the "
+                            "program's %s%d (--error-exitcode=%d)\n",
+                    prog, what, procs, procs == 1 ? "" : "es", code,
+                    WIFSIGNALED(st) ? "signal " : "", WIFSIGNALED(st) ? WTERMSIG(st) : own, code);
+        return code;
+    }
+    if (WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sig, &dfl, NULL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        raise(sig);
+        return 128 + sig; /* a signal that does not end a process */
+    }
+    return own;
+}
+
 int main(int argc, char **argv)
 {
     make_options();
@@ -621,17 +779,10 @@ int main(int argc, char **argv)
     parse_options(argc, argv, &s, word_var);
     char *lib = find_library();
     apply(&s, lib);
-    /* what the library needs to print a re-run command as atlas-trace's (src/hint.h); without
-     * it, hints take the bare-preload form, which also runs */
-    char *front = atl_front_encode(argc, argv, optind, word_var, inherited, environ);
-    if (front)
-        set(ATL_FRONT_VAR, front);
-    else
-        unsetenv(ATL_FRONT_VAR);
-
+    unsetenv(ATL_VERDICT_VAR); /* an outer atlas-trace's: this run judges its own */
     char **cmd = argv + optind;
-    execvp(cmd[0], cmd);
-    int err = errno;
-    fprintf(stderr, "%s: cannot run %s: %s\n", prog, cmd[0], strerror(err));
-    return err == ENOENT || err == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+    int code = verdict_code();
+    if (code)
+        return run_judged(code, argc, argv, word_var, inherited, cmd);
+    run_here(argc, argv, word_var, inherited, cmd);
 }

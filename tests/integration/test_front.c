@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TOOL BUILD_DIR "/atlas-trace"
@@ -545,13 +546,15 @@ END_TEST
 #define REDZONE_PROG BUILD_DIR "/tests/redzone_prog"
 
 /* --error-exitcode: a run that reported something exits with N, whether the program returned
- * from main or called exit(), and its buffered output still arrives; _exit() skips every exit
- * path, so its status stays its own; a clean run keeps the program's status. */
+ * from main, called exit() or _exit() (which skips every exit path: atlas-trace counts the
+ * findings its processes wrote as they came), and its buffered output still arrives; a clean
+ * run keeps the program's status. */
 static const struct {
     const char *how, *overrun;
     int status;
 } verdicts[] = {
-    {"return", "1", 9}, {"exit", "1", 9}, {"_exit", "1", 3}, {"return", "0", 3}, {"exit", "0", 3},
+    {"return", "1", 9}, {"exit", "1", 9}, {"_exit", "1", 9},
+    {"return", "0", 3}, {"exit", "0", 3}, {"_exit", "0", 3},
 };
 
 START_TEST(error_exitcode_replaces_the_status)
@@ -562,11 +565,71 @@ START_TEST(error_exitcode_replaces_the_status)
     run_tool(&r, TOOL, args, NULL);
     ck_assert_msg(r.status == verdicts[_i].status, "%s, overrun %s: exit %d, not %d\n%s",
                   verdicts[_i].how, verdicts[_i].overrun, r.status, verdicts[_i].status, r.err);
-    ck_line(r.out, "ending by %s(3)", verdicts[_i].how);
-    if (verdicts[_i].status == 9)
+    if (strcmp(verdicts[_i].how, "_exit") != 0)
+        ck_line(r.out, "ending by %s(3)", verdicts[_i].how);
+    if (verdicts[_i].status == 9 && strcmp(verdicts[_i].how, "_exit") == 0)
+        /* no exit path: atlas-trace says it, the program's own status beside it */
+        HAS(r.err, "atlas-trace: 1 overrun in 1 process of the run: exit status 9, not the "
+                   "program's 3 (--error-exitcode=9)\n");
+    else if (verdicts[_i].status == 9)
         HAS(r.err, "reported 1 overrun: exit status 9 (--error-exitcode=9)");
     else
-        HASNT(r.err, "ATLAS_ERROR_EXITCODE");
+        HASNT(r.err, "exit status 9");
+    /* the summary line, also after _exit */
+    HAS(r.err, "summary: ");
+    run_free(&r);
+}
+END_TEST
+
+/* CI runs ./tests, a script: the status is atlas-trace's verdict over every process it ran,
+ * though the script drops its children's, and no other process's folder is left behind. */
+START_TEST(error_exitcode_through_a_wrapper_script)
+{
+    const char *script = "/tmp/atlas-front-wrapper.sh";
+    FILE *f = fopen(script, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "#!/bin/sh\n\"$@\"\n\"$@\"\nexit 0\n");
+    fclose(f);
+    chmod(script, 0755);
+    const char *args[] = {"--redzone=64", "--error-exitcode=9", script, REDZONE_PROG,
+                          "over",         "1",                  "_exit", "0",
+                          NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, args, NULL);
+    ck_assert_msg(r.status == 9, "a wrapper script: exit %d\n%s", r.status, r.err);
+    HAS(r.err, "atlas-trace: 2 overruns in 2 processes of the run: exit status 9, not the "
+               "program's 0 (--error-exitcode=9)\n");
+    run_free(&r);
+    /* nothing found: the script's own status */
+    const char *clean[] = {"--redzone=64", "--error-exitcode=9", script, REDZONE_PROG,
+                           "over",         "0",                  "return", "5",
+                           NULL};
+    run_tool(&r, TOOL, clean, NULL);
+    ck_assert_msg(r.status == 0, "a clean wrapper: exit %d\n%s", r.status, r.err);
+    HASNT(r.err, "atlas-trace:");
+    run_free(&r);
+    unlink(script);
+}
+END_TEST
+
+/* With --error-exitcode the program runs as atlas-trace's child: a signal that ends it ends
+ * atlas-trace the same way, and one sent to atlas-trace reaches it. */
+START_TEST(error_exitcode_keeps_signals)
+{
+    const char *self[] = {"--error-exitcode=9", "/bin/sh", "-c", "kill -TERM $$", NULL};
+    struct run_result r;
+    run_tool(&r, TOOL, self, NULL);
+    ck_assert_msg(r.status == 128 + SIGTERM, "the program killed itself: status %d\n%s",
+                  r.status, r.err);
+    run_free(&r);
+    /* SIGTERM sent to atlas-trace (the program's parent now) ends the program */
+    const char *sent[] = {"--error-exitcode=9", "/bin/sh", "-c", "kill -TERM $PPID; exec sleep 30",
+                          NULL};
+    time_t t0 = time(NULL);
+    run_tool(&r, TOOL, sent, NULL);
+    ck_assert_msg(r.status == 128 + SIGTERM, "SIGTERM to atlas-trace: status %d\n%s", r.status,
+                  r.err);
+    ck_assert_msg(time(NULL) - t0 < 20, "SIGTERM to atlas-trace did not reach the program");
     run_free(&r);
 }
 END_TEST
@@ -1089,6 +1152,8 @@ int main(void)
     tcase_add_test(tc, limits_are_the_librarys);
     tcase_add_loop_test(tc, error_exitcode_replaces_the_status, 0,
                         (int)(sizeof verdicts / sizeof verdicts[0]));
+    tcase_add_test(tc, error_exitcode_through_a_wrapper_script);
+    tcase_add_test(tc, error_exitcode_keeps_signals);
     tcase_add_test(tc, without_error_exitcode_the_status_is_the_programs);
     tcase_add_test(tc, error_exitcode_kinds);
     tcase_add_test(tc, step_mode_hints_are_true);
