@@ -12,8 +12,9 @@
 # mode's bar; ERR when a run failed or ran past MATRIX_TIMEOUT seconds (default 150). Exits 1
 # on any FAIL or ERR.
 #
-# Three processes run at once (MATRIX_JOBS): imports, set-up and each program's first step
-# overlap; its warm-up and timed steps hold the lock file MATRIX_LOCK (programs.py).
+# Three processes run at once (MATRIX_JOBS): their imports overlap; from its first use of the
+# GPU to its end each holds the lock file MATRIX_LOCK, so no two use the GPU at once
+# (programs.py, timed.h).
 # MATRIX_ROWS and MATRIX_MODES choose a part; MATRIX_OUT, a folder: the table (matrix.txt), the
 # runs' figures (runs.txt) and the first lines of every log (logs.txt) are written there as
 # they come.

@@ -2,8 +2,7 @@
 // CUDA C++ code writes them. Each step makes a scratch buffer, launches 64 kernels through
 // <<<>>> (a buffer pair that swaps every launch, a scalar), copies 4 bytes back (a blocking
 // copy: the step's end for the step trace) and frees the scratch buffer. Prints
-// "ms_per_step X" (timed.h: the median of 5 blocks after a warm-up, under the lock file
-// MATRIX_LOCK names).
+// "ms_per_step X" (timed.h: the median of 5 blocks after a warm-up, the GPU its own).
 #include "timed.h"
 
 #include <cuda_runtime.h>
@@ -44,6 +43,7 @@ static void step(void)
 
 int main(void)
 {
+    matrix_gpu_lock();
     CK(cudaMalloc(&a, n * sizeof(float)));
     CK(cudaMalloc(&b, n * sizeof(float)));
     CK(cudaMemset(a, 0, n * sizeof(float)));

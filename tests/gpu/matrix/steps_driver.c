@@ -2,7 +2,7 @@
  * Each step makes a scratch allocation, launches scale() 64 times over 8 buffers in turn,
  * sets the scratch buffer, reads 16 bytes back (cuMemcpyDtoH: a blocking copy, the step's end
  * for the step trace) and frees it. Prints "ms_per_step X", the median of 5 blocks after a
- * warm-up, under the lock file MATRIX_LOCK names (tests/gpu/matrix/programs.py says why).
+ * warm-up, the GPU its own (timed.h).
  *   steps_driver CUBIN  (build/gpu/kern.cubin: tests/gpu/core/kern.cu) */
 #include "timed.h"
 
@@ -51,6 +51,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: steps_driver CUBIN\n");
         return 2;
     }
+    matrix_gpu_lock();
     CK(cuInit(0));
     CK(cuDeviceGet(&dev, 0));
     CK(cuDevicePrimaryCtxRetain(&ctx, dev));
