@@ -34,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -688,12 +687,6 @@ __attribute__((constructor)) static void engine_load(void)
     load_pid = getpid();
 }
 
-static __attribute__((noreturn)) void exit_now(int status)
-{
-    for (;;)
-        syscall(SYS_exit_group, status);
-}
-
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
     int init = __atomic_load_n(&initialised, __ATOMIC_ACQUIRE);
@@ -704,7 +697,7 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status)
         if (last)
             atl_log_line(last);
     }
-    exit_now(status);
+    atl_exit_now(status);
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status)

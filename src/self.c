@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -177,5 +178,11 @@ void atl_exit_verdict(const char *last)
     if (!n)
         return;
     fflush(NULL);
-    _exit((int)atl_cfg.error_exitcode);
+    atl_exit_now((int)atl_cfg.error_exitcode);
+}
+
+void atl_exit_now(int status)
+{
+    for (;;)
+        syscall(SYS_exit_group, status);
 }

@@ -65,4 +65,8 @@ void atl_exit_begin(void);
  * `last` (or NULL) is written after the verdict, as the run's last line, whether or not. */
 void atl_exit_verdict(const char *last);
 
+/* Ends the process now with status (the exit_group system call, as _exit does): what the
+ * library's own exits call, since the library's _exit (engine.c) is the program's. */
+__attribute__((noreturn)) void atl_exit_now(int status);
+
 #endif
