@@ -11,7 +11,9 @@ Several of these processes start at once (the runner starts three), so their imp
 everything from the first use of the GPU on (model building, compilation, the warm-up, the timed
 steps) runs under an exclusive lock on the file MATRIX_LOCK names, so no two processes use the
 GPU at once. (With the lock taken only for the timed steps, on an H100, another process's CUDA
-set-up or compilation beside them moved a driver-API step from 0.29 to 0.93 ms.) The warm-up
+set-up or compilation beside them moved a driver-API step from 0.29 to 0.93 ms.) The process
+that holds the lock has cores of its own too (MATRIX_CPUS; the others import on
+MATRIX_IMPORT_CPUS): with the GPU alone, three runs of the GPT-2 step still spread 25%. The warm-up
 lasts at least WARM steps and 0.3 s (the GPU's clocks rise), and each of the 5 timed blocks at
 least STEPS / 5 steps and 0.1 s."""
 import fcntl
@@ -21,13 +23,39 @@ import sys
 import time
 
 
+def cpus(spec):
+    """"0-3,8" as a set of core numbers."""
+    out = set()
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def pin(var):
+    """Every thread of this process onto the cores the variable names (unset: left alone)."""
+    spec = os.environ.get(var)
+    if not spec:
+        return
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus(spec))
+        except OSError:
+            pass  # a thread that ended meanwhile
+
+
 def gpu_lock():
-    """From here on, this process alone uses the GPU (MATRIX_LOCK unset: no lock); released
-    when the process ends."""
+    """From here on, this process alone uses the GPU (MATRIX_LOCK unset: no lock), released when
+    it ends, and the cores MATRIX_CPUS names, which no process that is still importing uses
+    (MATRIX_IMPORT_CPUS)."""
     path = os.environ.get("MATRIX_LOCK")
     if path:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
+    pin("MATRIX_CPUS")
+
+
+pin("MATRIX_IMPORT_CPUS")
 
 
 def timed(step, warm, steps, what):

@@ -13,8 +13,9 @@
 # on any FAIL or ERR.
 #
 # Three processes run at once (MATRIX_JOBS): their imports overlap; from its first use of the
-# GPU to its end each holds the lock file MATRIX_LOCK, so no two use the GPU at once
-# (programs.py, timed.h).
+# GPU to its end each holds the lock file MATRIX_LOCK, so no two use the GPU at once, and runs on
+# half of the cores (MATRIX_CPUS), the processes still importing on the other half
+# (MATRIX_IMPORT_CPUS; programs.py, timed.h).
 # MATRIX_ROWS and MATRIX_MODES choose a part; MATRIX_OUT, a folder: the table (matrix.txt), the
 # runs' figures (runs.txt) and the first lines of every log (logs.txt) are written there as
 # they come.
@@ -67,6 +68,12 @@ jobs=${MATRIX_JOBS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export MATRIX_LOCK=$tmp/lock
+# the process that holds the lock on cores of its own, the ones importing on the rest
+ncpu=$(nproc 2>/dev/null || echo 1)
+if [ "$ncpu" -ge 8 ]; then
+    export MATRIX_CPUS="${MATRIX_CPUS:-0-$((ncpu / 2 - 1))}"
+    export MATRIX_IMPORT_CPUS="${MATRIX_IMPORT_CPUS:-$((ncpu / 2))-$((ncpu - 1))}"
+fi
 # JAX takes 75% of the GPU's memory at start unless told not to: three processes at once
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 out=${MATRIX_OUT:-}

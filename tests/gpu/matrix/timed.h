@@ -6,19 +6,54 @@
 #ifndef MATRIX_TIMED_H
 #define MATRIX_TIMED_H
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity */
+#endif
+#include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
+/* The cores "0-3,8" names into set; 0 when spec is unset or empty. */
+static int matrix_cpus(const char *spec, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    if (!spec || !*spec)
+        return 0;
+    for (const char *p = spec; *p;) {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (*end == '-')
+            hi = strtol(end + 1, &end, 10);
+        for (long c = lo; c <= hi && c >= 0 && c < CPU_SETSIZE; c++)
+            CPU_SET((int)c, set);
+        p = *end == ',' ? end + 1 : end + (*end != '\0');
+    }
+    return 1;
+}
+
+/* From here on this process alone uses the GPU (MATRIX_LOCK; held until it ends), on the cores
+ * MATRIX_CPUS names (every thread: the driver's too). */
 static void matrix_gpu_lock(void)
 {
     const char *lock = getenv("MATRIX_LOCK");
     int fd = lock ? open(lock, O_RDWR | O_CREAT, 0600) : -1;
     if (fd >= 0)
         flock(fd, LOCK_EX);
+    cpu_set_t set;
+    if (!matrix_cpus(getenv("MATRIX_CPUS"), &set))
+        return;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.')
+            sched_setaffinity((pid_t)atoi(e->d_name), sizeof set, &set);
+    if (d)
+        closedir(d);
 }
 
 static double matrix_now_ms(void)
