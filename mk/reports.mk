@@ -24,6 +24,12 @@ $(BUILD)/tests/sym_prog: tests/targets/sym_prog.c $(BUILD)/tests/sym_rt.o $(FAKE
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< $(BUILD)/tests/sym_rt.o -L$(FAKE_DIR) -lcuda -ldl
 
+# a libdw.so.1 that is no libdw, first on the library path: reports as on a machine without
+# elfutils (file:line from an addr2line program, src/symbols.c)
+$(BUILD)/tests/nodw/libdw.so.1:
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ -x c /dev/null
+
 # temporary paths are built into PATH_MAX buffers from other PATH_MAX buffers (mk/front.mk too)
 $(BUILD)/tests/test_reports: ALL_CFLAGS += -Wno-format-truncation
 $(BUILD)/tests/test_reports: tests/integration/test_reports.c tests/integration/run.c | check-deps
@@ -37,7 +43,8 @@ $(BUILD)/tests/test_report_locks_unit: tests/unit/test_report_locks.c $(BUILD)/l
 .PHONY: reports-check
 reports-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/atlas-trace \
                $(BUILD)/atlas-diff $(BUILD)/tests/sym_prog $(BUILD)/tests/libsym.so \
-               $(BUILD)/tests/libsym_stripped.so $(BUILD)/tests/redzone_prog \
+               $(BUILD)/tests/libsym_stripped.so $(BUILD)/tests/nodw/libdw.so.1 \
+               $(BUILD)/tests/redzone_prog \
                $(BUILD)/tests/sync_target $(BUILD)/tests/trace_steps $(BUILD)/tests/races_prog \
                $(BUILD)/examples/demo_steps $(BUILD)/tests/front_demo_kernels.so \
                $(BUILD)/tests/test_findings_unit $(BUILD)/tests/test_report_locks_unit \

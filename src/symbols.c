@@ -18,11 +18,15 @@
 #define _GNU_SOURCE
 #include "symbols.h"
 
+#include "config.h"
+#include "hint.h"
+#include "log.h"
 #include "realdl.h"
 #include "services.h"
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -30,8 +34,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the part of libdwfl.h used (elfutils, libdw.so.1's public ABI) ---- */
@@ -215,9 +224,14 @@ static struct elfsyms *elf_load(const struct mapped *m);
 static int sym_in(const struct elfsyms *e, const struct mapped *m, char *func, size_t funcsz,
                   unsigned long *off);
 
+static int external_line(const struct mapped *m, char *file, size_t filesz, int *line,
+                         char *func, size_t funcsz);
+static int lines_to_ask(const struct elfsyms *e);
+static void lines_failed(struct elfsyms *e);
+
 int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, size_t funcsz)
 {
-    if (!pc || __atomic_load_n(&state, __ATOMIC_RELAXED) < 0)
+    if (!pc || __atomic_load_n(&disabled, __ATOMIC_RELAXED))
         return 0;
     struct mapped m = {.pc = (uintptr_t)pc - 1}; /* the call, not the return address */
     dl_iterate_phdr(find_mapped, &m);
@@ -235,7 +249,22 @@ int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, siz
     } else if (state == 0) {
         __atomic_store_n(&state, -1, __ATOMIC_RELEASE);
     }
-    Dwfl_Module *mod = state > 0 ? module_of(&m) : NULL;
+    if (state < 0) {
+        /* no libdw: the function from the symbol table here, the line from an addr2line
+         * program, outside the lock, where the file has lines to give */
+        struct elfsyms *e = disabled ? NULL : elf_load(&m);
+        if (e && funcsz)
+            sym_in(e, &m, func, funcsz, NULL);
+        int ask = lines_to_ask(e);
+        pthread_mutex_unlock(&sym_lock);
+        int r = ask ? external_line(&m, file, filesz, line, func, funcsz) : 0;
+        if (r < 0 && atl_exit_lock(&sym_lock, NULL) == 0) {
+            lines_failed(e); /* entries are never freed */
+            pthread_mutex_unlock(&sym_lock);
+        }
+        return r > 0;
+    }
+    Dwfl_Module *mod = module_of(&m);
     Dwfl_Line *l = mod ? dw.module_getsrc(mod, m.pc) : NULL;
     int ln = 0;
     const char *src = l ? dw.lineinfo(l, NULL, &ln, NULL, NULL, NULL) : NULL;
@@ -264,6 +293,8 @@ struct elfsyms {
     struct elfsyms *next;
     char path[4096];
     int usable;
+    int has_lines;  /* the file has a .debug_line section: source lines to be had */
+    int a2l_failed; /* the external symbolizer failed on it once: not asked again */
     const ElfW(Sym) * sym; /* into the mapping */
     const char *str;
     size_t strsz;
@@ -327,6 +358,15 @@ static struct elfsyms *elf_load(const struct mapped *m)
              eh->e_shentsize == sizeof(ElfW(Shdr)) && eh->e_shoff < len &&
              eh->e_shnum <= (len - eh->e_shoff) / sizeof(ElfW(Shdr));
     ok = ok && file_id_matches(base, len, sh, eh->e_shnum, m);
+    /* whether it carries source lines (what an external symbolizer can give) */
+    if (ok && eh->e_shstrndx < eh->e_shnum) {
+        const ElfW(Shdr) *names = &sh[eh->e_shstrndx];
+        for (unsigned i = 0; names->sh_offset < len && i < eh->e_shnum && !e->has_lines; i++)
+            e->has_lines = sh[i].sh_name < names->sh_size &&
+                           names->sh_size <= len - names->sh_offset &&
+                           !strncmp((const char *)base + names->sh_offset + sh[i].sh_name,
+                                    ".debug_line", names->sh_size - sh[i].sh_name);
+    }
     const ElfW(Shdr) *tab = NULL;
     for (unsigned i = 0; ok && i < eh->e_shnum; i++)
         if (sh[i].sh_type == SHT_SYMTAB || (sh[i].sh_type == SHT_DYNSYM && !tab))
@@ -355,6 +395,18 @@ static struct elfsyms *elf_load(const struct mapped *m)
     e->byaddr = NULL;
     munmap(map, len);
     return NULL;
+}
+
+/* e (NULL: none) has source lines an external symbolizer may give, and it has not failed on
+ * it. Under sym_lock. */
+static int lines_to_ask(const struct elfsyms *e)
+{
+    return e && e->has_lines && !e->a2l_failed;
+}
+
+static void lines_failed(struct elfsyms *e)
+{
+    e->a2l_failed = 1;
 }
 
 /* The function of e holding m's pc, into func (and its offset from the return address, off
@@ -398,4 +450,152 @@ int atl_sym_name(void *pc, char *func, size_t funcsz, unsigned long *off)
     int ok = disabled ? 0 : sym_in(elf_load(&m), &m, func, funcsz, off);
     pthread_mutex_unlock(&sym_lock);
     return ok;
+}
+
+/* ---- source lines without libdw: an addr2line program ----------------------------------
+ * Where libdw is missing (many GPU images: the CUDA toolkit brings binutils, not elfutils),
+ * a frame whose file has a .debug_line section gets its line from an addr2line program, as
+ * the sanitizers ask llvm-symbolizer: ATLAS_SYMBOLIZER, else addr2line or llvm-addr2line on
+ * PATH. Run at report time only, outside every lock of ours, once for each frame (frames.c
+ * keeps the answer), in a minimal environment (PATH and LC_ALL=C: no LD_PRELOAD, so not
+ * traced), stdin from /dev/null, its output read for at most SYMBOLIZER_MS; one that fails or
+ * runs out of time is killed, and not asked about that file again. No program at all: said
+ * once, with what to install. */
+#define SYMBOLIZER_MS 5000
+
+static pthread_once_t a2l_once = PTHREAD_ONCE_INIT;
+static char a2l_path[4096];
+
+/* name (no '/': looked up on PATH) into out, executable; 0 when not found. */
+static int on_path(const char *name, char *out, size_t len)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, len, "%s", name);
+        return access(out, X_OK) == 0;
+    }
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(out, len, "%.*s/%s", (int)n, p, name);
+        if (n && access(out, X_OK) == 0)
+            return 1;
+        p += n + (p[n] == ':');
+    }
+    out[0] = '\0';
+    return 0;
+}
+
+static void a2l_find(void)
+{
+    const char *want = atl_cfg.symbolizer;
+    char set[4200];
+    if (want && *want) {
+        if (!on_path(want, a2l_path, sizeof a2l_path))
+            atl_log(ATL_WARN, "source lines: %s is no program to run: reports name functions "
+                              "and offsets",
+                    atl_hint_setting("ATLAS_SYMBOLIZER", want, set, sizeof set));
+        return;
+    }
+    if (!on_path("addr2line", a2l_path, sizeof a2l_path) &&
+        !on_path("llvm-addr2line", a2l_path, sizeof a2l_path))
+        atl_log(ATL_WARN,
+                "source lines: libdw (elfutils) is not installed and no addr2line program was "
+                "found on PATH: reports name functions and offsets, not files and lines; install "
+                "one (Debian and Ubuntu: apt-get install libdw1, or binutils), or name an "
+                "addr2line program with %s",
+                atl_hint_name("ATLAS_SYMBOLIZER", set, sizeof set));
+}
+
+/* The line of m's pc from the symbolizer: 1 found, 0 none there, -1 the program failed (not
+ * to be asked about this file again). */
+static int external_line(const struct mapped *m, char *file, size_t filesz, int *line,
+                         char *func, size_t funcsz)
+{
+    pthread_once(&a2l_once, a2l_find);
+    if (!a2l_path[0])
+        return 0;
+    char addr[32], env_path[4200];
+    snprintf(addr, sizeof addr, "0x%lx", (unsigned long)(m->pc - m->bias));
+    const char *pathv = getenv("PATH");
+    snprintf(env_path, sizeof env_path, "PATH=%s", pathv ? pathv : "/usr/bin:/bin");
+    char *argv[] = {a2l_path, "-f", "-e", (char *)m->path, addr, NULL};
+    char *envp[] = {env_path, "LC_ALL=C", NULL};
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) != 0)
+        return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int rc = posix_spawn(&pid, a2l_path, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    if (rc != 0) {
+        close(out[0]);
+        return -1;
+    }
+    char buf[8192];
+    size_t got = 0;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int done = 0, late = 0;
+    while (!done && got < sizeof buf - 1) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+        if (ms >= SYMBOLIZER_MS) {
+            late = 1;
+            break;
+        }
+        struct pollfd p = {.fd = out[0], .events = POLLIN};
+        int r = poll(&p, 1, (int)(SYMBOLIZER_MS - ms));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            late = r == 0;
+            break;
+        }
+        ssize_t n = read(out[0], buf + got, sizeof buf - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            done = 1;
+        else
+            got += (size_t)n;
+    }
+    close(out[0]);
+    if (late)
+        kill(pid, SIGKILL);
+    int st = 0;
+    pid_t w;
+    while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+        ;
+    /* a program that reaps every child (or ignores SIGCHLD) took its status: its output says */
+    if (late || (w == pid && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)))
+        return -1;
+    buf[got] = '\0';
+    /* two lines: the function ("??" unknown), "FILE:LINE" ("??:0", "??:?" unknown), a line
+     * maybe followed by " (discriminator N)" */
+    char *nl = strchr(buf, '\n');
+    if (!nl)
+        return -1;
+    *nl = '\0';
+    char *loc = nl + 1;
+    loc[strcspn(loc, "\n")] = '\0';
+    char *sp = strchr(loc, ' ');
+    if (sp)
+        *sp = '\0';
+    char *colon = strrchr(loc, ':');
+    if (funcsz && !func[0] && strcmp(buf, "??") != 0)
+        snprintf(func, funcsz, "%s", buf);
+    if (!colon || colon == loc || !strncmp(loc, "??", 2))
+        return 0;
+    *colon = '\0';
+    long ln = strtol(colon + 1, NULL, 10);
+    if (ln <= 0)
+        return 0;
+    snprintf(file, filesz, "%s", loc);
+    *line = (int)ln;
+    return 1;
 }

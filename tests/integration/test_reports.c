@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define T(name) BUILD_DIR "/tests/" name
@@ -130,6 +132,72 @@ START_TEST(frames_name_file_and_line)
     HAS(r.log, "allocated at rt_alloc+0x"); /* told by dladdr's names (-rdynamic) */
     HAS(r.log, "allocated at launch_alloc+0x");
     HASNT(r.log, ".c:");
+    run_free(&r);
+}
+END_TEST
+
+/* Without libdw (a libdw.so.1 that is no libdw first on the library path, as a GPU image that
+ * has binutils but not elfutils), file:line from an addr2line program: the one on PATH, or
+ * ATLAS_SYMBOLIZER's; none at all, or one that fails: the symbol+offset form, and one line that
+ * says what to install; one that hangs is stopped, the run goes on. */
+#define NODW "LD_LIBRARY_PATH=" BUILD_DIR "/tests/nodw:" BUILD_DIR "/fake"
+
+START_TEST(frames_name_lines_without_libdw)
+{
+    int own = source_line("tests/targets/sym_prog.c", "OWN_ALLOC_LINE");
+    int lib = source_line("tests/targets/sym_lib.c", "SYM_ALLOC_LINE");
+    char want[128];
+    char *argv[] = {T("sym_prog"), T("libsym.so"), "keep", NULL};
+    static const char *const env[] = {"ATLAS_LEAKS=1", NODW, NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    snprintf(want, sizeof want, "allocated at own_alloc (sym_prog.c:%d)\n", own);
+    HAS(r.log, want);
+    snprintf(want, sizeof want, "allocated at sym_alloc (sym_lib.c:%d)\n", lib);
+    HAS(r.log, want);
+    snprintf(want, sizeof want, "allocated at launch_alloc (sym_prog.c:%d)\n",
+             source_line("tests/targets/sym_prog.c", "LAUNCH_ALLOC_LINE"));
+    HAS(r.log, want);
+    HASNT(r.log, "source lines:");
+    run_free(&r);
+
+    /* ATLAS_SYMBOLIZER names no program: said, and the symbol+offset form */
+    static const char *const bad[] = {"ATLAS_LEAKS=1", NODW, "ATLAS_SYMBOLIZER=/nonexistent/a2l",
+                                      NULL};
+    run_target(&r, argv, bad, 1);
+    ck_assert_int_eq(r.status, 0);
+    HAS(r.log, "source lines: ATLAS_SYMBOLIZER=/nonexistent/a2l is no program to run: reports "
+               "name functions and offsets\n");
+    HAS(r.log, "allocated at own_alloc+0x");
+    HASNT(r.log, "sym_prog.c:");
+    run_free(&r);
+
+    /* none on PATH: what to install, once */
+    static const char *const none[] = {"ATLAS_LEAKS=1", NODW, "PATH=/nonexistent", NULL};
+    run_target(&r, argv, none, 1);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_int_eq(count_lines(r.log, "source lines: libdw (elfutils) is not installed and no "
+                                        "addr2line program was found on PATH"),
+                     1);
+    HAS(r.log, "apt-get install libdw1, or binutils");
+    HAS(r.log, "allocated at own_alloc+0x");
+    run_free(&r);
+
+    /* one that hangs: stopped after its time, asked once for each file, the run whole */
+    char hang[PATH_MAX + 32], set[PATH_MAX + 64];
+    snprintf(hang, sizeof hang, "%s/hang-a2l.sh", tmp);
+    write_file(hang, "#!/bin/sh\nexec sleep 60\n");
+    chmod(hang, 0755);
+    snprintf(set, sizeof set, "ATLAS_SYMBOLIZER=%s", hang);
+    const char *const slow[] = {"ATLAS_LEAKS=1", NODW, set, NULL};
+    time_t t0 = time(NULL);
+    run_target(&r, argv, slow, 1);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(time(NULL) - t0 < 30, "a hanging symbolizer held the run %ld s",
+                  (long)(time(NULL) - t0));
+    HAS(r.log, "allocated at own_alloc+0x");
+    HAS(r.log, "allocated at sym_alloc+0x");
     run_free(&r);
 }
 END_TEST
@@ -805,6 +873,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, frames_name_file_and_line);
+    tcase_add_test(tc, frames_name_lines_without_libdw);
     tcase_add_loop_test(tc, frames_survive_bad_files, 0, 3);
     tcase_add_test(tc, leaks_grouped_by_call_stack);
     tcase_add_test(tc, print_limit);

@@ -3,8 +3,9 @@
 #   tests/gpu/reports/run_reports.sh BUILD_DIR
 # 1. an nvcc program built with -g -lineinfo and nvcc's default static cudart
 #    (tests/gpu/redzone/rz_overrun.cu): the overrun's allocation named by the cudaMalloc's file
-#    and line, not by CUDA's runtime linked into the program, where libdw.so.1 is installed
-#    (by symbol+offset of main where not); launch mode names the kernel; the findings file
+#    and line, not by CUDA's runtime linked into the program, where libdw.so.1 is installed or
+#    an addr2line program (binutils, which the CUDA toolkit brings) is on PATH (by symbol+offset
+#    of main where neither is); launch mode names the kernel; the findings file
 #    validates, its printed lines are stderr's, and its overrun's frames hold that file:line;
 # 2. PyTorch: the findings file of a run with a Triton off-by-one (the default caching
 #    allocator: the stray element in a segment's red zone) and of a race on two streams
@@ -22,7 +23,11 @@ check() { python3 "$here/check_findings.py" "$@"; }
 
 libdw=no
 for f in /usr/lib/*/libdw.so.1 /usr/lib64/libdw.so.1; do [ -e "$f" ] && libdw=yes; done
-echo "== libdw.so.1 installed: $libdw"
+a2l=no
+command -v addr2line >/dev/null 2>&1 || command -v llvm-addr2line >/dev/null 2>&1 && a2l=yes
+lines=no
+[ $libdw = yes ] || [ $a2l = yes ] && lines=yes
+echo "== libdw.so.1 installed: $libdw; an addr2line program on PATH: $a2l"
 
 echo "== an nvcc -g -lineinfo program (static cudart)"
 prog=$build/gpu/rz_overrun_g
@@ -31,19 +36,29 @@ line=$(grep -n 'CK(cudaMalloc(&small, 1000));' tests/gpu/redzone/rz_overrun.cu |
     "$prog" >"$out/nvcc.out" 2>"$out/nvcc.err"
 rc=$?
 [ "$rc" -eq 3 ] && pass "nvcc: exit status 3 (the overrun)" || fail "nvcc: exit $rc"
-if [ $libdw = yes ] && grep -q "allocated at main (rz_overrun.cu:$line): 8 bytes corrupted" "$out/nvcc.err"; then
-    pass "nvcc: the allocation named by its line, rz_overrun.cu:$line"
-elif [ $libdw = no ] && grep -q "allocated at main+0x[0-9a-f]* (rz_overrun_g): 8 bytes" "$out/nvcc.err"; then
-    pass "nvcc: no libdw.so.1: the allocation named by main+offset"
+if [ $lines = yes ] && grep -q "allocated at main (rz_overrun.cu:$line): 8 bytes corrupted" "$out/nvcc.err"; then
+    pass "nvcc: the allocation named by its line, rz_overrun.cu:$line (libdw $libdw, addr2line $a2l)"
+elif [ $lines = no ] && grep -q "allocated at main+0x[0-9a-f]* (rz_overrun_g): 8 bytes" "$out/nvcc.err"; then
+    pass "nvcc: neither libdw.so.1 nor addr2line: the allocation named by main+offset"
 else
-    fail "nvcc: allocation site (want rz_overrun.cu:$line, libdw $libdw)"; grep overrun "$out/nvcc.err"
+    fail "nvcc: allocation site (want rz_overrun.cu:$line, libdw $libdw, addr2line $a2l)"; grep overrun "$out/nvcc.err"
+fi
+# and with libdw hidden (a libdw.so.1 that is no libdw first on the library path): the line
+# from addr2line, as on an image without elfutils
+if [ $a2l = yes ]; then
+    mkdir -p "$out/nodw" && cc -shared -o "$out/nodw/libdw.so.1" -x c /dev/null 2>/dev/null
+    LD_LIBRARY_PATH="$out/nodw${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tool" --redzone=256 \
+        "$prog" >"$out/nvcc-nodw.out" 2>"$out/nvcc-nodw.err"
+    grep -q "allocated at main (rz_overrun.cu:$line): 8 bytes corrupted" "$out/nvcc-nodw.err" &&
+        pass "nvcc: libdw hidden: the allocation named by its line from addr2line" ||
+        { fail "nvcc: libdw hidden: no rz_overrun.cu:$line"; grep overrun "$out/nvcc-nodw.err"; }
 fi
 grep -q "libcudart_static_\|__device_stub" "$out/nvcc.err" && fail "nvcc: a frame of CUDA's runtime named as a site" ||
     pass "nvcc: no frame of the static runtime named"
 grep -Eq "redzone: culprit: launch#[0-9]+ kernel=overrun_kernel\(unsigned char\*, int\)" "$out/nvcc.err" &&
     pass "nvcc: launch mode names the kernel" || fail "nvcc: no culprit"
 frame=""
-[ $libdw = yes ] && frame="--frame rz_overrun.cu:$line"
+[ $lines = yes ] && frame="--frame rz_overrun.cu:$line"
 # shellcheck disable=SC2086
 check "$out/nvcc.jsonl" "$out/nvcc.err" overrun=1 --verdict 1 $frame &&
     pass "nvcc: the findings file validates and matches stderr" || fail "nvcc: findings file"
