@@ -226,6 +226,34 @@ START_TEST(step_checked)
 }
 END_TEST
 
+/* ATLAS_KERNEL: a POSIX extended regular expression glibc can build in bounded memory. The
+ * settings fuzzer's 30 '+' in a row took 2 GB in regcomp; a filter of kernel names needs no
+ * repetitions that multiply past 4,096 copies, nor more than 256 characters. */
+START_TEST(kernel_regex_bounded)
+{
+    struct atl_config c;
+    const char *ok[] = {"gemm", "^(k1|k2)$", "softmax.*|elementwise_kernel<[0-9]+>",
+                        "a{2,100}", "[*+?{]+x*", "a+b+c+d+e+f+g+h+i+j+k+", "x{1,63}y{1,63}", "\\+\\+\\+\\+\\+\\+\\+\\+\\+\\+"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char kv[300];
+        snprintf(kv, sizeof kv, "ATLAS_KERNEL=%s", ok[i]);
+        ck_assert_msg(parse1(&c, kv) == 0, "%s refused: %s", kv, lines[0]);
+    }
+    const struct atl_cfg_var *v = &atl_cfg_vars[atl_config_find("ATLAS_KERNEL")];
+    expect_rejected(v, "a++++++++++++++++++++++++++++++b", "refused: repetitions that multiply");
+    expect_rejected(v, "(((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)", "refused: repetitions that multiply");
+    expect_rejected(v, "x{1,5000}", "refused: repetitions that multiply");
+    expect_rejected(v, "((a{1,100}){1,100})", "refused: repetitions that multiply");
+    char longer[300], kv[320];
+    memset(longer, 'k', 257);
+    longer[257] = '\0';
+    snprintf(kv, sizeof kv, "ATLAS_KERNEL=%s", longer);
+    ck_assert_int_eq(parse1(&c, kv), 1);
+    ck_assert_msg(strstr(lines[0], "refused: longer than 256 characters") != NULL, "%s", lines[0]);
+    expect_rejected(v, "(", "not a POSIX extended regular expression");
+}
+END_TEST
+
 /* ATLAS_STEP's modes by one rule, the one the check above and the step trace use: keywords
  * in any case, an nvtx range name of 1 to ATL_STEP_NAME_MAX - 1 bytes. */
 START_TEST(step_modes_one_rule)
@@ -326,6 +354,7 @@ int main(void)
     tcase_add_test(tc, numbers_decimal_or_hex);
     tcase_add_test(tc, wrong_case_suggests);
     tcase_add_test(tc, step_checked);
+    tcase_add_test(tc, kernel_regex_bounded);
     tcase_add_test(tc, diff_ignore_checked);
     tcase_add_test(tc, expand_percent_and_overflow);
     tcase_add_test(tc, rank_problem_named);
