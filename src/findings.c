@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const kind_names[ATL_FINDING_KINDS] = {
@@ -106,12 +107,25 @@ static void verdict_note(enum atl_finding k)
                 verdict_dir, strerror(errno));
 }
 
-/* A suppression file's text (at most 16 MiB), or NULL with errno set. */
+/* A suppression file's text (at most 16 MiB), or NULL with errno set. Opened non-blocking and
+ * read only when it is a regular file: a FIFO put where the file was hung the program at its
+ * first CUDA call (EINVAL says "not a regular file"). */
 static char *read_text(const char *path)
 {
-    FILE *f = fopen(path, "re");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return NULL;
+    }
     size_t cap = 4096, n = 0;
     char *t = malloc(cap);
     while (t) {
@@ -151,7 +165,7 @@ static void load_suppressions(const char *list)
         char *text = read_text(p);
         if (!text) {
             atl_log(ATL_ERROR, "cannot read suppressions file '%s': %s; its entries are not used",
-                    shown, strerror(errno));
+                    shown, errno == EINVAL ? "not a regular file" : strerror(errno));
             continue;
         }
         size_t before = supp.n;

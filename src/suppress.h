@@ -30,6 +30,9 @@
 #include <stdint.h>
 
 #define ATL_SUPP_FRAMES 24
+/* entries a set keeps; past it, said once and the rest of that file left out */
+#define ATL_SUPP_MAX 10000
+#define ATL_SUPP_MAX_TEXT "10,000"
 
 struct atl_supp {
     char *name;

@@ -348,13 +348,16 @@ static char *input_files(const char *opt, const char *path, const char *prev)
                  path);
         bad_usage("%s", msg);
     }
-    FILE *f = fopen(path, "r");
-    if (!f || (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode))) {
+    /* non-blocking: a FIFO would hold the open until something writes to it */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         snprintf(msg, sizeof msg, "%s=%s: %s", opt, path,
-                 f ? "a folder, not a file" : strerror(errno));
+                 fd < 0                ? strerror(errno)
+                 : S_ISDIR(st.st_mode) ? "a folder, not a file"
+                                       : "not a regular file");
         bad_usage("%s", msg);
     }
-    fclose(f);
+    close(fd);
     char *abs = realpath(path, NULL), *all;
     if (!abs || asprintf(&all, "%s%s%s", prev ? prev : "", prev ? ":" : "", abs) < 0) {
         fprintf(stderr, "%s: out of memory\n", prog);

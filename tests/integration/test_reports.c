@@ -428,6 +428,28 @@ START_TEST(suppressions_file_errors)
     HASNT(r.err, "site_two (");
     HAS(r.err, "suppressed: 1 finding (1 leak) (entries read: 1)\n");
     run_free(&r);
+
+    /* a FIFO where the file was: refused, not waited on (it hung the program at its first
+     * CUDA call); atlas-trace refuses it before the run */
+    char fifo[PATH_MAX + 32], set[PATH_MAX + 64];
+    snprintf(fifo, sizeof fifo, "%s/fifo.supp", tmp);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    snprintf(set, sizeof set, "ATLAS_SUPPRESSIONS=%s", fifo);
+    char *argv[] = {RZ, "sites", NULL};
+    const char *const env[] = {"ATLAS_LEAKS=1", set, NULL};
+    time_t t0 = time(NULL);
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(time(NULL) - t0 < 20, "a FIFO as the suppressions file held the program");
+    ck_assert_int_eq(r.status, 0);
+    HAS(r.log, "fifo.supp': not a regular file; its entries are not used\n");
+    run_free(&r);
+    snprintf(opt, sizeof opt, "--suppressions=%s", fifo);
+    const char *fargs[] = {"--leaks", opt, RZ, "sites", NULL};
+    tool(&r, fargs, NULL);
+    ck_assert_int_eq(r.status, 2);
+    HAS(r.err, "fifo.supp: not a regular file\n");
+    run_free(&r);
+    unlink(fifo);
 }
 END_TEST
 

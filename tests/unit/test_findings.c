@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static char errors[4096];
 
@@ -160,6 +161,82 @@ START_TEST(parse_errors_leave_the_entry_out)
 }
 END_TEST
 
+/* Hostile files (issue #48): "..." lines in a row are one; many "..." among frame lines that
+ * match anything are decided in bounded time; two million bad lines print ten errors and a
+ * count; entries past 10,000 are said once and left out. */
+START_TEST(hostile_files_bounded)
+{
+    /* 23 "..." in a row, then a frame: one "...", one frame line */
+    char text[4096] = "{\n n\n atlas:leak\n";
+    for (int i = 0; i < 23; i++)
+        strcat(text, " ...\n");
+    strcat(text, " fun:main\n}\n");
+    struct atl_supp_set s;
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(atl_supp_parse(&s, text, "dots.supp", err_line, NULL), 0);
+    ck_assert_int_eq(s.e[0].nfr, 2);
+    atl_supp_free(&s);
+    ck_assert(matches(text));
+    /* "..." and a frame line that matches any frame, alternating, on a 24-frame stack that the
+     * entry cannot match (its last line names no frame): every split tried in turn took
+     * minutes; here at most 24 x 25 glob matches */
+    struct atl_frame deep[ATL_STACK_MAX];
+    for (int i = 0; i < ATL_STACK_MAX; i++)
+        deep[i] = frame("f", NULL, "/opt/app/bin/app", "/src/app.c", i + 1);
+    strcpy(text, "{\n n\n atlas:leak\n");
+    for (int i = 0; i < 11; i++)
+        strcat(text, " ...\n fun:*\n");
+    strcat(text, " ...\n fun:nowhere\n}\n");
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(atl_supp_parse(&s, text, "alt.supp", err_line, NULL), 0);
+    struct atl_supp_subject x = {.kind = "leak", .fr = deep, .nfr = ATL_STACK_MAX};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 100; i++)
+        ck_assert_ptr_null(atl_supp_match(&s, &x));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    ck_assert_msg(ms < 2000, "100 matches took %.0f ms", ms);
+    atl_supp_free(&s);
+
+    /* a million bad lines: a million problems counted, ten said and one line of the rest */
+    size_t nbad = 1000000;
+    char *bad = malloc(nbad * 4 + 1);
+    ck_assert_ptr_nonnull(bad);
+    for (size_t i = 0; i < nbad; i++)
+        memcpy(bad + i * 4, "xx\n\n", 4);
+    bad[nbad * 4] = '\0';
+    errors[0] = '\0';
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(atl_supp_parse(&s, bad, "bad.supp", err_line, NULL), (int)nbad);
+    int said = 0;
+    for (char *p = errors; (p = strstr(p, "expected '{'")); p++)
+        said++;
+    ck_assert_int_eq(said, 10);
+    ck_assert_msg(strstr(errors, "suppressions file 'bad.supp': 999990 more problems not shown"),
+                  "%s", errors);
+    atl_supp_free(&s);
+    free(bad);
+
+    /* 10,001 entries: 10,000 kept, the rest said once */
+    size_t nent = 10001, one = strlen("{\n n\n atlas:leak\n}\n");
+    char *many = malloc(nent * one + 1);
+    ck_assert_ptr_nonnull(many);
+    for (size_t i = 0; i < nent; i++)
+        memcpy(many + i * one, "{\n n\n atlas:leak\n}\n", one);
+    many[nent * one] = '\0';
+    errors[0] = '\0';
+    memset(&s, 0, sizeof s);
+    ck_assert_int_eq(atl_supp_parse(&s, many, "many.supp", err_line, NULL), 1);
+    ck_assert_int_eq((int)s.n, 10000);
+    ck_assert_msg(strstr(errors, "more than 10,000 entries: this one and the rest of the file are "
+                                 "not used"),
+                  "%s", errors);
+    atl_supp_free(&s);
+    free(many);
+}
+END_TEST
+
 /* A line of the findings file: one line, every key, names that are bytes (not UTF-8) escaped,
  * frames left out before the line is cut. */
 START_TEST(json_lines_stay_valid)
@@ -206,6 +283,7 @@ int main(void)
     tcase_add_test(tc, kernel_and_step);
     tcase_add_test(tc, written_entries_read_back);
     tcase_add_test(tc, parse_errors_leave_the_entry_out);
+    tcase_add_test(tc, hostile_files_bounded);
     tcase_add_test(tc, json_lines_stay_valid);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
