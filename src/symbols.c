@@ -37,7 +37,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -226,6 +225,7 @@ static int sym_in(const struct elfsyms *e, const struct mapped *m, char *func, s
 
 static int external_line(const struct mapped *m, char *file, size_t filesz, int *line,
                          char *func, size_t funcsz);
+static int file_unchanged(const struct mapped *m);
 static int lines_to_ask(const struct elfsyms *e);
 static void lines_failed(struct elfsyms *e);
 
@@ -264,14 +264,16 @@ int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, siz
         }
         return r > 0;
     }
-    Dwfl_Module *mod = module_of(&m);
+    /* libdw maps the file: not one that changed since it was first read (one cut short in
+     * place would raise SIGBUS in the program as libdw reads it); its frames keep their names */
+    Dwfl_Module *mod = file_unchanged(&m) ? module_of(&m) : NULL;
     Dwfl_Line *l = mod ? dw.module_getsrc(mod, m.pc) : NULL;
     int ln = 0;
     const char *src = l ? dw.lineinfo(l, NULL, &ln, NULL, NULL, NULL) : NULL;
     /* the function's name from the module's symbol table, sorted once (libdw's
      * dwfl_module_addrname searches it from the start at every call: 3.6 M instructions a
      * frame in a library of 10,000 symbols) */
-    if (mod && funcsz)
+    if (funcsz)
         sym_in(elf_load(&m), &m, func, funcsz, NULL);
     if (src && *src && ln > 0) {
         snprintf(file, filesz, "%s", src);
@@ -286,7 +288,7 @@ int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, siz
  * dladdr knows only the exported symbols: a frame in an executable linked without
  * -rdynamic (main, and CUDA's runtime linked into it by nvcc) has no name from it, and a
  * report could neither name it nor tell the runtime's frames from the program's. So the
- * module's file is read (mapped, once; only when a report formats such a frame): its
+ * module's file is read (once, into memory of ours; only when a report formats such a frame): its
  * .symtab (or .dynsym where stripped), its functions sorted by address once. A file whose
  * build ID differs from the one mapped is not used, as for lines. Under sym_lock. */
 struct elfsyms {
@@ -294,8 +296,10 @@ struct elfsyms {
     char path[4096];
     int usable;
     int has_lines;  /* the file has a .debug_line section: source lines to be had */
+    struct stat st; /* the file when it was read: libdw maps it, and one that changed since is
+                     * not handed to libdw again (a file cut short under a mapping: SIGBUS) */
     int a2l_failed; /* the external symbolizer failed on it once: not asked again */
-    const ElfW(Sym) * sym; /* into the mapping */
+    const ElfW(Sym) * sym; /* read from the file (read_at), ours */
     const char *str;
     size_t strsz;
     uint32_t *byaddr; /* the functions' indices in sym, by address */
@@ -312,18 +316,45 @@ static int addr_cmp(const void *x, const void *y)
 }
 
 /* The build ID note of the file's section headers' notes equals m's (or m has none). */
-static int file_id_matches(const unsigned char *base, size_t len, const ElfW(Shdr) * sh,
-                           unsigned nsh, const struct mapped *m)
+/* len bytes of fd at off, in memory of the caller's (free it): NULL when they are not all
+ * there or past max. The file is read, never mapped: a file cut short while a mapping of it
+ * is read raises SIGBUS in the program (issue #48: a library truncated on disk after the first
+ * report read it killed the next one). */
+static void *read_at(int fd, uint64_t off, uint64_t len, uint64_t size, uint64_t max)
+{
+    if (off > size || len > size - off || len > max)
+        return NULL;
+    unsigned char *b = malloc(len ? (size_t)len : 1);
+    for (size_t got = 0; b && got < len;) {
+        ssize_t n = pread(fd, b + got, (size_t)len - got, (off_t)(off + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            free(b);
+            return NULL;
+        }
+        got += (size_t)n;
+    }
+    return b;
+}
+
+/* The build ID note of the file's section headers' notes equals m's (or m has none). */
+static int file_id_matches(int fd, uint64_t size, const ElfW(Shdr) * sh, unsigned nsh,
+                           const struct mapped *m)
 {
     if (!m->id)
         return 1;
     for (unsigned i = 0; i < nsh; i++) {
+        if (sh[i].sh_type != SHT_NOTE)
+            continue;
+        unsigned char *notes = read_at(fd, sh[i].sh_offset, sh[i].sh_size, size, 1 << 16);
         const unsigned char *id;
         size_t idlen;
-        if (sh[i].sh_type == SHT_NOTE && sh[i].sh_offset <= len &&
-            sh[i].sh_size <= len - sh[i].sh_offset &&
-            notes_build_id(base + sh[i].sh_offset, sh[i].sh_size, &id, &idlen))
-            return idlen == m->idlen && !memcmp(id, m->id, idlen);
+        int has = notes && notes_build_id(notes, sh[i].sh_size, &id, &idlen);
+        int same = has && idlen == m->idlen && !memcmp(id, m->id, idlen);
+        free(notes);
+        if (has)
+            return same;
     }
     return 0; /* the mapped module has an ID and the file none */
 }
@@ -343,58 +374,74 @@ static struct elfsyms *elf_load(const struct mapped *m)
     struct stat st;
     if (fd < 0)
         return NULL;
-    void *map = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t)sizeof(ElfW(Ehdr))
-                    ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
-                    : MAP_FAILED;
-    close(fd);
-    if (map == MAP_FAILED)
-        return NULL;
-    const unsigned char *base = map;
-    size_t len = (size_t)st.st_size;
-    const ElfW(Ehdr) *eh = map;
-    const ElfW(Shdr) *sh = (const void *)(base + eh->e_shoff);
-    int ok = !memcmp(eh->e_ident, ELFMAG, SELFMAG) &&
+    uint64_t size = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    e->st = st;
+    ElfW(Ehdr) *eh = read_at(fd, 0, sizeof *eh, size, sizeof *eh);
+    int ok = eh && !memcmp(eh->e_ident, ELFMAG, SELFMAG) &&
              eh->e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
-             eh->e_shentsize == sizeof(ElfW(Shdr)) && eh->e_shoff < len &&
-             eh->e_shnum <= (len - eh->e_shoff) / sizeof(ElfW(Shdr));
-    ok = ok && file_id_matches(base, len, sh, eh->e_shnum, m);
+             eh->e_shentsize == sizeof(ElfW(Shdr));
+    ElfW(Shdr) *sh = ok ? read_at(fd, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof *sh, size,
+                                  (uint64_t)65536 * sizeof *sh)
+                        : NULL;
+    ok = ok && sh && file_id_matches(fd, size, sh, eh->e_shnum, m);
     /* whether it carries source lines (what an external symbolizer can give) */
     if (ok && eh->e_shstrndx < eh->e_shnum) {
         const ElfW(Shdr) *names = &sh[eh->e_shstrndx];
-        for (unsigned i = 0; names->sh_offset < len && i < eh->e_shnum && !e->has_lines; i++)
+        char *tab = read_at(fd, names->sh_offset, names->sh_size, size, 16u << 20);
+        for (unsigned i = 0; tab && i < eh->e_shnum && !e->has_lines; i++)
             e->has_lines = sh[i].sh_name < names->sh_size &&
-                           names->sh_size <= len - names->sh_offset &&
-                           !strncmp((const char *)base + names->sh_offset + sh[i].sh_name,
-                                    ".debug_line", names->sh_size - sh[i].sh_name);
+                           !strncmp(tab + sh[i].sh_name, ".debug_line",
+                                    names->sh_size - sh[i].sh_name);
+        free(tab);
     }
     const ElfW(Shdr) *tab = NULL;
     for (unsigned i = 0; ok && i < eh->e_shnum; i++)
         if (sh[i].sh_type == SHT_SYMTAB || (sh[i].sh_type == SHT_DYNSYM && !tab))
             tab = &sh[i];
-    if (ok && tab && tab->sh_entsize == sizeof(ElfW(Sym)) && tab->sh_offset < len &&
-        tab->sh_size <= len - tab->sh_offset && tab->sh_link < eh->e_shnum &&
-        sh[tab->sh_link].sh_offset < len &&
-        sh[tab->sh_link].sh_size <= len - sh[tab->sh_link].sh_offset) {
-        e->sym = (const void *)(base + tab->sh_offset);
-        size_t nsym = tab->sh_size / sizeof(ElfW(Sym));
-        e->str = (const char *)(base + sh[tab->sh_link].sh_offset);
-        e->strsz = sh[tab->sh_link].sh_size;
+    if (ok && tab && tab->sh_entsize == sizeof(ElfW(Sym)) && tab->sh_link < eh->e_shnum) {
+        /* a symbol table of 10 million symbols, names of 1 GiB: past that, not read */
+        ElfW(Sym) *sym = read_at(fd, tab->sh_offset, tab->sh_size, size,
+                                 (uint64_t)10000000 * sizeof *sym);
+        char *str = read_at(fd, sh[tab->sh_link].sh_offset, sh[tab->sh_link].sh_size, size,
+                            1u << 30);
+        size_t nsym = sym && str ? tab->sh_size / sizeof(ElfW(Sym)) : 0;
+        e->sym = sym, e->str = str, e->strsz = sh[tab->sh_link].sh_size;
         e->byaddr = nsym && nsym < UINT32_MAX ? malloc(nsym * sizeof *e->byaddr) : NULL;
         for (size_t i = 0; e->byaddr && i < nsym; i++)
-            if (ELF64_ST_TYPE(e->sym[i].st_info) == STT_FUNC && e->sym[i].st_shndx != SHN_UNDEF &&
-                e->sym[i].st_size && e->sym[i].st_name < e->strsz)
+            if (ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC && sym[i].st_shndx != SHN_UNDEF &&
+                sym[i].st_size && sym[i].st_name < e->strsz)
                 e->byaddr[e->n++] = (uint32_t)i;
         if (e->n) {
             by_addr_base = e->sym;
             qsort(e->byaddr, e->n, sizeof *e->byaddr, addr_cmp);
             e->usable = 1;
-            return e; /* the mapping stays: the names point into it */
         }
     }
+    close(fd);
+    free(eh);
+    free(sh);
+    if (e->usable)
+        return e; /* the names are ours: the file may change now */
+    free((void *)e->sym);
+    free((void *)e->str);
     free(e->byaddr);
-    e->byaddr = NULL;
-    munmap(map, len);
+    e->sym = NULL, e->str = NULL, e->byaddr = NULL;
     return NULL;
+}
+
+/* m's file is the one read the first time (elf_load), by its inode, size and time: libdw may
+ * read it (mapped) again. Under sym_lock. */
+static int file_unchanged(const struct mapped *m)
+{
+    elf_load(m); /* the first time: what the file is now */
+    struct stat now;
+    for (struct elfsyms *e = elfs; e; e = e->next)
+        if (!strcmp(e->path, m->path))
+            return stat(m->path, &now) == 0 && now.st_ino == e->st.st_ino &&
+                   now.st_dev == e->st.st_dev && now.st_size == e->st.st_size &&
+                   now.st_mtim.tv_sec == e->st.st_mtim.tv_sec &&
+                   now.st_mtim.tv_nsec == e->st.st_mtim.tv_nsec;
+    return 0;
 }
 
 /* e (NULL: none) has source lines an external symbolizer may give, and it has not failed on

@@ -12,3 +12,12 @@ __attribute__((noinline)) CUdeviceptr sym_alloc(size_t n)
     __asm__ volatile("" ::: "memory");
     return p;
 }
+
+/* A second site, named by no report before the file is cut short ("cut-in-place"). */
+__attribute__((noinline)) CUdeviceptr sym_alloc2(size_t n)
+{
+    CUdeviceptr p = 0;
+    cuMemAlloc(&p, n); /* SYM_ALLOC2_LINE */
+    __asm__ volatile("" ::: "memory");
+    return p;
+}

@@ -6,11 +6,16 @@
  * launch stub (the same), then, per argv[2], leaves
  * that library's file as it is ("keep"), overwrites it with bytes that are no ELF file
  * ("garbage"), with its first 2 KiB only ("truncated"), or removes it ("missing") before the
- * leak report reads it. The mapped copy stays: the program itself is unaffected.
+ * leak report reads it. The mapped copy stays: the program itself is unaffected. Or
+ * ("cut-in-place"): an overrun report names a frame of the library (ATLAS_REDZONE), its file is
+ * cut short in place, past its loaded segments (the program's code stays, its symbol table and
+ * debug information go), and a second report names a frame of it that none named before.
  */
 #include "../fake/fakecuda.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +58,34 @@ __attribute__((noinline)) CUdeviceptr launch_alloc(size_t n)
     return p;
 }
 
+/* The end of path's last loaded segment in the file: what the loader mapped of it. */
+static off_t loaded_end(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    ElfW(Ehdr) eh;
+    off_t end = 0;
+    if (fd >= 0 && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh)
+        for (int i = 0; i < eh.e_phnum; i++) {
+            ElfW(Phdr) ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (size_t)i * sizeof ph)) !=
+                (ssize_t)sizeof ph)
+                break;
+            if (ph.p_type == PT_LOAD && (off_t)(ph.p_offset + ph.p_filesz) > end)
+                end = (off_t)(ph.p_offset + ph.p_filesz);
+        }
+    if (fd >= 0)
+        close(fd);
+    return end;
+}
+
+/* An overrun of an allocation made through alloc, found at its free (ATLAS_REDZONE). */
+static void overrun(CUdeviceptr (*alloc)(size_t))
+{
+    CUdeviceptr p = alloc(100);
+    ((volatile char *)p)[100] = 1; /* device memory is host memory on the fake driver */
+    cuMemFree(p);
+}
+
 /* Replaces path with n bytes of `bytes` (NULL: garbage), by a new file renamed over it. */
 static int replace_file(const char *path, const char *bytes, size_t n)
 {
@@ -73,7 +106,7 @@ static int replace_file(const char *path, const char *bytes, size_t n)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: sym_prog LIB keep|garbage|truncated|missing\n");
+        fprintf(stderr, "usage: sym_prog LIB keep|garbage|truncated|missing|cut-in-place\n");
         return 2;
     }
     CUdevice dev;
@@ -86,6 +119,15 @@ int main(int argc, char **argv)
     if (!sym_alloc) {
         fprintf(stderr, "sym_prog: %s\n", dlerror());
         return 1;
+    }
+    if (!strcmp(argv[2], "cut-in-place")) {
+        CUdeviceptr (*sym_alloc2)(size_t) = (CUdeviceptr(*)(size_t))dlsym(lib, "sym_alloc2");
+        off_t end = loaded_end(argv[1]);
+        overrun(sym_alloc);
+        int rc = end > 0 && sym_alloc2 ? truncate(argv[1], end) : -1;
+        overrun(sym_alloc2);
+        printf("cut-in-place: %s\n", rc == 0 ? "done" : "failed");
+        return rc == 0 ? 0 : 1;
     }
     own_alloc(111);
     sym_alloc(222);
