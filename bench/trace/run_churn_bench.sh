@@ -34,16 +34,24 @@ if ! command -v valgrind >/dev/null 2>&1; then
     echo "$name: valgrind is missing: no instruction counts, wall times only"
 fi
 
+nl='
+'
+ifs=$IFS
+settings() { # CONFIG -> its environment words, one a line
+    case $1 in
+    trace) printf '%s\n' "LD_PRELOAD=$lib" ATLAS_TRACE=1 ;;
+    depth0) printf '%s\n' "LD_PRELOAD=$lib" ATLAS_TRACE=1 ATLAS_STACK_DEPTH=0 ;;
+    nosym) printf '%s\n' "LD_PRELOAD=$lib" ATLAS_TRACE=1 ATLAS_SYMBOLS=0 ;;
+    esac
+}
+
 ir() { # N CONFIG STEPS -> total instructions ("" when the run failed or ran out of time)
     n=$1 c=$2 s=$3
     f=$tmp/cg.$n.$c.$s
-    set --
-    case $c in
-    native) ;;
-    trace) set -- LD_PRELOAD="$lib" ATLAS_TRACE=1 ;;
-    depth0) set -- LD_PRELOAD="$lib" ATLAS_TRACE=1 ATLAS_STACK_DEPTH=0 ;;
-    nosym) set -- LD_PRELOAD="$lib" ATLAS_TRACE=1 ATLAS_SYMBOLS=0 ;;
-    esac
+    IFS=$nl # one setting a line, whatever spaces the library's path holds
+    # shellcheck disable=SC2046
+    set -- $(settings "$c")
+    IFS=$ifs
     env LD_LIBRARY_PATH="$build/fake:$build/bench/churn$n" ATLAS_LOG="$tmp/log.$n.$c.$s" "$@" \
         timeout "$limit" valgrind --tool=callgrind --callgrind-out-file="$f" \
         "$bin" "$s" $live $launches $churn count >/dev/null 2>"$tmp/err" || return 0
@@ -62,13 +70,10 @@ per_step() { # N CONFIG -> instructions a step, or "-"
 
 wall() { # N CONFIG -> the median step's microseconds
     n=$1 c=$2
-    set --
-    case $c in
-    native) ;;
-    trace) set -- LD_PRELOAD="$lib" ATLAS_TRACE=1 ;;
-    depth0) set -- LD_PRELOAD="$lib" ATLAS_TRACE=1 ATLAS_STACK_DEPTH=0 ;;
-    nosym) set -- LD_PRELOAD="$lib" ATLAS_TRACE=1 ATLAS_SYMBOLS=0 ;;
-    esac
+    IFS=$nl # one setting a line, whatever spaces the library's path holds
+    # shellcheck disable=SC2046
+    set -- $(settings "$c")
+    IFS=$ifs
     env LD_LIBRARY_PATH="$build/fake:$build/bench/churn$n" ATLAS_LOG=/dev/null "$@" \
         timeout "$limit" "$bin" 40 $live $launches $churn 2>/dev/null |
         awk '/^step_us/ { print $2 }'
