@@ -679,7 +679,7 @@ __attribute__((destructor)) static void engine_fini(void)
  * atlas-trace's --error-exitcode counts them in the files they went to (findings.c), so the
  * status it gives is right too. A child of vfork or posix_spawn shares our memory and a forked
  * child has our counts: both are told by their pid and pass straight through, as does a
- * second call (the verdict's own _exit).
+ * second call. The library's own exits (the verdict's) go to atl_exit_now, not here.
  */
 static pid_t load_pid;
 __attribute__((constructor)) static void engine_load(void)
