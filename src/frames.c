@@ -51,11 +51,11 @@ struct named {
  * FR_STUB, and n->kernel gets the kernel's mangled name: the next frame out, the kernel's host
  * function poke(float*), is CUDA's too (the user's line is the <<<>>>'s, one further out). A
  * function of the program named cudaXyz and built without -g reads as the runtime: the report
- * then names its caller. `name` is the frame's mangled name ("" none); `file` its source file
- * where the line is known ("" else). */
-static int frame_kind(void *pc, const char *name, const char *file, struct named *n)
+ * then names its caller. `obj` is the frame's object, `name` its mangled name ("" none), `file`
+ * its source file where the line is known ("" else). */
+static int frame_kind(const char *obj, const char *name, const char *file, struct named *n)
 {
-    if (atl_stack_cuda_lib(pc))
+    if (atl_stack_cuda_path(obj))
         return FR_CUDA;
     if (!name[0])
         return FR_USER;
@@ -89,10 +89,14 @@ static int name_frame(void *pc, struct named *n)
     struct atl_frame *f = &n->f;
     f->pc = pc;
     uintptr_t base = 0;
-    if (!atl_stack_module(pc, f->obj, sizeof f->obj, &base)) {
+    char obj[4096]; /* whole: f->obj may cut a long path's base name, which tells CUDA's */
+    if (!atl_stack_module(pc, obj, sizeof obj, &base)) {
         n->kind = FR_USER;
         return 0;
     }
+    size_t ol = strnlen(obj, sizeof f->obj - 1);
+    memcpy(f->obj, obj, ol);
+    f->obj[ol] = '\0';
     /* the mangled name, as the symbol table has it, and the offset from it */
     int has_line = atl_sym_line(pc, f->file, sizeof f->file, &f->line, n->raw, sizeof n->raw);
     if (!has_line)
@@ -110,7 +114,7 @@ static int name_frame(void *pc, struct named *n)
             off = (unsigned long)((uintptr_t)pc - base);
         }
     }
-    n->kind = frame_kind(pc, n->raw, f->file, n);
+    n->kind = frame_kind(obj, n->raw, f->file, n);
     f->off = has_line ? 0 : off;
     if (n->raw[0]) {
         const char *d = atl_demangle(n->raw);

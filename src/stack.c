@@ -425,19 +425,22 @@ int atl_stack_module(void *pc, char *path, size_t len, uintptr_t *base)
 }
 
 /* Libraries whose frames are plumbing between the user's code and the driver. */
-int atl_stack_cuda_lib(void *pc)
+int atl_stack_cuda_path(const char *path)
 {
     static const char *const libs[] = {"libcuda.so",  "libcudart", "libcublas",   "libcudnn",
                                        "libnccl",     "libcufft",  "libcusparse", "libcurand",
                                        "libc10_cuda", "libnvrtc",  "libcusolver", NULL};
-    char path[4096];
-    if (!atl_stack_module(pc, path, sizeof path, NULL))
-        return 0;
     const char *b = base_name(path);
     for (int i = 0; libs[i]; i++)
         if (strncmp(b, libs[i], strlen(libs[i])) == 0)
             return 1;
     return 0;
+}
+
+int atl_stack_cuda_lib(void *pc)
+{
+    char path[4096];
+    return atl_stack_module(pc, path, sizeof path, NULL) && atl_stack_cuda_path(path);
 }
 
 int atl_stack_skipped(void *pc)

@@ -30,6 +30,8 @@ uint64_t atl_stack_hash(const struct atl_stack *s);
 /* Whether frame pc lies in one of the CUDA libraries (libcudart, libcublas, ...: the
  * dynamic loader's file name says it). */
 int atl_stack_cuda_lib(void *pc);
+/* The same for an object's path (as atl_stack_module gives it). */
+int atl_stack_cuda_path(const char *path);
 
 /* The loaded object pc lies in: 1, its path in path (len bytes; the program's own for the main
  * program) and its load bias in *base (base NULL: not asked); 0 when none holds it. A walk of
