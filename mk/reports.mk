@@ -20,7 +20,8 @@ $(BUILD)/tests/sym_rt.o: tests/targets/sym_rt.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -g,$(ALL_CFLAGS)) -g0 -c -o $@ $<
 
-$(BUILD)/tests/sym_prog: tests/targets/sym_prog.c $(BUILD)/tests/sym_rt.o $(FAKE_DIR)/libcuda.so
+$(BUILD)/tests/sym_prog: tests/targets/sym_prog.c tests/targets/cuda_runtime_sym.h $(BUILD)/tests/sym_rt.o \
+                        $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -rdynamic -o $@ $< $(BUILD)/tests/sym_rt.o -L$(FAKE_DIR) -lcuda -ldl
 

@@ -69,10 +69,8 @@ static int frame_kind(const char *obj, const char *name, const char *file, struc
         }
     if (!strncmp(d, "__cuda", 6))
         return FR_CUDA;
-    if (file[0]) {
-        const char *b = base_name(file);
-        return !strncmp(b, "cuda_runtime", 12) || strstr(file, "/crt/") ? FR_CUDA : FR_USER;
-    }
+    if (file[0])
+        return atl_sym_cuda_header(file) ? FR_CUDA : FR_USER;
     return !strncmp(d, "libcudart_static_", 17) || !strncmp(d, "__cudart", 8) ||
                    (!strncmp(d, "cuda", 4) && d[4] >= 'A' && d[4] <= 'Z')
                ? FR_CUDA

@@ -48,6 +48,22 @@ typedef struct Dwfl_Module Dwfl_Module;
 typedef struct Dwfl_Line Dwfl_Line;
 typedef uint64_t Dwarf_Addr;
 typedef uint64_t Dwarf_Word;
+typedef struct Dwarf_Files Dwarf_Files;
+/* libdw.h's Dwarf_Die and Dwarf_Attribute: filled in by libdw, their layout public */
+typedef struct {
+    void *addr;
+    void *cu;
+    void *abbrev;
+    long padding;
+} Dwarf_Die;
+typedef struct {
+    unsigned int code, form;
+    unsigned char *valp;
+    void *cu;
+} Dwarf_Attribute;
+#define DW_TAG_INLINED_SUBROUTINE 0x1d
+#define DW_AT_CALL_FILE 0x58
+#define DW_AT_CALL_LINE 0x59
 typedef struct {
     int (*find_elf)(Dwfl_Module *, void **, const char *, Dwarf_Addr, char **, void **);
     int (*find_debuginfo)(Dwfl_Module *, void **, const char *, Dwarf_Addr, const char *,
@@ -68,6 +84,15 @@ struct dwfns {
     Dwfl_Line *(*module_getsrc)(Dwfl_Module *, Dwarf_Addr);
     const char *(*lineinfo)(Dwfl_Line *, Dwarf_Addr *, int *, int *, Dwarf_Word *, Dwarf_Word *);
     int (*module_build_id)(Dwfl_Module *, const unsigned char **, Dwarf_Addr *);
+    /* the inlined calls around an address (optional: without them, a line in a CUDA
+     * header's inlined helper is not given) */
+    Dwarf_Die *(*module_addrdie)(Dwfl_Module *, Dwarf_Addr, Dwarf_Addr *);
+    int (*getscopes)(Dwarf_Die *, Dwarf_Addr, Dwarf_Die **);
+    int (*tag)(Dwarf_Die *);
+    Dwarf_Attribute *(*attr)(Dwarf_Die *, unsigned int, Dwarf_Attribute *);
+    int (*formudata)(Dwarf_Attribute *, Dwarf_Word *);
+    int (*getsrcfiles)(Dwarf_Die *, Dwarf_Files **, size_t *);
+    const char *(*filesrc)(Dwarf_Files *, size_t, Dwarf_Word *, Dwarf_Word *);
 };
 static struct dwfns dw;
 
@@ -123,6 +148,13 @@ static int open_libdw(struct dwfns *f)
     GET(module_getsrc, "dwfl_module_getsrc");
     GET(lineinfo, "dwfl_lineinfo");
     GET(module_build_id, "dwfl_module_build_id");
+    GET(module_addrdie, "dwfl_module_addrdie");
+    GET(getscopes, "dwarf_getscopes");
+    GET(tag, "dwarf_tag");
+    GET(attr, "dwarf_attr");
+    GET(formudata, "dwarf_formudata");
+    GET(getsrcfiles, "dwarf_getsrcfiles");
+    GET(filesrc, "dwarf_filesrc");
 #undef GET
     return f->begin && f->end && f->report_begin_add && f->report_end && f->report_elf &&
                    f->addrmodule && f->module_getsrc && f->lineinfo &&
@@ -229,6 +261,50 @@ static int file_unchanged(const struct mapped *m);
 static int lines_to_ask(const struct elfsyms *e);
 static void lines_failed(struct elfsyms *e);
 
+int atl_sym_cuda_header(const char *file)
+{
+    const char *b = strrchr(file, '/');
+    b = b ? b + 1 : file;
+    return !strncmp(b, "cuda_runtime", 12) || strstr(file, "/crt/") != NULL;
+}
+
+/* pc's line is in a CUDA header's helper (file, *line): the site that helper was inlined at,
+ * the innermost not in such a header, from the inlined-subroutine scopes around pc (libdw's
+ * DWARF reader; its call_file and call_line). Left as it is where libdw has no such functions
+ * or the scopes say nothing better. Under sym_lock. */
+static void inlined_at(Dwfl_Module *mod, Dwarf_Addr pc, char *file, size_t filesz, int *line)
+{
+    if (!dw.module_addrdie || !dw.getscopes || !dw.tag || !dw.attr || !dw.formudata ||
+        !dw.getsrcfiles || !dw.filesrc)
+        return;
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dw.module_addrdie(mod, pc, &bias);
+    Dwarf_Die *scopes = NULL;
+    int n = cu ? dw.getscopes(cu, pc - bias, &scopes) : -1;
+    Dwarf_Files *files = NULL;
+    size_t nfiles = 0;
+    if (n > 0 && dw.getsrcfiles(cu, &files, &nfiles) == 0) {
+        for (int i = 0; i < n; i++) {
+            if (dw.tag(&scopes[i]) != DW_TAG_INLINED_SUBROUTINE)
+                continue;
+            Dwarf_Attribute a;
+            Dwarf_Word fi = 0, ln = 0;
+            if (!dw.attr(&scopes[i], DW_AT_CALL_FILE, &a) || dw.formudata(&a, &fi) != 0 ||
+                !dw.attr(&scopes[i], DW_AT_CALL_LINE, &a) || dw.formudata(&a, &ln) != 0 ||
+                fi >= nfiles || ln == 0 || ln > INT32_MAX)
+                break; /* the chain is cut: keep what there is */
+            const char *src = dw.filesrc(files, (size_t)fi, NULL, NULL);
+            if (!src || !*src)
+                break;
+            snprintf(file, filesz, "%s", src);
+            *line = (int)ln;
+            if (!atl_sym_cuda_header(src))
+                break;
+        }
+    }
+    free(scopes);
+}
+
 int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, size_t funcsz)
 {
     if (!pc || __atomic_load_n(&disabled, __ATOMIC_RELAXED))
@@ -279,6 +355,8 @@ int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, siz
         snprintf(file, filesz, "%s", src);
         *line = ln;
         ok = 1;
+        if (atl_sym_cuda_header(src))
+            inlined_at(mod, m.pc, file, filesz, line);
     }
     pthread_mutex_unlock(&sym_lock);
     return ok;
@@ -565,7 +643,7 @@ static int external_line(const struct mapped *m, char *file, size_t filesz, int 
     snprintf(addr, sizeof addr, "0x%lx", (unsigned long)(m->pc - m->bias));
     const char *pathv = getenv("PATH");
     snprintf(env_path, sizeof env_path, "PATH=%s", pathv ? pathv : "/usr/bin:/bin");
-    char *argv[] = {a2l_path, "-f", "-e", (char *)m->path, addr, NULL};
+    char *argv[] = {a2l_path, "-f", "-i", "-e", (char *)m->path, addr, NULL};
     char *envp[] = {env_path, "LC_ALL=C", NULL};
     int out[2];
     if (pipe2(out, O_CLOEXEC) != 0)
@@ -622,27 +700,43 @@ static int external_line(const struct mapped *m, char *file, size_t filesz, int 
     if (late || (w == pid && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)))
         return -1;
     buf[got] = '\0';
-    /* two lines: the function ("??" unknown), "FILE:LINE" ("??:0", "??:?" unknown), a line
-     * maybe followed by " (discriminator N)" */
-    char *nl = strchr(buf, '\n');
-    if (!nl)
+    /* pairs of lines (-i: pc's own, then each function it was inlined into, outwards): the
+     * function ("??" unknown), "FILE:LINE" ("??:0", "??:?" unknown) maybe followed by
+     * " (discriminator N)". The line: the innermost not in a CUDA header's inlined helper
+     * (the first where all are); the function: the outermost, the one pc lies in. */
+    char *p = buf, *fn_last = NULL;
+    int found = 0, pairs = 0;
+    while (*p) {
+        char *fn = p, *nl = strchr(p, '\n');
+        if (!nl)
+            break;
+        *nl = '\0';
+        char *loc = nl + 1, *end = strchr(loc, '\n');
+        if (!end)
+            break;
+        *end = '\0';
+        p = end + 1;
+        pairs++;
+        fn_last = fn;
+        if (found == 2)
+            continue;
+        loc[strcspn(loc, " ")] = '\0';
+        char *colon = strrchr(loc, ':');
+        if (!colon || colon == loc || !strncmp(loc, "??", 2))
+            continue;
+        *colon = '\0';
+        long ln = strtol(colon + 1, NULL, 10);
+        if (ln <= 0 || ln > INT32_MAX)
+            continue;
+        if (found && atl_sym_cuda_header(loc))
+            continue;
+        snprintf(file, filesz, "%s", loc);
+        *line = (int)ln;
+        found = atl_sym_cuda_header(loc) ? 1 : 2;
+    }
+    if (!pairs)
         return -1;
-    *nl = '\0';
-    char *loc = nl + 1;
-    loc[strcspn(loc, "\n")] = '\0';
-    char *sp = strchr(loc, ' ');
-    if (sp)
-        *sp = '\0';
-    char *colon = strrchr(loc, ':');
-    if (funcsz && !func[0] && strcmp(buf, "??") != 0)
-        snprintf(func, funcsz, "%s", buf);
-    if (!colon || colon == loc || !strncmp(loc, "??", 2))
-        return 0;
-    *colon = '\0';
-    long ln = strtol(colon + 1, NULL, 10);
-    if (ln <= 0)
-        return 0;
-    snprintf(file, filesz, "%s", loc);
-    *line = (int)ln;
-    return 1;
+    if (funcsz && !func[0] && fn_last && strcmp(fn_last, "??") != 0)
+        snprintf(func, funcsz, "%s", fn_last);
+    return found > 0;
 }

@@ -19,6 +19,12 @@
  * deadline. */
 int atl_sym_line(void *pc, char *file, size_t filesz, int *line, char *func, size_t funcsz);
 
+/* 1 when file (a source path from the debug information) is one of CUDA's headers whose
+ * helpers are inlined into the caller's code (cuda_runtime.h's templates, crt/'s): a line
+ * there is not the user's. atl_sym_line gives, for a pc in such a helper inlined into a
+ * function, the line of the call site it was inlined at, the innermost not in such a header. */
+int atl_sym_cuda_header(const char *file);
+
 /* The function return address `pc` lies in, from its module's own symbol table (which
  * names what dladdr cannot: a static function, main in an executable linked without
  * -rdynamic), and pc's offset in it (off NULL: not asked); 0 when unknown. With or without

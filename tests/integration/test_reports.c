@@ -110,7 +110,13 @@ START_TEST(frames_name_file_and_line)
     snprintf(want, sizeof want, "allocated at launch_alloc (sym_prog.c:%d)\n",
              source_line("tests/targets/sym_prog.c", "LAUNCH_ALLOC_LINE"));
     HAS(r.log, want);
+    /* through a CUDA header's helper inlined into the program's function: the line it was
+     * inlined at, not the header's */
+    snprintf(want, sizeof want, "allocated at inl_alloc (sym_prog.c:%d)\n",
+             source_line("tests/targets/sym_prog.c", "INL_ALLOC_LINE"));
+    HAS(r.log, want);
     HASNT(r.log, "libcudart_static_");
+    HASNT(r.log, "cuda_runtime_sym.h");
     run_free(&r);
 
     snprintf(copy, sizeof copy, "%s/libsym_stripped.so", tmp);
@@ -159,6 +165,10 @@ START_TEST(frames_name_lines_without_libdw)
     snprintf(want, sizeof want, "allocated at launch_alloc (sym_prog.c:%d)\n",
              source_line("tests/targets/sym_prog.c", "LAUNCH_ALLOC_LINE"));
     HAS(r.log, want);
+    snprintf(want, sizeof want, "allocated at inl_alloc (sym_prog.c:%d)\n",
+             source_line("tests/targets/sym_prog.c", "INL_ALLOC_LINE"));
+    HAS(r.log, want);
+    HASNT(r.log, "cuda_runtime_sym.h");
     HASNT(r.log, "source lines:");
     run_free(&r);
 

@@ -2,7 +2,8 @@
  * Stack frames named by file and line (src/symbols.c): a program built with debug
  * information that leaks one allocation made in its own code, one made in a shared library
  * it loads (argv[1], sym_lib.c built as the test chooses) and one made through a stand-in of
- * CUDA's runtime linked into it without debug information (sym_rt.c), one through a kernel's
+ * CUDA's runtime linked into it without debug information (sym_rt.c), one through a helper of
+ * a CUDA header inlined into its function (cuda_runtime_sym.h), one through a kernel's
  * launch stub (the same), then, per argv[2], leaves
  * that library's file as it is ("keep"), overwrites it with bytes that are no ELF file
  * ("garbage"), with its first 2 KiB only ("truncated"), or removes it ("missing") before the
@@ -30,11 +31,19 @@ __attribute__((noinline)) CUdeviceptr own_alloc(size_t n)
     return p;
 }
 
-CUdeviceptr cudaFakeMalloc(size_t n); /* sym_rt.c */
+#include "cuda_runtime_sym.h" /* cudaFakeMalloc (sym_rt.c), and an inline helper */
 
 __attribute__((noinline)) CUdeviceptr rt_alloc(size_t n)
 {
     CUdeviceptr p = cudaFakeMalloc(n); /* RT_ALLOC_LINE */
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+/* CUDA's header's helper inlined here: the line this function calls it at */
+__attribute__((noinline)) CUdeviceptr inl_alloc(size_t n)
+{
+    CUdeviceptr p = cudaFakeMallocT(n); /* INL_ALLOC_LINE */
     __asm__ volatile("" ::: "memory");
     return p;
 }
@@ -133,6 +142,7 @@ int main(int argc, char **argv)
     sym_alloc(222);
     rt_alloc(333);
     launch_alloc(444);
+    inl_alloc(555);
     const char *how = argv[2];
     int rc = 0;
     if (!strcmp(how, "garbage")) {
