@@ -168,11 +168,26 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     atl_alloc_pre(ev);
     return ev->padded_height ? ev->padded_height : height;
 }
-/* Red zones hold some frees back (src/redzone.c): an allocation that fails
- * for memory meanwhile is retried once after they are released. */
-#define ATL_ALLOC_RETRY(KIND)                                                                      \
-    if (r_ == CUDA_ERROR_OUT_OF_MEMORY && atl_alloc_release_held())                                \
-        r_ = real_(ATL_K_##KIND##_A);
+/* Red zones hold some frees back (src/redzone.c): an allocation that fails for memory
+ * meanwhile is retried as long as they release what they held (other threads' frees go
+ * straight to the driver until it is done, so the quarantine cannot refill under it), then,
+ * padded and still failing, once more without its red zone (UNPAD: the statement that
+ * passes the program's own size again). The driver's answer is then the program's. */
+#define ATL_ALLOC_RETRIES 16
+#define ATL_HELD_RETRY(KIND, COUNT)                                                                \
+    for (unsigned t_ = 0; t_ < ATL_ALLOC_RETRIES && r_ == CUDA_ERROR_OUT_OF_MEMORY &&              \
+                          atl_alloc_release_held();                                                \
+         t_++)                                                                                     \
+        r_ = real_(ATL_K_##KIND##_A), COUNT;
+#define ATL_ALLOC_RETRY(KIND, UNPAD)                                                               \
+    if (r_ == CUDA_ERROR_OUT_OF_MEMORY && atl_alloc_pressure(1)) {                                 \
+        ATL_HELD_RETRY(KIND, ev_.retries++)                                                        \
+        if (r_ == CUDA_ERROR_OUT_OF_MEMORY && atl_alloc_unpad(&ev_)) {                             \
+            UNPAD;                                                                                 \
+            r_ = real_(ATL_K_##KIND##_A);                                                          \
+        }                                                                                          \
+        atl_alloc_pressure(0);                                                                     \
+    }
 #define ATL_K_ALLOC_P CUdeviceptr *dptr, size_t bytesize
 #define ATL_K_ALLOC_A dptr, bytesize
 #define ATL_K_ALLOC_BIT ATL_ON_ALLOC
@@ -180,7 +195,8 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_DEVICE, .dptr = dptr, .bytes = bytesize};                   \
     bytesize = atl_alloc_bytes(&ev_);
-#define ATL_K_ALLOC_POST ATL_ALLOC_RETRY(ALLOC) atl_alloc_post(&ev_, r_);
+#define ATL_K_ALLOC_POST                                                                           \
+    ATL_ALLOC_RETRY(ALLOC, bytesize = ev_.padded) atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_PITCH_P                                                                        \
     CUdeviceptr *dptr, size_t *pPitch, size_t width, size_t height, unsigned int elemSize
@@ -196,7 +212,8 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
                             .elem = elemSize,                                                      \
                             .bytes = width * height};                                              \
     height = atl_alloc_rows(&ev_, height);
-#define ATL_K_ALLOC_PITCH_POST ATL_ALLOC_RETRY(ALLOC_PITCH) atl_alloc_post(&ev_, r_);
+#define ATL_K_ALLOC_PITCH_POST                                                                     \
+    ATL_ALLOC_RETRY(ALLOC_PITCH, height = ev_.height) atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_MANAGED_P CUdeviceptr *dptr, size_t bytesize, unsigned int mflags
 #define ATL_K_ALLOC_MANAGED_A dptr, bytesize, mflags
@@ -205,7 +222,8 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_MANAGED, .dptr = dptr, .bytes = bytesize};                  \
     bytesize = atl_alloc_bytes(&ev_);
-#define ATL_K_ALLOC_MANAGED_POST ATL_ALLOC_RETRY(ALLOC_MANAGED) atl_alloc_post(&ev_, r_);
+#define ATL_K_ALLOC_MANAGED_POST                                                                   \
+    ATL_ALLOC_RETRY(ALLOC_MANAGED, bytesize = ev_.padded) atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_ASYNC_P CUdeviceptr *dptr, size_t bytesize, CUstream hStream
 #define ATL_K_ALLOC_ASYNC_A dptr, bytesize, hStream
@@ -214,7 +232,8 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     struct atl_alloc ev_ = {                                                                       \
         .hook = id_, .kind = ATL_ALLOC_ASYNC, .dptr = dptr, .bytes = bytesize, .stream = hStream}; \
     bytesize = atl_alloc_bytes(&ev_);
-#define ATL_K_ALLOC_ASYNC_POST ATL_ALLOC_RETRY(ALLOC_ASYNC) atl_alloc_post(&ev_, r_);
+#define ATL_K_ALLOC_ASYNC_POST                                                                     \
+    ATL_ALLOC_RETRY(ALLOC_ASYNC, bytesize = ev_.padded) atl_alloc_post(&ev_, r_);
 
 #define ATL_K_ALLOC_POOL_P CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream
 #define ATL_K_ALLOC_POOL_A dptr, bytesize, pool, hStream
@@ -227,7 +246,8 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
                             .stream = hStream,                                                     \
                             .pool = pool};                                                         \
     bytesize = atl_alloc_bytes(&ev_);
-#define ATL_K_ALLOC_POOL_POST ATL_ALLOC_RETRY(ALLOC_POOL) atl_alloc_post(&ev_, r_);
+#define ATL_K_ALLOC_POOL_POST                                                                      \
+    ATL_ALLOC_RETRY(ALLOC_POOL, bytesize = ev_.padded) atl_alloc_post(&ev_, r_);
 
 #define ATL_K_FREE_P CUdeviceptr dptr
 #define ATL_K_FREE_A dptr
@@ -295,7 +315,12 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_VMM_ADDR_FREE_BIT ATL_ON_ALLOC
 #define ATL_K_VMM_MAP_BIT ATL_ON_ALLOC
 #define ATL_K_VMM_UNMAP_BIT ATL_ON_ALLOC
-#define ATL_K_VMM_CREATE_POST ATL_ALLOC_RETRY(VMM_CREATE) atl_vmm_post(&ev_, r_);
+#define ATL_K_VMM_CREATE_POST                                                                      \
+    if (r_ == CUDA_ERROR_OUT_OF_MEMORY && atl_alloc_pressure(1)) {                                 \
+        ATL_HELD_RETRY(VMM_CREATE, (void)0)                                                        \
+        atl_alloc_pressure(0);                                                                     \
+    }                                                                                              \
+    atl_vmm_post(&ev_, r_);
 #define ATL_K_VMM_RELEASE_POST atl_vmm_post(&ev_, r_);
 #define ATL_K_VMM_RESERVE_POST atl_vmm_post(&ev_, r_);
 #define ATL_K_VMM_ADDR_FREE_POST atl_vmm_post(&ev_, r_);

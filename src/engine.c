@@ -341,9 +341,19 @@ void atl_alloc_post(struct atl_alloc *a, CUresult r)
         atl_races_alloc(a, r);
 }
 
+int atl_alloc_pressure(int begin)
+{
+    return on(ATL_FEAT_REDZONE) && atl_redzone_pressure(begin);
+}
+
 int atl_alloc_release_held(void)
 {
     return on(ATL_FEAT_REDZONE) && atl_redzone_release_held();
+}
+
+int atl_alloc_unpad(struct atl_alloc *a)
+{
+    return on(ATL_FEAT_REDZONE) && atl_redzone_unpad(a);
 }
 
 void atl_free_pre(struct atl_free *f)

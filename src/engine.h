@@ -86,9 +86,15 @@ CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r);
 void atl_alloc_pre(struct atl_alloc *a);
 void atl_alloc_post(struct atl_alloc *a, CUresult r);
 
-/* An allocation failed for memory: 1 when frees held back (red zones) were
- * released and the context synchronised, so that a retry may succeed. */
+/* An allocation failed for memory (hooks/kinds.h ATL_ALLOC_RETRY): atl_alloc_pressure(1) says
+ * one is being retried (0 when red zones are off: no retry), and until atl_alloc_pressure(0)
+ * frees go straight to the driver, none held back; atl_alloc_release_held gives 1 when frees
+ * held back were released and the context synchronised, so that a retry may succeed (0:
+ * nothing was held); atl_alloc_unpad gives 1 when a is padded, and makes it unpadded, for a
+ * last try without its red zone. */
+int atl_alloc_pressure(int begin);
 int atl_alloc_release_held(void);
+int atl_alloc_unpad(struct atl_alloc *a);
 /* Sets f->held when the free is held back: the hook then returns success
  * without the driver's call (after atl_free_post). */
 void atl_free_pre(struct atl_free *f);

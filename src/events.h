@@ -103,6 +103,8 @@ struct atl_alloc {
     CUmemoryPool pool;    /* cuMemAllocFromPoolAsync */
     size_t padded_height; /* cuMemAllocPitch_v2: rows passed to the driver (0: height) */
     uint64_t seq;         /* creation number (the ledger's), set by the engine */
+    unsigned retries;     /* the driver was asked again after red zones let held frees go */
+    int unpadded;         /* made without its red zone: it fit only so (atl_alloc_unpad) */
 };
 
 struct atl_free {
@@ -113,6 +115,7 @@ struct atl_free {
     int known; /* the ledger knew ptr (rec filled) */
     int held;  /* red zones hold the free back: the hook returns success without calling the
                 * driver, which frees it later (a batch, the quarantine: src/redzone.c) */
+    int drain; /* red zones count the free as under way until its post (epoch + 1; 0 not) */
     struct atl_alloc_rec rec; /* what the ledger had, removed before the real free */
     void *caller;             /* the hook's return address (struct atl_launch's caller) */
 };

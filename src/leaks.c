@@ -52,12 +52,18 @@ static void alloc_failed(const struct atl_alloc *a, CUresult r)
     if (atl_drv.cuMemGetInfo_v2)
         atl_drv.cuMemGetInfo_v2(&freeb, &total);
     size_t live_bytes, nlive = atl_ledger_count(&live_bytes);
+    char retried[160] = "";
+    if (a->retries || a->unpadded)
+        snprintf(retried, sizeof retried,
+                 " (asked again %u time%s after red zones released the frees they held%s)",
+                 a->retries, a->retries == 1 ? "" : "s",
+                 a->unpadded ? ", and once without its red zone" : "");
     atl_log(ATL_WARN,
             "alloc failed: alloc#%llu %s bytes=%zu status=%s device free=%zu total=%zu live=%zu "
-            "(%zu bytes, %zu through cuMemCreate) (the driver's error is returned unchanged)",
+            "(%zu bytes, %zu through cuMemCreate)%s (the driver's error is returned unchanged)",
             (unsigned long long)a->seq, atl_hook_names[a->hook], a->bytes,
             atl_error_name(r, nm, sizeof nm), freeb, total, nlive, live_bytes,
-            atl_ledger_vmm_bytes());
+            atl_ledger_vmm_bytes(), retried);
     /* The largest live allocations, for the first few failures only: a
      * program that retries smaller sizes fails dozens of times, and the
      * list (a pass over the ledger) rarely changes between tries. */

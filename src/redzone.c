@@ -69,6 +69,7 @@ static uint64_t min_idx;
 static size_t qmax; /* ATLAS_REDZONE_QUARANTINE_MB in bytes; 0: no quarantine */
 
 static uint64_t guarded_total, quarantined_total, checks, skipped_capture;
+static uint64_t unpadded_total; /* allocations made without their red zone (no memory for it) */
 
 /* ---- the zone set -----------------------------------------------------------
  * The ledger holds full records (call stacks and all); a scan needs only
@@ -1960,15 +1961,89 @@ static void held_release(void)
     pthread_mutex_unlock(&scan_lock);
 }
 
+/* Allocations being retried after failing for memory (hooks/kinds.h ATL_ALLOC_RETRY): while
+ * there are any, frees are neither held nor quarantined but go straight to the driver, so
+ * that other threads' frees cannot refill the quarantine between a release and the retry
+ * (issue #48: four threads on a full device saw up to 30% of their allocations fail). */
+static unsigned pressure;
+
+/* Frees under way (from atl_redzone_free_pre to atl_redzone_free_post: removed from the
+ * ledger and the zones, not yet with the driver, nor held, nor in the quarantine; perhaps
+ * waiting for scan_lock or for the device), counted by epoch: a retry flips the epoch and
+ * waits for the frees of the old one, 2 s at most, so that what they hold is given back
+ * before it asks again. 1 when there were any. */
+static unsigned free_busy[2], free_epoch;
+static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int frees_drain(void)
+{
+    pthread_mutex_lock(&drain_lock);
+    unsigned old = __atomic_fetch_xor(&free_epoch, 1, __ATOMIC_SEQ_CST) & 1;
+    int any = __atomic_load_n(&free_busy[old], __ATOMIC_SEQ_CST) != 0;
+    for (int i = 0; i < 10000 && __atomic_load_n(&free_busy[old], __ATOMIC_SEQ_CST); i++)
+        nanosleep(&(struct timespec){0, 200000}, NULL);
+    pthread_mutex_unlock(&drain_lock);
+    return any;
+}
+
+int atl_redzone_pressure(int begin)
+{
+    if (!pad)
+        return 0;
+    if (begin)
+        __atomic_add_fetch(&pressure, 1, __ATOMIC_SEQ_CST);
+    else
+        __atomic_sub_fetch(&pressure, 1, __ATOMIC_SEQ_CST);
+    return 1;
+}
+
+/* An allocation that fails with its red zone even with nothing held: made without one (an
+ * allocation of exactly the free memory succeeds natively), unguarded, said once. */
+int atl_redzone_unpad(struct atl_alloc *a)
+{
+    if (a->padded <= a->bytes && !a->padded_height)
+        return 0;
+    a->padded = a->bytes;
+    a->padded_height = 0;
+    a->unpadded = 1;
+    __atomic_add_fetch(&unpadded_total, 1, __ATOMIC_RELAXED);
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        atl_log(ATL_WARN,
+                "redzone: alloc#%llu (%zu bytes) fits in the device's memory only without its "
+                "red zone: made without one, unguarded (so is any other such; counted in the "
+                "summary)",
+                (unsigned long long)a->seq, a->bytes);
+    return 1;
+}
+
 int atl_redzone_release_held(void)
 {
     if (!pad)
         return 0;
+    int draining = frees_drain();
     pthread_mutex_lock(&scan_lock);
-    int any = held.p.nz || q_count();
+    int any = held.p.nz || q_count() || draining;
     held_release_locked();
     q_flush_locked();
-    int ok = any && held.p.nz == 0 && sync_for_scan() == 0;
+    /* nothing of the program's held: the checks' own device memory (the merge records, which
+     * only let a check run on several blocks) is given back, for good */
+    int mine = !any && dmerge;
+    int ok = (any || mine) && held.p.nz == 0 && sync_for_scan() == 0;
+    if (ok && mine) {
+        slots_poll(1);
+        if (!pending_any()) {
+            atl_drv.cuMemFree_v2(dmerge);
+            dmerge = 0;
+            merge_tried = 1;
+            atl_log(ATL_INFO,
+                    "redzone: an allocation failed for memory: the checks' own %zu KiB of device "
+                    "memory given back (each check runs on one block from now on)",
+                    SLOTS * sizeof(struct atl_rz_merge) >> 10);
+        } else {
+            ok = 0;
+        }
+    }
     pthread_mutex_unlock(&scan_lock);
     return ok;
 }
@@ -2433,7 +2508,8 @@ static int quarantine_free_locked(struct atl_free *f, const struct zone *z)
         /* the driver's cuMemFree waits for the device; so does this one, and
          * an error of the program's that the wait returns is left to the
          * driver's own free to answer. Without scan_lock: other threads'
-         * checks and frees go on meanwhile. */
+         * checks and frees go on meanwhile (an allocation that fails for
+         * memory meanwhile waits for this free: atl_redzone_release_held). */
         pthread_mutex_unlock(&scan_lock);
         ok = atl_drv.cuCtxSynchronize && atl_own_result(atl_drv.cuCtxSynchronize()) == CUDA_SUCCESS;
         pthread_mutex_lock(&scan_lock);
@@ -2454,6 +2530,11 @@ static int quarantine_free_locked(struct atl_free *f, const struct zone *z)
 
 void atl_redzone_free_pre(struct atl_free *f)
 {
+    if (pad) {
+        unsigned e = __atomic_load_n(&free_epoch, __ATOMIC_SEQ_CST) & 1;
+        __atomic_add_fetch(&free_busy[e], 1, __ATOMIC_SEQ_CST);
+        f->drain = e + 1;
+    }
     if (pad && !f->known && (__atomic_load_n(&held_n, __ATOMIC_RELAXED) || qmax))
         held_refree(f->ptr);
     if (!active || !f->known)
@@ -2483,12 +2564,14 @@ void atl_redzone_free_pre(struct atl_free *f)
         return;
     }
     pthread_mutex_lock(&scan_lock);
-    if (held_take_locked(f, &z)) {
+    /* an allocation is being retried for memory: nothing held back now */
+    int press = __atomic_load_n(&pressure, __ATOMIC_SEQ_CST) != 0;
+    if (!press && held_take_locked(f, &z)) {
         f->held = 1; /* the hook returns success without the driver's free */
         pthread_mutex_unlock(&scan_lock);
         return;
     }
-    int qr = checks_ready_locked() ? quarantine_free_locked(f, &z) : 0;
+    int qr = !press && checks_ready_locked() ? quarantine_free_locked(f, &z) : 0;
     if (qr == 1 || qr == -2) {
         pthread_mutex_unlock(&scan_lock);
         return;
@@ -2514,6 +2597,10 @@ void atl_redzone_free_pre(struct atl_free *f)
 
 void atl_redzone_free_post(struct atl_free *f, CUresult r)
 {
+    if (f->drain) {
+        __atomic_sub_fetch(&free_busy[f->drain - 1], 1, __ATOMIC_SEQ_CST);
+        f->drain = 0;
+    }
     if (!active || !f->ptr)
         return;
     if (pad && !f->async && !f->held && pending_any()) {
@@ -2692,6 +2779,11 @@ void atl_redzone_exit(void)
         if (skipped_capture)
             atl_log(ATL_INFO, "redzone: %llu check%s skipped while a stream capture was active",
                     (unsigned long long)skipped_capture, skipped_capture == 1 ? " was" : "s were");
+        if (unpadded_total)
+            atl_log(ATL_WARN,
+                    "redzone: %llu allocation%s made without a red zone (it fit in the "
+                    "device's memory only so): not guarded",
+                    (unsigned long long)unpadded_total, unpadded_total == 1 ? "" : "s");
         if (held_frees)
             atl_log(ATL_INFO,
                     "redzone: %llu free%s on the legacy stream %s held back and checked in %llu "

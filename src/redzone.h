@@ -37,6 +37,9 @@ void atl_redzone_free_post(struct atl_free *f, CUresult r);
  * quarantine, and synchronises the context. 1 when the allocation is worth
  * retrying. */
 int atl_redzone_release_held(void);
+/* engine.h's atl_alloc_pressure and atl_alloc_unpad */
+int atl_redzone_pressure(int begin);
+int atl_redzone_unpad(struct atl_alloc *a);
 void atl_redzone_sync_pre(const struct atl_sync *s);
 void atl_redzone_capture_pre(const struct atl_capture *c);
 void atl_redzone_graph_launch_post(const struct atl_graph_launch *g, CUresult r);

@@ -57,6 +57,14 @@
  *                             waits in its buffer for the sync); the
  *                             program's own allocations take the memory
  *                             freed meanwhile. Prints "ok"
+ * Issue #48 (round three):
+ *   rel_harm oom T N KIB      a device of 4 MiB; T threads, each N times
+ *                             allocates KIB KiB and frees it (at most T
+ *                             blocks live: they fit natively). Prints
+ *                             "failed F of T*N"
+ *   rel_harm oomexact         allocates exactly the device's free memory,
+ *                             writes its last byte, frees it. Prints
+ *                             "status N"
  */
 #define _GNU_SOURCE
 #include "../fake/fakecuda.h"
@@ -606,6 +614,68 @@ static int unload_diff(int n)
     return 0;
 }
 
+struct oom_arg {
+    CUcontext ctx;
+    int n;
+    size_t bytes;
+    int failed;
+};
+
+static void *oom_thread(void *p)
+{
+    struct oom_arg *a = p;
+    cuCtxSetCurrent(a->ctx);
+    for (int i = 0; i < a->n; i++) {
+        CUdeviceptr d = 0;
+        if (cuMemAlloc(&d, a->bytes) != CUDA_SUCCESS) {
+            a->failed++;
+            continue;
+        }
+        ((volatile char *)d)[a->bytes - 1] = 1; /* the fake's device memory is the host's */
+        cuMemFree(d);
+    }
+    return NULL;
+}
+
+static int oom_threads(int t, int n, size_t kib)
+{
+    setup();
+    CUcontext ctx;
+    CK(cuCtxGetCurrent(&ctx));
+    fake_set_total_mem((size_t)4 << 20);
+    if (t < 1 || t > 64)
+        return 64;
+    pthread_t th[64];
+    struct oom_arg arg[64];
+    for (int i = 0; i < t; i++) {
+        arg[i] = (struct oom_arg){.ctx = ctx, .n = n, .bytes = kib << 10};
+        pthread_create(&th[i], NULL, oom_thread, &arg[i]);
+    }
+    int failed = 0;
+    for (int i = 0; i < t; i++) {
+        pthread_join(th[i], NULL);
+        failed += arg[i].failed;
+    }
+    printf("failed %d of %d\n", failed, t * n);
+    return 0;
+}
+
+static int oom_exact(void)
+{
+    setup();
+    fake_set_total_mem((size_t)4 << 20);
+    size_t freeb = 0, total = 0;
+    CK(cuMemGetInfo(&freeb, &total));
+    CUdeviceptr d = 0;
+    CUresult r = cuMemAlloc(&d, freeb);
+    if (r == CUDA_SUCCESS) {
+        ((volatile char *)d)[freeb - 1] = 1;
+        CK(cuMemFree(d));
+    }
+    printf("status %d\n", (int)r);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -637,7 +707,11 @@ int main(int argc, char **argv)
         return audit_after_unload();
     if (strcmp(mode, "unloaddiff") == 0 && argc > 2)
         return unload_diff(atoi(argv[2]));
+    if (strcmp(mode, "oom") == 0 && argc > 4)
+        return oom_threads(atoi(argv[2]), atoi(argv[3]), (size_t)atol(argv[4]));
+    if (strcmp(mode, "oomexact") == 0)
+        return oom_exact();
     fprintf(stderr, "usage: rel_harm sigint|unload|dlclose|poll|oneshot|setenv|reload|longjmp|"
-                    "cancel|threads|fds|rawfork|audit|unloaddiff ...\n");
+                    "cancel|threads|fds|rawfork|audit|unloaddiff|oom|oomexact ...\n");
     return 64;
 }

@@ -682,6 +682,65 @@ START_TEST(steps_diffed_across_unloads)
 }
 END_TEST
 
+/* Issue #48: the quarantine never makes an allocation fail that succeeds natively. Threads
+ * allocate and free blocks that all fit on a 4 MiB device (4 of 1000 KiB, 16 of 250 KiB):
+ * natively none fails; under red zones, with the quarantine at its default and at 64 MiB and
+ * the launch-mode checks, none may either (up to 30% did: the one retry ran while other
+ * threads' frees refilled the quarantine or were still on their way to it, and the checks'
+ * own device memory took what a fourth block needed). Five runs of each: the failures came
+ * in about one run of three. */
+START_TEST(quarantine_fails_no_allocation)
+{
+    static const char *const shapes[][3] = {{"4", "2000", "1000"}, {"16", "1000", "250"}};
+    static const char *const modes[][3] = {
+        {NULL, NULL, NULL},
+        {"ATLAS_REDZONE=64", NULL, NULL},
+        {"ATLAS_REDZONE=64", "ATLAS_REDZONE_QUARANTINE_MB=64", NULL},
+        {"ATLAS_REDZONE=64", "ATLAS_REDZONE_CHECK=launch", NULL},
+    };
+    for (size_t sh = 0; sh < 2; sh++)
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+            for (int round = 0; round < (m ? 5 : 1); round++) {
+                char *argv[] = {T("rel_harm"), "oom", (char *)shapes[sh][0],
+                                (char *)shapes[sh][1], (char *)shapes[sh][2], NULL};
+                struct run_result r;
+                run_target(&r, argv, modes[m][0] ? (const char *const *)modes[m] : NULL,
+                           modes[m][0] != NULL);
+                char want[64];
+                snprintf(want, sizeof want, "failed 0 of %d\n",
+                         atoi(shapes[sh][0]) * atoi(shapes[sh][1]));
+                ck_assert_msg(r.status == 0 && strstr(r.out, want),
+                              "%s threads x %s KiB, %s %s (round %d): exit %d, %s\nlog:\n%.2000s",
+                              shapes[sh][0], shapes[sh][2], modes[m][0] ? modes[m][0] : "native",
+                              modes[m][1] ? modes[m][1] : "", round, r.status, r.out, r.log);
+                HASNT(r.log, "alloc failed");
+                run_free(&r);
+            }
+}
+END_TEST
+
+/* An allocation of exactly the device's free memory succeeds natively; under red zones it is
+ * made without its red zone, said once, counted in the summary. */
+START_TEST(allocation_of_all_free_memory)
+{
+    char *argv[] = {T("rel_harm"), "oomexact", NULL};
+    struct run_result r;
+    run_target(&r, argv, NULL, 0);
+    HAS(r.out, "status 0\n");
+    run_free(&r);
+    const char *const env[] = {"ATLAS_REDZONE=64", NULL};
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.log);
+    HAS(r.out, "status 0\n");
+    HAS(r.log, "redzone: alloc#1 (4194304 bytes) fits in the device's memory only without its "
+               "red zone: made without one, unguarded");
+    HAS(r.log, "redzone: 1 allocation made without a red zone (it fit in the device's memory "
+               "only so): not guarded\n");
+    HASNT(r.log, "alloc failed");
+    run_free(&r);
+}
+END_TEST
+
 /* A library loaded before ours left `environ` read-only: the load-time
  * edits (red zones' pool routing, --no-children) build a new array. */
 START_TEST(read_only_environ_at_load)
@@ -903,6 +962,12 @@ int main(void)
     tcase_add_test(tc, read_only_environ_at_load);
     tcase_add_test(tc, audit_counts_survive_unload);
     tcase_add_test(tc, steps_diffed_across_unloads);
+    suite_add_tcase(s, tc);
+    /* issue #48: round three */
+    tc = tcase_create("harm3");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, quarantine_fails_no_allocation);
+    tcase_add_test(tc, allocation_of_all_free_memory);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
