@@ -539,6 +539,8 @@ void atl_module_post(struct atl_module *m, CUresult r)
          * later kernel the same address (seen: a 1-parameter kernel at the
          * address of an unloaded 64-parameter one). */
         atl_kernels_forget_owner(m->handle);
+        if (on(ATL_FEAT_TRACE))
+            atl_trace_module_unloaded();
     }
 }
 

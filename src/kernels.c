@@ -10,6 +10,7 @@
 #include "step.h"
 #include "thread.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@ struct kr {
     struct kr *limbo_next;          /* gone, not yet freed */
     uint64_t gone;                  /* 0 while in the table; else the generation it left at */
     unsigned refs;                  /* atl_krec_hold's */
+    size_t bytes;                   /* gone: the memory it holds (limbo_bytes) */
 };
 
 static struct kr *kr_of(struct atl_krec *r)
@@ -379,6 +381,12 @@ static uint64_t (*holders_low)(void);
  * nothing per unload. */
 static struct kr *limbo, **limbo_tail = &limbo;
 static uint64_t nrecords, nlimbo;
+static size_t limbo_bytes; /* what the gone records hold (written under lock, read atomically) */
+
+size_t atl_krec_waiting_bytes(void)
+{
+    return __atomic_load_n(&limbo_bytes, __ATOMIC_RELAXED);
+}
 
 /* The first pin of a thread (it takes its slot now), or one of a thread
  * that has none. */
@@ -441,12 +449,25 @@ static void reclaim(void)
             *pp = k->limbo_next;
             if (!*pp)
                 limbo_tail = pp;
+            __atomic_store_n(&limbo_bytes, limbo_bytes - k->bytes, __ATOMIC_RELAXED);
             krec_free(k);
             nrecords--, nlimbo--;
         } else {
             pp = &k->limbo_next; /* held (a kept step's): freed at its release */
         }
     }
+}
+
+static size_t view_bytes(const struct atl_kfn *v);
+
+/* The heap memory record k holds (it and its views), for the step trace's bound on what
+ * it keeps waiting (ATLAS_TRACE_MAX_MB). */
+static size_t krec_bytes(const struct kr *k)
+{
+    return malloc_usable_size((void *)k) + malloc_usable_size((void *)k->r.off) +
+           malloc_usable_size((void *)k->r.size) +
+           view_bytes(__atomic_load_n(&k->r.view, __ATOMIC_ACQUIRE)) +
+           view_bytes(__atomic_load_n(&k->r.view_packed, __ATOMIC_ACQUIRE));
 }
 
 /* Under lock: k leaves the table (its counts kept for the audit) and waits
@@ -471,6 +492,8 @@ static void krec_retire(struct kr *k)
     *limbo_tail = k;
     limbo_tail = &k->limbo_next;
     nlimbo++;
+    k->bytes = krec_bytes(k);
+    __atomic_store_n(&limbo_bytes, limbo_bytes + k->bytes, __ATOMIC_RELAXED);
     if (o)
         own_drop_if_empty(o);
 }
@@ -745,6 +768,16 @@ static struct atl_kslot *plan_make(const uint32_t *off, const uint32_t *size, un
         p[i] = (struct atl_kslot){.off = off[i], .how = how, .size = sz, .span = span};
     }
     return p;
+}
+
+static size_t view_bytes(const struct atl_kfn *v)
+{
+    if (!v || v == &view_unknown.k)
+        return 0;
+    return malloc_usable_size((void *)v) + malloc_usable_size((void *)v->mangled) +
+           (v->pretty != v->mangled ? malloc_usable_size((void *)v->pretty) : 0) +
+           malloc_usable_size((void *)v->off) + malloc_usable_size((void *)v->size) +
+           malloc_usable_size((void *)v->plan) + malloc_usable_size((void *)v->words);
 }
 
 static void view_free(struct atl_kfn *k)

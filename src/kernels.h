@@ -206,6 +206,9 @@ static inline uint64_t atl_krec_pin_gen(void)
 /* The oldest pin generation of the holders without references (0: none),
  * read by the freeing thread after the threads' pins. One function. */
 void atl_krec_set_holders(uint64_t (*low)(void));
+/* The heap memory of the records that left the table and wait to be freed (held by a pin
+ * or a reference): what the step trace counts against ATLAS_TRACE_MAX_MB. */
+size_t atl_krec_waiting_bytes(void);
 
 /* A reference to r beyond a pin (r found while pinned, or held already). */
 void atl_krec_hold(struct atl_krec *r);

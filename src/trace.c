@@ -306,6 +306,12 @@ void atl_trace_capture_pre(const struct atl_capture *c)
         capture_step_end();
 }
 
+void atl_trace_module_unloaded(void)
+{
+    if (atl_trace_on)
+        atl_tbuf_budget_check();
+}
+
 void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
 {
     if (!c->begin || r != CUDA_SUCCESS)

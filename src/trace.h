@@ -25,6 +25,9 @@ void atl_trace_copy(const struct atl_copy *c, CUresult r);
 void atl_trace_sync(const struct atl_sync *s, CUresult r);
 void atl_trace_capture_pre(const struct atl_capture *c);
 void atl_trace_capture_post(const struct atl_capture *c, CUresult r);
+/* A module was unloaded (its kernels' records now wait for the ops that may name them):
+ * the trace's memory bound is checked. */
+void atl_trace_module_unloaded(void);
 
 /* The program's markers (atlas_step_begin/end, src/api.c, which initialises
  * the library first): steps in api mode. */

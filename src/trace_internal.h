@@ -166,6 +166,10 @@ void atl_tbuf_held_note(struct tbuf *b);
 /* Under the step ends' lock: what the trace keeps between steps, which the
  * budget counts with the buffers. */
 void atl_tbuf_set_kept(size_t bytes);
+/* Past ATLAS_TRACE_MAX_MB (the records of unloaded kernels count, which ops in the buffers
+ * keep waiting): every thread's ops are dropped and the rest of their steps not recorded,
+ * said once. For a module unload, which adds records to the wait without a buffer growing. */
+void atl_tbuf_budget_check(void);
 /* Records an op without parameter bytes into buffer `into` (NULL: the
  * calling thread's). */
 void atl_tbuf_record(struct tbuf *into, const struct atl_op *o);

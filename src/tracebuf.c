@@ -120,24 +120,54 @@ static size_t grow_adds(size_t cap, size_t need, size_t elem, size_t first)
     return (n - cap) * elem;
 }
 
-/* Would `more` bytes take the trace past ATLAS_TRACE_MAX_MB? Says so once. */
-static int over_budget(struct tbuf *b, size_t more)
+/* What the trace holds: the buffers, the kept steps, and the records of unloaded kernels
+ * that wait while ops that may point to them are held (src/kernels.h). */
+static size_t budget_used(void)
 {
-    size_t sum = more + __atomic_load_n(&kept, __ATOMIC_RELAXED) +
-                 __atomic_load_n(&atl_tbuf_capture.held, __ATOMIC_RELAXED);
+    size_t sum = __atomic_load_n(&kept, __ATOMIC_RELAXED) +
+                 __atomic_load_n(&atl_tbuf_capture.held, __ATOMIC_RELAXED) +
+                 atl_krec_waiting_bytes();
     for (struct tbuf *t = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); t;
          t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE))
         sum += __atomic_load_n(&t->held, __ATOMIC_RELAXED);
-    if (sum <= max_bytes)
-        return 0;
-    b->oom = 3;
+    return sum;
+}
+
+static void say_over(void)
+{
     static int said;
     if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
         atl_log(ATL_WARN,
                 "step trace: ATLAS_TRACE_MAX_MB=%llu reached: the rest of this step is not "
                 "recorded, nor of any later step that needs more (the program is not affected)",
                 atl_cfg.trace_max_mb);
+}
+
+/* Would `more` bytes take the trace past ATLAS_TRACE_MAX_MB? Says so once. */
+static int over_budget(struct tbuf *b, size_t more)
+{
+    if (more + budget_used() <= max_bytes)
+        return 0;
+    b->oom = 3;
+    say_over();
     return 1;
+}
+
+void atl_tbuf_budget_check(void)
+{
+    if (!max_bytes || budget_used() <= max_bytes)
+        return;
+    /* the ops go, and the pins they kept: the records wait no more (the capture's buffer
+     * stays: its ops become the captured graph's, at the capture's end) */
+    for (struct tbuf *t = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); t;
+         t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE)) {
+        atl_tbuf_lock(t);
+        __atomic_store_n(&t->nops, 0, __ATOMIC_RELAXED);
+        t->nbytes = 0, t->oom = 3;
+        __atomic_store_n(&t->krec_since, 0, __ATOMIC_RELEASE);
+        atl_tbuf_unlock(t);
+    }
+    say_over();
 }
 
 /* Under the buffer's lock: room for one more op, and for its Chrome time
