@@ -82,8 +82,32 @@ void *atl_real_ptr[ATL_ID_COUNT];
  *          is on (-> mid_); otherwise a tail call to the driver, with no
  *          stack frame;
  *   mid_   the light path (hooks.def's LIGHT column), then the driver;
- *   slow_  the engine's full path, cold; left by longjmp or cancellation,
- *          atl_unwound undoes what it began (engine.h). */
+ *   slow_  the engine's full path, cold; left by longjmp or cancellation (glibc runs
+ *          the cleanup buffer pushed here) or by a C++ exception thrown through the
+ *          driver call (a host function of the fake driver's, a callback: this file
+ *          is built with -fexceptions, and live_'s cleanup runs as the exception
+ *          passes), atl_unwound undoes what it began (engine.h), once (live_). A
+ *          kind's PRE that answers the call itself leaves by ATL_SLOW_RETURN: the
+ *          buffer must leave glibc's list before its frame goes (a held free once
+ *          left it there, for a later longjmp to run from a dead frame). */
+static inline void atl_unwound_once(void *live)
+{
+    if (*(int *)live) {
+        *(int *)live = 0;
+        atl_unwound(NULL);
+    }
+}
+static inline void atl_unwound_scope(int *live)
+{
+    atl_unwound_once(live);
+}
+#define ATL_SLOW_RETURN(value)                                                                     \
+    do {                                                                                           \
+        _pthread_cleanup_pop(&unwound_, 0);                                                        \
+        live_ = 0;                                                                                 \
+        atl_leave();                                                                               \
+        return (value);                                                                            \
+    } while (0)
 #define ATL_SLOW(sym, KIND, fname, path)                                                           \
     static __attribute__((noinline, noclone, cold, used)) CUresult slow_##fname(ATL_K_##KIND##_P)  \
     {                                                                                              \
@@ -97,12 +121,11 @@ void *atl_real_ptr[ATL_ID_COUNT];
         }                                                                                          \
         if (!atl_enter(id_, path))                                                                 \
             return real_(ATL_K_##KIND##_A);                                                        \
+        int live_ __attribute__((cleanup(atl_unwound_scope))) = 1;                                 \
         struct _pthread_cleanup_buffer unwound_;                                                   \
-        _pthread_cleanup_push(&unwound_, atl_unwound, NULL);                                       \
+        _pthread_cleanup_push(&unwound_, atl_unwound_once, &live_);                                \
         ATL_K_##KIND##_PRE CUresult r_ = real_(ATL_K_##KIND##_A);                                  \
-        ATL_K_##KIND##_POST _pthread_cleanup_pop(&unwound_, 0);                                    \
-        atl_leave();                                                                               \
-        return r_;                                                                                 \
+        ATL_K_##KIND##_POST ATL_SLOW_RETURN(r_);                                                   \
     }
 #define ATL_ENTRY(sym, KIND, fname, path, storage)                                                 \
     ATL_SLOW(sym, KIND, fname, path)                                                               \

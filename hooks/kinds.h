@@ -257,8 +257,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     atl_free_pre(&ev_);                                                                            \
     if (ev_.held) { /* kept poisoned in the quarantine (src/redzone.c) */                          \
         atl_free_post(&ev_, CUDA_SUCCESS);                                                         \
-        atl_leave();                                                                               \
-        return CUDA_SUCCESS;                                                                       \
+        ATL_SLOW_RETURN(CUDA_SUCCESS);                                                             \
     }
 #define ATL_K_FREE_POST atl_free_post(&ev_, r_);
 
@@ -274,8 +273,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     atl_free_pre(&ev_);                                                                            \
     if (ev_.held) { /* released later, with a batch (src/redzone.c) */                             \
         atl_free_post(&ev_, CUDA_SUCCESS);                                                         \
-        atl_leave();                                                                               \
-        return CUDA_SUCCESS;                                                                       \
+        ATL_SLOW_RETURN(CUDA_SUCCESS);                                                             \
     }
 #define ATL_K_FREE_ASYNC_POST atl_free_post(&ev_, r_);
 

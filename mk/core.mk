@@ -11,6 +11,10 @@ $(ENGINE_OBJS) $(HOOK_OBJS): EXTRA_CFLAGS += -fvisibility=hidden
 # -fno-lto: the x86-64 entry stubs name slow_ and mid_ functions in assembly,
 # which link-time optimisation could rename (hooks.c).
 $(HOOK_OBJS): EXTRA_CFLAGS += -I hooks -fno-lto
+# -fexceptions: a C++ exception thrown through a driver call (a callback, the fake driver's
+# host kernels) runs the slow path's cleanup as it passes (hooks.c, ATL_SLOW); the cleanup
+# is a landing pad out of the path's line, the entries are assembly
+$(BUILD)/hooks/hooks.o: EXTRA_CFLAGS += -fexceptions
 
 # Each slow path builds its event with a designated initializer; GCC zeroes
 # the larger ones with `rep stos`, whose start-up costs more than the rest of

@@ -39,6 +39,15 @@ REL_BINS := $(BUILD)/tests/rel_stress $(BUILD)/tests/rel_fork $(BUILD)/tests/rel
             $(BUILD)/tests/rel_harm $(BUILD)/tests/rel_cfgvars $(BUILD)/tests/test_reliability \
             $(BUILD)/tests/rel_output $(BUILD)/tests/test_output $(BUILD)/tests/ro_environ.so
 
+# A C++ program: an exception thrown through a hooked call (issue #48). Built where there is
+# a C++ compiler; test_reliability says when it was not.
+ifneq ($(shell command -v $(CXX) 2>/dev/null),)
+REL_BINS += $(BUILD)/tests/rel_throw
+endif
+$(BUILD)/tests/rel_throw: tests/reliability/rel_throw.cc tests/fake/fakecuda.h $(FAKE_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 $(CFLAGS) -Wall -Wextra -Werror -I $(CUDA_INC) -o $@ $< $(REL_FAKE_LINK)
+
 $(BUILD)/tests/rel_stress $(BUILD)/tests/rel_fork: $(BUILD)/tests/rel_%: tests/reliability/rel_%.c tests/targets/workload.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< tests/targets/workload.c $(REL_FAKE_LINK)

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE /* pthread_timedjoin_np */
 #include "engine.h"
+#include "realdl.h"
 #include "capture.h"
 
 #include "blocking.h"
@@ -28,6 +29,7 @@
 #include "unused.h"
 #include "vmm.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -697,6 +699,20 @@ static pid_t load_pid;
 __attribute__((constructor)) static void engine_load(void)
 {
     load_pid = getpid();
+    /* Loaded with dlopen (or linked after libcuda), the library sees none of the program's
+     * driver calls: those resolve to libcuda first, or were bound before it came. Said once
+     * rather than doing nothing silently (issue #48): the global scope's cuLaunchKernel is not
+     * ours. */
+    Dl_info me, it, exe;
+    void *seen = atl_dlsym(RTLD_DEFAULT, "cuLaunchKernel");
+    int shared = dladdr((void *)engine_load, &me) &&
+                 !(dladdr((void *)getauxval(AT_PHDR), &exe) && exe.dli_fbase == me.dli_fbase);
+    if (shared && !(seen && dladdr(seen, &it) && it.dli_fbase == me.dli_fbase))
+        atl_log(ATL_WARN,
+                "%s is loaded but the program's CUDA driver calls do not come to it (it was "
+                "loaded with dlopen, or after libcuda): nothing is traced; load it first, with "
+                "LD_PRELOAD (atlas-trace does)",
+                me.dli_fname ? me.dli_fname : "libatlastrace.so");
 }
 
 __attribute__((visibility("default"), noreturn)) void _exit(int status)

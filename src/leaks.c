@@ -53,11 +53,13 @@ static void alloc_failed(const struct atl_alloc *a, CUresult r)
         atl_drv.cuMemGetInfo_v2(&freeb, &total);
     size_t live_bytes, nlive = atl_ledger_count(&live_bytes);
     char retried[160] = "";
-    if (a->retries || a->unpadded)
+    if (a->retries)
         snprintf(retried, sizeof retried,
                  " (asked again %u time%s after red zones released the frees they held%s)",
                  a->retries, a->retries == 1 ? "" : "s",
-                 a->unpadded ? ", and once without its red zone" : "");
+                 a->unpadded ? ", then without its red zone" : "");
+    else if (a->unpadded)
+        snprintf(retried, sizeof retried, " (asked again without its red zone)");
     atl_log(ATL_WARN,
             "alloc failed: alloc#%llu %s bytes=%zu status=%s device free=%zu total=%zu live=%zu "
             "(%zu bytes, %zu through cuMemCreate)%s (the driver's error is returned unchanged)",
@@ -183,12 +185,21 @@ void atl_leaks_free_post(const struct atl_free *f, CUresult r)
         if (freed[i].ptr == f->ptr && freed[i].seq > was)
             was = freed[i].seq; /* the latest allocation at that address */
     pthread_mutex_unlock(&freed_lock);
+    struct atl_alloc_rec in;
     if (was)
         atl_log(ATL_WARN,
                 "free of unknown pointer: 0x%llx (alloc#%llu, already freed: a double "
                 "free) status=%s (passed through)",
                 (unsigned long long)f->ptr, (unsigned long long)was,
                 atl_error_name(r, nm, sizeof nm));
+    else if (atl_ledger_find(f->ptr, &in))
+        /* a pointer into a live allocation, not its start: the driver frees only starts */
+        atl_log(ATL_WARN,
+                "free of a pointer inside alloc#%llu: 0x%llx is +0x%llx of it (%zu bytes at "
+                "0x%llx), not its start; status=%s (passed through; alloc#%llu stays live)",
+                (unsigned long long)in.seq, (unsigned long long)f->ptr,
+                (unsigned long long)(f->ptr - in.ptr), in.bytes, (unsigned long long)in.ptr,
+                atl_error_name(r, nm, sizeof nm), (unsigned long long)in.seq);
     else
         atl_log(r == CUDA_SUCCESS ? ATL_INFO : ATL_WARN,
                 "free of unknown pointer: 0x%llx (never allocated through a hooked call) "

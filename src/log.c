@@ -193,15 +193,30 @@ int atl_write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
+/* A line longer than this is cut, and says so (a re-run command with the program's long
+ * arguments stays whole: issue #48 found one cut at 900 bytes, its options dropped). */
+#define LINE_MAX_BYTES 65536
+
 static void emit(const char *msg, size_t len)
 {
-    char buf[1024];
-    int n = snprintf(buf, sizeof buf - 1, "atlas[%ld]: ", (long)getpid());
-    if (n < 0)
+    char small[1024], *buf = small;
+    char cut[64] = "";
+    if (len > LINE_MAX_BYTES) {
+        snprintf(cut, sizeof cut, " [line cut: %zu more bytes]", len - LINE_MAX_BYTES);
+        len = LINE_MAX_BYTES;
+    }
+    size_t need = 32 + len + strlen(cut) + 1;
+    if (need > sizeof small && !(buf = malloc(need))) {
+        buf = small; /* no memory: the line as far as it fits, and that it was cut */
+        snprintf(cut, sizeof cut, " [line cut: %zu more bytes]", len - 900);
+        len = 900;
+    }
+    int n = snprintf(buf, 32, "atlas[%ld]: ", (long)getpid());
+    if (n < 0 || n >= 32) {
+        if (buf != small)
+            free(buf);
         return;
-    size_t room = sizeof buf - 1 - (size_t)n;
-    if (len > room)
-        len = room;
+    }
     /* one report, one line: a control byte in a kernel name or a path must
      * not start a line of its own without the prefix */
     for (size_t i = 0; i < len; i++) {
@@ -209,12 +224,14 @@ static void emit(const char *msg, size_t len)
         buf[(size_t)n + i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
     }
     size_t total = (size_t)n + len;
+    memcpy(buf + total, cut, strlen(cut));
+    total += strlen(cut);
     buf[total++] = '\n';
     int fd = log_target();
-    if (fd < 0)
-        return;
-    int e = atl_write_all(fd, buf, total);
-    if (!e)
+    int e = fd < 0 ? 0 : atl_write_all(fd, buf, total);
+    if (buf != small)
+        free(buf);
+    if (fd < 0 || !e)
         return;
     int efd = __atomic_load_n(&err_fd, __ATOMIC_RELAXED);
     if (fd != efd) {
@@ -238,6 +255,14 @@ static void emit(const char *msg, size_t len)
     }
 }
 
+/* msg's first len bytes of a line of whole bytes (no memory for all of it): said cut. */
+static void emit_cut(const char *msg, size_t len, size_t whole)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%.*s [line cut: %zu more bytes]", (int)len, msg, whole - len);
+    emit(buf, strlen(buf));
+}
+
 void atl_log_line(const char *line)
 {
     emit(line, strlen(line));
@@ -258,14 +283,25 @@ void atl_log(int level, const char *fmt, ...)
 {
     if (level > log_level)
         return;
-    char msg[900];
-    va_list ap;
+    char msg[900], *big = NULL;
+    va_list ap, again;
     va_start(ap, fmt);
+    va_copy(again, ap);
     int n = vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* longer: formatted again whole (emit cuts past LINE_MAX_BYTES, and says so) */
+    if (n >= (int)sizeof msg && (big = malloc((size_t)n + 1)) != NULL)
+        vsnprintf(big, (size_t)n + 1, fmt, again);
+    va_end(again);
     if (n < 0)
         return;
-    emit(msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    if (big)
+        emit(big, (size_t)n);
+    else if ((size_t)n < sizeof msg)
+        emit(msg, (size_t)n);
+    else
+        emit_cut(msg, sizeof msg - 1, (size_t)n);
+    free(big);
 }
 
 /* Why the opened file `fd` (whose status is `st`) must not be written, or

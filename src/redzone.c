@@ -2005,15 +2005,7 @@ int atl_redzone_unpad(struct atl_alloc *a)
         return 0;
     a->padded = a->bytes;
     a->padded_height = 0;
-    a->unpadded = 1;
-    __atomic_add_fetch(&unpadded_total, 1, __ATOMIC_RELAXED);
-    static int said;
-    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-        atl_log(ATL_WARN,
-                "redzone: alloc#%llu (%zu bytes) fits in the device's memory only without its "
-                "red zone: made without one, unguarded (so is any other such; counted in the "
-                "summary)",
-                (unsigned long long)a->seq, a->bytes);
+    a->unpadded = 1; /* said and counted if the driver then makes it (atl_redzone_alloc_post) */
     return 1;
 }
 
@@ -2420,6 +2412,17 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
 {
     if (!active || r != CUDA_SUCCESS || !a->dptr)
         return 0;
+    if (a->unpadded) {
+        __atomic_add_fetch(&unpadded_total, 1, __ATOMIC_RELAXED);
+        static int said;
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            atl_log(ATL_WARN,
+                    "redzone: alloc#%llu (%zu bytes) fits in the device's memory only without "
+                    "its red zone: made without one, unguarded (so is any other such; counted in "
+                    "the summary)",
+                    (unsigned long long)a->seq, a->bytes);
+        return 0;
+    }
     if (a->padded <= a->bytes && !a->padded_height)
         return 0;
     struct zone z = {.base = *a->dptr,

@@ -227,4 +227,16 @@ case $cmd in
 *) bad "red zones from a bare preload: re-run hint is '$cmd'" ;;
 esac
 
+# a long command line whole (issue #48: the line was cut at about 900 bytes, the program's
+# last arguments dropped)
+long=$(i=0; while [ $i -lt 60 ]; do printf ' --extra-argument-number-%02d' $i; i=$((i + 1)); done)
+# shellcheck disable=SC2086
+"$tool" --redzone=64 "$rz" over 1 return 0 $long >"$tmp/out" 2>&1
+cmd=$(rzhint "$tmp/out")
+case $cmd in
+"$tool --redzone=64 --redzone-check=launch '--kernel=^(poke|fill)\$' $rz over 1 return 0$long")
+    paste "redzone: culprit: launch#4 kernel=poke" "a re-run hint of ${#cmd} bytes: printed whole, and it runs" ;;
+*) bad "a long re-run hint is '$cmd'" ;;
+esac
+
 finish

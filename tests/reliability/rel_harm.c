@@ -30,7 +30,8 @@
  *                             cycles 1,000-5,999 and of the last 5,000
  *                             ("first_us", "last_us"), the heap in use after
  *                             each ("heap_first", "heap_last") and "ok"
- *   rel_harm longjmp          a SIGUSR1 handler siglongjmps out of a
+ *   rel_harm longjmp [free]   (free: first allocates and frees a buffer, from
+ *                             a few stack depths) a SIGUSR1 handler siglongjmps out of a
  *                             cuStreamSynchronize that blocks (the fake's
  *                             FAKE_SYNC_SLEEP_MS); then 10 launches, 10
  *                             syncs, 1.5 s of quiet, "ok"
@@ -62,6 +63,8 @@
  *                             allocates KIB KiB and frees it (at most T
  *                             blocks live: they fit natively). Prints
  *                             "failed F of T*N"
+ *   rel_harm dlopen LIB       dlopens LIB (the library itself, not preloaded), then
+ *                             launches once and syncs. Prints "ok"
  *   rel_harm oomexact         allocates exactly the device's free memory,
  *                             writes its last byte, frees it. Prints
  *                             "status N"
@@ -433,9 +436,28 @@ static void quiet(long ms)
         ;
 }
 
-static int longjmp_out(void)
+/* An allocation and its free, a few frames down (under red zones the free is held: the hook
+ * answers it without the driver's call) */
+static __attribute__((noinline)) void alloc_free_deep(int depth)
+{
+    volatile char pad[512];
+    pad[0] = (char)depth;
+    if (depth > 0) {
+        alloc_free_deep(depth - 1);
+        return;
+    }
+    CUdeviceptr d = 0;
+    CK(cuMemAlloc(&d, 4096));
+    CK(cuMemFree(d));
+    (void)pad[0];
+}
+
+static int longjmp_out(int free_first)
 {
     setup();
+    if (free_first)
+        for (int depth = 0; depth < 4; depth++)
+            alloc_free_deep(depth);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_usr1;
@@ -694,7 +716,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "reload") == 0 && argc > 2)
         return reload_loop(atol(argv[2]));
     if (strcmp(mode, "longjmp") == 0)
-        return longjmp_out();
+        return longjmp_out(argc > 2 && strcmp(argv[2], "free") == 0);
     if (strcmp(mode, "cancel") == 0)
         return cancel_in_sync();
     if (strcmp(mode, "threads") == 0 && argc > 2)
@@ -711,6 +733,19 @@ int main(int argc, char **argv)
         return oom_threads(atoi(argv[2]), atoi(argv[3]), (size_t)atol(argv[4]));
     if (strcmp(mode, "oomexact") == 0)
         return oom_exact();
+    if (strcmp(mode, "dlopen") == 0 && argc > 2) {
+        if (!dlopen(argv[2], RTLD_NOW)) {
+            fprintf(stderr, "rel_harm: %s\n", dlerror());
+            return 1;
+        }
+        setup();
+        unsigned long x = 1;
+        void *params[] = {&x};
+        CK(cuLaunchKernel(nop1, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        CK(cuCtxSynchronize());
+        printf("ok\n");
+        return 0;
+    }
     fprintf(stderr, "usage: rel_harm sigint|unload|dlclose|poll|oneshot|setenv|reload|longjmp|"
                     "cancel|threads|fds|rawfork|audit|unloaddiff|oom|oomexact ...\n");
     return 64;

@@ -740,6 +740,73 @@ START_TEST(trace_bound_holds_through_module_churn)
 }
 END_TEST
 
+/* A C++ exception thrown through a hooked call leaves the thread traced (issue #48: the
+ * re-entrancy depth stayed raised, and nothing more of the thread was seen: 1 launch of 13
+ * counted, no sync). rel_throw is built where there is a C++ compiler. */
+START_TEST(cxx_exception_through_a_hook)
+{
+    if (access(T("rel_throw"), X_OK) != 0) {
+        fprintf(stderr, "cxx_exception_through_a_hook: no C++ compiler here (rel_throw not "
+                        "built): not tested\n");
+        return;
+    }
+    char *argv[] = {T("rel_throw"), NULL};
+    const char *const env[] = {"ATLAS_STATS=1", "ATLAS_REDZONE=64", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    ck_assert_str_eq(r.out, "caught 3\nok\n");
+    ck_assert_uint_eq(calls_of(r.log, "cuLaunchKernel"), 13);
+    ck_assert_uint_eq(calls_of(r.log, "cuCtxSynchronize"), 1);
+    run_free(&r);
+}
+END_TEST
+
+/* Leaving a hook that answered a call itself (a free red zones hold) takes its cleanup off
+ * glibc's list: a later longjmp out of a hooked sync ran it from the dead frame (SIGSEGV,
+ * exit 139, issue #48). */
+START_TEST(longjmp_after_a_held_free)
+{
+    char *argv[] = {T("rel_harm"), "longjmp", "free", NULL};
+    const char *const env[] = {"ATLAS_STATS=1", "ATLAS_REDZONE=64", "FAKE_SYNC_SLEEP_MS=5000",
+                               "FAKE_SYNC_SLEEP_AT=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d:\n%s", r.status, r.err);
+    ck_assert_str_eq(r.out, "jumped out\nok\n");
+    HASNT(r.log, "inside atlastrace");
+    ck_assert_uint_eq(calls_of(r.log, "cuLaunchKernel"), 10);
+    run_free(&r);
+}
+END_TEST
+
+/* The library loaded with dlopen sees none of the program's driver calls: said once, at load
+ * (it did nothing, silently: issue #48); preloaded, nothing is said. */
+START_TEST(dlopen_of_the_library_is_said)
+{
+    char lib[4096];
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/libatlastrace.so", lib));
+    char *argv[] = {T("rel_harm"), "dlopen", lib, NULL};
+    const char *const env[] = {"ATLAS_STATS=1", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 0);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    HAS(r.out, "ok\n");
+    ck_assert_int_eq(count_lines(r.err, "libatlastrace.so is loaded but the program's CUDA "
+                                        "driver calls do not come to it (it was loaded with "
+                                        "dlopen, or after libcuda): nothing is traced; load it "
+                                        "first, with LD_PRELOAD (atlas-trace does)"),
+                     1);
+    run_free(&r);
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    HASNT(r.err, "is loaded but");
+    HASNT(r.log, "is loaded but");
+    ck_assert_uint_eq(calls_of(r.log, "cuLaunchKernel"), 1);
+    run_free(&r);
+}
+END_TEST
+
 /* An allocation of exactly the device's free memory succeeds natively; under red zones it is
  * made without its red zone, said once, counted in the summary. */
 START_TEST(allocation_of_all_free_memory)
@@ -990,6 +1057,9 @@ int main(void)
     tcase_add_test(tc, quarantine_fails_no_allocation);
     tcase_add_test(tc, allocation_of_all_free_memory);
     tcase_add_test(tc, trace_bound_holds_through_module_churn);
+    tcase_add_test(tc, cxx_exception_through_a_hook);
+    tcase_add_test(tc, longjmp_after_a_held_free);
+    tcase_add_test(tc, dlopen_of_the_library_is_said);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -389,6 +389,7 @@ int main(int argc, char **argv)
         CHECK(cuCtxSetCurrent(cur));
     } else if (strcmp(what, "badfree") == 0) {
         CUdeviceptr a = rz_alloc(4096);
+        printf("interior free: %d\n", (int)cuMemFree(a + 16));
         printf("free: %d\n", (int)cuMemFree(a));
         printf("double free: %d\n", (int)cuMemFree(a));
         printf("stray free: %d\n", (int)cuMemFree((CUdeviceptr)0x12345600));
