@@ -150,7 +150,7 @@ inside 'git clone -q /tmp/atlastrace.git /root/atlastrace' >"$logs/clone.log" 2>
     die "git clone inside the root failed"
 say "clean clone of $head"
 
-# bare make (README, Quick start): the library and both tools, nothing installed; then the
+# bare make (README.md, Running it): the library and both tools, nothing installed; then the
 # README's two commands in the same clone (make builds what make demo runs: one build, which
 # the 2 cores' time budget wants)
 timed "make (the default goal)" make.log 'cd /root/atlastrace && make' || die "make failed"
