@@ -23,7 +23,9 @@
 # bare LD_PRELOAD=libatlastrace.so (the loader looks for it in the system folders, finds
 # nothing, and runs the program untraced without a word), atlas-trace/atlas-diff without their
 # build/ path, links outside the repository, an LD_LIBRARY_PATH given to one command only (a
-# command a report prints does not repeat it: pasted, it ran without the fake driver).
+# command a report prints does not repeat it: pasted, it ran without the fake driver). And the
+# programs the documents run, in their commands and text, must be ones `make` builds (make
+# docs-check passes their list in DOCS_BUILT: its ALL_TARGETS; run by hand, that is not checked).
 #
 #   sh tests/docs/test_doc_commands.sh [FILE...]    (default: README.md docs/*.md man/*.1)
 set -u
@@ -175,6 +177,31 @@ if [ -s "$tmp/hits" ]; then
     sed 's/^/    /' "$tmp/hits"
 else
     ok "LD_LIBRARY_PATH is exported, with an absolute path"
+fi
+
+# the programs named: build/tests/X, build/examples/X and build/bench/X must be what make builds
+# (not a test program of a suite), except in what a tool printed (atlas[PID]: ..., or a report
+# line shown without that prefix, indented: "    redzone: ...") and in the make command that
+# builds one
+if [ -n "${DOCS_BUILT:-}" ]; then
+    for t in $DOCS_BUILT; do echo "build/${t#"${DOCS_BUILD:-build}"/}"; done >"$tmp/built"
+    grep -nHE 'build/(tests|examples|bench)/[A-Za-z0-9_.-]+' "$@" |
+        grep -vE '^[^:]*:[0-9]+: *(\$ )?atlas\[[0-9]+\]:|^[^:]*:[0-9]+: {4,}[a-z][a-z0-9-]*: ' >"$tmp/named"
+    : >"$tmp/hits"
+    while IFS= read -r l; do
+        for p in $(printf '%s\n' "$l" | sed -E 's/make +build\/[A-Za-z0-9_./-]+//g' |
+            grep -oE 'build/(tests|examples|bench)/[A-Za-z0-9_.-]+'); do
+            grep -qxF "$p" "$tmp/built" || echo "$p: $l" >>"$tmp/hits"
+        done
+    done <"$tmp/named"
+    if [ -s "$tmp/hits" ]; then
+        bad "programs that make does not build (replace them, or add them to ALL_TARGETS):"
+        cut -c1-200 "$tmp/hits" | sed 's/^/    /'
+    else
+        ok "every program the documents run is one make builds"
+    fi
+else
+    echo "docs: the programs named were not checked against make's (run make docs-check)"
 fi
 
 echo "docs: $pass passed, $fail failed"
