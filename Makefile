@@ -9,7 +9,7 @@
 #   make bench      overhead figures, as ratios against the native program
 
 # Builds and test suites run in parallel on every core unless -j is given (make check's time:
-# README.md, Tests).
+# docs/building.md, Tests).
 # Only the top-level make chooses: a make this tree runs again (make check's
 # runner, the install test, the sanitizer builds) shares its jobs, and a -j
 # of its own would make it warn "-j2 forced in makefile: resetting jobserver

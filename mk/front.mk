@@ -1,7 +1,8 @@
 # The user's front: the atlas-trace command, man pages, install.
 #
 #   build/atlas-trace      next to build/libatlastrace.so, where it looks first
-#   make install           PREFIX (/usr/local) and DESTDIR as usual
+#   make install           PREFIX (/usr/local) and DESTDIR as usual; the licence and the docs
+#                          in PREFIX/share/doc/atlastrace
 #   make front-check       option parsing, exit statuses, library search, --no-children,
 #                          and an install/uninstall round trip into a temporary DESTDIR
 #
@@ -30,6 +31,12 @@ FRONT_BINDIR := $(DESTDIR)$(PREFIX)/bin
 FRONT_LIBDIR := $(DESTDIR)$(PREFIX)/lib
 FRONT_INCDIR := $(DESTDIR)$(PREFIX)/include/atlas
 FRONT_MANDIR := $(DESTDIR)$(PREFIX)/share/man/man1
+# The licence, the README and the documents the reports and --help point to (docs/front.md,
+# docs/findings.schema.json, ...), where Debian and the FHS keep a package's documentation; the
+# README's links to docs/ hold there too.
+FRONT_DOCDIR := $(DESTDIR)$(PREFIX)/share/doc/atlastrace
+FRONT_DOCS := LICENSE README.md
+FRONT_DOCS_DOCS = $(wildcard docs/*.md) docs/findings.schema.json
 # The folders make install created (tools/install-dirs.sh), which make uninstall removes once
 # they are empty; mk/launch.mk records its own there too.
 INSTALL_DIRS := sh tools/install-dirs.sh
@@ -38,16 +45,20 @@ INSTALLED_DIRS_LIST := $(DESTDIR)$(PREFIX)/share/atlastrace/created-folders
 .PHONY: install-front uninstall-front
 install-front: all
 	$(INSTALL_DIRS) $(INSTALLED_DIRS_LIST) $(FRONT_BINDIR) $(FRONT_LIBDIR) $(FRONT_INCDIR) \
-		$(FRONT_MANDIR)
+		$(FRONT_MANDIR) $(FRONT_DOCDIR)/docs
 	install -m 755 $(BUILD)/libatlastrace.so $(FRONT_LIBDIR)/libatlastrace.so
 	install -m 755 $(INSTALL_BINS) $(FRONT_BINDIR)/
 	install -m 644 $(INSTALL_MANS) $(FRONT_MANDIR)/
+	install -m 644 $(FRONT_DOCS) $(FRONT_DOCDIR)/
+	install -m 644 $(FRONT_DOCS_DOCS) $(FRONT_DOCDIR)/docs/
 	$(if $(FRONT_HEADERS),install -m 644 $(FRONT_HEADERS) $(FRONT_INCDIR)/)
 
 uninstall-front:
 	rm -f $(FRONT_LIBDIR)/libatlastrace.so $(addprefix $(FRONT_BINDIR)/,$(notdir $(INSTALL_BINS))) \
 		$(addprefix $(FRONT_MANDIR)/,$(notdir $(INSTALL_MANS))) \
-		$(addprefix $(FRONT_INCDIR)/,$(notdir $(FRONT_HEADERS)))
+		$(addprefix $(FRONT_INCDIR)/,$(notdir $(FRONT_HEADERS))) \
+		$(addprefix $(FRONT_DOCDIR)/,$(FRONT_DOCS)) \
+		$(addprefix $(FRONT_DOCDIR)/docs/,$(notdir $(FRONT_DOCS_DOCS)))
 
 INSTALL_TARGETS += install-front
 UNINSTALL_TARGETS += uninstall-front

@@ -69,9 +69,9 @@ verdict-check:
 CHECK_TARGETS += verdict-check
 
 # The documentation's commands, as written (tests/docs/test_doc_commands.sh): what `make`
-# builds is what they may use.
+# builds is what they may use, and the list of it goes with them.
 .PHONY: docs-check
 docs-check: all
-	sh tests/docs/test_doc_commands.sh
+	DOCS_BUILD='$(BUILD)' DOCS_BUILT='$(ALL_TARGETS)' sh tests/docs/test_doc_commands.sh
 
 CHECK_TARGETS += docs-check

@@ -3,10 +3,19 @@
 
 PyTorch, JAX and Triton users live in virtual environments: `pip install atlastrace-*.whl`
 gives them `atlas-trace` (and `atlas-diff`) on PATH. The wheel holds the library and both
-tools, built by make for this machine (so the platform tag is this machine's), under the
-package `atlastrace`:
+tools, built by make for this machine, under the package `atlastrace`, with the README and the
+documents the reports point to:
 
     atlastrace/bin/atlas-trace, atlastrace/bin/atlas-diff, atlastrace/lib/libatlastrace.so
+    atlastrace/README.md, atlastrace/docs/*.md, atlastrace/docs/findings.schema.json
+
+and the licence, LICENSE, in its .dist-info (License: MIT, License-File: LICENSE).
+
+The platform tag is manylinux_2_N_ARCH, N the highest glibc symbol version the three binaries
+need (objdump -T: GLIBC_2.34 where glibc is 2.34 or later, which moved dlopen and the pthread
+functions into libc.so.6 under that version): pip installs the wheel on any Linux whose glibc
+is 2.N or later, and refuses it where the binaries would not load. Their other needs, the
+loader, libc.so.6 and libgcc_s.so.1, are on every manylinux system.
 
 atlas-trace finds the library as ../lib/libatlastrace.so from its own file, as in an installed
 prefix. The console entry points exec the tools with the user's argv[0], so exit statuses and
@@ -16,9 +25,12 @@ A wheel is a zip with a .dist-info folder (METADATA, WHEEL, entry_points.txt, RE
 here with zipfile, with no network and no build backend.
 """
 import base64
+import glob
 import hashlib
 import os
 import platform
+import re
+import subprocess
 import sys
 import zipfile
 
@@ -58,6 +70,17 @@ __version__ = "%s"
 '''
 
 
+def glibc_floor(paths):
+    """The highest GLIBC_2.N symbol version the ELF files at paths need, as N (objdump -T)."""
+    floor = 0
+    for path in paths:
+        out = subprocess.run(["objdump", "-T", path], check=True, stdout=subprocess.PIPE,
+                             universal_newlines=True).stdout
+        for minor in re.findall(r"\bGLIBC_2\.(\d+)", out):
+            floor = max(floor, int(minor))
+    return floor
+
+
 def digest(data):
     h = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
     return "sha256=" + h.decode()
@@ -68,25 +91,44 @@ def main():
         sys.stderr.write("usage: make-wheel.py BUILD VERSION\n")
         return 2
     build, version = sys.argv[1], sys.argv[2]
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     machine = platform.machine() or "x86_64"
-    tag = "py3-none-linux_" + machine
+    binaries = [os.path.join(build, n) for n in ("atlas-trace", "atlas-diff", "libatlastrace.so")]
+    floor = glibc_floor(binaries)
+    if floor == 0:
+        sys.stderr.write("make-wheel.py: no GLIBC_2.N symbol version in %s\n" % " ".join(binaries))
+        return 1
+    tag = "py3-none-manylinux_2_%d_%s" % (floor, machine)
     dist = "%s-%s.dist-info" % (NAME, version)
     out = os.path.join(build, "%s-%s-%s.whl" % (NAME, version, tag))
 
     files = []  # (name in the wheel, bytes, executable)
-    for tool in ("atlas-trace", "atlas-diff"):
-        with open(os.path.join(build, tool), "rb") as f:
-            files.append(("%s/bin/%s" % (NAME, tool), f.read(), True))
-    with open(os.path.join(build, "libatlastrace.so"), "rb") as f:
-        files.append(("%s/lib/libatlastrace.so" % NAME, f.read(), True))
+    for path in binaries:
+        tool = os.path.basename(path)
+        with open(path, "rb") as f:
+            where = "lib" if tool.endswith(".so") else "bin"
+            files.append(("%s/%s/%s" % (NAME, where, tool), f.read(), True))
     files.append(("%s/__init__.py" % NAME, (INIT % version).encode(), False))
     files.append(("%s/_cli.py" % NAME, CLI.encode(), False))
+    # the documents, where the README's links to docs/ hold
+    docs = ["README.md"] + sorted(os.path.relpath(p, root) for p in
+                                  glob.glob(os.path.join(root, "docs", "*.md")))
+    docs.append(os.path.join("docs", "findings.schema.json"))
+    for name in docs:
+        with open(os.path.join(root, name), "rb") as f:
+            files.append(("%s/%s" % (NAME, name), f.read(), False))
+    with open(os.path.join(root, "LICENSE"), "rb") as f:
+        files.append((dist + "/LICENSE", f.read(), False))
     meta = [
         "Metadata-Version: 2.1",
         "Name: " + NAME,
         "Version: " + version,
         "Summary: LD_PRELOAD tracer of the CUDA driver API: step diffs, red zones, "
         "blocking copies, faults",
+        "License: MIT",
+        "License-File: LICENSE",
+        "Classifier: License :: OSI Approved :: MIT License",
+        "Classifier: Operating System :: POSIX :: Linux",
         "Requires-Python: >=3.6",
         "Platform: linux",
         "",
@@ -107,6 +149,11 @@ def main():
     record.append(dist + "/RECORD,,")
     files.append((dist + "/RECORD", ("\n".join(record) + "\n").encode(), False))
 
+    # a wheel of this version built earlier under another tag (another glibc) would be installed
+    # in place of this one by `pip install BUILD/atlastrace-*.whl`
+    for old in glob.glob(os.path.join(build, "%s-%s-*.whl" % (NAME, version))):
+        if old != out:
+            os.remove(old)
     tmp = out + ".tmp"
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for n, d, exe in files:

@@ -15,14 +15,17 @@
 # Each block runs in a scratch folder whose build/ holds links to everything in the tree's
 # build/ (so $PWD/build/... and build/... mean what they mean at the repository root after
 # make), with no ATLAS_* setting inherited. The fake driver (build/fake/libcuda.so.1) answers;
-# the commands say LD_LIBRARY_PATH=build/fake themselves. A file a command writes must go
-# under build/ (a user pastes the commands at the repository root, where anything else would
+# the commands export LD_LIBRARY_PATH=$PWD/build/fake themselves. A file a command writes must
+# go under build/ (a user pastes the commands at the repository root, where anything else would
 # be left among the sources): the scratch folder must hold nothing else afterwards.
 #
 # Every other block is checked for the mistakes that made pasted commands fail silently: a
 # bare LD_PRELOAD=libatlastrace.so (the loader looks for it in the system folders, finds
 # nothing, and runs the program untraced without a word), atlas-trace/atlas-diff without their
-# build/ path, links outside the repository.
+# build/ path, links outside the repository, an LD_LIBRARY_PATH given to one command only (a
+# command a report prints does not repeat it: pasted, it ran without the fake driver). And the
+# programs the documents run, in their commands and text, must be ones `make` builds (make
+# docs-check passes their list in DOCS_BUILT: its ALL_TARGETS; run by hand, that is not checked).
 #
 #   sh tests/docs/test_doc_commands.sh [FILE...]    (default: README.md docs/*.md man/*.1)
 set -u
@@ -154,6 +157,51 @@ if grep -n -e '\.\./shared' -e 'DESIGN\.md' "$@" >"$tmp/hits"; then
     sed 's/^/    /' "$tmp/hits"
 else
     ok "no link leaves the repository"
+fi
+
+# the fake driver exported, with an absolute path, never given to one command: a re-run hint
+# repeats the command line and the ATLAS_* settings, not what stood in front of the command
+awk '{
+    line = $0
+    sub(/^[^:]*:[0-9]+: /, "", line)
+    i = index(line, "LD_LIBRARY_PATH=")
+    if (i == 0) next
+    before = substr(line, 1, i - 1)
+    value = substr(line, i + 16)
+    sub(/[ ;].*/, "", value)
+    if (before !~ /(^|[;&|] *|^\$ )export +([A-Za-z_][A-Za-z0-9_]*=[^ ]* +)*$/ ||
+        value !~ /^("?\$PWD\/|\/)/) print
+}' "$tmp/lines" >"$tmp/hits"
+if [ -s "$tmp/hits" ]; then
+    bad "LD_LIBRARY_PATH given to one command, or not an absolute path (a pasted re-run hint runs without it): export LD_LIBRARY_PATH=\$PWD/build/fake first:"
+    sed 's/^/    /' "$tmp/hits"
+else
+    ok "LD_LIBRARY_PATH is exported, with an absolute path"
+fi
+
+# the programs named: build/tests/X, build/examples/X and build/bench/X must be what make builds
+# (not a test program of a suite), except in what a tool printed (atlas[PID]: ..., or a report
+# line shown without that prefix, indented: "    redzone: ...") and in the make command that
+# builds one
+if [ -n "${DOCS_BUILT:-}" ]; then
+    for t in $DOCS_BUILT; do echo "build/${t#"${DOCS_BUILD:-build}"/}"; done >"$tmp/built"
+    grep -nHE 'build/(tests|examples|bench)/[A-Za-z0-9_.-]+' "$@" |
+        grep -vE '^[^:]*:[0-9]+: *(\$ )?atlas\[[0-9]+\]:|^[^:]*:[0-9]+: {4,}[a-z][a-z0-9-]*: ' >"$tmp/named"
+    : >"$tmp/hits"
+    while IFS= read -r l; do
+        for p in $(printf '%s\n' "$l" | sed -E 's/make +build\/[A-Za-z0-9_./-]+//g' |
+            grep -oE 'build/(tests|examples|bench)/[A-Za-z0-9_.-]+'); do
+            grep -qxF "$p" "$tmp/built" || echo "$p: $l" >>"$tmp/hits"
+        done
+    done <"$tmp/named"
+    if [ -s "$tmp/hits" ]; then
+        bad "programs that make does not build (replace them, or add them to ALL_TARGETS):"
+        cut -c1-200 "$tmp/hits" | sed 's/^/    /'
+    else
+        ok "every program the documents run is one make builds"
+    fi
+else
+    echo "docs: the programs named were not checked against make's (run make docs-check)"
 fi
 
 echo "docs: $pass passed, $fail failed"

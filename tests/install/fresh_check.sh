@@ -11,7 +11,8 @@
 #   make          the default goal builds the library and both tools, and installs nothing
 #   make demo     installs nothing either
 #   make check    installs the test tools itself, and its first run must pass
-#   make deb      the package installs with dpkg, runs the demo, and is removed
+#   make deb      the package installs with dpkg (its licence and docs with it), runs the
+#                 demo, and is removed
 # Each step's time is printed; the logs stay in WORK_DIR/logs (the downloaded packages in
 # WORK_DIR/cache, for the next run); the root, under /tmp, is removed.
 #
@@ -150,7 +151,7 @@ inside 'git clone -q /tmp/atlastrace.git /root/atlastrace' >"$logs/clone.log" 2>
     die "git clone inside the root failed"
 say "clean clone of $head"
 
-# bare make (README, Quick start): the library and both tools, nothing installed; then the
+# bare make (README.md, Running it): the library and both tools, nothing installed; then the
 # README's two commands in the same clone (make builds what make demo runs: one build, which
 # the 2 cores' time budget wants)
 timed "make (the default goal)" make.log 'cd /root/atlastrace && make' || die "make failed"
@@ -189,8 +190,14 @@ inside 'cd /tmp && LD_LIBRARY_PATH=/root/atlastrace/build/fake atlas-trace --tra
 grep -q '^demo: ok$' "$logs/deb-demo.log" && grep -q 'redzone overrun: ' "$logs/deb-demo.log" &&
     grep -q 'step .* differs from' "$logs/deb-demo.log" ||
     die "the demo through the installed package did not run traced (log: $logs/deb-demo.log)"
-inside 'dpkg -r atlastrace >/dev/null && [ ! -e /usr/lib/libatlastrace.so ] && [ ! -e /usr/bin/atlas-trace ]' ||
+# the licence as Debian's copyright file, and the licence, the README and docs/ as in the clone
+inside 'd=/usr/share/doc/atlastrace && grep -qx "License: Expat" $d/copyright &&
+        grep -q "^ Permission is hereby granted, free of charge" $d/copyright && cd /root/atlastrace &&
+        for f in LICENSE README.md docs/*.md docs/findings.schema.json; do cmp -s $f $d/$f || exit 1; done' ||
+    die "the installed package lacks its copyright file, LICENSE, the README or docs/ in /usr/share/doc/atlastrace"
+inside 'dpkg -r atlastrace >/dev/null && [ ! -e /usr/lib/libatlastrace.so ] && [ ! -e /usr/bin/atlas-trace ] &&
+        [ ! -e /usr/share/doc/atlastrace/copyright ]' ||
     die "dpkg -r atlastrace left files"
-say "the .deb installed with dpkg, ran the demo traced, and was removed"
+say "the .deb installed with dpkg with its licence and docs, ran the demo traced, and was removed"
 
 say "PASS: in a fresh Debian root, make built, make demo ran, the first make check passed and the .deb installed and ran; $(($(date +%s) - t_start)) s in all"

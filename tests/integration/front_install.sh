@@ -26,6 +26,13 @@ done
 [ -x "$tmp/usr/bin/atlas-trace" ] || fail "/usr/bin/atlas-trace is not executable"
 echo "front-install: PASS: make install DESTDIR=... PREFIX=/usr put every file in place"
 
+# The licence, the README and every document the reports point to, as in the tree.
+doc=usr/share/doc/atlastrace
+for f in LICENSE README.md docs/*.md docs/findings.schema.json; do
+    cmp -s "$f" "$tmp/$doc/$f" || fail "make install did not install $f as /$doc/$f"
+done
+echo "front-install: PASS: the licence, the README and docs/ are in /$doc"
+
 # The .pc file says prefix=/usr; the staged tree is that prefix moved under $tmp.
 cflags=$(PKG_CONFIG_PATH="$tmp/usr/lib/pkgconfig" pkg-config --define-variable=prefix="$tmp/usr" \
          --cflags atlaslaunch)

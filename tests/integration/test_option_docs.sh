@@ -6,7 +6,7 @@
 #     and no entry names an option atlas-trace does not have;
 #   - docs/front.md: the same for the rows of its table of options (`option | sets | ...`);
 #   - atlas-trace --help lists each option;
-#   - README.md's table of settings has a row for each setting of the table.
+#   - docs/settings.md's table of settings has a row for each setting of the table.
 #   sh tests/integration/test_option_docs.sh BUILD
 set -u
 NAME=option-docs
@@ -73,14 +73,14 @@ done
 [ "$(ls "$tmp"/man-* 2>/dev/null | wc -l)" -gt 10 ] || bad "man page: OPTIONS not found"
 [ "$(ls "$tmp"/front-* 2>/dev/null | wc -l)" -gt 10 ] || bad "docs/front.md: the Options table not found"
 
-# README.md: a row of the settings table for every setting
+# docs/settings.md: a row of the settings table for every setting
 sed -n 's/^setting //p' "$tmp/rows" | while read -r var; do
-    if grep -q "^| \`$var\` |" "$root/README.md"; then echo "ok $var"; else echo "missing $var"; fi
-done >"$tmp/readme"
-if grep -q '^missing' "$tmp/readme"; then
-    grep '^missing' "$tmp/readme" >"$tmp/out"
-    bad "README.md: settings without a row in its table"
+    if grep -q "^| \`$var\` |" "$root/docs/settings.md"; then echo "ok $var"; else echo "missing $var"; fi
+done >"$tmp/settings"
+if grep -q '^missing' "$tmp/settings"; then
+    grep '^missing' "$tmp/settings" >"$tmp/out"
+    bad "docs/settings.md: settings without a row in its table"
 else
-    ok "README.md: every setting has a row ($(wc -l <"$tmp/readme") settings)"
+    ok "docs/settings.md: every setting has a row ($(wc -l <"$tmp/settings") settings)"
 fi
 finish
