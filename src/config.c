@@ -354,7 +354,7 @@ static const char *parse_value(const struct atl_cfg_var *v, const char *s, unsig
     return "unknown setting type";
 }
 
-static size_t edit_distance(const char *a, const char *b)
+size_t atl_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63 || lb > 63)
@@ -423,7 +423,7 @@ int atl_config_parse(struct atl_config *out, char *const *envp,
             for (size_t i = 0; i <= nl; i++)
                 upper[i] = (char)toupper((unsigned char)name[i]);
             for (size_t i = 0; i < atl_cfg_nvars; i++) {
-                size_t d = edit_distance(upper, atl_cfg_vars[i].name);
+                size_t d = atl_edit_distance(upper, atl_cfg_vars[i].name);
                 if (d < bestd) {
                     bestd = d;
                     best = atl_cfg_vars[i].name;

@@ -141,4 +141,8 @@ int atl_config_expand_path(const char *pattern, char *out, size_t outsz);
  * `out` and returns 1; else 0. */
 int atl_config_rank_problem(char *out, size_t outsz);
 
+/* The edit distance (insertions, deletions, substitutions) between two names of at most 63
+ * characters; (size_t)-1 for longer ones. For "did you mean". */
+size_t atl_edit_distance(const char *a, const char *b);
+
 #endif

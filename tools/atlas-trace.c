@@ -252,13 +252,42 @@ static _Noreturn void bad_usage(const char *fmt, const char *arg)
     exit(EXIT_USAGE);
 }
 
-/* Exits with "OPT=VALUE: REASON" and the usage; the value is shown as the library shows
- * setting values (printable, bounded). */
-static _Noreturn void refuse(const char *opt, const char *value, const char *reason)
+/* The option being parsed got its value as the next word ("--opt VALUE"), not "--opt=VALUE":
+ * refusals then show it as typed, and a value that is the program is named as such. */
+static int value_apart;
+
+/* 1 when path names an executable regular file: given as an option's value in a word of its
+ * own, it is most likely the program, taken for the value. */
+static int looks_like_program(const char *path)
+{
+    struct stat st;
+    return value_apart && stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
+/* `--opt ./app` where ./app was meant as the program: refused, with how to write it. */
+static _Noreturn void program_as_value(const char *opt, const char *value)
 {
     char shown[72], msg[512];
     atl_config_show_value(value, shown, sizeof shown);
-    snprintf(msg, sizeof msg, "%s=%s: %s", opt, shown, reason);
+    snprintf(msg, sizeof msg,
+             "%s %s: %s is a program, taken as the option's value; write %s=VALUE before the "
+             "program",
+             opt, shown, shown, opt);
+    bad_usage("%s", msg);
+}
+
+/* Exits with "OPT=VALUE: REASON" (or "OPT VALUE: REASON", as it was typed) and the usage; the
+ * value is shown as the library shows setting values (printable, bounded). */
+static _Noreturn void refuse(const char *opt, const char *value, const char *reason)
+{
+    char shown[72], msg[640];
+    atl_config_show_value(value, shown, sizeof shown);
+    int n = snprintf(msg, sizeof msg, "%s%s%s: %s", opt, value_apart ? " " : "=", shown, reason);
+    if (looks_like_program(value) && n > 0 && (size_t)n < sizeof msg)
+        snprintf(msg + n, sizeof msg - (size_t)n,
+                 " (%s is a program: the value goes with the option, %s=VALUE, before the "
+                 "program)",
+                 shown, opt);
     bad_usage("%s", msg);
 }
 
@@ -296,9 +325,13 @@ static void check_value(int row, const char *value)
     if ((why = atl_config_check(row, value))) {
         char reason[384], is[200];
         value_is(row, is, sizeof is);
-        snprintf(reason, sizeof reason, "%s for %s%s", why, v->name, is);
+        snprintf(reason, sizeof reason, "%s%s", why, is);
         refuse(row_option(row), value, reason);
     }
+    /* a value anything may be (a kernel pattern, a name), given as its own word: not the
+     * program the user meant to run */
+    if (looks_like_program(value))
+        program_as_value(row_option(row), value);
 }
 
 /* An output file, made absolute now: the program may change directory before it writes.
@@ -343,6 +376,8 @@ static char *input_files(const char *opt, const char *path, const char *prev)
     struct stat st;
     if (*path == '\0')
         bad_usage("%s needs a file name", opt);
+    if (looks_like_program(path))
+        program_as_value(opt, path);
     if (path[strcspn(path, ":,")]) {
         snprintf(msg, sizeof msg, "%s=%s: a file name with ':' or ',', which separate files", opt,
                  path);
@@ -480,6 +515,31 @@ static int option_value(const struct opt *o, const char *arg, const char **value
     return row;
 }
 
+/* An option no row has: refused, with the nearest name when one is near (as the library names
+ * a misspelt ATLAS_* variable). Ambiguous prefixes come here too. */
+static _Noreturn void unknown_option(const char *word, const struct option *lo)
+{
+    char name[64], msg[256];
+    const char *w = strncmp(word, "--", 2) == 0 ? word + 2 : word;
+    size_t wl = strcspn(w, "=");
+    snprintf(name, sizeof name, "%.*s", (int)(wl < sizeof name ? wl : sizeof name - 1), w);
+    const char *best = NULL;
+    size_t bestd = (size_t)-1;
+    for (const struct option *o = lo; o->name; o++) {
+        size_t d = atl_edit_distance(name, o->name);
+        /* a prefix of a name is near it too (an abbreviation, or an ambiguous one) */
+        if (strncmp(o->name, name, strlen(name)) == 0 && d > 1)
+            d = 1;
+        if (d < bestd)
+            bestd = d, best = o->name;
+    }
+    if (best && bestd <= 2 + strlen(name) / 6)
+        snprintf(msg, sizeof msg, "unknown option --%s; did you mean --%s?", name, best);
+    else
+        snprintf(msg, sizeof msg, "unknown option %s", word);
+    bad_usage("%s", msg);
+}
+
 /* Parses the options into s; word_var[i] gets the ATLAS_* variable the option in argv[i] sets
  * (for the hints' re-run commands, src/hint.h). */
 static void parse_options(int argc, char **argv, struct settings *s, const char **word_var)
@@ -509,8 +569,22 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
     opterr = 0; /* our own messages, each followed by the usage */
     /* "+": stop at the first argument that is not an option, which is the program; its own
      * options are left alone. */
-    int c, first = optind;
-    for (; (c = getopt_long(argc, argv, shorts, lo, NULL)) != -1; first = optind) {
+    int c, first = optind, li = -1;
+    for (; (c = getopt_long(argc, argv, shorts, lo, &li)) != -1; first = optind, li = -1) {
+        /* a long option is taken only as written whole: getopt_long takes a unique prefix,
+         * which an option added later could make mean another (scripts would break) */
+        if (li >= 0 && strncmp(argv[first], "--", 2) == 0) {
+            const char *w = argv[first] + 2;
+            size_t wl = strcspn(w, "=");
+            if (wl != strlen(lo[li].name) || strncmp(w, lo[li].name, wl) != 0) {
+                char msg[256];
+                snprintf(msg, sizeof msg,
+                         "--%.*s: did you mean --%s? (options are taken only as written whole)",
+                         (int)(wl < 64 ? wl : 64), w, lo[li].name);
+                bad_usage("%s", msg);
+            }
+        }
+        value_apart = optarg && first + 2 == optind && optarg == argv[first + 1];
         const struct opt *o = NULL;
         if (c >= OPT_BASE && c < OPT_BASE + (int)nopts)
             o = &opts[c - OPT_BASE];
@@ -549,7 +623,7 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
                 char letter[2] = {(char)optopt, '\0'};
                 bad_usage("unknown option -%s", letter);
             }
-            bad_usage("unknown or ambiguous option %s", argv[optind - 1]);
+            unknown_option(argv[optind - 1], lo);
         }
     }
     free(lo);

@@ -453,21 +453,22 @@ static const struct {
     {"--bogus", "option --bogus"},
     {"-x", "unknown option -x"},
     {"--stats=1", "--stats=1: this option takes no value"},
-    {"--red", "ambiguous option --red"}, /* ambiguous: --redzone or --redzone-check */
+        {"--redzon=64", "unknown option --redzon; did you mean --redzone?"},
+    {"--frobnicate", "unknown option --frobnicate\n"}, /* nothing near it */
     /* the library's own limits (src/config.def), which it would otherwise apply silently */
-    {"--redzone=99999999", "--redzone=99999999: out of range 0..1048576 for ATLAS_REDZONE"},
+    {"--redzone=99999999", "--redzone=99999999: out of range 0..1048576; BYTES is a number"},
     {"--redzone=0x100001", "out of range 0..1048576"},
-    {"--error-exitcode=256", "--error-exitcode=256: out of range 0..255 for ATLAS_ERROR_EXITCODE"},
+    {"--error-exitcode=256", "--error-exitcode=256: out of range 0..255; N is a number"},
     {"--error-exitcode=-1", "--error-exitcode=-1: negative value"},
     {"--error-exitcode=x", "--error-exitcode=x: not a number"},
-    {"--error-on=leaks", "--error-on=leaks: not one of the accepted values for ATLAS_ERROR_ON"},
+    {"--error-on=leaks", "--error-on=leaks: not one of the accepted values; "},
     {"--races=1", "--races=1: the only value is all"},
     /* the settings given options by issue #31, by their rows' limits */
-    {"--stack-depth=25", "--stack-depth=25: out of range 0..24 for ATLAS_STACK_DEPTH"},
+    {"--stack-depth=25", "--stack-depth=25: out of range 0..24; "},
     {"--log-level=loud", "LEVEL is one of error, warn, info or debug"},
     {"--kernel=(", "--kernel=(: not a POSIX extended regular expression"},
     {"--diff-ignore=a:argX", "--diff-ignore=a:argX: not KERNEL or KERNEL:argN"},
-    {"--hang-seconds=86401", "out of range 0..86400 for ATLAS_HANG_SECONDS"},
+    {"--hang-seconds=86401", "--hang-seconds=86401: out of range 0..86400; "},
     {"-q=1", "unknown option -="},
     {"--quiet=1", "--quiet=1: this option takes no value"},
     /* a kernel list: names only (on and off are spelled --debug-sync and nothing) */
@@ -1078,7 +1079,18 @@ START_TEST(output_files_checked)
          "--json and --chrome name the same file"},
         {{json_eq_same, "-o", same, target, "env", NULL}, "--json and --log name the same file"},
         {{json_dir, target, "env", NULL}, ": a folder, not a file"},
-        {{long_mode, target, "env", NULL}, "range name too long for ATLAS_STEP"},
+        {{long_mode, target, "env", NULL}, "range name too long\n"},
+        /* an option spelt by a prefix of its name: refused, named whole */
+        {{"--lea", target, "env", NULL},
+         "--lea: did you mean --leaks? (options are taken only as written whole)"},
+        {{"--trac", target, "env", NULL}, "unknown option --trac; did you mean --trace?"},
+        /* ambiguous (--redzone, --redzone-check, ...): the nearest */
+        {{"--red", target, "env", NULL}, "unknown option --red; did you mean --redzone?"},
+        /* the program taken as an option's value (issue #46): said as typed, with the way */
+        {{"--error-exitcode", app, NULL}, " is a program: the value goes with the option, "
+                                          "--error-exitcode=VALUE, before the program)"},
+        {{"--kernel", app, target, "env", NULL}, " is a program, taken as the option's value; "
+                                                 "write --kernel=VALUE before the program"},
     };
     struct run_result r;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
