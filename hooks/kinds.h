@@ -748,6 +748,19 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_EVENT_DESTROY_PRE ATL_SOP_EVENT(.kind = ATL_SOP_EVENT_DESTROY, .event = hEvent)
 #define ATL_K_EVENT_DESTROY_POST ATL_SOP_POST
 
+#define ATL_K_GRAPH_DESTROY_P CUgraph hGraph
+#define ATL_K_GRAPH_DESTROY_A hGraph
+#define ATL_K_GRAPH_DESTROY_BIT ATL_ON_STREAM
+#define ATL_K_GRAPH_DESTROY_PRE ATL_SOP_EVENT(.kind = ATL_SOP_GRAPH_DESTROY, .graph = hGraph)
+#define ATL_K_GRAPH_DESTROY_POST ATL_SOP_POST
+
+#define ATL_K_GRAPH_EXEC_DESTROY_P CUgraphExec hGraphExec
+#define ATL_K_GRAPH_EXEC_DESTROY_A hGraphExec
+#define ATL_K_GRAPH_EXEC_DESTROY_BIT ATL_ON_STREAM
+#define ATL_K_GRAPH_EXEC_DESTROY_PRE                                                               \
+    ATL_SOP_EVENT(.kind = ATL_SOP_EXEC_DESTROY, .exec = hGraphExec)
+#define ATL_K_GRAPH_EXEC_DESTROY_POST ATL_SOP_POST
+
 /* ---- lookups ---- */
 #define ATL_K_GET_FUNCTION_P CUfunction *hfunc, CUmodule hmod, const char *name
 #define ATL_K_GET_FUNCTION_A hfunc, hmod, name

@@ -255,6 +255,8 @@ enum atl_stream_op_kind {
     ATL_SOP_QUERY_STREAM,  /* cuStreamQuery: CUDA_SUCCESS means the stream's work is done */
     ATL_SOP_QUERY_EVENT,   /* cuEventQuery: CUDA_SUCCESS means the event's work is done */
     ATL_SOP_EVENT_DESTROY, /* cuEventDestroy_v2 */
+    ATL_SOP_GRAPH_DESTROY, /* cuGraphDestroy: graph */
+    ATL_SOP_EXEC_DESTROY,  /* cuGraphExecDestroy: exec */
 };
 struct atl_stream_op {
     int hook;
@@ -271,6 +273,8 @@ struct atl_stream_op {
     CUstreamCallback cb;
     void *data;
     void *caller; /* the hook's return address (struct atl_launch's caller) */
+    CUgraph graph;    /* GRAPH_DESTROY */
+    CUgraphExec exec; /* EXEC_DESTROY */
 };
 
 struct atl_ctx_teardown {

@@ -37,6 +37,7 @@
 #include "services.h"
 #include "stack.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,8 @@
 #define RC_MAX_STREAMS 4096 /* streams tracked; more are not checked (said once) */
 #define RC_OP_ACCESSES 64   /* allocations one op is checked against */
 #define RC_SITE_DEPTH 8     /* frames of a call site (the first outside CUDA's libraries) */
-#define RC_MAX_SITES 16384  /* distinct call sites kept; more are named "?" */
+#define RC_MAX_SITES 16384  /* call sites kept; past it the oldest are forgotten ("?") */
+#define RC_EVENT_VC_MAX ((size_t)64 << 20) /* events' clocks, bytes; past it: see ev_snap */
 #define RC_PRINT_MAX 100    /* distinct races printed; more are counted */
 #define RC_PEND 4           /* reports one op may print */
 #define RC_CACHE 1024       /* pages of the address -> allocation cache */
@@ -163,6 +165,12 @@ struct rstream {
     unsigned char kind, live, dirty;
     uint32_t tid;          /* RC_PTDS: the thread */
     uint64_t clock, birth; /* its own clock now; the first of this incarnation of the slot */
+    /* the stream the slot held before (destroyed, or its thread ended): reports of its
+     * accesses name it, not the slot's new stream */
+    uintptr_t old_key;
+    uint64_t old_birth;
+    uint32_t old_tid;
+    unsigned char old_kind;
     uint64_t legacy_seen;  /* blocking streams: the legacy stream's ops absorbed */
     struct vc vc;          /* what it is ordered after */
     uint64_t ver;          /* counts changes of clock and vc: an epoch is (clock, ver) */
@@ -218,6 +226,7 @@ struct rcap {
 
 struct revent {
     int recorded; /* live (not in a capture) */
+    int whole;    /* no clock kept (RC_EVENT_VC_MAX): a wait joins all `from` has done then */
     int from;
     uint64_t clock;
     struct vc vc;
@@ -296,7 +305,12 @@ static struct {
     struct hsrc *hsrc;
     struct rmap streams, events, allocs, kerns, graphs, execs, seen, sitemap;
     struct atl_stack *sites;
-    unsigned nsites, capsites;
+    uint64_t *site_hash;   /* the stack hash of each slot of sites */
+    uint32_t *site_gen;    /* each slot's generation: an id names (slot, generation) */
+    unsigned nsites, capsites, site_next; /* site_next: the slot forgotten next, once full */
+    size_t ev_vc_bytes;    /* what the events' clocks hold */
+    unsigned refused;      /* streams refused a slot (all taken) */
+    size_t kerns_sweep_at; /* rc.kerns' size at which entries stale since an unload go */
     struct rcache cache[RC_CACHE];
     uint64_t lo, hi;
     struct rcap *caps;
@@ -312,7 +326,7 @@ static struct {
      * made after the lock, and gives back what the findings sink did not print); races this
      * file had no room to print (RC_PEND, RC_PRINT_MAX) */
     uint64_t printed, held;
-    int said_streams, said_graph, said_layout;
+    int said_streams, said_graph, said_layout, said_sites, said_events;
 } rc = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void oom(void)
@@ -378,14 +392,22 @@ static int grow_streams(void)
     return 0;
 }
 
+static unsigned reclaim_dead_threads(void);
+
 static int slot_new(uintptr_t key, int kind)
 {
     unsigned i;
     uint64_t birth = 1;
     struct vc keep = {NULL, 0};
     unsigned char listed = 0; /* still on the legacy stream's list of dirty streams */
+    struct rstream old = {0};
+    /* all slots taken: those of threads that ended (their per-thread default streams) are
+     * given back first, looked for at most once in 256 refusals */
+    if (!rc.nfree && rc.nst >= RC_MAX_STREAMS && rc.refused++ % 256 == 0)
+        reclaim_dead_threads();
     if (rc.nfree) {
         i = rc.freeslot[--rc.nfree];
+        old = rc.st[i];
         birth = rc.st[i].clock + 1; /* later than anything the old stream's accesses carry */
         listed = rc.st[i].dirty;
         keep = rc.st[i].vc;
@@ -395,8 +417,8 @@ static int slot_new(uintptr_t key, int kind)
         if (rc.nst >= RC_MAX_STREAMS) {
             if (!rc.said_streams++)
                 atl_log(ATL_WARN,
-                        "races: more than %d streams: the accesses of the streams "
-                        "past that are not checked",
+                        "races: more than %d streams live at once: the accesses of the "
+                        "streams past that are not checked",
                         RC_MAX_STREAMS);
             return -1;
         }
@@ -413,7 +435,11 @@ static int slot_new(uintptr_t key, int kind)
                                 .birth = birth,
                                 .dirty = listed,
                                 .vc = keep,
-                                .wait_from = -1};
+                                .wait_from = -1,
+                                .old_key = old.key,
+                                .old_birth = old.birth,
+                                .old_tid = old.tid,
+                                .old_kind = old.kind};
     if (kind == RC_PTDS)
         rc.st[i].tid = (uint32_t)(key >> 2);
     rc.hsrc[i] = (struct hsrc){HS_NONE, 0};
@@ -552,7 +578,16 @@ static void site_capture(struct atl_stack *s)
     atl_stack_capture_n(s, depth < RC_SITE_DEPTH ? depth : RC_SITE_DEPTH);
 }
 
-/* 1-based; 0: none. */
+/* A site's id: its slot and that slot's generation, + 1 (0: none). Once RC_MAX_SITES are
+ * kept, the oldest slot is forgotten for each new site: an id whose slot has moved on names
+ * no site ("?"), and is never another's (before, every site past the bound was id 0, and two
+ * races at two such sites were one; issue #48). */
+#define RC_SITE_BITS 14 /* RC_MAX_SITES = 1 << RC_SITE_BITS */
+static uint32_t site_id(unsigned slot)
+{
+    return ((rc.site_gen[slot] << RC_SITE_BITS) | slot) + 1;
+}
+
 static uint32_t site_intern(const struct atl_stack *s)
 {
     if (!s->n)
@@ -561,27 +596,55 @@ static uint32_t site_intern(const struct atl_stack *s)
     void **p = rmap_find(&rc.sitemap, h);
     if (p)
         return (uint32_t)(uintptr_t)*p;
-    if (rc.nsites >= RC_MAX_SITES)
-        return 0;
-    if (rc.nsites == rc.capsites) {
-        unsigned cap = rc.capsites ? rc.capsites * 2 : 64;
-        struct atl_stack *n = realloc(rc.sites, cap * sizeof *n);
-        if (!n)
-            return 0;
-        rc.sites = n, rc.capsites = cap;
+    unsigned slot;
+    if (rc.nsites < RC_MAX_SITES) {
+        if (rc.nsites == rc.capsites) {
+            unsigned cap = rc.capsites ? rc.capsites * 2 : 64;
+            struct atl_stack *n = realloc(rc.sites, cap * sizeof *n);
+            if (n)
+                rc.sites = n;
+            uint64_t *hs = n ? realloc(rc.site_hash, cap * sizeof *hs) : NULL;
+            if (hs)
+                rc.site_hash = hs;
+            uint32_t *g = hs ? realloc(rc.site_gen, cap * sizeof *g) : NULL;
+            if (!g)
+                return 0;
+            rc.site_gen = g;
+            rc.capsites = cap;
+        }
+        slot = rc.nsites++;
+        rc.site_gen[slot] = 0;
+    } else {
+        if (!rc.said_sites++)
+            atl_log(ATL_INFO,
+                    "races: more than %d call sites: the oldest are forgotten from now on (an "
+                    "access made there long ago reads \"at ?\")",
+                    RC_MAX_SITES);
+        slot = rc.site_next;
+        rc.site_next = (rc.site_next + 1) % RC_MAX_SITES;
+        rmap_del(&rc.sitemap, rc.site_hash[slot]);
+        rc.site_gen[slot] = (rc.site_gen[slot] + 1) & ((1u << (31 - RC_SITE_BITS)) - 1);
     }
-    rc.sites[rc.nsites++] = *s;
-    if (rmap_put(&rc.sitemap, h, (void *)(uintptr_t)rc.nsites) != 0) {
-        rc.nsites--;
+    rc.sites[slot] = *s;
+    rc.site_hash[slot] = h;
+    uint32_t id = site_id(slot);
+    if (rmap_put(&rc.sitemap, h, (void *)(uintptr_t)id) != 0)
         return 0;
-    }
-    return rc.nsites;
+    return id;
+}
+
+/* 1 when id still names the site it was given for (its slot not forgotten since). */
+static int site_live(uint32_t id)
+{
+    unsigned slot = id ? (id - 1) & (RC_MAX_SITES - 1) : 0;
+    return id && slot < rc.nsites && site_id(slot) == id;
 }
 
 static void site_copy(uint32_t id, struct atl_stack *out)
 {
-    if (id && id <= rc.nsites)
-        *out = rc.sites[id - 1];
+    unsigned slot = id ? (id - 1) & (RC_MAX_SITES - 1) : 0;
+    if (id && slot < rc.nsites && site_id(slot) == id)
+        *out = rc.sites[slot];
     else
         out->n = 0;
 }
@@ -923,8 +986,17 @@ static void conflict(struct rop *op, const struct ralloc *a, const struct racc *
     p->e = *e, p->x = *x;
     unsigned u = (unsigned)op->u;
     stream_desc(e->stream, &p->se);
-    if (e->clock < rc.st[e->stream].birth)
+    if (e->clock < rc.st[e->stream].birth) {
+        /* an access of the stream the slot held before (destroyed, or its thread ended): that
+         * stream, not the one the slot holds now (which may be the 2nd's own: the fix would
+         * tell it to wait for itself) */
+        const struct rstream *t = &rc.st[e->stream];
+        int prev = e->clock >= t->old_birth && t->old_birth;
+        p->se.key = prev ? t->old_key : 0;
+        p->se.kind = prev ? t->old_kind : RC_BLOCKING;
+        p->se.tid = prev ? t->old_tid : 0;
         p->se.gone = 1;
+    }
     stream_desc(u, &p->sx);
     site_copy(e->site, &p->site_e);
     site_copy(e->site2, &p->site_e2);
@@ -1195,6 +1267,35 @@ static int kern_words(struct rkern *k)
     return 0;
 }
 
+static void kern_free(struct rkern *k)
+{
+    free(k->off), free(k->size), free(k->cls), free(k->words);
+    for (int i = 0; i < RC_MEMO; i++)
+        free(k->memo[i].v), free(k->memo[i].acc);
+    free(k);
+}
+
+/* The kernels' table holds one entry per handle launched; a program that loads and unloads
+ * modules makes new handles all the time. Before it grows past twice what was left the last
+ * time (1,024 at least), the entries of handles not launched since the last unload go (a
+ * launch of one makes it again). */
+static void kerns_sweep(unsigned long gen)
+{
+    if (rc.kerns.live < rc.kerns_sweep_at || rc.kerns.live < 1024)
+        return;
+    for (size_t i = 0; i < rc.kerns.cap; i++) {
+        if (rc.kerns.s[i] != 1)
+            continue;
+        struct rkern *k = rc.kerns.v[i];
+        if (k->gen == gen)
+            continue;
+        rmap_del(&rc.kerns, rc.kerns.k[i]);
+        kern_free(k);
+    }
+    rc.last_func = NULL, rc.last_kern = NULL;
+    rc.kerns_sweep_at = 2 * rc.kerns.live;
+}
+
 static struct rkern *kern_of(const struct atl_launch *l)
 {
     unsigned long gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE);
@@ -1211,6 +1312,7 @@ static struct rkern *kern_of(const struct atl_launch *l)
         const int exact = r && atl_krec_exact(r); /* a layout refused before is asked again */
         unsigned n = exact ? r->nparams : 0;
         if (!k) {
+            kerns_sweep(gen);
             k = calloc(1, sizeof *k);
             if (!k || rmap_put(&rc.kerns, (uint64_t)(uintptr_t)l->func, k) != 0) {
                 free(k);
@@ -1228,7 +1330,10 @@ static struct rkern *kern_of(const struct atl_launch *l)
         k->gen = gen;
         k->exact = exact;
         const char *m = r ? atl_krec_mangled(r) : NULL;
-        k->name = m ? strdup(m) : NULL; /* kept for the process: accesses name it */
+        /* interned by kernels.c, kept for the process: accesses name it, and a race is told
+         * by it, so a kernel loaded again is the same kernel (a copy per load made every
+         * reload's race a new one, and grew with the reloads: issue #48) */
+        k->name = m;
         if (n) {
             k->off = malloc(n * sizeof *k->off);
             k->size = malloc(n * sizeof *k->size);
@@ -1353,7 +1458,7 @@ static uint32_t caller_site(void *caller)
     if (atl_cfg.stack_depth == 0)
         return 0;
     struct rcaller *c = &rc.callers[((uintptr_t)caller >> 2) % RC_CALLERS];
-    if (c->pc != caller) {
+    if (c->pc != caller || !site_live(c->site)) {
         struct atl_stack one = {.n = 1, .pc = {caller}};
         c->pc = caller;
         c->site = site_intern(&one);
@@ -1664,11 +1769,11 @@ void atl_races_vmm(const struct atl_vmm *v, CUresult r)
     pthread_mutex_unlock(&rc.mu);
 }
 
-/* A stream destroyed: the handle may name another stream next; its slot
- * goes to the next stream made, its clock going on. */
-static void stream_gone(CUstream s)
+/* A stream gone (destroyed; a thread's default stream, its thread ended): the key may name
+ * another stream next; its slot goes to the next stream made, its clock going on. */
+static void slot_release(uintptr_t key)
 {
-    void *v = rmap_del(&rc.streams, (uint64_t)(uintptr_t)s);
+    void *v = rmap_del(&rc.streams, (uint64_t)key);
     memset(rc.slotc, 0, sizeof rc.slotc);
     if (v) {
         unsigned t = (unsigned)(uintptr_t)v - 1;
@@ -1677,6 +1782,75 @@ static void stream_gone(CUstream s)
         rc.st[t].clock++;
         rc.freeslot[rc.nfree++] = t;
     }
+}
+
+static void stream_gone(CUstream s)
+{
+    slot_release((uintptr_t)s);
+}
+
+/* The slots of per-thread default streams whose thread has ended (a signal 0 to it finds no
+ * such thread): given back. A program that starts thousands of threads, each using its
+ * default stream once, took a slot for each, and past RC_MAX_STREAMS no new stream was
+ * checked (issue #48: a plain two-stream race missed after 4,094 threads). */
+static unsigned reclaim_dead_threads(void)
+{
+    unsigned n = 0;
+    pid_t pid = getpid();
+    int saved = errno; /* the program's */
+    for (unsigned t = 0; t < rc.nst; t++) {
+        const struct rstream *s = &rc.st[t];
+        if (!s->live || s->kind != RC_PTDS)
+            continue;
+        if (syscall(SYS_tgkill, pid, (pid_t)s->tid, 0) == 0 || errno != ESRCH)
+            continue;
+        slot_release(s->key);
+        n++;
+    }
+    errno = saved;
+    return n;
+}
+
+/* An event's clock, as of its record on stream u: a copy of u's vector clock (one entry per
+ * stream slot). 20,000 live events beside 4,000 streams held 791 MB (issue #48): past
+ * RC_EVENT_VC_MAX of them, an event keeps no copy (whole), and what waits for it, or syncs
+ * on it, is ordered after all that its stream has done by then: more than the record
+ * covered, so races hidden, never false ones. Said once. */
+static void ev_snap(struct revent *ev, unsigned u)
+{
+    size_t had = (size_t)ev->vc.n * sizeof *ev->vc.c;
+    size_t need = (size_t)(rc.st[u].vc.n > u + 1 ? rc.st[u].vc.n : u + 1) * sizeof *ev->vc.c;
+    if (rc.ev_vc_bytes - had + need > RC_EVENT_VC_MAX) {
+        if (!rc.said_events++)
+            atl_log(ATL_INFO,
+                    "races: the recorded events' clocks hold %zu MiB: events recorded from now "
+                    "on order what waits for them after all their stream has done by the wait "
+                    "(races behind such a wait may go unreported; none is made up)",
+                    RC_EVENT_VC_MAX >> 20);
+        free(ev->vc.c);
+        ev->vc = (struct vc){NULL, 0};
+        ev->whole = 1;
+        rc.ev_vc_bytes -= had;
+        tick(u); /* what follows the record is after it, as join_snap's tick says */
+        return;
+    }
+    ev->whole = 0;
+    if (ev->vc.c)
+        memset(ev->vc.c, 0, ev->vc.n * sizeof *ev->vc.c);
+    join_snap(&ev->vc, u);
+    rc.ev_vc_bytes = rc.ev_vc_bytes - had + (size_t)ev->vc.n * sizeof *ev->vc.c;
+}
+
+/* What an event orders a wait after, into dst: its clock, or (whole) all its stream has done
+ * by now. */
+static void ev_join(struct vc *dst, const struct revent *ev)
+{
+    if (!ev->whole) {
+        vc_join(dst, &ev->vc);
+        return;
+    }
+    if (ev->from >= 0 && (unsigned)ev->from < rc.nst)
+        join_snap(dst, (unsigned)ev->from);
 }
 
 static struct revent *event_get(CUevent e, int make)
@@ -1730,7 +1904,9 @@ void atl_races_sync(const struct atl_sync *s, CUresult r)
             host_learns_stream((unsigned)u, HS_STREAM, site);
     } else {
         struct revent *ev = event_get(s->event, 0);
-        if (ev && ev->recorded)
+        if (ev && ev->recorded && ev->whole && ev->from >= 0)
+            host_learns_stream((unsigned)ev->from, HS_EVENT, site);
+        else if (ev && ev->recorded)
             host_learns_vc(&ev->vc, HS_EVENT, site);
     }
     pthread_mutex_unlock(&rc.mu);
@@ -1967,9 +2143,7 @@ void atl_races_stream_post(const struct atl_stream_op *s, CUresult r)
         ev->from = u;
         ev->clock = rc.st[u].clock;
         ev->site = site_get(&where);
-        if (ev->vc.c)
-            memset(ev->vc.c, 0, ev->vc.n * sizeof *ev->vc.c);
-        join_snap(&ev->vc, (unsigned)u);
+        ev_snap(ev, (unsigned)u);
         break;
     }
     case ATL_SOP_WAIT: {
@@ -1989,7 +2163,7 @@ void atl_races_stream_post(const struct atl_stream_op *s, CUresult r)
         rc.st[u].wait_clock = ev && ev->recorded ? ev->clock : 0;
         rc.st[u].wait_site = ev && ev->recorded ? ev->site : 0;
         if (ev && ev->recorded) /* a wait for an event never recorded waits for nothing */
-            vc_join(&rc.st[u].vc, &ev->vc), rc.st[u].ver++;
+            ev_join(&rc.st[u].vc, ev), rc.st[u].ver++;
         break;
     }
     case ATL_SOP_QUERY_STREAM: {
@@ -2000,13 +2174,22 @@ void atl_races_stream_post(const struct atl_stream_op *s, CUresult r)
     }
     case ATL_SOP_QUERY_EVENT: {
         struct revent *ev = event_get(s->event, 0);
-        if (ev && ev->recorded)
+        if (ev && ev->recorded && ev->whole && ev->from >= 0)
+            host_learns_stream((unsigned)ev->from, HS_QUERY, 0);
+        else if (ev && ev->recorded)
             host_learns_vc(&ev->vc, HS_QUERY, 0);
         break;
     }
+    case ATL_SOP_GRAPH_DESTROY:
+        graph_unref(rmap_del(&rc.graphs, (uint64_t)(uintptr_t)s->graph));
+        break;
+    case ATL_SOP_EXEC_DESTROY:
+        graph_unref(rmap_del(&rc.execs, (uint64_t)(uintptr_t)s->exec));
+        break;
     case ATL_SOP_EVENT_DESTROY: {
         struct revent *ev = rmap_del(&rc.events, (uint64_t)(uintptr_t)s->event);
         if (ev) {
+            rc.ev_vc_bytes -= (size_t)ev->vc.n * sizeof *ev->vc.c;
             free(ev->vc.c);
             free(ev);
         }
@@ -2027,9 +2210,14 @@ static const char *stream_name(const struct rsd *d, char *buf, size_t n)
         snprintf(buf, n, "the legacy default stream");
         break;
     case RC_PTDS:
-        snprintf(buf, n, "the per-thread default stream of thread %u", d->tid);
+        snprintf(buf, n, "the per-thread default stream of thread %u%s", d->tid,
+                 d->gone ? " (ended since)" : "");
         break;
     default:
+        if (d->gone && !d->key) {
+            snprintf(buf, n, "a stream destroyed since");
+            break;
+        }
         snprintf(buf, n, "stream 0x%llx%s%s%s%s", (unsigned long long)d->key,
                  d->kind == RC_NONBLOCKING || d->gone ? " (" : "",
                  d->kind == RC_NONBLOCKING ? "non-blocking" : "",

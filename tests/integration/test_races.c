@@ -270,6 +270,92 @@ START_TEST(destroyed_stream_slot_reused)
 }
 END_TEST
 
+/* Issue #48, the detector's bounds. 5,000 threads each used their per-thread default stream
+ * once: their slots come back, and a plain race after them is found (it was not: past 4,096
+ * slots no new stream was checked). */
+START_TEST(slots_of_ended_threads_come_back)
+{
+    struct run_result r;
+    run_case(&r, "threads5000", "raced", NULL);
+    assert_one_race(&r);
+    HASNT(r.log, "more than 4096 streams");
+    run_free(&r);
+    run_case(&r, "threads5000", "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+}
+END_TEST
+
+/* The same race in a module loaded 200 times is one race (it was 200: the kernel's name was
+ * copied at each load, and a race told by the copy). */
+START_TEST(a_reloaded_kernel_is_the_same_kernel)
+{
+    struct run_result r;
+    run_case(&r, "reload", "raced", NULL);
+    ck_assert_int_eq(count_lines(r.log, "race: alloc#"), 1);
+    HAS(r.log, "races: 200 found (1 distinct)");
+    run_free(&r);
+    run_case(&r, "reload", "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+}
+END_TEST
+
+/* 20,000 live events beside 2,000 streams: the events' clocks stop at 64 MiB (said once);
+ * a wait on an event recorded past that still orders, and the race without it is found
+ * (the run held 354 MB before; the bound keeps it near 110 MB, the streams' own clocks
+ * included). */
+START_TEST(events_clocks_bounded)
+{
+    static const char *const env[] = {"ATLAS_RACES=1", "ATLAS_LOG_LEVEL=info", NULL};
+    struct run_result r;
+    run_case(&r, "events", "raced", env);
+    assert_one_race(&r);
+    ck_assert_int_eq(count_lines(r.log, "races: the recorded events' clocks hold 64 MiB"), 1);
+    run_free(&r);
+    run_case(&r, "events", "fixed", env);
+    assert_silent(&r);
+    run_free(&r);
+}
+END_TEST
+
+/* More call sites than are kept (16,384): the oldest are forgotten (said once), and two races
+ * at two new sites are two, each named (past the bound every site was "?", and the two were
+ * told as one). */
+START_TEST(call_sites_past_the_bound)
+{
+    char *argv[] = {BUILD_DIR "/tests/races_sites", NULL};
+    static const char *const env[] = {"ATLAS_RACES=1", "ATLAS_LOG_LEVEL=info", NULL};
+    struct run_result r;
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.log);
+    HAS(r.out, "ok\n");
+    HAS(r.log, "races: 2 found (2 distinct)");
+    ck_assert_int_eq(count_lines(r.log, "races: more than 16384 call sites: the oldest are "
+                                        "forgotten from now on"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "at launch_at (races_sites_gen.c:"), 2);
+    HASNT(line_of(r.log, "race:   2nd: "), "at ?");
+    run_free(&r);
+}
+END_TEST
+
+/* 2,000 graphs live at once, then destroyed: the detector gives back what it kept of them
+ * (2.1 MB stayed before; the maps' own room, about 0.5 MB, stays now). */
+START_TEST(destroyed_graphs_forgotten)
+{
+    struct run_result r;
+    run_case(&r, "graphs", "fixed", NULL);
+    assert_silent(&r);
+    const char *h = strstr(r.out, "graph_heap ");
+    ck_assert_ptr_nonnull(h);
+    unsigned long long before = 0, after = 0;
+    ck_assert_int_eq(sscanf(h, "graph_heap %llu %llu", &before, &after), 2);
+    ck_assert_msg(after < before + (1ULL << 20), "heap %llu before, %llu after", before, after);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(launched_by_a_runtime_library)
 {
     /* the caller of cuLaunchKernel is a CUDA library's frame: the site is
@@ -420,6 +506,11 @@ int main(void)
     tcase_add_test(tc, blocking_copy_tells_the_host);
     tcase_add_test(tc, packed_arguments);
     tcase_add_test(tc, destroyed_stream_slot_reused);
+    tcase_add_test(tc, slots_of_ended_threads_come_back);
+    tcase_add_test(tc, a_reloaded_kernel_is_the_same_kernel);
+    tcase_add_test(tc, events_clocks_bounded);
+    tcase_add_test(tc, call_sites_past_the_bound);
+    tcase_add_test(tc, destroyed_graphs_forgotten);
     tcase_add_test(tc, launched_by_a_runtime_library);
     tcase_add_test(tc, resolved_through_dlsym);
     tcase_add_test(tc, capture_fork_and_join);

@@ -15,6 +15,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -501,6 +502,109 @@ static void case_packed(void)
     CHECK(cuLaunchKernel(consume, 1, 1, 1, 32, 1, 1, 0, b, NULL, extra));
 }
 
+/* Issue #48, the detector's bounds. 5,000 threads, one after another, each launch once on
+ * its per-thread default stream and end (each took a stream slot of its own, never given
+ * back: past 4,096 no new stream was checked); then the plain side-copy race. */
+static void *ptds_once(void *arg)
+{
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    read_on(CU_STREAM_PER_THREAD);
+    return NULL;
+}
+
+static void case_many_threads(void)
+{
+    for (int i = 0; i < 5000; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, ptds_once, NULL) != 0 || pthread_join(t, NULL) != 0)
+            exit(3);
+    }
+    CHECK(cuCtxSynchronize());
+    case_side_copy();
+}
+
+/* The same race 200 times, each time in a module loaded again (a JIT, autotuning): one race
+ * (a copy of the kernel's name per load made each one new, and grew with the loads). */
+static void case_reload(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    CUfunction keep = consume;
+    for (int i = 0; i < 200; i++) {
+        CUmodule m;
+        CHECK(cuModuleLoadData(&m, &image));
+        CHECK(cuModuleGetFunction(&consume, m, "_Z7consumePKfi"));
+        upload(a);
+        handoff(a, b);
+        read_on(b);
+        CHECK(cuCtxSynchronize());
+        CHECK(cuModuleUnload(m));
+    }
+    consume = keep;
+}
+
+/* 2,000 streams and 20,000 live events (each stream's clock as long as the streams: 4,096
+ * entries, 32 KiB, past the first thousand): the events' clocks are bounded (64 MiB), and a
+ * race behind them still found, none made up. */
+static void case_many_events(void)
+{
+    enum { S = 2000, E = 20000 };
+    static CUstream s[S];
+    static CUevent e[E];
+    CUdeviceptr spare;
+    CHECK(cuMemAlloc(&spare, 64));
+    for (int i = 0; i < S; i++)
+        s[i] = stream(0); /* blocking: the legacy stream orders them all, long clocks */
+    for (int i = 0; i < E; i++) {
+        if (i % S == 0)
+            CHECK(cuMemsetD32Async(spare, 0, 1, NULL)); /* the legacy stream joins them all */
+        e[i] = event();
+        CHECK(cuEventRecord(e[i], s[i % S]));
+    }
+    CHECK(cuCtxSynchronize());
+    /* a wait on an event recorded past the bound still orders (fixed) */
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    upload(a);
+    if (!raced) {
+        CHECK(cuEventRecord(e[E - 1], a));
+        CHECK(cuStreamWaitEvent(b, e[E - 1], 0));
+    }
+    read_on(b);
+}
+
+/* 2,000 graphs captured, instantiated and launched, all live at once, then destroyed: what
+ * the detector keeps of each goes with it (it was kept for ever: about 2.7 KB a graph).
+ * Prints the heap in use before and after ("graph_heap BEFORE AFTER"); raced or fixed
+ * alike. */
+static size_t heap_now(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
+}
+
+static void case_graphs(void)
+{
+    enum { G = 2000 };
+    static CUgraph g[G];
+    static CUgraphExec x[G];
+    CUstream s = stream(CU_STREAM_NON_BLOCKING);
+    size_t before = heap_now();
+    for (int i = 0; i < G; i++) {
+        CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        CHECK(cuMemsetD32Async(d, (unsigned)i, N, s));
+        read_on(s);
+        CHECK(cuStreamEndCapture(s, &g[i]));
+        CHECK(cuGraphInstantiate(&x[i], g[i], 0));
+        CHECK(cuGraphLaunch(x[i], s));
+    }
+    CHECK(cuStreamSynchronize(s));
+    for (int i = 0; i < G; i++) {
+        CHECK(cuGraphExecDestroy(x[i]));
+        CHECK(cuGraphDestroy(g[i]));
+    }
+    printf("graph_heap %zu %zu\n", before, heap_now());
+}
+
 /* A destroyed stream's slot is reused by a new one: the old stream's write
  * is not taken for the new stream's own earlier work. */
 static void case_reuse(void)
@@ -739,6 +843,10 @@ static const struct {
     {"blocking_copy", case_blocking_copy},
     {"packed", case_packed},
     {"reuse", case_reuse},
+    {"threads5000", case_many_threads},
+    {"reload", case_reload},
+    {"events", case_many_events},
+    {"graphs", case_graphs},
 };
 
 int main(int argc, char **argv)
