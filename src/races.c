@@ -2425,8 +2425,9 @@ void atl_races_exit(void)
             dead ? " (stopped early: out of memory)" : "");
     if (unprinted)
         atl_log(ATL_WARN,
-                "races: %llu distinct ones not printed (%d a call and %d in all are; the races "
-                "among them are findings all the same: counted, in the findings file)",
+                "races: %llu distinct ones not printed (at most %d are printed for one call, %d "
+                "in all; the races among them are findings all the same: counted, in the "
+                "findings file)",
                 (unsigned long long)unprinted, RC_PEND, RC_PRINT_MAX);
     if (forgot)
         atl_log(ATL_INFO,

@@ -79,7 +79,7 @@ static void news_flush(struct atl_series *ser)
     } else {
         char line[400], ops[64];
         if (ser->news.lo == ser->news.hi)
-            snprintf(ops, sizeof ops, "%zu ops each", ser->news.lo);
+            snprintf(ops, sizeof ops, "%zu op%s each", ser->news.lo, ser->news.lo == 1 ? "" : "s");
         else
             snprintf(ops, sizeof ops, "%zu to %zu ops", ser->news.lo, ser->news.hi);
         if (ser->news.names)
@@ -378,8 +378,9 @@ void atl_series_done(struct atl_series *ser, const struct atl_diff_opts *o)
     size_t shown = 0;
     for (; shown < n && shown < 4 && all[shown].steps > 1 && l < len; shown++)
         l +=
-            (size_t)snprintf(p + l, len - l, "%s%" PRIu64 " (\"%.40s\", %zu ops)",
-                             shown ? ", " : "", all[shown].steps, all[shown].name, all[shown].nops);
+            (size_t)snprintf(p + l, len - l, "%s%" PRIu64 " (\"%.40s\", %zu op%s)",
+                             shown ? ", " : "", all[shown].steps, all[shown].name, all[shown].nops,
+                             all[shown].nops == 1 ? "" : "s");
     if (shown < n && l < len) {
         uint64_t rest = 0;
         for (size_t i = shown; i < n; i++)

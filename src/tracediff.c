@@ -1355,7 +1355,7 @@ void atl_shape_delta(const struct atl_step *a, const struct atl_step *b, char *b
     size_t n = a->nops, m = b->nops, p = 0, q = 0;
     buf[0] = '\0';
     if (step_hashes(a, 0) || step_hashes(b, 0)) {
-        snprintf(buf, len, "%zu ops against %zu", m, n);
+        snprintf(buf, len, "%zu op%s against %zu", m, m == 1 ? "" : "s", n);
         return;
     }
     const uint64_t *sa = a->shape, *sb = b->shape;
@@ -1715,8 +1715,8 @@ done:
         if (opts->replay) {
             char line[256];
             snprintf(line, sizeof line,
-                     "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu ops)",
-                     opts->replay, b->nth, a->nth, b->nops);
+                     "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu op%s)",
+                     opts->replay, b->nth, a->nth, b->nops, b->nops == 1 ? "" : "s");
             opts->line(opts->ctx, line);
         }
     } else if (opts->replay) {
