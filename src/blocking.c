@@ -76,13 +76,28 @@ struct site {
 };
 static struct site sites[SITES];
 static unsigned nsites;
+static uint64_t copy_sites; /* sites with a blocking copy (not only host syncs) */
 static uint64_t sites_dropped;
 static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int atl_blocking_sites(uint64_t *n)
 {
-    *n = __atomic_load_n(&nsites, __ATOMIC_RELAXED);
+    /* the summary says "N blocking copies from M sites": sites of copies only (it counted the
+     * host syncs' sites too: "4 blocking copies from 3 sites", one of them a copy) */
+    *n = __atomic_load_n(&copy_sites, __ATOMIC_RELAXED);
     return trace_on;
+}
+
+/* s's first blocking copy: one more site of copies. Under sites_lock. */
+static void copy_site_note(const struct site *s, enum atl_blocking_counter k)
+{
+    if (k > ATL_SC_BLOCKING_D2H_LAST)
+        return;
+    uint64_t before = 0;
+    for (int i = 0; i <= ATL_SC_BLOCKING_D2H_LAST; i++)
+        before += s->n[i];
+    if (before == 1) /* the one just counted */
+        __atomic_add_fetch(&copy_sites, 1, __ATOMIC_RELAXED);
 }
 
 static void site_note(enum atl_blocking_counter k, size_t nbytes)
@@ -97,6 +112,7 @@ static void site_note(enum atl_blocking_counter k, size_t nbytes)
         if (s->hash == h && s->stack.n == st.n) {
             s->n[k]++;
             s->bytes += nbytes;
+            copy_site_note(s, k);
             goto out;
         }
         if (s->hash == 0 && s->stack.n == 0) {
@@ -108,6 +124,7 @@ static void site_note(enum atl_blocking_counter k, size_t nbytes)
             s->n[k] = 1;
             s->bytes = nbytes;
             nsites++;
+            copy_site_note(s, k);
             goto out;
         }
     }

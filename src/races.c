@@ -2416,10 +2416,16 @@ void atl_races_exit(void)
     char all[64], lists[80];
     snprintf(lists, sizeof lists, "%s lists them",
              atl_hint_setting("ATLAS_RACES", "all", all, sizeof all));
+    /* the races a suppressions file silenced are said apart, as the summary line says them
+     * (this line said "6 found" where the summary said "0 races, 6 findings suppressed") */
+    uint64_t quiet = atl_findings_suppressed(ATL_FINDING_RACE);
+    char supp[64] = "";
+    if (quiet)
+        snprintf(supp, sizeof supp, "; %llu of them suppressed", (unsigned long long)quiet);
     atl_log(ATL_WARN,
-            "races: %llu found (%llu distinct), %llu possible (%llu distinct: a side only may "
+            "races: %llu found (%llu distinct%s), %llu possible (%llu distinct: a side only may "
             "write, or may not touch the same bytes; %s); %llu access%s checked on %u stream%s%s",
-            (unsigned long long)races, (unsigned long long)rd, (unsigned long long)poss,
+            (unsigned long long)races, (unsigned long long)rd, supp, (unsigned long long)poss,
             (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists, (unsigned long long)acc,
             acc == 1 ? "" : "es", streams, streams == 1 ? "" : "s",
             dead ? " (stopped early: out of memory)" : "");

@@ -259,7 +259,7 @@ static const struct {
      "summary: 0 faults in 1 launch, 1 race, 0 blocking copies, 1 host sync",
      0},
     {{"--d2h", BUILD_DIR "/tests/sync_target", "copies", 0},
-     "summary: 0 faults in 0 launches, 13 blocking copies from 12 sites, 4 host syncs",
+     "summary: 0 faults in 0 launches, 13 blocking copies from 6 sites, 4 host syncs",
      0},
     {{"--debug-sync", BUILD_DIR "/tests/sync_target", "suspects", 0},
      "summary: 1 fault in 351 launches (351 synchronised), 0 blocking copies, 2 host syncs",

@@ -356,6 +356,29 @@ START_TEST(destroyed_graphs_forgotten)
 }
 END_TEST
 
+/* A suppressed race: the races line says so, as the summary does (it said "1 found" where
+ * the summary said "0 races, 1 finding suppressed"; issue #46). */
+START_TEST(suppressed_races_said_apart)
+{
+    char supp[] = "/tmp/atl-race-supp-XXXXXX";
+    int fd = mkstemp(supp);
+    ck_assert_int_ge(fd, 0);
+    static const char entry[] = "{\n   <race at read_on>\n   atlas:race\n   kernel:_Z7consumePKfi\n"
+                                "   fun:read_on\n}\n";
+    ck_assert_int_eq(write(fd, entry, sizeof entry - 1), (ssize_t)(sizeof entry - 1));
+    close(fd);
+    char set[64];
+    snprintf(set, sizeof set, "ATLAS_SUPPRESSIONS=%s", supp);
+    const char *const env[] = {"ATLAS_RACES=1", set, NULL};
+    struct run_result r;
+    run_case(&r, "side_copy", "raced", env);
+    HAS(r.log, "races: 1 found (1 distinct; 1 of them suppressed), ");
+    HASNT(r.log, "race: alloc#");
+    unlink(supp);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(launched_by_a_runtime_library)
 {
     /* the caller of cuLaunchKernel is a CUDA library's frame: the site is
@@ -512,6 +535,7 @@ int main(void)
     tcase_add_test(tc, events_clocks_bounded);
     tcase_add_test(tc, call_sites_past_the_bound);
     tcase_add_test(tc, destroyed_graphs_forgotten);
+    tcase_add_test(tc, suppressed_races_said_apart);
     tcase_add_test(tc, launched_by_a_runtime_library);
     tcase_add_test(tc, resolved_through_dlsym);
     tcase_add_test(tc, capture_fork_and_join);
