@@ -68,7 +68,14 @@ $(BUILD)/tests/test_redzone: ALL_CFLAGS += -DATL_RZ_PTX_BUILT=$(if $(RZ_NVCC),1,
 $(BUILD)/tests/test_redzone_unit: tests/unit/test_redzone.c $(BUILD)/libatlas_engine.a | check-deps
 
 .PHONY: redzone-check
-redzone-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/redzone_prog $(BUILD)/tests/test_redzone $(BUILD)/tests/test_redzone_unit
+# a library named as PyTorch's CUDA allocator's (libc10_cuda.so), which the red zones' note on
+# its pool looks for (src/pools.c)
+$(BUILD)/tests/torchfake/libc10_cuda.so:
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ -x c /dev/null
+
+redzone-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/redzone_prog $(BUILD)/tests/test_redzone $(BUILD)/tests/test_redzone_unit \
+               $(BUILD)/tests/torchfake/libc10_cuda.so
 	$(BUILD)/tests/test_redzone_unit
 	$(BUILD)/tests/test_redzone
 

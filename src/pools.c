@@ -30,6 +30,7 @@
 
 #include "envedit.h"
 
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,4 +141,25 @@ __attribute__((constructor)) static void pools_route(void)
     if (pools == POOLS_ROUTE)
         route_pytorch();
     route_jax();
+}
+
+static int is_c10_cuda(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size, (void)arg;
+    const char *n = info->dlpi_name, *b = n ? strrchr(n, '/') : NULL;
+    b = b ? b + 1 : n;
+    return b && strncmp(b, "libc10_cuda.so", 14) == 0;
+}
+
+int atl_pools_torch_caching(void)
+{
+    if (!dl_iterate_phdr(is_c10_cuda, NULL))
+        return 0;
+    const char *names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(names[i]);
+        if (v && strstr(v, backend))
+            return 0;
+    }
+    return 1;
 }

@@ -12,4 +12,9 @@ const char *atl_pools_routed(void);
  * of memory). The caller frees it. */
 char *atl_pools_torch_conf(const char *old);
 
+/* 1 when PyTorch's caching allocator serves this process: libc10_cuda is loaded and neither
+ * of its variables chooses backend:cudaMallocAsync (the routing sets one). Walks the loaded
+ * objects: for the first guarded allocations only. */
+int atl_pools_torch_caching(void);
+
 #endif

@@ -2408,10 +2408,35 @@ static int stream_capturing(CUstream s)
            st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/* PyTorch's caching allocator serves the process (pools.c): its segments are guarded, not the
+ * tensors inside them. Looked for at the first 64 guarded allocations (PyTorch loads
+ * libc10_cuda at its import, before its first); said once (issue #45: a Triton kernel's write
+ * past a tensor ended "0 overruns found", nothing said). */
+static unsigned torch_looked;
+static int torch_pool;
+
+static void torch_pool_note(void)
+{
+    if (__atomic_load_n(&torch_looked, __ATOMIC_RELAXED) >= 64 ||
+        __atomic_add_fetch(&torch_looked, 1, __ATOMIC_RELAXED) > 64 || !atl_pools_torch_caching())
+        return;
+    if (__atomic_exchange_n(&torch_pool, 1, __ATOMIC_RELAXED))
+        return;
+    char route[96];
+    atl_log(ATL_WARN,
+            "redzone: PyTorch's caching allocator serves this process: red zones guard its "
+            "segments, not the tensors it places inside them, so a write past a tensor into its "
+            "neighbour is not seen; %s gives each tensor a driver allocation and a zone of its "
+            "own (allocation costs more, and torch.compile's CUDA graph trees then fail)",
+            atl_hint_setting("ATLAS_REDZONE_POOLS", "route", route, sizeof route));
+}
+
 int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
 {
     if (!active || r != CUDA_SUCCESS || !a->dptr)
         return 0;
+    if (!__atomic_load_n(&torch_pool, __ATOMIC_RELAXED))
+        torch_pool_note();
     if (a->unpadded) {
         __atomic_add_fetch(&unpadded_total, 1, __ATOMIC_RELAXED);
         static int said;
@@ -2810,10 +2835,13 @@ void atl_redzone_exit(void)
                      (unsigned long long)after_free, after_free == 1 ? "" : "s",
                      (unsigned long long)quarantined_total, quarantined_total == 1 ? "" : "s");
         atl_log(ATL_WARN,
-                "redzone: %llu overrun%s found in %llu guarded allocation%s (%llu check%s)%s",
+                "redzone: %llu overrun%s found in %llu guarded allocation%s (%llu check%s)%s%s",
                 (unsigned long long)overruns, overruns == 1 ? "" : "s",
                 (unsigned long long)guarded_total, guarded_total == 1 ? "" : "s",
-                (unsigned long long)checks, checks == 1 ? "" : "s", freed);
+                (unsigned long long)checks, checks == 1 ? "" : "s", freed,
+                __atomic_load_n(&torch_pool, __ATOMIC_RELAXED)
+                    ? "; PyTorch's caching allocator: the tensors inside its segments not guarded"
+                    : "");
     }
 }
 

@@ -656,6 +656,33 @@ START_TEST(failed_alloc_report)
 }
 END_TEST
 
+/* PyTorch's caching allocator in the process (a library named libc10_cuda.so loaded), not
+ * routed: one line says what its pool leaves unguarded and the option that covers it, and the
+ * red zones' last line says it again; routed (backend:cudaMallocAsync), or no such library,
+ * nothing is said (issue #45). */
+START_TEST(torch_pool_note)
+{
+    struct run_result r;
+    const char *lib = BUILD_DIR "/tests/torchfake/libc10_cuda.so";
+    rz_run(&r, "torchpool", lib, NULL);
+    ck_assert_int_eq(count_lines(r.log, "redzone: PyTorch's caching allocator serves this "
+                                        "process: red zones guard its segments, not the tensors "
+                                        "it places inside them"),
+                     1);
+    HAS(r.log, "ATLAS_REDZONE_POOLS=route gives each tensor a driver allocation and a zone of "
+               "its own (allocation costs more, and torch.compile's CUDA graph trees then fail)");
+    HAS(r.log, "; PyTorch's caching allocator: the tensors inside its segments not guarded\n");
+    run_free(&r);
+    static const char *const routed[] = {"PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync", NULL};
+    rz_run(&r, "torchpool", lib, routed);
+    HASNT(r.log, "caching allocator");
+    run_free(&r);
+    rz_run(&r, "torchpool", BUILD_DIR "/fake/libcuda.so.1", NULL);
+    HASNT(r.log, "caching allocator");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(unknown_and_double_free)
 {
     struct run_result r;
@@ -1196,6 +1223,7 @@ int main(void)
     tcase_add_test(tc, failed_alloc_report);
     tcase_add_test(tc, failed_alloc_not_oom_is_quiet);
     tcase_add_test(tc, unknown_and_double_free);
+    tcase_add_test(tc, torch_pool_note);
     tcase_add_test(tc, stream_ordered);
     tcase_add_test(tc, legacy_stream_frees_held_in_batches);
     tcase_add_test(tc, quarantine_leaves_in_batches);

@@ -387,6 +387,15 @@ int main(int argc, char **argv)
         CUdeviceptr p;
         printf("async alloc without a context: %d\n", (int)cuMemAllocAsync(&p, 4096, NULL));
         CHECK(cuCtxSetCurrent(cur));
+    } else if (strcmp(what, "torchpool") == 0) {
+        /* a library named as PyTorch's allocator's (argv[2]) loaded, then allocations: under
+         * red zones, one line says what its pool leaves unguarded */
+        if (argc < 3 || !dlopen(argv[2], RTLD_NOW)) {
+            printf("torchpool: %s\n", argc < 3 ? "no library" : dlerror());
+            return 1;
+        }
+        for (int i = 0; i < 3; i++)
+            CHECK(cuMemFree(rz_alloc(4096)));
     } else if (strcmp(what, "badfree") == 0) {
         CUdeviceptr a = rz_alloc(4096);
         printf("interior free: %d\n", (int)cuMemFree(a + 16));

@@ -129,6 +129,9 @@ fi
 # the report lists only the launches that reach it, the Triton kernel among them
 under torch_overrun_default ATLAS_REDZONE=256 ATLAS_LOG_LEVEL=info -- python3 $here/rz_torch_overrun.py big
 hasnt torch_overrun_default "routed .*PYTORCH" "auto: PyTorch's caching allocator left alone"
+# what the caching allocator leaves unguarded, said once, with the option that covers it (#45)
+count torch_overrun_default "redzone: PyTorch's caching allocator serves this process: red zones guard its segments, not the tensors" 1 "caching allocator kept: its unguarded tensors said once"
+has torch_overrun_default "ATLAS_REDZONE_POOLS=route gives each tensor a driver allocation" "caching allocator kept: the option that covers it named"
 count torch_overrun_default "redzone overrun: alloc#[0-9]+ 16777216 bytes .*: 4 bytes corrupted at \+16777216\.\.\+16777219" 1 "default allocator: Triton off-by-one reported at the segment's end"
 # three launches reach the tensor: the fill that makes it, the Triton kernel, the sum that reads it
 has torch_overrun_default "redzone: alloc#[0-9]+ found at cuMemFree_v2: [1-3] of the [0-9]+ launches since the last clean check reach it \(a parameter points into it; [1-9][0-9]* ruled out" "default allocator: only the launches that reach it, the rest ruled out"
@@ -154,6 +157,7 @@ fi
 # 2c. The same 4096-byte tensor with PyTorch routed (ATLAS_REDZONE_POOLS=route)
 under torch_overrun_route ATLAS_REDZONE=256 ATLAS_REDZONE_POOLS=route ATLAS_LOG_LEVEL=info -- python3 $here/rz_torch_overrun.py
 has torch_overrun_route "redzone: framework pools routed to one driver allocation per tensor: PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync" "route: PyTorch routed, said at info"
+hasnt torch_overrun_route "PyTorch's caching allocator serves this process" "route: no note on the caching allocator"
 count torch_overrun_route "redzone overrun: alloc#[0-9]+ 4096 bytes .*: 4 bytes corrupted at \+4096\.\.\+4099" 1 "route: Triton off-by-one reported"
 has torch_overrun_route "redzone:   x1, newest launch#[0-9]+ kernel=off_by_one_kernel" "route: the Triton kernel listed"
 has torch_overrun_route "redzone: [1-9][0-9]* frees on the legacy stream were held back and checked in [1-9][0-9]* batches" "route: frees on PyTorch's default stream held back and checked in batches"
