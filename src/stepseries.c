@@ -227,7 +227,7 @@ void atl_series_same(struct atl_series *ser, struct atl_kind *k, struct atl_shap
     ref->steps++;
     ref->used = ++ser->clock;
     k->recent = (int)(ref - k->slot);
-    atl_fold_flush(&ref->fold, o); /* an identical step ends a run */
+    atl_fold_idle(&ref->fold, o); /* identical steps past a run's period end it */
     atl_fold_settle(&ref->fold);
 }
 

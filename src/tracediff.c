@@ -1226,6 +1226,9 @@ static int fold_fits(const struct atl_fold *f, const struct report *r, uint64_t 
 {
     if (!f->chg || f->sig != sig || f->nchg != r->nchg)
         return 0;
+    /* at the run's period (every step, until a period is seen) */
+    if (f->gap + 1 != (f->period ? f->period : 1))
+        return 0;
     /* against a capture: the same fields differ from it again */
     if (f->streak >= 2 || r->o->captured)
         return 1;
@@ -1238,6 +1241,7 @@ static int fold_fits(const struct atl_fold *f, const struct report *r, uint64_t 
 
 static void fold_extend(struct atl_fold *f, const struct report *r)
 {
+    f->gap = 0;
     if (!f->n++)
         f->first = r->b->index;
     f->last = r->b->index;
@@ -1273,8 +1277,17 @@ static void fold_set(struct atl_fold *f, const struct report *r, uint64_t sig, u
 void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *o)
 {
     if (f->n && f->chg && !f->quiet) {
-        char line[1200], range[64];
+        char line[1200], range[64], each[40], every[40], per[40];
         size_t l;
+        if (f->period > 1) {
+            snprintf(each, sizeof each, "every %" PRIu64 " steps", f->period);
+            snprintf(every, sizeof every, "every %" PRIu64 " steps", f->period);
+            snprintf(per, sizeof per, "every %" PRIu64 " steps", f->period);
+        } else {
+            snprintf(each, sizeof each, "each step");
+            snprintf(every, sizeof every, "every step");
+            snprintf(per, sizeof per, "per step");
+        }
         if (f->n == 1)
             snprintf(range, sizeof range, "step %" PRIu64, f->first);
         else
@@ -1290,23 +1303,23 @@ void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *o)
             if (f->captured || c->cls == CHG_TEXT)
                 l += (size_t)snprintf(line + l, sizeof line - l, " %s%s", c->what, sep);
             else if (c->cls == CHG_BUFFER)
-                l += (size_t)snprintf(line + l, sizeof line - l, " %s another buffer each step%s",
-                                      c->what, sep);
+                l += (size_t)snprintf(line + l, sizeof line - l, " %s another buffer %s%s",
+                                      c->what, each, sep);
             else if (c->cls == CHG_VALUE && c->steady)
                 l += (size_t)snprintf(line + l, sizeof line - l,
-                                      " %s %+" PRId64 " per step, 0x%" PRIx64 " -> 0x%" PRIx64 "%s",
-                                      c->what, c->delta, c->va, c->vb, sep);
+                                      " %s %+" PRId64 " %s, 0x%" PRIx64 " -> 0x%" PRIx64 "%s",
+                                      c->what, c->delta, per, c->va, c->vb, sep);
             else if (c->cls == CHG_VALUE && c->alt)
                 l += (size_t)snprintf(line + l, sizeof line - l,
                                       " %s alternates between 0x%" PRIx64 " and 0x%" PRIx64 "%s",
                                       c->what, c->v0, c->v1, sep);
             else if (c->cls == CHG_VALUE)
                 l += (size_t)snprintf(line + l, sizeof line - l,
-                                      " %s changes every step, 0x%" PRIx64 " -> 0x%" PRIx64 "%s",
-                                      c->what, c->va, c->vb, sep);
+                                      " %s changes %s, 0x%" PRIx64 " -> 0x%" PRIx64 "%s",
+                                      c->what, every, c->va, c->vb, sep);
             else
-                l += (size_t)snprintf(line + l, sizeof line - l, " %s changes every step%s",
-                                      c->what, sep);
+                l += (size_t)snprintf(line + l, sizeof line - l, " %s changes %s%s", c->what,
+                                      every, sep);
         }
         if (l < sizeof line && line[l - 1] == ',')
             line[--l] = '\0';
@@ -1322,7 +1335,14 @@ void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *o)
         o->line(o->ctx, line);
     }
     held_free(f, 1); /* a report held back that began no run: warm-up */
-    f->n = 0, f->sig = 0, f->streak = 0, f->quiet = 0;
+    f->n = 0, f->sig = 0, f->streak = 0, f->quiet = 0, f->gap = 0, f->period = 0;
+}
+
+void atl_fold_idle(struct atl_fold *f, const struct atl_diff_opts *o)
+{
+    if (f->sig && ++f->gap < (f->period ? f->period : ATL_FOLD_GAP_MAX))
+        return; /* its next change may yet come at its period */
+    atl_fold_flush(f, o);
 }
 
 size_t atl_fold_again(struct atl_fold *f, uint64_t index)
@@ -1676,10 +1696,12 @@ done:
             free(ed);
             return r.lines;
         }
-        uint64_t was = fold->sig;
+        uint64_t was = fold->sig, gap = fold->gap;
         unsigned streak = fold->streak;
         atl_fold_flush(fold, opts);
         fold_set(fold, &r, sig, was == sig ? streak + 1 : 1, where);
+        /* the same fields again after `gap` identical steps: the run's period */
+        fold->period = was == sig ? gap + 1 : 0;
         begun = 1;
     } else if (fold) {
         atl_fold_flush(fold, opts); /* identical, or too much to fold: a run ends */

@@ -165,7 +165,13 @@ struct atl_fold {
      * comes first. */
     int settled;
     struct atl_fold_held *held;
+    /* A change every p-th step (a buffer passed for four steps in turn): the identical steps
+     * since the last report (gap), and the run's period (steps from one report to the next; 0:
+     * not known yet, 1 every step). Identical steps end a run only once more of them came
+     * than its period (ATL_FOLD_GAP_MAX while it is not known). */
+    uint64_t gap, period;
 };
+#define ATL_FOLD_GAP_MAX 16
 /* atl_step_diff with folding (fold NULL: atl_step_diff). */
 size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
                         const struct atl_diff_opts *opts, struct atl_diff_stats *st,
@@ -173,6 +179,9 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
 /* The run being folded, as its one line (nothing when none), and a new one
  * begins (an identical step ends a run too). */
 void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *opts);
+/* A step of f's shape identical to its reference: a run waits for its next change as long as
+ * its period says, then ends (atl_fold_flush). */
+void atl_fold_idle(struct atl_fold *f, const struct atl_diff_opts *opts);
 /* Step `index` differs from its reference exactly as the last report said
  * (the same step again, compared with a capture): folded. Returns the
  * differences that report had (0: it had none). */

@@ -52,6 +52,25 @@ static int op_lines(const char *log)
  * from step 2 exactly so (the same field, the same delta): folded into one
  * line, printed when the run ends. The "most often differing" line would
  * only repeat the frozen value's. */
+/* A change every fourth step (a buffer passed for four steps in turn) is one run, folded by
+ * its period (issue #46: 200 lines over 400 steps, one report for each change). */
+START_TEST(periodic_change_folded)
+{
+    struct run_result r;
+    trace_run(&r, "period4", "400", NULL);
+    ck_assert_int_eq(count_lines(r.log, "pair arg0 another buffer every 4 steps (97 steps)"), 1);
+    ck_assert_int_eq(count_lines(r.log, "differs from #"), 2);
+    ck_assert_msg(count_lines(r.log, "atlas[") <= 8, "%d lines:\n%s", count_lines(r.log, "atlas["),
+                  r.log);
+    run_free(&r);
+    /* every step, as before: one run */
+    trace_run(&r, "swap", "40", NULL);
+    HAS(r.log, "steps 3-40 (\"cuStreamSynchronize\"): pair arg0 another buffer each step (38 "
+               "steps)");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(scalar_parameter)
 {
     struct run_result r;
@@ -1366,6 +1385,7 @@ int main(void)
     TCase *tc = tcase_create("steps");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, scalar_parameter);
+    tcase_add_test(tc, periodic_change_folded);
     tcase_add_test(tc, thousand_steps_one_scalar);
     tcase_add_test(tc, warmup_then_loop);
     tcase_add_test(tc, warmup_held_then_settled);

@@ -300,6 +300,15 @@ static void step(const char *sc, int i)
         void *kp[] = {&p, &buf};
         fill();
         launch(f_pair, 1, kp);
+    } else if (!strcmp(sc, "period4")) {
+        /* two buffers, each passed for four steps in turn: a change every fourth step */
+        static CUdeviceptr two[2];
+        if (!two[0] && (cuMemAlloc(&two[0], 256) || cuMemAlloc(&two[1], 256)))
+            exit(1);
+        CUdeviceptr p = two[(i / 4) % 2];
+        void *kp[] = {&p, &buf};
+        fill();
+        launch(f_pair, 1, kp);
     } else if (!strcmp(sc, "churn")) {
         /* a buffer made each step and the one before freed (a framework's
          * set-up, without a caching allocator): arg0 is another buffer each
