@@ -2350,6 +2350,10 @@ static void missing_edge(const struct rpend *p, char *buf, size_t n)
 #undef ADD
 }
 
+/* The missing edge printed last (print_pending), to tell the same again in a few words. */
+static pthread_mutex_t edge_mu = PTHREAD_MUTEX_INITIALIZER;
+static char last_edge[1400];
+
 /* After the lock: what the op found, through the findings sink, printed where it says so. */
 static void print_pending(struct rop *op)
 {
@@ -2376,7 +2380,19 @@ static void print_pending(struct rop *op)
         missing_edge(p, edge, sizeof edge);
         atl_log(lvl, "%s:   1st: %s", tag, e);
         atl_log(lvl, "%s:   2nd: %s", tag, x);
-        atl_log(lvl, "%s:   missing edge: %s", tag, edge);
+        /* the same edge as the race printed just before (one missing wait found on several
+         * buffers): said once, then named (issue #46: one edge told four times in 16 lines) */
+        char sa[128], sb[128];
+        pthread_mutex_lock(&edge_mu);
+        int same = strcmp(edge, last_edge) == 0;
+        if (!same)
+            snprintf(last_edge, sizeof last_edge, "%s", edge);
+        pthread_mutex_unlock(&edge_mu);
+        if (same)
+            atl_log(lvl, "%s:   missing edge: the same as the race above's (between %s and %s)",
+                    tag, stream_name(&p->se, sa, sizeof sa), stream_name(&p->sx, sb, sizeof sb));
+        else
+            atl_log(lvl, "%s:   missing edge: %s", tag, edge);
         if (p->sure)
             atl_find_close(&p->f);
     }

@@ -379,6 +379,21 @@ START_TEST(suppressed_races_said_apart)
 }
 END_TEST
 
+/* One missing wait behind four races (six buffers raced the same way): the edge is said in
+ * full once, then named (issue #46: told four times in 16 lines). */
+START_TEST(one_missing_edge_said_once)
+{
+    struct run_result r;
+    run_case(&r, "six", "raced", NULL);
+    ck_assert_int_eq(count_lines(r.log, "race:   missing edge: stream 0x"), 1);
+    ck_assert_int_eq(count_lines(r.log, "race:   missing edge: the same as the race above's "
+                                        "(between stream 0x"),
+                     count_lines(r.log, "race: alloc#") - 1);
+    ck_assert_int_eq(count_lines(r.log, ". Fix: record an event on "), 1);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(launched_by_a_runtime_library)
 {
     /* the caller of cuLaunchKernel is a CUDA library's frame: the site is
@@ -536,6 +551,7 @@ int main(void)
     tcase_add_test(tc, call_sites_past_the_bound);
     tcase_add_test(tc, destroyed_graphs_forgotten);
     tcase_add_test(tc, suppressed_races_said_apart);
+    tcase_add_test(tc, one_missing_edge_said_once);
     tcase_add_test(tc, launched_by_a_runtime_library);
     tcase_add_test(tc, resolved_through_dlsym);
     tcase_add_test(tc, capture_fork_and_join);
