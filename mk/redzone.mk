@@ -72,7 +72,7 @@ $(BUILD)/tests/test_redzone_unit: tests/unit/test_redzone.c $(BUILD)/libatlas_en
 # its pool looks for (src/pools.c)
 $(BUILD)/tests/torchfake/libc10_cuda.so:
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ -x c /dev/null
+	$(CC) -shared -Wl,-soname,libc10_cuda.so -o $@ -x c /dev/null
 
 redzone-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/redzone_prog $(BUILD)/tests/test_redzone $(BUILD)/tests/test_redzone_unit \
                $(BUILD)/tests/torchfake/libc10_cuda.so

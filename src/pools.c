@@ -30,7 +30,7 @@
 
 #include "envedit.h"
 
-#include <link.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,18 +143,14 @@ __attribute__((constructor)) static void pools_route(void)
     route_jax();
 }
 
-static int is_c10_cuda(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size, (void)arg;
-    const char *n = info->dlpi_name, *b = n ? strrchr(n, '/') : NULL;
-    b = b ? b + 1 : n;
-    return b && strncmp(b, "libc10_cuda.so", 14) == 0;
-}
-
 int atl_pools_torch_caching(void)
 {
-    if (!dl_iterate_phdr(is_c10_cuda, NULL))
+    /* loaded or not, asked of the loader by its name (PyTorch's file is libc10_cuda.so, its
+     * soname too); RTLD_NOLOAD never loads it, and the handle it gives is given back */
+    void *h = dlopen("libc10_cuda.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
         return 0;
+    dlclose(h);
     const char *names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
     for (int i = 0; i < 2; i++) {
         const char *v = getenv(names[i]);

@@ -13,8 +13,8 @@ const char *atl_pools_routed(void);
 char *atl_pools_torch_conf(const char *old);
 
 /* 1 when PyTorch's caching allocator serves this process: libc10_cuda is loaded and neither
- * of its variables chooses backend:cudaMallocAsync (the routing sets one). Walks the loaded
- * objects: for the first guarded allocations only. */
+ * of its variables chooses backend:cudaMallocAsync (the routing sets one). Asks the loader
+ * (dlopen with RTLD_NOLOAD): for the first guarded allocations only, with no lock held. */
 int atl_pools_torch_caching(void);
 
 #endif
