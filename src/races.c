@@ -36,6 +36,7 @@
 #include "log.h"
 #include "services.h"
 #include "stack.h"
+#include "summary.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -2438,12 +2439,15 @@ void atl_races_exit(void)
     char supp[64] = "";
     if (quiet)
         snprintf(supp, sizeof supp, "; %llu of them suppressed", (unsigned long long)quiet);
+    /* numbers as the summary line writes them (2,114), in one run alike */
+    char n1[32], n2[32], n3[32], n4[32], n5[32], n6[32];
     atl_log(ATL_WARN,
-            "races: %llu found (%llu distinct%s), %llu possible (%llu distinct: a side only may "
-            "write, or may not touch the same bytes; %s); %llu access%s checked on %u stream%s%s",
-            (unsigned long long)races, (unsigned long long)rd, supp, (unsigned long long)poss,
-            (unsigned long long)pd, rc.mode > 1 ? "listed above" : lists, (unsigned long long)acc,
-            acc == 1 ? "" : "es", streams, streams == 1 ? "" : "s",
+            "races: %s found (%s distinct%s), %s possible (%s distinct: a side only may write, or "
+            "may not touch the same bytes; %s); %s access%s checked on %s stream%s%s",
+            atl_summary_number(races, n1), atl_summary_number(rd, n2), supp,
+            atl_summary_number(poss, n3), atl_summary_number(pd, n4),
+            rc.mode > 1 ? "listed above" : lists, atl_summary_number(acc, n5),
+            acc == 1 ? "" : "es", atl_summary_number(streams, n6), streams == 1 ? "" : "s",
             dead ? " (stopped early: out of memory)" : "");
     if (unprinted)
         atl_log(ATL_WARN,

@@ -46,6 +46,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "pools.h"
+#include "summary.h"
 #include "redzone_gpu.h"
 #include "services.h"
 #include "stack.h"
@@ -2812,12 +2813,13 @@ void atl_redzone_exit(void)
                     "redzone: %llu allocation%s made without a red zone (it fit in the "
                     "device's memory only so): not guarded",
                     (unsigned long long)unpadded_total, unpadded_total == 1 ? "" : "s");
+        char h1[32], h2[32];
         if (held_frees)
             atl_log(ATL_INFO,
-                    "redzone: %llu free%s on the legacy stream %s held back and checked in %llu "
+                    "redzone: %s free%s on the legacy stream %s held back and checked in %s "
                     "batch%s",
-                    (unsigned long long)held_frees, held_frees == 1 ? "" : "s",
-                    held_frees == 1 ? "was" : "were", (unsigned long long)held_batches,
+                    atl_summary_number(held_frees, h1), held_frees == 1 ? "" : "s",
+                    held_frees == 1 ? "was" : "were", atl_summary_number(held_batches, h2),
                     held_batches == 1 ? "" : "es");
         /* the findings sink's counts: what a suppression file silenced is said apart */
         uint64_t overruns = atl_findings_count(ATL_FINDING_OVERRUN),
@@ -2828,17 +2830,18 @@ void atl_redzone_exit(void)
         if (quiet)
             snprintf(freed, sizeof freed, "; %llu suppressed", (unsigned long long)quiet);
         size_t used = strlen(freed);
+        /* numbers as the summary line writes them (2,114), in one run alike */
+        char n1[32], n2[32], n3[32];
         if (quarantined_total)
             snprintf(freed + used, sizeof freed - used,
-                     "; %llu write%s after free found in %llu freed allocation%s "
-                     "kept poisoned",
-                     (unsigned long long)after_free, after_free == 1 ? "" : "s",
-                     (unsigned long long)quarantined_total, quarantined_total == 1 ? "" : "s");
-        atl_log(ATL_WARN,
-                "redzone: %llu overrun%s found in %llu guarded allocation%s (%llu check%s)%s%s",
-                (unsigned long long)overruns, overruns == 1 ? "" : "s",
-                (unsigned long long)guarded_total, guarded_total == 1 ? "" : "s",
-                (unsigned long long)checks, checks == 1 ? "" : "s", freed,
+                     "; %s write%s after free found in %s freed allocation%s kept poisoned",
+                     atl_summary_number(after_free, n1), after_free == 1 ? "" : "s",
+                     atl_summary_number(quarantined_total, n2),
+                     quarantined_total == 1 ? "" : "s");
+        atl_log(ATL_WARN, "redzone: %s overrun%s found in %s guarded allocation%s (%s check%s)%s%s",
+                atl_summary_number(overruns, n1), overruns == 1 ? "" : "s",
+                atl_summary_number(guarded_total, n2), guarded_total == 1 ? "" : "s",
+                atl_summary_number(checks, n3), checks == 1 ? "" : "s", freed,
                 __atomic_load_n(&torch_pool, __ATOMIC_RELAXED)
                     ? "; PyTorch's caching allocator: the tensors inside its segments not guarded"
                     : "");

@@ -449,7 +449,7 @@ START_TEST(check_at_launch_flat_cost)
     rz_run(&r, "many", "5000", env);
     HAS(r.out, "zones checked per launch: 1\n");
     HASNT(r.log, "redzone overrun");
-    HAS(r.log, "redzone: 0 overruns found in 5000 guarded allocations");
+    HAS(r.log, "redzone: 0 overruns found in 5,000 guarded allocations");
     run_free(&r);
 }
 END_TEST
@@ -466,7 +466,7 @@ START_TEST(clean_with_many_live)
         rz_run(&r, "many", "1500", modes[i]);
         HASNT(r.log, "redzone overrun");
         HASNT(r.log, "redzone: alloc#");
-        HAS(r.log, "redzone: 0 overruns found in 1500 guarded allocations");
+        HAS(r.log, "redzone: 0 overruns found in 1,500 guarded allocations");
         run_free(&r);
     }
 }
@@ -756,7 +756,7 @@ START_TEST(quarantine_leaves_in_batches)
     struct run_result r;
     rz_run(&r, "quarantine-loop", NULL, env);
     HAS(r.out, "checks per step: 8.0\n");
-    HAS(r.log, "0 writes after free found in 6400 freed allocations kept poisoned");
+    HAS(r.log, "0 writes after free found in 6,400 freed allocations kept poisoned");
     run_free(&r);
 }
 END_TEST
@@ -776,8 +776,8 @@ START_TEST(held_frees_from_threads)
     HAS(r.log, " 288 bytes at 0x");
     HAS(r.log, " 304 bytes at 0x");
     ck_assert_int_eq(count_lines(r.log, "found at cuMemFreeAsync"), 4);
-    HAS(r.log, "redzone: 4 overruns found in 2000 guarded allocations");
-    HAS(r.log, "redzone: 2000 frees on the legacy stream were held back and checked in 250 "
+    HAS(r.log, "redzone: 4 overruns found in 2,000 guarded allocations");
+    HAS(r.log, "redzone: 2,000 frees on the legacy stream were held back and checked in 250 "
                "batches");
     run_free(&r);
 }
@@ -912,8 +912,8 @@ START_TEST(quarantine_clean_many)
     HASNT(r.log, "redzone overrun");
     HASNT(r.log, "write after free");
     HASNT(r.log, "failed");
-    HAS(r.log, "redzone: 0 overruns found in 3000 guarded allocations");
-    HAS(r.log, "; 0 writes after free found in 3000 freed allocations kept poisoned\n");
+    HAS(r.log, "redzone: 0 overruns found in 3,000 guarded allocations");
+    HAS(r.log, "; 0 writes after free found in 3,000 freed allocations kept poisoned\n");
     run_free(&r);
 }
 END_TEST

@@ -64,7 +64,7 @@ clean() {
     grep -q 'race: alloc#' "$log" && why="$why; a race reported"
     grep -q 'races: 0 found' "$log" || why="$why; no summary with 0 found"
     if [ -z "$why" ]; then
-        pass "$name: $what ($(sed -n 's/.*races: 0 found (0 distinct), \([0-9]* possible\).*accesses checked on \([0-9]*\) streams.*/\1, \2 streams/p' "$log"))"
+        pass "$name: $what ($(sed -n 's/.*races: 0 found (0 distinct), \([0-9,]* possible\).*accesses checked on \([0-9,]*\) streams.*/\1, \2 streams/p' "$log"))"
     else
         fail "$name: $what:${why#;} (log: $log)"
         tail -3 "$out/$name.err"
@@ -191,7 +191,7 @@ if [ -n "$n" ] && [ -n "$rr" ]; then
     if grep -q 'race: alloc#' "$out/gpt2.races.log"; then
         fail "gpt2: a race reported in the training step (log: $out/gpt2.races.log)"
     else
-        pass "gpt2: no race reported ($(sed -n 's/.*races: \(.*\); \([0-9]*\) accesses checked on \([0-9]*\) streams.*/\1; \2 accesses, \3 streams/p' "$out/gpt2.races.log" | cut -c1-160))"
+        pass "gpt2: no race reported ($(sed -n 's/.*races: \(.*\); \([0-9,]*\) accesses checked on \([0-9,]*\) streams.*/\1; \2 accesses, \3 streams/p' "$out/gpt2.races.log" | cut -c1-160))"
     fi
 else
     fail "gpt2: the step did not run (see $out/gpt2.*.out)"

@@ -88,7 +88,7 @@ has free "redzone:   x1, newest launch#$bad kernel=overrun_kernel\(unsigned char
 count free "redzone:   x[0-9]+, newest" 1 "default mode: no other suspect"
 # the settings in force come along (ATLAS_LOG here), then launch mode's
 has free "launch mode names the culprit \([^)]*\); re-run with it: LD_PRELOAD=$lib (ATLAS_[A-Z_]+=[^ ]+ )*ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_KERNEL='\^\(_Z14overrun_kernelPhi\)\\$' .*rz_overrun$" "default mode: the command to name it"
-has free "redzone: 1 overrun found in [0-9]+ guarded allocations?" "final count"
+has free "redzone: 1 overrun found in [0-9,]+ guarded allocations?" "final count"
 
 under sync ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=sync -- "$prog"
 has sync "found at cuCtxSynchronize|found at cuStreamSynchronize|found at cuCtxSynchronize_v2" "sync mode: found at the host sync"
@@ -96,7 +96,7 @@ count sync "redzone overrun:" 1 "sync mode: reported once"
 
 under clean ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch -- "$prog" clean
 hasnt clean "redzone overrun" "clean program, launch mode: no report"
-has clean "redzone: 0 overruns found in [0-9]+ guarded allocations" "clean program: final count 0"
+has clean "redzone: 0 overruns found in [0-9,]+ guarded allocations" "clean program: final count 0"
 
 # 1b. At scale: 4 threads, 4 streams, 4,004 live allocations, 2,400 launches;
 # one launch of thread 2 writes 8 bytes past its 1000-byte buffer
@@ -104,13 +104,13 @@ tprog=$build/gpu/rz_threads
 under threads_launch ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch -- "$tprog"
 count threads_launch "redzone overrun: alloc#[0-9]+ 1000 bytes at .*: 8 bytes corrupted at \+1000\.\.\+1007$" 1 "4 threads, launch mode: the one overrun reported once"
 has threads_launch "redzone: culprit: launch#[0-9]+ kernel=tail_kernel\(unsigned char\*, int\) grid=\(4,1,1\) block=\(256,1,1\)" "4 threads, launch mode: the culprit named"
-has threads_launch "redzone: 1 overrun found in 4004 guarded allocations" "4 threads, launch mode: every allocation guarded, one overrun"
+has threads_launch "redzone: 1 overrun found in 4,004 guarded allocations" "4 threads, launch mode: every allocation guarded, one overrun"
 under threads_free ATLAS_REDZONE=64 -- "$tprog"
 count threads_free "redzone overrun: alloc#[0-9]+ 1000 bytes at .*: 8 bytes corrupted at \+1000\.\.\+1007$" 1 "4 threads, default mode: reported once, at its free"
-has threads_free "redzone: 1 overrun found in 4004 guarded allocations" "4 threads, default mode: final count"
+has threads_free "redzone: 1 overrun found in 4,004 guarded allocations" "4 threads, default mode: final count"
 under threads_clean ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch -- "$tprog" clean
 hasnt threads_clean "redzone overrun|alloc failed|free failed|unknown pointer|cannot check" "4 threads, clean, launch mode: no report"
-has threads_clean "redzone: 0 overruns found in 4004 guarded allocations" "4 threads, clean: every allocation guarded"
+has threads_clean "redzone: 0 overruns found in 4,004 guarded allocations" "4 threads, clean: every allocation guarded"
 
 if [ $have_torch = 0 ]; then
     echo "SKIP: PyTorch with Triton and a GPU not found: sections 2 and 3"
@@ -160,7 +160,7 @@ has torch_overrun_route "redzone: framework pools routed to one driver allocatio
 hasnt torch_overrun_route "PyTorch's caching allocator serves this process" "route: no note on the caching allocator"
 count torch_overrun_route "redzone overrun: alloc#[0-9]+ 4096 bytes .*: 4 bytes corrupted at \+4096\.\.\+4099" 1 "route: Triton off-by-one reported"
 has torch_overrun_route "redzone:   x1, newest launch#[0-9]+ kernel=off_by_one_kernel" "route: the Triton kernel listed"
-has torch_overrun_route "redzone: [1-9][0-9]* frees on the legacy stream were held back and checked in [1-9][0-9]* batches" "route: frees on PyTorch's default stream held back and checked in batches"
+has torch_overrun_route "redzone: [1-9][0-9,]* frees on the legacy stream were held back and checked in [1-9][0-9,]* batches" "route: frees on PyTorch's default stream held back and checked in batches"
 
 under torch_overrun_route_launch ATLAS_REDZONE=256 ATLAS_REDZONE_POOLS=route ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_torch_overrun.py
 has torch_overrun_route_launch "redzone: culprit: launch#[0-9]+ kernel=off_by_one_kernel" "route, launch mode: the Triton kernel named"
@@ -206,7 +206,7 @@ for how in pool sync; do
     count uaf_$how "redzone: write after free: alloc#[0-9]+ \(freed at .*\) written by late_write\(unsigned char\*, int, int\) \(launch#$ubad, the one launch since its free that reaches it\): 64 bytes at \+128\.\.\+191 of its 4096 bytes" 1 "$how: the write after free reported once, its launch named"
     has uaf_$how "redzone:   allocated at .*; freed by cuMemFree(Async|_v2) at:" "$how: both sites"
     has uaf_$how "redzone:   #0 " "$how: the free's call stack"
-    has uaf_$how "; 1 write after free found in [0-9]+ freed allocations? kept poisoned" "$how: final count"
+    has uaf_$how "; 1 write after free found in [0-9,]+ freed allocations? kept poisoned" "$how: final count"
     under uaf_${how}_launch ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch -- "$uprog" $how
     has uaf_${how}_launch "written by late_write\(unsigned char\*, int, int\) \(launch#$ubad\): 64 bytes at \+128\.\.\+191" "$how, launch mode: named by the check after it"
 done
@@ -226,11 +226,11 @@ hasnt side_stream_clean "redzone overrun|write after free|alloc failed|free fail
 # 3. PyTorch training steps with red zones on: no report at all
 under torch_train ATLAS_REDZONE=256 -- python3 $here/rz_torch_train.py
 hasnt torch_train "redzone overrun|write after free|alloc failed|free failed|unknown pointer" "training, default (caching) allocator: no report"
-has torch_train "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "training, default (caching) allocator: zones were checked"
+has torch_train "redzone: 0 overruns found in [1-9][0-9,]* guarded allocations" "training, default (caching) allocator: zones were checked"
 
 under torch_train_route ATLAS_REDZONE=256 ATLAS_REDZONE_POOLS=route -- python3 $here/rz_torch_train.py
 hasnt torch_train_route "redzone overrun|write after free|alloc failed|free failed|unknown pointer" "training, routed allocator: no report"
-has torch_train_route "; 0 writes after free found in [1-9][0-9]* freed allocations kept poisoned" "training, routed allocator: freed tensors kept poisoned and checked"
+has torch_train_route "; 0 writes after free found in [1-9][0-9,]* freed allocations kept poisoned" "training, routed allocator: freed tensors kept poisoned and checked"
 
 under torch_train_launch ATLAS_REDZONE=256 ATLAS_REDZONE_POOLS=route ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_torch_train.py
 hasnt torch_train_launch "redzone overrun|write after free|alloc failed|free failed|unknown pointer|cannot check" "training, routed, launch mode: no report"
@@ -240,15 +240,15 @@ under torch_train_keep ATLAS_REDZONE=256 ATLAS_REDZONE_POOLS=keep -- python3 $he
 hasnt torch_train_keep "redzone overrun|alloc failed|free failed|unknown pointer" "training, caching allocator kept: no report"
 # (the caching allocator may hold few driver allocations, or none with
 # expandable segments: the count only has to be there)
-has torch_train_keep "redzone: 0 overruns found in [0-9]+ guarded allocations" "training, caching allocator kept: final count 0"
+has torch_train_keep "redzone: 0 overruns found in [0-9,]+ guarded allocations" "training, caching allocator kept: final count 0"
 
 under torch_train_nocache ATLAS_REDZONE=256 PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- python3 $here/rz_torch_train.py
 hasnt torch_train_nocache "redzone overrun|alloc failed|free failed|unknown pointer" "training, no caching: no report"
-has torch_train_nocache "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "training, no caching: zones were checked"
+has torch_train_nocache "redzone: 0 overruns found in [1-9][0-9,]* guarded allocations" "training, no caching: zones were checked"
 
 under torch_train_sync ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=sync -- python3 $here/rz_torch_train.py
 hasnt torch_train_sync "redzone overrun|alloc failed|free failed|unknown pointer|cannot check" "training, sync mode: no report"
-has torch_train_sync "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "training, sync mode: zones were checked"
+has torch_train_sync "redzone: 0 overruns found in [1-9][0-9,]* guarded allocations" "training, sync mode: zones were checked"
 fi
 fi # have_torch
 
@@ -256,7 +256,7 @@ fi # have_torch
 if python3 -c 'import jax' 2>/dev/null; then
     under jax_clean ATLAS_REDZONE=64 ATLAS_LOG_LEVEL=info -- python3 $here/rz_jax_overrun.py
     has jax_clean "framework pools routed .*XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async" "JAX's allocator routed, said at info"
-    has jax_clean "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "JAX buffers guarded, nothing reported"
+    has jax_clean "redzone: 0 overruns found in [1-9][0-9,]* guarded allocations" "JAX buffers guarded, nothing reported"
     under jax_clean_launch ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch -- python3 $here/rz_jax_overrun.py
     hasnt jax_clean_launch "redzone overrun|write after free|alloc failed|free failed|unknown pointer|cannot check" "JAX, launch mode: no report"
     # a custom call whose kernel writes one float past its output, in unmodified
@@ -283,7 +283,7 @@ if python3 -c 'import cupy' 2>/dev/null; then
     for how in pool driver; do
         under cupy_$how ATLAS_REDZONE=64 -- python3 $here/rz_cupy_clean.py $how
         hasnt cupy_$how "redzone overrun|write after free|alloc failed|free failed|unknown pointer|cannot check" "CuPy ($how): no report"
-        has cupy_$how "redzone: 0 overruns found in [1-9][0-9]* guarded allocations" "CuPy ($how): zones were checked"
+        has cupy_$how "redzone: 0 overruns found in [1-9][0-9,]* guarded allocations" "CuPy ($how): zones were checked"
     done
 else
     echo "SKIP: CuPy is not installed"
