@@ -174,17 +174,17 @@ static void out_line(void *ctx, const char *text)
 
 /* clang-format off: one line of the usage per line here */
 #define SYNOPSIS                                                                                   \
-    "Usage: atlas-diff [--max N] [--ignore kernel[:argN],...] [--pointers MODE] [--residue "       \
-    "MODE]\n"                                                                                      \
-    "                  [--warmup] [--report FILE] A.jsonl [B.jsonl]\n"                             \
-    "       atlas-diff [--max N] [--ignore ...] [--pointers MODE] [--residue MODE]\n"              \
-    "                  --ranks 'trace.%%r.jsonl' | FILE...\n"
+    "Usage: atlas-diff [--diff-max N] [--diff-ignore kernel[:argN],...] [--diff-pointers MODE]\n"  \
+    "                  [--diff-residue MODE] [--diff-warmup] [--report FILE] A.jsonl [B.jsonl]\n" \
+    "       atlas-diff [--diff-max N] [--diff-ignore ...] [--diff-pointers MODE]\n"                \
+    "                  [--diff-residue MODE] --ranks 'trace.%%r.jsonl' | FILE...\n"
 /* clang-format on */
 
 static void usage(void)
 {
     printf(SYNOPSIS
-           "Compare step traces written by atlastrace (ATLAS_TRACE_FILE, atlas-trace --json).\n"
+           "Compare step traces written by atlastrace (ATLAS_TRACE_FILE, atlas-trace\n"
+           "--trace-file).\n"
            "\n"
            "  one file:  each step against the previous step of the same name\n"
            "  two files: the n-th step named X in A against the n-th named X in B\n"
@@ -194,21 +194,26 @@ static void usage(void)
            "             ranks whose file ends early (hung or killed)\n"
            "  -         read a file from standard input\n"
            "\n"
-           "  --max N, --max=N        difference lines printed per step, then a count of\n"
+           "The options are atlas-trace's for the same settings (each sets what its\n"
+           "ATLAS_DIFF_* variable does); their first names, --max, --ignore, --pointers,\n"
+           "--residue and --warmup, are still taken.\n"
+           "\n"
+           "  --diff-max N, --diff-max=N\n"
+           "                          difference lines printed per step, then a count of\n"
            "                          the rest (default: $ATLAS_DIFF_MAX, else %u)\n"
-           "  --ignore LIST, --ignore=LIST\n"
+           "  --diff-ignore LIST, --diff-ignore=LIST\n"
            "                          expected differences to stay quiet about:\n"
            "                          kernel[:argN],... (default: $ATLAS_DIFF_IGNORE)\n"
-           "  --pointers MODE, --pointers=MODE\n"
+           "  --diff-pointers MODE, --diff-pointers=MODE\n"
            "                          pointers that moved within their allocation: collapse\n"
            "                          (one line per step, the default), all or none\n"
            "                          (default: $ATLAS_DIFF_POINTERS)\n"
-           "  --residue MODE, --residue=MODE\n"
+           "  --diff-residue MODE, --diff-residue=MODE\n"
            "                          changed words of by-value parameters that the\n"
            "                          recording process found holding host addresses\n"
            "                          (uninitialised bytes): collapse (the default), all\n"
            "                          or none (default: $ATLAS_DIFF_RESIDUE)\n"
-           "  --warmup                one file: print the warm-up steps' differences too\n"
+           "  --diff-warmup           one file: print the warm-up steps' differences too\n"
            "                          (a shape not yet repeated with the same host values\n"
            "                          nor changed the same way twice; default: counted;\n"
            "                          $ATLAS_DIFF_WARMUP=1 is the same)\n"
@@ -235,16 +240,16 @@ static _Noreturn void bad_usage(const char *fmt, const char *arg)
     exit(2);
 }
 
-/* --max's value, by the rules and limits of ATLAS_DIFF_MAX (src/config.def), which sets the
- * same thing for the live report. */
-static unsigned parse_max(const char *v)
+/* --diff-max's value (typed as `opt`), by the rules and limits of ATLAS_DIFF_MAX
+ * (src/config.def), which sets the same thing for the live report. */
+static unsigned parse_max(const char *opt, const char *v)
 {
     unsigned long long n = 0;
     const char *why = atl_config_value(atl_config_find("ATLAS_DIFF_MAX"), v, &n);
     if (why) {
         char fmt[160];
-        snprintf(fmt, sizeof fmt, "--max %%s: %s (N is a number of lines, as for ATLAS_DIFF_MAX)",
-                 why);
+        snprintf(fmt, sizeof fmt, "%s %%s: %s (N is a number of lines, as for ATLAS_DIFF_MAX)",
+                 opt, why);
         bad_usage(fmt, v);
     }
     /* the value as the library reads it (decimal or 0x hex: 010 is ten, 09 is nine) */
@@ -297,6 +302,32 @@ static const char *option_value(int argc, char **argv, int *i, const char *opt)
 
 extern char **environ;
 
+/* The option the settings table gives variable `var` ("--diff-max" for ATLAS_DIFF_MAX), as
+ * atlas-trace takes it: one name in both tools. atlas-diff's first names (--max, --ignore,
+ * --pointers, --residue, --warmup) are still taken. */
+static const char *table_option(const char *var, char *buf, size_t len)
+{
+    int i = atl_config_find(var);
+    snprintf(buf, len, "--%s", i >= 0 && atl_cfg_vars[i].opt.name ? atl_cfg_vars[i].opt.name : var);
+    return buf;
+}
+
+/* `opt` (the table's name) or `old` (the older one): the value, as option_value gives it, and
+ * the name as typed in *typed. */
+static const char *either_value(int argc, char **argv, int *i, const char *opt, const char *old,
+                                const char **typed)
+{
+    const char *v = option_value(argc, argv, i, opt);
+    if (v) {
+        *typed = opt;
+        return v;
+    }
+    v = option_value(argc, argv, i, old);
+    if (v)
+        *typed = old;
+    return v;
+}
+
 /* ATLAS_DIFF_<name>, read through the settings module by the library's rules; a bad value
  * stops here, as a bad option does (the library would say it and use the default: a run
  * offline can be asked again). Its text into *text, its number returned. */
@@ -314,10 +345,16 @@ static unsigned long long setting(const char *name, const char **text, const cha
 
 int main(int argc, char **argv)
 {
-    const char *ign, *text;
+    const char *ign, *text, *typed = NULL;
+    char o_max[40], o_ign[40], o_ptr[40], o_res[40], o_warm[40];
+    table_option("ATLAS_DIFF_MAX", o_max, sizeof o_max);
+    table_option("ATLAS_DIFF_IGNORE", o_ign, sizeof o_ign);
+    table_option("ATLAS_DIFF_POINTERS", o_ptr, sizeof o_ptr);
+    table_option("ATLAS_DIFF_RESIDUE", o_res, sizeof o_res);
+    table_option("ATLAS_DIFF_WARMUP", o_warm, sizeof o_warm);
     unsigned max = (unsigned)setting("ATLAS_DIFF_MAX", &text, " (a number of lines)");
     /* what set the lines per step, for the "not shown" line */
-    const char *max_name = text ? "ATLAS_DIFF_MAX" : "--max";
+    const char *max_name = text ? "ATLAS_DIFF_MAX" : o_max;
     setting("ATLAS_DIFF_IGNORE", &ign, " (a list of kernel or kernel:argN)");
     int pointers = (int)setting("ATLAS_DIFF_POINTERS", &text, " (collapse, all or none)");
     int residue = (int)setting("ATLAS_DIFF_RESIDUE", &text, " (collapse, all or none)");
@@ -340,16 +377,22 @@ int main(int argc, char **argv)
             options_end = 1;
         } else if (!strcmp(a, "--ranks")) {
             ranks = 1; /* found by the scan above */
-        } else if ((v = option_value(argc, argv, &i, "--max"))) {
-            max = parse_max(v);
-            max_name = "--max";
-        } else if ((v = option_value(argc, argv, &i, "--ignore"))) {
-            ign = parse_ignore("--ignore ", v);
-        } else if ((v = option_value(argc, argv, &i, "--pointers"))) {
-            pointers = parse_mode("ATLAS_DIFF_POINTERS", v, "--pointers ");
-        } else if ((v = option_value(argc, argv, &i, "--residue"))) {
-            residue = parse_mode("ATLAS_DIFF_RESIDUE", v, "--residue ");
-        } else if (!strcmp(a, "--warmup")) {
+        } else if ((v = either_value(argc, argv, &i, o_max, "--max", &typed))) {
+            max = parse_max(typed, v);
+            max_name = typed;
+        } else if ((v = either_value(argc, argv, &i, o_ign, "--ignore", &typed))) {
+            char lead[48];
+            snprintf(lead, sizeof lead, "%s ", typed);
+            ign = parse_ignore(lead, v);
+        } else if ((v = either_value(argc, argv, &i, o_ptr, "--pointers", &typed))) {
+            char lead[48];
+            snprintf(lead, sizeof lead, "%s ", typed);
+            pointers = parse_mode("ATLAS_DIFF_POINTERS", v, lead);
+        } else if ((v = either_value(argc, argv, &i, o_res, "--residue", &typed))) {
+            char lead[48];
+            snprintf(lead, sizeof lead, "%s ", typed);
+            residue = parse_mode("ATLAS_DIFF_RESIDUE", v, lead);
+        } else if (!strcmp(a, o_warm) || !strcmp(a, "--warmup")) {
             warmup = 1;
         } else if ((v = option_value(argc, argv, &i, "--report"))) {
             if (!*v)

@@ -132,6 +132,21 @@ static const char *row_option(int row)
     return name;
 }
 
+/* The option being parsed as it was typed ("--d2h", an older name, "-o"), for messages that
+ * name it; NULL outside the parse. */
+static char opt_typed[80];
+
+static const char *typed_option(int row)
+{
+    return opt_typed[0] ? opt_typed : row_option(row);
+}
+
+/* The option word at argv[i] as typed, without its value. */
+static void typed_word(const char *word, char *out, size_t len)
+{
+    snprintf(out, len, "%.*s", (int)strcspn(word, "="), word);
+}
+
 /* Do a and b spell one option (--log and --log-file)? */
 static int same_option(const struct opt *a, const struct opt *b)
 {
@@ -321,17 +336,17 @@ static void check_value(int row, const char *value)
     const struct atl_cfg_var *v = &atl_cfg_vars[row];
     const char *why = v->opt.vcheck ? v->opt.vcheck(value) : NULL;
     if (why)
-        refuse(row_option(row), value, why);
+        refuse(typed_option(row), value, why);
     if ((why = atl_config_check(row, value))) {
         char reason[384], is[200];
         value_is(row, is, sizeof is);
         snprintf(reason, sizeof reason, "%s%s", why, is);
-        refuse(row_option(row), value, reason);
+        refuse(typed_option(row), value, reason);
     }
     /* a value anything may be (a kernel pattern, a name), given as its own word: not the
      * program the user meant to run */
     if (looks_like_program(value))
-        program_as_value(row_option(row), value);
+        program_as_value(typed_option(row), value);
 }
 
 /* An output file, made absolute now: the program may change directory before it writes.
@@ -505,9 +520,9 @@ static int option_value(const struct opt *o, const char *arg, const char **value
     }
     int row = o->value_row;
     if (atl_cfg_vars[row].opt.kind == ATL_OPT_FILE) {
-        *value = output_path(row_option(row), arg);
+        *value = output_path(typed_option(row), arg);
     } else if (atl_cfg_vars[row].opt.kind == ATL_OPT_INFILES) {
-        *value = input_files(row_option(row), arg, given[row]);
+        *value = input_files(typed_option(row), arg, given[row]);
     } else {
         check_value(row, arg);
         *value = arg;
@@ -585,6 +600,11 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
             }
         }
         value_apart = optarg && first + 2 == optind && optarg == argv[first + 1];
+        /* a short option grouped after another (-qo FILE) is named by its letter */
+        if (strncmp(argv[first], "--", 2) == 0)
+            typed_word(argv[first], opt_typed, sizeof opt_typed);
+        else
+            snprintf(opt_typed, sizeof opt_typed, "-%c", c > 0 && c < 128 ? c : '?');
         const struct opt *o = NULL;
         if (c >= OPT_BASE && c < OPT_BASE + (int)nopts)
             o = &opts[c - OPT_BASE];
@@ -627,6 +647,7 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
         }
     }
     free(lo);
+    opt_typed[0] = '\0';
     if (optind >= argc)
         bad_usage("%s", "no program to run");
     /* each report its own file: two in one would truncate each other, and the library could
@@ -639,9 +660,11 @@ static void parse_options(int argc, char **argv, struct settings *s, const char 
                 (s->given_at[i] == s->given_at[j] && i > j) || !same_file(s->value[i], s->value[j]))
                 continue;
             char msg[PATH_MAX + 128], first_opt[80];
-            snprintf(first_opt, sizeof first_opt, "%s", row_option((int)i));
+            char second_opt[80];
+            typed_word(argv[s->given_at[i]], first_opt, sizeof first_opt);
+            typed_word(argv[s->given_at[j]], second_opt, sizeof second_opt);
             snprintf(msg, sizeof msg, "%s and %s name the same file, %s: each report needs its own",
-                     first_opt, row_option((int)j), s->value[i]);
+                     first_opt, second_opt, s->value[i]);
             bad_usage("%s", msg);
         }
 }

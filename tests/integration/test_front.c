@@ -1077,7 +1077,7 @@ START_TEST(output_files_checked)
         {{"-o", app, target, "env", NULL}, ": an executable file"},
         {{json_eq_same, chrome_eq_same, target, "env", NULL},
          "--json and --chrome name the same file"},
-        {{json_eq_same, "-o", same, target, "env", NULL}, "--json and --log name the same file"},
+        {{json_eq_same, "-o", same, target, "env", NULL}, "--json and -o name the same file"},
         {{json_dir, target, "env", NULL}, ": a folder, not a file"},
         {{long_mode, target, "env", NULL}, "range name too long\n"},
         /* an option spelt by a prefix of its name: refused, named whole */

@@ -1281,8 +1281,11 @@ START_TEST(tool_command_line)
     const char *help[] = {"--help", NULL};
     tool_args(&r, help);
     ck_assert_int_eq(r.status, 0);
-    HAS(r.out, "Usage: atlas-diff [--max N]");
-    HAS(r.out, "--max N, --max=N");
+    HAS(r.out, "Usage: atlas-diff [--diff-max N]");
+    HAS(r.out, "--diff-max N, --diff-max=N");
+    /* atlas-trace's names for the same settings, and the first names still taken */
+    HAS(r.out, "their first names, --max, --ignore, --pointers,\n--residue and --warmup, are still "
+               "taken.");
     ck_assert_str_eq(r.err, "");
     run_free(&r);
 
@@ -1297,6 +1300,7 @@ START_TEST(tool_command_line)
     } bad[] = {
         {{"--bogus", "a.jsonl"}, "atlas-diff: unknown option --bogus\n"},
         {{"--max", "abc", "a.jsonl"}, "atlas-diff: --max abc: not a number"},
+        {{"--diff-max", "abc", "a.jsonl"}, "atlas-diff: --diff-max abc: not a number"},
         {{"--max", "-3", "a.jsonl"}, "atlas-diff: --max -3: negative value"},
         {{"--max=-3", "a.jsonl"}, "atlas-diff: --max -3: negative value"},
         {{"--max=2000000", "a.jsonl"}, "--max 2000000: out of range 0..1000000"},
