@@ -152,6 +152,11 @@ if grep -v '\.1:' "$tmp/lines" | grep -E ':[0-9]+: (\$ )?(atlas-trace|atlas-diff
 else
     ok "the tools are run as build/atlas-trace and build/atlas-diff"
 fi
+# the README is the page a user reads in two minutes (issue #46): at most 200 lines, the rest
+# in docs/
+n=$(wc -l <README.md)
+if [ "$n" -le 200 ]; then ok "README.md is one screen: $n lines"
+else bad "README.md has $n lines: at most 200 (the rest goes to docs/)"; fi
 if grep -n -e '\.\./shared' -e 'DESIGN\.md' "$@" >"$tmp/hits"; then
     bad "links outside the repository:"
     sed 's/^/    /' "$tmp/hits"
