@@ -16,6 +16,7 @@
 #include "chrome.h"
 
 #include "config.h"
+#include "hint.h"
 #include "log.h"
 
 #include <errno.h>
@@ -340,10 +341,13 @@ void atl_chrome_step(const struct atl_step *s, const uint64_t *ts, uint64_t begi
         /* this step's slice still closes the file's last events, so it
          * stays a trace that opens; later steps are not added */
         full = 1;
+        char set[96], mb[32];
+        snprintf(mb, sizeof mb, "%llu", atl_cfg.chrome_max_mb);
         atl_log(ATL_WARN,
-                "Chrome trace: ATLAS_CHROME_MAX_MB=%llu reached at step %" PRIu64
-                " (%zu of its %zu ops written); no more events",
-                atl_cfg.chrome_max_mb, s->index, i, s->nops);
+                "Chrome trace: %s reached at step %" PRIu64 " (%zu of its %zu ops written); no "
+                "more events",
+                atl_hint_setting("ATLAS_CHROME_MAX_MB", mb, set, sizeof set), s->index, i,
+                s->nops);
     }
     char name[96];
     snprintf(name, sizeof name, "%s #%" PRIu64, s->name, s->nth);

@@ -515,8 +515,11 @@ static void report_pinned(const char *tag)
 {
     uint64_t last = atl_fault_last_launch();
     if (!last) {
-        atl_log(ATL_ERROR, "%s: no kernel launch was seen before it%s", tag,
-                atl_fault_ring_on() ? "" : " (ATLAS_LAUNCH_RING=0: launches are not recorded)");
+        char set[96], why[160] = "";
+        if (!atl_fault_ring_on())
+            snprintf(why, sizeof why, " (%s: launches are not recorded)",
+                     atl_hint_setting("ATLAS_LAUNCH_RING", "0", set, sizeof set));
+        atl_log(ATL_ERROR, "%s: no kernel launch was seen before it%s", tag, why);
         return;
     }
     uint64_t size = atl_fault_ring_slots();
@@ -561,11 +564,14 @@ static void report_pinned(const char *tag)
             cat(line, sizeof line, &used, ", and %u more kernels", kinds - LIST_SHOWN);
         atl_log(ATL_ERROR, "%s: %llu suspect launches %s; by kernel, rarest first: %s", tag,
                 (unsigned long long)suspects, since, kinds ? line : "(none in the history)");
+        char set[96], ring[32];
+        snprintf(ring, sizeof ring, "%llu", (unsigned long long)size * 4);
         if (lost)
             atl_log(ATL_ERROR,
                     "%s: the history wrapped: %llu older suspect launches were lost (not counted "
-                    "above by kernel; ATLAS_LAUNCH_RING=%llu keeps the newest %llu%s)",
-                    tag, (unsigned long long)lost, (unsigned long long)size * 4,
+                    "above by kernel; %s keeps the newest %llu%s)",
+                    tag, (unsigned long long)lost,
+                    atl_hint_setting("ATLAS_LAUNCH_RING", ring, set, sizeof set),
                     (unsigned long long)size,
                     cleared ? "; stream syncs may have cleared some" : "");
         if (cleared)

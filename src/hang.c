@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "fault.h"
+#include "hint.h"
 #include "log.h"
 #include "services.h"
 #include "thread.h"
@@ -85,7 +86,9 @@ static void recent_launches(void)
         from.suspects("hang");
         return;
     }
-    atl_log(ATL_ERROR, "hang: launches are not recorded (ATLAS_LAUNCH_RING=0): no list of them");
+    char set[96];
+    atl_log(ATL_ERROR, "hang: launches are not recorded (%s): no list of them",
+            atl_hint_setting("ATLAS_LAUNCH_RING", "0", set, sizeof set));
 }
 
 static void report(int tid, int hook)
@@ -97,8 +100,10 @@ static void report(int tid, int hook)
     else
         snprintf(who, sizeof who, "thread %d", tid);
     /* said once, as soon as the limit passes: "more than S s" is exact */
-    atl_log(ATL_ERROR, "hang: %s has waited more than %llu s in %s (ATLAS_HANG_SECONDS)", who,
-            atl_cfg.hang_seconds, atl_hook_names[hook]);
+    char name[96];
+    atl_log(ATL_ERROR, "hang: %s has waited more than %llu s in %s (%s)", who,
+            atl_cfg.hang_seconds, atl_hook_names[hook],
+            atl_hint_name("ATLAS_HANG_SECONDS", name, sizeof name));
     if (from.progress && from.progress(&steps, &ops, 0, log_op_line)) {
         atl_log(ATL_ERROR,
                 "hang: steps finished: %" PRIu64 "; the step under way (step %" PRIu64

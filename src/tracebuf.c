@@ -11,6 +11,7 @@
 
 #include "chrome.h"
 #include "config.h"
+#include "hint.h"
 #include "kernels.h"
 #include "log.h"
 #include "services.h"
@@ -136,11 +137,13 @@ static size_t budget_used(void)
 static void say_over(void)
 {
     static int said;
+    char set[96], mb[32];
+    snprintf(mb, sizeof mb, "%llu", atl_cfg.trace_max_mb);
     if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
         atl_log(ATL_WARN,
-                "step trace: ATLAS_TRACE_MAX_MB=%llu reached: the rest of this step is not "
-                "recorded, nor of any later step that needs more (the program is not affected)",
-                atl_cfg.trace_max_mb);
+                "step trace: %s reached: the rest of this step is not recorded, nor of any later "
+                "step that needs more (the program is not affected)",
+                atl_hint_setting("ATLAS_TRACE_MAX_MB", mb, set, sizeof set));
 }
 
 /* Would `more` bytes take the trace past ATLAS_TRACE_MAX_MB? Says so once. */

@@ -737,6 +737,14 @@ START_TEST(trace_bound_holds_through_module_churn)
     ck_assert_msg(heap < (24LL << 20), "heap in use after 200,000 cycles: %lld bytes", heap);
     ck_assert_int_eq(count_lines(r.log, "step trace: ATLAS_TRACE_MAX_MB=16 reached"), 1);
     run_free(&r);
+    /* through atlas-trace, the line names the option as typed there (issue #47: report lines
+     * named the variable whatever the user typed) */
+    char *tool[] = {BUILD_DIR "/atlas-trace", "--trace", "--trace-max-mb=16", T("rel_harm"),
+                    "reload", "20000", NULL};
+    run_target(&r, tool, NULL, 0);
+    ck_assert_msg(r.status == 0, "exit %d\n%s", r.status, r.err);
+    ck_assert_int_eq(count_lines(r.err, "step trace: --trace-max-mb=16 reached"), 1);
+    run_free(&r);
 }
 END_TEST
 
