@@ -738,7 +738,9 @@ START_TEST(trace_bound_holds_through_module_churn)
     ck_assert_int_eq(count_lines(r.log, "step trace: ATLAS_TRACE_MAX_MB=16 reached"), 1);
     run_free(&r);
     /* through atlas-trace, the line names the option as typed there (issue #47: report lines
-     * named the variable whatever the user typed) */
+     * named the variable whatever the user typed); the sanitized builds have no atlas-trace */
+    if (access(BUILD_DIR "/atlas-trace", X_OK) != 0)
+        return;
     char *tool[] = {BUILD_DIR "/atlas-trace", "--trace", "--trace-max-mb=16", T("rel_harm"),
                     "reload", "20000", NULL};
     run_target(&r, tool, NULL, 0);
