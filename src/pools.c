@@ -53,6 +53,8 @@ static void note(const char *what)
 }
 
 static const char backend[] = "backend:cudaMallocAsync";
+/* PyTorch's allocator variables: the older name first (versions differ in which they read) */
+static const char *const names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
 
 /* Whether PyTorch reads a backend from this value: its options are split at
  * commas and white space, each at colons, and an option whose first part is
@@ -94,7 +96,6 @@ char *atl_pools_torch_conf(const char *old)
 
 static void route_pytorch(void)
 {
-    const char *names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
     const char *vals[2];
     int set = 0;
     for (int i = 0; i < 2; i++) {
@@ -151,7 +152,6 @@ int atl_pools_torch_caching(void)
     if (!h)
         return 0;
     dlclose(h);
-    const char *names[] = {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"};
     for (int i = 0; i < 2; i++) {
         const char *v = getenv(names[i]);
         if (v && strstr(v, backend))

@@ -1854,6 +1854,16 @@ static void ev_join(struct vc *dst, const struct revent *ev)
         join_snap(dst, (unsigned)ev->from);
 }
 
+/* The host learns an event's work done (a sync on it, a query that succeeded): its clock, or
+ * (whole) all its stream has done by now. */
+static void host_learns_event(const struct revent *ev, int kind, uint32_t site)
+{
+    if (ev->whole && ev->from >= 0)
+        host_learns_stream((unsigned)ev->from, kind, site);
+    else
+        host_learns_vc(&ev->vc, kind, site);
+}
+
 static struct revent *event_get(CUevent e, int make)
 {
     void **p = rmap_find(&rc.events, (uint64_t)(uintptr_t)e);
@@ -1905,10 +1915,8 @@ void atl_races_sync(const struct atl_sync *s, CUresult r)
             host_learns_stream((unsigned)u, HS_STREAM, site);
     } else {
         struct revent *ev = event_get(s->event, 0);
-        if (ev && ev->recorded && ev->whole && ev->from >= 0)
-            host_learns_stream((unsigned)ev->from, HS_EVENT, site);
-        else if (ev && ev->recorded)
-            host_learns_vc(&ev->vc, HS_EVENT, site);
+        if (ev && ev->recorded)
+            host_learns_event(ev, HS_EVENT, site);
     }
     pthread_mutex_unlock(&rc.mu);
 }
@@ -2175,10 +2183,8 @@ void atl_races_stream_post(const struct atl_stream_op *s, CUresult r)
     }
     case ATL_SOP_QUERY_EVENT: {
         struct revent *ev = event_get(s->event, 0);
-        if (ev && ev->recorded && ev->whole && ev->from >= 0)
-            host_learns_stream((unsigned)ev->from, HS_QUERY, 0);
-        else if (ev && ev->recorded)
-            host_learns_vc(&ev->vc, HS_QUERY, 0);
+        if (ev && ev->recorded)
+            host_learns_event(ev, HS_QUERY, 0);
         break;
     }
     case ATL_SOP_GRAPH_DESTROY:

@@ -1277,17 +1277,13 @@ static void fold_set(struct atl_fold *f, const struct report *r, uint64_t sig, u
 void atl_fold_flush(struct atl_fold *f, const struct atl_diff_opts *o)
 {
     if (f->n && f->chg && !f->quiet) {
-        char line[1200], range[64], each[40], every[40], per[40];
+        char line[1200], range[64], period[40];
         size_t l;
-        if (f->period > 1) {
-            snprintf(each, sizeof each, "every %" PRIu64 " steps", f->period);
-            snprintf(every, sizeof every, "every %" PRIu64 " steps", f->period);
-            snprintf(per, sizeof per, "every %" PRIu64 " steps", f->period);
-        } else {
-            snprintf(each, sizeof each, "each step");
-            snprintf(every, sizeof every, "every step");
-            snprintf(per, sizeof per, "per step");
-        }
+        /* a run of every step says it three ways; one of every p-th step, one way */
+        snprintf(period, sizeof period, "every %" PRIu64 " steps", f->period);
+        const char *each = f->period > 1 ? period : "each step";
+        const char *every = f->period > 1 ? period : "every step";
+        const char *per = f->period > 1 ? period : "per step";
         if (f->n == 1)
             snprintf(range, sizeof range, "step %" PRIu64, f->first);
         else

@@ -264,7 +264,7 @@ static const char *parse_ignore(const char *what, const char *v)
     if (why) {
         char fmt[320];
         snprintf(fmt, sizeof fmt,
-                 "%s%%s: %s (a list of kernel or kernel:argN, as for "
+                 "%s %%s: %s (a list of kernel or kernel:argN, as for "
                  "ATLAS_DIFF_IGNORE)",
                  what, why);
         bad_usage(fmt, v);
@@ -279,7 +279,7 @@ static int parse_mode(const char *name, const char *v, const char *what)
     const char *why = atl_config_value(atl_config_find(name), v, &i);
     if (why) {
         char fmt[160];
-        snprintf(fmt, sizeof fmt, "%s%%s: %s (collapse, all or none)", what, why);
+        snprintf(fmt, sizeof fmt, "%s %%s: %s (collapse, all or none)", what, why);
         bad_usage(fmt, v);
     }
     return (int)i;
@@ -381,17 +381,11 @@ int main(int argc, char **argv)
             max = parse_max(typed, v);
             max_name = typed;
         } else if ((v = either_value(argc, argv, &i, o_ign, "--ignore", &typed))) {
-            char lead[48];
-            snprintf(lead, sizeof lead, "%s ", typed);
-            ign = parse_ignore(lead, v);
+            ign = parse_ignore(typed, v);
         } else if ((v = either_value(argc, argv, &i, o_ptr, "--pointers", &typed))) {
-            char lead[48];
-            snprintf(lead, sizeof lead, "%s ", typed);
-            pointers = parse_mode("ATLAS_DIFF_POINTERS", v, lead);
+            pointers = parse_mode("ATLAS_DIFF_POINTERS", v, typed);
         } else if ((v = either_value(argc, argv, &i, o_res, "--residue", &typed))) {
-            char lead[48];
-            snprintf(lead, sizeof lead, "%s ", typed);
-            residue = parse_mode("ATLAS_DIFF_RESIDUE", v, lead);
+            residue = parse_mode("ATLAS_DIFF_RESIDUE", v, typed);
         } else if (!strcmp(a, o_warm) || !strcmp(a, "--warmup")) {
             warmup = 1;
         } else if ((v = option_value(argc, argv, &i, "--report"))) {
