@@ -196,6 +196,8 @@ void atl_unwound(void *arg)
     (void)arg;
     if (on(ATL_FEAT_HANG))
         atl_hang_leave();
+    if (on(ATL_FEAT_RACES))
+        atl_races_enq(0);
     atl_krec_unpin_all();
     atl_thr.depth = 0; /* the slow path runs only from depth 0 (atl_enter) */
 }
@@ -250,6 +252,8 @@ void atl_launch_pre(struct atl_launch *l)
     }
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_launch_pre(l);
+    if (on(ATL_FEAT_RACES))
+        atl_races_launch_pre(l);
 }
 
 CUresult atl_launch_post(struct atl_launch *l, CUresult r)
@@ -274,6 +278,8 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 void atl_graph_launch_pre(struct atl_graph_launch *g)
 {
     atl_ring_put(g->hook | ATL_RING_GRAPH, g->exec, g->stream, 0, 0, 0, 0, 0, 0, 0);
+    if (on(ATL_FEAT_RACES))
+        atl_races_enq(1);
 }
 
 void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
@@ -287,6 +293,8 @@ void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
+    if (on(ATL_FEAT_RACES))
+        atl_races_enq(0);
     latch(g->hook, r);
     if (on(ATL_FEAT_FAULT))
         r = atl_faultrep_graph_launch_post(g, r);
@@ -400,6 +408,8 @@ void atl_copy_pre(struct atl_copy *c)
 {
     if (on(ATL_FEAT_HANG) && !c->async) /* a synchronous copy may wait on the GPU */
         atl_hang_enter(c->hook);
+    if (on(ATL_FEAT_RACES))
+        atl_races_enq(1);
 }
 
 /* A descriptor copy's fields, once, for every feature that reads them. */
@@ -427,6 +437,8 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
         r = atl_own_error_deliver(r);
     if (on(ATL_FEAT_HANG) && !c->async)
         atl_hang_leave();
+    if (on(ATL_FEAT_RACES))
+        atl_races_enq(0);
     latch(c->hook, r);
     if (on(ATL_FEAT_BLOCKING) && on(ATL_FEAT_TRACE) && c->async && r == CUDA_SUCCESS &&
         (c->kind == ATL_CPY_HTOD || c->kind == ATL_CPY_DTOH)) {
@@ -447,10 +459,14 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 void atl_memset_pre(struct atl_memset *m)
 {
     (void)m;
+    if (on(ATL_FEAT_RACES))
+        atl_races_enq(1);
 }
 
 CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 {
+    if (on(ATL_FEAT_RACES))
+        atl_races_enq(0);
     latch(m->hook, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_memset(m, r);
@@ -550,6 +566,8 @@ void atl_ctx_teardown_pre(struct atl_ctx_teardown *t)
 {
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_teardown(atl_hook_names[t->hook]);
+    if (on(ATL_FEAT_RACES))
+        atl_races_teardown();
 }
 
 void atl_dtoh_failed(int hook, CUresult r)

@@ -86,6 +86,9 @@ struct atl_krec {
     int dsk;
     /* ATLAS_KERNEL's cached answer (src/kselect.c), the same way. */
     int ksel;
+    /* The race detector's (src/races.c): 1 once nothing of the kernel is left to watch (its
+     * launches then skip the watch's look-up); read and set atomically. */
+    int races_quiet;
     /* The flight recorder's (src/flight.c): the parameter bytes of the
      * kernel's first launch in the recorder's epoch (ring.h). */
     uint64_t args_epoch; /* the epoch the bytes are from (0: none) */

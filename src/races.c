@@ -26,6 +26,7 @@
 #define _GNU_SOURCE /* syscall */
 #include "races.h"
 
+#include "capture.h"
 #include "config.h"
 #include "driver.h"
 #include "findings.h"
@@ -34,6 +35,7 @@
 #include "kernels.h"
 #include "ledger.h"
 #include "log.h"
+#include "races_watch.h"
 #include "services.h"
 #include "stack.h"
 #include "summary.h"
@@ -44,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RC_KEEP 16          /* accesses kept per allocation */
@@ -57,6 +60,12 @@
 #define RC_CACHE 1024       /* pages of the address -> allocation cache */
 #define RC_GRAPH_MAX 4096   /* accesses kept per captured graph */
 #define RC_LEGACY_KEY 1     /* the legacy default stream's key (CU_STREAM_LEGACY) */
+/* Watching what a kernel writes (src/races_watch.h) */
+#define RC_WATCH_TRIES 3          /* launches of one parameter watched without a change seen */
+#define RC_WATCH_MAX 4096         /* launches watched in all */
+#define RC_WATCH_WAIT_US 10000    /* a launch's post waits this long for its watch */
+#define RC_WATCH_BUDGET_US 3000000 /* and all of them this long in all; then no more watches */
+#define RC_WATCH_NEAR 16          /* a write seen this near its pointer is taken from it */
 
 enum { RC_LEGACY, RC_PTDS, RC_BLOCKING, RC_NONBLOCKING };
 enum { RC_READ = 1, RC_MAYWRITE = 2, RC_WRITE = 3 };
@@ -188,6 +197,10 @@ struct racc {
     uint64_t lo, hi; /* bytes from the allocation's base */
     uint64_t anchor; /* where the op's own pointer points (== lo for exact ranges) */
     uint64_t opnum;  /* launch number (kernels), else 0 */
+    /* a kernel's parameter seen writing (mode RC_WRITE): at launch `seen`, the bytes
+     * [clo, chi) from the pointer (anchor) changed; 0: not known so */
+    uint64_t seen;
+    uint32_t clo, chi;
     const char *name;
     uint32_t stream, site, site2; /* site2: a graph node's capture site */
     uint16_t hook, hook2;         /* hook2: a graph node's entry point */
@@ -208,6 +221,8 @@ struct ralloc {
  * found again at each launch). */
 struct rgacc {
     uint64_t lo, hi, anchor;
+    uint64_t seen; /* struct racc's */
+    uint32_t clo, chi;
     const char *name;
     uint32_t site;
     uint16_t hook;
@@ -251,10 +266,15 @@ struct rmemo {
     uint64_t clock, ver;
 };
 
-/* One 8-byte word of a kernel's parameters: param's bytes at off. */
+/* One 8-byte word of a kernel's parameters: param's bytes at off. A word that may write is
+ * watched (src/races_watch.h) until a launch is seen writing through it (mode RC_WRITE,
+ * seen, [clo, chi) from the pointer), or RC_WATCH_TRIES launches were not. */
 struct rword {
     uint32_t param, off;
     uint8_t mode;
+    uint8_t tries;
+    uint32_t clo, chi;
+    uint64_t seen;
 };
 
 struct rkern {
@@ -293,6 +313,20 @@ struct hsrc {
     uint32_t site;
 };
 
+/* A launch being watched: the kernel (its handle, in its unload generation) and the words
+ * whose regions are watched. */
+struct rwatch {
+    int used, running; /* running: its launch was made and the result not yet read */
+    struct atl_watch *w;
+    CUfunction func;
+    unsigned long gen;
+    uint64_t seq, starts; /* the launch's number; the ops begun when it began */
+    unsigned n;
+    uint16_t word[ATL_WATCH_REGIONS];
+    unsigned char contested[ATL_WATCH_REGIONS];
+    struct atl_wregion r[ATL_WATCH_REGIONS];
+};
+
 static struct {
     int mode; /* ATLAS_RACES: 1 on, 2 all */
     int dead; /* out of memory: checking stopped */
@@ -328,6 +362,15 @@ static struct {
      * file had no room to print (RC_PEND, RC_PRINT_MAX) */
     uint64_t printed, held;
     int said_streams, said_graph, said_layout, said_sites, said_events;
+    /* Watches (src/races_watch.h). Ops being enqueued and ops begun, by every thread
+     * (atomic): a watch counts only when its launch was the one op being enqueued when it
+     * began and no other began until its result was read. */
+    int enq_inflight;
+    uint64_t enq_starts;
+    int watch_off; /* no more watches: RC_WATCH_MAX or RC_WATCH_BUDGET_US reached (atomic) */
+    struct rwatch wp[ATL_WATCH_SLOTS];
+    unsigned nwp; /* of them, in use */
+    uint64_t watched, watch_wait_us, words_seen, words_unseen;
 } rc = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void oom(void)
@@ -746,6 +789,8 @@ struct rpend {
 struct racc_op {
     struct ralloc *a;
     uint64_t lo, hi, anchor;
+    uint64_t seen; /* struct racc's */
+    uint32_t clo, chi;
     uint8_t mode, exact, param;
 };
 
@@ -801,14 +846,18 @@ static void op_begin(struct rop *op, int u, int what, int hook, uint32_t site, s
     op_proto(op, site);
 }
 
+/* w: the kernel's word the access is through (NULL: none, or not seen writing) */
 static void op_add(struct rop *op, struct ralloc *a, uint64_t lo, uint64_t hi, uint64_t anchor,
-                   int mode, int exact, unsigned param)
+                   int mode, int exact, unsigned param, const struct rword *w)
 {
+    uint64_t seen = w && w->mode == RC_WRITE ? w->seen : 0;
     for (unsigned i = 0; i < op->n; i++) {
         struct racc_op *o = &op->acc[i];
         if (o->a == a && o->anchor == anchor && o->exact == exact) {
-            if (mode > o->mode)
+            if (mode > o->mode || (mode == o->mode && seen && !o->seen)) {
                 o->mode = (uint8_t)mode, o->param = (uint8_t)(param > 254 ? 254 : param);
+                o->seen = seen, o->clo = seen ? w->clo : 0, o->chi = seen ? w->chi : 0;
+            }
             if (lo < o->lo)
                 o->lo = lo;
             if (hi > o->hi)
@@ -820,8 +869,16 @@ static void op_add(struct rop *op, struct ralloc *a, uint64_t lo, uint64_t hi, u
         rc.dropped++;
         return;
     }
-    op->acc[op->n++] = (struct racc_op){
-        a, lo, hi, anchor, (uint8_t)mode, (uint8_t)exact, (uint8_t)(param > 254 ? 254 : param)};
+    op->acc[op->n++] = (struct racc_op){a,
+                                        lo,
+                                        hi,
+                                        anchor,
+                                        seen,
+                                        seen ? w->clo : 0,
+                                        seen ? w->chi : 0,
+                                        (uint8_t)mode,
+                                        (uint8_t)exact,
+                                        (uint8_t)(param > 254 ? 254 : param)};
 }
 
 /* Bytes [p, p+len) accessed exactly (a copy or a memset). */
@@ -833,7 +890,7 @@ static void op_range(struct rop *op, uint64_t p, uint64_t len, int mode)
     if (!a)
         return;
     uint64_t lo = p - a->base, hi = lo + len > a->span ? a->span : lo + len;
-    op_add(op, a, lo, hi, lo, mode, 1, 255);
+    op_add(op, a, lo, hi, lo, mode, 1, 255, NULL);
 }
 
 /* A pointer a kernel was given: the whole allocation it reaches, surely at
@@ -842,7 +899,15 @@ static void op_pointer(struct rop *op, uint64_t v, int mode, unsigned param)
 {
     struct ralloc *a = resolve(v);
     if (a)
-        op_add(op, a, 0, a->span, v - a->base, mode, 0, param);
+        op_add(op, a, 0, a->span, v - a->base, mode, 0, param, NULL);
+}
+
+/* The same through a kernel's word w. */
+static void op_word(struct rop *op, uint64_t v, const struct rword *w)
+{
+    struct ralloc *a = resolve(v);
+    if (a)
+        op_add(op, a, 0, a->span, v - a->base, w->mode, 0, w->param, w);
 }
 
 static void stream_desc(unsigned t, struct rsd *d)
@@ -1026,12 +1091,31 @@ static int overlap(uint64_t alo, uint64_t ahi, uint64_t blo, uint64_t bhi)
     return alo < bhi && blo < ahi;
 }
 
-/* Bytes an access surely touches: its range when exact, else the byte its
- * pointer points at. */
+/* Bytes an access surely touches: its range when exact; for a kernel's parameter seen
+ * writing, the bytes seen written (at the launch watched) or the first of them (at the
+ * kernel's other launches, from their pointer); else the byte its pointer points at. */
+static void sure_range(const struct racc *a, uint64_t *lo, uint64_t *hi)
+{
+    if (a->exact) {
+        *lo = a->lo, *hi = a->hi;
+    } else if (a->seen) {
+        /* a first change within RC_WATCH_NEAR bytes of the pointer: the bytes before it were
+         * stored too, with the value they held (x[0] = 0 into zeroed memory) */
+        uint64_t from = a->clo < RC_WATCH_NEAR ? 0 : a->clo;
+        *lo = a->anchor + from;
+        *hi = a->anchor + (a->opnum == a->seen ? a->chi : from + 1);
+        if (*hi > a->hi)
+            *hi = a->hi;
+    } else {
+        *lo = a->anchor, *hi = a->anchor + 1;
+    }
+}
+
 static int sure_overlap(const struct racc *a, const struct racc *b)
 {
-    uint64_t alo = a->exact ? a->lo : a->anchor, ahi = a->exact ? a->hi : a->anchor + 1;
-    uint64_t blo = b->exact ? b->lo : b->anchor, bhi = b->exact ? b->hi : b->anchor + 1;
+    uint64_t alo, ahi, blo, bhi;
+    sure_range(a, &alo, &ahi);
+    sure_range(b, &blo, &bhi);
     return overlap(alo, ahi, blo, bhi);
 }
 
@@ -1085,8 +1169,12 @@ static void check(struct rop *op, struct ralloc *a, const struct racc *x)
                 }
             } else if ((e->mode != RC_READ || x->mode != RC_READ) &&
                        overlap(e->lo, e->hi, x->lo, x->hi)) {
+                /* two kernels both seen writing the same bytes stay possible: a watch cannot
+                 * tell atomics (a well-defined sum from two streams) from plain stores */
+                int both_seen = e->seen && x->seen;
                 conflict(op, a, e, x,
-                         (e->mode == RC_WRITE || x->mode == RC_WRITE) && sure_overlap(e, x));
+                         (e->mode == RC_WRITE || x->mode == RC_WRITE) && !both_seen &&
+                             sure_overlap(e, x));
             }
             mono &= e->stream == u && e->clock >= birth;
             i++;
@@ -1169,6 +1257,9 @@ static void op_end(struct rop *op)
             struct rgacc x = {.lo = o->a->base + o->lo,
                               .hi = o->a->base + o->hi,
                               .anchor = o->a->base + o->anchor,
+                              .seen = o->seen,
+                              .clo = o->clo,
+                              .chi = o->chi,
                               .name = op->proto.name,
                               .site = op->proto.site,
                               .hook = op->proto.hook,
@@ -1195,6 +1286,7 @@ static void op_apply(struct rop *op)
     for (unsigned i = 0; i < op->n && !rc.dead; i++) {
         const struct racc_op *o = &op->accp[i];
         x.lo = o->lo, x.hi = o->hi, x.anchor = o->anchor;
+        x.seen = o->seen, x.clo = o->clo, x.chi = o->chi;
         x.mode = o->mode, x.exact = o->exact;
         if (x.what == RC_OP_KERNEL)
             x.param = o->param;
@@ -1203,6 +1295,7 @@ static void op_apply(struct rop *op)
 }
 
 static void print_pending(struct rop *op);
+static void watch_poll(unsigned wait_us);
 
 static int lock(void)
 {
@@ -1254,7 +1347,7 @@ static int kern_words(struct rkern *k)
                                : c == ATL_RP_OPERANDS && w == 0 ? RC_WRITE
                                : c == ATL_RP_OPERANDS           ? RC_READ
                                                                 : RC_MAYWRITE;
-                k->words[n] = (struct rword){j, w, mode};
+                k->words[n] = (struct rword){.param = j, .off = w, .mode = mode};
             }
         }
         if (!pass) {
@@ -1400,7 +1493,7 @@ static struct rmemo *launch_words(struct rkern *k, const void *const *params, un
             continue;
         memcpy(&x, p + w->off, 8);
         if (x - rc.lo < rc.hi - rc.lo) /* most words are no address at all */
-            op_pointer(op, x, w->mode, w->param);
+            op_word(op, x, w);
     }
     if (!nv || rc.dead)
         return NULL;
@@ -1503,6 +1596,8 @@ static int op_open(struct rop *op, struct rpend *pend, int what, int hook, CUstr
     op_none(op);
     if (lock() != 0)
         return -1;
+    if (rc.nwp)
+        watch_poll(0);
     op->u = stream_slot(s, hook);
     op->what = what, op->hook = hook;
     op->n = 0;
@@ -1525,18 +1620,266 @@ static void op_close(struct rop *op)
     print_pending(op);
 }
 
-void atl_races_launch(const struct atl_launch *l, CUresult r)
+/* A launch's packed parameter buffer (`extra`), if it passes one. */
+static void packed_of(const struct atl_launch *l, const unsigned char **packed, size_t *psize)
 {
-    if (r != CUDA_SUCCESS)
-        return;
-    const unsigned char *packed = NULL;
-    size_t psize = 0;
+    *packed = NULL, *psize = 0;
     for (size_t i = 0; l->extra && l->extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
         if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-            packed = l->extra[i + 1];
+            *packed = l->extra[i + 1];
         else if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && l->extra[i + 1])
-            psize = *(const size_t *)l->extra[i + 1];
+            *psize = *(const size_t *)l->extra[i + 1];
     }
+}
+
+/* ---- watching what a kernel writes (src/races_watch.h) ----------------------------- */
+
+void atl_races_enq(int begin)
+{
+    if (begin) {
+        atl_thr.races_enq = 1;
+        __atomic_add_fetch(&rc.enq_inflight, 1, __ATOMIC_ACQ_REL);
+        __atomic_add_fetch(&rc.enq_starts, 1, __ATOMIC_ACQ_REL);
+    } else if (atl_thr.races_enq) {
+        atl_thr.races_enq = 0;
+        __atomic_sub_fetch(&rc.enq_inflight, 1, __ATOMIC_ACQ_REL);
+    }
+}
+
+/* The stream a launch went to, as a call of ours names it (the per-thread default stream
+ * of a _ptsz entry point is not the legacy stream our own calls' 0 would be). */
+static CUstream launch_stream(CUstream s, int hook)
+{
+    return s == NULL && (atl_hook_flags[hook] & ATL_F_PT) ? CU_STREAM_PER_THREAD : s;
+}
+
+/* Word w of a launch's parameters; 0 when out of reach. */
+static uint64_t word_value(const struct rkern *k, const struct rword *w, const void *const *params,
+                           const unsigned char *packed, size_t psize)
+{
+    uint64_t v = 0;
+    if (params) {
+        const unsigned char *p = params[w->param];
+        if (p)
+            memcpy(&v, p + w->off, 8);
+    } else if (packed && k->off[w->param] + (size_t)w->off + 8 <= psize) {
+        memcpy(&v, packed + k->off[w->param] + w->off, 8);
+    }
+    return v;
+}
+
+static void watch_release(struct rwatch *wp)
+{
+    wp->used = wp->running = 0;
+    wp->w = NULL;
+    rc.nwp--;
+}
+
+/* Under the lock: what a watch saw, into its kernel's words. clean: no other op was begun
+ * from its launch's start to its result. A change seen makes the word write, from then on;
+ * none (or a result that proves nothing) is a try. */
+static void watch_apply(struct rwatch *wp, const struct atl_wregion *out, int clean)
+{
+    rc.watched++;
+    void **p = rmap_find(&rc.kerns, (uint64_t)(uintptr_t)wp->func);
+    struct rkern *k = p ? *p : NULL;
+    if (!k || k->gen != wp->gen)
+        return; /* unloaded since */
+    int changed = 0;
+    for (unsigned i = 0; i < wp->n; i++) {
+        if (wp->word[i] >= k->nwords)
+            continue;
+        struct rword *w = &k->words[wp->word[i]];
+        if (w->mode != RC_MAYWRITE)
+            continue;
+        if (clean && !wp->contested[i] && out[i].lo < out[i].hi) {
+            w->mode = RC_WRITE, w->seen = wp->seq, w->clo = out[i].lo, w->chi = out[i].hi;
+            rc.words_seen++;
+            changed = 1;
+        } else if (++w->tries == RC_WATCH_TRIES) {
+            rc.words_unseen++;
+        }
+    }
+    if (changed) /* the memos hold the accesses' modes */
+        for (int i = 0; i < RC_MEMO; i++)
+            k->memo[i].gen = 0;
+}
+
+/* Under the lock: watches whose result was not read at their launch, read when done. */
+static void watch_poll(unsigned wait_us)
+{
+    if (atl_capture_forbids_sync())
+        return; /* an event query is refused during a global capture */
+    for (int i = 0; i < ATL_WATCH_SLOTS && rc.nwp; i++) {
+        struct rwatch *wp = &rc.wp[i];
+        if (!wp->used || !wp->running)
+            continue;
+        struct atl_wregion out[ATL_WATCH_REGIONS];
+        int res = atl_watch_result(wp->w, wait_us, out, wp->n);
+        if (res == 0)
+            continue;
+        if (res == 1)
+            watch_apply(wp, out,
+                        __atomic_load_n(&rc.enq_starts, __ATOMIC_ACQUIRE) == wp->starts);
+        watch_release(wp);
+    }
+}
+
+/* Whether an access kept for a, of another stream and not ordered before stream u now,
+ * may write bytes [lo, hi): then a change there proves nothing of u's launch. */
+static int contested(const struct ralloc *a, unsigned u, uint64_t lo, uint64_t hi)
+{
+    for (unsigned i = 0; i < a->n; i++) {
+        const struct racc *e = &a->e[i];
+        if (e->mode != RC_READ && !ordered(e, u) && e->clock > vc_get(&rc.host, e->stream) &&
+            overlap(e->lo, e->hi, lo, hi))
+            return 1;
+    }
+    return 0;
+}
+
+void atl_races_teardown(void)
+{
+    if (lock() != 0)
+        return;
+    if (rc.nwp)
+        watch_poll(100000);
+    for (int i = 0; i < ATL_WATCH_SLOTS; i++)
+        if (rc.wp[i].used && rc.wp[i].running)
+            watch_release(&rc.wp[i]);
+    pthread_mutex_unlock(&rc.mu);
+    atl_watch_reset();
+}
+
+/* Before a launch: the first launches of a kernel with parameters that may write, each of
+ * whose pointers reaches an allocation, are watched (src/races_watch.h), until a write is
+ * seen through each or RC_WATCH_TRIES were not. Only when this launch is the one op being
+ * enqueued, and no capture could see the watch's copies or forbids its event query. */
+void atl_races_launch_pre(const struct atl_launch *l)
+{
+    atl_thr.races_watch = 0;
+    atl_thr.races_enq = 1;
+    int others = __atomic_add_fetch(&rc.enq_inflight, 1, __ATOMIC_ACQ_REL) != 1;
+    atl_thr.races_starts = __atomic_add_fetch(&rc.enq_starts, 1, __ATOMIC_ACQ_REL);
+    if (others || __atomic_load_n(&rc.watch_off, __ATOMIC_RELAXED) || !l->func ||
+        (l->rec && __atomic_load_n(&l->rec->races_quiet, __ATOMIC_RELAXED)) ||
+        atl_capture_any() || atl_capture_forbids_sync())
+        return;
+    const unsigned char *packed;
+    size_t psize;
+    packed_of(l, &packed, &psize);
+    const void *const *params = (const void *const *)l->params;
+    if (!params && !packed)
+        return;
+    if (lock() != 0)
+        return;
+    struct rkern *k = kern_of(l);
+    int u = stream_slot(l->stream, l->hook);
+    struct rwatch *wp = NULL;
+    for (int i = 0; i < ATL_WATCH_SLOTS && !wp && u >= 0; i++)
+        if (!rc.wp[i].used)
+            wp = &rc.wp[i];
+    unsigned n = 0, left = 0;
+    size_t total = 0;
+    struct atl_wregion r[ATL_WATCH_REGIONS];
+    for (unsigned i = 0; k && i < k->nwords; i++) {
+        const struct rword *w = &k->words[i];
+        if (w->mode != RC_MAYWRITE || w->tries >= RC_WATCH_TRIES)
+            continue;
+        left++;
+        if (!wp || n == ATL_WATCH_REGIONS)
+            continue;
+        uint64_t v = word_value(k, w, params, packed, psize);
+        struct ralloc *a = v - rc.lo < rc.hi - rc.lo ? resolve(v) : NULL;
+        if (!a)
+            continue;
+        uint64_t len = a->span - (v - a->base);
+        if (len > ATL_WATCH_REGION)
+            len = ATL_WATCH_REGION;
+        if (len > ATL_WATCH_BYTES - total)
+            len = ATL_WATCH_BYTES - total;
+        if (!len)
+            continue;
+        wp->contested[n] = (unsigned char)contested(a, (unsigned)u, v - a->base, v - a->base + len);
+        wp->word[n] = (uint16_t)i;
+        r[n++] = (struct atl_wregion){.dptr = v, .len = (uint32_t)len};
+        total += len;
+    }
+    if (k && !left && l->rec)
+        __atomic_store_n(&l->rec->races_quiet, 1, __ATOMIC_RELAXED);
+    if (n) {
+        wp->used = 1, wp->running = 0;
+        rc.nwp++;
+        wp->func = l->func, wp->gen = k->gen, wp->seq = l->seq;
+        wp->starts = atl_thr.races_starts;
+        wp->n = n;
+        memcpy(wp->r, r, n * sizeof *r);
+    }
+    pthread_mutex_unlock(&rc.mu);
+    if (!n)
+        return;
+    wp->w = atl_watch_begin(launch_stream(l->stream, l->hook), r, n);
+    if (!wp->w) {
+        if (lock() == 0) {
+            watch_release(wp);
+            pthread_mutex_unlock(&rc.mu);
+        }
+        return;
+    }
+    atl_thr.races_watch = (int)(wp - rc.wp) + 1;
+}
+
+/* After the launch, before it is checked: the watch's second copies, and its result when it
+ * comes within RC_WATCH_WAIT_US (else it is read later, when done). */
+static void watch_post(const struct atl_launch *l, CUresult r)
+{
+    int wi = atl_thr.races_watch;
+    atl_thr.races_watch = 0;
+    if (!wi) {
+        atl_races_enq(0);
+        return;
+    }
+    struct rwatch *wp = &rc.wp[wi - 1];
+    int ok = r == CUDA_SUCCESS &&
+             __atomic_load_n(&rc.enq_starts, __ATOMIC_ACQUIRE) == wp->starts;
+    int after = atl_watch_after(wp->w, launch_stream(l->stream, l->hook), ok);
+    atl_races_enq(0);
+    int res = -1;
+    struct atl_wregion out[ATL_WATCH_REGIONS];
+    if (after == 0) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        res = atl_watch_result(wp->w, RC_WATCH_WAIT_US, out, wp->n);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        uint64_t us = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u +
+                      (uint64_t)((t1.tv_nsec - t0.tv_nsec) / 1000);
+        if (__atomic_add_fetch(&rc.watch_wait_us, us, __ATOMIC_RELAXED) >= RC_WATCH_BUDGET_US)
+            __atomic_store_n(&rc.watch_off, 1, __ATOMIC_RELAXED);
+    }
+    if (lock() != 0)
+        return;
+    if (res == 1)
+        watch_apply(wp, out, __atomic_load_n(&rc.enq_starts, __ATOMIC_ACQUIRE) == wp->starts);
+    if (res == 0) {
+        wp->running = 1;
+    } else {
+        if (res < 0)
+            rc.watched++;
+        watch_release(wp);
+    }
+    if (rc.watched >= RC_WATCH_MAX)
+        __atomic_store_n(&rc.watch_off, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&rc.mu);
+}
+
+void atl_races_launch(const struct atl_launch *l, CUresult r)
+{
+    watch_post(l, r);
+    if (r != CUDA_SUCCESS)
+        return;
+    const unsigned char *packed;
+    size_t psize;
+    packed_of(l, &packed, &psize);
     struct rpend pend[RC_PEND];
     struct rop op;
     struct rsite where;
@@ -1556,7 +1899,7 @@ void atl_races_launch(const struct atl_launch *l, CUresult r)
                 if (k->off[w->param] + (size_t)w->off + 8 > psize)
                     continue;
                 memcpy(&v, packed + k->off[w->param] + w->off, 8);
-                op_pointer(&op, v, w->mode, w->param);
+                op_word(&op, v, w);
             }
         if (!k->exact && packed) /* no layout: the packed buffer, one by-value blob */
             scan_blob(&op, packed, psize > 65536 ? 65536 : psize);
@@ -1743,7 +2086,7 @@ void atl_races_free(const struct atl_free *f)
         struct ralloc *a = *p;
         op_begin(&op, u, RC_OP_FREE, f->hook, site_get(&where), pend);
         op.freed = &f->rec;
-        op_add(&op, a, 0, a->span, 0, RC_WRITE, 1, 255);
+        op_add(&op, a, 0, a->span, 0, RC_WRITE, 1, 255, NULL);
         op_end(&op);
     }
     alloc_drop(f->rec.seq);
@@ -2022,6 +2365,7 @@ void atl_races_graph_launch(const struct atl_graph_launch *g, CUresult r)
             x.lo = n->lo > a->base ? n->lo - a->base : 0;
             x.hi = n->hi - a->base > a->span ? a->span : n->hi - a->base;
             x.anchor = n->anchor - a->base;
+            x.seen = n->seen, x.clo = n->clo, x.chi = n->chi;
             x.mode = n->mode, x.exact = n->exact, x.param = n->param;
             x.sub = n->what, x.hook2 = n->hook, x.site2 = n->site, x.name = n->name;
             check(&op, a, &x);
@@ -2266,21 +2610,32 @@ static void kernel_name(const char *m, char *buf, size_t n)
 static void side_desc(const struct racc *a, const struct rsd *sd, const struct atl_stack *site,
                       const struct atl_stack *site2, char *buf, size_t n)
 {
-    char what[520], sn[128], st[256], st2[256];
+    char what[720], sn[128], st[256], st2[256];
     char kn[320];
     int what_kind = a->what == RC_OP_GRAPH ? a->sub : a->what;
     const char *hook = atl_hook_names[a->what == RC_OP_GRAPH ? a->hook2 : a->hook];
     switch (what_kind) {
-    case RC_OP_KERNEL:
+    case RC_OP_KERNEL: {
+        char mode[160];
         kernel_name(a->name, kn, sizeof kn);
+        if (a->seen && a->what != RC_OP_GRAPH && a->opnum == a->seen)
+            snprintf(mode, sizeof mode, "writes: +%llu..+%llu from it changed at this launch",
+                     (unsigned long long)a->clo, (unsigned long long)a->chi - 1);
+        else if (a->seen)
+            snprintf(mode, sizeof mode, "writes: +%llu..+%llu from it changed at launch#%llu",
+                     (unsigned long long)a->clo, (unsigned long long)a->chi - 1,
+                     (unsigned long long)a->seen);
+        else
+            snprintf(mode, sizeof mode, "%s", mode_name(a->mode, 1));
         if (a->what == RC_OP_GRAPH)
             snprintf(what, sizeof what, "kernel=%s parameter %u (%s) at +%llu", kn, a->param,
-                     mode_name(a->mode, 1), (unsigned long long)a->anchor);
+                     mode, (unsigned long long)a->anchor);
         else
             snprintf(what, sizeof what, "launch#%llu kernel=%s parameter %u (%s) at +%llu",
-                     (unsigned long long)a->opnum, kn, a->param, mode_name(a->mode, 1),
+                     (unsigned long long)a->opnum, kn, a->param, mode,
                      (unsigned long long)a->anchor);
         break;
+    }
     case RC_OP_FREE:
         snprintf(what, sizeof what, "%s frees it", hook);
         break;
@@ -2429,6 +2784,12 @@ void atl_races_exit(void)
 {
     if (atl_exit_lock(&rc.mu, "the race summary") != 0)
         return;
+    if (rc.nwp) /* watches still under way: a last look */
+        watch_poll(100000);
+    __atomic_store_n(&rc.watch_off, 1, __ATOMIC_RELAXED);
+    if (!rc.nwp)
+        atl_watch_exit();
+    uint64_t watched = rc.watched, wseen = rc.words_seen, wunseen = rc.words_unseen;
     uint64_t races = rc.races, rd = rc.races_distinct, poss = rc.possible,
              pd = rc.possible_distinct, acc = rc.accesses, forgot = rc.forgotten,
              dropped = rc.dropped;
@@ -2446,15 +2807,25 @@ void atl_races_exit(void)
     if (quiet)
         snprintf(supp, sizeof supp, "; %llu of them suppressed", (unsigned long long)quiet);
     /* numbers as the summary line writes them (2,114), in one run alike */
-    char n1[32], n2[32], n3[32], n4[32], n5[32], n6[32];
+    char n1[32], n2[32], n3[32], n4[32], n5[32], n6[32], n7[32];
     atl_log(ATL_WARN,
             "races: %s found (%s distinct%s), %s possible (%s distinct: a side only may write, or "
-            "may not touch the same bytes; %s); %s access%s checked on %s stream%s%s",
+            "may not touch the same bytes; %s); %s access%s checked on %s stream%s; %s launch%s "
+            "watched for %s writes%s",
             atl_summary_number(races, n1), atl_summary_number(rd, n2), supp,
             atl_summary_number(poss, n3), atl_summary_number(pd, n4),
             rc.mode > 1 ? "listed above" : lists, atl_summary_number(acc, n5),
             acc == 1 ? "" : "es", atl_summary_number(streams, n6), streams == 1 ? "" : "s",
+            atl_summary_number(watched, n7), watched == 1 ? "" : "es",
+            watched == 1 ? "its kernel's" : "their kernels'",
             dead ? " (stopped early: out of memory)" : "");
+    if (watched)
+        atl_log(ATL_INFO,
+                "races: %s launch%s watched for what their kernels write: %s parameter%s "
+                "seen writing, %s not in %d launches each (those stay \"may write\")",
+                atl_summary_number(watched, n1), watched == 1 ? "" : "es",
+                atl_summary_number(wseen, n2), wseen == 1 ? "" : "s",
+                atl_summary_number(wunseen, n3), RC_WATCH_TRIES);
     if (unprinted)
         atl_log(ATL_WARN,
                 "races: %llu distinct ones not printed (at most %d are printed for one call, %d "

@@ -19,7 +19,16 @@
  * ATLAS_RACES is off. */
 unsigned atl_races_init(void);
 
+/* Before a launch: the watch of what it writes, for the first launches of a kernel whose
+ * parameters may write (src/races_watch.h); after it, atl_races_launch. */
+void atl_races_launch_pre(const struct atl_launch *l);
 void atl_races_launch(const struct atl_launch *l, CUresult r);
+/* Every other op that may write device memory (copies, memsets, graph launches) calls this
+ * with 1 before the driver's call and 0 after it (also when it is left by longjmp): a
+ * watch counts only when no other op was enqueued in its window. */
+void atl_races_enq(int begin);
+/* Before a context is torn down: the watches' pinned memory and events, given back. */
+void atl_races_teardown(void);
 void atl_races_graph_launch(const struct atl_graph_launch *g, CUresult r);
 void atl_races_graph_inst(const struct atl_graph_inst *g, CUresult r);
 void atl_races_alloc(const struct atl_alloc *a, CUresult r);

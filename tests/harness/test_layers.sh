@@ -48,7 +48,7 @@ room() {
     leaks) echo feature:leaks ;;
     trace | trace_internal | tracebuf | tracestep | nvtx | chrome) echo feature:trace ;;
     hang) echo feature:hang ;;
-    races | races_params) echo feature:races ;;
+    races | races_params | races_watch) echo feature:races ;;
     step | stepseries | tracediff | tracejson | jsonw | traceformat) echo model ;;
     *) echo fact ;;
     esac

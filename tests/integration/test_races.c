@@ -209,7 +209,7 @@ START_TEST(may_write_is_counted_then_listed_with_all)
     run_case(&r, "maywrite", "raced", all);
     ck_assert_int_eq(count_lines(r.log, "possible race: alloc#1 "), 1);
     HAS(r.log, "maybe written on one stream and read on another");
-    HAS(r.log, "possible race:   1st: launch#1 kernel=produce(float*, int) parameter 0 (may "
+    HAS(r.log, "possible race:   1st: launch#1 kernel=peek(float*, int) parameter 0 (may "
                "write) at +0");
     HAS(r.log, "possible race:   2nd: launch#2 kernel=consume(float const*, int)");
     HAS(r.log, "possible race:   missing edge: ");
@@ -218,6 +218,64 @@ START_TEST(may_write_is_counted_then_listed_with_all)
     run_case(&r, "maywrite", "fixed", all);
     HASNT(r.log, "race:");
     HAS(r.log, "races: 0 found (0 distinct), 0 possible (0 distinct");
+    run_free(&r);
+}
+END_TEST
+
+/* Issue #44: the writer is a kernel whose types say only "may write"; its first launches are
+ * watched, and the change seen makes the race certain. */
+#define PRODUCED "kernel=produce(float*, int) parameter 0 (writes: +6..+4095 from it changed at "
+
+START_TEST(kernel_write_read_by_a_kernel)
+{
+    both("kernel_write", "launch#1 " PRODUCED "this launch) at +0, on stream 0x", READS,
+         "never waited for an event recorded on stream 0x");
+    struct run_result r;
+    run_case(&r, "kernel_write", "raced", NULL);
+    HAS(r.log, "; 1 launch watched for its kernel's writes");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(kernel_write_read_by_a_copy)
+{
+    both("kernel_copy", PRODUCED "this launch)",
+         "cuMemcpyDtoHAsync_v2 reads +0..+4095, on stream 0x", "never waited");
+}
+END_TEST
+
+START_TEST(extern_c_kernel_write)
+{
+    both("extern_c", "launch#1 kernel=kscale parameter 0 (writes: +2..+4095 from it changed at "
+                     "this launch) at +0",
+         "cuMemcpyDtoHAsync_v2 reads +0..+4095", "never waited");
+}
+END_TEST
+
+START_TEST(write_seen_before_names_a_later_race)
+{
+    /* the first launch (then synchronised) is the one watched; the race is the second's */
+    both("kernel_later", "launch#2 " PRODUCED "launch#1) at +0", READS, "never waited");
+}
+END_TEST
+
+START_TEST(kernel_write_on_another_thread)
+{
+    both("kernel_threads", "launch#1 " PRODUCED "this launch)", READS, "never waited");
+}
+END_TEST
+
+START_TEST(disjoint_kernel_writes_are_no_race)
+{
+    struct run_result r;
+    run_case(&r, "disjoint", "raced", NULL);
+    HASNT(r.log, "race:");
+    HAS(r.log, "races: 0 found (0 distinct), 1 possible (1 distinct");
+    /* the first launch showed the write; the second is not watched again */
+    HAS(r.log, "; 1 launch watched for its kernel's writes");
+    run_free(&r);
+    run_case(&r, "disjoint", "fixed", NULL);
+    assert_silent(&r);
     run_free(&r);
 }
 END_TEST
@@ -540,6 +598,12 @@ int main(void)
     tcase_add_test(tc, operator_output_is_a_certain_write);
     tcase_add_test(tc, may_write_is_counted_then_listed_with_all);
     tcase_add_test(tc, exact_ranges_of_copies);
+    tcase_add_test(tc, kernel_write_read_by_a_kernel);
+    tcase_add_test(tc, kernel_write_read_by_a_copy);
+    tcase_add_test(tc, extern_c_kernel_write);
+    tcase_add_test(tc, write_seen_before_names_a_later_race);
+    tcase_add_test(tc, kernel_write_on_another_thread);
+    tcase_add_test(tc, disjoint_kernel_writes_are_no_race);
     tcase_add_test(tc, stream_ordered_free);
     tcase_add_test(tc, query_and_event_sync_tell_the_host);
     tcase_add_test(tc, blocking_copy_tells_the_host);

@@ -59,6 +59,29 @@ static CUresult k_produce(const struct fake_launch *l, void **p)
     return CUDA_SUCCESS;
 }
 
+/* peek(float*, int): reads through a pointer to non-const (may write, as far as its type
+ * says; never seen writing) */
+static CUresult k_peek(const struct fake_launch *l, void **p)
+{
+    (void)l;
+    const float *x = *(float **)p[0];
+    int n = *(const int *)p[1];
+    for (int i = 0; i < n; i++)
+        sink += x[i];
+    return CUDA_SUCCESS;
+}
+
+/* extern "C" kscale(float *x, int n): a name without types; writes */
+static CUresult k_scale(const struct fake_launch *l, void **p)
+{
+    (void)l;
+    float *x = *(float **)p[0];
+    int n = *(const int *)p[1];
+    for (int i = 0; i < n; i++)
+        x[i] = x[i] * 2.0f + 1.0f;
+    return CUDA_SUCCESS;
+}
+
 /* at::native::vectorized_elementwise_kernel<4, FillFunctor<float>,
  * std::array<char*, 1>>(int, FillFunctor<float>, std::array<char*, 1>):
  * PyTorch's fill, its output first in the operand array */
@@ -81,10 +104,12 @@ static const struct fake_kernel_def kernels[] = {
     {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_"
      "T1_",
      k_fill, 3, sz_fill, NULL},
+    {"_Z4peekPfi", k_peek, 2, sz_ptr_int, NULL},
+    {"kscale", k_scale, 2, sz_ptr_int, NULL},
 };
-static const struct fake_image image = {FAKE_IMAGE_MAGIC, 3, kernels};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 5, kernels};
 
-static CUfunction consume, produce, fill;
+static CUfunction consume, produce, fill, peek, kscale;
 static CUdeviceptr d;
 static float host[N];
 static int raced;
@@ -104,6 +129,8 @@ __attribute__((noinline)) void setup(void)
     CHECK(cuModuleGetFunction(&consume, mod, "_Z7consumePKfi"));
     CHECK(cuModuleGetFunction(&produce, mod, "_Z7producePfi"));
     CHECK(cuModuleGetFunction(&fill, mod, kernels[2].name));
+    CHECK(cuModuleGetFunction(&peek, mod, "_Z4peekPfi"));
+    CHECK(cuModuleGetFunction(&kscale, mod, "kscale"));
     CHECK(cuMemAlloc(&d, N * sizeof(float)));
 }
 
@@ -414,14 +441,97 @@ static void case_operands(void)
     read_on(b);
 }
 
-/* A kernel that only may write (float*), read on another stream: possible,
- * not reported unless ATLAS_RACES=all. */
+/* n floats from d + off written by `k` (produce or kscale) on s, or read by peek */
+void kernel_on(CUfunction k, CUstream s, size_t off, int n);
+__attribute__((noinline)) void kernel_on(CUfunction k, CUstream s, size_t off, int n)
+{
+    CUdeviceptr p = d + off;
+    void *args[] = {&p, &n};
+    CHECK(cuLaunchKernel(k, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+}
+
+/* A kernel that may write (float*) but only reads, read on another stream: possible (its
+ * watched launches see no change), not reported unless ATLAS_RACES=all. */
 static void case_maywrite(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    kernel_on(peek, a, 0, N);
+    handoff(a, b);
+    read_on(b);
+}
+
+/* Issue #44: a kernel writing through float*, read on another stream by a kernel. Its
+ * launch is watched: the write is seen, so the race is certain. */
+static void case_kernel_write(void)
 {
     CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
     produce_on(a);
     handoff(a, b);
     read_on(b);
+}
+
+/* The same read by an asynchronous copy on another stream. */
+void download(CUstream s);
+__attribute__((noinline)) void download(CUstream s)
+{
+    CHECK(cuMemcpyDtoHAsync(host, d, sizeof host, s));
+}
+
+static void case_kernel_copy(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    produce_on(a);
+    handoff(a, b);
+    download(b);
+}
+
+/* An extern "C" kernel (no types in its name) writing, read by a copy. */
+static void case_extern_c(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    kernel_on(kscale, a, 0, N);
+    handoff(a, b);
+    download(b);
+}
+
+/* The write seen at the first launch (ordered), the race at a later one: named by what the
+ * first launch showed. */
+static void case_kernel_later(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    produce_on(a);
+    CHECK(cuStreamSynchronize(a));
+    produce_on(a);
+    handoff(a, b);
+    read_on(b);
+}
+
+/* Two kernels writing the two halves of one allocation on two streams (NVIDIA's
+ * simpleHyperQ does so): both seen writing, nothing in common: no race in either version. */
+static void case_disjoint(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    kernel_on(produce, a, 0, N / 2);
+    handoff(a, b);
+    kernel_on(produce, b, N / 2 * sizeof(float), N / 2);
+}
+
+/* A kernel's write on one thread's stream, read by a kernel on another thread's. */
+static void *kw_writer(void *arg)
+{
+    (void)arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    produce_on(th_a);
+    CHECK(cuEventRecord(th_e, th_a));
+    return NULL;
+}
+
+static void case_kernel_threads(void)
+{
+    th_a = stream(CU_STREAM_NON_BLOCKING);
+    th_b = stream(CU_STREAM_NON_BLOCKING);
+    th_e = event();
+    one_then_other(kw_writer, th_reader);
 }
 
 /* Copies into the two halves of one allocation on two streams: exact
@@ -836,6 +946,12 @@ static const struct {
     {"threads", case_threads},
     {"operands", case_operands},
     {"maywrite", case_maywrite},
+    {"kernel_write", case_kernel_write},
+    {"kernel_copy", case_kernel_copy},
+    {"extern_c", case_extern_c},
+    {"kernel_later", case_kernel_later},
+    {"disjoint", case_disjoint},
+    {"kernel_threads", case_kernel_threads},
     {"halves", case_halves},
     {"free_async", case_free_async},
     {"query", case_query},
