@@ -50,6 +50,29 @@ __global__ void incr(float *x, int n)
         x[i] += 1.0f;
 }
 
+/* writes every element (the first one too: no element keeps its value) */
+__global__ void produce(float *x, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        x[i] = 0.5f * i + 3.0f;
+}
+
+/* a name without types: every parameter may write, as far as the name says */
+extern "C" __global__ void kscale(float *x, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        x[i] = x[i] * 2.0f + 1.0f;
+}
+
+/* reads through a pointer to non-const; writes only its own sum */
+__global__ void peek(float *x, float *s, int n)
+{
+    float t = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        t += x[i];
+    atomicAdd(s, t);
+}
+
 static float *d, *h, *sum;
 static int raced;
 
@@ -76,6 +99,17 @@ __attribute__((noinline)) void read_on(cudaStream_t s)
 {
     consume<<<64, 256, 0, s>>>(d, sum, N);
     CHECK(cudaGetLastError());
+}
+
+__attribute__((noinline)) void produce_on(cudaStream_t s)
+{
+    produce<<<64, 256, 0, s>>>(d, N);
+    CHECK(cudaGetLastError());
+}
+
+__attribute__((noinline)) void download(cudaStream_t s)
+{
+    CHECK(cudaMemcpyAsync(h, d, N * sizeof(float), cudaMemcpyDeviceToHost, s));
 }
 
 static void handoff(cudaStream_t a, cudaStream_t b)
@@ -170,6 +204,108 @@ static void graph(void)
     CHECK(cudaGraphLaunch(x, a));
     handoff(a, b);
     read_on(b);
+}
+
+/* Issue #44: a kernel's write (float *, no const), read on another stream */
+static void kw_copy(void)
+{
+    cudaStream_t a = stream(cudaStreamNonBlocking), b = stream(cudaStreamNonBlocking);
+    produce_on(a);
+    handoff(a, b);
+    download(b);
+}
+
+static void kw_kernel(void)
+{
+    cudaStream_t a = stream(cudaStreamNonBlocking), b = stream(cudaStreamNonBlocking);
+    produce_on(a);
+    handoff(a, b);
+    read_on(b);
+}
+
+static void kw_legacy(void)
+{
+    cudaStream_t a = stream(raced ? cudaStreamNonBlocking : cudaStreamDefault);
+    produce_on(a);
+    read_on(0);
+}
+
+static void kw_early(void)
+{
+    cudaStream_t a = stream(cudaStreamNonBlocking), b = stream(cudaStreamNonBlocking);
+    cudaEvent_t e = event();
+    if (raced)
+        CHECK(cudaEventRecord(e, a));
+    produce_on(a);
+    if (!raced)
+        CHECK(cudaEventRecord(e, a));
+    CHECK(cudaStreamWaitEvent(b, e, 0));
+    download(b);
+}
+
+static void kw_extern(void)
+{
+    cudaStream_t a = stream(cudaStreamNonBlocking), b = stream(cudaStreamNonBlocking);
+    kscale<<<64, 256, 0, a>>>(d, N);
+    CHECK(cudaGetLastError());
+    handoff(a, b);
+    download(b);
+}
+
+static cudaStream_t kt_a, kt_b;
+static cudaEvent_t kt_e;
+static void *kt_writer(void *)
+{
+    produce_on(kt_a);
+    CHECK(cudaEventRecord(kt_e, kt_a));
+    return NULL;
+}
+static void *kt_reader(void *)
+{
+    if (!raced)
+        CHECK(cudaStreamWaitEvent(kt_b, kt_e, 0));
+    read_on(kt_b);
+    return NULL;
+}
+
+static void kw_threads(void)
+{
+    kt_a = stream(cudaStreamNonBlocking), kt_b = stream(cudaStreamNonBlocking);
+    kt_e = event();
+    pthread_t t;
+    pthread_create(&t, NULL, kt_writer, NULL);
+    pthread_join(t, NULL); /* orders the threads, not their streams */
+    pthread_create(&t, NULL, kt_reader, NULL);
+    pthread_join(t, NULL);
+}
+
+/* simpleHyperQ's shape: kernels on 4 streams writing disjoint parts of one allocation, and
+ * kernels on 4 streams reading one buffer through a pointer to non-const: no race */
+static void kw_disjoint(void)
+{
+    const int ns = 4, chunk = N / ns;
+    cudaStream_t s[ns];
+    for (int i = 0; i < ns; i++)
+        s[i] = stream(cudaStreamNonBlocking);
+    for (int rep = 0; rep < 5; rep++)
+        for (int i = 0; i < ns; i++)
+            produce<<<16, 256, 0, s[i]>>>(d + i * chunk, chunk);
+    CHECK(cudaDeviceSynchronize());
+}
+
+static void kw_shared_read(void)
+{
+    const int ns = 4;
+    cudaStream_t s[ns];
+    float *sums;
+    CHECK(cudaMalloc(&sums, ns * 64 * sizeof(float)));
+    CHECK(cudaMemset(sums, 0, ns * 64 * sizeof(float)));
+    for (int i = 0; i < ns; i++)
+        s[i] = stream(cudaStreamNonBlocking);
+    for (int rep = 0; rep < 5; rep++)
+        for (int i = 0; i < ns; i++)
+            peek<<<16, 256, 0, s[i]>>>(d, sums + i * 64, N);
+    CHECK(cudaDeviceSynchronize());
 }
 
 static volatile int flag;
@@ -276,6 +412,9 @@ static const struct {
     {"legacy", legacy, 1},         {"ptds", ptds, 1},               {"graph", graph, 1},
     {"host_fn", host_fn, 1},       {"overlap", overlap, 0},         {"many", many, 0},
     {"priorities", priorities, 0}, {"timing", timing, 0},
+    {"kw_copy", kw_copy, 1},       {"kw_kernel", kw_kernel, 1},     {"kw_legacy", kw_legacy, 1},
+    {"kw_early", kw_early, 1},     {"kw_extern", kw_extern, 1},     {"kw_threads", kw_threads, 1},
+    {"kw_disjoint", kw_disjoint, 0}, {"kw_shared_read", kw_shared_read, 0},
 };
 
 int main(int argc, char **argv)

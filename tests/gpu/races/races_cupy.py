@@ -5,6 +5,10 @@
                                      (fixed) waiting for an event recorded after the copy
     races_cupy.py streams            each of 8 non-blocking streams works on arrays of its own,
                                      then hands its result to the null stream through an event
+    races_cupy.py rawkernel raced|fixed
+                                     a RawKernel (extern "C", no types in its name) writes an
+                                     array on one stream, a copy to pinned host memory on another
+                                     reads it without (raced) or after (fixed) an event
 
 Prints "ok" at the end."""
 import sys
@@ -46,11 +50,37 @@ def streams():
     return total
 
 
+SCALE = cupy.RawKernel(r"""
+extern "C" __global__ void scale_inplace(float *x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * 2.0f + 1.0f;
+}
+""", "scale_inplace")
+
+
+def rawkernel(raced):
+    a = cupy.ones(N, dtype=cupy.float32)
+    host = cupy.cuda.alloc_pinned_memory(N * 4)
+    out = numpy.frombuffer(host, dtype=numpy.float32, count=N)
+    cupy.cuda.Device().synchronize()
+    s1 = cupy.cuda.Stream(non_blocking=True)
+    s2 = cupy.cuda.Stream(non_blocking=True)
+    SCALE((N // 256,), (256,), (a, numpy.int32(N)), stream=s1)
+    if not raced:
+        s2.wait_event(s1.record())
+    a.get(stream=s2, out=out)  # an asynchronous copy on s2 reads a
+    s2.synchronize()
+    s1.synchronize()
+    return float(out[0])
+
+
 def main():
     case = sys.argv[1]
     raced = len(sys.argv) > 2 and sys.argv[2] == "raced"
     if case == "side":
         side(raced)
+    elif case == "rawkernel":
+        rawkernel(raced)
     else:
         streams()
     print("ok")

@@ -10,6 +10,9 @@
     races_torch.py train                  a training loop whose batches are copied in on a side
                                           stream, ordered with wait_stream and record_stream
     races_torch.py ddp                    DistributedDataParallel over NCCL, one rank
+    races_torch.py triton raced|fixed     a Triton kernel (no types in its name) writes x on a
+                                          side stream; the current stream reads it without
+                                          (raced) or after (fixed) wait_stream
 
 Prints "ok" at the end."""
 import os
@@ -112,11 +115,36 @@ def ddp():
     torch.distributed.destroy_process_group()
 
 
+def triton_case(raced):
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def fill_kernel(x_ptr, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + i, i.to(tl.float32) * 0.5 + 3.0, mask=i < n)
+
+    x = torch.zeros(N, device="cuda")
+    grid = (N // 1024,)
+    fill_kernel[grid](x, N, BLOCK=1024)  # compiled and run once, ordered
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fill_kernel[grid](x, N, BLOCK=1024)
+    if not raced:
+        torch.cuda.current_stream().wait_stream(s)
+    y = x * 2  # reads x on the current stream
+    torch.cuda.synchronize()
+    return float(y.sum())
+
+
 def main():
     case = sys.argv[1]
     raced = len(sys.argv) > 2 and sys.argv[2] == "raced"
     {"side": lambda: side(raced), "allreduce": lambda: allreduce(raced),
-     "allgather": lambda: allgather(raced), "train": train, "ddp": ddp}[case]()
+     "allgather": lambda: allgather(raced), "train": train, "ddp": ddp,
+     "triton": lambda: triton_case(raced)}[case]()
     print("ok")
 
 

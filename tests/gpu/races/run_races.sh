@@ -106,6 +106,34 @@ for k in side_copy wrong_event early_record legacy graph host_fn; do
 done
 run c_ptds_fixed -- "$build/gpu/races_cases_ptds" ptds fixed
 clean c_ptds_fixed "per-thread default streams ordered by an event"
+# issue #44: the writer is a kernel (float *, no const); its first launch is watched
+KWRITES='race:   1st: launch#[0-9]+ kernel=produce\(float\*, int\) parameter 0 \(writes: \+0\.\.\+[0-9]+ from it changed at (this launch|launch#[0-9]+)\) at \+0'
+KDOWN='race:   2nd: cuMemcpy[A-Za-z0-9_]* reads \+0\.\.\+4194303, on stream 0x'
+run c_kw_copy_raced -- "$c" kw_copy raced
+raced c_kw_copy_raced "a kernel's write read by a copy on another stream" "$KWRITES" "$KDOWN"
+run c_kw_kernel_raced -- "$c" kw_kernel raced
+raced c_kw_kernel_raced "a kernel's write read by a kernel on another stream" "$KWRITES" "$READS"
+run c_kw_legacy_raced -- "$c" kw_legacy raced
+raced c_kw_legacy_raced "a kernel on a non-blocking stream, read on the legacy stream" "$KWRITES" \
+    "2nd: .* on the legacy default stream" "a non-blocking stream is not ordered by the legacy"
+run c_kw_early_raced -- "$c" kw_early raced
+raced c_kw_early_raced "an event recorded before the kernel's write" "$KWRITES" "$KDOWN" \
+    "before the 1st: the record must come after the 1st"
+run c_kw_extern_raced -- "$c" kw_extern raced
+raced c_kw_extern_raced "an extern \"C\" kernel's write read by a copy" \
+    "1st: launch#[0-9]+ kernel=kscale parameter 0 \(writes: \+[0-9]+\.\.\+[0-9]+ from it changed at this launch\)" \
+    "$KDOWN"
+run c_kw_threads_raced -- "$c" kw_threads raced
+raced c_kw_threads_raced "two host threads' kernels on their own streams" "$KWRITES" "$READS"
+for k in kw_copy kw_kernel kw_legacy kw_early kw_extern kw_threads; do
+    run "c_${k}_fixed" -- "$c" $k fixed
+    clean "c_${k}_fixed" "the $k case, ordered"
+done
+run c_kw_disjoint -- "$c" kw_disjoint
+clean c_kw_disjoint "kernels on 4 streams writing disjoint parts of one allocation"
+run c_kw_shared_read -- "$c" kw_shared_read
+clean c_kw_shared_read "kernels on 4 streams reading one buffer through float *"
+grep -h 'launches\? watched' "$out"/c_kw_*.log | sed 's/.*accesses checked/  watch line: .../' | sort | uniq -c | head -5
 run c_overlap -- "$c" overlap
 clean c_overlap "copies and kernels overlapped on 4 streams, each on its chunk"
 run c_many -- "$c" many
@@ -134,6 +162,16 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         "2nd: launch#[0-9]+ kernel=.* \(reads\)"
     t torch_allgather_fixed allgather fixed
     clean torch_allgather_fixed "an all-gather output read after work.wait()"
+    if python3 -c 'import triton' 2>/dev/null; then
+        t torch_triton_raced triton raced
+        raced torch_triton_raced "a Triton kernel's write on a side stream read without wait_stream" \
+            "1st: launch#[0-9]+ kernel=fill_kernel parameter 0 \(writes: .*changed at launch#[0-9]+\)" \
+            "2nd: launch#[0-9]+ kernel=.*elementwise_kernel.* \(reads\)"
+        t torch_triton_fixed triton fixed
+        clean torch_triton_fixed "the same after wait_stream"
+    else
+        echo "SKIP: triton not found"
+    fi
     t torch_train train
     clean torch_train "training with batches copied in on a side stream"
     t torch_ddp ddp
@@ -149,6 +187,12 @@ if python3 -c 'import cupy' 2>/dev/null; then
         "1st: cuMemcpy[A-Za-z0-9_]* writes \+0\.\.\+4194303" "2nd: launch#[0-9]+ kernel="
     run cupy_side_fixed -- python3 $here/races_cupy.py side fixed
     clean cupy_side_fixed "the same after waiting for an event"
+    run cupy_raw_raced -- python3 $here/races_cupy.py rawkernel raced
+    raced cupy_raw_raced "a RawKernel's write read by a copy on another stream" \
+        "1st: launch#[0-9]+ kernel=scale_inplace parameter 0 \(writes: " \
+        "2nd: cuMemcpy[A-Za-z0-9_]* reads \+0\.\.\+4194303"
+    run cupy_raw_fixed -- python3 $here/races_cupy.py rawkernel fixed
+    clean cupy_raw_fixed "the same after an event"
     run cupy_streams -- python3 $here/races_cupy.py streams
     clean cupy_streams "8 streams handing results to the null stream by events"
 else
