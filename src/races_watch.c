@@ -106,15 +106,29 @@ struct atl_watch *atl_watch_begin(CUstream s, const struct atl_wregion *r, unsig
     }
     w->n = n;
     memcpy(w->r, r, n * sizeof *r);
-    size_t off = 0;
+    size_t off = 0, copied = 0;
     for (unsigned i = 0; i < n; i++) {
-        if (atl_drv.cuMemcpyDtoHAsync_v2(w->buf + off, (CUdeviceptr)r[i].dptr, r[i].len, s) !=
-            CUDA_SUCCESS) {
+        /* never past what the driver says the allocation is: a copy of memory not mapped
+         * could fault the context (a region the driver does not know is left out) */
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        if (atl_drv.cuMemGetAddressRange_v2 &&
+            (atl_drv.cuMemGetAddressRange_v2(&base, &size, (CUdeviceptr)r[i].dptr) !=
+                 CUDA_SUCCESS ||
+             r[i].dptr < base || r[i].dptr >= base + size))
+            w->r[i].len = 0;
+        else if (atl_drv.cuMemGetAddressRange_v2 && r[i].dptr + r[i].len > base + size)
+            w->r[i].len = (uint32_t)(base + size - r[i].dptr);
+        if (w->r[i].len &&
+            atl_drv.cuMemcpyDtoHAsync_v2(w->buf + off, (CUdeviceptr)r[i].dptr, w->r[i].len, s) !=
+                CUDA_SUCCESS) {
             drop(w, s);
             return NULL;
         }
-        off += r[i].len;
+        off += w->r[i].len, copied += w->r[i].len;
     }
+    if (!copied)
+        goto give_back;
     return w;
 give_back:
     pthread_mutex_lock(&mu);
@@ -131,7 +145,8 @@ int atl_watch_after(struct atl_watch *w, CUstream s, int ok)
     }
     size_t off = 0;
     for (unsigned i = 0; i < w->n; i++) {
-        if (atl_drv.cuMemcpyDtoHAsync_v2(w->buf + ATL_WATCH_BYTES + off,
+        if (w->r[i].len &&
+            atl_drv.cuMemcpyDtoHAsync_v2(w->buf + ATL_WATCH_BYTES + off,
                                          (CUdeviceptr)w->r[i].dptr, w->r[i].len,
                                          s) != CUDA_SUCCESS) {
             drop(w, s);
