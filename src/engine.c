@@ -279,7 +279,7 @@ void atl_graph_launch_pre(struct atl_graph_launch *g)
 {
     atl_ring_put(g->hook | ATL_RING_GRAPH, g->exec, g->stream, 0, 0, 0, 0, 0, 0, 0);
     if (on(ATL_FEAT_RACES))
-        atl_races_enq(1);
+        atl_races_graph_launch_pre(g);
 }
 
 void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
@@ -293,8 +293,6 @@ void atl_graph_inst_post(struct atl_graph_inst *g, CUresult r)
 
 CUresult atl_graph_launch_post(struct atl_graph_launch *g, CUresult r)
 {
-    if (on(ATL_FEAT_RACES))
-        atl_races_enq(0);
     latch(g->hook, r);
     if (on(ATL_FEAT_FAULT))
         r = atl_faultrep_graph_launch_post(g, r);

@@ -223,6 +223,7 @@ struct rgacc {
     uint64_t lo, hi, anchor;
     uint64_t seen; /* struct racc's */
     uint32_t clo, chi;
+    uint8_t tries; /* a kernel's "may write": its graph's launches watched without a change */
     const char *name;
     uint32_t site;
     uint16_t hook;
@@ -320,6 +321,7 @@ struct rwatch {
     struct atl_watch *w;
     CUfunction func;
     unsigned long gen;
+    CUgraphExec exec; /* a graph launch's: word[] are indices of the graph's accesses */
     uint64_t seq, starts; /* the launch's number; the ops begun when it began */
     unsigned n;
     uint16_t word[ATL_WATCH_REGIONS];
@@ -1678,9 +1680,15 @@ static void watch_release(struct rwatch *wp)
 /* Under the lock: what a watch saw, into its kernel's words. clean: no other op was begun
  * from its launch's start to its result. A change seen makes the word write, from then on;
  * none (or a result that proves nothing) is a try. */
+static void watch_apply_graph(struct rwatch *wp, const struct atl_wregion *out, int clean);
+
 static void watch_apply(struct rwatch *wp, const struct atl_wregion *out, int clean)
 {
     rc.watched++;
+    if (wp->exec) {
+        watch_apply_graph(wp, out, clean);
+        return;
+    }
     void **p = rmap_find(&rc.kerns, (uint64_t)(uintptr_t)wp->func);
     struct rkern *k = p ? *p : NULL;
     if (!k || k->gen != wp->gen)
@@ -1703,6 +1711,26 @@ static void watch_apply(struct rwatch *wp, const struct atl_wregion *out, int cl
     if (changed) /* the memos hold the accesses' modes */
         for (int i = 0; i < RC_MEMO; i++)
             k->memo[i].gen = 0;
+}
+
+/* The same for a graph launch: the graph's kernel accesses that may write. */
+static void watch_apply_graph(struct rwatch *wp, const struct atl_wregion *out, int clean)
+{
+    void **p = rmap_find(&rc.execs, (uint64_t)(uintptr_t)wp->exec);
+    struct rgraph *g = p ? *p : NULL;
+    for (unsigned i = 0; g && i < wp->n; i++) {
+        if (wp->word[i] >= g->n)
+            continue;
+        struct rgacc *a = &g->a[wp->word[i]];
+        if (a->mode != RC_MAYWRITE || a->anchor != wp->r[i].dptr)
+            continue;
+        if (clean && !wp->contested[i] && out[i].lo < out[i].hi) {
+            a->mode = RC_WRITE, a->seen = 1, a->clo = out[i].lo, a->chi = out[i].hi;
+            rc.words_seen++;
+        } else if (++a->tries == RC_WATCH_TRIES) {
+            rc.words_unseen++;
+        }
+    }
 }
 
 /* Under the lock: watches whose result was not read at their launch, read when done. */
@@ -1810,7 +1838,7 @@ void atl_races_launch_pre(const struct atl_launch *l)
     if (n) {
         wp->used = 1, wp->running = 0;
         rc.nwp++;
-        wp->func = l->func, wp->gen = k->gen, wp->seq = l->seq;
+        wp->func = l->func, wp->gen = k->gen, wp->seq = l->seq, wp->exec = NULL;
         wp->starts = atl_thr.races_starts;
         wp->n = n;
         memcpy(wp->r, r, n * sizeof *r);
@@ -1829,9 +1857,79 @@ void atl_races_launch_pre(const struct atl_launch *l)
     atl_thr.races_watch = (int)(wp - rc.wp) + 1;
 }
 
+/* Before a graph launch: the same for the kernel nodes of a captured graph that may write,
+ * each whose bytes no other node of the graph may write (else a change could be the other's):
+ * the graph's first launches are watched until each is seen writing or was not in
+ * RC_WATCH_TRIES. */
+void atl_races_graph_launch_pre(const struct atl_graph_launch *g)
+{
+    atl_thr.races_watch = 0;
+    atl_thr.races_enq = 1;
+    int others = __atomic_add_fetch(&rc.enq_inflight, 1, __ATOMIC_ACQ_REL) != 1;
+    atl_thr.races_starts = __atomic_add_fetch(&rc.enq_starts, 1, __ATOMIC_ACQ_REL);
+    if (others || __atomic_load_n(&rc.watch_off, __ATOMIC_RELAXED) || atl_capture_any() ||
+        atl_capture_forbids_sync() || lock() != 0)
+        return;
+    void **p = rmap_find(&rc.execs, (uint64_t)(uintptr_t)g->exec);
+    struct rgraph *gr = p ? *p : NULL;
+    int u = stream_slot(g->stream, g->hook);
+    struct rwatch *wp = NULL;
+    for (int i = 0; i < ATL_WATCH_SLOTS && !wp && u >= 0 && gr; i++)
+        if (!rc.wp[i].used)
+            wp = &rc.wp[i];
+    unsigned n = 0;
+    size_t total = 0;
+    struct atl_wregion r[ATL_WATCH_REGIONS];
+    for (size_t i = 0; wp && i < gr->n && i <= UINT16_MAX && n < ATL_WATCH_REGIONS; i++) {
+        const struct rgacc *a = &gr->a[i];
+        if (a->what != RC_OP_KERNEL || a->mode != RC_MAYWRITE || a->exact ||
+            a->tries >= RC_WATCH_TRIES)
+            continue;
+        struct ralloc *al = resolve(a->anchor);
+        if (!al)
+            continue;
+        uint64_t len = al->base + al->span - a->anchor;
+        if (len > ATL_WATCH_REGION)
+            len = ATL_WATCH_REGION;
+        if (len > ATL_WATCH_BYTES - total)
+            len = ATL_WATCH_BYTES - total;
+        int alone = len > 0;
+        for (size_t j = 0; alone && j < gr->n; j++)
+            alone = j == i || gr->a[j].mode == RC_READ ||
+                    !overlap(gr->a[j].lo, gr->a[j].hi, a->anchor, a->anchor + len);
+        if (!alone)
+            continue;
+        uint64_t off = a->anchor - al->base;
+        wp->contested[n] = (unsigned char)contested(al, (unsigned)u, off, off + len);
+        wp->word[n] = (uint16_t)i;
+        r[n++] = (struct atl_wregion){.dptr = a->anchor, .len = (uint32_t)len};
+        total += len;
+    }
+    if (n) {
+        wp->used = 1, wp->running = 0;
+        rc.nwp++;
+        wp->func = NULL, wp->gen = 0, wp->seq = 0, wp->exec = g->exec;
+        wp->starts = atl_thr.races_starts;
+        wp->n = n;
+        memcpy(wp->r, r, n * sizeof *r);
+    }
+    pthread_mutex_unlock(&rc.mu);
+    if (!n)
+        return;
+    wp->w = atl_watch_begin(launch_stream(g->stream, g->hook), r, n);
+    if (!wp->w) {
+        if (lock() == 0) {
+            watch_release(wp);
+            pthread_mutex_unlock(&rc.mu);
+        }
+        return;
+    }
+    atl_thr.races_watch = (int)(wp - rc.wp) + 1;
+}
+
 /* After the launch, before it is checked: the watch's second copies, and its result when it
  * comes within RC_WATCH_WAIT_US (else it is read later, when done). */
-static void watch_post(const struct atl_launch *l, CUresult r)
+static void watch_post(CUstream stream, int hook, CUresult r)
 {
     int wi = atl_thr.races_watch;
     atl_thr.races_watch = 0;
@@ -1842,7 +1940,7 @@ static void watch_post(const struct atl_launch *l, CUresult r)
     struct rwatch *wp = &rc.wp[wi - 1];
     int ok = r == CUDA_SUCCESS &&
              __atomic_load_n(&rc.enq_starts, __ATOMIC_ACQUIRE) == wp->starts;
-    int after = atl_watch_after(wp->w, launch_stream(l->stream, l->hook), ok);
+    int after = atl_watch_after(wp->w, launch_stream(stream, hook), ok);
     atl_races_enq(0);
     int res = -1;
     struct atl_wregion out[ATL_WATCH_REGIONS];
@@ -1874,7 +1972,7 @@ static void watch_post(const struct atl_launch *l, CUresult r)
 
 void atl_races_launch(const struct atl_launch *l, CUresult r)
 {
-    watch_post(l, r);
+    watch_post(l->stream, l->hook, r);
     if (r != CUDA_SUCCESS)
         return;
     const unsigned char *packed;
@@ -2322,6 +2420,7 @@ void atl_races_graph_inst(const struct atl_graph_inst *g, CUresult r)
 
 void atl_races_graph_launch(const struct atl_graph_launch *g, CUresult r)
 {
+    watch_post(g->stream, g->hook, r);
     if (r != CUDA_SUCCESS)
         return;
     struct rsite where;
@@ -2618,7 +2717,11 @@ static void side_desc(const struct racc *a, const struct rsd *sd, const struct a
     case RC_OP_KERNEL: {
         char mode[160];
         kernel_name(a->name, kn, sizeof kn);
-        if (a->seen && a->what != RC_OP_GRAPH && a->opnum == a->seen)
+        if (a->seen && a->what == RC_OP_GRAPH)
+            snprintf(mode, sizeof mode,
+                     "writes: +%llu..+%llu from it changed at a watched launch of the graph",
+                     (unsigned long long)a->clo, (unsigned long long)a->chi - 1);
+        else if (a->seen && a->opnum == a->seen)
             snprintf(mode, sizeof mode, "writes: +%llu..+%llu from it changed at this launch",
                      (unsigned long long)a->clo, (unsigned long long)a->chi - 1);
         else if (a->seen)

@@ -29,6 +29,8 @@ void atl_races_launch(const struct atl_launch *l, CUresult r);
 void atl_races_enq(int begin);
 /* Before a context is torn down: the watches' pinned memory and events, given back. */
 void atl_races_teardown(void);
+/* Before a graph launch: the watch of what its kernel nodes write (atl_races_launch_pre's). */
+void atl_races_graph_launch_pre(const struct atl_graph_launch *g);
 void atl_races_graph_launch(const struct atl_graph_launch *g, CUresult r);
 void atl_races_graph_inst(const struct atl_graph_inst *g, CUresult r);
 void atl_races_alloc(const struct atl_alloc *a, CUresult r);

@@ -265,6 +265,23 @@ START_TEST(kernel_write_on_another_thread)
 }
 END_TEST
 
+START_TEST(graph_kernel_write)
+{
+    both("kernel_graph",
+         "cuGraphLaunch of a graph (its node kernel=produce(float*, int) parameter 0 (writes: "
+         "+6..+4095 from it changed at a watched launch of the graph) at +0, captured at "
+         "produce_on (",
+         READS, "never waited");
+    /* two nodes that may write one buffer: a change could be either's; nothing watched */
+    struct run_result r;
+    run_case(&r, "graph_two_writers", "raced", NULL);
+    HASNT(r.log, "race:");
+    HAS(r.log, "races: 0 found (0 distinct), 2 possible (1 distinct");
+    HAS(r.log, "; 0 launches watched");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(disjoint_kernel_writes_are_no_race)
 {
     struct run_result r;
@@ -604,6 +621,7 @@ int main(void)
     tcase_add_test(tc, write_seen_before_names_a_later_race);
     tcase_add_test(tc, kernel_write_on_another_thread);
     tcase_add_test(tc, disjoint_kernel_writes_are_no_race);
+    tcase_add_test(tc, graph_kernel_write);
     tcase_add_test(tc, stream_ordered_free);
     tcase_add_test(tc, query_and_event_sync_tell_the_host);
     tcase_add_test(tc, blocking_copy_tells_the_host);

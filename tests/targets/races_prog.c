@@ -154,6 +154,7 @@ void upload(CUstream s);
 void read_on(CUstream s);
 void produce_on(CUstream s);
 void fill_on(CUstream s);
+void kernel_on(CUfunction k, CUstream s, size_t off, int n);
 
 __attribute__((noinline)) void upload(CUstream s)
 {
@@ -360,6 +361,42 @@ static void case_graph(void)
     read_on(b);
 }
 
+/* A kernel captured into a graph (never launched outside it) writes; the graph's launch is
+ * watched. A second kernel node reading the buffer makes no difference (it only reads). */
+static void case_kernel_graph(void)
+{
+    CUstream cap = stream(CU_STREAM_NON_BLOCKING), a = stream(CU_STREAM_NON_BLOCKING),
+             b = stream(CU_STREAM_NON_BLOCKING);
+    CUgraph g;
+    CUgraphExec x;
+    CHECK(cuStreamBeginCapture(cap, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    produce_on(cap);
+    read_on(cap);
+    CHECK(cuStreamEndCapture(cap, &g));
+    CHECK(cuGraphInstantiate(&x, g, 0));
+    CHECK(cuGraphLaunch(x, a));
+    handoff(a, b);
+    read_on(b);
+}
+
+/* The same kernel twice in one graph, on two pointers into one buffer: a change there could
+ * be either's, so neither is taken to write (a possible race, not a reported one). */
+static void case_graph_two_writers(void)
+{
+    CUstream cap = stream(CU_STREAM_NON_BLOCKING), a = stream(CU_STREAM_NON_BLOCKING),
+             b = stream(CU_STREAM_NON_BLOCKING);
+    CUgraph g;
+    CUgraphExec x;
+    CHECK(cuStreamBeginCapture(cap, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    kernel_on(produce, cap, 0, N / 2);
+    kernel_on(produce, cap, N / 2 * sizeof(float), N / 2);
+    CHECK(cuStreamEndCapture(cap, &g));
+    CHECK(cuGraphInstantiate(&x, g, 0));
+    CHECK(cuGraphLaunch(x, a));
+    handoff(a, b);
+    read_on(b);
+}
+
 /* The host waits for a host function before it enqueues the reader: in the
  * raced version the function was enqueued before the copy. */
 static volatile int flag;
@@ -442,7 +479,6 @@ static void case_operands(void)
 }
 
 /* n floats from d + off written by `k` (produce or kscale) on s, or read by peek */
-void kernel_on(CUfunction k, CUstream s, size_t off, int n);
 __attribute__((noinline)) void kernel_on(CUfunction k, CUstream s, size_t off, int n)
 {
     CUdeviceptr p = d + off;
@@ -952,6 +988,8 @@ static const struct {
     {"kernel_later", case_kernel_later},
     {"disjoint", case_disjoint},
     {"kernel_threads", case_kernel_threads},
+    {"kernel_graph", case_kernel_graph},
+    {"graph_two_writers", case_graph_two_writers},
     {"halves", case_halves},
     {"free_async", case_free_async},
     {"query", case_query},

@@ -252,6 +252,22 @@ static void kw_extern(void)
     download(b);
 }
 
+/* a kernel captured into a graph, never launched outside it */
+static void kw_graph(void)
+{
+    cudaStream_t cap = stream(cudaStreamNonBlocking), a = stream(cudaStreamNonBlocking),
+                 b = stream(cudaStreamNonBlocking);
+    cudaGraph_t g;
+    cudaGraphExec_t x;
+    CHECK(cudaStreamBeginCapture(cap, cudaStreamCaptureModeGlobal));
+    produce_on(cap);
+    CHECK(cudaStreamEndCapture(cap, &g));
+    CHECK(cudaGraphInstantiate(&x, g, 0));
+    CHECK(cudaGraphLaunch(x, a));
+    handoff(a, b);
+    download(b);
+}
+
 static cudaStream_t kt_a, kt_b;
 static cudaEvent_t kt_e;
 static void *kt_writer(void *)
@@ -415,6 +431,7 @@ static const struct {
     {"kw_copy", kw_copy, 1},       {"kw_kernel", kw_kernel, 1},     {"kw_legacy", kw_legacy, 1},
     {"kw_early", kw_early, 1},     {"kw_extern", kw_extern, 1},     {"kw_threads", kw_threads, 1},
     {"kw_disjoint", kw_disjoint, 0}, {"kw_shared_read", kw_shared_read, 0},
+    {"kw_graph", kw_graph, 1},
 };
 
 int main(int argc, char **argv)

@@ -125,7 +125,11 @@ raced c_kw_extern_raced "an extern \"C\" kernel's write read by a copy" \
     "$KDOWN"
 run c_kw_threads_raced -- "$c" kw_threads raced
 raced c_kw_threads_raced "two host threads' kernels on their own streams" "$KWRITES" "$READS"
-for k in kw_copy kw_kernel kw_legacy kw_early kw_extern kw_threads; do
+run c_kw_graph_raced -- "$c" kw_graph raced
+raced c_kw_graph_raced "a graph launch's kernel write read by a copy on another stream" \
+    "1st: cuGraphLaunch[A-Za-z0-9_]* of a graph \(its node kernel=produce\(float\*, int\) parameter 0 \(writes: \+0\.\.\+[0-9]+ from it changed at a watched launch of the graph\)" \
+    "$KDOWN"
+for k in kw_copy kw_kernel kw_legacy kw_early kw_extern kw_threads kw_graph; do
     run "c_${k}_fixed" -- "$c" $k fixed
     clean "c_${k}_fixed" "the $k case, ordered"
 done
