@@ -95,7 +95,8 @@ races-asan-check: check-deps
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDLIBS_CORE="-fsanitize=address,undefined $(LDLIBS_CORE)" \
 	  $(RACES_ASAN_BUILD)/libatlastrace.so $(RACES_ASAN_BUILD)/fake/libcuda.so.1 \
-	  $(RACES_ASAN_BUILD)/tests/races_prog $(RACES_ASAN_BUILD)/tests/test_races_unit \
+	  $(RACES_ASAN_BUILD)/tests/races_prog $(RACES_ASAN_BUILD)/tests/races_sites \
+	  $(RACES_ASAN_BUILD)/tests/test_races_unit \
 	  $(RACES_ASAN_BUILD)/tests/test_races
 	ATL_TEST_PRELOAD_EXTRA="$$($(CC) -print-file-name=libasan.so)" \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=66 \
