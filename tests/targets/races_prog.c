@@ -790,8 +790,8 @@ static void case_capture_fork(void)
 }
 
 /* Four threads, each with two streams of its own and a buffer of its own,
- * launching, copying, recording, waiting and calling host functions at
- * once: nothing to report (the detector's lock and host functions under
+ * launching (a kernel that writes, watched, and one that reads), copying, recording, waiting
+ * and calling host functions at once: nothing to report (the detector's lock and host functions under
  * contention). */
 static void *stress_thread(void *arg)
 {
@@ -806,6 +806,8 @@ static void *stress_thread(void *arg)
     static volatile int sink_flag;
     for (int i = 0; i < 2000; i++) {
         CHECK(cuMemcpyHtoDAsync(p, host, 4096, a));
+        /* a kernel that writes (float *): its first launches are watched under contention */
+        CHECK(cuLaunchKernel(produce, 1, 1, 1, 32, 1, 1, 0, a, args, NULL));
         CHECK(cuEventRecord(e, a));
         CHECK(cuStreamWaitEvent(b, e, 0));
         CHECK(cuLaunchKernel(consume, 1, 1, 1, 32, 1, 1, 0, b, args, NULL));
