@@ -316,6 +316,10 @@ static void kw_shared_read(void)
     float *sums;
     CHECK(cudaMalloc(&sums, ns * 64 * sizeof(float)));
     CHECK(cudaMemset(sums, 0, ns * 64 * sizeof(float)));
+    /* cudaMemset may return before it is done, and the legacy stream does not order the
+     * non-blocking ones: without this the memset races with the kernels (the detector said
+     * so on the H100) */
+    CHECK(cudaDeviceSynchronize());
     for (int i = 0; i < ns; i++)
         s[i] = stream(cudaStreamNonBlocking);
     for (int rep = 0; rep < 5; rep++)

@@ -107,7 +107,7 @@ done
 run c_ptds_fixed -- "$build/gpu/races_cases_ptds" ptds fixed
 clean c_ptds_fixed "per-thread default streams ordered by an event"
 # issue #44: the writer is a kernel (float *, no const); its first launch is watched
-KWRITES='race:   1st: launch#[0-9]+ kernel=produce\(float\*, int\) parameter 0 \(writes: \+0\.\.\+[0-9]+ from it changed at (this launch|launch#[0-9]+)\) at \+0'
+KWRITES='race:   1st: launch#[0-9]+ kernel=produce\(float\*, int\) parameter 0 \(writes: \+[0-9]+\.\.\+[0-9]+ from it changed at (this launch|launch#[0-9]+)\) at \+0'
 KDOWN='race:   2nd: cuMemcpy[A-Za-z0-9_]* reads \+0\.\.\+4194303, on stream 0x'
 run c_kw_copy_raced -- "$c" kw_copy raced
 raced c_kw_copy_raced "a kernel's write read by a copy on another stream" "$KWRITES" "$KDOWN"
@@ -127,7 +127,7 @@ run c_kw_threads_raced -- "$c" kw_threads raced
 raced c_kw_threads_raced "two host threads' kernels on their own streams" "$KWRITES" "$READS"
 run c_kw_graph_raced -- "$c" kw_graph raced
 raced c_kw_graph_raced "a graph launch's kernel write read by a copy on another stream" \
-    "1st: cuGraphLaunch[A-Za-z0-9_]* of a graph \(its node kernel=produce\(float\*, int\) parameter 0 \(writes: \+0\.\.\+[0-9]+ from it changed at a watched launch of the graph\)" \
+    "1st: cuGraphLaunch[A-Za-z0-9_]* of a graph \(its node kernel=produce\(float\*, int\) parameter 0 \(writes: \+[0-9]+\.\.\+[0-9]+ from it changed at a watched launch of the graph\)" \
     "$KDOWN"
 for k in kw_copy kw_kernel kw_legacy kw_early kw_extern kw_threads kw_graph; do
     run "c_${k}_fixed" -- "$c" $k fixed
