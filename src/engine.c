@@ -197,7 +197,7 @@ void atl_unwound(void *arg)
     if (on(ATL_FEAT_HANG))
         atl_hang_leave();
     if (on(ATL_FEAT_RACES))
-        atl_races_enq(0);
+        atl_races_enq(0, NULL, 0);
     atl_krec_unpin_all();
     atl_thr.depth = 0; /* the slow path runs only from depth 0 (atl_enter) */
 }
@@ -407,7 +407,7 @@ void atl_copy_pre(struct atl_copy *c)
     if (on(ATL_FEAT_HANG) && !c->async) /* a synchronous copy may wait on the GPU */
         atl_hang_enter(c->hook);
     if (on(ATL_FEAT_RACES))
-        atl_races_enq(1);
+        atl_races_enq(1, c->async ? c->stream : NULL, c->hook);
 }
 
 /* A descriptor copy's fields, once, for every feature that reads them. */
@@ -436,7 +436,7 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
     if (on(ATL_FEAT_HANG) && !c->async)
         atl_hang_leave();
     if (on(ATL_FEAT_RACES))
-        atl_races_enq(0);
+        atl_races_enq(0, NULL, 0);
     latch(c->hook, r);
     if (on(ATL_FEAT_BLOCKING) && on(ATL_FEAT_TRACE) && c->async && r == CUDA_SUCCESS &&
         (c->kind == ATL_CPY_HTOD || c->kind == ATL_CPY_DTOH)) {
@@ -456,15 +456,14 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 
 void atl_memset_pre(struct atl_memset *m)
 {
-    (void)m;
     if (on(ATL_FEAT_RACES))
-        atl_races_enq(1);
+        atl_races_enq(1, m->async ? m->stream : NULL, m->hook);
 }
 
 CUresult atl_memset_post(struct atl_memset *m, CUresult r)
 {
     if (on(ATL_FEAT_RACES))
-        atl_races_enq(0);
+        atl_races_enq(0, NULL, 0);
     latch(m->hook, r);
     if (on(ATL_FEAT_TRACE))
         atl_trace_memset(m, r);

@@ -63,7 +63,7 @@
 /* Watching what a kernel writes (src/races_watch.h) */
 #define RC_WATCH_TRIES 3          /* launches of one parameter watched without a change seen */
 #define RC_WATCH_MAX 4096         /* launches watched in all */
-#define RC_WATCH_WAIT_US 10000    /* a launch's post waits this long for its watch */
+#define RC_WATCH_WAIT_US 2000     /* a launch's post waits this long for its watch */
 #define RC_WATCH_BUDGET_US 3000000 /* and all of them this long in all; then no more watches */
 #define RC_WATCH_NEAR 16          /* a write seen this near its pointer is taken from it */
 
@@ -319,6 +319,11 @@ struct hsrc {
  * whose regions are watched. */
 struct rwatch {
     int used, running; /* running: its launch was made and the result not yet read */
+    int waiting;       /* its launch's post is waiting for the result (watch_poll leaves it) */
+    /* the watched stream (enq_key); an op begun on another while running taints it: its
+     * result proves nothing (atomic) */
+    uintptr_t key;
+    int tainted;
     struct atl_watch *w;
     CUfunction func;
     unsigned long gen;
@@ -371,6 +376,7 @@ static struct {
     int enq_inflight;
     uint64_t enq_starts;
     int watch_off; /* no more watches: RC_WATCH_MAX or RC_WATCH_BUDGET_US reached (atomic) */
+    int nrunning;  /* watches running (atomic): ops begun look at them */
     struct rwatch wp[ATL_WATCH_SLOTS];
     unsigned nwp; /* of them, in use */
     uint64_t watched, watch_wait_us, words_seen, words_unseen;
@@ -1637,12 +1643,38 @@ static void packed_of(const struct atl_launch *l, const unsigned char **packed, 
 
 /* ---- watching what a kernel writes (src/races_watch.h) ----------------------------- */
 
-void atl_races_enq(int begin)
+/* A stream as the watches compare them: the legacy stream 1, a thread's per-thread default
+ * stream its thread (odd: never a handle), else the handle. */
+static uintptr_t enq_key(CUstream s, int hook)
+{
+    if (s == CU_STREAM_PER_THREAD || (s == NULL && (atl_hook_flags[hook] & ATL_F_PT)))
+        return (uintptr_t)pthread_self() | 3;
+    if (s == NULL || s == CU_STREAM_LEGACY)
+        return 1;
+    return (uintptr_t)s;
+}
+
+/* An op is begun on stream s: counted; a running watch of another stream is tainted. Returns
+ * whether another op was being enqueued. */
+static int enq_begin(CUstream s, int hook)
+{
+    atl_thr.races_enq = 1;
+    int others = __atomic_add_fetch(&rc.enq_inflight, 1, __ATOMIC_ACQ_REL) != 1;
+    atl_thr.races_starts = __atomic_add_fetch(&rc.enq_starts, 1, __ATOMIC_ACQ_REL);
+    if (__atomic_load_n(&rc.nrunning, __ATOMIC_ACQUIRE) > 0) {
+        uintptr_t key = enq_key(s, hook);
+        for (int i = 0; i < ATL_WATCH_SLOTS; i++)
+            if (__atomic_load_n(&rc.wp[i].running, __ATOMIC_ACQUIRE) &&
+                __atomic_load_n(&rc.wp[i].key, __ATOMIC_RELAXED) != key)
+                __atomic_store_n(&rc.wp[i].tainted, 1, __ATOMIC_RELEASE);
+    }
+    return others;
+}
+
+void atl_races_enq(int begin, CUstream s, int hook)
 {
     if (begin) {
-        atl_thr.races_enq = 1;
-        __atomic_add_fetch(&rc.enq_inflight, 1, __ATOMIC_ACQ_REL);
-        __atomic_add_fetch(&rc.enq_starts, 1, __ATOMIC_ACQ_REL);
+        enq_begin(s, hook);
     } else if (atl_thr.races_enq) {
         atl_thr.races_enq = 0;
         __atomic_sub_fetch(&rc.enq_inflight, 1, __ATOMIC_ACQ_REL);
@@ -1671,9 +1703,22 @@ static uint64_t word_value(const struct rkern *k, const struct rword *w, const v
     return v;
 }
 
+/* Under the lock: the watch runs (its launch made); ops begun on other streams taint it. */
+static void watch_run(struct rwatch *wp)
+{
+    if (wp->running)
+        return;
+    wp->tainted = 0;
+    __atomic_store_n(&wp->running, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&rc.nrunning, 1, __ATOMIC_ACQ_REL);
+}
+
 static void watch_release(struct rwatch *wp)
 {
-    wp->used = wp->running = 0;
+    if (wp->running)
+        __atomic_sub_fetch(&rc.nrunning, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&wp->running, 0, __ATOMIC_RELEASE);
+    wp->used = wp->waiting = 0;
     wp->w = NULL;
     rc.nwp--;
 }
@@ -1741,15 +1786,16 @@ static void watch_poll(unsigned wait_us)
         return; /* an event query is refused during a global capture */
     for (int i = 0; i < ATL_WATCH_SLOTS && rc.nwp; i++) {
         struct rwatch *wp = &rc.wp[i];
-        if (!wp->used || !wp->running)
+        if (!wp->used || !wp->running || wp->waiting)
             continue;
         struct atl_wregion out[ATL_WATCH_REGIONS];
         int res = atl_watch_result(wp->w, wait_us, out, wp->n);
         if (res == 0)
             continue;
-        if (res == 1)
-            watch_apply(wp, out,
-                        __atomic_load_n(&rc.enq_starts, __ATOMIC_ACQUIRE) == wp->starts);
+        if (res == 1) /* clean: no op begun on another stream since the launch */
+            watch_apply(wp, out, !__atomic_load_n(&wp->tainted, __ATOMIC_ACQUIRE));
+        else
+            rc.watched++;
         watch_release(wp);
     }
 }
@@ -1787,9 +1833,7 @@ void atl_races_teardown(void)
 void atl_races_launch_pre(const struct atl_launch *l)
 {
     atl_thr.races_watch = 0;
-    atl_thr.races_enq = 1;
-    int others = __atomic_add_fetch(&rc.enq_inflight, 1, __ATOMIC_ACQ_REL) != 1;
-    atl_thr.races_starts = __atomic_add_fetch(&rc.enq_starts, 1, __ATOMIC_ACQ_REL);
+    int others = enq_begin(l->stream, l->hook);
     if (others || __atomic_load_n(&rc.watch_off, __ATOMIC_RELAXED) || !l->func ||
         (l->rec && __atomic_load_n(&l->rec->races_quiet, __ATOMIC_RELAXED)) ||
         atl_capture_any() || atl_capture_forbids_sync())
@@ -1849,6 +1893,7 @@ void atl_races_launch_pre(const struct atl_launch *l)
         wp->used = 1, wp->running = 0;
         rc.nwp++;
         wp->func = l->func, wp->gen = k->gen, wp->seq = l->seq, wp->exec = NULL;
+        wp->key = enq_key(l->stream, l->hook);
         wp->starts = atl_thr.races_starts;
         wp->n = n;
         memcpy(wp->r, r, n * sizeof *r);
@@ -1874,9 +1919,7 @@ void atl_races_launch_pre(const struct atl_launch *l)
 void atl_races_graph_launch_pre(const struct atl_graph_launch *g)
 {
     atl_thr.races_watch = 0;
-    atl_thr.races_enq = 1;
-    int others = __atomic_add_fetch(&rc.enq_inflight, 1, __ATOMIC_ACQ_REL) != 1;
-    atl_thr.races_starts = __atomic_add_fetch(&rc.enq_starts, 1, __ATOMIC_ACQ_REL);
+    int others = enq_begin(g->stream, g->hook);
     if (others || __atomic_load_n(&rc.watch_off, __ATOMIC_RELAXED) || atl_capture_any() ||
         atl_capture_forbids_sync() || lock() != 0)
         return;
@@ -1919,6 +1962,7 @@ void atl_races_graph_launch_pre(const struct atl_graph_launch *g)
         wp->used = 1, wp->running = 0;
         rc.nwp++;
         wp->func = NULL, wp->gen = 0, wp->seq = 0, wp->exec = g->exec;
+        wp->key = enq_key(g->stream, g->hook);
         wp->starts = atl_thr.races_starts;
         wp->n = n;
         memcpy(wp->r, r, n * sizeof *r);
@@ -1944,14 +1988,21 @@ static void watch_post(CUstream stream, int hook, CUresult r)
     int wi = atl_thr.races_watch;
     atl_thr.races_watch = 0;
     if (!wi) {
-        atl_races_enq(0);
+        atl_races_enq(0, NULL, 0);
         return;
     }
     struct rwatch *wp = &rc.wp[wi - 1];
+    /* running (ops begun on other streams taint it) before the check that none at all was
+     * begun since its start: between the two, nothing is missed */
+    if (lock() != 0)
+        return;
+    watch_run(wp);
+    wp->waiting = 1;
+    pthread_mutex_unlock(&rc.mu);
     int ok = r == CUDA_SUCCESS &&
              __atomic_load_n(&rc.enq_starts, __ATOMIC_ACQUIRE) == wp->starts;
     int after = atl_watch_after(wp->w, launch_stream(stream, hook), ok);
-    atl_races_enq(0);
+    atl_races_enq(0, NULL, 0);
     int res = -1;
     struct atl_wregion out[ATL_WATCH_REGIONS];
     if (after == 0) {
@@ -1966,11 +2017,10 @@ static void watch_post(CUstream stream, int hook, CUresult r)
     }
     if (lock() != 0)
         return;
-    if (res == 1)
-        watch_apply(wp, out, __atomic_load_n(&rc.enq_starts, __ATOMIC_ACQUIRE) == wp->starts);
-    if (res == 0) {
-        wp->running = 1;
-    } else {
+    wp->waiting = 0;
+    if (res == 1) /* clean: no op begun on another stream since the launch began */
+        watch_apply(wp, out, !__atomic_load_n(&wp->tainted, __ATOMIC_ACQUIRE));
+    if (res != 0) { /* done, or failed; else read when done (watch_poll) */
         if (res < 0)
             rc.watched++;
         watch_release(wp);

@@ -23,10 +23,11 @@ unsigned atl_races_init(void);
  * parameters may write (src/races_watch.h); after it, atl_races_launch. */
 void atl_races_launch_pre(const struct atl_launch *l);
 void atl_races_launch(const struct atl_launch *l, CUresult r);
-/* Every other op that may write device memory (copies, memsets, graph launches) calls this
- * with 1 before the driver's call and 0 after it (also when it is left by longjmp): a
- * watch counts only when no other op was enqueued in its window. */
-void atl_races_enq(int begin);
+/* Every other op that may write device memory (copies, memsets) calls this with 1 and its
+ * stream before the driver's call, and with 0 after it (also when it is left by longjmp): a
+ * watch counts only when no other op was enqueued from its launch's start to its end, and
+ * none on another stream until its result is read. */
+void atl_races_enq(int begin, CUstream s, int hook);
 /* Before a context is torn down: the watches' pinned memory and events, given back. */
 void atl_races_teardown(void);
 /* Before a graph launch: the watch of what its kernel nodes write (atl_races_launch_pre's). */

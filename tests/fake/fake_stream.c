@@ -334,10 +334,30 @@ CUresult cuEventSynchronize(CUevent hEvent)
     return event_wait_host(hEvent);
 }
 
+/* A GPU that is behind: FAKE_EVENT_DELAY_MS=MS makes cuEventQuery answer
+ * CUDA_ERROR_NOT_READY until MS milliseconds after the event's record (the
+ * work itself is done at once, as always; a synchronisation does not wait). */
+static int event_pending(CUevent hEvent)
+{
+    static double delay = -1;
+    if (delay < 0) {
+        const char *v = getenv("FAKE_EVENT_DELAY_MS");
+        delay = v ? strtod(v, NULL) : 0;
+    }
+    if (delay <= 0)
+        return 0;
+    LOCK();
+    struct fake_event *e = handle_get(hEvent, MAGIC_EVENT);
+    int pending = e && e->recorded && now_ms() < e->ms + delay;
+    UNLOCK();
+    return pending;
+}
+
 CUresult cuEventQuery(CUevent hEvent)
 {
     ENTER(cuEventQuery);
-    return event_wait_host(hEvent);
+    CUresult r = event_wait_host(hEvent);
+    return r == CUDA_SUCCESS && event_pending(hEvent) ? CUDA_ERROR_NOT_READY : r;
 }
 
 CUresult cuEventDestroy_v2(CUevent hEvent)

@@ -265,6 +265,31 @@ START_TEST(kernel_write_on_another_thread)
 }
 END_TEST
 
+/* A GPU that is behind: the watch's result comes after the launch returned (the fake's events
+ * answer "not ready" for 50 ms after their record). Read at a later call, it counts when
+ * nothing was begun on another stream in between, and not otherwise. */
+START_TEST(watch_result_read_later)
+{
+    static const char *const behind[] = {"ATLAS_RACES=1", "FAKE_EVENT_DELAY_MS=50",
+                                         "ATLAS_LOG_LEVEL=info", NULL};
+    struct run_result r;
+    run_case(&r, "kernel_deferred", "raced", behind);
+    assert_one_race(&r);
+    HAS(line_of(r.log, "race:   1st: "), "launch#3 " PRODUCED "launch#1) at +0");
+    HAS(r.log, "1 launch watched for what their kernels write: 1 parameter seen writing");
+    run_free(&r);
+    run_case(&r, "kernel_deferred", "fixed", behind);
+    assert_silent(&r);
+    run_free(&r);
+    run_case(&r, "kernel_deferred_other", "raced", behind);
+    HASNT(r.log, "race:");
+    HAS(r.log, "races: 0 found (0 distinct), 1 possible (1 distinct");
+    /* the reader on the other stream came before the result: it proves nothing */
+    HAS(r.log, "1 launch watched for what their kernels write: 0 parameters seen writing");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(graph_kernel_write)
 {
     both("kernel_graph",
@@ -622,6 +647,7 @@ int main(void)
     tcase_add_test(tc, kernel_write_on_another_thread);
     tcase_add_test(tc, disjoint_kernel_writes_are_no_race);
     tcase_add_test(tc, graph_kernel_write);
+    tcase_add_test(tc, watch_result_read_later);
     tcase_add_test(tc, stream_ordered_free);
     tcase_add_test(tc, query_and_event_sync_tell_the_host);
     tcase_add_test(tc, blocking_copy_tells_the_host);

@@ -542,6 +542,32 @@ static void case_kernel_later(void)
     read_on(b);
 }
 
+/* A GPU that is behind (run with FAKE_EVENT_DELAY_MS): the watch's result is not there when
+ * the launch returns, and is read at a later call. Work on the same stream in between (a
+ * kernel that reads) leaves it good: the write is known at the race (a later launch). */
+static void case_kernel_deferred(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    produce_on(a);
+    usleep(100000);
+    read_on(a);
+    produce_on(a);
+    handoff(a, b);
+    read_on(b);
+}
+
+/* The same with an op on another stream before the result is read: it could have written
+ * the bytes watched, so the result proves nothing (a possible race, not a reported one). */
+static void case_kernel_deferred_other(void)
+{
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    produce_on(a);
+    handoff(a, b);
+    read_on(b);
+    usleep(100000);
+    read_on(a);
+}
+
 /* Two kernels writing the two halves of one allocation on two streams (NVIDIA's
  * simpleHyperQ does so): both seen writing, nothing in common: no race in either version. */
 static void case_disjoint(void)
@@ -1000,6 +1026,8 @@ static const struct {
     {"kernel_later", case_kernel_later},
     {"disjoint", case_disjoint},
     {"kernel_threads", case_kernel_threads},
+    {"kernel_deferred", case_kernel_deferred},
+    {"kernel_deferred_other", case_kernel_deferred_other},
     {"kernel_graph", case_kernel_graph},
     {"graph_two_writers", case_graph_two_writers},
     {"halves", case_halves},
