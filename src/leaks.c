@@ -6,6 +6,7 @@
 #include "config.h"
 #include "driver.h"
 #include "findings.h"
+#include "hint.h"
 #include "ledger.h"
 #include "log.h"
 #include "services.h"
@@ -111,9 +112,10 @@ static void trace_alloc(const struct atl_alloc *a)
 {
     struct atl_stack st;
     atl_stack_capture(&st);
-    atl_log(ATL_WARN,
-            "redzone: alloc#%llu bytes=%zu ptr=0x%llx backtrace (ATLAS_REDZONE_TRACE_IDX):",
-            (unsigned long long)a->seq, a->bytes, a->dptr ? (unsigned long long)*a->dptr : 0ULL);
+    char name[64];
+    atl_log(ATL_WARN, "redzone: alloc#%llu bytes=%zu ptr=0x%llx backtrace (%s):",
+            (unsigned long long)a->seq, a->bytes, a->dptr ? (unsigned long long)*a->dptr : 0ULL,
+            atl_hint_name("ATLAS_REDZONE_TRACE_IDX", name, sizeof name));
     atl_log_frames(ATL_WARN, "redzone", &st, 0, ATL_STACK_MAX);
 }
 

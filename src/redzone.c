@@ -666,12 +666,11 @@ static void suspects(const struct sus_tally *t, uint64_t lost, const char *lead,
                 lead, (unsigned long long)n);
         return;
     }
-    char lostnote[160] = "";
+    char lostnote[160] = "", ring[64];
     if (lost)
         snprintf(lostnote, sizeof lostnote,
-                 " (%llu of them older than the launch history holds: ATLAS_LAUNCH_RING keeps "
-                 "more)",
-                 (unsigned long long)lost);
+                 " (%llu of them older than the launch history holds: %s keeps more)",
+                 (unsigned long long)lost, atl_hint_name("ATLAS_LAUNCH_RING", ring, sizeof ring));
     if (t->reached + t->unknown + t->graphs == 0) {
         atl_log(ATL_ERROR,
                 "%s: none of the %llu launches since the last clean check%s has a parameter that "
@@ -911,14 +910,14 @@ static int report(const struct zone *z, const struct atl_stack *known_site, unsi
             atl_log(ATL_ERROR, "%s", head);
             /* launches of kernels ATLAS_KERNEL leaves out reached it too:
              * the launches that reach it, not a culprit */
-            char lead[256];
+            char lead[256], kvar[64];
             struct finder h = *how;
             h.upto = how->seq;
-            snprintf(
-                lead, sizeof lead,
-                "redzone: alloc#%llu found by the check after launch#%llu (launches of kernels "
-                "ATLAS_KERNEL leaves out reached it too, unchecked)",
-                (unsigned long long)z->seq, (unsigned long long)how->seq);
+            snprintf(lead, sizeof lead,
+                     "redzone: alloc#%llu found by the check after launch#%llu (launches of "
+                     "kernels %s leaves out reached it too, unchecked)",
+                     (unsigned long long)z->seq, (unsigned long long)how->seq,
+                     atl_hint_name("ATLAS_KERNEL", kvar, sizeof kvar));
             if (!t && (t = malloc(sizeof *t)) != NULL)
                 sus_count(t, z, q, from, h.upto, &lost);
             suspects(t, lost, lead, &h, from);
@@ -2353,8 +2352,11 @@ unsigned atl_redzone_init(void)
     if (pad && qmax && (atl_cfg.trace || atl_cfg.trace_file || atl_cfg.chrome_trace) &&
         !(qi >= 0 && atl_cfg.set[qi])) {
         qmax = 0;
-        atl_log(ATL_INFO, "redzone: no quarantine with the step trace on (it would give every "
-                          "step's buffers new addresses); ATLAS_REDZONE_QUARANTINE_MB sets one");
+        char qname[64];
+        atl_log(ATL_INFO,
+                "redzone: no quarantine with the step trace on (it would give every step's "
+                "buffers new addresses); %s sets one",
+                atl_hint_name("ATLAS_REDZONE_QUARANTINE_MB", qname, sizeof qname));
     }
     active = pad > 0;
     if (active)
