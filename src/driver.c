@@ -1,5 +1,7 @@
 #include "driver.h"
 
+#include "hookid.h"
+
 #include <stdio.h>
 
 struct atl_driver atl_drv;
@@ -20,4 +22,9 @@ const char *atl_error_name(CUresult r, char *buf, unsigned len)
         return s;
     snprintf(buf, len, "CUresult %d", (int)r);
     return buf;
+}
+
+CUstream atl_own_stream(CUstream s, int hook)
+{
+    return s == NULL && (atl_hook_flags[hook] & ATL_F_PT) ? CU_STREAM_PER_THREAD : s;
 }

@@ -25,4 +25,9 @@ void atl_driver_bind(void *handle, void *(*sym)(void *, const char *));
 /* "CUDA_ERROR_ILLEGAL_ADDRESS" or "CUresult 700" when the driver cannot say. */
 const char *atl_error_name(CUresult r, char *buf, unsigned len);
 
+/* The stream a program's call through hook named, as a call of ours (always the plain entry
+ * point, never the _ptsz one) must name it: a per-thread entry point's 0 is this thread's
+ * default stream, not the legacy stream our 0 would be. */
+CUstream atl_own_stream(CUstream s, int hook);
+
 #endif

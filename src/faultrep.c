@@ -108,11 +108,10 @@ static CUresult debug_sync_stream(int hook, CUstream stream, uint64_t *upto_out,
                                   const char **text, char *buf, unsigned len)
 {
     *ename = NULL;
-    int pt = atl_hook_flags[hook] & ATL_F_PT;
     uint64_t upto = atl_fault_last_launch();
     if (upto_out)
         *upto_out = upto;
-    CUresult r = atl_drv.cuStreamSynchronize((pt && !stream) ? CU_STREAM_PER_THREAD : stream);
+    CUresult r = atl_drv.cuStreamSynchronize(atl_own_stream(stream, hook));
     __atomic_add_fetch(&debug_synced, 1, __ATOMIC_RELAXED);
     if (r == CUDA_SUCCESS) {
         atl_flight_good_sync(ATL_SYNC_STREAM, stream, upto);

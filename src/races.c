@@ -1681,13 +1681,6 @@ void atl_races_enq(int begin, CUstream s, int hook)
     }
 }
 
-/* The stream a launch went to, as a call of ours names it (the per-thread default stream
- * of a _ptsz entry point is not the legacy stream our own calls' 0 would be). */
-static CUstream launch_stream(CUstream s, int hook)
-{
-    return s == NULL && (atl_hook_flags[hook] & ATL_F_PT) ? CU_STREAM_PER_THREAD : s;
-}
-
 /* Word w of a launch's parameters; 0 when out of reach. */
 static uint64_t word_value(const struct rkern *k, const struct rword *w, const void *const *params,
                            const unsigned char *packed, size_t psize)
@@ -1826,6 +1819,54 @@ void atl_races_teardown(void)
     atl_watch_reset();
 }
 
+/* Under the lock: a watch slot not in use, or NULL. */
+static struct rwatch *watch_slot(void)
+{
+    for (int i = 0; i < ATL_WATCH_SLOTS; i++)
+        if (!rc.wp[i].used)
+            return &rc.wp[i];
+    return NULL;
+}
+
+/* The bytes a region watched from v in a (total bytes already taken by the watch) covers. */
+static uint64_t region_len(const struct ralloc *a, uint64_t v, size_t total)
+{
+    uint64_t len = a->base + a->span - v;
+    if (len > ATL_WATCH_REGION)
+        len = ATL_WATCH_REGION;
+    if (len > ATL_WATCH_BYTES - total)
+        len = ATL_WATCH_BYTES - total;
+    return len;
+}
+
+/* Under the lock, which it releases: wp (its kernel's or graph's fields set by the caller)
+ * takes regions r[0..n) of a launch on stream s through hook, and its first copies are
+ * enqueued; the launch's post finds it through this thread. n 0: nothing to watch. */
+static void watch_start(struct rwatch *wp, const struct atl_wregion *r, unsigned n, CUstream s,
+                        int hook)
+{
+    if (n) {
+        wp->used = 1, wp->running = 0;
+        rc.nwp++;
+        wp->key = enq_key(s, hook);
+        wp->starts = atl_thr.races_starts;
+        wp->n = n;
+        memcpy(wp->r, r, n * sizeof *r);
+    }
+    pthread_mutex_unlock(&rc.mu);
+    if (!n)
+        return;
+    wp->w = atl_watch_begin(atl_own_stream(s, hook), r, n);
+    if (!wp->w) {
+        if (lock() == 0) {
+            watch_release(wp);
+            pthread_mutex_unlock(&rc.mu);
+        }
+        return;
+    }
+    atl_thr.races_watch = (int)(wp - rc.wp) + 1;
+}
+
 /* Before a launch: the first launches of a kernel with parameters that may write, each of
  * whose pointers reaches an allocation, are watched (src/races_watch.h), until a write is
  * seen through each or RC_WATCH_TRIES were not. Only when this launch is the one op being
@@ -1848,10 +1889,7 @@ void atl_races_launch_pre(const struct atl_launch *l)
         return;
     struct rkern *k = kern_of(l);
     int u = stream_slot(l->stream, l->hook);
-    struct rwatch *wp = NULL;
-    for (int i = 0; i < ATL_WATCH_SLOTS && !wp && u >= 0; i++)
-        if (!rc.wp[i].used)
-            wp = &rc.wp[i];
+    struct rwatch *wp = u >= 0 ? watch_slot() : NULL;
     unsigned n = 0, left = 0;
     size_t total = 0;
     struct atl_wregion r[ATL_WATCH_REGIONS];
@@ -1875,11 +1913,7 @@ void atl_races_launch_pre(const struct atl_launch *l)
         left++;
         if (!wp || n == ATL_WATCH_REGIONS)
             continue;
-        uint64_t len = a->span - (v - a->base);
-        if (len > ATL_WATCH_REGION)
-            len = ATL_WATCH_REGION;
-        if (len > ATL_WATCH_BYTES - total)
-            len = ATL_WATCH_BYTES - total;
+        uint64_t len = region_len(a, v, total);
         if (!len)
             continue;
         wp->contested[n] = (unsigned char)contested(a, (unsigned)u, v - a->base, v - a->base + len);
@@ -1889,27 +1923,9 @@ void atl_races_launch_pre(const struct atl_launch *l)
     }
     if (k && !left && l->rec)
         __atomic_store_n(&l->rec->races_quiet, 1, __ATOMIC_RELAXED);
-    if (n) {
-        wp->used = 1, wp->running = 0;
-        rc.nwp++;
+    if (n)
         wp->func = l->func, wp->gen = k->gen, wp->seq = l->seq, wp->exec = NULL;
-        wp->key = enq_key(l->stream, l->hook);
-        wp->starts = atl_thr.races_starts;
-        wp->n = n;
-        memcpy(wp->r, r, n * sizeof *r);
-    }
-    pthread_mutex_unlock(&rc.mu);
-    if (!n)
-        return;
-    wp->w = atl_watch_begin(launch_stream(l->stream, l->hook), r, n);
-    if (!wp->w) {
-        if (lock() == 0) {
-            watch_release(wp);
-            pthread_mutex_unlock(&rc.mu);
-        }
-        return;
-    }
-    atl_thr.races_watch = (int)(wp - rc.wp) + 1;
+    watch_start(wp, r, n, l->stream, l->hook);
 }
 
 /* Before a graph launch: the same for the kernel nodes of a captured graph that may write,
@@ -1926,10 +1942,7 @@ void atl_races_graph_launch_pre(const struct atl_graph_launch *g)
     void **p = rmap_find(&rc.execs, (uint64_t)(uintptr_t)g->exec);
     struct rgraph *gr = p ? *p : NULL;
     int u = stream_slot(g->stream, g->hook);
-    struct rwatch *wp = NULL;
-    for (int i = 0; i < ATL_WATCH_SLOTS && !wp && u >= 0 && gr; i++)
-        if (!rc.wp[i].used)
-            wp = &rc.wp[i];
+    struct rwatch *wp = u >= 0 && gr ? watch_slot() : NULL;
     unsigned n = 0;
     size_t total = 0;
     struct atl_wregion r[ATL_WATCH_REGIONS];
@@ -1941,11 +1954,7 @@ void atl_races_graph_launch_pre(const struct atl_graph_launch *g)
         struct ralloc *al = resolve(a->anchor);
         if (!al)
             continue;
-        uint64_t len = al->base + al->span - a->anchor;
-        if (len > ATL_WATCH_REGION)
-            len = ATL_WATCH_REGION;
-        if (len > ATL_WATCH_BYTES - total)
-            len = ATL_WATCH_BYTES - total;
+        uint64_t len = region_len(al, a->anchor, total);
         int alone = len > 0;
         for (size_t j = 0; alone && j < gr->n; j++)
             alone = j == i || gr->a[j].mode == RC_READ ||
@@ -1958,27 +1967,9 @@ void atl_races_graph_launch_pre(const struct atl_graph_launch *g)
         r[n++] = (struct atl_wregion){.dptr = a->anchor, .len = (uint32_t)len};
         total += len;
     }
-    if (n) {
-        wp->used = 1, wp->running = 0;
-        rc.nwp++;
+    if (n)
         wp->func = NULL, wp->gen = 0, wp->seq = 0, wp->exec = g->exec;
-        wp->key = enq_key(g->stream, g->hook);
-        wp->starts = atl_thr.races_starts;
-        wp->n = n;
-        memcpy(wp->r, r, n * sizeof *r);
-    }
-    pthread_mutex_unlock(&rc.mu);
-    if (!n)
-        return;
-    wp->w = atl_watch_begin(launch_stream(g->stream, g->hook), r, n);
-    if (!wp->w) {
-        if (lock() == 0) {
-            watch_release(wp);
-            pthread_mutex_unlock(&rc.mu);
-        }
-        return;
-    }
-    atl_thr.races_watch = (int)(wp - rc.wp) + 1;
+    watch_start(wp, r, n, g->stream, g->hook);
 }
 
 /* After the launch, before it is checked: the watch's second copies, and its result when it
@@ -1994,14 +1985,16 @@ static void watch_post(CUstream stream, int hook, CUresult r)
     struct rwatch *wp = &rc.wp[wi - 1];
     /* running (ops begun on other streams taint it) before the check that none at all was
      * begun since its start: between the two, nothing is missed */
-    if (lock() != 0)
+    if (lock() != 0) {
+        atl_races_enq(0, NULL, 0);
         return;
+    }
     watch_run(wp);
     wp->waiting = 1;
     pthread_mutex_unlock(&rc.mu);
     int ok = r == CUDA_SUCCESS &&
              __atomic_load_n(&rc.enq_starts, __ATOMIC_ACQUIRE) == wp->starts;
-    int after = atl_watch_after(wp->w, launch_stream(stream, hook), ok);
+    int after = atl_watch_after(wp->w, atl_own_stream(stream, hook), ok);
     atl_races_enq(0, NULL, 0);
     int res = -1;
     struct atl_wregion out[ATL_WATCH_REGIONS];

@@ -1566,11 +1566,7 @@ static int free_check_locked(const struct pending *p, CUstream stream)
  * forms) must name it. */
 static CUstream own_stream(const struct atl_free *f)
 {
-    if (!f->async)
-        return NULL;
-    if ((atl_hook_flags[f->hook] & ATL_F_PT) && (f->stream == NULL))
-        return CU_STREAM_PER_THREAD;
-    return f->stream;
+    return f->async ? atl_own_stream(f->stream, f->hook) : NULL;
 }
 
 /* ---- the quarantine ----------------------------------------------------------------
