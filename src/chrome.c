@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "hint.h"
+#include "jsonesc.h"
 #include "log.h"
 
 #include <errno.h>
@@ -102,8 +103,7 @@ static void hex(uint64_t v)
         ob[on++] = t[--n];
 }
 
-/* A JSON string: quotes and backslashes escaped, control and non-ASCII
- * bytes replaced, so the file stays strict JSON whatever a name holds. */
+/* A JSON string, by the project's one rule for its bytes (jsonesc.h). */
 static void put_str(const char *s)
 {
     size_t n = strlen(s);
@@ -111,19 +111,15 @@ static void put_str(const char *s)
     ob[on++] = '"';
     /* names rarely need escaping: copy them whole when they do not */
     size_t i = 0;
-    while (i < n && s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\')
+    while (i < n && atl_json_plain((unsigned char)s[i]))
         i++;
     if (i == n && n + 2 < sizeof ob) {
         memcpy(ob + on, s, n);
         on += n;
     } else {
         for (; *s; s++) {
-            unsigned char c = (unsigned char)*s;
-            need(3);
-            if (c == '"' || c == '\\')
-                ob[on++] = '\\', ob[on++] = (char)c;
-            else
-                ob[on++] = c < 0x20 || c >= 0x7f ? '?' : (char)c;
+            need(6);
+            on += atl_json_esc(ob + on, (unsigned char)*s);
         }
     }
     need(1);

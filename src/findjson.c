@@ -4,6 +4,7 @@
  * key was left out or lost.
  */
 #include "findjson.h"
+#include "jsonesc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,28 +31,17 @@ static void lit(struct out *o, const char *s)
     put(o, s, strlen(s));
 }
 
-/* A JSON string. Bytes past ASCII are written as \u00XX (Latin-1): a kernel
- * or file name is bytes, not always UTF-8, and the line must parse anyway. */
+/* A JSON string, by the project's one rule for its bytes (jsonesc.h). */
 static void str(struct out *o, const char *s)
 {
     if (!s) {
         lit(o, "null");
         return;
     }
-    static const char hex[] = "0123456789abcdef";
     lit(o, "\"");
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char e[7];
-        if (*p == '"' || *p == '\\') {
-            e[0] = '\\', e[1] = (char)*p;
-            put(o, e, 2);
-        } else if (*p < 0x20 || *p >= 0x7f) {
-            memcpy(e, "\\u00", 4);
-            e[4] = hex[*p >> 4], e[5] = hex[*p & 15];
-            put(o, e, 6);
-        } else {
-            put(o, (const char *)p, 1);
-        }
+        char e[6];
+        put(o, e, atl_json_esc(e, *p));
     }
     lit(o, "\"");
 }

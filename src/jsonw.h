@@ -7,6 +7,7 @@
 #ifndef ATL_JSONW_H
 #define ATL_JSONW_H
 
+#include "jsonesc.h"
 #include "step.h"
 #include "traceformat.h"
 
@@ -106,21 +107,8 @@ static inline void jw_str(struct jw *w, const char *s)
 {
     *jw_room(w, 1) = '"';
     w->n++;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        char *d = jw_room(w, 6);
-        if (c == '"' || c == '\\') {
-            d[0] = '\\', d[1] = (char)c;
-            w->n += 2;
-        } else if (c < 0x20) {
-            memcpy(d, "\\u00", 4);
-            d[4] = hexdig[c >> 4], d[5] = hexdig[c & 15];
-            w->n += 6;
-        } else {
-            d[0] = (char)c;
-            w->n++;
-        }
-    }
+    for (; *s; s++)
+        w->n += atl_json_esc(jw_room(w, 6), (unsigned char)*s);
     *jw_room(w, 1) = '"';
     w->n++;
 }

@@ -417,7 +417,9 @@ static int jstr(struct jp *j, char *out, size_t len)
                     v = v * 16 +
                         (unsigned)(isdigit((unsigned char)h) ? h - '0' : (h | 32) - 'a' + 10);
                 }
-                c = v < 0x80 ? (char)v : '?';
+                /* the writer's rule (jsonesc.h): \u0000..\u00ff is the byte;
+                 * a code point above, which the project never writes, reads as '?' */
+                c = v <= 0xff ? (char)v : '?';
                 break;
             }
             case '"':

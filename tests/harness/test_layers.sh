@@ -6,7 +6,7 @@
 #   engine    src/engine.c, src/api.c
 #   features  one room per feature of the engine's table (src/engine.h):
 #             fault, blocking, kaudit, redzone, leaks, trace, hang
-#   model     the step model that atlas-diff links too: src/step.c, src/stepseries.c, src/jsonw.h,
+#   model     the step model that atlas-diff links too: src/step.c, src/stepseries.c, src/jsonw.h, src/jsonesc.h,
 #             src/tracediff.c, src/tracejson.c, src/traceformat.h
 #   facts     every other file of src/ (what several rooms share)
 # Checked:
@@ -49,7 +49,7 @@ room() {
     trace | trace_internal | tracebuf | tracestep | nvtx | chrome) echo feature:trace ;;
     hang) echo feature:hang ;;
     races | races_params | races_watch) echo feature:races ;;
-    step | stepseries | tracediff | tracejson | jsonw | traceformat) echo model ;;
+    step | stepseries | tracediff | tracejson | jsonw | jsonesc | traceformat) echo model ;;
     *) echo fact ;;
     esac
 }

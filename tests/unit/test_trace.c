@@ -352,10 +352,12 @@ static void write_read(const struct atl_step *s)
 START_TEST(json_lines_round_trip)
 {
     struct atl_step a;
-    atl_step_init(&a, "we\"ird\\name");
+    /* quotes, backslashes, a control byte, UTF-8 (é), a lone Latin-1 byte and DEL: every
+     * byte reads back as written (src/jsonesc.h) */
+    atl_step_init(&a, "we\"ird\\name\x01" "caf\xc3\xa9 \xe9\x7f");
     a.index = 7;
     static const uint32_t off[] = {0, 8}, size[] = {8, 4};
-    const struct atl_kfn *k = atl_kfn_intern("_Z1qPfi\"x", NULL, 2, off, size);
+    const struct atl_kfn *k = atl_kfn_intern("_Z1qPfi\"x\xff", NULL, 2, off, size);
     push_launch(&a, kfn_ptr_int(), 0x1000, 5, 4);
     push_launch(&a, k, 0x2000, 6, 2);
     push_memset(&a, 0x3000);
@@ -368,10 +370,10 @@ START_TEST(json_lines_round_trip)
     atl_step_annotate(&a, 0, 0, 12, 0x10);
 
     write_read(&a);
-    ck_assert_str_eq(got[0].name, "we\"ird\\name");
+    ck_assert_str_eq(got[0].name, "we\"ird\\name\x01" "caf\xc3\xa9 \xe9\x7f");
     ck_assert_uint_eq(got[0].index, 7);
     ck_assert_uint_eq(got[0].nops, 5);
-    ck_assert_str_eq(got[0].ops[1].u.k.kfn->mangled, "_Z1qPfi\"x");
+    ck_assert_str_eq(got[0].ops[1].u.k.kfn->mangled, "_Z1qPfi\"x\xff");
     const struct atl_ann *an = atl_step_ann(&got[0], 0, 0);
     ck_assert_ptr_nonnull(an);
     ck_assert_uint_eq(an->seq, 12);
