@@ -410,7 +410,14 @@ void atl_copy_pre(struct atl_copy *c)
         atl_races_enq(1, c->async ? c->stream : NULL, c->hook);
 }
 
-/* A descriptor copy's fields, once, for every feature that reads them. */
+/* Does a descriptor copy's end make the host wait (struct atl_copy's host_waits)? */
+static int end_waits(CUmemorytype t)
+{
+    return t == CU_MEMORYTYPE_HOST || t == CU_MEMORYTYPE_UNIFIED;
+}
+
+/* A descriptor copy's fields, once, for every feature that reads them, and whether the host
+ * waited (src/events.h says the rule). */
 static void copy_decode(struct atl_copy *c)
 {
     switch (c->kind) {
@@ -424,6 +431,27 @@ static void copy_decode(struct atl_copy *c)
         atl_copy_decode_3d_peer(&c->geom, c->p3dp);
         break;
     default:
+        break;
+    }
+    if (c->async) {
+        c->host_waits = 0;
+        return;
+    }
+    switch (c->kind) {
+    case ATL_CPY_GENERIC:
+    case ATL_CPY_HTOD:
+    case ATL_CPY_DTOH:
+    case ATL_CPY_HTOA:
+    case ATL_CPY_ATOH:
+        c->host_waits = 1;
+        break;
+    case ATL_CPY_2D:
+    case ATL_CPY_3D:
+        /* a descriptor the engine could not read: as cuMemcpy, whose ends are not known */
+        c->host_waits = !c->geom.set || end_waits(c->geom.src.type) || end_waits(c->geom.dst.type);
+        break;
+    default: /* device to device, peer, arrays, a 3D peer copy */
+        c->host_waits = 0;
         break;
     }
 }

@@ -184,6 +184,16 @@ struct atl_copy {
     const CUDA_MEMCPY3D_BATCH_OP *batch3d;
     CUstream stream;
     void *caller; /* the hook's return address (struct atl_launch's caller) */
+    /* Set by the engine before any feature sees the event (the one place this is decided):
+     * the call returned only after the work queued before it on its stream was done. CUDA's
+     * documented behaviour: every synchronous copy with a host end (a pageable host-to-device
+     * copy syncs the stream before it starts), and one whose ends are not known without asking
+     * the driver (cuMemcpy through unified addressing, a 2D/3D copy with a unified end); never
+     * an asynchronous one, nor one between device memories and arrays (device to device, peer,
+     * arrays, a 2D/3D copy with no host end), for which no host synchronisation is performed.
+     * Races: the host learns the stream; step traces in sync mode: a step ends (host to device
+     * excepted: src/trace.c). */
+    int host_waits;
     /* the memory type of the host end of an asynchronous HtoD or DtoH copy (enum atl_mem,
      * src/copy.h), asked once by the engine when two features would each ask the driver; 0:
      * not asked (atl_copy_host_mem asks then) */

@@ -2080,27 +2080,6 @@ void atl_races_launch(const struct atl_launch *l, CUresult r)
     op_close(&op);
 }
 
-/* A synchronous copy returns after the host has seen its stream's work up
- * to it done, except device to device (and array) copies, which the driver
- * may return from first. A generic copy, whose direction only the driver
- * knows, is taken as blocking (errs towards silence). */
-static int host_blocking(const struct atl_copy *c)
-{
-    switch (c->kind) {
-    case ATL_CPY_DTOD:
-    case ATL_CPY_DTOA:
-    case ATL_CPY_ATOD:
-    case ATL_CPY_ATOA:
-        return 0;
-    case ATL_CPY_2D:
-    case ATL_CPY_3D:
-    case ATL_CPY_3D_PEER:
-        return c->geom.way != ATL_WAY_DTOD && c->geom.way != ATL_WAY_OTHER;
-    default:
-        return 1;
-    }
-}
-
 static void copy_end(struct rop *op, const struct atl_copy_end *e, const struct atl_copy_geom *g,
                      int mode)
 {
@@ -2176,7 +2155,9 @@ void atl_races_copy(const struct atl_copy *c, CUresult r)
             break;
         }
         op_end(&op);
-        if (!c->async && host_blocking(c) && !rc.st[u].cap)
+        /* the engine decided whether the host waited (src/events.h): a generic copy, whose
+         * direction only the driver knows, is taken as waiting (errs towards silence) */
+        if (c->host_waits && !rc.st[u].cap)
             host_learns_stream((unsigned)u, HS_COPY, op.proto.site);
     }
     op_close(&op);

@@ -230,6 +230,15 @@ static void copy_op(const struct atl_copy *c, struct atl_op *o)
 
 static void sync_step(const char *name, enum atl_take take, uint64_t stream);
 
+/* From the host to device memory or an array: the copy's source is the host's */
+static int to_device(const struct atl_copy *c)
+{
+    if (c->kind == ATL_CPY_HTOD || c->kind == ATL_CPY_HTOA)
+        return 1;
+    return (c->kind == ATL_CPY_2D || c->kind == ATL_CPY_3D) && c->geom.set &&
+           c->geom.src.type == CU_MEMORYTYPE_HOST && c->geom.dst.type != CU_MEMORYTYPE_HOST;
+}
+
 void atl_trace_copy(const struct atl_copy *c, CUresult r)
 {
     struct tbuf *into;
@@ -238,13 +247,10 @@ void atl_trace_copy(const struct atl_copy *c, CUresult r)
         copy_op(c, &o);
         atl_tbuf_record(into, &o);
     }
-    /* A synchronous copy to the host (or any synchronous copy through
-     * unified addressing) returns only when the GPU is done with the work
-     * before it: the host has synchronised. Host-to-device copies from
-     * pageable memory may return early, so they are not step ends. */
-    if (atl_trace_mode == ATL_MODE_SYNC && !c->async &&
-        (c->kind == ATL_CPY_DTOH || c->kind == ATL_CPY_ATOH || c->kind == ATL_CPY_GENERIC ||
-         c->kind == ATL_CPY_DTOD || c->kind == ATL_CPY_2D || c->kind == ATL_CPY_3D))
+    /* A copy the host waited for (the engine's host_waits: src/events.h) ends the step, but
+     * one from the host to the device: it returns once its source is taken (a pageable one
+     * may return before the device has it), and it is a step's input, not its result. */
+    if (atl_trace_mode == ATL_MODE_SYNC && c->host_waits && !to_device(c))
         sync_step(atl_hook_names[c->hook], ATL_TAKE_LENT, 0);
 }
 

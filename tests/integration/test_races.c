@@ -358,6 +358,12 @@ START_TEST(blocking_copy_tells_the_host)
 }
 END_TEST
 
+START_TEST(device_copy_tells_the_host_nothing)
+{
+    both("dtod_copy", COPY_WRITES, READS, "the host did not synchronise with stream 0x");
+}
+END_TEST
+
 START_TEST(packed_arguments)
 {
     both("packed", COPY_WRITES, READS, "never waited");
@@ -651,6 +657,7 @@ int main(void)
     tcase_add_test(tc, stream_ordered_free);
     tcase_add_test(tc, query_and_event_sync_tell_the_host);
     tcase_add_test(tc, blocking_copy_tells_the_host);
+    tcase_add_test(tc, device_copy_tells_the_host_nothing);
     tcase_add_test(tc, packed_arguments);
     tcase_add_test(tc, destroyed_stream_slot_reused);
     tcase_add_test(tc, slots_of_ended_threads_come_back);

@@ -347,6 +347,20 @@ START_TEST(big_by_value_parameter)
 }
 END_TEST
 
+/* Synchronous device-to-device copies (1D and 2D) end no step in sync mode: the host does not
+ * wait for them (src/events.h's host_waits, decided once by the engine). Before, each ended
+ * one: 9 steps of three shapes where the program has 3 of one. */
+START_TEST(device_copies_end_no_step)
+{
+    struct run_result r;
+    trace_run(&r, "devcopies", "3", NULL);
+    ck_assert_msg(count_lines(r.log, "trace summary: steps=3 compared=2 identical=2 "
+                                     "differing=0 shapes=1") == 1,
+                  "%s", r.log);
+    run_free(&r);
+}
+END_TEST
+
 /* The uninitialised tail of a by-value struct (a stack address and a
  * counter, different every step) is not a host value: one collapsed line
  * per step, none with ATLAS_DIFF_RESIDUE=none, a line each with =all. */
@@ -1401,6 +1415,7 @@ int main(void)
     tcase_add_test(tc, inserted_op_only);
     tcase_add_test(tc, big_by_value_parameter);
     tcase_add_test(tc, uninitialised_struct_bytes);
+    tcase_add_test(tc, device_copies_end_no_step);
     tcase_add_test(tc, packed_extra_buffer);
     tcase_add_test(tc, identical_steps_silent);
     tcase_add_test(tc, layout_unknown_said_once);

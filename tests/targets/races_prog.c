@@ -657,6 +657,24 @@ static void case_blocking_copy(void)
     read_on(b);
 }
 
+/* A synchronous device-to-device copy does not make the host wait (CUDA's documented
+ * behaviour; the engine's host_waits): the host learns nothing of the blocking stream a. The
+ * fixed twin copies to the host instead, which waits for the legacy stream, and so for a. */
+static void case_dtod_copy(void)
+{
+    CUstream a = stream(0), b = stream(CU_STREAM_NON_BLOCKING);
+    CUdeviceptr o1, o2;
+    CHECK(cuMemAlloc(&o1, 64));
+    CHECK(cuMemAlloc(&o2, 64));
+    upload(a);
+    float x[16];
+    if (raced)
+        CHECK(cuMemcpyDtoD(o2, o1, sizeof x));
+    else
+        CHECK(cuMemcpyDtoH(x, o1, sizeof x));
+    read_on(b);
+}
+
 /* The kernel's arguments in a packed buffer (CU_LAUNCH_PARAM_BUFFER_POINTER). */
 static void case_packed(void)
 {
@@ -1009,6 +1027,7 @@ static const struct {
     {"capture_fork", case_capture_fork},
     {"stress", case_stress},
     {"side_copy", case_side_copy},
+    {"dtod_copy", case_dtod_copy},
     {"wrong_event", case_wrong_event},
     {"early_record", case_early_record},
     {"legacy", case_legacy},

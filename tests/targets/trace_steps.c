@@ -392,6 +392,23 @@ static void step(const char *sc, int i)
         CHECK(cuMemcpyHtoDAsync(buf, host, n, stream));
         CHECK(cuMemcpyDtoDAsync(buf + 2048, buf, 512, stream));
         CHECK(cuMemsetD8Async(buf + 3072, 0, 16, stream));
+    } else if (!strcmp(sc, "devcopies")) {
+        /* synchronous copies between device memories (1D and 2D) inside a step: the host does
+         * not wait for them (CUDA's documented behaviour), so they end no step */
+        int v = 7;
+        void *kp[] = {&buf, &v};
+        fill();
+        CHECK(cuMemcpyDtoD(buf + 2048, buf, 512));
+        CUDA_MEMCPY2D c2 = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                            .srcDevice = buf,
+                            .srcPitch = 64,
+                            .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                            .dstDevice = buf + 3072,
+                            .dstPitch = 64,
+                            .WidthInBytes = 64,
+                            .Height = 4};
+        CHECK(cuMemcpy2D(&c2));
+        launch(f_add, 4, kp);
     } else if (!strcmp(sc, "noinfo")) {
         /* the driver cannot give add_step's layout: its argument changes,
          * and atlastrace must say it could not see it rather than call the
