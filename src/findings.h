@@ -83,4 +83,10 @@ uint64_t atl_findings_unprinted(void);
  * suppressed and by which entries; the findings file is closed. */
 void atl_findings_exit(void);
 
+/* ATLAS_ERROR_EXITCODE: says the verdict and ends the process with it when a finding counts;
+ * `last` (or NULL) is written after the verdict, as the run's last line, whether or not (the
+ * engine's, at exit; here, beside the counts it reads, so that src/self.c, a floor below the
+ * findings, never calls up into them). */
+void atl_exit_verdict(const char *last);
+
 #endif

@@ -13,6 +13,7 @@
  * module is unloaded (an address may then lie in another one) or FC_MAX are kept.
  */
 #define _GNU_SOURCE
+#include "log.h"
 #include "stack.h"
 
 #include "symbols.h"
@@ -279,5 +280,16 @@ void atl_stack_site(const struct atl_stack *s, char *buf, size_t len)
         atl_frame_text(&f, buf, len);
     } else {
         snprintf(buf, len, "?");
+    }
+}
+
+void atl_log_frames(int level, const char *tag, const struct atl_stack *s, int from, int max)
+{
+    if (!atl_log_wants(level))
+        return;
+    char fr[512];
+    for (int i = from; i < s->n && i < from + max; i++) {
+        atl_frame_format(s->pc[i], fr, sizeof fr);
+        atl_log(level, "%s:   #%d %s", tag, i - from, fr);
     }
 }

@@ -3,7 +3,6 @@
 
 #include "config.h"
 #include "hint.h"
-#include "stack.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -268,15 +267,9 @@ void atl_log_line(const char *line)
     emit(line, strlen(line));
 }
 
-void atl_log_frames(int level, const char *tag, const struct atl_stack *s, int from, int max)
+int atl_log_wants(int level)
 {
-    if (level > log_level)
-        return;
-    char fr[512];
-    for (int i = from; i < s->n && i < from + max; i++) {
-        atl_frame_format(s->pc[i], fr, sizeof fr);
-        atl_log(level, "%s:   #%d %s", tag, i - from, fr);
-    }
+    return level <= log_level;
 }
 
 void atl_log(int level, const char *fmt, ...)

@@ -40,14 +40,11 @@ ssize_t atl_write_nosigpipe(int fd, const void *p, size_t n);
 int atl_write_all(int fd, const void *p, size_t n);
 
 void atl_log_set_level(int level);
+/* Would a line at `level` be written? */
+int atl_log_wants(int level);
 
 /* printf-style; the format must be a literal of ours, never environment text. */
 void atl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* A call stack at `level`, a line a frame ("TAG:   #N frame"), frames
- * from..from+max-1 of s, numbered from 0. */
-struct atl_stack;
-void atl_log_frames(int level, const char *tag, const struct atl_stack *s, int from, int max);
 
 /* Writes a pre-formatted line (prefix added). */
 void atl_log_line(const char *line);

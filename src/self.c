@@ -11,7 +11,6 @@
 
 #include "config.h"
 #include "events.h"
-#include "findings.h"
 #include "hint.h"
 #include "log.h"
 
@@ -144,41 +143,6 @@ int atl_exit_lock(pthread_mutex_t *m, const char *what)
     if (what)
         atl_exit_skipped(what);
     return -1;
-}
-
-/* ATLAS_ERROR_EXITCODE: the verdict replaces the program's exit status. It runs in the
- * destructor, the last of the exit path the library sees: after the program's own atexit
- * handlers and destructors (the main program's run before a preloaded library's), so they all
- * ran; stdio is flushed here because _exit skips the flush exit() would do next. A program that
- * ends with _exit() or a signal runs no exit path: its status stays its own. `last` (the
- * summary line, or NULL) is written after the verdict's line, the last of the run. */
-void atl_exit_verdict(const char *last)
-{
-    char list[160];
-    size_t n = 0;
-    list[0] = '\0';
-    for (int k = 0; k < ATL_FINDING_KINDS && atl_cfg.error_exitcode; k++) {
-        /* the findings sink's counts: suppressed findings are not among them */
-        uint64_t c = atl_findings_count((enum atl_finding)k);
-        if (!c || (k == ATL_FINDING_DIFF && atl_cfg.error_on != 1))
-            continue;
-        n += (size_t)snprintf(list + n, sizeof list - n, "%s%llu %s", n ? ", " : "",
-                              (unsigned long long)c, atl_finding_words((enum atl_finding)k, c));
-        if (n >= sizeof list)
-            n = sizeof list - 1;
-    }
-    if (n) {
-        char code[24], set[64];
-        snprintf(code, sizeof code, "%llu", atl_cfg.error_exitcode);
-        atl_log(ATL_ERROR, "reported %s: exit status %llu (%s)", list, atl_cfg.error_exitcode,
-                atl_hint_setting("ATLAS_ERROR_EXITCODE", code, set, sizeof set));
-    }
-    if (last)
-        atl_log_line(last);
-    if (!n)
-        return;
-    fflush(NULL);
-    atl_exit_now((int)atl_cfg.error_exitcode);
 }
 
 void atl_exit_now(int status)

@@ -61,9 +61,6 @@ void atl_exit_skipped(const char *what);
 CUresult atl_own_error_deliver(CUresult r);
 /* The exit reports start: the deadline of atl_exit_lock is set from now. */
 void atl_exit_begin(void);
-/* ATLAS_ERROR_EXITCODE: says the verdict and ends the process with it when a finding counts;
- * `last` (or NULL) is written after the verdict, as the run's last line, whether or not. */
-void atl_exit_verdict(const char *last);
 
 /* Ends the process now with status (the exit_group system call, as _exit does): what the
  * library's own exits call, since the library's _exit (engine.c) is the program's. */

@@ -69,6 +69,10 @@ void atl_frame_counts(uint64_t *named, uint64_t *reused);
 void atl_frame_format(void *pc, char *buf, size_t len);
 /* The same from a frame already looked up. */
 void atl_frame_text(const struct atl_frame *f, char *buf, size_t len);
+/* A call stack logged at `level` (src/log.h), a line a frame ("TAG:   #N frame"), frames
+ * from..from+max-1 of s, numbered from 0 (src/frames.c: the log, the floor below, never calls
+ * up into the frames). */
+void atl_log_frames(int level, const char *tag, const struct atl_stack *s, int from, int max);
 
 /* The site a person looks for: the first frame outside the CUDA libraries
  * (libcuda, libcudart, libcublas, ...) and outside CUDA's runtime linked into
