@@ -18,7 +18,7 @@ $(BUILD)/tests/test_trace_unit: tests/unit/test_trace.c $(BUILD)/libatlas_engine
 $(BUILD)/tests/test_trace: tests/integration/test_trace.c tests/integration/run.c | check-deps
 
 .PHONY: trace-check
-trace-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/trace_steps \
+trace-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/trace_steps $(BUILD)/tests/redzone_prog \
              $(BUILD)/atlas-diff $(BUILD)/tests/test_trace_unit $(BUILD)/tests/test_trace
 	$(BUILD)/tests/test_trace_unit
 	$(BUILD)/tests/test_trace

@@ -1,5 +1,6 @@
 #include "capture.h"
 
+#include "driver.h"
 #include "fault.h"
 #include "thread.h"
 
@@ -94,6 +95,16 @@ void atl_capture_ending(CUstream stream)
 int atl_capture_any(void)
 {
     return __atomic_load_n(&nopen, __ATOMIC_ACQUIRE) > 0;
+}
+
+CUstreamCaptureStatus atl_capture_status(CUstream stream, int hook)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (__builtin_expect(!atl_capture_any(), 1) || !atl_drv.cuStreamIsCapturing)
+        return st;
+    if (atl_drv.cuStreamIsCapturing(atl_own_stream(stream, hook), &st) != CUDA_SUCCESS)
+        return CU_STREAM_CAPTURE_STATUS_NONE;
+    return st;
 }
 
 int atl_capture_forbids_sync(void)

@@ -4,8 +4,8 @@
  * features ask it, instead of counting on their own:
  *   - red zones: no check is queued or synchronised while any capture is
  *     open (a check would become a graph node, or invalidate the capture);
- *   - step traces: while any capture is open, each op asks the driver
- *     whether its stream captures;
+ *   - step traces: while any capture is open, an op is captured by its
+ *     event's `cap`, which the engine asks once (atl_capture_status);
  *   - debug sync: no synchronisation while a global-mode capture is open on
  *     any thread, or a thread-local one on this thread;
  *   - the flight recorder: a launch into a capturing stream did not run (a
@@ -27,6 +27,11 @@ void atl_capture_ending(CUstream stream);
 /* Captures open on any thread, of any mode (one acquire load: cheap enough for
  * every op while none is open). */
 int atl_capture_any(void);
+/* The capture status of the stream an op names through `hook` (a per-thread entry point's 0 is
+ * the thread's default stream: atl_own_stream): CU_STREAM_CAPTURE_STATUS_NONE at once while no
+ * capture is open anywhere, else one cuStreamIsCapturing (NONE if that fails). The engine asks
+ * once per op, into the op's event (`cap`); the features read the field. */
+CUstreamCaptureStatus atl_capture_status(CUstream stream, int hook);
 /* A capture forbids a synchronisation here: a global-mode one open on any
  * thread, or a thread-local one on this thread. */
 int atl_capture_forbids_sync(void);

@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "realdl.h"
 #include "capture.h"
+#include "driver.h"
 
 #include "blocking.h"
 #include "config.h"
@@ -241,6 +242,7 @@ void atl_launch_pre(struct atl_launch *l)
      * flight recorder's first launch of a kernel in its epoch (its cold
      * half) makes it when there is none */
     atl_krec_pin();
+    l->cap = atl_capture_status(l->stream, l->hook);
     l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
                           l->block[0], l->block[1], l->block[2], l->shmem);
     if (on(ATL_FEAT_FAULT)) {
@@ -278,6 +280,7 @@ CUresult atl_launch_post(struct atl_launch *l, CUresult r)
 void atl_graph_launch_pre(struct atl_graph_launch *g)
 {
     atl_ring_put(g->hook | ATL_RING_GRAPH, g->exec, g->stream, 0, 0, 0, 0, 0, 0, 0);
+    g->cap = atl_capture_status(g->stream, g->hook);
     if (on(ATL_FEAT_RACES))
         atl_races_graph_launch_pre(g);
 }
@@ -310,6 +313,8 @@ void atl_alloc_pre(struct atl_alloc *a)
     register_late_atexit();
     a->seq = atl_ledger_next_seq();
     a->padded = a->bytes;
+    if (a->kind == ATL_ALLOC_ASYNC)
+        a->cap = atl_capture_status(a->stream, a->hook);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_alloc_pre(a);
 }
@@ -366,6 +371,8 @@ int atl_alloc_unpad(struct atl_alloc *a)
 
 void atl_free_pre(struct atl_free *f)
 {
+    if (f->async)
+        f->cap = atl_capture_status(f->stream, f->hook);
     if (atl_ledger_on)
         f->known = atl_ledger_remove(f->ptr, &f->rec);
     if (on(ATL_FEAT_RACES))
@@ -404,6 +411,7 @@ void atl_vmm_post(struct atl_vmm *v, CUresult r)
 
 void atl_copy_pre(struct atl_copy *c)
 {
+    c->cap = atl_capture_status(c->stream, c->hook);
     if (on(ATL_FEAT_HANG) && !c->async) /* a synchronous copy may wait on the GPU */
         atl_hang_enter(c->hook);
     if (on(ATL_FEAT_RACES))
@@ -484,6 +492,7 @@ CUresult atl_copy_post(struct atl_copy *c, CUresult r)
 
 void atl_memset_pre(struct atl_memset *m)
 {
+    m->cap = atl_capture_status(m->stream, m->hook);
     if (on(ATL_FEAT_RACES))
         atl_races_enq(1, m->async ? m->stream : NULL, m->hook);
 }
@@ -532,7 +541,7 @@ void atl_capture_pre(struct atl_capture *c)
 {
     /* the one tracker (src/capture.h), before the features ask it */
     if (!c->begin)
-        atl_capture_ending(c->stream);
+        atl_capture_ending(atl_own_stream(c->stream, c->hook));
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_capture_pre(c);
     if (on(ATL_FEAT_TRACE))
@@ -542,7 +551,7 @@ void atl_capture_pre(struct atl_capture *c)
 void atl_capture_post(struct atl_capture *c, CUresult r)
 {
     if (c->begin && r == CUDA_SUCCESS)
-        atl_capture_begun(c->stream, c->mode);
+        atl_capture_begun(atl_own_stream(c->stream, c->hook), c->mode);
     if (on(ATL_FEAT_TRACE))
         atl_trace_capture_post(c, r);
     if (on(ATL_FEAT_RACES))

@@ -64,6 +64,9 @@ struct atl_launch {
      * launch, or the runtime library's that made it; a call site without
      * unwinding (src/races.c) */
     void *caller;
+    /* the capture status of the op's stream (CUstreamCaptureStatus), asked once by the engine
+     * before any feature sees the event (atl_capture_status: 0, NONE, while no capture is open) */
+    int cap;
 };
 
 struct atl_graph_launch {
@@ -71,6 +74,9 @@ struct atl_graph_launch {
     CUgraphExec exec;
     CUstream stream;
     void *caller; /* the hook's return address (struct atl_launch's caller) */
+    /* the capture status of the op's stream (CUstreamCaptureStatus), asked once by the engine
+     * before any feature sees the event (atl_capture_status: 0, NONE, while no capture is open) */
+    int cap;
 };
 
 struct atl_graph_inst {
@@ -105,6 +111,9 @@ struct atl_alloc {
     uint64_t seq;         /* creation number (the ledger's), set by the engine */
     unsigned retries;     /* the driver was asked again after red zones let held frees go */
     int unpadded;         /* made without its red zone: it fit only so (atl_alloc_unpad) */
+    /* the capture status of the op's stream (CUstreamCaptureStatus), asked once by the engine
+     * before any feature sees the event (atl_capture_status: 0, NONE, while no capture is open) */
+    int cap;
 };
 
 struct atl_free {
@@ -118,6 +127,9 @@ struct atl_free {
     int drain; /* red zones count the free as under way until its post (epoch + 1; 0 not) */
     struct atl_alloc_rec rec; /* what the ledger had, removed before the real free */
     void *caller;             /* the hook's return address (struct atl_launch's caller) */
+    /* the capture status of the op's stream (CUstreamCaptureStatus), asked once by the engine
+     * before any feature sees the event (atl_capture_status: 0, NONE, while no capture is open) */
+    int cap;
 };
 
 /* Virtual memory management (src/vmm.c): cuMemCreate and cuMemRelease
@@ -198,6 +210,9 @@ struct atl_copy {
      * src/copy.h), asked once by the engine when two features would each ask the driver; 0:
      * not asked (atl_copy_host_mem asks then) */
     int host_mem;
+    /* the capture status of the op's stream (CUstreamCaptureStatus), asked once by the engine
+     * before any feature sees the event (atl_capture_status: 0, NONE, while no capture is open) */
+    int cap;
 };
 
 struct atl_memset {
@@ -211,6 +226,9 @@ struct atl_memset {
     size_t height; /* 2D only; 0 for 1D */
     CUstream stream;
     void *caller; /* the hook's return address (struct atl_launch's caller) */
+    /* the capture status of the op's stream (CUstreamCaptureStatus), asked once by the engine
+     * before any feature sees the event (atl_capture_status: 0, NONE, while no capture is open) */
+    int cap;
 };
 
 enum atl_sync_kind { ATL_SYNC_CTX, ATL_SYNC_STREAM, ATL_SYNC_EVENT };

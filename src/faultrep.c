@@ -179,25 +179,16 @@ void atl_faultrep_exit(void)
             total == 1 ? "it" : "them");
 }
 
-/* Costs one cuStreamIsCapturing, a name look-up and a cuStreamSynchronize per
- * launch: the GPU runs one kernel at a time, which is the point. */
+/* Costs a name look-up and a cuStreamSynchronize per launch (and, while a capture is open,
+ * the engine's one cuStreamIsCapturing): the GPU runs one kernel at a time, which is the
+ * point. */
 static CUresult debug_sync_after(const struct atl_launch *l)
 {
     /* the list first: a launch into a capture still shows its kernel was named */
     if (debug_sync == ATL_DSK_LIST && !debug_sync_wanted(l))
         return CUDA_SUCCESS;
-    if (atl_capture_forbids_sync())
-        return CUDA_SUCCESS;
-    int pt = atl_hook_flags[l->hook] & ATL_F_PT;
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult (*is_cap)(CUstream, CUstreamCaptureStatus *) =
-        pt ? atl_drv.cuStreamIsCapturing_ptsz : atl_drv.cuStreamIsCapturing;
-    if (!is_cap || !atl_drv.cuStreamSynchronize)
-        return CUDA_SUCCESS;
-    CUresult cr = is_cap(l->stream, &st);
-    if (cr == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE)
-        return CUDA_SUCCESS;
-    if (cr != CUDA_SUCCESS && !atl_fault_is_sticky(cr))
+    /* the launch went into a capture (the engine asked its stream once: l->cap) */
+    if (atl_capture_forbids_sync() || l->cap || !atl_drv.cuStreamSynchronize)
         return CUDA_SUCCESS;
     /* name it now: after a fault the driver stops answering cuFuncGetName */
     char name[256];

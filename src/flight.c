@@ -447,7 +447,7 @@ static void tally_launch(const struct atl_ring_ent *e, void *ctx)
         return;
     }
     /* a launch into a capturing stream did not run: a graph launch runs it */
-    if (!(e->hook & ATL_RING_GRAPH) && atl_capture_held(e->stream, s)) {
+    if (!(e->hook & ATL_RING_GRAPH) && atl_capture_held(atl_own_stream(e->stream, e->hook), s)) {
         t->ncaptured++;
         return;
     }

@@ -2398,15 +2398,6 @@ void atl_redzone_alloc_pre(struct atl_alloc *a)
     a->padded = a->bytes + pad;
 }
 
-static int stream_capturing(CUstream s)
-{
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!atl_capture_any() || !atl_drv.cuStreamIsCapturing)
-        return 0;
-    return atl_drv.cuStreamIsCapturing(s, &st) == CUDA_SUCCESS &&
-           st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 /* PyTorch's caching allocator serves the process (pools.c): its segments are guarded, not the
  * tensors inside them. Looked for at the first 64 guarded allocations (PyTorch loads
  * libc10_cuda at its import, before its first); said once (issue #45: a Triton kernel's write
@@ -2463,7 +2454,7 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
     }
     z.start = z.base + z.bytes;
     CUresult pr;
-    if (atl_capture_any() && (a->kind != ATL_ALLOC_ASYNC || stream_capturing(a->stream))) {
+    if (atl_capture_any() && (a->kind != ATL_ALLOC_ASYNC || a->cap)) {
         /* A memset now would be recorded into the program's graph (a
          * stream-ordered allocation on the capturing stream: a graph's
          * memory node), or, on the legacy stream, invalidate the capture of
@@ -2584,7 +2575,7 @@ void atl_redzone_free_pre(struct atl_free *f)
      * after a launch that used the allocation, which the free must follow.
      * No context sync, no copy. A zone already reported is not checked
      * again, but still goes into the quarantine. */
-    if (f->async ? stream_capturing(f->stream) : atl_capture_any()) {
+    if (f->async ? f->cap : atl_capture_any()) {
         /* a check now would become a node of the program's graph (or
          * invalidate its capture): this zone goes unchecked */
         __atomic_add_fetch(&skipped_capture, 1, __ATOMIC_RELAXED);
@@ -2700,7 +2691,7 @@ void atl_redzone_launch_post(const struct atl_launch *l, CUresult r)
     struct lword w[WORDS_MAX];
     unsigned flags;
     unsigned nw = launch_words(l, w, &flags);
-    int capturing = r == CUDA_SUCCESS && stream_capturing(l->stream);
+    int capturing = r == CUDA_SUCCESS && l->cap;
     /* a launch that failed, or went into a graph, did not run: the graph's
      * launch is the suspect */
     wl_put(l->seq, w, nw, flags | (r != CUDA_SUCCESS || capturing ? WL_NOTRUN : 0));
@@ -2723,7 +2714,7 @@ void atl_redzone_launch_post(const struct atl_launch *l, CUresult r)
  * the graph, so its overrun is not blamed on the next launch. */
 void atl_redzone_graph_launch_post(const struct atl_graph_launch *g, CUresult r)
 {
-    if (!pad || mode != CHECK_LAUNCH || r != CUDA_SUCCESS || stream_capturing(g->stream))
+    if (!pad || mode != CHECK_LAUNCH || r != CUDA_SUCCESS || g->cap)
         return;
     scan_all(atl_hook_names[g->hook], 0, 0);
 }

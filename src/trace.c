@@ -48,23 +48,18 @@ static inline int rec_now(void)
     return __atomic_load_n(&atl_trace_recording, __ATOMIC_RELAXED) > 0;
 }
 
-/* Where an op on `stream` is recorded. While stream captures are in
- * progress (any mode), each op asks the driver whether its stream captures.
+/* Where an op is recorded. While stream captures are in progress (any mode),
+ * the engine asked the driver once whether the op's stream captures.
  * A captured op is not executed where it is enqueued: it belongs to the
  * capture step only (ATLAS_STEP=capture: eager ops are not recorded), and
  * the eager step records the graph's launch instead; in the other modes the
  * captured ops go to the capture buffer, to be compared with eager steps of
  * their shape when the capture ends. NULL: the thread's buffer; SKIP: none. */
 #define SKIP ((struct tbuf *)1)
-static struct tbuf *op_buf(uint64_t stream)
+static struct tbuf *op_buf(int cap)
 {
-    if (__builtin_expect(!atl_capture_any(), 1))
-        return atl_trace_mode == ATL_MODE_CAPTURE ? SKIP : NULL;
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!atl_drv.cuStreamIsCapturing ||
-        atl_drv.cuStreamIsCapturing((CUstream)(uintptr_t)stream, &st) != CUDA_SUCCESS)
-        st = CU_STREAM_CAPTURE_STATUS_NONE;
-    int captured = st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    /* cap: the status the engine asked once for the op's stream (its event's `cap`) */
+    int captured = cap == CU_STREAM_CAPTURE_STATUS_ACTIVE;
     if (atl_trace_mode == ATL_MODE_CAPTURE)
         return captured ? NULL : SKIP;
     return captured ? &atl_tbuf_capture : NULL;
@@ -98,7 +93,7 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
      * its record) */
     struct tbuf *into;
     if (r != CUDA_SUCCESS || !rec_now() || !atl_ksel_match(l->rec) ||
-        (into = op_buf((uint64_t)(uintptr_t)l->stream)) == SKIP)
+        (into = op_buf(l->cap)) == SKIP)
         return;
     const void *packed = NULL;
     size_t packed_size = 0;
@@ -123,7 +118,7 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
 void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
 {
     struct tbuf *into;
-    if (r != CUDA_SUCCESS || !rec_now() || (into = op_buf((uint64_t)(uintptr_t)g->stream)) == SKIP)
+    if (r != CUDA_SUCCESS || !rec_now() || (into = op_buf(g->cap)) == SKIP)
         return;
     struct atl_op o = {.kind = ATL_OP_GRAPH, .stream = (uint64_t)(uintptr_t)g->stream};
     o.u.g.exec = (uint64_t)(uintptr_t)g->exec;
@@ -133,7 +128,7 @@ void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
 void atl_trace_memset(const struct atl_memset *m, CUresult r)
 {
     struct tbuf *into;
-    if (r == CUDA_SUCCESS && rec_now() && (into = op_buf((uint64_t)(uintptr_t)m->stream)) != SKIP) {
+    if (r == CUDA_SUCCESS && rec_now() && (into = op_buf(m->cap)) != SKIP) {
         struct atl_op o = {.kind = ATL_OP_MEMSET,
                            .sub = (uint8_t)m->elem,
                            .stream = (uint64_t)(uintptr_t)m->stream,
@@ -242,7 +237,7 @@ static int to_device(const struct atl_copy *c)
 void atl_trace_copy(const struct atl_copy *c, CUresult r)
 {
     struct tbuf *into;
-    if (r == CUDA_SUCCESS && rec_now() && (into = op_buf((uint64_t)(uintptr_t)c->stream)) != SKIP) {
+    if (r == CUDA_SUCCESS && rec_now() && (into = op_buf(c->cap)) != SKIP) {
         struct atl_op o = {0};
         copy_op(c, &o);
         atl_tbuf_record(into, &o);

@@ -844,15 +844,49 @@ static int is_special_stream(CUstream s)
     return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
 }
 
+__thread int fake_pt_call;
+/* this thread's per-thread stream object, once a capture began on it (fake_internal.h) */
+static __thread struct fake_stream *pt_stream;
+
+int fake_is_pt_stream(CUstream s)
+{
+    return s == CU_STREAM_PER_THREAD || (s == NULL && fake_pt_call);
+}
+
+/* The thread's per-thread stream object in ctx; made when `make` (caller holds g_lock). */
+static struct fake_stream *pt_stream_locked(struct fake_ctx *ctx, int make)
+{
+    if (pt_stream && pt_stream->ctx == ctx && handle_get(pt_stream, MAGIC_STREAM) == pt_stream)
+        return pt_stream;
+    if (!make)
+        return NULL;
+    struct fake_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->h = (struct hdr){MAGIC_STREAM, s};
+    s->ctx = ctx;
+    if (handle_add(&s->h)) {
+        free(s);
+        return NULL;
+    }
+    return pt_stream = s;
+}
+
+struct fake_stream *fake_pt_stream_make_locked(struct fake_ctx *ctx)
+{
+    return pt_stream_locked(ctx, 1);
+}
+
 /* The context and stream object for a stream argument (NULL stream object
- * for the default streams). Caller holds g_lock. */
+ * for the default streams, but a per-thread stream that captured:
+ * fake_internal.h). Caller holds g_lock. */
 CUresult stream_resolve_locked(CUstream s, struct fake_ctx **ctx, struct fake_stream **st)
 {
     if (!g_initialized)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (is_special_stream(s)) {
-        *st = NULL;
         *ctx = ctx_current();
+        *st = *ctx && fake_is_pt_stream(s) ? pt_stream_locked(*ctx, 0) : NULL;
     } else {
         *st = handle_get(s, MAGIC_STREAM);
         if (!*st)

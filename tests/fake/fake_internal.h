@@ -344,6 +344,16 @@ struct fake_event {
     uint64_t cap_id;     /* cap may be gone and its address reused: check */
 };
 
+/* The per-thread default stream, modelled only as far as capture needs: a thread's stream
+ * object is made when a capture begins on it (cuStreamBeginCapture on CU_STREAM_PER_THREAD, or
+ * on 0 through a _ptsz twin), and from then on that thread's per-thread stream is it (a
+ * capture's ops go into its graph). Before, and on threads that never capture on it, the
+ * per-thread stream is the context's one stream, as the legacy one. fake_pt_call: the call
+ * came through a _ptsz/_ptds twin, whose 0 is the per-thread stream (fake_ptds.c). */
+extern __thread int fake_pt_call;
+int fake_is_pt_stream(CUstream s);
+struct fake_stream *fake_pt_stream_make_locked(struct fake_ctx *ctx);
+
 /* The model's shared state (fake_core.c). */
 extern pthread_mutex_t g_lock;
 extern int g_initialized;

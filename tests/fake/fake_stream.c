@@ -479,6 +479,9 @@ static CUresult capture_begin(CUstream hStream, CUstreamCaptureMode mode, CUgrap
     LOCK();
     CUresult r = stream_resolve_locked(hStream, &c, &st);
     struct fake_graph *g = NULL;
+    if (r == CUDA_SUCCESS && !st && fake_is_pt_stream(hStream) &&
+        !(st = fake_pt_stream_make_locked(c)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS && !st)
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy NULL stream */
     else if (r == CUDA_SUCCESS && st->cap)

@@ -488,6 +488,26 @@ START_TEST(check_at_launch_with_capture)
 }
 END_TEST
 
+/* The same on the per-thread default stream through the _ptsz twins and stream 0 (nvcc
+ * --default-stream per-thread): the engine asks that stream's capture status once, for every
+ * feature. Before, red zones asked the legacy stream's and took the captured launch for one
+ * that ran: "1 of the 2 launches since the last clean check reach it", where it did not run
+ * (the graph's launch is the suspect). */
+START_TEST(check_at_launch_with_per_thread_capture)
+{
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    struct run_result r;
+    rz_run(&r, "capture-pt", NULL, env);
+    HAS(r.out, "captured ops: 1\n");
+    HAS(r.log, "5 bytes corrupted at +4096..+4100");
+    HAS(r.log, "redzone: alloc#1 found at cuGraphLaunch_ptsz: 0 of the 2 launches since the last "
+               "clean check reach it (a parameter points into it; 1 ruled out; 1 more could not "
+               "be ruled out)");
+    HASNT(r.log, "culprit:");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(leaks_and_exit_scan)
 {
     static const char *const env[] = {"ATLAS_LEAKS=1", NULL};
@@ -1215,6 +1235,7 @@ int main(void)
     tcase_add_test(tc, check_at_launch_flat_cost);
     tcase_add_test(tc, clean_with_many_live);
     tcase_add_test(tc, check_at_launch_with_capture);
+    tcase_add_test(tc, check_at_launch_with_per_thread_capture);
     tcase_add_test(tc, leaks_and_exit_scan);
     tcase_add_test(tc, leaks_without_redzone);
     tcase_add_test(tc, allocation_sites_at_one_depth);

@@ -361,6 +361,23 @@ START_TEST(device_copies_end_no_step)
 }
 END_TEST
 
+/* A capture on the per-thread default stream through the _ptsz twins and stream 0 (nvcc
+ * --default-stream per-thread): its launch is captured, so ATLAS_STEP=capture records the
+ * capture as a step. Before, the trace asked the legacy stream's status and took the launch
+ * for an eager one: steps=0. (redzone_prog's scenario; test_redzone.c checks red zones on it.) */
+START_TEST(per_thread_capture_is_a_capture)
+{
+    struct run_result r;
+    const char *env[] = {"ATLAS_TRACE=1", "ATLAS_STEP=capture", NULL};
+    char *argv[] = {T("redzone_prog"), "capture-pt", NULL};
+    run_target(&r, argv, env, 1);
+    ck_assert_msg(r.status == 0, "exit %d\n%s\n%s", r.status, r.err, r.log);
+    ck_assert_msg(strstr(r.out, "captured ops: 1\n"), "%s", r.out);
+    ck_assert_msg(count_lines(r.log, "trace summary: steps=1 compared=0") == 1, "%s", r.log);
+    run_free(&r);
+}
+END_TEST
+
 /* The uninitialised tail of a by-value struct (a stack address and a
  * counter, different every step) is not a host value: one collapsed line
  * per step, none with ATLAS_DIFF_RESIDUE=none, a line each with =all. */
@@ -1416,6 +1433,7 @@ int main(void)
     tcase_add_test(tc, big_by_value_parameter);
     tcase_add_test(tc, uninitialised_struct_bytes);
     tcase_add_test(tc, device_copies_end_no_step);
+    tcase_add_test(tc, per_thread_capture_is_a_capture);
     tcase_add_test(tc, packed_extra_buffer);
     tcase_add_test(tc, identical_steps_silent);
     tcase_add_test(tc, layout_unknown_said_once);

@@ -228,6 +228,16 @@ static CUdeviceptr (*const hops[80])(size_t) = {HOPS10(1), HOPS10(2), HOPS10(3),
                                                 HOPS10(5), HOPS10(6), HOPS10(7), HOPS10(8)};
 /* clang-format on */
 
+/* The per-thread default stream's twins, as a program built with nvcc --default-stream
+ * per-thread calls them (their 0 is the thread's own default stream). */
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                             unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                             void **extra);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
+CUresult cuGraphLaunch_ptsz(CUgraphExec ge, CUstream s);
+CUresult cuStreamSynchronize_ptsz(CUstream s);
+
 static void poke(CUdeviceptr p, long off, unsigned n, CUstream s)
 {
     unsigned v = 0x11;
@@ -644,6 +654,23 @@ int main(int argc, char **argv)
         CHECK(cuGraphInstantiate(&ge, g, 0));
         CHECK(cuGraphLaunch(ge, s));
         CHECK(cuStreamSynchronize(s));
+        CHECK(cuMemFree(a));
+    } else if (strcmp(what, "capture-pt") == 0) {
+        /* the same on the per-thread default stream, through the _ptsz twins and stream 0:
+         * no check may go into the capture there either */
+        CUgraph g;
+        CUgraphExec ge;
+        CUdeviceptr a = rz_alloc(4096);
+        CHECK(cuStreamBeginCapture_v2_ptsz(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        unsigned v = 0x11, n = 5;
+        long off = 4096;
+        void *args[] = {&a, &off, &n, &v};
+        CHECK(cuLaunchKernel_ptsz(f_poke, 2, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+        CHECK(cuStreamEndCapture_ptsz(NULL, &g));
+        printf("captured ops: %zu\n", fake_graph_num_ops(g));
+        CHECK(cuGraphInstantiate(&ge, g, 0));
+        CHECK(cuGraphLaunch_ptsz(ge, NULL));
+        CHECK(cuStreamSynchronize_ptsz(NULL));
         CHECK(cuMemFree(a));
     } else if (strcmp(what, "uaf") == 0) {
         /* a CUDA C program's use after free: alloc#2 is filled, freed, then
