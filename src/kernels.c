@@ -414,11 +414,21 @@ void atl_krec_unpin_all(void)
 
 /* Everything a record owns, freed: the one place (a field that points to
  * memory of its own is freed here). */
+static void (*races_free)(void *);
+
+void atl_krec_set_races_free(void (*fn)(void *))
+{
+    __atomic_store_n(&races_free, fn, __ATOMIC_RELEASE);
+}
+
 static void krec_free(struct kr *k)
 {
     if (!k)
         return;
     atl_krec_view_free(&k->r);
+    void (*rf)(void *) = __atomic_load_n(&races_free, __ATOMIC_ACQUIRE);
+    if (k->r.races && rf)
+        rf(k->r.races);
     free((void *)k->r.off), free((void *)k->r.size);
     free(k);
 }
@@ -695,8 +705,6 @@ void atl_kernels_forget(void *handle)
     pthread_mutex_unlock(&lock);
 }
 
-unsigned long atl_unload_gen;
-
 void atl_kernels_forget_owner(void *owner)
 {
     if (owner) {
@@ -713,7 +721,6 @@ void atl_kernels_forget_owner(void *owner)
         reclaim();
         pthread_mutex_unlock(&lock);
     }
-    __atomic_add_fetch(&atl_unload_gen, 1, __ATOMIC_RELEASE);
 }
 
 void atl_kernels_census(struct atl_kernels_census *c)

@@ -12,9 +12,8 @@
  * (src/fault.h: the line every launch reads). Writers take one mutex.
  *
  * Lifetime. A module or library unload takes the records of its kernels out
- * of the table (and those of unknown owner: they may be its), counts the
- * unload in atl_unload_gen, and frees each record once nothing can refer to
- * it any more, so that a program that loads and unloads modules for ever
+ * of the table (and those of unknown owner: they may be its) and frees each
+ * record once nothing can refer to it any more, so that a program that loads and unloads modules for ever
  * (Triton autotuning, torch.compile, NVRTC) keeps its memory flat. Who may
  * hold a record, and for how long:
  *   - a thread between atl_krec_pin and atl_krec_unpin: any record it found
@@ -89,6 +88,11 @@ struct atl_krec {
     /* The race detector's (src/races.c): 1 once nothing of the kernel is left to watch (its
      * launches then skip the watch's look-up); read and set atomically. */
     int races_quiet;
+    /* The race detector's view of the kernel (src/races.c: its parameter words and what it
+     * does through each, its launches' memos): made at the kernel's first launch under
+     * ATLAS_RACES, read and changed under the detector's lock, freed with the record
+     * (krec_free) through the function the detector gave atl_krec_set_races_free. */
+    void *races;
     /* The flight recorder's (src/flight.c): the parameter bytes of the
      * kernel's first launch in the recorder's epoch (ring.h). */
     uint64_t args_epoch; /* the epoch the bytes are from (0: none) */
@@ -213,6 +217,9 @@ void atl_krec_set_holders(uint64_t (*low)(void));
  * or a reference): what the step trace counts against ATLAS_TRACE_MAX_MB. */
 size_t atl_krec_waiting_bytes(void);
 
+/* How a record's `races` view is freed (the race detector's, given once at its start). */
+void atl_krec_set_races_free(void (*fn)(void *));
+
 /* A reference to r beyond a pin (r found while pinned, or held already). */
 void atl_krec_hold(struct atl_krec *r);
 void atl_krec_release(struct atl_krec *r);
@@ -264,12 +271,9 @@ void atl_kernels_census(struct atl_kernels_census *c);
 /* A module or library is gone: forgets the handles it owned (and those whose
  * owner is unknown: fetched by name from the driver, they may be its, and
  * asking again costs one call), so a new kernel the driver gives the same
- * address gets a record of its own, and counts the unload in
- * atl_unload_gen. */
+ * address gets a record of its own (and each feature's view with it: no
+ * feature keeps a cache keyed by handle). */
 void atl_kernels_forget_owner(void *owner);
-/* Counts successful module and library unloads: a cache keyed by kernel
- * handle checks an entry made before the latest unload before trusting it. */
-extern unsigned long atl_unload_gen;
 
 /* ---- the step trace's view ------------------------------------------------------ */
 

@@ -279,8 +279,10 @@ struct rword {
     uint64_t seen;
 };
 
+/* A kernel as the detector sees it: its view on the kernel's record (struct atl_krec's races),
+ * made at its first launch, freed with the record (a handle a module unload gives to another
+ * kernel gets a record, and so a view, of its own). */
 struct rkern {
-    unsigned long gen;
     const char *name;
     int exact; /* the driver gave the layout (n may then be 0) */
     unsigned n;
@@ -325,8 +327,7 @@ struct rwatch {
     uintptr_t key;
     int tainted;
     struct atl_watch *w;
-    CUfunction func;
-    unsigned long gen;
+    struct atl_krec *rec; /* the watched kernel's record, held (atl_krec_hold) till released */
     CUgraphExec exec; /* a graph launch's: word[] are indices of the graph's accesses */
     uint64_t seq, starts; /* the launch's number; the ops begun when it began */
     unsigned n;
@@ -346,22 +347,19 @@ static struct {
     uint64_t legacy_ops;
     struct vc host;
     struct hsrc *hsrc;
-    struct rmap streams, events, allocs, kerns, graphs, execs, seen, sitemap;
+    struct rmap streams, events, allocs, graphs, execs, seen, sitemap;
     struct atl_stack *sites;
     uint64_t *site_hash;   /* the stack hash of each slot of sites */
     uint32_t *site_gen;    /* each slot's generation: an id names (slot, generation) */
     unsigned nsites, capsites, site_next; /* site_next: the slot forgotten next, once full */
     size_t ev_vc_bytes;    /* what the events' clocks hold */
     unsigned refused;      /* streams refused a slot (all taken) */
-    size_t kerns_sweep_at; /* rc.kerns' size at which entries stale since an unload go */
     struct rcache cache[RC_CACHE];
     uint64_t lo, hi;
     struct rcap *caps;
     uint64_t capids;
     uint64_t alloc_gen;            /* counts allocations made and gone (struct rmemo) */
     struct rslotc slotc[RC_SLOTC]; /* stream_slot's last answers */
-    CUfunction last_func;          /* kern_of's last answer */
-    struct rkern *last_kern;
     struct rcaller callers[RC_CALLERS];
     /* counts */
     uint64_t races, races_distinct, possible, possible_distinct, accesses, forgotten, dropped;
@@ -1319,6 +1317,8 @@ static int lock(void)
 
 /* ---- the events -------------------------------------------------------------------- */
 
+static void kern_free(void *p);
+
 unsigned atl_races_init(void)
 {
     rc.mode = (int)atl_cfg.races;
@@ -1335,6 +1335,7 @@ unsigned atl_races_init(void)
         rc.dead = 1;
         return 0;
     }
+    atl_krec_set_races_free(kern_free); /* a kernel's view goes with its record */
     return ATL_ON_LAUNCH | ATL_ON_ALLOC | ATL_ON_COPY | ATL_ON_COPY_DTOH | ATL_ON_MEMSET |
            ATL_ON_SYNC | ATL_ON_CAPTURE | ATL_ON_STREAM;
 }
@@ -1370,95 +1371,67 @@ static int kern_words(struct rkern *k)
     return 0;
 }
 
-static void kern_free(struct rkern *k)
+static void kern_free(void *p)
 {
+    struct rkern *k = p;
     free(k->off), free(k->size), free(k->cls), free(k->words);
     for (int i = 0; i < RC_MEMO; i++)
         free(k->memo[i].v), free(k->memo[i].acc);
     free(k);
 }
 
-/* The kernels' table holds one entry per handle launched; a program that loads and unloads
- * modules makes new handles all the time. Before it grows past twice what was left the last
- * time (1,024 at least), the entries of handles not launched since the last unload go (a
- * launch of one makes it again). */
-static void kerns_sweep(unsigned long gen)
-{
-    if (rc.kerns.live < rc.kerns_sweep_at || rc.kerns.live < 1024)
-        return;
-    for (size_t i = 0; i < rc.kerns.cap; i++) {
-        if (rc.kerns.s[i] != 1)
-            continue;
-        struct rkern *k = rc.kerns.v[i];
-        if (k->gen == gen)
-            continue;
-        rmap_del(&rc.kerns, rc.kerns.k[i]);
-        kern_free(k);
-    }
-    rc.last_func = NULL, rc.last_kern = NULL;
-    rc.kerns_sweep_at = 2 * rc.kerns.live;
-}
-
+/* Under the lock: the detector's view of a launch's kernel (its record's `races`), made at the
+ * kernel's first launch, and made again once the driver gives a layout it refused before.
+ * NULL: no record (out of memory). */
 static struct rkern *kern_of(const struct atl_launch *l)
 {
-    unsigned long gen = __atomic_load_n(&atl_unload_gen, __ATOMIC_ACQUIRE);
-    /* a loop launches one kernel again and again */
-    if (rc.last_func == l->func && rc.last_kern && rc.last_kern->gen == gen)
-        return rc.last_kern;
-    void **p = rmap_find(&rc.kerns, (uint64_t)(uintptr_t)l->func);
-    struct rkern *k = p ? *p : NULL;
-    if (!k || k->gen != gen) {
-        /* first launch of the handle, or since a module unload (which may
-         * have given the handle to another kernel): the record's layout and
-         * name */
-        struct atl_krec *r = l->rec;
-        const int exact = r && atl_krec_exact(r); /* a layout refused before is asked again */
-        unsigned n = exact ? r->nparams : 0;
-        if (!k) {
-            kerns_sweep(gen);
-            k = calloc(1, sizeof *k);
-            if (!k || rmap_put(&rc.kerns, (uint64_t)(uintptr_t)l->func, k) != 0) {
-                free(k);
-                oom();
-                return NULL;
-            }
+    struct atl_krec *r = l->rec;
+    if (!r)
+        return NULL;
+    struct rkern *k = r->races;
+    const int exact = atl_krec_exact(r);
+    if (k && (k->exact || !exact))
+        return k;
+    unsigned n = exact ? r->nparams : 0;
+    if (!k) {
+        if (!(k = calloc(1, sizeof *k))) {
+            oom();
+            return NULL;
         }
-        free(k->off), free(k->size), free(k->cls), free(k->words);
-        k->off = k->size = NULL, k->cls = NULL, k->words = NULL;
-        k->n = k->nwords = 0;
-        for (int i = 0; i < RC_MEMO; i++) {
-            free(k->memo[i].v), free(k->memo[i].acc);
-            k->memo[i] = (struct rmemo){.u = -1};
+        r->races = k;
+    }
+    free(k->off), free(k->size), free(k->cls), free(k->words);
+    k->off = k->size = NULL, k->cls = NULL, k->words = NULL;
+    k->n = k->nwords = 0;
+    for (int i = 0; i < RC_MEMO; i++) {
+        free(k->memo[i].v), free(k->memo[i].acc);
+        k->memo[i] = (struct rmemo){.u = -1};
+    }
+    k->exact = exact;
+    const char *m = atl_krec_mangled(r);
+    /* interned by kernels.c, kept for the process: accesses name it, and a race is told
+     * by it, so a kernel loaded again is the same kernel (a copy per load made every
+     * reload's race a new one, and grew with the reloads: issue #48) */
+    k->name = m;
+    if (n) {
+        k->off = malloc(n * sizeof *k->off);
+        k->size = malloc(n * sizeof *k->size);
+        k->cls = malloc(n);
+        if (!k->off || !k->size || !k->cls) {
+            oom();
+            return NULL;
         }
-        k->gen = gen;
-        k->exact = exact;
-        const char *m = r ? atl_krec_mangled(r) : NULL;
-        /* interned by kernels.c, kept for the process: accesses name it, and a race is told
-         * by it, so a kernel loaded again is the same kernel (a copy per load made every
-         * reload's race a new one, and grew with the reloads: issue #48) */
-        k->name = m;
-        if (n) {
-            k->off = malloc(n * sizeof *k->off);
-            k->size = malloc(n * sizeof *k->size);
-            k->cls = malloc(n);
-            if (!k->off || !k->size || !k->cls) {
-                oom();
-                return NULL;
-            }
-            memcpy(k->off, r->off, n * sizeof *k->off);
-            memcpy(k->size, r->size, n * sizeof *k->size);
-            char *dem = atl_demangle_dup(m);
-            atl_races_param_classes(dem, n, k->cls);
-            free(dem);
-            k->n = n;
-            if (kern_words(k) != 0) {
-                oom();
-                return NULL;
-            }
+        memcpy(k->off, r->off, n * sizeof *k->off);
+        memcpy(k->size, r->size, n * sizeof *k->size);
+        char *dem = atl_demangle_dup(m);
+        atl_races_param_classes(dem, n, k->cls);
+        free(dem);
+        k->n = n;
+        if (kern_words(k) != 0) {
+            oom();
+            return NULL;
         }
     }
-    rc.last_func = l->func;
-    rc.last_kern = k;
     return k;
 }
 
@@ -1713,6 +1686,9 @@ static void watch_release(struct rwatch *wp)
     __atomic_store_n(&wp->running, 0, __ATOMIC_RELEASE);
     wp->used = wp->waiting = 0;
     wp->w = NULL;
+    if (wp->rec)
+        atl_krec_release(wp->rec);
+    wp->rec = NULL;
     rc.nwp--;
 }
 
@@ -1728,10 +1704,10 @@ static void watch_apply(struct rwatch *wp, const struct atl_wregion *out, int cl
         watch_apply_graph(wp, out, clean);
         return;
     }
-    void **p = rmap_find(&rc.kerns, (uint64_t)(uintptr_t)wp->func);
-    struct rkern *k = p ? *p : NULL;
-    if (!k || k->gen != wp->gen)
-        return; /* unloaded since */
+    /* the record is held while the watch is: its view is there, unloaded or not */
+    struct rkern *k = wp->rec ? wp->rec->races : NULL;
+    if (!k)
+        return;
     int changed = 0;
     for (unsigned i = 0; i < wp->n; i++) {
         if (wp->word[i] >= k->nwords)
@@ -1923,8 +1899,11 @@ void atl_races_launch_pre(const struct atl_launch *l)
     }
     if (k && !left && l->rec)
         __atomic_store_n(&l->rec->races_quiet, 1, __ATOMIC_RELAXED);
-    if (n)
-        wp->func = l->func, wp->gen = k->gen, wp->seq = l->seq, wp->exec = NULL;
+    if (n) {
+        /* pinned (the launch's pre): held past it till the watch is released */
+        atl_krec_hold(l->rec);
+        wp->rec = l->rec, wp->seq = l->seq, wp->exec = NULL;
+    }
     watch_start(wp, r, n, l->stream, l->hook);
 }
 
@@ -1968,7 +1947,7 @@ void atl_races_graph_launch_pre(const struct atl_graph_launch *g)
         total += len;
     }
     if (n)
-        wp->func = NULL, wp->gen = 0, wp->seq = 0, wp->exec = g->exec;
+        wp->rec = NULL, wp->seq = 0, wp->exec = g->exec;
     watch_start(wp, r, n, g->stream, g->hook);
 }
 
