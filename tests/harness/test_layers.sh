@@ -5,7 +5,7 @@
 #   hooks     hooks/*.c
 #   engine    src/engine.c, src/api.c
 #   features  one room per feature of the engine's table (src/engine.h):
-#             fault, blocking, kaudit, redzone, leaks, trace, hang
+#             fault, blocking, kaudit, redzone, leaks, trace, hang, races
 #   model     the step model that atlas-diff links too: src/step.c, src/stepseries.c, src/jsonw.h, src/jsonesc.h,
 #             src/tracediff.c, src/tracejson.c, src/traceformat.h
 #   facts     every other file of src/ (what several rooms share)
