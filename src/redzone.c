@@ -381,6 +381,26 @@ static unsigned launch_words(const struct atl_launch *l, struct lword *w, unsign
      * the record's fields again at every word (this runs at every launch) */
     unsigned n = 0, np = rec->nparams;
     void **params = l->params;
+    const struct atl_kword *kw = rec->words;
+    if (params && kw) {
+        /* the record's list of the words the loop below would find: the
+         * same words in the same order, without the walk of the layout */
+        for (unsigned k = 0, nk = rec->nwords; k < nk; k++) {
+            const unsigned char *p = params[kw[k].param];
+            uint64_t v;
+            if (!p)
+                continue;
+            memcpy(&v, p + kw[k].off, sizeof v);
+            if (v < lo || v > hi)
+                continue;
+            if (n == WORDS_MAX) {
+                *flags |= WL_TRUNC;
+                return n;
+            }
+            w[n++] = (struct lword){v, kw[k].param, kw[k].off};
+        }
+        return n;
+    }
     for (unsigned i = 0; i < np; i++) {
         uint32_t po = off[i], ps = size[i];
         const unsigned char *p;
