@@ -133,6 +133,27 @@ unsigned atl_param_layout(void *h, uint32_t *off, uint32_t *size, unsigned max, 
     return 0;
 }
 
+/* The layout's pointer-sized words (struct atl_krec's words), a list even
+ * when empty; NULL with no memory for it (*n 0). A parameter at offset po
+ * has its first such word (8 - po % 8) % 8 bytes in: the words are
+ * 8-byte-aligned in the parameter block, as the driver lays a pointer out. */
+static const struct atl_kword *words_of(const uint32_t *off, const uint32_t *size, unsigned np,
+                                        unsigned *n)
+{
+    size_t nw = 0;
+    for (unsigned i = 0; i < np; i++)
+        for (uint32_t o = (8 - off[i] % 8) % 8; (size_t)o + 8 <= size[i]; o += 8)
+            nw++;
+    *n = 0;
+    struct atl_kword *w = malloc((nw ? nw : 1) * sizeof *w);
+    if (!w)
+        return NULL; /* launch_words walks the layout instead */
+    for (unsigned i = 0; i < np; i++)
+        for (uint32_t o = (8 - off[i] % 8) % 8; (size_t)o + 8 <= size[i]; o += 8)
+            w[(*n)++] = (struct atl_kword){i, o};
+    return w;
+}
+
 /* A kernel's parameters fit in 32,764 bytes (the driver's limit): at most
  * that many of one byte each. */
 #define PARAMS_LIMIT 32768
@@ -169,6 +190,7 @@ static void layout_fetch(struct atl_krec *r)
         }
         r->nparams = n;
         r->off = off, r->size = size;
+        r->words = words_of(off, size, n, &r->nwords);
         __atomic_store_n(&r->exact, 1, __ATOMIC_RELEASE); /* last: readers see a whole layout */
         __atomic_store_n(&r->layout_retry, 0, __ATOMIC_RELAXED);
         return;
@@ -429,7 +451,7 @@ static void krec_free(struct kr *k)
     void (*rf)(void *) = __atomic_load_n(&races_free, __ATOMIC_ACQUIRE);
     if (k->r.races && rf)
         rf(k->r.races);
-    free((void *)k->r.off), free((void *)k->r.size);
+    free((void *)k->r.off), free((void *)k->r.size), free((void *)k->r.words);
     free(k);
 }
 
@@ -475,7 +497,7 @@ static size_t view_bytes(const struct atl_kfn *v);
 static size_t krec_bytes(const struct kr *k)
 {
     return malloc_usable_size((void *)k) + malloc_usable_size((void *)k->r.off) +
-           malloc_usable_size((void *)k->r.size) +
+           malloc_usable_size((void *)k->r.size) + malloc_usable_size((void *)k->r.words) +
            view_bytes(__atomic_load_n(&k->r.view, __ATOMIC_ACQUIRE)) +
            view_bytes(__atomic_load_n(&k->r.view_packed, __ATOMIC_ACQUIRE));
 }

@@ -61,6 +61,11 @@
 
 #define ATL_KREC_ARGS 256 /* parameter bytes the flight recorder keeps */
 struct atl_kfn;           /* the step model's view of a kernel (src/step.h) */
+/* A parameter word (struct atl_krec's words): parameter `param`, `off`
+ * bytes into it. */
+struct atl_kword {
+    uint32_t param, off;
+};
 struct atl_krec {
     void *handle;
     /* Set when the record is made, before it is published (never changed:
@@ -76,6 +81,15 @@ struct atl_krec {
     int layout_retry;
     unsigned nparams;
     const uint32_t *off, *size; /* nparams each, any number */
+    /* The words of those parameters that may hold a device pointer: every
+     * 8-byte-aligned 8 bytes of a parameter of 8 bytes or more (by-value
+     * structs included), in parameter order, `nwords` of them. Made with the
+     * layout, so that red zones, which look at them at every launch
+     * (src/redzone.c's launch_words), do not walk the layout each time; NULL
+     * with no layout, or no memory for them (then found from off and size),
+     * never for a layout that has none. */
+    const struct atl_kword *words;
+    unsigned nwords;
     /* Mangled, interned (valid for the process); NULL while the driver has
      * not named it. Read and set atomically (atl_krec_mangled). */
     const char *name;

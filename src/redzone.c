@@ -190,7 +190,7 @@ static struct {
     size_t i;
 } hold_cache[HOLD_CACHE];
 
-static int zone_holding_locked(uint64_t v, struct zone *out)
+static const struct zone *zone_holding_locked(uint64_t v)
 {
     size_t h = (size_t)(((v >> 4) * 0x9E3779B97F4A7C15ull) >> 56) % HOLD_CACHE;
     size_t i = hold_cache[h].i;
@@ -204,17 +204,16 @@ static int zone_holding_locked(uint64_t v, struct zone *out)
         if (!atl_addrmap_get(&zone_at, v, &i) &&
             (!atl_ledger_find_guarded(v, &base, &seq) || !atl_addrmap_get(&zone_at, base, &i) ||
              zones[i].seq != seq))
-            return 0;
+            return NULL;
         /* the zone's allocation ends where its red zone does */
         hold_cache[h].lo = zones[i].base;
         hold_cache[h].hi = zones[i].start + zones[i].len;
         hold_cache[h].seq = zones[i].seq;
         hold_cache[h].i = i;
     }
-    if (!zones[i].watched)
-        return 0;
-    *out = zones[i];
-    return 1;
+    /* the zone itself, not a copy: the caller copies it once, where it
+     * keeps it */
+    return zones[i].watched ? &zones[i] : NULL;
 }
 
 /* Launch mode, a launch ATLAS_KERNEL leaves out: the zones its words reach
@@ -289,8 +288,11 @@ static void wl_make(void)
 
 static void wl_put(uint64_t seq, const struct lword *w, unsigned n, unsigned flags)
 {
-    pthread_once(&wl_once, wl_make);
     struct wl_idx *idx = __atomic_load_n(&wl_idx, __ATOMIC_ACQUIRE);
+    if (!idx) { /* the first launch (or no memory for the log) */
+        pthread_once(&wl_once, wl_make);
+        idx = __atomic_load_n(&wl_idx, __ATOMIC_ACQUIRE);
+    }
     if (!idx || !seq)
         return;
     uint64_t pos = __atomic_fetch_add(&wl_head, n, __ATOMIC_RELAXED);
@@ -381,6 +383,26 @@ static unsigned launch_words(const struct atl_launch *l, struct lword *w, unsign
      * the record's fields again at every word (this runs at every launch) */
     unsigned n = 0, np = rec->nparams;
     void **params = l->params;
+    const struct atl_kword *kw = rec->words;
+    if (params && kw) {
+        /* the record's list of the words the loop below would find: the
+         * same words in the same order, without the walk of the layout */
+        for (unsigned k = 0, nk = rec->nwords; k < nk; k++) {
+            const unsigned char *p = params[kw[k].param];
+            uint64_t v;
+            if (!p)
+                continue;
+            memcpy(&v, p + kw[k].off, sizeof v);
+            if (v < lo || v > hi)
+                continue;
+            if (n == WORDS_MAX) {
+                *flags |= WL_TRUNC;
+                return n;
+            }
+            w[n++] = (struct lword){v, kw[k].param, kw[k].off};
+        }
+        return n;
+    }
     for (unsigned i = 0; i < np; i++) {
         uint32_t po = off[i], ps = size[i];
         const unsigned char *p;
@@ -1263,7 +1285,10 @@ static void site_copy(struct atl_stack *to, const struct atl_stack *from)
  * slot given up). */
 static void pend_done(struct pending *p)
 {
-    for (unsigned i = 0; i < ATL_RZ_SLOT_ZONES; i++) {
+    /* a slot's entries are a prefix (q_release_batch_locked puts them at
+     * 0 up; every other slot has none): the check after a launch, which
+     * has none, costs one look and no call to free */
+    for (unsigned i = 0; i < ATL_RZ_SLOT_ZONES && p->qe[i]; i++) {
         free(p->qe[i]);
         p->qe[i] = NULL;
     }
@@ -1457,10 +1482,9 @@ static unsigned check_grid(size_t bytes)
     return g > 256 ? 256 : (unsigned)g;
 }
 
-/* Takes a slot for the check of p's zones (and fills) and fills it: the
- * launch is the caller's (check_launch), with or without scan_lock. 0, or
- * -1 when the caller must check another way. With scan_lock held. */
-static int check_take_locked(const struct pending *p, struct check_call *c)
+/* The next slot for a check, its verdict cleared, into *k: 0, or -1 when
+ * the caller must check another way. With scan_lock held. */
+static int slot_next_locked(uint64_t *k)
 {
     if (!checks_ready_locked())
         return -1;
@@ -1469,10 +1493,41 @@ static int check_take_locked(const struct pending *p, struct check_call *c)
         wait_oldest();
     if (pend_head - pend_tail == SLOTS)
         return -1;
-    uint64_t k = pend_head;
-    struct atl_rz_slot *sl = &slots[k % SLOTS];
+    *k = pend_head;
+    struct atl_rz_slot *sl = &slots[*k % SLOTS];
     sl->done = 0;
     sl->nbad = 0;
+    return 0;
+}
+
+/* Slot k, its pend entry filled, taken (its launch being made) and c made
+ * ready for check_launch; c->list is the caller's. With scan_lock held. */
+static void slot_taken_locked(uint64_t k, struct check_call *c, unsigned nz, unsigned nfill,
+                              size_t bytes)
+{
+    struct pending *q = &pend[k % SLOTS];
+    __atomic_store_n(&q->state, SLOT_STATE(k + 1, SLOT_LAUNCHING), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&launching, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&pend_head, k + 1, __ATOMIC_RELAXED);
+    c->q = q;
+    c->fn = check_fn;
+    c->n = nz;
+    c->nfill = nfill;
+    c->fill = fill;
+    c->grid = check_grid(bytes);
+    c->slot = dslots + (k % SLOTS) * sizeof *slots;
+    c->merge = dmerge ? dmerge + (k % SLOTS) * sizeof(struct atl_rz_merge) : 0;
+    c->ticket = k + 1;
+}
+
+/* Takes a slot for the check of p's zones (and fills) and fills it: the
+ * launch is the caller's (check_launch), with or without scan_lock. 0, or
+ * -1 when the caller must check another way. With scan_lock held. */
+static int check_take_locked(const struct pending *p, struct check_call *c)
+{
+    uint64_t k;
+    if (slot_next_locked(&k) != 0)
+        return -1;
     memset(&c->list, 0, sizeof c->list);
     size_t bytes = 0;
     for (unsigned i = 0; i < p->nz; i++) {
@@ -1499,18 +1554,7 @@ static int check_take_locked(const struct pending *p, struct check_call *c)
         q->upto[i] = p->upto[i];
     }
     memcpy(q->qe, p->qe, sizeof q->qe);
-    __atomic_store_n(&q->state, SLOT_STATE(k + 1, SLOT_LAUNCHING), __ATOMIC_RELAXED);
-    __atomic_add_fetch(&launching, 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&pend_head, k + 1, __ATOMIC_RELAXED);
-    c->q = q;
-    c->fn = check_fn;
-    c->n = p->nz;
-    c->nfill = p->nfill;
-    c->fill = fill;
-    c->grid = check_grid(bytes);
-    c->slot = dslots + (k % SLOTS) * sizeof *slots;
-    c->merge = dmerge ? dmerge + (k % SLOTS) * sizeof(struct atl_rz_merge) : 0;
-    c->ticket = k + 1;
+    slot_taken_locked(k, c, p->nz, p->nfill, bytes);
     return 0;
 }
 
@@ -2228,6 +2272,36 @@ struct reach {
     unsigned arg, off;
 };
 
+/* check_take_locked for the check after a launch, straight from its reach
+ * list (nz zones of it): each zone is copied once, into its slot, and its
+ * span into the kernel's list, with no struct pending made on the way (a
+ * launch's check has no call stack, fills or quarantine entries). */
+static int launch_take_locked(const struct finder *how, const struct reach *r, unsigned nz,
+                              struct check_call *c)
+{
+    uint64_t k;
+    if (slot_next_locked(&k) != 0)
+        return -1;
+    memset(&c->list, 0, sizeof c->list);
+    struct pending *q = &pend[k % SLOTS];
+    size_t bytes = 0;
+    q->ticket = k + 1;
+    q->how = *how;
+    q->nz = nz;
+    q->nfill = 0;
+    q->has_site = 0;
+    for (unsigned i = 0; i < nz; i++) {
+        q->z[i] = r[i].z;
+        q->arg[i] = r[i].arg;
+        q->off[i] = r[i].off;
+        c->list.z[i] = (struct atl_rz_zone){r[i].z.start, r[i].z.len, fill, 0};
+        bytes += r[i].z.len;
+    }
+    memset(q->qe, 0, sizeof q->qe);
+    slot_taken_locked(k, c, nz, 0, bytes);
+    return 0;
+}
+
 static int reach_of(const struct lword *w, unsigned nw, unsigned flags, struct reach *out,
                     const char **why)
 {
@@ -2247,14 +2321,14 @@ static int reach_of(const struct lword *w, unsigned nw, unsigned flags, struct r
     int n = 0;
     pthread_mutex_lock(&zones_lock);
     for (unsigned k = 0; k < nw; k++) {
-        struct zone z;
-        if (!zone_holding_locked(w[k].v, &z))
+        const struct zone *z = zone_holding_locked(w[k].v);
+        if (!z)
             continue;
         int seen = 0;
         for (int i = 0; i < n && !seen; i++)
-            seen = out[i].z.base == z.base;
+            seen = out[i].z.base == z->base;
         if (!seen)
-            out[n++] = (struct reach){z, w[k].arg, w[k].off};
+            out[n++] = (struct reach){*z, w[k].arg, w[k].off};
     }
     pthread_mutex_unlock(&zones_lock);
     return n;
@@ -2274,14 +2348,10 @@ static int reach_of(const struct lword *w, unsigned nw, unsigned flags, struct r
  * zones are copied. */
 static void launch_check(const struct atl_launch *l, const struct reach *r, int n)
 {
-    struct pending p; /* the fields check_take_locked reads, no more */
-    p.how = (struct finder){
+    struct finder how = {
         .by = BY_LAUNCH, .seq = l->seq, .func = (void *)l->func, .stream = l->stream};
-    p.has_site = 0;
-    p.nfill = 0;
-    memset(p.qe, 0, sizeof p.qe);
-    memcpy(p.how.grid, l->grid, sizeof p.how.grid);
-    memcpy(p.how.block, l->block, sizeof p.how.block);
+    memcpy(how.grid, l->grid, sizeof how.grid);
+    memcpy(how.block, l->block, sizeof how.block);
     struct check_call small[REACH_STACK / ATL_RZ_SLOT_ZONES], *calls = small;
     int ncalls = 0, queued = 1;
     if (n > REACH_STACK && !(calls = malloc((size_t)(n + ATL_RZ_SLOT_ZONES - 1) /
@@ -2292,13 +2362,8 @@ static void launch_check(const struct atl_launch *l, const struct reach *r, int 
     }
     pthread_mutex_lock(&scan_lock);
     for (int i = 0; i < n && queued; i += ATL_RZ_SLOT_ZONES) {
-        p.nz = 0;
-        for (int j = i; j < n && p.nz < ATL_RZ_SLOT_ZONES; j++, p.nz++) {
-            p.z[p.nz] = r[j].z;
-            p.arg[p.nz] = r[j].arg;
-            p.off[p.nz] = r[j].off;
-        }
-        queued = check_take_locked(&p, &calls[ncalls]) == 0;
+        unsigned nz = n - i < ATL_RZ_SLOT_ZONES ? (unsigned)(n - i) : ATL_RZ_SLOT_ZONES;
+        queued = launch_take_locked(&how, r + i, nz, &calls[ncalls]) == 0;
         ncalls += queued;
     }
     pthread_mutex_unlock(&scan_lock);
@@ -2321,11 +2386,11 @@ static void launch_check(const struct atl_launch *l, const struct reach *r, int 
             unsigned bad;
             size_t first = 0, last = 0;
             __atomic_add_fetch(&checks, 1, __ATOMIC_RELAXED);
-            struct finder how = p.how;
-            how.arg = r[i].arg;
-            how.off = r[i].off;
+            struct finder zhow = how;
+            zhow.arg = r[i].arg;
+            zhow.off = r[i].off;
             if (zone_read(&r[i].z, &bad, &first, &last) == 0 && bad)
-                report(&r[i].z, NULL, bad, first, last, &how);
+                report(&r[i].z, NULL, bad, first, last, &zhow);
         }
     }
     pthread_mutex_unlock(&scan_lock);

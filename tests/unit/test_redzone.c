@@ -428,6 +428,65 @@ START_TEST(launch_mode_wide_layout)
 }
 END_TEST
 
+/* An int at 0, a 20-byte struct at 4 (its 8-byte-aligned words 4 and 12
+ * bytes in), a pointer at 24. */
+static CUresult s_paraminfo_odd(CUfunction f, size_t i, size_t *off, size_t *size)
+{
+    static const size_t o[] = {0, 4, 24}, sz[] = {4, 20, 8};
+    if (i >= 3)
+        return CUDA_ERROR_INVALID_VALUE;
+    *off = o[i];
+    *size = sz[i];
+    return CUDA_SUCCESS;
+}
+
+/* The record lists the layout's pointer-sized words once (8-byte-aligned in
+ * the parameter block, inside structs too), and a launch's check reaches a
+ * zone through them, named by parameter and offset as before. */
+START_TEST(launch_mode_record_words)
+{
+    async_on = 1;
+    setup(2);
+    atl_drv.cuFuncGetParamInfo = s_paraminfo_odd;
+    CUfunction k = (CUfunction)0x98;
+    struct atl_krec *rec = atl_krec_get(k);
+    ck_assert_ptr_nonnull(rec);
+    ck_assert(rec->exact);
+    ck_assert_ptr_nonnull(rec->words);
+    ck_assert_uint_eq(rec->nwords, 3);
+    ck_assert_uint_eq(rec->words[0].param, 1);
+    ck_assert_uint_eq(rec->words[0].off, 4);
+    ck_assert_uint_eq(rec->words[1].param, 1);
+    ck_assert_uint_eq(rec->words[1].off, 12);
+    ck_assert_uint_eq(rec->words[2].param, 2);
+    ck_assert_uint_eq(rec->words[2].off, 0);
+    CUdeviceptr a = alloc(512);
+    int n = 7;
+    unsigned char st[20] = {0};
+    memcpy(st + 12, &a, sizeof a);
+    CUdeviceptr none = 0;
+    void *params[] = {&n, st, &none};
+    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
+                           .func = k,
+                           .grid = {1, 1, 1},
+                           .block = {32, 1, 1},
+                           .stream = (CUstream)0x51,
+                           .params = params,
+                           .rec = rec,
+                           .seq = 1};
+    memset((char *)a + 512, 0, 2);
+    launch_events(&l);
+    ck_assert_int_eq(checks_queued, 1);
+    ck_assert_int_eq(launches, 0); /* no full scan */
+    struct atl_sync sy = {.hook = ATL_ID_cuCtxSynchronize, .kind = ATL_SYNC_CTX};
+    atl_redzone_sync_post(&sy, CUDA_SUCCESS);
+    const char *log = read_log();
+    ck_assert_msg(strstr(log, "redzone: found by the check after launch#1 on stream 0x51, which "
+                              "reached alloc#1 through arg1+0xc\n"),
+                  "%s", log);
+}
+END_TEST
+
 /* A one-block launch of k on stream 0x51 with these parameters. */
 static struct atl_launch small_launch(CUfunction k, void **params)
 {
@@ -614,6 +673,7 @@ int main(void)
     tcase_add_test(tc, launch_mode_queued);
     tcase_add_test(tc, launch_mode_ring_full);
     tcase_add_test(tc, launch_mode_wide_layout);
+    tcase_add_test(tc, launch_mode_record_words);
     tcase_add_test(tc, launch_mode_reach_after_frees);
     tcase_add_test(tc, launch_mode_full_check_defers_to_launch_in_flight);
     suite_add_tcase(s, tc);
