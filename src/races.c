@@ -1389,8 +1389,10 @@ static struct rkern *kern_of(const struct atl_launch *l)
     if (!r)
         return NULL;
     struct rkern *k = r->races;
+    if (k && k->exact)
+        return k; /* a loop launches one kernel again and again */
     const int exact = atl_krec_exact(r);
-    if (k && (k->exact || !exact))
+    if (k && !exact)
         return k;
     unsigned n = exact ? r->nparams : 0;
     if (!k) {
