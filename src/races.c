@@ -26,6 +26,7 @@
 #define _GNU_SOURCE /* syscall */
 #include "races.h"
 
+#include "addrmap.h"
 #include "capture.h"
 #include "config.h"
 #include "driver.h"
@@ -75,84 +76,44 @@ enum { HS_NONE, HS_STREAM, HS_EVENT, HS_CTX, HS_COPY, HS_QUERY, HS_HOSTFN, HS_CA
 
 /* ---- small tools: a hash map of 64-bit keys, vector clocks ------------------ */
 
+/* The detector's maps, by 64-bit key: src/addrmap.h's (the one hash map of the library), with
+ * pointer values and the key 0 kept beside it (addrmap's empty slot). */
 struct rmap {
-    uint64_t *k;
-    void **v;
-    unsigned char *s; /* 0 empty, 1 live, 2 deleted */
-    size_t cap, used, live;
+    struct atl_addrmap m;
+    int has0;
+    void *v0;
 };
 
-static size_t rmap_home(uint64_t key, size_t cap)
+/* 1 and *val (when val) if key is present, else 0. */
+static int rmap_get(const struct rmap *m, uint64_t key, void **val)
 {
-    key ^= key >> 29;
-    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 32) & (cap - 1);
-}
-
-static void **rmap_find(const struct rmap *m, uint64_t key)
-{
-    if (!m->cap)
-        return NULL;
-    for (size_t i = rmap_home(key, m->cap), n = 0; n < m->cap; i = (i + 1) & (m->cap - 1), n++) {
-        if (m->s[i] == 0)
-            return NULL;
-        if (m->s[i] == 1 && m->k[i] == key)
-            return &m->v[i];
-    }
-    return NULL;
-}
-
-static int rmap_grow(struct rmap *m)
-{
-    size_t cap = 64;
-    while (cap * 3 < (m->live + 1) * 8)
-        cap *= 2;
-    struct rmap n = {calloc(cap, 8), calloc(cap, sizeof(void *)), calloc(cap, 1), cap, 0, 0};
-    if (!n.k || !n.v || !n.s) {
-        free(n.k), free(n.v), free(n.s);
-        return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (m->s[i] != 1)
-            continue;
-        size_t j = rmap_home(m->k[i], cap);
-        while (n.s[j])
-            j = (j + 1) & (cap - 1);
-        n.k[j] = m->k[i], n.v[j] = m->v[i], n.s[j] = 1;
-        n.used++, n.live++;
-    }
-    free(m->k), free(m->v), free(m->s);
-    *m = n;
-    return 0;
+    size_t v = 0;
+    int found = key ? atl_addrmap_get(&m->m, key, &v) : m->has0;
+    if (found && val)
+        *val = key ? (void *)(uintptr_t)v : m->v0;
+    return found;
 }
 
 static int rmap_put(struct rmap *m, uint64_t key, void *val)
 {
-    void **p = rmap_find(m, key);
-    if (p) {
-        *p = val;
+    if (!key) {
+        m->has0 = 1, m->v0 = val;
         return 0;
     }
-    if ((m->used + 1) * 4 > m->cap * 3 && rmap_grow(m) != 0)
-        return -1;
-    size_t i = rmap_home(key, m->cap);
-    while (m->s[i] == 1)
-        i = (i + 1) & (m->cap - 1);
-    if (m->s[i] == 0)
-        m->used++;
-    m->k[i] = key, m->v[i] = val, m->s[i] = 1;
-    m->live++;
-    return 0;
+    return atl_addrmap_put(&m->m, key, (size_t)(uintptr_t)val);
 }
 
+/* Removes key; its value, or NULL. */
 static void *rmap_del(struct rmap *m, uint64_t key)
 {
-    void **p = rmap_find(m, key);
-    if (!p)
+    void *v = NULL;
+    if (!rmap_get(m, key, &v))
         return NULL;
-    size_t i = (size_t)(p - m->v);
-    m->s[i] = 2;
-    m->live--;
-    return m->v[i];
+    if (key)
+        atl_addrmap_del(&m->m, key);
+    else
+        m->has0 = 0, m->v0 = NULL;
+    return v;
 }
 
 /* A vector clock: c[i] for streams 0..n-1, zero beyond. */
@@ -533,9 +494,9 @@ static int stream_slot_slow(CUstream s, int hook)
     struct rslotc *c = &rc.slotc[(key >> 4) % RC_SLOTC];
     if (c->key == key)
         return c->slot;
-    void **p = rmap_find(&rc.streams, key);
-    if (p) {
-        *c = (struct rslotc){key, (int)(uintptr_t)*p - 1};
+    void *p;
+    if (rmap_get(&rc.streams, key, &p)) {
+        *c = (struct rslotc){key, (int)(uintptr_t)p - 1};
         return c->slot;
     }
     unsigned flags = 0;
@@ -644,9 +605,9 @@ static uint32_t site_intern(const struct atl_stack *s)
     if (!s->n)
         return 0;
     uint64_t h = atl_stack_hash(s);
-    void **p = rmap_find(&rc.sitemap, h);
-    if (p)
-        return (uint32_t)(uintptr_t)*p;
+    void *p;
+    if (rmap_get(&rc.sitemap, h, &p))
+        return (uint32_t)(uintptr_t)p;
     unsigned slot;
     if (rc.nsites < RC_MAX_SITES) {
         if (rc.nsites == rc.capsites) {
@@ -709,9 +670,9 @@ static size_t cache_index(uint64_t v)
 
 static struct ralloc *alloc_state(uint64_t seq, uint64_t base, uint64_t span)
 {
-    void **p = rmap_find(&rc.allocs, seq);
-    if (p)
-        return *p;
+    void *p;
+    if (rmap_get(&rc.allocs, seq, &p))
+        return p;
     struct ralloc *a = calloc(1, sizeof *a);
     if (!a || rmap_put(&rc.allocs, seq, a) != 0) {
         free(a);
@@ -1028,7 +989,7 @@ static void conflict(struct rop *op, const struct ralloc *a, const struct racc *
     else
         rc.possible++;
     uint64_t key = side_key(side_key(mix(1469598103934665603ULL, (uint64_t)sure), e), x);
-    if (rmap_find(&rc.seen, key))
+    if (rmap_get(&rc.seen, key, NULL))
         return;
     if (rmap_put(&rc.seen, key, (void *)1) != 0) {
         oom();
@@ -1733,8 +1694,9 @@ static void watch_apply(struct rwatch *wp, const struct atl_wregion *out, int cl
 /* The same for a graph launch: the graph's kernel accesses that may write. */
 static void watch_apply_graph(struct rwatch *wp, const struct atl_wregion *out, int clean)
 {
-    void **p = rmap_find(&rc.execs, (uint64_t)(uintptr_t)wp->exec);
-    struct rgraph *g = p ? *p : NULL;
+    void *p = NULL;
+    rmap_get(&rc.execs, (uint64_t)(uintptr_t)wp->exec, &p);
+    struct rgraph *g = p;
     for (unsigned i = 0; g && i < wp->n; i++) {
         if (wp->word[i] >= g->n)
             continue;
@@ -1920,8 +1882,9 @@ void atl_races_graph_launch_pre(const struct atl_graph_launch *g)
     if (others || __atomic_load_n(&rc.watch_off, __ATOMIC_RELAXED) || atl_capture_any() ||
         atl_capture_forbids_sync() || lock() != 0)
         return;
-    void **p = rmap_find(&rc.execs, (uint64_t)(uintptr_t)g->exec);
-    struct rgraph *gr = p ? *p : NULL;
+    void *p = NULL;
+    rmap_get(&rc.execs, (uint64_t)(uintptr_t)g->exec, &p);
+    struct rgraph *gr = p;
     int u = stream_slot(g->stream, g->hook);
     struct rwatch *wp = u >= 0 && gr ? watch_slot() : NULL;
     unsigned n = 0;
@@ -2191,12 +2154,13 @@ void atl_races_free(const struct atl_free *f)
     op_none(&op);
     if (lock() != 0)
         return;
-    void **p = rmap_find(&rc.allocs, f->rec.seq);
-    int u = f->async && p ? stream_slot(f->stream, f->hook) : -1;
+    void *p = NULL;
+    int known = rmap_get(&rc.allocs, f->rec.seq, &p);
+    int u = f->async && known ? stream_slot(f->stream, f->hook) : -1;
     if (u >= 0 && !rc.st[u].cap) {
         /* freed in stream order: the memory may be handed out again after
          * it, so every access on another stream must come before it */
-        struct ralloc *a = *p;
+        struct ralloc *a = p;
         op_begin(&op, u, RC_OP_FREE, f->hook, site_get(&where), pend);
         op.freed = &f->rec;
         op_add(&op, a, 0, a->span, 0, RC_WRITE, 1, 255, NULL);
@@ -2322,9 +2286,9 @@ static void host_learns_event(const struct revent *ev, int kind, uint32_t site)
 
 static struct revent *event_get(CUevent e, int make)
 {
-    void **p = rmap_find(&rc.events, (uint64_t)(uintptr_t)e);
-    if (p || !make)
-        return p ? *p : NULL;
+    void *p = NULL;
+    if (rmap_get(&rc.events, (uint64_t)(uintptr_t)e, &p) || !make)
+        return p;
     struct revent *ev = calloc(1, sizeof *ev);
     if (!ev || rmap_put(&rc.events, (uint64_t)(uintptr_t)e, ev) != 0) {
         free(ev);
@@ -2424,9 +2388,9 @@ void atl_races_graph_inst(const struct atl_graph_inst *g, CUresult r)
     if (r != CUDA_SUCCESS || !g->exec || lock() != 0)
         return;
     graph_unref(rmap_del(&rc.execs, (uint64_t)(uintptr_t)g->exec));
-    void **p = rmap_find(&rc.graphs, (uint64_t)(uintptr_t)g->graph);
-    if (p) {
-        struct rgraph *gr = *p;
+    void *p;
+    if (rmap_get(&rc.graphs, (uint64_t)(uintptr_t)g->graph, &p)) {
+        struct rgraph *gr = p;
         if (rmap_put(&rc.execs, (uint64_t)(uintptr_t)g->exec, gr) == 0)
             gr->refs++;
     }
@@ -2446,8 +2410,9 @@ void atl_races_graph_launch(const struct atl_graph_launch *g, CUresult r)
     if (lock() != 0)
         return;
     int u = stream_slot(g->stream, g->hook);
-    void **p = rmap_find(&rc.execs, (uint64_t)(uintptr_t)g->exec);
-    struct rgraph *gr = p ? *p : NULL;
+    void *p = NULL;
+    rmap_get(&rc.execs, (uint64_t)(uintptr_t)g->exec, &p);
+    struct rgraph *gr = p;
     if (u >= 0 && rc.st[u].cap) {
         /* launched into a capture: its accesses become the outer graph's */
         for (size_t i = 0; gr && rc.st[u].cap->g && i < gr->n; i++)
