@@ -205,12 +205,30 @@ fi
 if python3 -c 'import jax' 2>/dev/null; then
     run jax_train -- python3 $here/races_jax.py
     clean jax_train "a jitted training step with a transfer each step"
+    # a custom call that writes its output on a side stream of its own (issue #44)
+    ffi=$build/gpu/races_jax_ffi.so
+    inc=$(python3 -c 'import jax.ffi; print(jax.ffi.include_dir())' 2>/dev/null)
+    if [ -n "$inc" ] && ${NVCC:-nvcc} -arch=sm_90 -std=c++17 -O2 -shared -Xcompiler -fPIC \
+        -I "$inc" -o "$ffi" $here/races_jax_ffi.cu >"$out/jax_ffi_build.log" 2>&1; then
+        run jax_ffi_raced -- python3 $here/races_jax.py ffi "$ffi" raced
+        raced jax_ffi_raced "a JAX custom call writing on its own stream, read by XLA's next kernel" \
+            "race:   1st: launch#[0-9]+ kernel=side_scale\(float const\*, float\*, long\) parameter 1 \(writes: "
+        run jax_ffi_fixed -- python3 $here/races_jax.py ffi "$ffi" fixed
+        clean jax_ffi_fixed "the same custom call, XLA's stream waiting for its side stream"
+    else
+        fail "JAX custom call: could not build $ffi (see $out/jax_ffi_build.log)"
+    fi
 else
     echo "SKIP: jax not found"
 fi
 
 # ---- the cost on a GPT-2-like training step ----------------------------------------------
 rounds=${RACES_BENCH_ROUNDS:-3}
+if [ "$rounds" = 0 ]; then
+    echo "SKIP: RACES_BENCH_ROUNDS=0: the cost on a GPT-2-like step"
+    [ $status = 0 ] && echo "races-gpu-check: all passed" || echo "races-gpu-check: FAILED"
+    exit $status
+fi
 step() { # CONFIG ENV...: one run, its ms per step appended to $out/gpt2.CONFIG
     cfg=$1
     shift
