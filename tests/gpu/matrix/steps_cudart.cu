@@ -47,6 +47,10 @@ int main(void)
     CK(cudaMalloc(&a, n * sizeof(float)));
     CK(cudaMalloc(&b, n * sizeof(float)));
     CK(cudaMemset(a, 0, n * sizeof(float)));
+    // a memset of device memory may return before it is done, and the legacy stream it runs
+    // on does not order the non-blocking stream the steps use: wait for it (ATLAS_RACES named
+    // the race on the H100)
+    CK(cudaDeviceSynchronize());
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     printf("model nvcc static cudart: 65 launches, a 4-byte copy back, a cudaMalloc/cudaFree a step\n");
     matrix_timed(step, 20, 40);

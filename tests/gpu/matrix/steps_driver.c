@@ -63,6 +63,10 @@ int main(int argc, char **argv)
         CK(cuMemAlloc(&bufs[i], N * sizeof(float)));
         CK(cuMemsetD32(bufs[i], 0, N));
     }
+    /* a memset of device memory may return before it is done, and the legacy stream it runs
+     * on does not order the non-blocking stream the steps use: wait for it (ATLAS_RACES named
+     * the race on the H100) */
+    CK(cuCtxSynchronize());
     printf("model driver API (-lcuda): 64 launches, a memset, a 16-byte cuMemcpyDtoH, "
            "cuMemAlloc/cuMemFree a step\n");
     matrix_timed(step, 20, 40);
