@@ -386,6 +386,36 @@ END_TEST
 
 #define WIDE 100
 
+/* A one-block launch of k on stream 0x51 with these parameters. */
+static struct atl_launch small_launch(CUfunction k, void **params)
+{
+    return (struct atl_launch){.hook = ATL_ID_cuLaunchKernel,
+                               .func = k,
+                               .grid = {1, 1, 1},
+                               .block = {64, 1, 1},
+                               .stream = (CUstream)0x51,
+                               .params = params,
+                               .rec = atl_krec_get(k)};
+}
+
+/* l, with alloc#1's red zone broken, queues one check (no full scan), whose verdict at the
+ * next sync names launch#1 on stream 0x51 and how it reached alloc#1 (`through`). */
+static void found_after_launch(struct atl_launch *l, const char *through)
+{
+    launch_events(l);
+    ck_assert_int_eq(checks_queued, 1);
+    ck_assert_int_eq(launches, 0); /* no full scan */
+    struct atl_sync sy = {.hook = ATL_ID_cuCtxSynchronize, .kind = ATL_SYNC_CTX};
+    atl_redzone_sync_post(&sy, CUDA_SUCCESS);
+    const char *log = read_log();
+    char want[160];
+    snprintf(want, sizeof want,
+             "redzone: found by the check after launch#1 on stream 0x51, which reached alloc#1 "
+             "through %s\n",
+             through);
+    ck_assert_msg(strstr(log, want), "%s", log);
+}
+
 /* A kernel of more parameters than the flight recorder used to describe
  * (64): its record holds the whole layout, so the launch's check reaches
  * the zone through its last parameter, queued, instead of checking every
@@ -407,24 +437,10 @@ START_TEST(launch_mode_wide_layout)
     for (int i = 0; i < WIDE - 1; i++)
         params[i] = &ints[i];
     params[WIDE - 1] = &a;
-    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
-                           .func = k,
-                           .grid = {1, 1, 1},
-                           .block = {32, 1, 1},
-                           .stream = (CUstream)0x51,
-                           .params = params,
-                           .rec = rec,
-                           .seq = 1};
+    struct atl_launch l = small_launch(k, params);
+    l.rec = rec, l.seq = 1;
     memset((char *)a + 512, 0, 2);
-    launch_events(&l);
-    ck_assert_int_eq(checks_queued, 1);
-    ck_assert_int_eq(launches, 0); /* no full scan */
-    struct atl_sync sy = {.hook = ATL_ID_cuCtxSynchronize, .kind = ATL_SYNC_CTX};
-    atl_redzone_sync_post(&sy, CUDA_SUCCESS);
-    const char *log = read_log();
-    ck_assert_msg(strstr(log, "redzone: found by the check after launch#1 on stream 0x51, which "
-                              "reached alloc#1 through arg99+0x0\n"),
-                  "%s", log);
+    found_after_launch(&l, "arg99+0x0");
 }
 END_TEST
 
@@ -466,38 +482,12 @@ START_TEST(launch_mode_record_words)
     memcpy(st + 12, &a, sizeof a);
     CUdeviceptr none = 0;
     void *params[] = {&n, st, &none};
-    struct atl_launch l = {.hook = ATL_ID_cuLaunchKernel,
-                           .func = k,
-                           .grid = {1, 1, 1},
-                           .block = {32, 1, 1},
-                           .stream = (CUstream)0x51,
-                           .params = params,
-                           .rec = rec,
-                           .seq = 1};
+    struct atl_launch l = small_launch(k, params);
+    l.seq = 1;
     memset((char *)a + 512, 0, 2);
-    launch_events(&l);
-    ck_assert_int_eq(checks_queued, 1);
-    ck_assert_int_eq(launches, 0); /* no full scan */
-    struct atl_sync sy = {.hook = ATL_ID_cuCtxSynchronize, .kind = ATL_SYNC_CTX};
-    atl_redzone_sync_post(&sy, CUDA_SUCCESS);
-    const char *log = read_log();
-    ck_assert_msg(strstr(log, "redzone: found by the check after launch#1 on stream 0x51, which "
-                              "reached alloc#1 through arg1+0xc\n"),
-                  "%s", log);
+    found_after_launch(&l, "arg1+0xc");
 }
 END_TEST
-
-/* A one-block launch of k on stream 0x51 with these parameters. */
-static struct atl_launch small_launch(CUfunction k, void **params)
-{
-    return (struct atl_launch){.hook = ATL_ID_cuLaunchKernel,
-                               .func = k,
-                               .grid = {1, 1, 1},
-                               .block = {64, 1, 1},
-                               .stream = (CUstream)0x51,
-                               .params = params,
-                               .rec = atl_krec_get(k)};
-}
 
 /* What a launch reaches is looked up through a cache of earlier answers;
  * the allocations behind them come and go. A zone that moved in the table
