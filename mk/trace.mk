@@ -86,7 +86,8 @@ trace-asan-check: check-deps
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDLIBS_CORE="-fsanitize=address,undefined $(LDLIBS_CORE)" \
 	  $(TRACE_ASAN_BUILD)/libatlastrace.so $(TRACE_ASAN_BUILD)/fake/libcuda.so.1 \
-	  $(TRACE_ASAN_BUILD)/tests/trace_steps $(TRACE_ASAN_BUILD)/atlas-diff \
+	  $(TRACE_ASAN_BUILD)/tests/trace_steps $(TRACE_ASAN_BUILD)/tests/redzone_prog \
+	  $(TRACE_ASAN_BUILD)/atlas-diff \
 	  $(TRACE_ASAN_BUILD)/tests/test_trace_unit $(TRACE_ASAN_BUILD)/tests/test_trace
 	ATL_TEST_PRELOAD_EXTRA="$$($(CC) -print-file-name=libasan.so)" \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=66 \
