@@ -93,13 +93,25 @@ label() {
     esac
 }
 
-# the jobs: for each row, rounds of native and every mode, interleaved
+# the jobs: for each row, rounds of native and every mode, interleaved; each round starts one
+# configuration later than the one before (round 1: native, idle, trace, ...; round 2: idle,
+# trace, ..., native), so that no configuration always runs at the same place in a round
+# (section 16 of bench/RESULTS.md: resnet's idle runs, always second, were all three slower
+# than all three of native's and of the trace's)
 : >"$tmp/jobs"
 : >"$tmp/runs.txt"
 for row in $rows; do
     r=1
     while [ $r -le "$rounds" ]; do
-        for m in native $modes; do echo "$row $m $r" >>"$tmp/jobs"; done
+        set -- native $modes
+        k=1
+        while [ $k -lt $r ] && [ $# -gt 1 ]; do
+            first=$1
+            shift
+            set -- "$@" "$first"
+            k=$((k + 1))
+        done
+        for m in "$@"; do echo "$row $m $r" >>"$tmp/jobs"; done
         r=$((r + 1))
     done
 done
