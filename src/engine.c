@@ -243,6 +243,7 @@ void atl_launch_pre(struct atl_launch *l)
      * half) makes it when there is none */
     atl_krec_pin();
     l->cap = atl_capture_status(l->stream, l->hook);
+    l->packed = atl_launch_packed(l->extra, &l->packed_size); /* NULL, 0 without extra */
     l->seq = atl_ring_put(l->hook, l->func, l->stream, l->grid[0], l->grid[1], l->grid[2],
                           l->block[0], l->block[1], l->block[2], l->shmem);
     if (on(ATL_FEAT_FAULT)) {

@@ -16,6 +16,25 @@
 #include "hookid.h" /* every event names its entry point (ATL_ID_*) */
 #include "ledger.h" /* struct atl_alloc_rec, in a free's event */
 
+/* The packed parameter buffer a launch's `extra` array names, and its size (0 when not
+ * given): the one reading of `extra` (the engine's, into the launch event, and the flight
+ * recorder's light path, which has no event). Read up to CU_LAUNCH_PARAM_END, the first key
+ * that is none of the three, or 32 pairs, whichever comes first. */
+static inline const void *atl_launch_packed(void *const *extra, size_t *size)
+{
+    const void *buf = NULL;
+    *size = 0;
+    for (unsigned i = 0; extra && i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buf = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
+            *size = *(const size_t *)extra[i + 1];
+        else if (extra[i] != CU_LAUNCH_PARAM_BUFFER_SIZE)
+            break;
+    }
+    return buf;
+}
+
 /* Bits of atl_on: which event classes the engine wants to see. A hook whose
  * class bit is clear forwards straight to the driver (one load, one branch). */
 enum {
@@ -67,6 +86,11 @@ struct atl_launch {
     /* the capture status of the op's stream (CUstreamCaptureStatus), asked once by the engine
      * before any feature sees the event (atl_capture_status: 0, NONE, while no capture is open) */
     int cap;
+    /* the packed parameter buffer of `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER) and its size
+     * (CU_LAUNCH_PARAM_BUFFER_SIZE; 0 when not given), decoded once by the engine before any
+     * feature sees the event (atl_launch_packed); NULL when the launch passes none */
+    const void *packed;
+    size_t packed_size;
 };
 
 struct atl_graph_launch {

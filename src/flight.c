@@ -70,14 +70,9 @@ static void args_keep(struct atl_krec *r, void **params, void **extra, uint64_t 
                 len = r->off[i] + n;
         }
     } else if (extra) {
-        void *buf = NULL;
-        size_t size = 0;
-        for (unsigned i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
-            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-                buf = extra[i + 1];
-            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
-                size = *(size_t *)extra[i + 1];
-        }
+        /* the light path has no event: the one reading of `extra` (events.h) */
+        size_t size;
+        const void *buf = atl_launch_packed(extra, &size);
         if (buf) {
             len = size < ARGS_MAX ? (unsigned)size : ARGS_MAX;
             memcpy(r->args, buf, len);

@@ -1565,17 +1565,6 @@ static void op_close(struct rop *op)
     print_pending(op);
 }
 
-/* A launch's packed parameter buffer (`extra`), if it passes one. */
-static void packed_of(const struct atl_launch *l, const unsigned char **packed, size_t *psize)
-{
-    *packed = NULL, *psize = 0;
-    for (size_t i = 0; l->extra && l->extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
-        if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-            *packed = l->extra[i + 1];
-        else if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && l->extra[i + 1])
-            *psize = *(const size_t *)l->extra[i + 1];
-    }
-}
 
 /* ---- watching what a kernel writes (src/races_watch.h) ----------------------------- */
 
@@ -1819,9 +1808,8 @@ void atl_races_launch_pre(const struct atl_launch *l)
         (l->rec && __atomic_load_n(&l->rec->races_quiet, __ATOMIC_RELAXED)) ||
         atl_capture_any() || atl_capture_forbids_sync())
         return;
-    const unsigned char *packed;
-    size_t psize;
-    packed_of(l, &packed, &psize);
+    const unsigned char *packed = l->packed;
+    size_t psize = l->packed_size;
     const void *const *params = (const void *const *)l->params;
     if (!params && !packed)
         return;
@@ -1972,9 +1960,8 @@ void atl_races_launch(const struct atl_launch *l, CUresult r)
     watch_post(l->stream, l->hook, r);
     if (r != CUDA_SUCCESS)
         return;
-    const unsigned char *packed;
-    size_t psize;
-    packed_of(l, &packed, &psize);
+    const unsigned char *packed = l->packed;
+    size_t psize = l->packed_size;
     struct rpend pend[RC_PEND];
     struct rop op;
     struct rsite where;

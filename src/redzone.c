@@ -361,18 +361,9 @@ static unsigned launch_words(const struct atl_launch *l, struct lword *w, unsign
         return 0;
     }
     const uint32_t *off = rec->off, *size = rec->size;
-    const unsigned char *buf = NULL;
-    size_t buflen = 0;
-    if (!l->params && l->extra) {
-        for (void **e = l->extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
-            if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER)
-                buf = e[1];
-            else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE && e[1])
-                buflen = *(size_t *)e[1];
-            else if (*e != CU_LAUNCH_PARAM_BUFFER_POINTER && *e != CU_LAUNCH_PARAM_BUFFER_SIZE)
-                break;
-        }
-    }
+    /* the packed buffer, decoded by the engine (atl_launch_packed) */
+    const unsigned char *buf = l->params ? NULL : l->packed;
+    size_t buflen = l->params ? 0 : l->packed_size;
     if (!l->params && !buf) {
         *flags = WL_UNKNOWN | WL_NOBUF;
         return 0;

@@ -95,14 +95,9 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
     if (r != CUDA_SUCCESS || !rec_now() || !atl_ksel_match(l->rec) ||
         (into = op_buf(l->cap)) == SKIP)
         return;
-    const void *packed = NULL;
-    size_t packed_size = 0;
-    for (size_t i = 0; l->extra && l->extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
-        if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-            packed = l->extra[i + 1];
-        else if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && l->extra[i + 1])
-            packed_size = *(const size_t *)l->extra[i + 1];
-    }
+    /* the packed buffer, decoded by the engine (atl_launch_packed) */
+    const void *packed = l->packed;
+    size_t packed_size = l->packed_size;
     /* the kernel's view, kept in the record the event carries (made at its
      * first traced launch: before the buffer is locked, it may ask the driver) */
     const struct atl_kfn *k = atl_krec_view(l->rec, 0);
