@@ -434,8 +434,7 @@ void atl_krec_unpin_all(void)
     }
 }
 
-/* Everything a record owns, freed: the one place (a field that points to
- * memory of its own is freed here). */
+/* How the race detector's view is freed (src/races.c gives it at its start). */
 static void (*races_free)(void *);
 
 void atl_krec_set_races_free(void (*fn)(void *))
@@ -443,6 +442,8 @@ void atl_krec_set_races_free(void (*fn)(void *))
     __atomic_store_n(&races_free, fn, __ATOMIC_RELEASE);
 }
 
+/* Everything a record owns, freed: the one place (a field that points to
+ * memory of its own is freed here). */
 static void krec_free(struct kr *k)
 {
     if (!k)

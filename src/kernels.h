@@ -13,9 +13,9 @@
  *
  * Lifetime. A module or library unload takes the records of its kernels out
  * of the table (and those of unknown owner: they may be its) and frees each
- * record once nothing can refer to it any more, so that a program that loads and unloads modules for ever
- * (Triton autotuning, torch.compile, NVRTC) keeps its memory flat. Who may
- * hold a record, and for how long:
+ * record once nothing can refer to it any more, so that a program that loads
+ * and unloads modules for ever (Triton autotuning, torch.compile, NVRTC)
+ * keeps its memory flat. Who may hold a record, and for how long:
  *   - a thread between atl_krec_pin and atl_krec_unpin: any record it found
  *     through the table (atl_krec_find, atl_krec_get, a launch event's rec)
  *     stays allocated until it unpins. The engine pins a launch from

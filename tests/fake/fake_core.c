@@ -860,16 +860,8 @@ static struct fake_stream *pt_stream_locked(struct fake_ctx *ctx, int make)
         return pt_stream;
     if (!make)
         return NULL;
-    struct fake_stream *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
-    s->h = (struct hdr){MAGIC_STREAM, s};
-    s->ctx = ctx;
-    if (handle_add(&s->h)) {
-        free(s);
-        return NULL;
-    }
-    return pt_stream = s;
+    struct fake_stream *s = fake_stream_new_locked(ctx, 0, 0);
+    return s ? (pt_stream = s) : NULL;
 }
 
 struct fake_stream *fake_pt_stream_make_locked(struct fake_ctx *ctx)

@@ -353,6 +353,9 @@ struct fake_event {
 extern __thread int fake_pt_call;
 int fake_is_pt_stream(CUstream s);
 struct fake_stream *fake_pt_stream_make_locked(struct fake_ctx *ctx);
+/* A new stream object in ctx, its handle added (NULL: out of memory); caller holds g_lock
+ * (fake_stream.c: cuStreamCreate's, and the per-thread stream's). */
+struct fake_stream *fake_stream_new_locked(struct fake_ctx *ctx, unsigned flags, int priority);
 
 /* The model's shared state (fake_core.c). */
 extern pthread_mutex_t g_lock;

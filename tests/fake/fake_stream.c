@@ -61,26 +61,33 @@ int ctx_invalidate_blocking_captures_locked(struct fake_ctx *ctx)
     return any;
 }
 
+struct fake_stream *fake_stream_new_locked(struct fake_ctx *ctx, unsigned flags, int priority)
+{
+    struct fake_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->h = (struct hdr){MAGIC_STREAM, s};
+    s->ctx = ctx;
+    s->flags = flags;
+    s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
+    if (handle_add(&s->h)) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
 static CUresult stream_create(CUstream *phStream, unsigned int flags, int priority)
 {
     struct fake_ctx *c;
     TRY(ctx_enter(&c));
     if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
         return CUDA_ERROR_INVALID_VALUE;
-    struct fake_stream *s = calloc(1, sizeof *s);
+    LOCK();
+    struct fake_stream *s = fake_stream_new_locked(c, flags, priority);
+    UNLOCK();
     if (!s)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    s->h = (struct hdr){MAGIC_STREAM, s};
-    s->ctx = c;
-    s->flags = flags;
-    s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
-    LOCK();
-    int bad = handle_add(&s->h);
-    UNLOCK();
-    if (bad) {
-        free(s);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
     *phStream = (CUstream)s;
     return CUDA_SUCCESS;
 }
