@@ -306,6 +306,7 @@ struct report {
     const struct atl_diff_opts *o;
     struct atl_diff_stats *st;
     const struct atl_step *a, *b;
+    size_t na, nb; /* the steps' ops (a and b hold fewer with opts' sparse) */
     size_t lines; /* differences found */
     /* the lines kept for printing: at most max_lines of each rank (no more
      * can be printed), in the order found */
@@ -337,6 +338,28 @@ struct report {
     unsigned nchg;
     int chg_over; /* more changes than fit: this report is not folded */
 };
+
+/* Op i of r's steps as the report names it: its place in the whole step (opts' sparse). */
+static size_t place(const struct report *r, size_t i)
+{
+    return r->o->sparse ? r->o->sparse[i] : i;
+}
+
+/* The op of r's b at place `at` of the whole step, or NULL (not held: opts' sparse). */
+static const struct atl_op *op_at(const struct report *r, size_t at)
+{
+    if (!r->o->sparse)
+        return at < r->b->nops ? &r->b->ops[at] : NULL;
+    size_t lo = 0, hi = r->b->nops;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->o->sparse[mid] < at)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->b->nops && r->o->sparse[lo] == at ? &r->b->ops[lo] : NULL;
+}
 
 /* A change's class, for folding: a value (its delta counts), a pointer into
  * another buffer (a fresh allocation each step: its delta says nothing), or a
@@ -628,11 +651,12 @@ static void field_line(struct report *r, size_t idx, const struct atl_op *o, con
 {
     char lab[256], line[768], what[160], ch[320];
     change_text(r, ch, sizeof ch, a, b, delta);
-    fmt(line, sizeof line, "  op %zu %s %s: %s", idx, op_label(o, lab, sizeof lab), field, ch);
+    fmt(line, sizeof line, "  op %zu %s %s: %s", place(r, idx), op_label(o, lab, sizeof lab), field,
+        ch);
     emit(r, rank, line);
     count_top(r, o, field);
     what_of(o, field, what, sizeof what);
-    chg_add(r, idx, str_hash(field), cls, what, va, vb, (int64_t)(vb - va));
+    chg_add(r, place(r, idx), str_hash(field), cls, what, va, vb, (int64_t)(vb - va));
 }
 
 static void field_u64(struct report *r, size_t idx, const struct atl_op *o, const char *field,
@@ -771,12 +795,12 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
     char lab[256] = "", line[768];
     if (ka->nparams != kb->nparams || ka->total != kb->total) {
         op_label(ob, lab, sizeof lab);
-        snprintf(line, sizeof line, "  op %zu %s parameter layout: %u params/%u bytes -> %u/%u", ib,
-                 lab, ka->nparams, ka->total, kb->nparams, kb->total);
+        snprintf(line, sizeof line, "  op %zu %s parameter layout: %u params/%u bytes -> %u/%u",
+                 place(r, ib), lab, ka->nparams, ka->total, kb->nparams, kb->total);
         emit(r, RANK_LAUNCH, line);
         char what[160];
         what_of(ob, "parameter layout", what, sizeof what);
-        chg_add(r, ib, str_hash(line), CHG_TEXT, what, 0, 0, 0);
+        chg_add(r, place(r, ib), str_hash(line), CHG_TEXT, what, 0, 0, 0);
         return;
     }
     /* the kernel's short name ("scale"), once for all of the op's changed words */
@@ -844,8 +868,8 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
                 note_frozen(r, fz, va, vb, delta);
             int another = xa && xb && xa->seq != xb->seq && xa->seq != ATL_ANN_HOST &&
                           xb->seq != ATL_ANN_HOST && !junk;
-            chg_add(r, ib, mix(mix(0xa79, i), w), another ? CHG_BUFFER : CHG_VALUE, fz, va, vb,
-                    delta);
+            chg_add(r, place(r, ib), mix(mix(0xa79, i), w), another ? CHG_BUFFER : CHG_VALUE, fz,
+                    va, vb, delta);
             /* the line itself only where it can be printed: a step whose pointers all moved
              * (a caching allocator's) has thousands of these, and prints ATLAS_DIFF_MAX */
             enum rank rank = junk ? RANK_RESIDUE : xa || xb ? RANK_PTR : RANK_VALUE;
@@ -878,7 +902,8 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             change_text(r, ch, sizeof ch, ta, tb, d);
             if (!lab[0])
                 op_label(ob, lab, sizeof lab);
-            fmt(line, sizeof line, "  op %zu %s arg%u%s: %s%s", ib, lab, i, where, ch, verdict);
+            fmt(line, sizeof line, "  op %zu %s arg%u%s: %s%s", place(r, ib), lab, i, where, ch,
+                verdict);
             int why = another && r->o->explain && !r->o->cross;
             emit_why(r, rank, line, why ? xa : NULL, va, why ? xb : NULL, vb);
         }
@@ -913,14 +938,15 @@ static void field_addr(struct report *r, size_t ia, size_t ib, const char *field
         return;
     int another = xa && xb && xa->seq != xb->seq;
     count_top(r, o, field);
-    chg_add(r, ib, str_hash(field), another ? CHG_BUFFER : CHG_VALUE, what, a, b, (int64_t)(b - a));
+    chg_add(r, place(r, ib), str_hash(field), another ? CHG_BUFFER : CHG_VALUE, what, a, b,
+            (int64_t)(b - a));
     if (!keeps(r, RANK_PTR)) {
         skip(r, RANK_PTR);
         return;
     }
     fmt_alloc(xa, aa, sizeof aa);
     fmt_alloc(xb, ab, sizeof ab);
-    fmt(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s", ib,
+    fmt(line, sizeof line, "  op %zu %s %s: 0x%" PRIx64 "%s -> 0x%" PRIx64 "%s%s", place(r, ib),
         op_label(o, lab, sizeof lab), field, a, aa, b, ab,
         xa && xb ? (xa->seq == xb->seq ? ": same buffer, another offset" : ": another buffer")
                  : "");
@@ -981,15 +1007,16 @@ static void insdel(struct report *r, const struct atl_step *s, size_t idx, size_
     char sum[384], at[64], line[512];
     op_summary(s, o, sum, sizeof sum);
     if (run > 1)
-        snprintf(at, sizeof at, "ops %zu..%zu (%zu of them)", idx, idx + run - 1, run);
+        snprintf(at, sizeof at, "ops %zu..%zu (%zu of them)", place(r, idx),
+                 place(r, idx) + run - 1, run);
     else
-        snprintf(at, sizeof at, "op %zu", idx);
+        snprintf(at, sizeof at, "op %zu", place(r, idx));
     if (inserted)
         snprintf(line, sizeof line, "  %s inserted: %s", at, sum);
     else
         snprintf(line, sizeof line, "  %s of the previous step removed: %s", at, sum);
     emit(r, RANK_OPS, line);
-    chg_add(r, idx, str_hash(line), CHG_TEXT, line + 2, 0, 0, 0);
+    chg_add(r, place(r, idx), str_hash(line), CHG_TEXT, line + 2, 0, 0, 0);
 }
 
 /* ---- alignment ----------------------------------------------------------------- */
@@ -1212,7 +1239,7 @@ static void held_free(struct atl_fold *f, int dropped);
 
 static uint64_t report_sig(const struct report *r)
 {
-    uint64_t h = mix(mix(0xf01d, r->a->nops), r->b->nops);
+    uint64_t h = mix(mix(0xf01d, r->na), r->nb);
     for (unsigned i = 0; i < r->nchg; i++)
         h = mix(mix(mix(h, r->chg[i].op), r->chg[i].key), r->chg[i].cls);
     return h ? h : 1;
@@ -1409,9 +1436,7 @@ static struct atl_diff_found found_of(const struct report *r, int folded, char *
                                .n = r->lines - r->noted,
                                .folded = folded};
     for (unsigned i = 0; i < r->nchg && !f.kernel; i++) {
-        const struct atl_op *o = r->chg[i].cls == CHG_TEXT || r->chg[i].op >= r->b->nops
-                                     ? NULL
-                                     : &r->b->ops[r->chg[i].op];
+        const struct atl_op *o = r->chg[i].cls == CHG_TEXT ? NULL : op_at(r, r->chg[i].op);
         if (o && o->kind == ATL_OP_LAUNCH && o->u.k.kfn) {
             base_name(o->u.k.kfn->pretty ? o->u.k.kfn->pretty : o->u.k.kfn->mangled, kernel, klen);
             f.kernel = kernel;
@@ -1527,7 +1552,13 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
                         const struct atl_diff_opts *opts, struct atl_diff_stats *st,
                         struct atl_fold *fold)
 {
-    struct report r = {.o = opts, .st = st, .a = a, .b = b};
+    struct report r = {.o = opts,
+                       .st = st,
+                       .a = a,
+                       .b = b,
+                       .na = opts->sparse ? opts->sparse_nops : a->nops,
+                       .nb = opts->sparse ? opts->sparse_nops : b->nops};
+    const size_t na = r.na, nb = r.nb;
     char where[96] = "";
     if (opts->where && b->stream)
         snprintf(where, sizeof where, " (thread %s, stream 0x%" PRIx64 ")", b->thread, b->stream);
@@ -1539,25 +1570,24 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
         atl_fmt(r.header, sizeof r.header,
                 "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64 ") differs from #%" PRIu64
                 " of %.120s (step %" PRIu64 "): %zu op%s (%zu in %.120s, %+ld)",
-                b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index,
-                b->nops, b->nops == 1 ? "" : "s", a->nops, opts->run_a,
-                (long)b->nops - (long)a->nops);
+                b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index, nb,
+                nb == 1 ? "" : "s", na, opts->run_a, (long)nb - (long)na);
         snprintf(r.header_noted, sizeof r.header_noted,
                  "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64
                  ") has the host values of #%" PRIu64 " of %.120s (step %" PRIu64
                  "); only uninitialised bytes differ: %zu op%s",
-                 b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index,
-                 b->nops, b->nops == 1 ? "" : "s");
+                 b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index, nb,
+                 nb == 1 ? "" : "s");
     } else {
         snprintf(r.header, sizeof r.header,
                  "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
                  ": %zu op%s (was %zu, %+ld)",
-                 b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s",
-                 a->nops, (long)b->nops - (long)a->nops);
+                 b->name, where, b->nth, b->index, a->nth, nb, nb == 1 ? "" : "s", na,
+                 (long)nb - (long)na);
         snprintf(r.header_noted, sizeof r.header_noted,
                  "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") has the host values of #%" PRIu64
                  "; only uninitialised bytes differ: %zu op%s",
-                 b->name, where, b->nth, b->index, a->nth, b->nops, b->nops == 1 ? "" : "s");
+                 b->name, where, b->nth, b->index, a->nth, nb, nb == 1 ? "" : "s");
     }
     if (opts->header) {
         snprintf(r.header, sizeof r.header, "%s", opts->header);
@@ -1734,7 +1764,7 @@ done:
             char line[256];
             snprintf(line, sizeof line,
                      "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu op%s)",
-                     opts->replay, b->nth, a->nth, b->nops, b->nops == 1 ? "" : "s");
+                     opts->replay, b->nth, a->nth, nb, nb == 1 ? "" : "s");
             opts->line(opts->ctx, line);
         }
     } else if (opts->replay) {

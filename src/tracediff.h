@@ -119,6 +119,13 @@ struct atl_diff_opts {
     int shapes;
     void (*line)(void *ctx, const char *text);
     void *ctx;
+    /* The live tracer's step recorded against its reference (src/tracestep.c): a and b hold
+     * only the ops where the whole steps differ, pair for pair, at these places of them
+     * (increasing; as many as b's ops), and the whole steps, of sparse_nops ops each, have
+     * the same records and parameter bytes everywhere else, and one shape. The report is
+     * the whole steps' (ops named by their places). NULL: a and b are whole. */
+    const uint32_t *sparse;
+    size_t sparse_nops;
     /* Each step found to differ, before its report is printed (NULL: none): 0 when the report
      * is not to be printed (a suppressed finding, or one past the print limit), and then nor
      * is the run of repeats it may begin. A folded repeat is handed over too (its answer is

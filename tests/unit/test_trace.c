@@ -1530,6 +1530,69 @@ START_TEST(million_ops_diff_fast)
 }
 END_TEST
 
+/* The live tracer's steps recorded against their reference (src/tracestep.c): the diff is
+ * handed only the places where they differ (struct atl_diff_opts' sparse) and reads as the
+ * diff of the whole steps: the same lines, ops named by their places, the whole steps' op
+ * counts, the same print limit; with the same allocations (records and bytes compared) and
+ * with other ones (hashed). */
+static void sparse_case(int spans_differ, unsigned max)
+{
+    enum { N = 600 };
+    static const uint32_t at[] = {3, 150, 151, 599};
+    const size_t k = sizeof at / sizeof *at;
+    struct atl_step a, b;
+    atl_step_init(&a, "s"), atl_step_init(&b, "s");
+    a.nth = 4, b.nth = 5, a.index = 9, b.index = 10;
+    for (size_t i = 0; i < N; i++) {
+        const int v = (int)i + 7 * (i == 3) - (i == 151);
+        push_launch(&a, kfn_ptr_int(), 0x100000 + 16 * (i % 8), (int)i, 4);
+        push_launch(&b, kfn_ptr_int(), i == 150 ? 0x300040 : 0x100000 + 16 * (i % 8), v,
+                    i == 599 ? 8 : 4);
+    }
+    atl_step_add_span(&a, 0x100000, 0x101000, 4), atl_step_add_span(&a, 0x300000, 0x301000, 6);
+    atl_step_add_span(&b, 0x100000, 0x101000, 4);
+    atl_step_add_span(&b, 0x300000, 0x301000, spans_differ ? 8 : 6);
+    atl_step_spans_done(&a), atl_step_spans_done(&b);
+
+    ck_assert_uint_eq(diff(&a, &b, max, NULL), 4);
+    char whole[sizeof out];
+    memcpy(whole, out, sizeof out);
+    int wlines = nlines;
+
+    /* the same places of each, their bytes left where they are */
+    struct atl_step sa = a, sb = b;
+    sa.ops = malloc(k * sizeof *sa.ops), sb.ops = malloc(k * sizeof *sb.ops);
+    ck_assert_ptr_nonnull(sa.ops);
+    ck_assert_ptr_nonnull(sb.ops);
+    for (size_t j = 0; j < k; j++)
+        sa.ops[j] = a.ops[at[j]], sb.ops[j] = b.ops[at[j]];
+    sa.nops = sa.capops = sb.nops = sb.capops = k;
+    sa.shape = sa.full = sb.shape = sb.full = NULL;
+    out[0] = '\0';
+    nlines = 0;
+    struct atl_diff_opts o = {
+        .max_lines = max, .pointers = pointers, .line = collect, .sparse = at, .sparse_nops = N};
+    ck_assert_uint_eq(atl_step_diff(&sa, &sb, &o, NULL), 4);
+    ck_assert_str_eq(out, whole);
+    ck_assert_int_eq(nlines, wlines);
+    ck_assert_msg(strstr(out, ": 600 ops (was 600, +0)"), "%s", out);
+    if (max > 4)
+        ck_assert_msg(strstr(out, "op 3 ") && strstr(out, "op 150 ") && strstr(out, "op 151 ") &&
+                          strstr(out, "op 599 step(float*, int) [launch] grid"),
+                      "%s", out);
+    free(sa.ops), free(sa.shape), free(sa.full);
+    free(sb.ops), free(sb.shape), free(sb.full);
+    atl_step_free(&a), atl_step_free(&b);
+}
+
+START_TEST(sparse_diff_reads_as_whole)
+{
+    sparse_case(0, 20);
+    sparse_case(1, 20);
+    sparse_case(0, 1);
+}
+END_TEST
+
 /* Far more insertions than the alignment explores: still bounded, still a report. */
 START_TEST(many_insertions_fall_back)
 {
@@ -1553,6 +1616,7 @@ int main(void)
     TCase *tc = tcase_create("diff");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, identical_steps_print_nothing);
+    tcase_add_test(tc, sparse_diff_reads_as_whole);
     tcase_add_test(tc, scalar_change_names_the_argument);
     tcase_add_test(tc, negative_delta_of_small_value);
     tcase_add_test(tc, pointer_resolution_reads_differently);
