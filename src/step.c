@@ -35,6 +35,8 @@ void atl_step_free(struct atl_step *s)
     free(s->spans);
     free(s->shape);
     free(s->full);
+    free(s->hidx), free(s->hshape), free(s->hfull);
+    s->hidx = NULL, s->hshape = s->hfull = NULL, s->nh = 0;
     s->ops = NULL, s->bytes = NULL, s->ann = NULL, s->spans = NULL, s->shape = NULL, s->full = NULL;
     s->nops = s->capops = s->nbytes = s->capbytes = s->nann = s->capann = 0;
     s->nspans = s->capspans = 0;

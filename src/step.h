@@ -136,6 +136,12 @@ struct atl_step {
     /* per-op hashes, computed once on the first diff that needs them (a
      * cache: the step is compared against its predecessor and successor) */
     uint64_t *shape, *full;
+    /* The live tracer, a step that later steps were written over (src/tracestep.c,
+     * sparse_step): the hashes of its ops at places hidx (nh of them), those of the
+     * last step written over it, for its diff with the next (NULL: none). */
+    uint32_t *hidx;
+    uint64_t *hshape, *hfull;
+    size_t nh;
     /* The step's shape (atl_step_shape: its ops' kinds and kernels, not
      * their values), 0 until first asked. */
     uint64_t shapesum;

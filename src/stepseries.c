@@ -253,6 +253,22 @@ size_t atl_series_compare(struct atl_series *ser, struct atl_kind *k, const stru
     return 0;
 }
 
+size_t atl_series_compare_sparse(struct atl_series *ser, struct atl_kind *k, struct atl_shaped *ref,
+                                 const struct atl_step *a, const struct atl_step *s,
+                                 const struct atl_diff_opts *o)
+{
+    struct atl_diff_opts wo = *o; /* as atl_series_compare */
+    wo.warmup = o->warmup && k->shapes >= ATL_KIND_CHURN;
+    return atl_step_compare(a, s, &wo, ser->st, &ref->fold);
+}
+
+void atl_series_kept(struct atl_series *ser, struct atl_kind *k, struct atl_shaped *ref)
+{
+    ref->steps++;
+    ref->used = ++ser->clock;
+    k->recent = (int)(ref - k->slot);
+}
+
 void atl_series_keep(struct atl_series *ser, struct atl_kind *k, struct atl_shaped *ref,
                      struct atl_step *s, const struct atl_diff_opts *o, struct atl_step *drop)
 {

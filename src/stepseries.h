@@ -114,6 +114,15 @@ void atl_series_same(struct atl_series *ser, struct atl_kind *k, struct atl_shap
 size_t atl_series_compare(struct atl_series *ser, struct atl_kind *k, const struct atl_step *s,
                           const struct atl_diff_opts *o, struct atl_shaped **ref);
 
+/* atl_series_compare for a step of the shape of ref's step (of kind k) recorded against it:
+ * `a` and `s` hold the places where they differ (struct atl_diff_opts' sparse). */
+size_t atl_series_compare_sparse(struct atl_series *ser, struct atl_kind *k, struct atl_shaped *ref,
+                                 const struct atl_step *a, const struct atl_step *s,
+                                 const struct atl_diff_opts *o);
+/* The step compared by atl_series_compare_sparse was written over ref's step, which it now
+ * is: counted as atl_series_keep counts a step kept. */
+void atl_series_kept(struct atl_series *ser, struct atl_kind *k, struct atl_shaped *ref);
+
 /* s becomes the last step of its shape in k (in ref, or a new slot). *drop
  * gets the step no longer kept (the one s replaces, or the least recently
  * used shape's when k is full; empty when none) for the caller to free or

@@ -58,15 +58,42 @@ extern __thread struct atl_trace_tls atl_trace_tt;
 
 /* A thread's ops of the step being recorded: the same layout as a step
  * (ops[i].u.k.bytes is an offset into bytes), so the step end takes the
- * arrays over instead of copying them (harvest). */
+ * arrays over instead of copying them (harvest).
+ *
+ * Recorded against a reference (rops set): the thread's next step is
+ * expected to repeat the last step of the kind its steps went to, kept by
+ * the step ends (src/tracestep.c sets it). An op equal to the reference's op
+ * at its place, record and parameter bytes, is counted and not kept: ops
+ * holds the ops that differ (ndiff of them, op i at place ridx[i] of the
+ * step, its bytes first in bytes), then a window of ops not yet compared
+ * (up to nrec, their bytes from dbytes on), compared with the reference a
+ * window at a time (two memcmps, atl_tbuf_flush). A step that repeats its
+ * predecessor but for a few values then costs the trace one step-sized copy,
+ * not two. The window's records name their bytes by their offsets in the
+ * whole step (the reference's, when all before them matched), vgap past
+ * where b holds them. In full mode (rops NULL) every op is kept, nrec ==
+ * nops and vgap is 0. The reference's arrays stay as they are while a
+ * buffer points to them: whoever frees or changes a kept step's arrays first
+ * puts the buffers recording against them back in full mode
+ * (atl_tbuf_materialize, under step_mu and the buffer's lock). */
 struct tbuf {
     int busy; /* a spin lock: taken by its thread per op (uncontended, one
                * atomic exchange), by the step end once per step */
     struct tbuf *next;
     struct atl_op *ops;
-    size_t nops, cap;
+    size_t nops, cap; /* nops: the ops of the step so far, kept or not */
     uint8_t *bytes;
-    size_t nbytes, capbytes;
+    size_t nbytes, capbytes;   /* nbytes: of the kept ops */
+    size_t nrec;               /* ops in ops[] (full mode: nops) */
+    const struct atl_op *rops; /* the reference's ops (NULL: full mode), rnops of them */
+    const uint8_t *rbytes;
+    size_t rnops;
+    size_t ndiff, dbytes, vgap; /* against a reference: see above */
+    uint32_t *ridx; /* the places of the ops that differ, ridxcap of room (at least cap) */
+    size_t ridxcap;
+    /* steps its thread records whole before it tries a reference again: set when most of a
+     * step's ops differed from it (written and read by its thread only) */
+    unsigned sparse_skip;
     int oom;
     int free_; /* its thread exited: the next new thread takes it over */
     /* ATLAS_CHROME_TRACE only: host enqueue times, parallel to ops. Kept
@@ -170,6 +197,33 @@ void atl_tbuf_set_kept(size_t bytes);
  * keep waiting): every thread's ops are dropped and the rest of their steps not recorded,
  * said once. For a module unload, which adds records to the wait without a buffer growing. */
 void atl_tbuf_budget_check(void);
+/* Steps recorded whole after one that mostly differed from its reference:
+ * the memory is not saved then (the diff holds both), and comparing costs
+ * (a caching allocator's loop, whose every op changes: 4% more
+ * instructions a step). */
+#define ATL_SPARSE_SKIP 16
+
+/* Under b's lock, against a reference: the window compared, b's ops in
+ * ops[] are then the ones that differ (nrec == ndiff). */
+void atl_tbuf_compare(struct tbuf *b);
+static inline void atl_tbuf_flush(struct tbuf *b)
+{
+    if (b->rops && b->nrec != b->ndiff)
+        atl_tbuf_compare(b);
+}
+/* Under b's lock: b back in full mode, its ops so far written out whole
+ * (the reference's where b matched them). Returns -1 when out of memory (b's
+ * ops are dropped and b->oom set). Nothing to do in full mode. */
+int atl_tbuf_materialize(struct tbuf *b);
+/* Under b's lock, flushed: b's op i of the step so far, kept or the reference's. */
+const struct atl_op *atl_tbuf_op(const struct tbuf *b, size_t i);
+/* Under b's lock: b holds no ops (the step's are taken or dropped). */
+static inline void atl_tbuf_empty(struct tbuf *b)
+{
+    __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
+    b->nrec = 0, b->nbytes = 0;
+    b->ndiff = 0, b->dbytes = 0, b->vgap = 0;
+}
 /* Records an op without parameter bytes into buffer `into` (NULL: the
  * calling thread's). */
 void atl_tbuf_record(struct tbuf *into, const struct atl_op *o);

@@ -5,7 +5,8 @@
  * per op, a step end once per step); the step end takes the arrays over.
  * Buffers grow by doubling, so there is no allocation per op; what they
  * hold, and what the last step end kept, is counted against
- * ATLAS_TRACE_MAX_MB when a buffer grows.
+ * ATLAS_TRACE_MAX_MB when a buffer grows. A buffer recording against a
+ * reference (trace_internal.h) keeps only the ops that differ from it.
  */
 #include "trace_internal.h"
 
@@ -18,6 +19,7 @@
 #include "thread.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,7 +108,9 @@ void atl_tbuf_set_kept(size_t bytes)
 
 void atl_tbuf_held_note(struct tbuf *b)
 {
-    __atomic_store_n(&b->held, b->cap * sizeof *b->ops + b->capbytes + b->tscap * sizeof *b->ts,
+    __atomic_store_n(&b->held,
+                     b->cap * sizeof *b->ops + b->capbytes + b->tscap * sizeof *b->ts +
+                         b->ridxcap * sizeof *b->ridx,
                      __ATOMIC_RELAXED);
 }
 
@@ -165,12 +169,132 @@ void atl_tbuf_budget_check(void)
     for (struct tbuf *t = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); t;
          t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE)) {
         atl_tbuf_lock(t);
-        __atomic_store_n(&t->nops, 0, __ATOMIC_RELAXED);
-        t->nbytes = 0, t->oom = 3;
+        atl_tbuf_empty(t);
+        t->oom = 3;
         __atomic_store_n(&t->krec_since, 0, __ATOMIC_RELEASE);
         atl_tbuf_unlock(t);
     }
     say_over();
+}
+
+static size_t op_len(const struct atl_op *o)
+{
+    return o->kind == ATL_OP_LAUNCH && o->u.k.kfn ? o->u.k.kfn->total : 0;
+}
+
+/* Against a reference: records x and y are one but for their bytes' offsets. */
+static inline int rec_same(const struct atl_op *x, const struct atl_op *y)
+{
+    if (x->kind != ATL_OP_LAUNCH)
+        return memcmp(x, y, sizeof *x) == 0;
+    enum { OFF = offsetof(struct atl_op, u.k.bytes), AFTER = OFF + sizeof x->u.k.bytes };
+    return memcmp(x, y, OFF) == 0 &&
+           memcmp((const char *)x + AFTER, (const char *)y + AFTER, sizeof *x - AFTER) == 0;
+}
+
+/* Ops the window holds (compared a window at a time: two memcmps for 256 ops, which cost
+ * about what one op compared on its own did). */
+#define TBUF_WINDOW 256
+
+void atl_tbuf_compare(struct tbuf *b)
+{
+    const size_t n = b->nrec - b->ndiff;
+    if (!b->rops || !n)
+        return;
+    const size_t i0 = b->nops - n;
+    struct atl_op *w = &b->ops[b->ndiff];
+    const size_t wb = b->nbytes - b->dbytes;
+    /* every record (their offsets the reference's too) and the bytes they name, which lie
+     * side by side in both: all matched, the common case */
+    if (i0 + n <= b->rnops && memcmp(w, &b->rops[i0], n * sizeof *w) == 0 &&
+        (wb == 0 || memcmp(b->bytes + b->dbytes, b->rbytes + b->dbytes + b->vgap, wb) == 0)) {
+        b->nrec = b->ndiff;
+        b->nbytes = b->dbytes;
+        b->vgap += wb;
+        return;
+    }
+    /* op by op: those that differ join the ones before them, their bytes moved down to
+     * theirs (never up: what is dropped is only ever behind) */
+    size_t nd = b->ndiff, db = b->dbytes;
+    for (size_t j = 0; j < n; j++) {
+        struct atl_op o = w[j];
+        const size_t i = i0 + j, len = op_len(&o);
+        const uint8_t *from = o.kind == ATL_OP_LAUNCH ? b->bytes + (o.u.k.bytes - b->vgap) : NULL;
+        if (i < b->rnops && rec_same(&o, &b->rops[i]) &&
+            (!len || memcmp(from, b->rbytes + b->rops[i].u.k.bytes, len) == 0))
+            continue;
+        if (o.kind == ATL_OP_LAUNCH) {
+            if (len)
+                memmove(b->bytes + db, from, len);
+            o.u.k.bytes = db;
+            db += len;
+        }
+        b->ops[nd] = o;
+        b->ridx[nd++] = (uint32_t)i;
+    }
+    b->vgap += b->nbytes - db;
+    b->ndiff = b->nrec = nd;
+    b->dbytes = b->nbytes = db;
+}
+
+int atl_tbuf_materialize(struct tbuf *b)
+{
+    const struct atl_op *r = b->rops;
+    if (!r)
+        return 0;
+    atl_tbuf_flush(b);
+    const size_t n = b->nops, k = b->nrec;
+    size_t tot = 0;
+    for (size_t i = 0, j = 0; i < n; i++)
+        tot += op_len(j < k && b->ridx[j] == i ? &b->ops[j++] : &r[i]);
+    int rc = 0;
+    if (atl_grow((void **)&b->ops, &b->cap, n, sizeof *b->ops, 4096) ||
+        (tot && atl_grow((void **)&b->bytes, &b->capbytes, tot, 1, 65536))) {
+        atl_tbuf_empty(b);
+        b->oom = 1;
+        rc = -1;
+    } else {
+        /* from the back: a kept op moves to its place, at or after where it is
+         * (its bytes likewise), over nothing still to be moved */
+        size_t end = tot, j = k;
+        for (size_t i = n; i-- > 0;) {
+            const int mine = j && b->ridx[j - 1] == i;
+            struct atl_op o = mine ? b->ops[--j] : r[i];
+            const size_t len = op_len(&o);
+            end -= len;
+            if (o.kind == ATL_OP_LAUNCH) {
+                if (len)
+                    memmove(b->bytes + end, (mine ? b->bytes : b->rbytes) + o.u.k.bytes, len);
+                o.u.k.bytes = end;
+            }
+            b->ops[i] = o;
+        }
+        b->nrec = n, b->nbytes = tot;
+    }
+    b->ndiff = b->dbytes = b->vgap = 0;
+    __atomic_store_n(&b->rops, NULL, __ATOMIC_RELAXED);
+    b->rbytes = NULL, b->rnops = 0;
+    free(b->ridx);
+    b->ridx = NULL, b->ridxcap = 0;
+    atl_tbuf_held_note(b);
+    return rc;
+}
+
+const struct atl_op *atl_tbuf_op(const struct tbuf *b, size_t i)
+{
+    if (!b->rops)
+        return &b->ops[i];
+    if (b->nrec != b->ndiff)
+        return NULL; /* (not flushed) */
+    size_t lo = 0, hi = b->nrec;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (b->ridx[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < b->nrec && b->ridx[lo] == i ? &b->ops[lo] : &b->rops[i];
 }
 
 /* Under the buffer's lock: room for one more op, and for its Chrome time
@@ -183,16 +307,35 @@ static __attribute__((noinline)) struct atl_op *op_grow(struct tbuf *b)
     }
     if (b->oom == 3)
         return NULL;
-    size_t more = grow_adds(b->cap, b->nops + 1, sizeof *b->ops, 4096);
+    /* Against a reference, most ops are expected to match it: when a quarter
+     * of them so far did not (another shape, an op inserted early), the step
+     * is recorded in full from here, which costs no more than comparing on. */
+    atl_tbuf_flush(b);
+    if (b->rops && b->nrec >= 4096 && b->nrec > b->nops / 4) {
+        b->sparse_skip = ATL_SPARSE_SKIP;
+        /* what writing it out adds (about: the reference's bytes stand for the step's) */
+        size_t bytes = 0;
+        for (size_t i = 0; i < b->nops && i < b->rnops; i++)
+            bytes += op_len(&b->rops[i]);
+        if (over_budget(b, (b->nops - b->nrec) * sizeof *b->ops +
+                               (bytes > b->nbytes ? bytes - b->nbytes : 0)))
+            return NULL;
+        if (atl_tbuf_materialize(b))
+            return NULL;
+    }
+    size_t more = grow_adds(b->cap, b->nrec + 1, sizeof *b->ops, 4096);
     if (atl_chrome_on)
         more += grow_adds(b->tscap, b->cap + more / sizeof *b->ops, sizeof *b->ts, 4096);
+    if (b->rops)
+        more += more / sizeof *b->ops * sizeof *b->ridx;
     if (more && over_budget(b, more))
         return NULL;
-    if (atl_grow((void **)&b->ops, &b->cap, b->nops + 1, sizeof *b->ops, 4096) ||
-        (atl_chrome_on && atl_grow((void **)&b->ts, &b->tscap, b->cap, sizeof *b->ts, 4096)))
+    if (atl_grow((void **)&b->ops, &b->cap, b->nrec + 1, sizeof *b->ops, 4096) ||
+        (atl_chrome_on && atl_grow((void **)&b->ts, &b->tscap, b->cap, sizeof *b->ts, 4096)) ||
+        (b->rops && atl_grow((void **)&b->ridx, &b->ridxcap, b->cap, sizeof *b->ridx, 4096)))
         goto oom;
     atl_tbuf_held_note(b);
-    return &b->ops[b->nops];
+    return &b->ops[b->nrec];
 oom:
     atl_tbuf_held_note(b);
     if (!b->oom)
@@ -202,8 +345,8 @@ oom:
 
 static inline struct atl_op *op_take(struct tbuf *b)
 {
-    if (__builtin_expect(b->nops < b->cap && (!atl_chrome_on || b->nops < b->tscap), 1))
-        return &b->ops[b->nops];
+    if (__builtin_expect(b->nrec < b->cap && (!atl_chrome_on || b->nrec < b->tscap), 1))
+        return &b->ops[b->nrec];
     return op_grow(b);
 }
 
@@ -230,20 +373,24 @@ static inline uint8_t *bytes_take(struct tbuf *b, size_t n)
     return bytes_grow(b, n);
 }
 
-/* The op is complete: count it (and its bytes), stamp its Chrome time. */
+/* The op is complete: count it (and its bytes), stamp its Chrome time. Against
+ * a reference, a full window is compared with it. */
 static inline void op_done(struct tbuf *b, uint64_t now, size_t nbytes)
 {
     if (atl_chrome_on)
-        b->ts[b->nops] = now;
-    const uint64_t st = b->ops[b->nops].stream; /* just written: in cache */
+        b->ts[b->nrec] = now;
+    const uint64_t st = b->ops[b->nrec].stream; /* just written: in cache */
     if (b->nops == 0)
         b->stream0 = st, b->multi = 0;
     else
         b->multi |= st != b->stream0;
+    b->nrec++;
     /* a store other threads may read (tracestep.c's fast_step): atomic, still
      * one plain store on x86 */
     __atomic_store_n(&b->nops, b->nops + 1, __ATOMIC_RELAXED);
     b->nbytes += nbytes; /* packed: 64 bytes an op plus exactly its parameter bytes */
+    if (b->rops && b->nrec - b->ndiff >= TBUF_WINDOW)
+        atl_tbuf_compare(b);
 }
 
 /* Buffer `into`, or this thread's, locked (NULL: out of memory), and the
@@ -298,7 +445,7 @@ void atl_tbuf_record_launch(struct tbuf *into, const struct atl_launch *l, const
             d->cluster[i] = (uint8_t)(l->cluster[i] > 255 ? 255 : l->cluster[i]);
     d->shmem = l->shmem;
     d->u.k.kfn = k;
-    d->u.k.bytes = b->nbytes;
+    d->u.k.bytes = b->nbytes + b->vgap; /* its offset in the whole step (vgap: 0 in full mode) */
     const void *const *params = (const void *const *)l->params;
     if (!total) {
         /* nothing to copy */

@@ -6,6 +6,12 @@
  * and the Chrome trace. A step byte-identical to the previous one of its
  * kind costs two memcmps (same_as), or, when the thread owns its ops and
  * nothing else is written, no process-wide lock at all (fast_step).
+ *
+ * A thread whose step came whole from its own buffer records its next step
+ * against the step kept (trace_internal.h): only the ops that differ are
+ * kept, and the step end (sparse_step) compares those with the same places
+ * of the kept step and writes them over it, so the trace holds one copy of a
+ * step that repeats its predecessor but for a few values, not two.
  */
 #define _GNU_SOURCE /* pthread_getname_np, program_invocation_short_name */
 #include "trace_internal.h"
@@ -165,7 +171,7 @@ static void explain(const struct atl_ann *was, uint64_t va, const struct atl_ann
  * they are; b gets arrays back at the end of the step (give_back). */
 static void take_over(struct atl_step *s, struct tbuf *b)
 {
-    s->ops = b->ops, s->nops = b->nops, s->capops = b->cap;
+    s->ops = b->ops, s->nops = b->nrec, s->capops = b->cap;
     s->bytes = b->bytes, s->nbytes = b->nbytes, s->capbytes = b->capbytes;
     b->ops = NULL, b->cap = 0, b->bytes = NULL, b->capbytes = 0;
     atl_tbuf_held_note(b);
@@ -176,7 +182,9 @@ static void take_over(struct atl_step *s, struct tbuf *b)
  * buffer's arrays (so a steady loop allocates nothing per step), and are
  * freed otherwise. The trace then holds two step-sized copies (the step
  * being recorded and the last of its kind and shape), not three (a spare
- * pair of arrays was kept for whichever buffer came next). */
+ * pair of arrays was kept for whichever buffer came next); one, when the
+ * thread records its next step against the step kept (record_against: the
+ * arrays are freed instead). */
 static void give_back(struct tbuf *me, struct atl_step *s)
 {
     if (me && (s->ops || s->bytes) && atl_tbuf_lock_step(me) == 0) {
@@ -342,7 +350,7 @@ static int take_stream(struct atl_step *s, struct tbuf *b, uint64_t stream)
         }
     }
     __atomic_store_n(&b->nops, keep, __ATOMIC_RELAXED);
-    b->nbytes = keepb;
+    b->nrec = keep, b->nbytes = keepb;
     return 0;
 }
 
@@ -364,8 +372,9 @@ static inline int stale_owner(uint64_t now, uint64_t last_own)
 }
 
 /* Under step_mu: the step being harvested came whole from one buffer whose
- * ops share one stream (harvest). */
+ * ops share one stream (harvest), and that buffer. */
 static int harvest_one_stream;
+static struct tbuf *harvest_first;
 
 /* Under step_mu: moves the ops that `take` says into s (NULL: drops them);
  * a buffer taken whole is reset for the next step. `me` is the buffer of the
@@ -375,6 +384,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum atl_take take, uin
     /* fast_step counts its steps without step_mu: read once, atomically */
     const uint64_t steps_now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
     harvest_one_stream = 0;
+    harvest_first = NULL;
     /* entries are only ever appended (release), so the list can be walked
      * without its lock */
     for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
@@ -391,6 +401,10 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum atl_take take, uin
             atl_exit_skipped("the ops of a thread still recording");
             continue;
         }
+        /* ops recorded against a reference are written out whole to be taken (dropped ones
+         * need not be) */
+        if (s && b->rops && atl_tbuf_materialize(b) != 0)
+            atl_log_once_oom("the step trace");
         if (!whole) {
             harvest_one_stream = 0; /* ops of another buffer join: order_by_stream looks */
             if (s && take_stream(s, b, stream) != 0)
@@ -400,8 +414,8 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum atl_take take, uin
             else if (!b->lent_since)
                 b->lent_since = steps_now + 1;
             else if (steps_now + 1 - b->lent_since > STALE_STEPS) {
-                __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
-                b->nbytes = 0, b->oom = 0, b->lent_since = 0;
+                atl_tbuf_empty(b);
+                b->oom = 0, b->lent_since = 0;
             }
             since_taken(b);
             atl_tbuf_unlock(b);
@@ -417,6 +431,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum atl_take take, uin
                     memcpy(step_ts + first, b->ts, b->nops * sizeof *step_ts);
             }
             harvest_one_stream = first == 0 && !b->multi;
+            harvest_first = first == 0 ? b : NULL;
             if (first == 0 && !s->ops && !s->bytes)
                 take_over(s, b);
             else if (append(s, b) != 0)
@@ -432,8 +447,8 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum atl_take take, uin
                     "step trace: more than %u ops on one thread in one step; the rest of "
                     "the step ending now (step %" PRIu64 ") was not recorded",
                     ATL_TBUF_MAX_OPS, steps_now + 1);
-        __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
-        b->nbytes = 0, b->oom = 0;
+        atl_tbuf_empty(b);
+        b->oom = 0;
         since_taken(b);
         atl_tbuf_unlock(b);
     }
@@ -519,6 +534,101 @@ static __attribute__((noinline)) void order_streams(struct atl_step *s)
     free(rank);
 }
 
+/* The allocations found, the latest RECENT of them, and values the ledger
+ * holds no allocation for, MISS slots by value: the words looked at repeat
+ * from op to op (the same buffers; a by-value struct's bytes, which are no
+ * pointers), and each ledger look-up takes its lock and walks its tree. A
+ * GPT-2-like step (161 ops with a 252-byte struct each, make cpu-bench's
+ * gpt2) spent 60% of its traced time here. */
+enum { RES_SEEN = 64, RES_RECENT = 16, RES_MISS = 512 };
+struct resolver {
+    /* the last allocation found: consecutive pointers mostly fall in one */
+    uint64_t lo, hi;
+    /* allocations already added, by seq: a step's pointers alternate among
+     * a few, each added once (a repeat past these is merged by spans_done) */
+    uint64_t seen[RES_SEEN];
+    struct {
+        uint64_t lo, hi;
+    } recent[RES_RECENT];
+    unsigned nrecent, rnext;
+    uint64_t miss[RES_MISS];
+    int oom;
+};
+
+static void resolver_init(struct resolver *rs)
+{
+    rs->lo = rs->hi = 0;
+    memset(rs->seen, 0xff, sizeof rs->seen);
+    rs->nrecent = rs->rnext = 0;
+    memset(rs->miss, 0, sizeof rs->miss); /* 0 is below 64 KiB: never looked up */
+    rs->oom = 0;
+}
+
+/* resolve_op's work past the words of a launch that fall in the last allocation found (the
+ * first `wd` of them). */
+static __attribute__((noinline)) void resolve_words(struct resolver *rs, struct atl_step *s,
+                                                    const struct atl_step *from,
+                                                    const struct atl_op *o, unsigned wd)
+{
+    unsigned param = 0;
+    uint32_t at;
+    uint64_t v;
+    while (atl_op_word_next(from, o, &param, &wd, &at, &v)) {
+        if (v >= rs->lo && v < rs->hi)
+            continue;
+        unsigned r = 0;
+        while (r < rs->nrecent && !(v >= rs->recent[r].lo && v < rs->recent[r].hi))
+            r++;
+        if (r < rs->nrecent) {
+            rs->lo = rs->recent[r].lo, rs->hi = rs->recent[r].hi;
+            continue;
+        }
+        uint64_t *m = &rs->miss[atl_hash_mix(0, v) % RES_MISS];
+        if (*m == v)
+            continue;
+        struct atl_alloc_rec rec;
+        if (!atl_ledger_find((CUdeviceptr)v, &rec)) {
+            *m = v;
+            continue;
+        }
+        rs->lo = rec.ptr, rs->hi = rec.ptr + atl_alloc_span(&rec);
+        rs->recent[rs->rnext].lo = rs->lo, rs->recent[rs->rnext].hi = rs->hi;
+        rs->rnext = (rs->rnext + 1) % RES_RECENT;
+        rs->nrecent += rs->nrecent < RES_RECENT;
+        if (rs->seen[rec.seq % RES_SEEN] == rec.seq)
+            continue;
+        rs->seen[rec.seq % RES_SEEN] = rec.seq;
+        if (atl_step_add_span(s, rs->lo, rs->hi, rec.seq)) {
+            if (!rs->oom++)
+                atl_log_once_oom("the step trace's pointer names");
+            return;
+        }
+    }
+}
+
+/* The allocations op o's words (its bytes in step `from`) fall in, added to s's spans. */
+static inline void resolve_op(struct resolver *rs, struct atl_step *s, const struct atl_step *from,
+                              const struct atl_op *o)
+{
+    unsigned wd = 0;
+    const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
+    if (k && k->words) {
+        /* the common case inline: the words of a launch whose pointers
+         * all fall in the last allocation found */
+        const uint8_t *p = atl_op_bytes(from, o);
+        const uint64_t lo = rs->lo, len = rs->hi - rs->lo; /* one compare for "in [lo, hi)" */
+        for (; wd < k->nwords; wd++) {
+            uint64_t v;
+            memcpy(&v, p + k->words[wd], 8);
+            if (v - lo >= len && v >= 65536)
+                break;
+        }
+        if (wd == k->nwords)
+            return;
+    }
+    resolve_words(rs, s, from, o, wd);
+}
+
 /* Names 8-byte parameters, and the 8-byte words of larger ones (PyTorch
  * passes tensor pointers in a by-value array), that point into a live
  * allocation, so the diff can tell "the same buffer at another offset" from
@@ -534,26 +644,8 @@ static __attribute__((noinline)) void order_streams(struct atl_step *s)
  * more. */
 static void resolve_pointers(struct atl_step *s, const struct atl_step *like)
 {
-    /* the last allocation found: consecutive pointers mostly fall in one */
-    uint64_t lo = 0, hi = 0;
-    /* allocations already added, by seq: a step's pointers alternate among
-     * a few, each added once (a repeat past these is merged by spans_done) */
-    enum { SEEN = 64 };
-    uint64_t seen[SEEN];
-    memset(seen, 0xff, sizeof seen);
-    /* The allocations found, the latest RECENT of them, and values the
-     * ledger holds no allocation for, MISS slots by value: the words looked
-     * at repeat from op to op (the same buffers; a by-value struct's bytes,
-     * which are no pointers), and each ledger look-up takes its lock and
-     * walks its tree. A GPT-2-like step (161 ops with a 252-byte struct
-     * each, make cpu-bench's gpt2) spent 60% of its traced time here. */
-    enum { RECENT = 16, MISS = 512 };
-    struct {
-        uint64_t lo, hi;
-    } recent[RECENT];
-    unsigned nrecent = 0, rnext = 0;
-    uint64_t miss[MISS];
-    memset(miss, 0, sizeof miss); /* 0 is below 64 KiB: never looked up */
+    struct resolver rs;
+    resolver_init(&rs);
     s->nspans = 0;
     s->ledger_gen = atl_ledger_generation();
     if (like &&
@@ -566,59 +658,42 @@ static void resolve_pointers(struct atl_step *s, const struct atl_step *like)
     }
     for (size_t i = 0; i < s->nops; i++) {
         const struct atl_op *o = &s->ops[i];
-        unsigned param = 0, wd = 0;
-        uint32_t at;
-        uint64_t v;
         const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
         if (like && memcmp(o, &like->ops[i], sizeof *o) == 0 &&
             (!k || !k->total ||
              memcmp(atl_op_bytes(s, o), atl_op_bytes(like, &like->ops[i]), k->total) == 0))
             continue; /* its words fell where like's did */
-        if (k && k->words) {
-            /* the common case inline: the words of a launch whose pointers
-             * all fall in the last allocation found */
-            const uint8_t *p = atl_op_bytes(s, o);
-            const uint64_t len = hi - lo; /* one compare for "in [lo, hi)" */
-            for (; wd < k->nwords; wd++) {
-                memcpy(&v, p + k->words[wd], 8);
-                if (v - lo >= len && v >= 65536)
-                    break;
-            }
-            if (wd == k->nwords)
-                continue;
-        }
-        while (atl_op_word_next(s, o, &param, &wd, &at, &v)) {
-            if (v >= lo && v < hi)
-                continue;
-            unsigned r = 0;
-            while (r < nrecent && !(v >= recent[r].lo && v < recent[r].hi))
-                r++;
-            if (r < nrecent) {
-                lo = recent[r].lo, hi = recent[r].hi;
-                continue;
-            }
-            uint64_t *m = &miss[atl_hash_mix(0, v) % MISS];
-            if (*m == v)
-                continue;
-            struct atl_alloc_rec rec;
-            if (!atl_ledger_find((CUdeviceptr)v, &rec)) {
-                *m = v;
-                continue;
-            }
-            lo = rec.ptr, hi = rec.ptr + atl_alloc_span(&rec);
-            recent[rnext].lo = lo, recent[rnext].hi = hi;
-            rnext = (rnext + 1) % RECENT;
-            nrecent += nrecent < RECENT;
-            if (seen[rec.seq % SEEN] == rec.seq)
-                continue;
-            seen[rec.seq % SEEN] = rec.seq;
-            if (atl_step_add_span(s, lo, hi, rec.seq)) {
-                atl_log_once_oom("the step trace's pointer names");
-                break;
-            }
-        }
+        resolve_op(&rs, s, s, o);
     }
     atl_step_spans_done(s);
+}
+
+/* resolve_pointers for a step recorded against `ref` (sparse_step): d holds
+ * the ops that differ from ref's, at places idx of the step, which has
+ * ref->nops ops; d gets the step's spans. While the ledger is as it was when
+ * ref's pointers were resolved, ref's spans hold for the rest. */
+static void resolve_sparse(struct atl_step *d, const struct atl_step *ref, const uint32_t *idx)
+{
+    struct resolver rs;
+    resolver_init(&rs);
+    d->nspans = 0;
+    d->ledger_gen = atl_ledger_generation();
+    if (ref->ledger_gen == d->ledger_gen &&
+        !atl_grow((void **)&d->spans, &d->capspans, ref->nspans + 1, sizeof *d->spans, 16)) {
+        if (ref->nspans)
+            memcpy(d->spans, ref->spans, ref->nspans * sizeof *d->spans);
+        d->nspans = ref->nspans;
+        for (size_t j = 0; j < d->nops; j++)
+            resolve_op(&rs, d, d, &d->ops[j]);
+    } else {
+        for (size_t i = 0, j = 0; i < ref->nops; i++) {
+            if (j < d->nops && idx[j] == i)
+                resolve_op(&rs, d, d, &d->ops[j++]);
+            else
+                resolve_op(&rs, d, ref, &ref->ops[i]);
+        }
+    }
+    atl_step_spans_done(d);
 }
 
 /* Kernel names for people, before a report needs them. */
@@ -718,9 +793,16 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
     struct atl_shaped *recent = atl_kind_recent(&names[slot].k);
     struct atl_step *prev = recent && !recent->fold.sig ? &recent->step : NULL;
     atl_tbuf_lock(me);
+    atl_tbuf_flush(me); /* (against a reference: the ops not yet compared) */
     if (me->nops == 0 && !me->oom) {
         done = 1; /* nothing recorded, nothing lent: no step (as the slow path decides) */
-    } else if (!me->oom && prev && prev->ops && prev->nops == me->nops &&
+    } else if (me->rops && !me->oom && prev && prev->ops == me->rops && prev->nops == me->nops &&
+               !me->multi && strncmp(names[slot].name, name, sizeof names[slot].name - 1) == 0 &&
+               strcmp(names[slot].thread, label) == 0) {
+        /* recorded against prev: identical when every op matched it */
+        done =
+            me->nrec == 0 && names[slot].stream == (take == ATL_TAKE_STREAM ? stream : me->stream0);
+    } else if (!me->rops && !me->oom && prev && prev->ops && prev->nops == me->nops &&
                prev->nbytes == me->nbytes &&
                strncmp(names[slot].name, name, sizeof names[slot].name - 1) == 0 &&
                strcmp(names[slot].thread, label) == 0) {
@@ -732,23 +814,316 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
         done = i == me->nops && names[slot].stream == st &&
                memcmp(prev->ops, me->ops, me->nops * sizeof *me->ops) == 0 &&
                (me->nbytes == 0 || memcmp(prev->bytes, me->bytes, me->nbytes) == 0);
-        if (done) {
-            __atomic_store_n(&me->nops, 0, __ATOMIC_RELAXED);
-            me->nbytes = 0;
-            /* the same views as prev's ops, whose records prev holds */
-            __atomic_store_n(&me->krec_since, 0, __ATOMIC_RELAXED);
-            prev->index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
-            prev->nth = ++names[slot].nth;
-            recent->steps++;
-            recent->fold.settled = 1; /* (nothing is held: no run waits, fold.sig is 0) */
-            __atomic_store_n(&me->fast_steps, me->fast_steps + 1, __ATOMIC_RELAXED);
-        }
+    }
+    if (done && me->nops) {
+        atl_tbuf_empty(me);
+        /* the same views as prev's ops, whose records prev holds */
+        __atomic_store_n(&me->krec_since, 0, __ATOMIC_RELAXED);
+        prev->index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
+        prev->nth = ++names[slot].nth;
+        recent->steps++;
+        recent->fold.settled = 1; /* (nothing is held: no run waits, fold.sig is 0) */
+        __atomic_store_n(&me->fast_steps, me->fast_steps + 1, __ATOMIC_RELAXED);
     }
     atl_tbuf_unlock(me);
     atl_spin_unlock(&names[slot].busy);
     if (done)
         __atomic_store_n(&me->last_own, now, __ATOMIC_RELAXED);
     return done;
+}
+
+/* Under step_mu: the diff's options for a step end. */
+static void step_opts(struct atl_diff_opts *o)
+{
+    *o = (struct atl_diff_opts){
+        .max_lines = (unsigned)atl_cfg.diff_max,
+        .ignore = &ignore_list,
+        .replay = atl_trace_mode == ATL_MODE_CAPTURE ? "capture" : NULL,
+        .where = where,
+        /* capture mode reports each capture's replay-safety: no warm-up there */
+        .warmup = !atl_cfg.diff_warmup && atl_trace_mode != ATL_MODE_CAPTURE,
+        .pointers = (int)atl_cfg.diff_pointers,
+        .residue = (int)atl_cfg.diff_residue,
+        .host_addr = atl_host_addr,
+        .explain = explain,
+        .found = diff_found,
+    };
+    atl_series_opts(&series, o);
+}
+
+/* ---- steps recorded against the step kept (trace_internal.h) ------------------------ */
+
+/* Under step_mu: kept step st's arrays are about to be freed or written over, so the buffers
+ * recording against them (but `except`) record in full from here, their ops so far written
+ * out. Returns -1 when one could not be (its thread stopped while recording, at exit): the
+ * arrays must then stay. */
+static int detach(const struct atl_step *st, const struct tbuf *except)
+{
+    int rc = 0;
+    if (!st->ops)
+        return 0;
+    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+        /* set only under step_mu (held), cleared under the buffer's lock: read again there */
+        if (b == except || __atomic_load_n(&b->rops, __ATOMIC_RELAXED) != st->ops)
+            continue;
+        if (atl_tbuf_lock_step(b) != 0) {
+            rc = -1;
+            continue;
+        }
+        if (b->rops == st->ops && atl_tbuf_materialize(b) != 0)
+            atl_log_once_oom("the step trace");
+        atl_tbuf_unlock(b);
+    }
+    return rc;
+}
+
+/* Steps of fewer ops are recorded whole, as before: what recording against a step saves is
+ * memory, which a small step hardly takes, and comparing it a window at a time (a call per
+ * step end) costs a step of one synchronous copy (make cpu-bench's dtoh) 3% more
+ * instructions. */
+#define SPARSE_MIN_OPS 64
+
+/* Under step_mu and the kind's lock, at the end of a step end: whether the thread's next step
+ * is to be recorded against ref, the kind's latest step. Only a step taken whole from the
+ * thread's own buffer, on one stream, is (its order is the order the thread enqueues in), and
+ * not for the Chrome trace (its times follow the ops) nor in capture mode. */
+static int sparse_ok(struct tbuf *me, enum atl_take take, int slot, const struct atl_step *ref)
+{
+    if (!(me && !atl_chrome_on && atl_trace_mode != ATL_MODE_CAPTURE &&
+          (take == ATL_TAKE_LENT || take == ATL_TAKE_STREAM) && slot < MAX_NAMES - 1 &&
+          harvest_one_stream && harvest_first == me && !atl_exiting() && ref->ops &&
+          ref->nops >= SPARSE_MIN_OPS && ref->nops <= UINT32_MAX))
+        return 0;
+    if (me->sparse_skip) { /* (ATL_SPARSE_SKIP) */
+        me->sparse_skip--;
+        return 0;
+    }
+    return 1;
+}
+
+/* Under step_mu and the kind's lock, sparse_ok: me records its next step against ref; the
+ * arrays it recorded its last one in, if it has them still, go (their pages are what
+ * recording against ref saves). */
+static void record_against(struct tbuf *me, const struct atl_step *ref)
+{
+    if (atl_tbuf_lock_step(me) != 0)
+        return;
+    if (me->nops == 0 && !me->rops) {
+        free(me->ops), free(me->bytes), free(me->ridx);
+        me->ops = NULL, me->bytes = NULL, me->ridx = NULL;
+        me->cap = me->capbytes = me->ridxcap = 0;
+        me->rbytes = ref->bytes, me->rnops = ref->nops;
+        __atomic_store_n(&me->rops, ref->ops, __ATOMIC_RELAXED);
+        atl_tbuf_held_note(me);
+    }
+    atl_tbuf_unlock(me);
+}
+
+/* Under step_mu: the step ending on thread me, recorded against the kind's latest step
+ * (me->rops), ended without writing it out whole: the ops that differ (me's) are compared
+ * with the same places of the kept step, as the whole steps would be (struct atl_diff_opts'
+ * sparse: the same lines), and written over it, which becomes this step. Taken when the step
+ * is me's ops alone, all of them places of the kept step with its kernels (its shape, so its
+ * diff pairs op with op), and nothing else is to be had from the buffers (no other thread
+ * lends ops). Returns 0 when not taken: nothing changed, the caller goes the whole way. */
+static __attribute__((noinline)) int sparse_step(const char *name, struct tbuf *me,
+                                                 enum atl_take take, uint64_t stream)
+{
+    if (!me || !__atomic_load_n(&me->rops, __ATOMIC_RELAXED) || atl_chrome_on ||
+        atl_trace_mode == ATL_MODE_CAPTURE || (take != ATL_TAKE_LENT && take != ATL_TAKE_STREAM) ||
+        atl_exiting())
+        return 0;
+    const uint64_t now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
+    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
+         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE))
+        if (b != me && __atomic_load_n(&b->nops, __ATOMIC_RELAXED) &&
+            (!__atomic_load_n(&b->owner, __ATOMIC_RELAXED) ||
+             stale_owner(now, __atomic_load_n(&b->last_own, __ATOMIC_RELAXED))))
+            return 0; /* harvest would take them */
+    char label[sizeof atl_trace_tt.label];
+    thread_label(me, label);
+    if (atl_tbuf_lock_step(me) != 0)
+        return 0;
+    atl_tbuf_flush(me);
+    const uint64_t st = take == ATL_TAKE_STREAM ? stream : me->stream0;
+    int slot = 0;
+    while (slot < nnames && !(strncmp(names[slot].name, name, sizeof names[slot].name - 1) == 0 &&
+                              strcmp(names[slot].thread, label) == 0 && names[slot].stream == st))
+        slot++;
+    struct atl_shaped *recent =
+        slot < nnames && slot < MAX_NAMES - 1 ? atl_kind_recent(&names[slot].k) : NULL;
+    struct atl_step *R = recent ? &recent->step : NULL;
+    int ok = R && R->ops && R->ops == me->rops && R->nops == me->nops && me->nops && !me->oom &&
+             !me->multi;
+    for (size_t j = 0; ok && j < me->nrec; j++) {
+        const struct atl_op *x = &me->ops[j], *y = &R->ops[me->ridx[j]];
+        ok = me->ridx[j] < R->nops && x->kind == y->kind &&
+             (x->kind == ATL_OP_LAUNCH  ? x->u.k.kfn == y->u.k.kfn
+              : x->kind == ATL_OP_GRAPH ? 1
+                                        : x->sub == y->sub);
+    }
+    if (!ok) {
+        atl_tbuf_unlock(me);
+        return 0;
+    }
+    /* the ops that differ, taken (given back at the end); me stays against R */
+    struct atl_step d;
+    atl_step_init(&d, name);
+    d.ops = me->ops, d.nops = me->nrec, d.capops = me->cap;
+    d.bytes = me->bytes, d.nbytes = me->nbytes, d.capbytes = me->capbytes;
+    uint32_t *idx = me->ridx;
+    size_t idxcap = me->ridxcap;
+    me->ops = NULL, me->bytes = NULL, me->ridx = NULL;
+    me->cap = me->capbytes = me->ridxcap = 0;
+    atl_tbuf_empty(me);
+    me->lent_since = 0;
+    since_taken(me);
+    atl_tbuf_held_note(me);
+    atl_tbuf_unlock(me);
+
+    atl_spin_lock(&names[slot].busy);
+    struct atl_kind *kind = &names[slot].k;
+    d.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED);
+    stats.steps++;
+    memcpy(d.thread, label, sizeof d.thread);
+    d.stream = st;
+    d.nth = ++names[slot].nth;
+    d.seqmark = atl_ledger_seq_peek();
+    me->fast_slot = slot + 1;
+    struct atl_diff_opts o;
+    step_opts(&o);
+    if (d.nops == 0) {
+        /* identical: as same_as finds (R stays the reference) */
+        if (json) {
+            struct atl_step v = *R;
+            v.index = d.index, v.nth = d.nth, v.seqmark = d.seqmark;
+            v.spans = NULL, v.nspans = v.capspans = 0, v.shape = v.full = NULL;
+            if (R->ledger_gen == atl_ledger_generation())
+                v.spans = R->spans, v.nspans = R->nspans;
+            else
+                resolve_pointers(&v, NULL);
+            atl_step_write_json(&v, json, atl_host_addr);
+            fflush(json);
+            if (v.spans != R->spans)
+                free(v.spans);
+        }
+        uint64_t wasidx = R->index;
+        R->index = d.index, R->nth = d.nth;
+        stats.compared++, stats.identical++;
+        atl_series_same(&series, kind, recent, &o);
+        atl_series_eager(&series, R, 1, wasidx, &o);
+        diff_told();
+    } else {
+        if (2 * d.nops > R->nops)
+            me->sparse_skip = ATL_SPARSE_SKIP; /* most of it differed */
+        if (atl_ledger_on)
+            resolve_sparse(&d, R, idx);
+        name_ops(&d);
+        d.shapesum = atl_step_shape(R);
+        /* the same places of R, for the diff: their records (the bytes stay R's), and
+         * their hashes where R has them (a step whose every op changes, a caching
+         * allocator's, would hash both sides each step) */
+        struct atl_step a = *R;
+        a.ops = malloc(d.nops * sizeof *a.ops);
+        a.nops = a.capops = d.nops;
+        a.shape = a.full = NULL, a.ann = NULL, a.nann = a.capann = 0;
+        a.hidx = NULL, a.hshape = a.hfull = NULL, a.nh = 0;
+        a.spans = R->spans, a.nspans = R->nspans, a.capspans = 0;
+        if (!a.ops) {
+            /* no room to compare: what was recorded is still written over R */
+            atl_log_once_oom("the step trace");
+        } else {
+            for (size_t j = 0; j < d.nops; j++)
+                a.ops[j] = R->ops[idx[j]];
+            if (R->full && R->shape && (a.shape = malloc(d.nops * sizeof *a.shape)) &&
+                (a.full = malloc(d.nops * sizeof *a.full))) {
+                for (size_t j = 0; j < d.nops; j++)
+                    a.shape[j] = R->shape[idx[j]], a.full[j] = R->full[idx[j]];
+            } else if (R->hidx && R->nh == d.nops &&
+                       memcmp(R->hidx, idx, d.nops * sizeof *idx) == 0) {
+                free(a.shape);
+                a.shape = R->hshape, a.full = R->hfull; /* taken: R's go with this diff */
+                R->hshape = R->hfull = NULL;
+            } else {
+                free(a.shape);
+                a.shape = NULL;
+            }
+            o.sparse = idx, o.sparse_nops = R->nops;
+            tally.found = tally.suppressed = 0;
+            atl_series_compare_sparse(&series, kind, recent, &a, &d, &o);
+            diff_told();
+            if (tally.found && tally.found == tally.suppressed)
+                quiet_steps++; /* it differs, but as suppressed findings only */
+            o.sparse = NULL, o.sparse_nops = 0;
+        }
+        free(a.ops), free(a.shape), free(a.full);
+        /* R becomes this step: the ops that differ written over it (the other buffers
+         * recording against R first record in full), its notes this step's */
+        detach(R, me);
+        for (size_t j = 0; j < d.nops; j++) {
+            struct atl_op x = d.ops[j];
+            struct atl_op *y = &R->ops[idx[j]];
+            if (x.kind == ATL_OP_LAUNCH) {
+                if (x.u.k.kfn && x.u.k.kfn->total)
+                    memcpy(R->bytes + y->u.k.bytes, d.bytes + x.u.k.bytes, x.u.k.kfn->total);
+                x.u.k.bytes = y->u.k.bytes;
+            }
+            *y = x;
+        }
+        free(R->full); /* the shapes stay */
+        R->full = NULL;
+        /* the hashes of the places written over, for the next step's diff (computed
+         * under this step's notes, which R takes below) */
+        free(R->hidx), free(R->hshape), free(R->hfull);
+        R->hidx = NULL, R->hshape = R->hfull = NULL, R->nh = 0;
+        if (atl_ledger_on && d.shape && d.full && (R->hidx = malloc(d.nops * sizeof *idx))) {
+            memcpy(R->hidx, idx, d.nops * sizeof *idx);
+            R->hshape = d.shape, R->hfull = d.full, R->nh = d.nops;
+            d.shape = d.full = NULL;
+        }
+        R->index = d.index, R->nth = d.nth, R->seqmark = d.seqmark;
+        if (atl_ledger_on) {
+            free(R->spans);
+            R->spans = d.spans, R->nspans = d.nspans, R->capspans = d.capspans;
+            R->ledger_gen = d.ledger_gen;
+            d.spans = NULL, d.nspans = d.capspans = 0;
+        }
+        atl_series_eager(&series, R, 0, 0, &o);
+        diff_told();
+        if (json) {
+            atl_step_write_json(R, json, atl_host_addr);
+            fflush(json);
+        }
+        atl_series_kept(&series, kind, recent);
+    }
+    free(d.shape), free(d.full), free(d.spans), free(d.ann);
+    d.shape = d.full = NULL, d.spans = NULL, d.ann = NULL;
+    /* the arrays back to the buffer for its next step's differing ops; or, when most of
+     * this one differed, its next steps recorded whole (ATL_SPARSE_SKIP) */
+    if (atl_tbuf_lock_step(me) == 0) {
+        if (me->sparse_skip && me->rops == R->ops && !me->nops) {
+            atl_tbuf_materialize(me);     /* (nothing to write out) */
+            if (!me->ops && !me->bytes) { /* the step's size: room for the next */
+                me->ops = d.ops, me->cap = d.capops, d.ops = NULL;
+                me->bytes = d.bytes, me->capbytes = d.capbytes, d.bytes = NULL;
+                atl_tbuf_held_note(me);
+            }
+        } else if (!me->ops && !me->bytes && !me->ridx && me->rops == R->ops &&
+                   idxcap >= d.capops) {
+            /* (ridx grows with ops: never short of it) */
+            me->ops = d.ops, me->cap = d.capops, d.ops = NULL;
+            me->bytes = d.bytes, me->capbytes = d.capbytes, d.bytes = NULL;
+            me->ridx = idx, me->ridxcap = idxcap, idx = NULL;
+            atl_tbuf_held_note(me);
+        }
+        atl_tbuf_unlock(me);
+    }
+    free(d.ops), free(d.bytes), free(idx);
+    atl_spin_unlock(&names[slot].busy);
+    kept_note();
+    since_done();
+    return 1;
 }
 
 void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64_t stream,
@@ -769,6 +1144,11 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
     if (me)
         __atomic_store_n(&me->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
                          __ATOMIC_RELAXED);
+    if (sparse_step(name, me, take, stream)) {
+        pthread_mutex_unlock(&step_mu);
+        return;
+    }
+    /* (harvest writes out whole what was recorded against a reference) */
     harvest(&s, me, take, stream);
     if (s.nops == 0) {
         atl_step_free(&s);
@@ -817,20 +1197,8 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
      * to the last slot, which kinds past MAX_NAMES share) */
     if (me)
         me->fast_slot = slot < MAX_NAMES - 1 ? slot + 1 : 0;
-    struct atl_diff_opts o = {
-        .max_lines = (unsigned)atl_cfg.diff_max,
-        .ignore = &ignore_list,
-        .replay = atl_trace_mode == ATL_MODE_CAPTURE ? "capture" : NULL,
-        .where = where,
-        /* capture mode reports each capture's replay-safety: no warm-up there */
-        .warmup = !atl_cfg.diff_warmup && atl_trace_mode != ATL_MODE_CAPTURE,
-        .pointers = (int)atl_cfg.diff_pointers,
-        .residue = (int)atl_cfg.diff_residue,
-        .host_addr = atl_host_addr,
-        .explain = explain,
-        .found = diff_found,
-    };
-    atl_series_opts(&series, &o);
+    struct atl_diff_opts o;
+    step_opts(&o);
     /* The steady state of a replayable loop: byte-identical to the kind's
      * latest step. Two memcmps decide it, and that step (already hashed and
      * resolved) stays as the reference, so an identical step costs no
@@ -847,7 +1215,12 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
             chrome_write(&s, begin, end);
         uint64_t was = prev->nth, wasidx = prev->index;
         prev->index = s.index, prev->nth = s.nth;
-        give_back(me, &s);
+        if (sparse_ok(me, take, slot, prev)) {
+            atl_step_free(&s);
+            record_against(me, prev);
+        } else {
+            give_back(me, &s);
+        }
         stats.compared++, stats.identical++;
         atl_series_same(&series, kind, recent, &o);
         if (o.replay) {
@@ -891,8 +1264,16 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
     struct atl_step drop;
     hold_kernels(&s, 1);
     atl_series_keep(&series, kind, ref, &s, &o, &drop);
+    if (detach(&drop, NULL) != 0)
+        memset(&drop, 0, sizeof drop); /* a buffer may still read them (at exit): they stay */
     hold_kernels(&drop, 0);
-    give_back(me, &drop);
+    if (sparse_ok(me, take, slot, &atl_kind_recent(kind)->step)) {
+        /* the next step against this one: no arrays for it to fill */
+        atl_step_free(&drop);
+        record_against(me, &atl_kind_recent(kind)->step);
+    } else {
+        give_back(me, &drop);
+    }
     atl_spin_unlock(&names[slot].busy);
     kept_note();
     since_done();
@@ -910,9 +1291,10 @@ int atl_tstep_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line
     for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
          b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
         atl_tbuf_lock(b);
+        atl_tbuf_flush(b);
         *ops += b->nops;
         for (size_t i = b->nops > max ? b->nops - max : 0; i < b->nops; i++) {
-            const struct atl_op *o = &b->ops[i];
+            const struct atl_op *o = atl_tbuf_op(b, i);
             char text[512];
             if (o->kind == ATL_OP_LAUNCH)
                 snprintf(text, sizeof text,
@@ -962,8 +1344,8 @@ void atl_tstep_open(const char *name)
                          __ATOMIC_RELAXED);
         __atomic_store_n(&b->open, 1, __ATOMIC_RELAXED);
         atl_tbuf_lock(b);
-        __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
-        b->nbytes = 0, b->oom = 0;
+        atl_tbuf_empty(b);
+        b->oom = 0;
         __atomic_store_n(&b->krec_since, 0, __ATOMIC_RELAXED); /* its ops are gone */
         atl_tbuf_unlock(b);
         pthread_mutex_unlock(&step_mu);
@@ -998,8 +1380,8 @@ void atl_tstep_captured(void)
     s.ops = b->ops, s.nops = b->nops, s.capops = b->cap;
     s.bytes = b->bytes, s.nbytes = b->nbytes, s.capbytes = b->capbytes;
     b->ops = NULL, b->cap = 0, b->bytes = NULL, b->capbytes = 0;
-    __atomic_store_n(&b->nops, 0, __ATOMIC_RELAXED);
-    b->nbytes = 0, b->oom = 0;
+    atl_tbuf_empty(b);
+    b->oom = 0;
     since_taken(b);
     atl_tbuf_held_note(b);
     atl_tbuf_unlock(b);

@@ -154,6 +154,78 @@ static void tsteps(void)
         pthread_join(th[t], NULL);
 }
 
+/* "twins": two threads of one name on one stream take turns, so their steps
+ * are of one kind (name, thread, stream) and each is compared with the
+ * other's: A records a step whole, B half of one, A's sync ends A's step
+ * (the kind keeps it in place of the step B records against), then B records
+ * the rest and syncs. Three ops of each step carry its number, and B's
+ * steps launch one op with another grid. */
+enum { TWIN_OPS = 3000 };
+static pthread_mutex_t tw_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tw_cv = PTHREAD_COND_INITIALIZER;
+static int tw_turn, tw_rounds;
+
+static void twin_ops(int who, int step, int from, int to)
+{
+    for (int n = from; n < to; n++) {
+        int v = n % 1000 == 7 ? step : n;
+        void *kp[] = {&buf, &v};
+        launch(f_add, who && n == 1500 ? 2 : 1, kp);
+    }
+}
+
+static void twin_wait(int turn)
+{
+    pthread_mutex_lock(&tw_mu);
+    while (tw_turn != turn)
+        pthread_cond_wait(&tw_cv, &tw_mu);
+    pthread_mutex_unlock(&tw_mu);
+}
+
+static void twin_pass(int turn)
+{
+    pthread_mutex_lock(&tw_mu);
+    tw_turn = turn;
+    pthread_cond_broadcast(&tw_cv);
+    pthread_mutex_unlock(&tw_mu);
+}
+
+static void *twin(void *arg)
+{
+    const int who = (int)(long)arg;
+    pthread_setname_np(pthread_self(), "twin");
+    CHECK(cuCtxSetCurrent(tctx));
+    for (int r = 0; r < tw_rounds; r++) {
+        if (who == 0) {
+            twin_wait(4 * r);
+            twin_ops(0, 2 * r, 0, TWIN_OPS);
+            twin_pass(4 * r + 1);
+            twin_wait(4 * r + 2);
+            CHECK(cuStreamSynchronize(stream));
+            twin_pass(4 * r + 3);
+        } else {
+            twin_wait(4 * r + 1);
+            twin_ops(1, 2 * r + 1, 0, TWIN_OPS / 2);
+            twin_pass(4 * r + 2);
+            twin_wait(4 * r + 3);
+            twin_ops(1, 2 * r + 1, TWIN_OPS / 2, TWIN_OPS);
+            CHECK(cuStreamSynchronize(stream));
+            twin_pass(4 * r + 4);
+        }
+    }
+    return NULL;
+}
+
+static void twins(int rounds)
+{
+    pthread_t th[2];
+    tw_rounds = rounds;
+    for (long t = 0; t < 2; t++)
+        pthread_create(&th[t], NULL, twin, (void *)t);
+    for (int t = 0; t < 2; t++)
+        pthread_join(th[t], NULL);
+}
+
 /* "autograd[-same][-legacy]": a training step as PyTorch runs it: the forward pass
  * launched from the main thread, the backward pass from a long-lived helper
  * thread (autograd's engine) on the same stream while the main thread
@@ -263,7 +335,7 @@ static void stale(void)
         pthread_join(th[t], NULL);
 }
 
-enum { MANY_OPS = 200000 };
+enum { MANY_OPS = 200000, SHIFT_OPS = 20000 };
 
 /* One step of each scenario; `i` is the step index. */
 static void step(const char *sc, int i)
@@ -330,6 +402,18 @@ static void step(const char *sc, int i)
                         b = buf + 2048 + (n == MANY_OPS - 1 ? 8 * (CUdeviceptr)i : 0);
             void *kp[] = {&a, &b};
             launch(f_pair, 1, kp);
+        }
+    } else if (!strcmp(sc, "shift")) {
+        /* two shapes in turn: every other step begins with a memset, so
+         * each step's ops sit one place off those of the step before it
+         * (each is compared with the last of its own shape); the scalar of
+         * op 5000 changes every fourth step */
+        if (i % 2)
+            CHECK(cuMemsetD8Async(buf, 0, 16, stream));
+        for (int n = 0; n < SHIFT_OPS; n++) {
+            int v = n == 5000 ? i / 4 : n;
+            void *kp[] = {&buf, &v};
+            launch(f_add, 1, kp);
         }
     } else if (!strcmp(sc, "noparams")) {
         /* only kernels without parameters, from the process's first op: the
@@ -515,6 +599,10 @@ int main(int argc, char **argv)
 
     if (!strcmp(sc, "stale")) {
         stale();
+        steps = 0;
+    }
+    if (!strcmp(sc, "twins")) {
+        twins(steps);
         steps = 0;
     }
     if (!strncmp(sc, "tsteps", 6)) {
