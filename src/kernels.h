@@ -99,10 +99,10 @@ struct atl_krec {
     int dsk;
     /* ATLAS_KERNEL's cached answer (src/kselect.c), the same way. */
     int ksel;
-    /* The race detector's (src/races.c): 1 once nothing of the kernel is left to watch (its
+    /* The race detector's (src/races_kern.c): 1 once nothing of the kernel is left to watch (its
      * launches then skip the watch's look-up); read and set atomically. */
     int races_quiet;
-    /* The race detector's view of the kernel (src/races.c: its parameter words and what it
+    /* The race detector's view of the kernel (src/races_kern.c: its parameter words and what it
      * does through each, its launches' memos): made at the kernel's first launch under
      * ATLAS_RACES, read and changed under the detector's lock, freed with the record
      * (krec_free) through the function the detector gave atl_krec_set_races_free. */

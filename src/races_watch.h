@@ -3,7 +3,7 @@
  * known"): bytes of device memory copied to pinned host memory on the
  * launch's own stream right before the launch and right after it, and
  * compared once both copies are done. A byte that changed was written by the
- * launch, provided nothing else wrote there in between (src/races.c makes
+ * launch, provided nothing else wrote there in between (src/races_kern.c makes
  * sure no other op of the program was enqueued in that window and that no
  * unordered op of another stream touches the bytes); a byte that did not
  * change proves nothing (a store of the value already there).

@@ -38,7 +38,7 @@ struct atl_thread {
     uint64_t stack_id;
     /* src/tracebuf.c: the thread's recording buffer, read on every traced launch */
     struct tbuf *trace_buf;
-    /* src/races.c: from a launch's pre to its post, the watch it opened (index + 1; 0:
+    /* src/races_kern.c: from a launch's pre to its post, the watch it opened (index + 1; 0:
      * none), whether an op of this thread is being enqueued (its pre to its post), and the
      * count of ops begun when it began */
     int races_watch, races_enq;

@@ -53,7 +53,7 @@ room() {
     leaks) echo feature:leaks ;;
     trace | trace_internal | tracebuf | tracestep | nvtx | chrome) echo feature:trace ;;
     hang) echo feature:hang ;;
-    races | races_params | races_watch) echo feature:races ;;
+    races | races_*) echo feature:races ;;
     step | stepseries | tracediff | tracejson | jsonw | jsonesc | traceformat) echo model ;;
     log | self | services | config | hint | envedit | realdl) echo floor ;;
     *) echo fact ;;
