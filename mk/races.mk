@@ -1,4 +1,4 @@
-# Races between streams (src/races.c, docs/races.md):
+# Races between streams (src/races*.c, docs/races.md):
 #   make races-check      the seeded cases against the fake driver (part of make check)
 #   make races-bench      CPU cost per launch beside the step trace's (fake driver)
 #   make races-gpu-check  on a GPU: CUDA C, PyTorch and CuPy races named, correct
