@@ -500,7 +500,7 @@ void atl_rk_poll(unsigned wait_us);
 /* After a launch, before it is checked: its watch's second copies, and its result. */
 void atl_rk_post(CUstream stream, int hook, CUresult r);
 /* At exit, under the lock: a last look at the watches, none after; their counts. */
-void atl_rk_exit(uint64_t *watched, uint64_t *seen, uint64_t *unseen);
+void atl_rk_exit(uint64_t *watched, uint64_t *seen, uint64_t *unseen, uint64_t *wait_us);
 
 /* ---- src/races_report.c: the reports ------------------------------------------------ */
 

@@ -689,7 +689,7 @@ void atl_races_launch(const struct atl_launch *l, CUresult r)
     op_close(&op);
 }
 
-void atl_rk_exit(uint64_t *watched, uint64_t *seen, uint64_t *unseen)
+void atl_rk_exit(uint64_t *watched, uint64_t *seen, uint64_t *unseen, uint64_t *wait_us)
 {
     if (atl_rk_nwp) /* watches still under way: a last look */
         atl_rk_poll(100000);
@@ -697,4 +697,5 @@ void atl_rk_exit(uint64_t *watched, uint64_t *seen, uint64_t *unseen)
     if (!atl_rk_nwp)
         atl_watch_exit();
     *watched = rk.watched, *seen = rk.words_seen, *unseen = rk.words_unseen;
+    *wait_us = __atomic_load_n(&rk.watch_wait_us, __ATOMIC_RELAXED);
 }

@@ -307,8 +307,8 @@ void atl_races_exit(void)
 {
     if (atl_exit_lock(&atl_rc.mu, "the race summary") != 0)
         return;
-    uint64_t watched, wseen, wunseen;
-    atl_rk_exit(&watched, &wseen, &wunseen);
+    uint64_t watched, wseen, wunseen, wait_us;
+    atl_rk_exit(&watched, &wseen, &wunseen, &wait_us);
     struct racc_counts c;
     atl_racc_counts(&c);
     uint64_t races = c.races, rd = c.races_distinct, poss = c.possible, pd = c.possible_distinct,
@@ -342,10 +342,12 @@ void atl_races_exit(void)
     if (watched)
         atl_log(ATL_INFO,
                 "races: %s launch%s watched for what their kernels write: %s parameter%s "
-                "seen writing, %s not in %d launches each (those stay \"may write\")",
+                "seen writing, %s not in %d launches each (those stay \"may write\"); %llu ms "
+                "spent waiting for their copies",
                 atl_summary_number(watched, n1), watched == 1 ? "" : "es",
                 atl_summary_number(wseen, n2), wseen == 1 ? "" : "s",
-                atl_summary_number(wunseen, n3), RC_WATCH_TRIES);
+                atl_summary_number(wunseen, n3), RC_WATCH_TRIES,
+                (unsigned long long)(wait_us / 1000));
     if (unprinted)
         atl_log(ATL_WARN,
                 "races: %llu distinct ones not printed (at most %d are printed for one call, %d "

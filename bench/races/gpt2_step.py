@@ -2,7 +2,7 @@
 width 256, 4 heads, 128 positions, batch 8 x 128 tokens, AdamW, built from a config (no
 download: transformers' GPT2LMHeadModel when transformers is installed, else the same
 architecture written out below). Prints "ms_per_step X" (median of 5 blocks of steps after a
-warm-up) and which model it built. One configuration per process, so run_races.sh can
+warm-up; "ms_per_block" gives the five) and which model it built. One configuration per process, so run_races.sh can
 interleave native, idle, traced and race-checked runs.
 
     gpt2_step.py [STEPS] [sync]
@@ -102,6 +102,7 @@ def main():
         torch.cuda.synchronize()
         blocks.append((time.perf_counter() - t0) / (steps // 5) * 1e3)
     print(f"model {name}")
+    print("ms_per_block " + " ".join(f"{b:.3f}" for b in blocks))
     print(f"ms_per_step {statistics.median(blocks):.3f}")
 
 
