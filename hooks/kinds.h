@@ -168,7 +168,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
     atl_alloc_pre(ev);
     return ev->padded_height ? ev->padded_height : height;
 }
-/* Red zones hold some frees back (src/redzone.c): an allocation that fails for memory
+/* Red zones hold some frees back (src/redzone_quar.c): an allocation that fails for memory
  * meanwhile is retried as long as they release what they held (other threads' frees go
  * straight to the driver until it is done, so the quarantine cannot refill under it), then,
  * padded and still failing, once more without its red zone (UNPAD: the statement that
@@ -255,7 +255,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
 #define ATL_K_FREE_PRE                                                                             \
     struct atl_free ev_ = {.hook = id_, .ptr = dptr};                                              \
     atl_free_pre(&ev_);                                                                            \
-    if (ev_.held) { /* kept poisoned in the quarantine (src/redzone.c) */                          \
+    if (ev_.held) { /* kept poisoned in the quarantine (src/redzone_quar.c) */                     \
         atl_free_post(&ev_, CUDA_SUCCESS);                                                         \
         ATL_SLOW_RETURN(CUDA_SUCCESS);                                                             \
     }
@@ -271,7 +271,7 @@ static inline size_t atl_alloc_rows(struct atl_alloc *ev, size_t height)
                            .async = 1,                                                             \
                            .caller = __builtin_return_address(0)};                                 \
     atl_free_pre(&ev_);                                                                            \
-    if (ev_.held) { /* released later, with a batch (src/redzone.c) */                             \
+    if (ev_.held) { /* released later, with a batch (src/redzone_quar.c) */                        \
         atl_free_post(&ev_, CUDA_SUCCESS);                                                         \
         ATL_SLOW_RETURN(CUDA_SUCCESS);                                                             \
     }

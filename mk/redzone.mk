@@ -1,4 +1,4 @@
-# Red zones and the allocation ledger (src/redzone.c).
+# Red zones and the allocation ledger (src/redzone*.c).
 #
 # The scan kernel (src/redzone_scan.cu) is compiled to PTX when nvcc is
 # there and embedded in the library through a generated C file; without

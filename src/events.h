@@ -147,7 +147,7 @@ struct atl_free {
     int async;
     int known; /* the ledger knew ptr (rec filled) */
     int held;  /* red zones hold the free back: the hook returns success without calling the
-                * driver, which frees it later (a batch, the quarantine: src/redzone.c) */
+                * driver, which frees it later (a batch, the quarantine: src/redzone_quar.c) */
     int drain; /* red zones count the free as under way until its post (epoch + 1; 0 not) */
     struct atl_alloc_rec rec; /* what the ledger had, removed before the real free */
     void *caller;             /* the hook's return address (struct atl_launch's caller) */

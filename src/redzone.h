@@ -30,7 +30,7 @@ void atl_redzone_alloc_pre(struct atl_alloc *a);
  * is guarded (its tail poisoned), else 0. */
 int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r);
 /* May hold a free back (f->held): see "frees held back" and "the
- * quarantine" in redzone.c. */
+ * quarantine" in src/redzone_quar.c. */
 void atl_redzone_free_pre(struct atl_free *f);
 void atl_redzone_free_post(struct atl_free *f, CUresult r);
 /* An allocation failed for memory: releases the frees held back and the

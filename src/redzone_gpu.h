@@ -1,7 +1,7 @@
 /*
  * What the red-zone check kernels read and write, in one place: the kernels
  * (src/redzone_scan.cu, built to PTX), the engine that launches them and
- * reads their answers (src/redzone.c) and the fake driver's host twin of the
+ * reads their answers (src/redzone_check.c) and the fake driver's host twin of the
  * kernels (tests/fake/fake_redzone.c) all include this file, so the three
  * cannot drift apart. Plain C, valid CUDA C++: fixed-width unsigned fields,
  * no pointers (the device sees these through mapped host memory).

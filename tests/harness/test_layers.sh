@@ -49,7 +49,7 @@ room() {
     faultrep | flight | ring) echo feature:fault ;;
     blocking) echo feature:blocking ;;
     kaudit) echo feature:kaudit ;;
-    redzone | redzone_gpu | pools) echo feature:redzone ;;
+    redzone | redzone_gpu | redzone_internal | redzone_check | redzone_quar | redzone_report | pools) echo feature:redzone ;;
     leaks) echo feature:leaks ;;
     trace | trace_internal | tracebuf | tracestep | nvtx | chrome) echo feature:trace ;;
     hang) echo feature:hang ;;
