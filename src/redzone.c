@@ -650,6 +650,7 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
     __atomic_add_fetch(&guarded_total, 1, __ATOMIC_RELAXED);
     atl_log(ATL_INFO, "redzone: alloc#%llu bytes=%zu ptr=0x%llx", (unsigned long long)z.seq,
             z.bytes, (unsigned long long)z.base);
+    atl_rz_checks_early();
     return 1;
 }
 

@@ -502,6 +502,27 @@ static CUresult check_queue_launch(CUfunction fn, void **args, CUstream stream, 
     return r;
 }
 
+/* The check kernels and their slots are made ready at the first guarded allocation rather than
+ * at the first check that needs them: loading a module and allocating page-locked memory may
+ * wait for the device (CUDA's lazy loading: loading a kernel may need a context
+ * synchronisation). At a stream-ordered free a kernel of another stream may still be about to
+ * write the allocation; a wait there let that write land before the free's poison, which then
+ * hid it (issue #45: `rz_uaf other` was found only in the modes whose first host sync had
+ * loaded them). */
+static int checks_tried; /* atomic */
+
+void atl_rz_checks_early(void)
+{
+    if (__atomic_load_n(&checks_tried, __ATOMIC_RELAXED) || atl_capture_any())
+        return;
+    atl_rz_lock();
+    if (!__atomic_load_n(&checks_tried, __ATOMIC_RELAXED)) {
+        (void)atl_rz_checks_ready_locked();
+        __atomic_store_n(&checks_tried, 1, __ATOMIC_RELAXED);
+    }
+    atl_rz_unlock();
+}
+
 int atl_rz_checks_ready_locked(void)
 {
     /* loading a module and allocating page-locked memory are among the

@@ -152,6 +152,8 @@ void atl_rz_unlock(void);
 /* 1 when the check kernel and its verdict ring are there (made now if not
  * yet tried). With scan_lock held. */
 int atl_rz_checks_ready_locked(void);
+/* The same, tried once, at the first guarded allocation (takes scan_lock). */
+void atl_rz_checks_early(void);
 /* Queues the check of p's zones (and fills) on `stream`. 0 when queued
  * (the slot owns p's quarantine entries), -1 when the caller must check
  * another way. With scan_lock held. */
