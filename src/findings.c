@@ -49,6 +49,21 @@ const char *atl_finding_words(enum atl_finding k, uint64_t n)
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct atl_supp_set supp;
 static int supp_frames; /* an entry has frame lines: findings' frames are looked up */
+static size_t user_files; /* suppression files the user gave (the built-in entries are not one) */
+static size_t builtin_n;  /* the built-in entries: the first of supp.e */
+static int builtin_frames; /* one of them has frame lines (they are races') */
+
+/* The built-in entries (ATLAS_DEFAULT_SUPPRESSIONS=0 leaves them out, as valgrind's
+ * --default-suppressions=no): findings inside NVIDIA's libraries that the program cannot fix and
+ * that are not its bugs, each said in docs/races.md with what was seen. Matched as the user's
+ * are; counted as suppressed in the summary. */
+static const char builtin_supp[] =
+    "{\n"
+    "   cuDNN's handle set-up: cudnnCreate clears its workspace with a memset on a stream of its "
+    "own that nothing orders with the program's streams\n"
+    "   atlas:race\n"
+    "   fun:*createCuDNNHandle*\n"
+    "}\n";
 static FILE *report;    /* ATLAS_REPORT */
 static int want_frames; /* set at init: frames are looked up (entries need them, or the file) */
 static uint64_t counts[ATL_FINDING_KINDS], suppressed[ATL_FINDING_KINDS];
@@ -175,16 +190,25 @@ static void load_suppressions(const char *list)
         free(text);
     }
     free(copy);
-    for (size_t i = 0; i < supp.n; i++)
-        supp_frames |= supp.e[i].nfr > 0;
 }
 
 void atl_findings_init(void)
 {
     if (!atl_cfg.symbols)
         atl_sym_disable();
+    if (atl_cfg.default_suppressions &&
+        atl_supp_parse(&supp, builtin_supp, "(built in)", warn_line, NULL) < 0)
+        atl_log_once_oom("the suppressions");
+    size_t builtin_files = supp.nfiles;
+    builtin_n = supp.n;
     if (atl_cfg.suppressions)
         load_suppressions(atl_cfg.suppressions);
+    user_files = supp.nfiles - builtin_files;
+    /* the built-in entries are all races': other findings' frames are not looked up for them */
+    for (size_t i = builtin_n; i < supp.n; i++)
+        supp_frames |= supp.e[i].nfr > 0;
+    for (size_t i = 0; i < builtin_n; i++)
+        builtin_frames |= supp.e[i].nfr > 0;
     if (atl_cfg.report)
         report = atl_report_stream("ATLAS_REPORT", atl_cfg.report, "findings are not written");
     want_frames = supp_frames || report || atl_cfg.gen_suppressions;
@@ -257,17 +281,24 @@ int atl_find_open(struct atl_find *f)
     f->shown = f->suppressed = 0;
     if ((unsigned)f->kind >= ATL_FINDING_KINDS)
         return 0;
-    struct atl_frame *frames;
-    int nfr = want_frames ? look_up(f->stack, &frames) : (frames = NULL, 0);
+    struct atl_frame *frames, *frames2 = NULL;
+    int race_frames = builtin_frames && f->kind == ATL_FINDING_RACE;
+    int nfr = want_frames || race_frames ? look_up(f->stack, &frames) : (frames = NULL, 0);
+    int nfr2 = (supp_frames || race_frames) && f->stack2 ? look_up(f->stack2, &frames2) : 0;
     if (atl_exit_lock(&lock, NULL) != 0) {
         /* another thread stopped inside the sink at exit: counted, printed */
         __atomic_add_fetch(&counts[f->kind], 1, __ATOMIC_RELAXED);
         verdict_note(f->kind);
         free(frames);
+        free(frames2);
         return f->shown = 1;
     }
     struct atl_supp_subject x = subject(f, frames, nfr);
     struct atl_supp *by = supp.n ? atl_supp_match(&supp, &x) : NULL;
+    if (!by && frames2) {
+        struct atl_supp_subject x2 = subject(f, frames2, nfr2);
+        by = atl_supp_match(&supp, &x2);
+    }
     uint64_t id = ++next_id;
     if (by) {
         f->suppressed = 1;
@@ -287,6 +318,7 @@ int atl_find_open(struct atl_find *f)
         write_report(f, id, frames, nfr, by, f->shown);
     pthread_mutex_unlock(&lock);
     free(frames);
+    free(frames2);
     return f->shown;
 }
 
@@ -339,7 +371,8 @@ void atl_findings_exit(void)
     uint64_t total = 0;
     for (int k = 0; k < ATL_FINDING_KINDS; k++)
         total += suppressed[k];
-    if (supp.nfiles) {
+    /* once files were given, always; for the built-in entries alone, when they left one out */
+    if (user_files || total) {
         char by[700];
         size_t used = 0;
         by[0] = '\0';
@@ -348,9 +381,23 @@ void atl_findings_exit(void)
                 used += (size_t)snprintf(by + used, sizeof by - used, "%s%llu %s", used ? ", " : "",
                                          (unsigned long long)suppressed[k],
                                          atl_finding_words((enum atl_finding)k, suppressed[k]));
-        atl_log(ATL_WARN, "suppressed: %llu finding%s%s%s%s (entries read: %zu)",
-                (unsigned long long)total, total == 1 ? "" : "s", used ? " (" : "", by,
-                used ? ")" : "", supp.n);
+        uint64_t builtin = 0;
+        for (size_t i = 0; i < builtin_n; i++)
+            builtin += supp.e[i].used;
+        char how[160] = "", off[64];
+        if (builtin)
+            snprintf(how, sizeof how, "; %llu by the built-in entries, which %s leaves out",
+                     (unsigned long long)builtin,
+                     atl_hint_setting("ATLAS_DEFAULT_SUPPRESSIONS", "0", off, sizeof off));
+        if (user_files)
+            atl_log(ATL_WARN, "suppressed: %llu finding%s%s%s%s (entries read: %zu%s)",
+                    (unsigned long long)total, total == 1 ? "" : "s", used ? " (" : "", by,
+                    used ? ")" : "", supp.n - builtin_n, how);
+        else
+            atl_log(ATL_WARN, "suppressed: %llu finding%s%s%s%s (by the built-in entries, which "
+                    "%s leaves out)",
+                    (unsigned long long)total, total == 1 ? "" : "s", used ? " (" : "", by,
+                    used ? ")" : "", off);
         for (size_t i = 0; i < supp.n; i++)
             if (supp.e[i].used)
                 atl_log(ATL_INFO, "suppressed: %llu by '%.200s' (%s:%d)",

@@ -53,6 +53,8 @@ struct atl_find {
     const char *step; /* a step's name; NULL: none */
     uint64_t step_no;
     const struct atl_stack *stack; /* allocation or call-site frames; NULL: none */
+    /* a race's other access (its 1st): suppressions' frame lines match it too; NULL: none */
+    const struct atl_stack *stack2;
     /* the feature does not print it and says so itself (no room left in its
      * own report; a step folded into a run of repeats): counted and written as
      * not printed, not counted as past the print limit */

@@ -107,7 +107,8 @@ static void race_finding(struct rpend *p)
                              .alloc = p->seq,
                              .bytes = p->bytes,
                              .has_bytes = 1,
-                             .stack = p->site_x.n ? &p->site_x : NULL};
+                             .stack = p->site_x.n ? &p->site_x : NULL,
+                             .stack2 = p->site_e.n ? &p->site_e : NULL};
 }
 
 struct rpend *atl_rrep_place(struct rop *op, int sure)

@@ -485,6 +485,39 @@ START_TEST(suppressed_races_said_apart)
 }
 END_TEST
 
+/* The built-in entry: cuDNN's handle set-up (a memset on its own stream at createCuDNNHandle,
+ * the race's 1st access) is left out and said so, in the races line and the summary's
+ * suppressed line with the setting that shows it; ATLAS_DEFAULT_SUPPRESSIONS=0 reports it, as
+ * does a program whose function of that name is the 2nd side (the entry matches either). */
+START_TEST(builtin_suppression_cudnn_handle)
+{
+    struct run_result r;
+    run_case(&r, "cudnn_handle", "raced", NULL);
+    HAS(r.log, "races: 1 found (1 distinct; 1 of them suppressed), ");
+    HASNT(r.log, "race: alloc#");
+    HAS(r.log, "suppressed: 1 finding (1 race) (by the built-in entries, which "
+               "ATLAS_DEFAULT_SUPPRESSIONS=0 leaves out)");
+    run_free(&r);
+    const char *const off[] = {"ATLAS_RACES=1", "ATLAS_DEFAULT_SUPPRESSIONS=0", NULL};
+    run_case(&r, "cudnn_handle", "raced", off);
+    assert_one_race(&r);
+    HAS(line_of(r.log, "race:   1st: "), "cuMemsetD8Async writes +0..+4095");
+    HAS(line_of(r.log, "race:   1st: "), "at createCuDNNHandle (");
+    HAS(line_of(r.log, "race:   2nd: "), "kernel=produce(float*, int)");
+    HASNT(r.log, "suppressed:");
+    run_free(&r);
+    run_case(&r, "cudnn_handle", "fixed", NULL);
+    assert_silent(&r);
+    HASNT(r.log, "suppressed:");
+    run_free(&r);
+    /* any other race is still reported, and a user's file is counted apart from them */
+    run_case(&r, "side_copy", "raced", NULL);
+    assert_one_race(&r);
+    HASNT(r.log, "suppressed:");
+    run_free(&r);
+}
+END_TEST
+
 /* One missing wait behind four races (six buffers raced the same way): the edge is said in
  * full once, then named (issue #46: told four times in 16 lines). */
 START_TEST(one_missing_edge_said_once)
@@ -666,6 +699,7 @@ int main(void)
     tcase_add_test(tc, call_sites_past_the_bound);
     tcase_add_test(tc, destroyed_graphs_forgotten);
     tcase_add_test(tc, suppressed_races_said_apart);
+    tcase_add_test(tc, builtin_suppression_cudnn_handle);
     tcase_add_test(tc, one_missing_edge_said_once);
     tcase_add_test(tc, launched_by_a_runtime_library);
     tcase_add_test(tc, resolved_through_dlsym);
