@@ -16,8 +16,7 @@
 # Checked:
 #   1. Only src/engine.c, src/api.c and hooks/ include engine.h; a file of
 #      src/ includes only headers of rooms it may call (below; a header's
-#      room is its .c file's: ring.h is the flight recorder's,
-#      trace_internal.h the step trace's).
+#      room is its .c file's: ring.h is the flight recorder's).
 #   2. Every call (an undefined symbol of an object of src/, found defined by
 #      another object of src/ or hooks/) goes where its room may call:
 #        engine    anywhere but the hooks
@@ -32,10 +31,11 @@
 #      dlsym the library exports)
 #   3. Per-thread state is a field of struct atl_thread (src/thread.h): no
 #      other file-scope __thread variable in src/ (a function's own scratch
-#      buffer may stay). The step trace keeps one struct of its own in
-#      dynamic TLS (about 130 bytes that only threads ending steps touch;
-#      src/trace_internal.h), defined in src/trace.c: exactly one, and
-#      nothing in initial-exec TLS.
+#      buffer may stay). The step trace keeps its cold per-thread state in
+#      dynamic TLS (about 130 bytes that only threads ending steps or pushing
+#      NVTX ranges touch): one struct in src/tracestep.c (the thread's label
+#      and open step), one in src/nvtx.c (its NVTX depths), and nothing in
+#      initial-exec TLS.
 # Usage: test_layers.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -51,7 +51,7 @@ room() {
     kaudit) echo feature:kaudit ;;
     redzone | redzone_gpu | redzone_internal | redzone_check | redzone_quar | redzone_report | pools) echo feature:redzone ;;
     leaks) echo feature:leaks ;;
-    trace | trace_internal | tracebuf | tracestep | nvtx | chrome) echo feature:trace ;;
+    trace | tracebuf | tracestep | nvtx | chrome) echo feature:trace ;;
     hang) echo feature:hang ;;
     races | races_*) echo feature:races ;;
     step | stepseries | tracediff | tracejson | jsonw | jsonesc | traceformat) echo model ;;
@@ -151,13 +151,15 @@ for init in $(sed -n '/feature_init\[ATL_FEAT_COUNT\]/,/^};/p' src/engine.c |
     esac
 done
 
-n=$(grep -cE '^(static )?__thread' src/trace.c)
-if [ "$n" != 1 ] || grep -nE '^(static )?__thread.*initial-exec' src/trace.c; then
-    echo "FAIL: src/trace.c keeps $n file-scope __thread declarations (one struct of its own, in dynamic TLS)"
-    fail=1
-fi
+for f in src/tracestep.c src/nvtx.c; do
+    n=$(grep -cE '^(static )?__thread' "$f")
+    if [ "$n" != 1 ] || grep -nE '^(static )?__thread.*initial-exec' "$f"; then
+        echo "FAIL: $f keeps $n file-scope __thread declarations (one struct of its own, in dynamic TLS)"
+        fail=1
+    fi
+done
 for f in src/*.c src/*.h; do
-    case "$f" in src/thread.[ch] | src/trace.c) continue ;; esac
+    case "$f" in src/thread.[ch] | src/tracestep.c | src/nvtx.c) continue ;; esac
     if grep -nE '^(static )?__thread' "$f"; then
         echo "FAIL: $f keeps per-thread state of its own (a field of struct atl_thread instead)"
         fail=1
