@@ -319,6 +319,16 @@ static void kept_note(void)
     atl_tbuf_set_kept(n);
 }
 
+/* Under step_mu and the kind's lock, at the end of a step end: the kind's lock released, the
+ * kept steps counted against the budget, and the step end's pin on the kernel records given
+ * up. */
+static void kind_done(int slot)
+{
+    atl_spin_unlock(&names[slot].busy);
+    kept_note();
+    since_done();
+}
+
 /* Under step_mu and b's lock: b's ops after those already in s, their byte
  * offsets moved by the bytes already there. Returns -1 when out of memory. */
 static int append(struct atl_step *s, const struct tbuf *b)
@@ -1147,10 +1157,154 @@ static __attribute__((noinline)) int sparse_step(const char *name, struct tbuf *
         atl_tbuf_unlock(me);
     }
     free(d.ops), free(d.bytes), free(idx);
-    atl_spin_unlock(&names[slot].busy);
-    kept_note();
-    since_done();
+    kind_done(slot);
     return 1;
+}
+
+/* Under step_mu: the thread of buffer b owns its ops from now on (they go to its own steps
+ * only, not lent to other threads' steps), as of the current step. */
+static void own_ops(struct tbuf *b)
+{
+    if (!__atomic_exchange_n(&b->owner, 1, __ATOMIC_RELAXED))
+        where |= ++nowners > 1;
+    __atomic_store_n(&b->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+}
+
+/* Under step_mu: the harvested step s, ordered, gets its number and its key but for its name:
+ * the thread's label and the stream (the one synchronised; else the one stream of its ops, 0
+ * when they are on several). */
+static void step_key(struct atl_step *s, const struct tbuf *me, enum atl_take take,
+                     uint64_t stream)
+{
+    s->index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
+    stats.steps++;
+    _Static_assert(sizeof s->thread == sizeof tt.label, "a label fills the step's");
+    thread_label(me, s->thread);
+    s->stream = stream;
+    if (take != ATL_TAKE_STREAM && !captures) {
+        s->stream = s->ops[0].stream; /* ordered by stream: one stream iff first == last */
+        if (s->ops[s->nops - 1].stream != s->stream)
+            s->stream = 0;
+    }
+}
+
+/* Under step_mu: the slot of s's kind (name, thread, stream), made at the kind's first step. */
+static int kind_slot(const struct atl_step *s)
+{
+    int slot = 0;
+    while (slot < nnames &&
+           !(strcmp(names[slot].name, s->name) == 0 && strcmp(names[slot].thread, s->thread) == 0 &&
+             names[slot].stream == s->stream))
+        slot++;
+    if (slot < nnames)
+        return slot;
+    if (nnames == MAX_NAMES)
+        return MAX_NAMES - 1; /* more kinds of step than that: the last slot is shared */
+    slot = nnames++;
+    snprintf(names[slot].name, sizeof names[slot].name, "%s", s->name);
+    memcpy(names[slot].thread, s->thread, sizeof names[slot].thread);
+    names[slot].stream = s->stream;
+    atl_kind_init(&names[slot].k);
+    if (nnames > 1 && (strcmp(names[0].thread, s->thread) != 0 || names[0].stream != s->stream))
+        where = 1;
+    return slot;
+}
+
+/* Under step_mu: step s into the JSON lines and the Chrome trace (its pointers resolved). */
+static void write_out(struct atl_step *s, uint64_t begin, uint64_t end)
+{
+    if (json) {
+        atl_step_write_json(s, json, atl_host_addr);
+        fflush(json);
+    }
+    if (atl_chrome_on)
+        chrome_write(s, begin, end);
+}
+
+/* Under step_mu and the kind's lock, at the end of a step end: the arrays of `gone`, a step no
+ * longer needed, are freed and the thread's next step is recorded against `kept`, the kind's
+ * latest (sparse_ok); or they go back to the thread's buffer (give_back). */
+static void next_arrays(struct tbuf *me, enum atl_take take, int slot, struct atl_step *gone,
+                        const struct atl_step *kept)
+{
+    if (sparse_ok(me, take, slot, kept)) {
+        /* the next step against this one: no arrays for it to fill */
+        atl_step_free(gone);
+        record_against(me, kept);
+    } else {
+        give_back(me, gone);
+    }
+}
+
+/* Under step_mu and the kind's lock: the steady state of a replayable loop, step s
+ * byte-identical to the kind's latest step (recent's). Two memcmps decided it, and that step
+ * (already hashed and resolved) stays as the reference, renumbered as s, so an identical step
+ * costs no hashing, no ledger look-ups and no allocation beyond the merge. */
+static void end_same(struct atl_step *s, struct tbuf *me, enum atl_take take, int slot,
+                     struct atl_shaped *recent, struct atl_diff_opts *o, uint64_t begin,
+                     uint64_t end)
+{
+    struct atl_step *prev = &recent->step;
+    if (json || atl_chrome_on)
+        resolve_pointers(s, prev);
+    write_out(s, begin, end);
+    uint64_t was = prev->nth, wasidx = prev->index;
+    prev->index = s->index, prev->nth = s->nth;
+    next_arrays(me, take, slot, s, prev);
+    stats.compared++, stats.identical++;
+    atl_series_same(&series, &names[slot].k, recent, o);
+    if (o->replay) {
+        char line[160];
+        snprintf(line, sizeof line,
+                 "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu ops)", o->replay,
+                 prev->nth, was, prev->nops);
+        atl_log_line(line);
+    }
+    atl_series_eager(&series, prev, 1, wasidx, o);
+    diff_told();
+}
+
+/* Under step_mu and the kind's lock: step s, not identical to the kind's latest, compared
+ * with the last step of its kind and shape (the step series), and with the captures of its
+ * shape (eager against captured). Returns the step it was compared with (NULL: none). */
+static struct atl_shaped *compare(struct atl_step *s, struct atl_kind *kind,
+                                  struct atl_diff_opts *o)
+{
+    if (atl_ledger_on) {
+        struct atl_shaped *like = atl_kind_shape(kind, atl_step_shape(s));
+        resolve_pointers(s, like && like->step.ops ? &like->step : NULL);
+    }
+    /* the kept steps' kernels were named when they ended (here: a step is
+     * kept only below); a million-op step is not walked twice for it */
+    name_ops(s);
+    /* the diff first: what it learns about the kernels (parameters holding
+     * uninitialised bytes) goes into this step's JSON lines already */
+    struct atl_shaped *ref;
+    tally.found = tally.suppressed = 0;
+    atl_series_compare(&series, kind, s, o, &ref);
+    diff_told();
+    if (tally.found && tally.found == tally.suppressed)
+        quiet_steps++; /* it differs, but as suppressed findings only */
+    atl_series_eager(&series, s, 0, 0, o);
+    diff_told();
+    return ref;
+}
+
+/* Under step_mu and the kind's lock: step s, compared (ref: what with), kept as the latest of
+ * its kind and shape; the step it replaces goes, with its references to its kernels' records
+ * (the buffers recording against it first record in full). */
+static void keep(struct atl_step *s, struct tbuf *me, enum atl_take take, int slot,
+                 struct atl_shaped *ref, struct atl_diff_opts *o)
+{
+    struct atl_kind *kind = &names[slot].k;
+    struct atl_step drop;
+    hold_kernels(s, 1);
+    atl_series_keep(&series, kind, ref, s, o, &drop);
+    if (detach(&drop, NULL) != 0)
+        memset(&drop, 0, sizeof drop); /* a buffer may still read them (at exit): they stay */
+    hold_kernels(&drop, 0);
+    next_arrays(me, take, slot, &drop, &atl_kind_recent(kind)->step);
 }
 
 void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64_t stream,
@@ -1166,11 +1320,8 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
         return;
     atl_step_init(&s, name);
     /* before the harvest: its own ops are taken whole */
-    if (me && !__atomic_exchange_n(&me->owner, 1, __ATOMIC_RELAXED))
-        where |= ++nowners > 1;
     if (me)
-        __atomic_store_n(&me->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
-                         __ATOMIC_RELAXED);
+        own_ops(me);
     if (sparse_step(name, me, take, stream)) {
         pthread_mutex_unlock(&step_mu);
         return;
@@ -1184,126 +1335,27 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
         return;
     }
     order_by_stream(&s);
-    s.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
-    stats.steps++;
-    _Static_assert(sizeof s.thread == sizeof tt.label, "a label fills the step's");
-    thread_label(me, s.thread);
-    s.stream = stream;
-    if (take != ATL_TAKE_STREAM && !captures) {
-        s.stream = s.ops[0].stream; /* ordered by stream: one stream iff first == last */
-        if (s.ops[s.nops - 1].stream != s.stream)
-            s.stream = 0;
-    }
-    int slot = 0;
-    while (slot < nnames &&
-           !(strcmp(names[slot].name, s.name) == 0 && strcmp(names[slot].thread, s.thread) == 0 &&
-             names[slot].stream == s.stream))
-        slot++;
-    if (slot == nnames) {
-        if (nnames == MAX_NAMES) {
-            slot = MAX_NAMES - 1; /* more kinds of step than that: the last slot is shared */
-        } else {
-            slot = nnames++;
-            snprintf(names[slot].name, sizeof names[slot].name, "%s", s.name);
-            memcpy(names[slot].thread, s.thread, sizeof names[slot].thread);
-            names[slot].stream = s.stream;
-            atl_kind_init(&names[slot].k);
-            if (nnames > 1 &&
-                (strcmp(names[0].thread, s.thread) != 0 || names[0].stream != s.stream))
-                where = 1;
-        }
-    }
-    /* the kind's lock (fast_step reads its latest step without step_mu);
-     * released at every return below */
+    step_key(&s, me, take, stream);
+    const int slot = kind_slot(&s);
+    /* the kind's lock (fast_step reads its latest step without step_mu) */
     atl_spin_lock(&names[slot].busy);
     s.nth = ++names[slot].nth;
     s.seqmark = atl_ledger_seq_peek();
-    struct atl_kind *kind = &names[slot].k;
-    struct atl_shaped *recent = atl_kind_recent(kind);
+    struct atl_shaped *recent = atl_kind_recent(&names[slot].k);
     /* this thread's next step end may take the fast path to this kind (not
      * to the last slot, which kinds past MAX_NAMES share) */
     if (me)
         me->fast_slot = slot < MAX_NAMES - 1 ? slot + 1 : 0;
     struct atl_diff_opts o;
     step_opts(&o);
-    /* The steady state of a replayable loop: byte-identical to the kind's
-     * latest step. Two memcmps decide it, and that step (already hashed and
-     * resolved) stays as the reference, so an identical step costs no
-     * hashing, no ledger look-ups and no allocation beyond the merge. */
     if (recent && same_as(&recent->step, &s)) {
-        struct atl_step *prev = &recent->step;
-        if (json || atl_chrome_on)
-            resolve_pointers(&s, &recent->step);
-        if (json) {
-            atl_step_write_json(&s, json, atl_host_addr);
-            fflush(json);
-        }
-        if (atl_chrome_on)
-            chrome_write(&s, begin, end);
-        uint64_t was = prev->nth, wasidx = prev->index;
-        prev->index = s.index, prev->nth = s.nth;
-        if (sparse_ok(me, take, slot, prev)) {
-            atl_step_free(&s);
-            record_against(me, prev);
-        } else {
-            give_back(me, &s);
-        }
-        stats.compared++, stats.identical++;
-        atl_series_same(&series, kind, recent, &o);
-        if (o.replay) {
-            char line[160];
-            snprintf(line, sizeof line,
-                     "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu ops)",
-                     o.replay, prev->nth, was, prev->nops);
-            atl_log_line(line);
-        }
-        atl_series_eager(&series, prev, 1, wasidx, &o);
-        diff_told();
-        atl_spin_unlock(&names[slot].busy);
-        kept_note();
-        since_done();
-        pthread_mutex_unlock(&step_mu);
-        return;
-    }
-    if (atl_ledger_on) {
-        struct atl_shaped *like = atl_kind_shape(kind, atl_step_shape(&s));
-        resolve_pointers(&s, like && like->step.ops ? &like->step : NULL);
-    }
-    /* the kept steps' kernels were named when they ended (here: a step is
-     * kept only below); a million-op step is not walked twice for it */
-    name_ops(&s);
-    /* the diff first: what it learns about the kernels (parameters holding
-     * uninitialised bytes) goes into this step's JSON lines already */
-    struct atl_shaped *ref;
-    tally.found = tally.suppressed = 0;
-    atl_series_compare(&series, kind, &s, &o, &ref);
-    diff_told();
-    if (tally.found && tally.found == tally.suppressed)
-        quiet_steps++; /* it differs, but as suppressed findings only */
-    atl_series_eager(&series, &s, 0, 0, &o);
-    diff_told();
-    if (json) {
-        atl_step_write_json(&s, json, atl_host_addr);
-        fflush(json);
-    }
-    if (atl_chrome_on)
-        chrome_write(&s, begin, end);
-    struct atl_step drop;
-    hold_kernels(&s, 1);
-    atl_series_keep(&series, kind, ref, &s, &o, &drop);
-    if (detach(&drop, NULL) != 0)
-        memset(&drop, 0, sizeof drop); /* a buffer may still read them (at exit): they stay */
-    hold_kernels(&drop, 0);
-    if (sparse_ok(me, take, slot, &atl_kind_recent(kind)->step)) {
-        /* the next step against this one: no arrays for it to fill */
-        atl_step_free(&drop);
-        record_against(me, &atl_kind_recent(kind)->step);
+        end_same(&s, me, take, slot, recent, &o, begin, end);
     } else {
-        give_back(me, &drop);
+        struct atl_shaped *ref = compare(&s, &names[slot].k, &o);
+        write_out(&s, begin, end);
+        keep(&s, me, take, slot, ref, &o);
     }
-    atl_spin_unlock(&names[slot].busy);
-    kept_note();
-    since_done();
+    kind_done(slot);
     pthread_mutex_unlock(&step_mu);
 }
 
@@ -1362,10 +1414,7 @@ void atl_tstep_open(const char *name)
     if (b) {
         /* whatever this thread enqueued outside its steps is not part of one */
         pthread_mutex_lock(&step_mu);
-        if (!__atomic_exchange_n(&b->owner, 1, __ATOMIC_RELAXED))
-            where |= ++nowners > 1;
-        __atomic_store_n(&b->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
-                         __ATOMIC_RELAXED);
+        own_ops(b);
         __atomic_store_n(&b->open, 1, __ATOMIC_RELAXED);
         atl_tbuf_lock(b);
         atl_tbuf_empty(b);
