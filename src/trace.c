@@ -62,10 +62,9 @@ static inline int rec_now(void)
 static enum atl_tbuf_into op_buf(int cap)
 {
     /* cap: the status the engine asked once for the op's stream (its event's `cap`) */
-    int captured = cap == CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    if (mode == MODE_CAPTURE)
-        return captured ? ATL_TBUF_OWN : SKIP;
-    return captured ? ATL_TBUF_CAPTURE : ATL_TBUF_OWN;
+    if (cap != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return mode == MODE_CAPTURE ? SKIP : ATL_TBUF_OWN;
+    return mode == MODE_CAPTURE ? ATL_TBUF_OWN : ATL_TBUF_CAPTURE;
 }
 
 static void warn_inexact(const struct atl_kfn *k)

@@ -403,7 +403,7 @@ static inline void op_done(struct tbuf *b, uint64_t now, size_t nbytes)
 static inline struct tbuf *rec_begin(enum atl_tbuf_into into, uint64_t *now)
 {
     *now = atl_chrome_on ? atl_chrome_now() : 0;
-    struct tbuf *b = into == ATL_TBUF_CAPTURE ? &capture : atl_tbuf_get();
+    struct tbuf *b = into ? &capture : atl_tbuf_get(); /* (ATL_TBUF_OWN is 0) */
     if (b)
         atl_tbuf_lock(b);
     return b;
