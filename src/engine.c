@@ -138,8 +138,8 @@ static void init_body(void)
      * know; a feature calls no other feature, so the engine hands it theirs */
     if (on(ATL_FEAT_HANG))
         atl_hang_sources(&(struct atl_hang_sources){
-            .progress = on(ATL_FEAT_TRACE) ? atl_tstep_progress : NULL,
-            .flush = on(ATL_FEAT_TRACE) ? atl_tstep_flush : NULL,
+            .progress = on(ATL_FEAT_TRACE) ? atl_trace_progress : NULL,
+            .flush = on(ATL_FEAT_TRACE) ? atl_trace_flush : NULL,
             .suspects = on(ATL_FEAT_FAULT) ? atl_flight_report : NULL,
         });
 
@@ -692,7 +692,7 @@ static void summary_counts(struct atl_summary *s)
     s->race_count = atl_findings_count(ATL_FINDING_RACE);
     s->trace = on(ATL_FEAT_TRACE);
     if (s->trace)
-        atl_tstep_counts(&s->steps, &s->differ);
+        atl_trace_counts(&s->steps, &s->differ);
     s->copies = atl_blocking_d2h();
     s->sites_counted = atl_blocking_sites(&s->sites);
     s->syncs = atl_blocking_counter(ATL_SC_SYNC_STREAM) + atl_blocking_counter(ATL_SC_SYNC_CTX) +

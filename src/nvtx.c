@@ -16,7 +16,7 @@
 #include "config.h"
 #include "hint.h"
 #include "log.h"
-#include "trace_internal.h"
+#include "tracestep.h"
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -35,9 +35,13 @@ void atl_nvtx_init(const char *name)
     on = 1;
 }
 
-/* Per thread (atl_trace_tt): the NVTX push depth, and the depth at which our
- * range began (0: none), so a pop ends the step only when it closes our
- * range. */
+/* Per thread: the NVTX push depth, and the depth at which our range began
+ * (0: none), so a pop ends the step only when it closes our range. In
+ * ordinary (dynamic) TLS, as the step ends' cold per-thread state is
+ * (src/tracestep.c): only threads that push ranges touch it. */
+static __thread struct {
+    int depth, step_depth;
+} nt;
 
 /* For the exit hint when no range was ever named NAME: whether one was, and the first few
  * other names seen (a typo or a different spelling is then plain to see). */
@@ -66,15 +70,15 @@ static void nvtx_note_name(const char *msg)
 
 static void nvtx_push(const char *msg)
 {
-    atl_trace_tt.nvtx_depth++;
+    nt.depth++;
     if (!msg || !on)
         return;
     if (strcmp(msg, step_name) != 0) {
         if (!__atomic_load_n(&nvtx_matched, __ATOMIC_RELAXED))
             nvtx_note_name(msg);
-    } else if (!atl_trace_tt.nvtx_step_depth) {
+    } else if (!nt.step_depth) {
         __atomic_store_n(&nvtx_matched, 1, __ATOMIC_RELAXED);
-        atl_trace_tt.nvtx_step_depth = atl_trace_tt.nvtx_depth;
+        nt.step_depth = nt.depth;
         atl_tstep_open(step_name);
     }
 }
@@ -82,24 +86,24 @@ static void nvtx_push(const char *msg)
 static int NVTX_API nvtx_push_a(const char *msg)
 {
     nvtx_push(msg);
-    return atl_trace_tt.nvtx_depth - 1;
+    return nt.depth - 1;
 }
 
 static int NVTX_API nvtx_push_ex(const nvtxEventAttributes_t *a)
 {
     nvtx_push(a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL);
-    return atl_trace_tt.nvtx_depth - 1;
+    return nt.depth - 1;
 }
 
 static int NVTX_API nvtx_pop(void)
 {
-    if (atl_trace_tt.nvtx_depth <= 0)
+    if (nt.depth <= 0)
         return -1;
-    if (atl_trace_tt.nvtx_step_depth == atl_trace_tt.nvtx_depth) {
-        atl_trace_tt.nvtx_step_depth = 0;
+    if (nt.step_depth == nt.depth) {
+        nt.step_depth = 0;
         atl_tstep_close();
     }
-    return --atl_trace_tt.nvtx_depth;
+    return --nt.depth;
 }
 
 static int NVTX_API nvtx_domain_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
@@ -147,7 +151,7 @@ int atl_nvtx_inject(const void *(*get_table)(uint32_t id))
     return 1;
 }
 
-/* Why nvtx atl_trace_mode found no step, as far as the library can tell: NVTX never loaded us (the
+/* Why nvtx mode found no step, as far as the library can tell: NVTX never loaded us (the
  * variable unset, or naming another library), or it did and no range had the name. */
 void atl_nvtx_hint(void)
 {

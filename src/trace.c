@@ -6,9 +6,10 @@
  * the diff (tracediff.c), which names the host values that changed.
  *
  * This file is its events and lifecycle: what each event records, the step
- * boundaries of sync and capture modes, init and exit. Its other parts
- * (trace_internal.h): the per-thread buffers (tracebuf.c), steps and step
- * ends (tracestep.c), NVTX ranges (nvtx.c).
+ * boundaries of sync and capture modes, init and exit. It is the top of the
+ * feature's stack, each file calling only those below it (make layers-check):
+ * this, NVTX ranges (nvtx.c), steps and step ends (tracestep.c), the
+ * per-thread buffers (tracebuf.c), the Chrome trace (chrome.c).
  *
  * Cost when on (per op, on the enqueueing thread): one load of the kernel's
  * view from the record the launch carries, one uncontended lock of the
@@ -30,22 +31,24 @@
 #include "ledger.h"
 #include "log.h"
 #include "nvtx.h"
-#include "trace_internal.h"
+#include "tracebuf.h"
+#include "tracestep.h"
 
 #include <pthread.h>
 #include <string.h>
 
-int atl_trace_on;
-enum atl_trace_mode atl_trace_mode;
-int atl_trace_recording;
-int atl_trace_done;
-__thread struct atl_trace_tls atl_trace_tt;
+/* Set once, at init: ATLAS_TRACE=1 (or a trace file), and ATLAS_STEP, what ends a step. What
+ * the layers below need of the mode they are told at init (the step ends: whether steps are
+ * captures; NVTX: the range's name). */
+static int on;
+static enum { MODE_SYNC, MODE_CAPTURE, MODE_NVTX, MODE_API } mode;
 
 /* ---- events ----------------------------------------------------------------------- */
 
+/* Whether any step is open (src/tracestep.c counts them). */
 static inline int rec_now(void)
 {
-    return __atomic_load_n(&atl_trace_recording, __ATOMIC_RELAXED) > 0;
+    return atl_tstep_recording();
 }
 
 /* Where an op is recorded. While stream captures are in progress (any mode),
@@ -54,15 +57,14 @@ static inline int rec_now(void)
  * capture step only (ATLAS_STEP=capture: eager ops are not recorded), and
  * the eager step records the graph's launch instead; in the other modes the
  * captured ops go to the capture buffer, to be compared with eager steps of
- * their shape when the capture ends. NULL: the thread's buffer; SKIP: none. */
-#define SKIP ((struct tbuf *)1)
-static struct tbuf *op_buf(int cap)
+ * their shape when the capture ends. SKIP: none. */
+#define SKIP ((enum atl_tbuf_into) - 1)
+static enum atl_tbuf_into op_buf(int cap)
 {
     /* cap: the status the engine asked once for the op's stream (its event's `cap`) */
-    int captured = cap == CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    if (atl_trace_mode == ATL_MODE_CAPTURE)
-        return captured ? NULL : SKIP;
-    return captured ? &atl_tbuf_capture : NULL;
+    if (cap != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return mode == MODE_CAPTURE ? SKIP : ATL_TBUF_OWN;
+    return mode == MODE_CAPTURE ? ATL_TBUF_OWN : ATL_TBUF_CAPTURE;
 }
 
 static void warn_inexact(const struct atl_kfn *k)
@@ -91,7 +93,7 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
 {
     /* ATLAS_KERNEL: the launches of the kernels it selects only (one match per kernel, kept in
      * its record) */
-    struct tbuf *into;
+    enum atl_tbuf_into into;
     if (r != CUDA_SUCCESS || !rec_now() || !atl_ksel_match(l->rec) ||
         (into = op_buf(l->cap)) == SKIP)
         return;
@@ -112,7 +114,7 @@ void atl_trace_launch(const struct atl_launch *l, CUresult r)
 
 void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
 {
-    struct tbuf *into;
+    enum atl_tbuf_into into;
     if (r != CUDA_SUCCESS || !rec_now() || (into = op_buf(g->cap)) == SKIP)
         return;
     struct atl_op o = {.kind = ATL_OP_GRAPH, .stream = (uint64_t)(uintptr_t)g->stream};
@@ -122,7 +124,7 @@ void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r)
 
 void atl_trace_memset(const struct atl_memset *m, CUresult r)
 {
-    struct tbuf *into;
+    enum atl_tbuf_into into;
     if (r == CUDA_SUCCESS && rec_now() && (into = op_buf(m->cap)) != SKIP) {
         struct atl_op o = {.kind = ATL_OP_MEMSET,
                            .sub = (uint8_t)m->elem,
@@ -231,7 +233,7 @@ static int to_device(const struct atl_copy *c)
 
 void atl_trace_copy(const struct atl_copy *c, CUresult r)
 {
-    struct tbuf *into;
+    enum atl_tbuf_into into;
     if (r == CUDA_SUCCESS && rec_now() && (into = op_buf(c->cap)) != SKIP) {
         struct atl_op o = {0};
         copy_op(c, &o);
@@ -240,24 +242,22 @@ void atl_trace_copy(const struct atl_copy *c, CUresult r)
     /* A copy the host waited for (the engine's host_waits: src/events.h) ends the step, but
      * one from the host to the device: it returns once its source is taken (a pageable one
      * may return before the device has it), and it is a step's input, not its result. */
-    if (atl_trace_mode == ATL_MODE_SYNC && c->host_waits && !to_device(c))
+    if (mode == MODE_SYNC && c->host_waits && !to_device(c))
         sync_step(atl_hook_names[c->hook], ATL_TAKE_LENT, 0);
 }
 
 /* Sync mode: the calling thread's host synchronisation ends its step. */
 static void sync_step(const char *name, enum atl_take take, uint64_t stream)
 {
-    if (!atl_trace_on || __atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE))
+    if (!on || atl_tstep_done())
         return;
-    atl_tstep_end(name, atl_tbuf_get(), take, stream, atl_trace_tt.begin_ns);
-    if (atl_chrome_on)
-        atl_trace_tt.begin_ns = atl_chrome_now(); /* the thread's next step opens here */
+    atl_tstep_sync(name, take, stream);
 }
 
 void atl_trace_sync(const struct atl_sync *s, CUresult r)
 {
     (void)r;
-    if (atl_trace_mode != ATL_MODE_SYNC)
+    if (mode != MODE_SYNC)
         return;
     /* a stream's sync waits for that stream only: the lent ops of other
      * streams wait for their own. The legacy default stream (NULL, or
@@ -281,7 +281,7 @@ static uint64_t cap_stream, cap_begin_ns;
 static void capture_step_end(void)
 {
     atl_tstep_end("capture", atl_tbuf_get(), ATL_TAKE_ALL, cap_stream, cap_begin_ns);
-    __atomic_sub_fetch(&atl_trace_recording, 1, __ATOMIC_ACQ_REL);
+    atl_tstep_recording_add(-1);
 }
 
 void atl_trace_capture_pre(const struct atl_capture *c)
@@ -289,22 +289,20 @@ void atl_trace_capture_pre(const struct atl_capture *c)
     if (c->begin)
         return;
     /* eager against captured: the last open capture ended */
-    if (atl_trace_mode != ATL_MODE_CAPTURE && !atl_capture_any() &&
-        __atomic_load_n(&atl_tbuf_capture.nops, __ATOMIC_RELAXED) &&
-        !__atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE))
+    if (mode != MODE_CAPTURE && !atl_capture_any() &&
+        __atomic_load_n(&atl_tbuf_capture()->nops, __ATOMIC_RELAXED) && !atl_tstep_done())
         atl_tstep_captured();
     /* ops enqueued from now on are not in this capture: the engine has
      * already closed it in src/capture.c; the last one ends the step (an
      * end on a stream that was not capturing closed nothing) */
-    if (atl_trace_mode == ATL_MODE_CAPTURE && !atl_capture_any() &&
-        __atomic_exchange_n(&cap_step, 0, __ATOMIC_ACQ_REL) &&
-        !__atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE))
+    if (mode == MODE_CAPTURE && !atl_capture_any() &&
+        __atomic_exchange_n(&cap_step, 0, __ATOMIC_ACQ_REL) && !atl_tstep_done())
         capture_step_end();
 }
 
 void atl_trace_module_unloaded(void)
 {
-    if (atl_trace_on)
+    if (on)
         atl_tbuf_budget_check();
 }
 
@@ -313,13 +311,12 @@ void atl_trace_capture_post(const struct atl_capture *c, CUresult r)
     if (!c->begin || r != CUDA_SUCCESS)
         return;
     __atomic_store_n(&captured_any, 1, __ATOMIC_RELAXED);
-    if (atl_trace_mode == ATL_MODE_CAPTURE &&
-        !__atomic_exchange_n(&cap_step, 1, __ATOMIC_ACQ_REL) &&
-        !__atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE)) {
+    if (mode == MODE_CAPTURE &&
+        !__atomic_exchange_n(&cap_step, 1, __ATOMIC_ACQ_REL) && !atl_tstep_done()) {
         atl_tstep_drop(); /* nothing before the capture is part of it */
         cap_stream = (uint64_t)(uintptr_t)c->stream;
         cap_begin_ns = atl_chrome_on ? atl_chrome_now() : 0;
-        __atomic_add_fetch(&atl_trace_recording, 1, __ATOMIC_ACQ_REL);
+        atl_tstep_recording_add(1);
     }
 }
 
@@ -330,13 +327,13 @@ static int api_begun; /* atlas_step_begin was called: else the exit says why the
 void atl_trace_api_step_begin(const char *name)
 {
     __atomic_store_n(&api_begun, 1, __ATOMIC_RELAXED);
-    if (atl_trace_mode == ATL_MODE_API)
+    if (mode == MODE_API)
         atl_tstep_open(name);
 }
 
 void atl_trace_api_step_end(void)
 {
-    if (atl_trace_mode == ATL_MODE_API)
+    if (mode == MODE_API)
         atl_tstep_close();
 }
 
@@ -353,24 +350,25 @@ unsigned atl_trace_init(void)
     const char *range;
     switch (atl_step_mode(atl_cfg.step, &range)) {
     case ATL_STEP_CAPTURE:
-        atl_trace_mode = ATL_MODE_CAPTURE;
+        mode = MODE_CAPTURE;
         break;
     case ATL_STEP_API:
-        atl_trace_mode = ATL_MODE_API;
+        mode = MODE_API;
         break;
     case ATL_STEP_NVTX:
-        atl_trace_mode = ATL_MODE_NVTX;
+        mode = MODE_NVTX;
         atl_nvtx_init(range);
         break;
     default:
-        atl_trace_mode = ATL_MODE_SYNC;
+        mode = MODE_SYNC;
     }
     atl_ksel_init();
     atl_tbuf_init((size_t)atl_cfg.trace_max_mb << 20);
-    atl_tstep_init();
+    atl_tstep_init(mode == MODE_CAPTURE);
     atl_ledger_on = 1; /* pointer parameters are named alloc#N+0xOFF */
-    atl_trace_on = 1;
-    atl_trace_recording = atl_trace_mode == ATL_MODE_SYNC;
+    on = 1;
+    if (mode == MODE_SYNC)
+        atl_tstep_recording_add(1); /* sync mode: a step is always open */
     return ATL_ON_LAUNCH | ATL_ON_COPY | ATL_ON_COPY_DTOH | ATL_ON_MEMSET | ATL_ON_SYNC |
            ATL_ON_CAPTURE | ATL_ON_LOOKUP | ATL_ON_ALLOC;
 }
@@ -379,15 +377,15 @@ unsigned atl_trace_init(void)
  * step, where the library can tell. */
 static void exit_hints(void)
 {
-    if (atl_trace_mode == ATL_MODE_NVTX)
+    if (mode == MODE_NVTX)
         atl_nvtx_hint();
     char set[64];
-    if (atl_trace_mode == ATL_MODE_API && !__atomic_load_n(&api_begun, __ATOMIC_RELAXED))
+    if (mode == MODE_API && !__atomic_load_n(&api_begun, __ATOMIC_RELAXED))
         atl_log(ATL_WARN,
                 "step trace: %s but the program never called atlas_step_begin "
                 "(include/atlas/trace.h): no steps were recorded",
                 atl_hint_setting("ATLAS_STEP", "api", set, sizeof set));
-    if (atl_trace_mode == ATL_MODE_CAPTURE && !__atomic_load_n(&captured_any, __ATOMIC_RELAXED))
+    if (mode == MODE_CAPTURE && !__atomic_load_n(&captured_any, __ATOMIC_RELAXED))
         atl_log(ATL_WARN,
                 "step trace: %s but the program captured no graph (no stream capture began): "
                 "no steps were recorded",
@@ -396,19 +394,33 @@ static void exit_hints(void)
 
 void atl_trace_exit(void)
 {
-    if (!atl_trace_on)
+    if (!on)
         return;
     /* the work enqueued after the last boundary is a step of its own in sync
      * mode (a program that ends without a final sync); an open api/nvtx step
      * is closed the same way */
-    if (atl_trace_mode == ATL_MODE_SYNC)
+    if (mode == MODE_SYNC)
         sync_step("exit", ATL_TAKE_ALL, 0);
-    else if (atl_trace_mode == ATL_MODE_CAPTURE &&
+    else if (mode == MODE_CAPTURE &&
              __atomic_exchange_n(&cap_step, 0, __ATOMIC_ACQ_REL))
         capture_step_end();
     else
         atl_tstep_close();
-    __atomic_store_n(&atl_trace_done, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&atl_trace_recording, 0, __ATOMIC_RELEASE);
     atl_tstep_exit(exit_hints);
+}
+
+void atl_trace_counts(uint64_t *steps, uint64_t *differ)
+{
+    atl_tstep_counts(steps, differ);
+}
+
+int atl_trace_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line)(const char *))
+{
+    return on ? atl_tstep_progress(steps, ops, max, line) : 0;
+}
+
+void atl_trace_flush(void)
+{
+    if (on)
+        atl_tstep_flush();
 }

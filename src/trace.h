@@ -2,17 +2,16 @@
  * Step traces: records every op a step enqueues and diffs each step with
  * the previous step of the same name (see docs/trace.md). The engine calls
  * these from its event entry points when ATLAS_TRACE=1. The feature's
- * files: src/trace.c (events and lifecycle), src/tracebuf.c (per-thread
- * buffers), src/tracestep.c (steps and step ends), src/nvtx.c (NVTX
- * ranges); what they share is src/trace_internal.h.
+ * files are a stack, each calling only those below it (make layers-check):
+ * src/trace.c (events and lifecycle: everything declared here), src/nvtx.c
+ * (NVTX ranges, nvtx.h), src/tracestep.c (steps and step ends, tracestep.h),
+ * src/tracebuf.c (per-thread buffers, tracebuf.h), src/chrome.c (the Chrome
+ * trace, chrome.h).
  */
 #ifndef ATL_TRACE_H
 #define ATL_TRACE_H
 
 #include "events.h"
-
-/* Set once by atl_trace_init when ATLAS_TRACE=1. */
-extern int atl_trace_on;
 
 /* Reads the ATLAS_TRACE/STEP/DIFF_* settings; returns the atl_on bits the
  * tracer needs (0 when off). */
@@ -38,16 +37,16 @@ void atl_trace_api_step_end(void);
 void atl_trace_exit(void);
 /* After it, for the summary line: the steps recorded, and those that differed from the
  * previous step of their kind. */
-void atl_tstep_counts(uint64_t *steps, uint64_t *differ);
+void atl_trace_counts(uint64_t *steps, uint64_t *differ);
 
 /* For the hang report (src/hang.c), from any thread, taking no lock the
  * launch path waits on for long (src/tracestep.c): the steps finished so
  * far, the ops recorded since the last one ended, and up to `max` of the
  * last of them, one line each through `line`. Returns 0 when the trace is
  * off. */
-int atl_tstep_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line)(const char *));
+int atl_trace_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line)(const char *));
 /* Pushes the JSON lines written so far to the file, unless a step end is
  * writing them right now (it then flushes them itself). */
-void atl_tstep_flush(void);
+void atl_trace_flush(void);
 
 #endif

@@ -1,14 +1,14 @@
 /*
  * The step trace's per-thread buffers and its memory budget (see
- * trace_internal.h): each thread records its ops into a buffer of its own,
+ * tracebuf.h): each thread records its ops into a buffer of its own,
  * under the buffer's own spin lock (uncontended: its thread takes it once
  * per op, a step end once per step); the step end takes the arrays over.
  * Buffers grow by doubling, so there is no allocation per op; what they
  * hold, and what the last step end kept, is counted against
  * ATLAS_TRACE_MAX_MB when a buffer grows. A buffer recording against a
- * reference (trace_internal.h) keeps only the ops that differ from it.
+ * reference (tracebuf.h) keeps only the ops that differ from it.
  */
-#include "trace_internal.h"
+#include "tracebuf.h"
 
 #include "chrome.h"
 #include "config.h"
@@ -23,8 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct tbuf *atl_tbuf_list;
-struct tbuf atl_tbuf_capture;
+/* Every thread's buffer (tracebuf.h: atl_tbuf_first), and the capture's. */
+static struct tbuf *list;
+extern struct tbuf *const atl_tbuf_head __attribute__((alias("list")));
+static struct tbuf capture;
+
+struct tbuf *atl_tbuf_capture(void)
+{
+    return &capture;
+}
 
 int atl_tbuf_lock_step(struct tbuf *b)
 {
@@ -57,8 +64,7 @@ static void tbuf_release(void *p)
 struct tbuf *atl_tbuf_new(void)
 {
     struct tbuf *b;
-    for (b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
-         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+    for (b = atl_tbuf_first(); b; b = atl_tbuf_next(b)) {
         int one = 1;
         if (__atomic_compare_exchange_n(&b->free_, &one, 0, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
@@ -78,7 +84,7 @@ struct tbuf *atl_tbuf_new(void)
      * first enqueued, which keeps merged steps stable from step to step */
     static unsigned nmade;
     b->idx = ++nmade;
-    struct tbuf **pp = &atl_tbuf_list;
+    struct tbuf **pp = &list;
     while (*pp)
         pp = &(*pp)->next;
     __atomic_store_n(pp, b, __ATOMIC_RELEASE);
@@ -130,10 +136,9 @@ static size_t grow_adds(size_t cap, size_t need, size_t elem, size_t first)
 static size_t budget_used(void)
 {
     size_t sum = __atomic_load_n(&kept, __ATOMIC_RELAXED) +
-                 __atomic_load_n(&atl_tbuf_capture.held, __ATOMIC_RELAXED) +
+                 __atomic_load_n(&capture.held, __ATOMIC_RELAXED) +
                  atl_krec_waiting_bytes();
-    for (struct tbuf *t = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); t;
-         t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE))
+    for (struct tbuf *t = atl_tbuf_first(); t; t = atl_tbuf_next(t))
         sum += __atomic_load_n(&t->held, __ATOMIC_RELAXED);
     return sum;
 }
@@ -166,8 +171,7 @@ void atl_tbuf_budget_check(void)
         return;
     /* the ops go, and the pins they kept: the records wait no more (the capture's buffer
      * stays: its ops become the captured graph's, at the capture's end) */
-    for (struct tbuf *t = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); t;
-         t = __atomic_load_n(&t->next, __ATOMIC_ACQUIRE)) {
+    for (struct tbuf *t = atl_tbuf_first(); t; t = atl_tbuf_next(t)) {
         atl_tbuf_lock(t);
         atl_tbuf_empty(t);
         t->oom = 3;
@@ -393,19 +397,19 @@ static inline void op_done(struct tbuf *b, uint64_t now, size_t nbytes)
         atl_tbuf_compare(b);
 }
 
-/* Buffer `into`, or this thread's, locked (NULL: out of memory), and the
+/* Buffer `into`, locked (NULL: out of memory), and the
  * Chrome export's enqueue time: one vDSO clock read (about 20 ns), taken only
  * when the export is on. */
-static inline struct tbuf *rec_begin(struct tbuf *into, uint64_t *now)
+static inline struct tbuf *rec_begin(enum atl_tbuf_into into, uint64_t *now)
 {
     *now = atl_chrome_on ? atl_chrome_now() : 0;
-    struct tbuf *b = into ? into : atl_tbuf_get();
+    struct tbuf *b = into ? &capture : atl_tbuf_get(); /* (ATL_TBUF_OWN is 0) */
     if (b)
         atl_tbuf_lock(b);
     return b;
 }
 
-void atl_tbuf_record(struct tbuf *into, const struct atl_op *o)
+void atl_tbuf_record(enum atl_tbuf_into into, const struct atl_op *o)
 {
     uint64_t now;
     struct tbuf *b = rec_begin(into, &now);
@@ -419,8 +423,8 @@ void atl_tbuf_record(struct tbuf *into, const struct atl_op *o)
     atl_tbuf_unlock(b);
 }
 
-void atl_tbuf_record_launch(struct tbuf *into, const struct atl_launch *l, const struct atl_kfn *k,
-                            const void *packed)
+void atl_tbuf_record_launch(enum atl_tbuf_into into, const struct atl_launch *l,
+                            const struct atl_kfn *k, const void *packed)
 {
     uint64_t now;
     struct tbuf *b = rec_begin(into, &now);

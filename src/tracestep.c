@@ -1,5 +1,5 @@
 /*
- * The step trace's steps and step ends (see trace_internal.h). A step end
+ * The step trace's steps and step ends (see tracestep.h). A step end
  * takes the ops of the threads' buffers (harvest), orders them by stream,
  * names their pointers through the ledger, compares the step with the
  * previous one of its kind (name, thread, stream) and writes the JSON lines
@@ -8,13 +8,13 @@
  * nothing else is written, no process-wide lock at all (fast_step).
  *
  * A thread whose step came whole from its own buffer records its next step
- * against the step kept (trace_internal.h): only the ops that differ are
+ * against the step kept (tracebuf.h): only the ops that differ are
  * kept, and the step end (sparse_step) compares those with the same places
  * of the kept step and writes them over it, so the trace holds one copy of a
  * step that repeats its predecessor but for a few values, not two.
  */
 #define _GNU_SOURCE /* pthread_getname_np, program_invocation_short_name */
-#include "trace_internal.h"
+#include "tracestep.h"
 
 #include "chrome.h"
 #include "config.h"
@@ -27,7 +27,7 @@
 #include "services.h"
 #include "stepseries.h"
 #include "thread.h"
-#include "trace.h"
+#include "tracebuf.h"
 #include "tracediff.h"
 #include "tracejson.h"
 
@@ -39,6 +39,38 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* ATLAS_STEP=capture: steps are stream captures (atl_tstep_init). */
+static int captures;
+/* Threads with a step open (nvtx and api modes), and the step the caller
+ * keeps open (sync mode: always 1; capture mode: while a capture step is
+ * open), so that the ops of threads without one are recorded meanwhile (lent
+ * to the step that ends next). 0 after the exit summary. */
+static int recording;
+/* The exit summary is out: later markers are ignored. */
+static int exited;
+/* tracestep.h's read-only views of them */
+extern const int atl_tstep_recording_v __attribute__((alias("recording")));
+extern const int atl_tstep_done_v __attribute__((alias("exited")));
+
+/* The thread's cold per-thread state: about 100 bytes that only a thread
+ * ending or naming steps touches, in ordinary (dynamic) TLS. What every
+ * traced launch reads (its buffer) is in the library's one per-thread struct
+ * (src/thread.h, initial-exec TLS): that block is taken from every thread of
+ * the program, traced or not, out of the small surplus glibc keeps for
+ * libraries loaded later (NVTX injection dlopens us), so it holds only the
+ * hot fields. One of the feature's two __thread structs (the other is NVTX's
+ * depths, src/nvtx.c; tests/harness/test_layers.sh). */
+static __thread struct {
+    /* the thread's name, asked again every 256th step end (thread_label) */
+    char label[24];
+    unsigned label_age;
+    /* NVTX and api steps: this thread's open step, whether one is open and
+     * when it began (the Chrome export; sync mode: when its last step ended) */
+    char step[64];
+    int in_step;
+    uint64_t begin_ns;
+} tt;
 
 static struct atl_ignore ignore_list;
 static FILE *json;
@@ -234,13 +266,12 @@ static void since_done(void)
 static uint64_t holders_low(void)
 {
     uint64_t low = UINT64_MAX;
-    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
-         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+    for (struct tbuf *b = atl_tbuf_first(); b; b = atl_tbuf_next(b)) {
         uint64_t v = __atomic_load_n(&b->krec_since, __ATOMIC_ACQUIRE);
         if (v && v < low)
             low = v;
     }
-    uint64_t v = __atomic_load_n(&atl_tbuf_capture.krec_since, __ATOMIC_ACQUIRE);
+    uint64_t v = __atomic_load_n(&atl_tbuf_capture()->krec_since, __ATOMIC_ACQUIRE);
     if (v && v < low)
         low = v;
     v = __atomic_load_n(&step_since, __ATOMIC_ACQUIRE);
@@ -286,6 +317,16 @@ static void kept_note(void)
     for (int j = 0; j < ATL_SERIES_CAPTURES; j++)
         n += step_held(&series.caps[j].step);
     atl_tbuf_set_kept(n);
+}
+
+/* Under step_mu and the kind's lock, at the end of a step end: the kind's lock released, the
+ * kept steps counted against the budget, and the step end's pin on the kernel records given
+ * up. */
+static void kind_done(int slot)
+{
+    atl_spin_unlock(&names[slot].busy);
+    kept_note();
+    since_done();
 }
 
 /* Under step_mu and b's lock: b's ops after those already in s, their byte
@@ -387,8 +428,7 @@ static void harvest(struct atl_step *s, struct tbuf *me, enum atl_take take, uin
     harvest_first = NULL;
     /* entries are only ever appended (release), so the list can be walked
      * without its lock */
-    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
-         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+    for (struct tbuf *b = atl_tbuf_first(); b; b = atl_tbuf_next(b)) {
         if (b != me && !__atomic_load_n(&b->open, __ATOMIC_RELAXED) &&
             stale_owner(steps_now, __atomic_load_n(&b->last_own, __ATOMIC_RELAXED)))
             __atomic_store_n(&b->owner, 0, __ATOMIC_RELAXED);
@@ -751,11 +791,11 @@ static void thread_label_now(const struct tbuf *me, char *out, size_t len)
  * synchronous copy: it is asked again every 256th step of the thread only
  * (a thread names itself when it starts, if at all). */
 
-static void thread_label(const struct tbuf *me, char out[sizeof atl_trace_tt.label])
+static void thread_label(const struct tbuf *me, char out[sizeof tt.label])
 {
-    if (!atl_trace_tt.label[0] || atl_trace_tt.label_age++ % 256 == 0)
-        thread_label_now(me, atl_trace_tt.label, sizeof atl_trace_tt.label);
-    memcpy(out, atl_trace_tt.label, sizeof atl_trace_tt.label);
+    if (!tt.label[0] || tt.label_age++ % 256 == 0)
+        thread_label_now(me, tt.label, sizeof tt.label);
+    memcpy(out, tt.label, sizeof tt.label);
 }
 
 /* The step end of a thread whose step is byte-identical to the previous one
@@ -772,18 +812,17 @@ static void thread_label(const struct tbuf *me, char out[sizeof atl_trace_tt.lab
 static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint64_t stream)
 {
     if (!me || !me->fast_slot || __atomic_load_n(&json, __ATOMIC_RELAXED) || atl_chrome_on ||
-        atl_trace_mode == ATL_MODE_CAPTURE || (take != ATL_TAKE_LENT && take != ATL_TAKE_STREAM) ||
+        captures || (take != ATL_TAKE_LENT && take != ATL_TAKE_STREAM) ||
         atl_exiting() || !__atomic_load_n(&me->owner, __ATOMIC_RELAXED) ||
         __atomic_load_n(&series.ncaptures, __ATOMIC_RELAXED)) /* eager against captured */
         return 0;
     uint64_t now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
-    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
-         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE))
+    for (struct tbuf *b = atl_tbuf_first(); b; b = atl_tbuf_next(b))
         if (b != me && __atomic_load_n(&b->nops, __ATOMIC_RELAXED) &&
             (!__atomic_load_n(&b->owner, __ATOMIC_RELAXED) ||
              stale_owner(now, __atomic_load_n(&b->last_own, __ATOMIC_RELAXED))))
             return 0;
-    char label[sizeof atl_trace_tt.label];
+    char label[sizeof tt.label];
     thread_label(me, label);
     const int slot = me->fast_slot - 1;
     int done = 0;
@@ -838,10 +877,10 @@ static void step_opts(struct atl_diff_opts *o)
     *o = (struct atl_diff_opts){
         .max_lines = (unsigned)atl_cfg.diff_max,
         .ignore = &ignore_list,
-        .replay = atl_trace_mode == ATL_MODE_CAPTURE ? "capture" : NULL,
+        .replay = captures ? "capture" : NULL,
         .where = where,
         /* capture mode reports each capture's replay-safety: no warm-up there */
-        .warmup = !atl_cfg.diff_warmup && atl_trace_mode != ATL_MODE_CAPTURE,
+        .warmup = !atl_cfg.diff_warmup && !captures,
         .pointers = (int)atl_cfg.diff_pointers,
         .residue = (int)atl_cfg.diff_residue,
         .host_addr = atl_host_addr,
@@ -862,8 +901,7 @@ static int detach(const struct atl_step *st, const struct tbuf *except)
     int rc = 0;
     if (!st->ops)
         return 0;
-    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
-         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+    for (struct tbuf *b = atl_tbuf_first(); b; b = atl_tbuf_next(b)) {
         /* set only under step_mu (held), cleared under the buffer's lock: read again there */
         if (b == except || __atomic_load_n(&b->rops, __ATOMIC_RELAXED) != st->ops)
             continue;
@@ -890,7 +928,7 @@ static int detach(const struct atl_step *st, const struct tbuf *except)
  * not for the Chrome trace (its times follow the ops) nor in capture mode. */
 static int sparse_ok(struct tbuf *me, enum atl_take take, int slot, const struct atl_step *ref)
 {
-    if (!(me && !atl_chrome_on && atl_trace_mode != ATL_MODE_CAPTURE &&
+    if (!(me && !atl_chrome_on && !captures &&
           (take == ATL_TAKE_LENT || take == ATL_TAKE_STREAM) && slot < MAX_NAMES - 1 &&
           harvest_one_stream && harvest_first == me && !atl_exiting() && ref->ops &&
           ref->nops >= SPARSE_MIN_OPS && ref->nops <= UINT32_MAX))
@@ -931,17 +969,16 @@ static __attribute__((noinline)) int sparse_step(const char *name, struct tbuf *
                                                  enum atl_take take, uint64_t stream)
 {
     if (!me || !__atomic_load_n(&me->rops, __ATOMIC_RELAXED) || atl_chrome_on ||
-        atl_trace_mode == ATL_MODE_CAPTURE || (take != ATL_TAKE_LENT && take != ATL_TAKE_STREAM) ||
+        captures || (take != ATL_TAKE_LENT && take != ATL_TAKE_STREAM) ||
         atl_exiting())
         return 0;
     const uint64_t now = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
-    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
-         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE))
+    for (struct tbuf *b = atl_tbuf_first(); b; b = atl_tbuf_next(b))
         if (b != me && __atomic_load_n(&b->nops, __ATOMIC_RELAXED) &&
             (!__atomic_load_n(&b->owner, __ATOMIC_RELAXED) ||
              stale_owner(now, __atomic_load_n(&b->last_own, __ATOMIC_RELAXED))))
             return 0; /* harvest would take them */
-    char label[sizeof atl_trace_tt.label];
+    char label[sizeof tt.label];
     thread_label(me, label);
     if (atl_tbuf_lock_step(me) != 0)
         return 0;
@@ -1120,10 +1157,154 @@ static __attribute__((noinline)) int sparse_step(const char *name, struct tbuf *
         atl_tbuf_unlock(me);
     }
     free(d.ops), free(d.bytes), free(idx);
-    atl_spin_unlock(&names[slot].busy);
-    kept_note();
-    since_done();
+    kind_done(slot);
     return 1;
+}
+
+/* Under step_mu: the thread of buffer b owns its ops from now on (they go to its own steps
+ * only, not lent to other threads' steps), as of the current step. */
+static void own_ops(struct tbuf *b)
+{
+    if (!__atomic_exchange_n(&b->owner, 1, __ATOMIC_RELAXED))
+        where |= ++nowners > 1;
+    __atomic_store_n(&b->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+}
+
+/* Under step_mu: the harvested step s, ordered, gets its number and its key but for its name:
+ * the thread's label and the stream (the one synchronised; else the one stream of its ops, 0
+ * when they are on several). */
+static void step_key(struct atl_step *s, const struct tbuf *me, enum atl_take take,
+                     uint64_t stream)
+{
+    s->index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
+    stats.steps++;
+    _Static_assert(sizeof s->thread == sizeof tt.label, "a label fills the step's");
+    thread_label(me, s->thread);
+    s->stream = stream;
+    if (take != ATL_TAKE_STREAM && !captures) {
+        s->stream = s->ops[0].stream; /* ordered by stream: one stream iff first == last */
+        if (s->ops[s->nops - 1].stream != s->stream)
+            s->stream = 0;
+    }
+}
+
+/* Under step_mu: the slot of s's kind (name, thread, stream), made at the kind's first step. */
+static int kind_slot(const struct atl_step *s)
+{
+    int slot = 0;
+    while (slot < nnames &&
+           !(strcmp(names[slot].name, s->name) == 0 && strcmp(names[slot].thread, s->thread) == 0 &&
+             names[slot].stream == s->stream))
+        slot++;
+    if (slot < nnames)
+        return slot;
+    if (nnames == MAX_NAMES)
+        return MAX_NAMES - 1; /* more kinds of step than that: the last slot is shared */
+    slot = nnames++;
+    snprintf(names[slot].name, sizeof names[slot].name, "%s", s->name);
+    memcpy(names[slot].thread, s->thread, sizeof names[slot].thread);
+    names[slot].stream = s->stream;
+    atl_kind_init(&names[slot].k);
+    if (nnames > 1 && (strcmp(names[0].thread, s->thread) != 0 || names[0].stream != s->stream))
+        where = 1;
+    return slot;
+}
+
+/* Under step_mu: step s into the JSON lines and the Chrome trace (its pointers resolved). */
+static void write_out(struct atl_step *s, uint64_t begin, uint64_t end)
+{
+    if (json) {
+        atl_step_write_json(s, json, atl_host_addr);
+        fflush(json);
+    }
+    if (atl_chrome_on)
+        chrome_write(s, begin, end);
+}
+
+/* Under step_mu and the kind's lock, at the end of a step end: the arrays of `gone`, a step no
+ * longer needed, are freed and the thread's next step is recorded against `kept`, the kind's
+ * latest (sparse_ok); or they go back to the thread's buffer (give_back). */
+static void next_arrays(struct tbuf *me, enum atl_take take, int slot, struct atl_step *gone,
+                        const struct atl_step *kept)
+{
+    if (sparse_ok(me, take, slot, kept)) {
+        /* the next step against this one: no arrays for it to fill */
+        atl_step_free(gone);
+        record_against(me, kept);
+    } else {
+        give_back(me, gone);
+    }
+}
+
+/* Under step_mu and the kind's lock: the steady state of a replayable loop, step s
+ * byte-identical to the kind's latest step (recent's). Two memcmps decided it, and that step
+ * (already hashed and resolved) stays as the reference, renumbered as s, so an identical step
+ * costs no hashing, no ledger look-ups and no allocation beyond the merge. */
+static void end_same(struct atl_step *s, struct tbuf *me, enum atl_take take, int slot,
+                     struct atl_shaped *recent, struct atl_diff_opts *o, uint64_t begin,
+                     uint64_t end)
+{
+    struct atl_step *prev = &recent->step;
+    if (json || atl_chrome_on)
+        resolve_pointers(s, prev);
+    write_out(s, begin, end);
+    uint64_t was = prev->nth, wasidx = prev->index;
+    prev->index = s->index, prev->nth = s->nth;
+    next_arrays(me, take, slot, s, prev);
+    stats.compared++, stats.identical++;
+    atl_series_same(&series, &names[slot].k, recent, o);
+    if (o->replay) {
+        char line[160];
+        snprintf(line, sizeof line,
+                 "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu ops)", o->replay,
+                 prev->nth, was, prev->nops);
+        atl_log_line(line);
+    }
+    atl_series_eager(&series, prev, 1, wasidx, o);
+    diff_told();
+}
+
+/* Under step_mu and the kind's lock: step s, not identical to the kind's latest, compared
+ * with the last step of its kind and shape (the step series), and with the captures of its
+ * shape (eager against captured). Returns the step it was compared with (NULL: none). */
+static struct atl_shaped *compare(struct atl_step *s, struct atl_kind *kind,
+                                  struct atl_diff_opts *o)
+{
+    if (atl_ledger_on) {
+        struct atl_shaped *like = atl_kind_shape(kind, atl_step_shape(s));
+        resolve_pointers(s, like && like->step.ops ? &like->step : NULL);
+    }
+    /* the kept steps' kernels were named when they ended (here: a step is
+     * kept only below); a million-op step is not walked twice for it */
+    name_ops(s);
+    /* the diff first: what it learns about the kernels (parameters holding
+     * uninitialised bytes) goes into this step's JSON lines already */
+    struct atl_shaped *ref;
+    tally.found = tally.suppressed = 0;
+    atl_series_compare(&series, kind, s, o, &ref);
+    diff_told();
+    if (tally.found && tally.found == tally.suppressed)
+        quiet_steps++; /* it differs, but as suppressed findings only */
+    atl_series_eager(&series, s, 0, 0, o);
+    diff_told();
+    return ref;
+}
+
+/* Under step_mu and the kind's lock: step s, compared (ref: what with), kept as the latest of
+ * its kind and shape; the step it replaces goes, with its references to its kernels' records
+ * (the buffers recording against it first record in full). */
+static void keep(struct atl_step *s, struct tbuf *me, enum atl_take take, int slot,
+                 struct atl_shaped *ref, struct atl_diff_opts *o)
+{
+    struct atl_kind *kind = &names[slot].k;
+    struct atl_step drop;
+    hold_kernels(s, 1);
+    atl_series_keep(&series, kind, ref, s, o, &drop);
+    if (detach(&drop, NULL) != 0)
+        memset(&drop, 0, sizeof drop); /* a buffer may still read them (at exit): they stay */
+    hold_kernels(&drop, 0);
+    next_arrays(me, take, slot, &drop, &atl_kind_recent(kind)->step);
 }
 
 void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64_t stream,
@@ -1139,11 +1320,8 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
         return;
     atl_step_init(&s, name);
     /* before the harvest: its own ops are taken whole */
-    if (me && !__atomic_exchange_n(&me->owner, 1, __ATOMIC_RELAXED))
-        where |= ++nowners > 1;
     if (me)
-        __atomic_store_n(&me->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
-                         __ATOMIC_RELAXED);
+        own_ops(me);
     if (sparse_step(name, me, take, stream)) {
         pthread_mutex_unlock(&step_mu);
         return;
@@ -1157,139 +1335,37 @@ void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64
         return;
     }
     order_by_stream(&s);
-    s.index = __atomic_add_fetch(&step_count, 1, __ATOMIC_RELAXED); /* read by the hang report */
-    stats.steps++;
-    _Static_assert(sizeof s.thread == sizeof atl_trace_tt.label, "a label fills the step's");
-    thread_label(me, s.thread);
-    s.stream = stream;
-    if (take != ATL_TAKE_STREAM && atl_trace_mode != ATL_MODE_CAPTURE) {
-        s.stream = s.ops[0].stream; /* ordered by stream: one stream iff first == last */
-        if (s.ops[s.nops - 1].stream != s.stream)
-            s.stream = 0;
-    }
-    int slot = 0;
-    while (slot < nnames &&
-           !(strcmp(names[slot].name, s.name) == 0 && strcmp(names[slot].thread, s.thread) == 0 &&
-             names[slot].stream == s.stream))
-        slot++;
-    if (slot == nnames) {
-        if (nnames == MAX_NAMES) {
-            slot = MAX_NAMES - 1; /* more kinds of step than that: the last slot is shared */
-        } else {
-            slot = nnames++;
-            snprintf(names[slot].name, sizeof names[slot].name, "%s", s.name);
-            memcpy(names[slot].thread, s.thread, sizeof names[slot].thread);
-            names[slot].stream = s.stream;
-            atl_kind_init(&names[slot].k);
-            if (nnames > 1 &&
-                (strcmp(names[0].thread, s.thread) != 0 || names[0].stream != s.stream))
-                where = 1;
-        }
-    }
-    /* the kind's lock (fast_step reads its latest step without step_mu);
-     * released at every return below */
+    step_key(&s, me, take, stream);
+    const int slot = kind_slot(&s);
+    /* the kind's lock (fast_step reads its latest step without step_mu) */
     atl_spin_lock(&names[slot].busy);
     s.nth = ++names[slot].nth;
     s.seqmark = atl_ledger_seq_peek();
-    struct atl_kind *kind = &names[slot].k;
-    struct atl_shaped *recent = atl_kind_recent(kind);
+    struct atl_shaped *recent = atl_kind_recent(&names[slot].k);
     /* this thread's next step end may take the fast path to this kind (not
      * to the last slot, which kinds past MAX_NAMES share) */
     if (me)
         me->fast_slot = slot < MAX_NAMES - 1 ? slot + 1 : 0;
     struct atl_diff_opts o;
     step_opts(&o);
-    /* The steady state of a replayable loop: byte-identical to the kind's
-     * latest step. Two memcmps decide it, and that step (already hashed and
-     * resolved) stays as the reference, so an identical step costs no
-     * hashing, no ledger look-ups and no allocation beyond the merge. */
     if (recent && same_as(&recent->step, &s)) {
-        struct atl_step *prev = &recent->step;
-        if (json || atl_chrome_on)
-            resolve_pointers(&s, &recent->step);
-        if (json) {
-            atl_step_write_json(&s, json, atl_host_addr);
-            fflush(json);
-        }
-        if (atl_chrome_on)
-            chrome_write(&s, begin, end);
-        uint64_t was = prev->nth, wasidx = prev->index;
-        prev->index = s.index, prev->nth = s.nth;
-        if (sparse_ok(me, take, slot, prev)) {
-            atl_step_free(&s);
-            record_against(me, prev);
-        } else {
-            give_back(me, &s);
-        }
-        stats.compared++, stats.identical++;
-        atl_series_same(&series, kind, recent, &o);
-        if (o.replay) {
-            char line[160];
-            snprintf(line, sizeof line,
-                     "%s #%" PRIu64 " is replay-safe: identical to #%" PRIu64 " (%zu ops)",
-                     o.replay, prev->nth, was, prev->nops);
-            atl_log_line(line);
-        }
-        atl_series_eager(&series, prev, 1, wasidx, &o);
-        diff_told();
-        atl_spin_unlock(&names[slot].busy);
-        kept_note();
-        since_done();
-        pthread_mutex_unlock(&step_mu);
-        return;
-    }
-    if (atl_ledger_on) {
-        struct atl_shaped *like = atl_kind_shape(kind, atl_step_shape(&s));
-        resolve_pointers(&s, like && like->step.ops ? &like->step : NULL);
-    }
-    /* the kept steps' kernels were named when they ended (here: a step is
-     * kept only below); a million-op step is not walked twice for it */
-    name_ops(&s);
-    /* the diff first: what it learns about the kernels (parameters holding
-     * uninitialised bytes) goes into this step's JSON lines already */
-    struct atl_shaped *ref;
-    tally.found = tally.suppressed = 0;
-    atl_series_compare(&series, kind, &s, &o, &ref);
-    diff_told();
-    if (tally.found && tally.found == tally.suppressed)
-        quiet_steps++; /* it differs, but as suppressed findings only */
-    atl_series_eager(&series, &s, 0, 0, &o);
-    diff_told();
-    if (json) {
-        atl_step_write_json(&s, json, atl_host_addr);
-        fflush(json);
-    }
-    if (atl_chrome_on)
-        chrome_write(&s, begin, end);
-    struct atl_step drop;
-    hold_kernels(&s, 1);
-    atl_series_keep(&series, kind, ref, &s, &o, &drop);
-    if (detach(&drop, NULL) != 0)
-        memset(&drop, 0, sizeof drop); /* a buffer may still read them (at exit): they stay */
-    hold_kernels(&drop, 0);
-    if (sparse_ok(me, take, slot, &atl_kind_recent(kind)->step)) {
-        /* the next step against this one: no arrays for it to fill */
-        atl_step_free(&drop);
-        record_against(me, &atl_kind_recent(kind)->step);
+        end_same(&s, me, take, slot, recent, &o, begin, end);
     } else {
-        give_back(me, &drop);
+        struct atl_shaped *ref = compare(&s, &names[slot].k, &o);
+        write_out(&s, begin, end);
+        keep(&s, me, take, slot, ref, &o);
     }
-    atl_spin_unlock(&names[slot].busy);
-    kept_note();
-    since_done();
+    kind_done(slot);
     pthread_mutex_unlock(&step_mu);
 }
 
 int atl_tstep_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line)(const char *))
 {
-    if (!atl_trace_on)
-        return 0;
     *steps = __atomic_load_n(&step_count, __ATOMIC_RELAXED);
     *ops = 0;
     /* each buffer's own lock, held by its thread for one op at a time: the
      * launch path gains no lock, and a thread stuck in a sync holds none */
-    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
-         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+    for (struct tbuf *b = atl_tbuf_first(); b; b = atl_tbuf_next(b)) {
         atl_tbuf_lock(b);
         atl_tbuf_flush(b);
         *ops += b->nops;
@@ -1316,7 +1392,7 @@ int atl_tstep_progress(uint64_t *steps, uint64_t *ops, unsigned max, void (*line
 
 void atl_tstep_flush(void)
 {
-    if (!atl_trace_on || pthread_mutex_trylock(&step_mu) != 0)
+    if (pthread_mutex_trylock(&step_mu) != 0)
         return;
     if (json)
         fflush(json);
@@ -1324,24 +1400,21 @@ void atl_tstep_flush(void)
 }
 
 /* NVTX and api steps are the calling thread's: its open range (or
- * atlas_step_begin), its name and when it began (atl_trace_tt), counted in
- * atl_trace_recording while open. */
+ * atlas_step_begin), its name and when it began (tt), counted in
+ * recording while open. */
 
 void atl_tstep_open(const char *name)
 {
-    if (!atl_trace_on || __atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(&exited, __ATOMIC_ACQUIRE))
         return;
     /* api: a begin inside a step ends that step first */
-    if (atl_trace_tt.in_step)
+    if (tt.in_step)
         atl_tstep_close();
     struct tbuf *b = atl_tbuf_get();
     if (b) {
         /* whatever this thread enqueued outside its steps is not part of one */
         pthread_mutex_lock(&step_mu);
-        if (!__atomic_exchange_n(&b->owner, 1, __ATOMIC_RELAXED))
-            where |= ++nowners > 1;
-        __atomic_store_n(&b->last_own, __atomic_load_n(&step_count, __ATOMIC_RELAXED),
-                         __ATOMIC_RELAXED);
+        own_ops(b);
         __atomic_store_n(&b->open, 1, __ATOMIC_RELAXED);
         atl_tbuf_lock(b);
         atl_tbuf_empty(b);
@@ -1350,22 +1423,33 @@ void atl_tstep_open(const char *name)
         atl_tbuf_unlock(b);
         pthread_mutex_unlock(&step_mu);
     }
-    atl_trace_tt.begin_ns = atl_chrome_on ? atl_chrome_now() : 0;
-    snprintf(atl_trace_tt.step, sizeof atl_trace_tt.step, "%s", name && *name ? name : "step");
-    atl_trace_tt.in_step = 1;
-    __atomic_add_fetch(&atl_trace_recording, 1, __ATOMIC_ACQ_REL);
+    tt.begin_ns = atl_chrome_on ? atl_chrome_now() : 0;
+    snprintf(tt.step, sizeof tt.step, "%s", name && *name ? name : "step");
+    tt.in_step = 1;
+    __atomic_add_fetch(&recording, 1, __ATOMIC_ACQ_REL);
 }
 
 void atl_tstep_close(void)
 {
-    if (!atl_trace_on || __atomic_load_n(&atl_trace_done, __ATOMIC_ACQUIRE) ||
-        !atl_trace_tt.in_step)
+    if (__atomic_load_n(&exited, __ATOMIC_ACQUIRE) || !tt.in_step)
         return;
-    atl_trace_tt.in_step = 0;
-    atl_tstep_end(atl_trace_tt.step, atl_thr.trace_buf, ATL_TAKE_LENT, 0, atl_trace_tt.begin_ns);
+    tt.in_step = 0;
+    atl_tstep_end(tt.step, atl_thr.trace_buf, ATL_TAKE_LENT, 0, tt.begin_ns);
     if (atl_thr.trace_buf)
         __atomic_store_n(&atl_thr.trace_buf->open, 0, __ATOMIC_RELAXED);
-    __atomic_sub_fetch(&atl_trace_recording, 1, __ATOMIC_ACQ_REL);
+    __atomic_sub_fetch(&recording, 1, __ATOMIC_ACQ_REL);
+}
+
+void atl_tstep_recording_add(int n)
+{
+    __atomic_add_fetch(&recording, n, __ATOMIC_ACQ_REL);
+}
+
+void atl_tstep_sync(const char *name, enum atl_take take, uint64_t stream)
+{
+    atl_tstep_end(name, atl_tbuf_get(), take, stream, tt.begin_ns);
+    if (atl_chrome_on)
+        tt.begin_ns = atl_chrome_now(); /* the thread's next step opens here */
 }
 
 void atl_tstep_captured(void)
@@ -1374,7 +1458,7 @@ void atl_tstep_captured(void)
         return;
     struct atl_step s;
     atl_step_init(&s, "capture");
-    struct tbuf *b = &atl_tbuf_capture;
+    struct tbuf *b = atl_tbuf_capture();
     atl_tbuf_lock(b);
     /* the buffer's arrays, as they are; it starts afresh at the next capture */
     s.ops = b->ops, s.nops = b->nops, s.capops = b->cap;
@@ -1448,8 +1532,9 @@ void atl_tstep_drop(void)
     pthread_mutex_unlock(&step_mu);
 }
 
-void atl_tstep_init(void)
+void atl_tstep_init(int capture_steps)
 {
+    captures = capture_steps;
     atl_series_init(&series, &stats, log_line_cb, NULL);
     atl_krec_set_holders(holders_low);
     /* "another buffer" says whether the buffer it replaces was freed, and where */
@@ -1460,7 +1545,7 @@ void atl_tstep_init(void)
     if (json)
         atl_trace_write_header(json); /* the format and its version, once */
     if (atl_cfg.chrome_trace && atl_chrome_open(atl_cfg.chrome_trace) == 0)
-        atl_trace_tt.begin_ns =
+        tt.begin_ns =
             atl_chrome_now(); /* the initialising thread's; others' start at 0 */
 }
 
@@ -1472,12 +1557,13 @@ void atl_tstep_counts(uint64_t *steps, uint64_t *differ)
 
 void atl_tstep_exit(void (*hints)(void))
 {
+    __atomic_store_n(&exited, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&recording, 0, __ATOMIC_RELEASE);
     if (atl_exit_lock(&step_mu, "the trace summary") != 0)
         return;
     hints();
     /* the steps fast_step ended (identical ones) */
-    for (struct tbuf *b = __atomic_load_n(&atl_tbuf_list, __ATOMIC_ACQUIRE); b;
-         b = __atomic_load_n(&b->next, __ATOMIC_ACQUIRE)) {
+    for (struct tbuf *b = atl_tbuf_first(); b; b = atl_tbuf_next(b)) {
         uint64_t f = __atomic_load_n(&b->fast_steps, __ATOMIC_RELAXED);
         stats.steps += f, stats.compared += f, stats.identical += f;
         __atomic_store_n(&b->fast_steps, 0, __ATOMIC_RELAXED);

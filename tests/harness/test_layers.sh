@@ -16,8 +16,7 @@
 # Checked:
 #   1. Only src/engine.c, src/api.c and hooks/ include engine.h; a file of
 #      src/ includes only headers of rooms it may call (below; a header's
-#      room is its .c file's: ring.h is the flight recorder's,
-#      trace_internal.h the step trace's).
+#      room is its .c file's: ring.h is the flight recorder's).
 #   2. Every call (an undefined symbol of an object of src/, found defined by
 #      another object of src/ or hooks/) goes where its room may call:
 #        engine    anywhere but the hooks
@@ -32,10 +31,16 @@
 #      dlsym the library exports)
 #   3. Per-thread state is a field of struct atl_thread (src/thread.h): no
 #      other file-scope __thread variable in src/ (a function's own scratch
-#      buffer may stay). The step trace keeps one struct of its own in
-#      dynamic TLS (about 130 bytes that only threads ending steps touch;
-#      src/trace_internal.h), defined in src/trace.c: exactly one, and
-#      nothing in initial-exec TLS.
+#      buffer may stay). The step trace keeps its cold per-thread state in
+#      dynamic TLS (about 130 bytes that only threads ending steps or pushing
+#      NVTX ranges touch): one struct in src/tracestep.c (the thread's label
+#      and open step), one in src/nvtx.c (its NVTX depths), and nothing in
+#      initial-exec TLS.
+#   4. No circle of calls of more than two files, but inside one feature's
+#      module.
+#   5. A feature cut as a straight stack (stacks, below: the step trace)
+#      calls and includes only down it: each file only files after it in its
+#      list, never one before it (no circle inside the module either).
 # Usage: test_layers.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -51,7 +56,7 @@ room() {
     kaudit) echo feature:kaudit ;;
     redzone | redzone_gpu | redzone_internal | redzone_check | redzone_quar | redzone_report | pools) echo feature:redzone ;;
     leaks) echo feature:leaks ;;
-    trace | trace_internal | tracebuf | tracestep | nvtx | chrome) echo feature:trace ;;
+    trace | tracebuf | tracestep | nvtx | chrome) echo feature:trace ;;
     hang) echo feature:hang ;;
     races | races_*) echo feature:races ;;
     step | stepseries | tracediff | tracejson | jsonw | jsonesc | traceformat) echo model ;;
@@ -78,11 +83,38 @@ allowed() {
     esac
 }
 
+# The features cut as straight stacks, top first, one a line: a file calls (and includes the
+# header of) only files after it on its line. The step trace: its events and lifecycle, NVTX
+# ranges, steps and step ends, the per-thread buffers, the Chrome trace.
+stacks='trace nvtx tracestep tracebuf chrome'
+
+# "LINE POS" of base name $1 in stacks; nothing when it is in none.
+stack_pos() {
+    echo "$stacks" | awk -v f="$1" '{ for (i = 1; i <= NF; i++) if ($i == f) print NR, i }'
+}
+
+# Does base name $1 come after base name $2 in one stack (a call or include from $1 to $2
+# runs up it)? False when they are not in one stack.
+stack_up() {
+    p=$(stack_pos "$1") && q=$(stack_pos "$2") && [ -n "$p" ] && [ -n "$q" ] &&
+        [ "${p% *}" = "${q% *}" ] && [ "${p#* }" -gt "${q#* }" ]
+}
+
+# The stack of base name $1, as its line reads.
+stack_line() {
+    p=$(stack_pos "$1")
+    echo "$stacks" | sed -n "${p% *}p"
+}
+
 for f in src/*.c src/*.h; do
     from=$(basename "${f%.*}")
     rf=$(room "$from")
     for h in $(sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f"); do
         [ "$h" = "$from" ] && continue
+        if stack_up "$from" "$h"; then
+            echo "FAIL: $f includes $h.h, above it in its stack ($(stack_line "$from"), top first)"
+            fail=1
+        fi
         # the model shares one constant with the settings' checks (ATL_IGNORE_MAX)
         [ "$rf" = model ] && [ "$h" = config ] && continue
         # the floor may include a header that defines no functions of a .c file (events.h: the
@@ -117,6 +149,7 @@ for o in "$build"/src/*.o; do
         # a call between two files of one feature stays inside its module
         case $rf in feature:*) [ "$rf" = "$rt" ] || echo "$from $to" >>"$edges" ;; *) echo "$from $to" >>"$edges" ;; esac
         allowed "$rf" "$rt" "$from" "$to" || echo "$sym ($to.o, $rt)"
+        [ "$rf" = "$rt" ] && stack_up "$from" "$to" && echo "$sym ($to.o, up its stack)"
     done | tr '\n' ' ')
     calls=$((calls + 1))
     if [ -n "$bad" ]; then
@@ -125,7 +158,7 @@ for o in "$build"/src/*.o; do
     fi
 done
 
-# 4. No circle of calls of more than two files, but inside one feature's module (tsort names
+# No circle of calls of more than two files, but inside one feature's module (tsort names
 #    each loop it meets, a file a line; a pair that calls each other, as the hooks and their
 #    resolver do, is allowed)
 loops=$(sort -u "$edges" | tsort 2>&1 >/dev/null | awk '
@@ -151,18 +184,20 @@ for init in $(sed -n '/feature_init\[ATL_FEAT_COUNT\]/,/^};/p' src/engine.c |
     esac
 done
 
-n=$(grep -cE '^(static )?__thread' src/trace.c)
-if [ "$n" != 1 ] || grep -nE '^(static )?__thread.*initial-exec' src/trace.c; then
-    echo "FAIL: src/trace.c keeps $n file-scope __thread declarations (one struct of its own, in dynamic TLS)"
-    fail=1
-fi
+for f in src/tracestep.c src/nvtx.c; do
+    n=$(grep -cE '^(static )?__thread' "$f")
+    if [ "$n" != 1 ] || grep -nE '^(static )?__thread.*initial-exec' "$f"; then
+        echo "FAIL: $f keeps $n file-scope __thread declarations (one struct of its own, in dynamic TLS)"
+        fail=1
+    fi
+done
 for f in src/*.c src/*.h; do
-    case "$f" in src/thread.[ch] | src/trace.c) continue ;; esac
+    case "$f" in src/thread.[ch] | src/tracestep.c | src/nvtx.c) continue ;; esac
     if grep -nE '^(static )?__thread' "$f"; then
         echo "FAIL: $f keeps per-thread state of its own (a field of struct atl_thread instead)"
         fail=1
     fi
 done
 
-[ $fail = 0 ] && echo "layers: $calls objects: no call runs back up (engine <- feature, feature <- feature, hooks <- src, feature <- fact, fact <- floor, live process <- model), no circle across modules; one per-thread struct"
+[ $fail = 0 ] && echo "layers: $calls objects: no call runs back up (engine <- feature, feature <- feature, hooks <- src, feature <- fact, fact <- floor, live process <- model, up a feature's stack: $stacks), no circle across modules; one per-thread struct"
 exit $fail

@@ -1,17 +1,12 @@
 /*
- * The step trace's parts, shared by its files (nothing outside the feature
- * includes this):
- *   src/trace.c      events and lifecycle: what each event records, the step
- *                    boundaries of sync and capture modes, init and exit
- *   src/tracebuf.c   per-thread buffers and the memory budget: where a
- *                    thread's ops go while its step is under way
- *   src/tracestep.c  steps and step ends: harvesting the buffers, ordering,
- *                    pointer names, the diff with the previous step of a kind,
- *                    the JSON lines and the Chrome trace
- *   src/nvtx.c       NVTX ranges as steps (ATLAS_STEP=nvtx:NAME)
+ * The step trace's per-thread buffers (src/tracebuf.c): where a thread's ops
+ * go while its step is under way, and the ATLAS_TRACE_MAX_MB budget. The
+ * bottom of the trace's stack but the Chrome trace (src/trace.c, src/nvtx.c,
+ * src/tracestep.c, this, src/chrome.c: each file calls only those after it;
+ * make layers-check): nothing outside the feature includes this.
  */
-#ifndef ATL_TRACE_INTERNAL_H
-#define ATL_TRACE_INTERNAL_H
+#ifndef ATL_TRACEBUF_H
+#define ATL_TRACEBUF_H
 
 #include "events.h"
 #include "step.h"
@@ -19,42 +14,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- src/trace.c --------------------------------------------------------------- */
-
-/* ATLAS_STEP: what ends a step. */
-enum atl_trace_mode { ATL_MODE_SYNC, ATL_MODE_CAPTURE, ATL_MODE_NVTX, ATL_MODE_API };
-extern enum atl_trace_mode atl_trace_mode; /* set once, at init */
-/* Threads with a step open (nvtx and api modes; sync mode: always 1), so
- * that the ops of threads without one are recorded meanwhile (lent to the
- * step that ends next). 0 after the exit summary. */
-extern int atl_trace_recording;
-/* The exit summary is out: later markers are ignored. */
-extern int atl_trace_done;
-
-/* The step tracer's cold per-thread state: about 130 bytes that only a
- * thread ending or naming steps touches, in ordinary (dynamic) TLS. What
- * every traced launch reads (its buffer) is in the library's one per-thread
- * struct (src/thread.h, initial-exec TLS): that block is taken from every
- * thread of the program, traced or not, out of the small surplus glibc
- * keeps for libraries loaded later (NVTX injection dlopens us), so it holds
- * only the hot fields. Defined in src/trace.c (the one __thread of the
- * feature: tests/harness/test_layers.sh). */
-struct atl_trace_tls {
-    /* the thread's name, asked again every 256th step end (src/tracestep.c) */
-    char label[24];
-    unsigned label_age;
-    /* NVTX and api steps: this thread's open step, whether one is open and
-     * when it began (the Chrome export) */
-    char step[64];
-    int in_step;
-    uint64_t begin_ns;
-    /* NVTX: the push depth, and the depth at which our range began (0: none) */
-    int nvtx_depth, nvtx_step_depth;
-};
-extern __thread struct atl_trace_tls atl_trace_tt;
-
-/* ---- src/tracebuf.c: per-thread buffers ----------------------------------------- */
 
 /* A thread's ops of the step being recorded: the same layout as a step
  * (ops[i].u.k.bytes is an offset into bytes), so the step end takes the
@@ -130,13 +89,28 @@ struct tbuf {
     uint64_t krec_since;
 };
 
-/* Every thread's buffer: appended at the tail (a release store), never
- * removed, so it is walked without a lock. */
-extern struct tbuf *atl_tbuf_list;
-/* The ops captured into CUDA graphs in sync, nvtx and api modes, from every
- * thread (not in the list: no step takes them); a capture's end takes them
- * (atl_tstep_captured) to compare them with eager steps of their shape. */
-extern struct tbuf atl_tbuf_capture;
+/* Every thread's buffer: appended at the tail (a release store) by
+ * atl_tbuf_new, never removed, so it is walked without a lock:
+ *     for (struct tbuf *b = atl_tbuf_first(); b; b = atl_tbuf_next(b))
+ * The list is src/tracebuf.c's (static); atl_tbuf_head is a read-only view
+ * of its head: the same variable under a const name (an alias, no pointer
+ * to follow), so a walk costs what it did when the head was shared. */
+extern struct tbuf *const atl_tbuf_head __attribute__((visibility("hidden")));
+static inline struct tbuf *atl_tbuf_first(void)
+{
+    return __atomic_load_n(&atl_tbuf_head, __ATOMIC_ACQUIRE);
+}
+static inline struct tbuf *atl_tbuf_next(const struct tbuf *b)
+{
+    return __atomic_load_n(&b->next, __ATOMIC_ACQUIRE);
+}
+/* The capture buffer: the ops captured into CUDA graphs in sync, nvtx and
+ * api modes, from every thread (not in the list: no step takes them); a
+ * capture's end takes them (atl_tstep_captured) to compare them with eager
+ * steps of their shape. src/tracebuf.c's: an op is recorded into it by
+ * naming it (enum atl_tbuf_into); the step ends and the capture's end reach
+ * it through this. */
+struct tbuf *atl_tbuf_capture(void);
 
 static inline void atl_cpu_relax(void)
 {
@@ -224,50 +198,15 @@ static inline void atl_tbuf_empty(struct tbuf *b)
     b->nrec = 0, b->nbytes = 0;
     b->ndiff = 0, b->dbytes = 0, b->vgap = 0;
 }
-/* Records an op without parameter bytes into buffer `into` (NULL: the
- * calling thread's). */
-void atl_tbuf_record(struct tbuf *into, const struct atl_op *o);
-/* Records a launch of kernel k (its view) into `into` (NULL: the calling
- * thread's buffer): the record written in place, the parameter bytes
- * gathered from l->params, or copied from `packed` (k->total bytes),
- * straight after the last op's. */
-void atl_tbuf_record_launch(struct tbuf *into, const struct atl_launch *l, const struct atl_kfn *k,
-                            const void *packed);
-
-/* ---- src/tracestep.c: steps and step ends --------------------------------------- */
-
-/* What a step end takes from the threads' buffers (see docs/trace.md, "Steps
- * and threads"). */
-enum atl_take {
-    ATL_TAKE_NONE,   /* drop every thread's ops (a capture begins) */
-    ATL_TAKE_STREAM, /* the ender's ops, and the lent ops on the step's stream */
-    ATL_TAKE_LENT,   /* the ender's ops, and every lent op */
-    ATL_TAKE_ALL,    /* every op of every thread (capture mode, the exit) */
-};
-
-/* At init (after the mode is known): the ignore list, the JSON lines and
- * the Chrome trace. */
-void atl_tstep_init(void);
-/* Ends a step on the calling thread (its buffer `me`, NULL when it has
- * none): takes what `take` says, keys the step by the thread and `stream`
- * (0: the one stream of its ops, if they share one) and compares it with the
- * previous step of its kind. `begin` is the Chrome export's start of the
- * step. */
-void atl_tstep_end(const char *name, struct tbuf *me, enum atl_take take, uint64_t stream,
-                   uint64_t begin);
-/* Drops every thread's ops (a capture begins: nothing before it is part of
- * it). */
-void atl_tstep_drop(void);
-/* Sync, nvtx and api modes: the last open stream capture ended; its ops
- * (atl_tbuf_capture) are compared with the latest eager step of their shape,
- * and kept for the eager steps to come (eager against captured). */
-void atl_tstep_captured(void);
-/* NVTX and api steps: the calling thread opens a step named `name` (one
- * already open ends first), or closes its open step. */
-void atl_tstep_open(const char *name);
-void atl_tstep_close(void);
-/* At exit, once the last step has ended: `hints` (the mode's reasons for
- * finding no step), the summary, and the files closed. */
-void atl_tstep_exit(void (*hints)(void));
+/* Which buffer an op is recorded into: the calling thread's, or the
+ * capture buffer. */
+enum atl_tbuf_into { ATL_TBUF_OWN, ATL_TBUF_CAPTURE };
+/* Records an op without parameter bytes into buffer `into`. */
+void atl_tbuf_record(enum atl_tbuf_into into, const struct atl_op *o);
+/* Records a launch of kernel k (its view) into buffer `into`: the record
+ * written in place, the parameter bytes gathered from l->params, or copied
+ * from `packed` (k->total bytes), straight after the last op's. */
+void atl_tbuf_record_launch(enum atl_tbuf_into into, const struct atl_launch *l,
+                            const struct atl_kfn *k, const void *packed);
 
 #endif
