@@ -868,6 +868,22 @@ START_TEST(write_after_free)
                "through arg0+0x0\n");
     ck_assert_int_eq(count_lines(r.log, "write after free:"), 1);
     run_free(&r);
+    /* the check kernels' module is loaded at the first guarded allocation, so that no free
+     * waits for the device to load it (issue #45: on the H100 that wait let another stream's
+     * write after cudaFreeAsync land before the free's poison, in the default mode); without
+     * red zones nothing is loaded */
+    rz_run(&r, "early", NULL, NULL);
+    HAS(r.out, "module loads after the allocation: 2\n");
+    HAS(r.out, "module loads after the free: 2\n");
+    run_free(&r);
+    {
+        struct run_result plain;
+        char *argv[] = {PROG, "early", NULL};
+        static const char *const none[] = {"ATLAS_LEAKS=1", NULL};
+        run_target(&plain, argv, none, 1);
+        HAS(plain.out, "module loads after the allocation: 1\n");
+        run_free(&plain);
+    }
     /* stream-ordered on the legacy stream, where frees are held back in
      * batches: a launch that reaches a held free releases its batch (the
      * poison) before it is made, so its write is seen all the same */

@@ -683,6 +683,21 @@ int main(int argc, char **argv)
         fill(a, 4096);
         CHECK(cuCtxSynchronize());
         CHECK(cuMemFree(a));
+    } else if (strcmp(what, "early") == 0) {
+        /* the check kernels are made ready at the first guarded allocation, not at the first
+         * free (issue #45): on a GPU, loading a module waits for the device, so made at a
+         * stream-ordered free it let another stream's write land before the free's poison.
+         * Prints the module loads after the allocation, before any free or sync (the
+         * program's own is one), and after its stream-ordered free */
+        CUdeviceptr a;
+        CUstream s;
+        CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        CHECK(cuMemAllocAsync(&a, 4096, s));
+        printf("module loads after the allocation: %lu\n", fake_calls("cuModuleLoadData"));
+        CHECK(cuMemFreeAsync(a, s));
+        printf("module loads after the free: %lu\n", fake_calls("cuModuleLoadData"));
+        CHECK(cuStreamSynchronize(s));
+        CHECK(cuStreamDestroy(s));
     } else if (strcmp(what, "uaf-async") == 0) {
         /* the same with stream-ordered frees on the legacy stream (held back
          * in batches): alloc#2 freed, then written at once by launch#3 */
