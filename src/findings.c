@@ -55,8 +55,8 @@ static int builtin_frames; /* one of them has frame lines (they are races') */
 
 /* The built-in entries (ATLAS_DEFAULT_SUPPRESSIONS=0 leaves them out, as valgrind's
  * --default-suppressions=no): findings inside NVIDIA's libraries that the program cannot fix and
- * that are not its bugs, each said in docs/races.md with what was seen. Matched as the user's
- * are; counted as suppressed in the summary. */
+ * that are not its bugs, each listed in docs/reports.md with what was seen. Matched as the
+ * user's are; counted as suppressed in the summary. */
 static const char builtin_supp[] =
     "{\n"
     "   cuDNN's handle set-up: cudnnCreate clears its workspace with a memset on a stream of its "
@@ -197,7 +197,7 @@ void atl_findings_init(void)
     if (!atl_cfg.symbols)
         atl_sym_disable();
     if (atl_cfg.default_suppressions &&
-        atl_supp_parse(&supp, builtin_supp, "(built in)", warn_line, NULL) < 0)
+        atl_supp_parse(&supp, builtin_supp, "built-in", warn_line, NULL) < 0)
         atl_log_once_oom("the suppressions");
     size_t builtin_files = supp.nfiles;
     builtin_n = supp.n;
@@ -385,10 +385,10 @@ void atl_findings_exit(void)
         for (size_t i = 0; i < builtin_n; i++)
             builtin += supp.e[i].used;
         char how[160] = "", off[64];
+        atl_hint_setting("ATLAS_DEFAULT_SUPPRESSIONS", "0", off, sizeof off);
         if (builtin)
             snprintf(how, sizeof how, "; %llu by the built-in entries, which %s leaves out",
-                     (unsigned long long)builtin,
-                     atl_hint_setting("ATLAS_DEFAULT_SUPPRESSIONS", "0", off, sizeof off));
+                     (unsigned long long)builtin, off);
         if (user_files)
             atl_log(ATL_WARN, "suppressed: %llu finding%s%s%s%s (entries read: %zu%s)",
                     (unsigned long long)total, total == 1 ? "" : "s", used ? " (" : "", by,
