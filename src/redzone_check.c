@@ -509,7 +509,7 @@ static CUresult check_queue_launch(CUfunction fn, void **args, CUstream stream, 
  * write the allocation; a wait there let that write land before the free's poison, which then
  * hid it (issue #45: `rz_uaf other` was found only in the modes whose first host sync had
  * loaded them). */
-static int checks_tried; /* atomic */
+static int checks_tried; /* atomic: the check kernels were tried (kernel_state no longer 0) */
 
 void atl_rz_checks_early(void)
 {
@@ -518,7 +518,8 @@ void atl_rz_checks_early(void)
     atl_rz_lock();
     if (!__atomic_load_n(&checks_tried, __ATOMIC_RELAXED)) {
         (void)atl_rz_checks_ready_locked();
-        __atomic_store_n(&checks_tried, 1, __ATOMIC_RELAXED);
+        /* a capture that began meanwhile left them untried: the next allocation tries */
+        __atomic_store_n(&checks_tried, kernel_state != 0, __ATOMIC_RELAXED);
     }
     atl_rz_unlock();
 }
