@@ -13,12 +13,20 @@ $(BUILD)/tests/trace_steps: tests/targets/trace_steps.c include/atlas/trace.h $(
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -L$(FAKE_DIR) -lcuda -ldl -lpthread
 
+# a caching allocator's segment maker under PyTorch's file name and under another (trace_steps
+# segments)
+$(BUILD)/tests/c10/libc10_cuda.so $(BUILD)/tests/libsegs.so: tests/targets/seg_lib.c $(FAKE_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fno-optimize-sibling-calls -shared -Wl,-soname,$(notdir $@) -o $@ $< \
+	  -L$(FAKE_DIR) -lcuda
+
 $(BUILD)/tests/test_trace_unit: tests/unit/test_trace.c $(BUILD)/libatlas_engine.a | check-deps
 
 $(BUILD)/tests/test_trace: tests/integration/test_trace.c tests/integration/run.c | check-deps
 
 .PHONY: trace-check
 trace-check: check-deps $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/tests/trace_steps $(BUILD)/tests/redzone_prog \
+             $(BUILD)/tests/c10/libc10_cuda.so $(BUILD)/tests/libsegs.so \
              $(BUILD)/atlas-diff $(BUILD)/tests/test_trace_unit $(BUILD)/tests/test_trace
 	$(BUILD)/tests/test_trace_unit
 	$(BUILD)/tests/test_trace

@@ -328,6 +328,9 @@ struct report {
     /* host ends of pageable copies that moved (ATLAS_DIFF_POINTERS): no capture takes such a
      * copy, so no graph would freeze the address; collapsed as `moved` is */
     struct collapsed hostmoved;
+    /* pointers that moved from one segment of PyTorch's caching allocator to another
+     * (opts->pooled): the allocator's reuse too, collapsed as `moved` is */
+    struct collapsed segmoved;
     size_t noted; /* lines about residue: printed, but no difference in a host value */
     /* two runs' headers name both files (three names of up to 120 bytes):
      * room for the longest, so a header is never cut */
@@ -467,6 +470,16 @@ static int collapse(struct collapsed *c, int mode, const char *what)
     return 1;
 }
 
+/* A pointer that moved from one segment of PyTorch's caching allocator to another (two
+ * allocations, neither host memory, both the allocator's: opts->pooled). Not against a
+ * capture, whose pointers are left out anyway. */
+static int seg_moved(const struct report *r, const struct atl_ann *xa, uint64_t va,
+                     const struct atl_ann *xb, uint64_t vb)
+{
+    return r->o->pooled && !r->o->cross && xa && xb && xa->seq != xb->seq &&
+           xa->seq != ATL_ANN_HOST && xb->seq != ATL_ANN_HOST && r->o->pooled(xa, va, xb, vb);
+}
+
 /* Prints the header and the kept lines, rank by rank, at most max_lines,
  * then a count of the rest. */
 static void report_close(struct report *r)
@@ -480,6 +493,18 @@ static void report_close(struct report *r)
         emit(r, RANK_PTR, line);
         r->noted++; /* allocator reuse: no host value a graph would freeze differently */
         snprintf(what, sizeof what, "pointers moved within their allocations: %s", r->moved.names);
+        chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
+    }
+    if (r->segmoved.n) {
+        size_t n = r->segmoved.n;
+        snprintf(line, sizeof line,
+                 "  %zu pointer argument%s moved to another segment of PyTorch's caching "
+                 "allocator (allocator reuse): %s",
+                 n, n == 1 ? "" : "s", r->segmoved.names);
+        emit(r, RANK_PTR, line);
+        r->noted++;
+        snprintf(what, sizeof what, "pointers moved between segments: %s",
+                 r->segmoved.names);
         chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
     }
     if (r->hostmoved.n) {
@@ -843,6 +868,8 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
                 if (xa && xb && xa->seq == xb->seq && xa->seq != ATL_ANN_HOST &&
                     collapse(&r->moved, r->o->pointers, what))
                     continue;
+                if (seg_moved(r, xa, va, xb, vb) && collapse(&r->segmoved, r->o->pointers, what))
+                    continue;
             }
             /* against a capture, pointers are not host values: a graph has
              * buffers of its own (PyTorch's graph pool), eager steps others */
@@ -935,6 +962,8 @@ static void field_addr(struct report *r, size_t ia, size_t ib, const char *field
     if (xa && xb && xa->seq == xb->seq && collapse(&r->moved, r->o->pointers, what))
         return;
     if (host && pageable && collapse(&r->hostmoved, r->o->pointers, what))
+        return;
+    if (seg_moved(r, xa, a, xb, b) && collapse(&r->segmoved, r->o->pointers, what))
         return;
     int another = xa && xb && xa->seq != xb->seq;
     count_top(r, o, field);
@@ -1878,7 +1907,8 @@ void atl_diff_summary(const struct atl_diff_stats *st, void (*line)(void *, cons
     if (st->quiet) {
         fmt(buf, sizeof buf,
             "trace summary: %" PRIu64 " step%s counted identical: only pointers that moved "
-            "within their allocations (allocator reuse), host buffers of pageable copies or "
+            "within their allocations or between a caching allocator's segments (allocator "
+            "reuse), host buffers of pageable copies or "
             "uninitialised bytes of by-value parameters changed (%s lists them)",
             st->quiet, st->quiet == 1 ? "" : "s",
             st->quiet_how ? st->quiet_how : "ATLAS_DIFF_POINTERS=all ATLAS_DIFF_RESIDUE=all");

@@ -108,6 +108,11 @@ struct atl_diff_opts {
      * whether `was` was freed), appended to the line; NULL offline. */
     void (*explain)(const struct atl_ann *was, uint64_t va, const struct atl_ann *now, uint64_t vb,
                     const struct atl_step *a, char *buf, size_t len);
+    /* The live tracer: 1 when both allocations behind "another buffer" are segments of PyTorch's
+     * caching allocator (made from libc10_cuda), whose blocks it hands to tensors as it likes:
+     * a pointer that moves from one segment to another is its reuse, collapsed as a move within
+     * one segment is (ATLAS_DIFF_POINTERS); NULL offline, where the sites are not known. */
+    int (*pooled)(const struct atl_ann *was, uint64_t va, const struct atl_ann *now, uint64_t vb);
     /* a is a stream capture and b an eager step of its shape (eager against
      * captured): values read "0x11 when captured, 0x12 <captured>; a replay
      * uses 0x11" (captured: "now", "in step 8"), and pointers are left out (a

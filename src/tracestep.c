@@ -33,6 +33,7 @@
 
 #include <errno.h> /* program_invocation_short_name */
 #include <inttypes.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -871,6 +872,88 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
     return done;
 }
 
+/* PyTorch's caching allocator (libc10_cuda) hands tensors blocks of its segments, which it makes
+ * with cudaMalloc: an allocation with a frame of that library on its stack is one. The
+ * library's code is found by the loader's list alone (dl_iterate_phdr, never dlopen or dladdr,
+ * which take the lock a library's constructor runs under, and step_mu is held here), and looked
+ * for again only after the loader has loaded something. */
+struct c10_code {
+    unsigned long long adds; /* the loader's load count when looked for (~0: never) */
+    uintptr_t lo, hi;        /* its executable segment's addresses; lo == hi: not loaded */
+};
+static struct c10_code c10 = {.adds = ~0ULL};
+
+static int adds_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+        *(unsigned long long *)arg = info->dlpi_adds;
+    return 1; /* the first object says it */
+}
+
+static int find_c10(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct c10_code *c = arg;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    if (strncmp(base, "libc10_cuda.so", 14) != 0)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            c->lo = info->dlpi_addr + ph->p_vaddr;
+            c->hi = c->lo + ph->p_memsz;
+            return 1;
+        }
+    }
+    (void)size;
+    return 0;
+}
+
+/* Under step_mu: whether libc10_cuda is loaded, its code's range in c10. */
+static int c10_loaded(void)
+{
+    if (c10.lo != c10.hi)
+        return 1; /* PyTorch's libraries stay */
+    unsigned long long adds = 0;
+    dl_iterate_phdr(adds_of, &adds);
+    if (adds != c10.adds) {
+        c10.adds = adds;
+        dl_iterate_phdr(find_c10, &c10);
+    }
+    return c10.lo != c10.hi;
+}
+
+/* Under step_mu: 1 when alloc#x->seq (v lies in it) is one of the caching allocator's segments.
+ * Each allocation is asked once and the answer kept by its number, which no other allocation
+ * takes: a step whose pointers all moved asks for thousands. */
+#define SEG_MEMO 4096
+static struct {
+    uint64_t seq;
+    int segment;
+} seg_memo[SEG_MEMO];
+
+static int segment_of(const struct atl_ann *x, uint64_t v)
+{
+    unsigned i = (unsigned)(x->seq * 0x9E3779B97F4A7C15ULL >> 52) & (SEG_MEMO - 1);
+    if (seg_memo[i].seq == x->seq && x->seq)
+        return seg_memo[i].segment;
+    struct atl_alloc_rec r;
+    int found = (atl_ledger_find((CUdeviceptr)(v - x->off), &r) && r.seq == x->seq) ||
+                atl_ledger_freed(x->seq, &r, NULL);
+    int seg = 0;
+    for (int k = 0; found && k < r.site.n && !seg; k++)
+        seg = (uintptr_t)r.site.pc[k] >= c10.lo && (uintptr_t)r.site.pc[k] < c10.hi;
+    if (found)
+        seg_memo[i].seq = x->seq, seg_memo[i].segment = seg;
+    return seg;
+}
+
+static int pooled(const struct atl_ann *was, uint64_t va, const struct atl_ann *now, uint64_t vb)
+{
+    return segment_of(now, vb) && segment_of(was, va);
+}
+
 /* Under step_mu: the diff's options for a step end. */
 static void step_opts(struct atl_diff_opts *o)
 {
@@ -885,6 +968,7 @@ static void step_opts(struct atl_diff_opts *o)
         .residue = (int)atl_cfg.diff_residue,
         .host_addr = atl_host_addr,
         .explain = explain,
+        .pooled = c10_loaded() ? pooled : NULL,
         .found = diff_found,
     };
     atl_series_opts(&series, o);

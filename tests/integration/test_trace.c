@@ -287,6 +287,48 @@ START_TEST(pointer_parameters)
 }
 END_TEST
 
+/* A pointer that moves from one segment of PyTorch's caching allocator to another (two
+ * allocations made from libc10_cuda) is the allocator's reuse, as a move within one segment is:
+ * collapsed, and the steps counted identical (the DDP step of issue #43, where the allocator
+ * handed a tensor a block of another 2 MiB segment). The same segments made by any other
+ * library are another buffer, reported; ATLAS_DIFF_POINTERS=all reports them too. */
+START_TEST(caching_allocator_segments)
+{
+    struct run_result r;
+    char c10[PATH_MAX + 16], other[PATH_MAX + 16], path[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/tests/c10/libc10_cuda.so", path));
+    snprintf(c10, sizeof c10, "TS_SEGLIB=%s", path);
+    ck_assert_ptr_nonnull(realpath(BUILD_DIR "/tests/libsegs.so", path));
+    snprintf(other, sizeof other, "TS_SEGLIB=%s", path);
+
+    const char *pytorch[] = {c10, NULL};
+    trace_run(&r, "segments", "8", pytorch);
+    ck_assert_msg(count_lines(r.log, "differs from") == 0, "%s", r.log);
+    ck_assert_int_eq(count_lines(r.log, "trace summary: steps=8 compared=7 identical=7 "
+                                        "differing=0"),
+                     1);
+    ck_assert_int_eq(count_lines(r.log, "trace summary: 7 steps counted identical: only pointers "
+                                        "that moved within their allocations or between a "
+                                        "caching allocator's segments"),
+                     1);
+    run_free(&r);
+
+    const char *all[] = {c10, "ATLAS_DIFF_POINTERS=all", NULL};
+    trace_run(&r, "segments", "8", all);
+    ck_assert_msg(count_lines(r.log, "[launch] arg0 @0x0 (8 bytes): 0x") == 1, "%s", r.log);
+    ck_assert_int_eq(count_lines(r.log, "[memset] ptr: 0x"), 1);
+    ck_assert_int_eq(count_lines(r.log, "another buffer"), 2 + 1);
+    run_free(&r);
+
+    const char *elsewhere[] = {other, NULL};
+    trace_run(&r, "segments", "8", elsewhere);
+    ck_assert_msg(count_lines(r.log, "differs from #1") == 1, "%s", r.log);
+    ck_assert_int_eq(count_lines(r.log, ": another buffer: alloc#3 (2097152 bytes"), 2);
+    ck_assert_int_eq(count_lines(r.log, "caching allocator"), 0);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(grid_change)
 {
     struct run_result r;
@@ -392,7 +434,8 @@ START_TEST(uninitialised_struct_bytes)
                                         "differing=0"),
                      1);
     ck_assert_int_eq(count_lines(r.log, "trace summary: 2 steps counted identical: only pointers "
-                                        "that moved within their allocations (allocator reuse), "
+                                        "that moved within their allocations or between a "
+                                        "caching allocator's segments (allocator reuse), "
                                         "host buffers of pageable copies or uninitialised "
                                         "bytes of by-value parameters changed"),
                      1);
@@ -1488,6 +1531,7 @@ int main(void)
     tcase_add_test(tc, pageable_host_buffers_collapsed);
     tcase_add_test(tc, layout_asked_once_per_kernel);
     tcase_add_test(tc, pointer_parameters);
+    tcase_add_test(tc, caching_allocator_segments);
     tcase_add_test(tc, grid_change);
     tcase_add_test(tc, kernels_without_parameters);
     tcase_add_test(tc, inserted_op_only);

@@ -11,6 +11,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <cuda.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,6 +373,27 @@ static void step(const char *sc, int i)
         void *kp[] = {&p, &buf};
         fill();
         launch(f_pair, 1, kp);
+    } else if (!strcmp(sc, "segments")) {
+        /* a caching allocator's two segments, made by the library TS_SEGLIB names (a test
+         * libc10_cuda.so, or the same code under another name): the step's tensor gets a block
+         * of one segment, then of the other, at offsets in turn (a cycle of six steps); a kernel
+         * and a memset take it */
+        static CUdeviceptr seg[2];
+        if (!seg[0]) {
+            const char *lib = getenv("TS_SEGLIB");
+            void *h = lib ? dlopen(lib, RTLD_NOW) : NULL;
+            CUresult (*make)(CUdeviceptr *, size_t) =
+                h ? (CUresult(*)(CUdeviceptr *, size_t))dlsym(h, "seg_alloc") : NULL;
+            if (!make || make(&seg[0], 1u << 21) || make(&seg[1], 1u << 21)) {
+                fprintf(stderr, "trace_steps: no segments from %s\n", lib ? lib : "(TS_SEGLIB unset)");
+                exit(1);
+            }
+        }
+        CUdeviceptr p = seg[i % 2] + 512 * (CUdeviceptr)(i % 3);
+        void *kp[] = {&p, &buf};
+        fill();
+        launch(f_pair, 1, kp);
+        CHECK(cuMemsetD8Async(p, 0, 512, stream));
     } else if (!strcmp(sc, "period4")) {
         /* two buffers, each passed for four steps in turn: a change every fourth step */
         static CUdeviceptr two[2];

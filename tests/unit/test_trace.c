@@ -733,7 +733,8 @@ START_TEST(residue_of_uninitialised_struct_collapsed)
     out[0] = '\0';
     atl_diff_summary(&st, collect, NULL);
     ck_assert_msg(strstr(out, "trace summary: 2 steps counted identical: only pointers that "
-                              "moved within their allocations (allocator reuse), host buffers of "
+                              "moved within their allocations or between a caching allocator's "
+                              "segments (allocator reuse), host buffers of "
                               "pageable copies or uninitialised bytes of by-value parameters "
                               "changed (ATLAS_DIFF_POINTERS=all ATLAS_DIFF_RESIDUE=all lists "
                               "them)"),
