@@ -36,6 +36,7 @@ GPU_TARGETS += core-gpu-check
 # ratios against native with each mode's bar; exits non-zero on a FAIL. Every change to hooks/
 # or src/ runs it on the H200 and quotes its table (bench/RESULTS.md).
 #   make gpu-matrix [MATRIX_ROWS="gpt2 ..."] [MATRIX_MODES="idle trace ..."] [MATRIX_OUT=DIR]
+#   [MATRIX_BLOCKS=15] [MATRIX_ROUNDS=1]: a row's processes take turns on the GPU, block by block
 $(GPU_DIR)/matrix_cudart: tests/gpu/matrix/steps_cudart.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(GPU_ARCH) -O2 -cudart static -o $@ $<

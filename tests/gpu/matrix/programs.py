@@ -4,18 +4,28 @@
 
 NAME is one of gpt2, resnet, compile, ddp, flax, cupy: a training (or, for CuPy, compute) loop
 as its users write it, each step ending with the host reading a value (loss.item(): a sync, where
-the step trace's default mode ends a step). Prints "ms_per_step X", the median of 5 blocks of
-timed steps, after a warm-up.
+the step trace's default mode ends a step). Prints "ms_per_step X", the median of its timed
+blocks, and "block_ms X Y ...", each block's mean step time in order.
 
-Several of these processes start at once (the runner starts three), so their imports overlap;
-everything from the first use of the GPU on (model building, compilation, the warm-up, the timed
-steps) runs under an exclusive lock on the file MATRIX_LOCK names, so no two processes use the
-GPU at once. (With the lock taken only for the timed steps, on an H100, another process's CUDA
-set-up or compilation beside them moved a driver-API step from 0.29 to 0.93 ms.) The process
-that holds the lock has cores of its own too (MATRIX_CPUS; the others import on
-MATRIX_IMPORT_CPUS): with the GPU alone, three runs of the GPT-2 step still spread 25%. The warm-up
-lasts at least WARM steps and 0.3 s (the GPU's clocks rise), and each of the 5 timed blocks at
-least STEPS / 5 steps and 0.1 s."""
+The runner starts one process of the program for native and for each mode at once (a group),
+and they take turns on the GPU. Process against process, run one after another, the same
+configuration spread 15-45% on the H100 (bench/RESULTS.md sections 13-16, and this session's
+resnet native 9.2 / 11.4 / 10.1 ms), and blocks within one run as much: the machine's speed
+drifts over seconds, wider than every bar of the matrix. So the blocks of the group's processes
+interleave, block k of each process in turn (native's, then each mode's), a fraction of a second
+apart, and the runner compares each mode's block k with native's block k.
+
+Everything from the first use of the GPU to the end of the warm-up runs under an exclusive lock on
+the file MATRIX_LOCK names, so no two processes set up or warm up at once (with the lock taken
+only for the timed steps, another process's CUDA set-up or compilation beside them moved a
+driver-API step from 0.29 to 0.93 ms). Warm, a process marks itself ready (MATRIX_TURNS/ready.I)
+and waits until all MATRIX_N processes of its group are ready (or have ended: dead.I, which the
+runner writes when one exits), then times MATRIX_BLOCKS blocks (5 unless set): block k in turn
+k * MATRIX_N + MATRIX_I (the counter in MATRIX_TURNS/turn, moved under turn.lock), each after one
+untimed step (the GPU was another process's). A process holds cores of its own from its first use
+of the GPU (MATRIX_CPUS; the others import on MATRIX_IMPORT_CPUS). The warm-up lasts at least
+WARM steps and 0.3 s (the GPU's clocks rise), and each timed block at least STEPS / 5 steps and
+0.1 s. Without MATRIX_TURNS a process times its blocks at once."""
 import fcntl
 import os
 import statistics
@@ -44,15 +54,82 @@ def pin(var):
             pass  # a thread that ended meanwhile
 
 
+_lock = None
+
+
 def gpu_lock():
-    """From here on, this process alone uses the GPU (MATRIX_LOCK unset: no lock), released when
-    it ends, and the cores MATRIX_CPUS names, which no process that is still importing uses
+    """From here on, this process alone uses the GPU until its warm-up ends (MATRIX_LOCK unset:
+    no lock), on the cores MATRIX_CPUS names, which no process that is still importing uses
     (MATRIX_IMPORT_CPUS)."""
+    global _lock
     path = os.environ.get("MATRIX_LOCK")
     if path:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(_lock, fcntl.LOCK_EX)
     pin("MATRIX_CPUS")
+
+
+class Turns:
+    """The group's turns on the GPU (the module's text says how; timed.h does the same)."""
+
+    def __init__(self):
+        self.dir = os.environ.get("MATRIX_TURNS") or None
+        self.n = int(os.environ.get("MATRIX_N", "1"))
+        self.i = int(os.environ.get("MATRIX_I", "0"))
+
+    def _path(self, name):
+        return os.path.join(self.dir, name)
+
+    def _turn(self):
+        try:
+            with open(self._path("turn")) as f:
+                return int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _advance(self, t):
+        """The turn from t to t + 1, unless another process moved it meanwhile."""
+        fd = os.open(self._path("turn.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if self._turn() == t:
+                tmp = self._path(f"turn.{os.getpid()}")
+                with open(tmp, "w") as f:
+                    f.write(f"{t + 1}\n")
+                os.replace(tmp, self._path("turn"))
+        finally:
+            os.close(fd)
+
+    def ready(self):
+        """Warm: the GPU lock goes, and this waits until the whole group is warm."""
+        global _lock
+        if _lock is not None:
+            fcntl.flock(_lock, fcntl.LOCK_UN)
+            os.close(_lock)
+            _lock = None
+        if not self.dir:
+            return
+        open(self._path(f"ready.{self.i}"), "w").close()
+        until = time.monotonic() + float(os.environ.get("MATRIX_READY_WAIT", "240"))
+        while time.monotonic() < until:
+            if all(os.path.exists(self._path(f"ready.{k}")) or
+                   os.path.exists(self._path(f"dead.{k}")) for k in range(self.n)):
+                return
+            time.sleep(0.01)
+
+    def wait(self, slot):
+        while self.dir:
+            t = self._turn()
+            if t >= slot:
+                return
+            if os.path.exists(self._path(f"dead.{t % self.n}")):
+                self._advance(t)  # a process that ended early: its turns pass
+            else:
+                time.sleep(0.0005)
+
+    def done(self, slot):
+        if self.dir:
+            self._advance(slot)
 
 
 pin("MATRIX_IMPORT_CPUS")
@@ -64,17 +141,24 @@ def timed(step, warm, steps, what):
     while n < warm + 1 or time.perf_counter() - t0 < 0.3:
         step()
         n += 1
+    turns = Turns()
+    turns.ready()
     blocks = []
     per = max(1, steps // 5)
-    for _ in range(5):
+    for k in range(int(os.environ.get("MATRIX_BLOCKS", "5"))):
+        slot = k * turns.n + turns.i
+        turns.wait(slot)
+        step()  # untimed: the GPU was another process's
         t0 = time.perf_counter()
         n = 0
         while n < per or time.perf_counter() - t0 < 0.1:
             step()
             n += 1
         blocks.append((time.perf_counter() - t0) / n * 1e3)
+        turns.done(slot)
     print(f"model {what}")
-    print(f"ms_per_step {statistics.median(blocks):.3f}", flush=True)
+    print(f"ms_per_step {statistics.median(blocks):.3f}")
+    print("block_ms " + " ".join(f"{b:.4f}" for b in blocks), flush=True)
 
 
 def gpt2():

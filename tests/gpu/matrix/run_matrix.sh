@@ -6,23 +6,26 @@
 # Rows: Hugging Face GPT-2 training, timm ResNet training, torch.compile(mode="reduce-overhead"),
 # DDP over NCCL with one rank, Flax/Optax under jax.jit, CuPy, an nvcc program (static cudart),
 # a driver-API program. Columns: idle (atlas-trace, no option), --trace, --redzone=256,
-# --redzone=256 --redzone-check=launch, --d2h, --leaks, --races. A cell is the median step time
-# against native's (each the median of MATRIX_ROUNDS runs, 3 by default, run in interleaved
-# rounds), the lines atlastrace printed (the first round's run), and PASS or FAIL against the
-# mode's bar; ERR when a run failed or ran past MATRIX_TIMEOUT seconds (default 150). Exits 1
-# on any FAIL or ERR.
+# --redzone=256 --redzone-check=launch, --d2h, --leaks, --races.
 #
-# Three processes run at once (MATRIX_JOBS): their imports overlap; from its first use of the
-# GPU to its end each holds the lock file MATRIX_LOCK, so no two use the GPU at once, and runs on
-# half of the cores (MATRIX_CPUS), the processes still importing on the other half
-# (MATRIX_IMPORT_CPUS; programs.py, timed.h).
+# A row runs as a group: one process natively and one under each mode, started together, which
+# take turns on the GPU once all are warm (programs.py and timed.h say how and why): block k of
+# each in turn, MATRIX_BLOCKS blocks (15 unless set). A cell is the median over k of the mode's
+# block k against native's block k (MATRIX_ROUNDS groups, 1 unless set, pooled; each round
+# starts its turns one process later), the lines atlastrace printed (the first round's run), and
+# PASS or FAIL against the mode's bar; ERR when a run failed or ran past MATRIX_TIMEOUT seconds
+# (default 600). Exits 1 on any FAIL or ERR. runs.txt has each run's blocks, and each cell's
+# quartiles of the block ratios.
+#
 # MATRIX_ROWS and MATRIX_MODES choose a part; MATRIX_OUT, a folder: the table (matrix.txt), the
 # runs' figures (runs.txt) and the first lines of every log (logs.txt) are written there as
 # they come.
 set -u
 if [ "${1:-}" = --one ]; then
-    # one run: --one BUILD ROW MODE ROUND (the runs' folder in MATRIX_TMP)
+    # one run: --one BUILD ROW MODE ROUND INDEX N (the runs' folder in MATRIX_TMP)
     build=$2 row=$3 mode=$4 round=$5 tmp=$MATRIX_TMP
+    export MATRIX_I=$6 MATRIX_N=$7 MATRIX_TURNS=$tmp/turns.$row.$round
+    mkdir -p "$MATRIX_TURNS"
     here=tests/gpu/matrix
     case $row in
     cudart) set -- "$build/gpu/matrix_cudart" ;;
@@ -43,12 +46,13 @@ if [ "${1:-}" = --one ]; then
     esac
     t0=$(date +%s.%N)
     if [ -z "$opts" ]; then
-        timeout "${MATRIX_TIMEOUT:-150}" "$@" >"$out" 2>"$log"
+        timeout "${MATRIX_TIMEOUT:-600}" "$@" >"$out" 2>"$log"
     else
         # shellcheck disable=SC2086
-        timeout "${MATRIX_TIMEOUT:-150}" "$build/atlas-trace" $opts -o "$log" -- "$@" >"$out" 2>"$out.err"
+        timeout "${MATRIX_TIMEOUT:-600}" "$build/atlas-trace" $opts -o "$log" -- "$@" >"$out" 2>"$out.err"
     fi
     rc=$?
+    touch "$MATRIX_TURNS/dead.$MATRIX_I" # its turns, if any are left, pass
     secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     ms=$(awk '/^ms_per_step/ { print $2 }' "$out")
     if [ $rc -ne 0 ] || [ -z "$ms" ]; then
@@ -56,15 +60,16 @@ if [ "${1:-}" = --one ]; then
     else
         echo "$ms" >"$tmp/$row.$mode.$round.ms"
     fi
-    echo "$row $mode round $round: rc=$rc ms_per_step=${ms:--} ${secs}s" >>"$tmp/runs.txt"
+    awk '/^block_ms/ { $1 = ""; print substr($0, 2) }' "$out" >"$tmp/$row.$mode.$round.blocks"
+    echo "$row $mode round $round: rc=$rc ms_per_step=${ms:--} ${secs}s blocks: $(cat "$tmp/$row.$mode.$round.blocks")" >>"$tmp/runs.txt"
     exit 0
 fi
 
 build=${1:-build}
 rows=${MATRIX_ROWS:-gpt2 resnet compile ddp flax cupy cudart driver}
 modes=${MATRIX_MODES:-idle trace rz rzl d2h leaks races}
-rounds=${MATRIX_ROUNDS:-3}
-jobs=${MATRIX_JOBS:-3}
+rounds=${MATRIX_ROUNDS:-1}
+export MATRIX_BLOCKS="${MATRIX_BLOCKS:-15}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export MATRIX_LOCK=$tmp/lock
@@ -74,7 +79,7 @@ if [ "$ncpu" -ge 8 ]; then
     export MATRIX_CPUS="${MATRIX_CPUS:-0-$((ncpu / 2 - 1))}"
     export MATRIX_IMPORT_CPUS="${MATRIX_IMPORT_CPUS:-$((ncpu / 2))-$((ncpu - 1))}"
 fi
-# JAX takes 75% of the GPU's memory at start unless told not to: three processes at once
+# JAX takes 75% of the GPU's memory at start unless told not to: a group's processes at once
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 out=${MATRIX_OUT:-}
 [ -n "$out" ] && mkdir -p "$out"
@@ -93,29 +98,25 @@ label() {
     esac
 }
 
-# the jobs: for each row, rounds of native and every mode, interleaved; each round starts one
-# configuration later than the one before (round 1: native, idle, trace, ...; round 2: idle,
-# trace, ..., native), so that no configuration always runs at the same place in a round
-# (section 16 of bench/RESULTS.md: resnet's idle runs, always second, were all three slower
-# than all three of native's and of the trace's)
+# the jobs: for each row and round, a group of native and every mode, started together; each
+# round's turns start one process later than the round before's (round 1: native, idle, trace,
+# ...; round 2: idle, trace, ..., native), so that no configuration always follows the same one
 : >"$tmp/jobs"
 : >"$tmp/runs.txt"
+set -- native $modes
+n=$#
 for row in $rows; do
     r=1
     while [ $r -le "$rounds" ]; do
-        set -- native $modes
-        k=1
-        while [ $k -lt $r ] && [ $# -gt 1 ]; do
-            first=$1
-            shift
-            set -- "$@" "$first"
-            k=$((k + 1))
+        i=0
+        for m in native $modes; do
+            echo "$row $m $r $(((i + r - 1) % n)) $n" >>"$tmp/jobs"
+            i=$((i + 1))
         done
-        for m in "$@"; do echo "$row $m $r" >>"$tmp/jobs"; done
         r=$((r + 1))
     done
 done
-echo "== gpu-matrix: $(wc -l <"$tmp/jobs") runs ($rounds rounds of native and $(echo $modes | wc -w) modes for each of: $rows), $jobs at a time"
+echo "== gpu-matrix: $(wc -l <"$tmp/jobs") runs ($rounds group(s) of native and $(echo $modes | wc -w) modes for each of: $rows; $MATRIX_BLOCKS blocks each, in turns)"
 export MATRIX_TMP=$tmp
 med() { # FILES... -> the median of the numbers in them ("" when any run failed)
     cat "$@" 2>/dev/null | grep -q '^ERR' && return 0
@@ -129,19 +130,37 @@ table=$tmp/matrix.txt
     for m in $modes; do printf ' | %-20s' "$(label $m) (<=$(bar $m)x)"; done
     echo
 } >"$table"
-# each row's runs finish before the next row's start, so a row's figures come in as it ends
+# ratios MODE -> "median q1 q3" of block k of the mode's run against native's block k, pooled
+# over the rounds ("" when a run failed or has no blocks)
+ratios() {
+    for r in $(seq 1 "$rounds"); do
+        [ -s "$tmp/$row.native.$r.blocks" ] && [ -s "$tmp/$row.$1.$r.blocks" ] || { echo ERR; continue; }
+        paste -d ' ' "$tmp/$row.native.$r.blocks" "$tmp/$row.$1.$r.blocks" |
+            awk '{ h = NF / 2; for (k = 1; k <= h; k++) if ($k > 0) print $(k + h) / $k }'
+    done | awk '/ERR/ { bad = 1 } !/ERR/ { v[++n] = $1 }
+        END { if (bad || !n) exit
+              for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+              m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+              printf "%.4f %.4f %.4f\n", m, v[int((n - 1) / 4) + 1], v[int(3 * (n - 1) / 4) + 1] }'
+}
 for row in $rows; do
-    grep "^$row " "$tmp/jobs" | xargs -P "$jobs" -L 1 sh "$0" --one "$build"
-    n=$(med "$tmp/$row.native."*.ms)
-    line=$(printf '%-8s %9s' "$row" "${n:-ERR}")
+    # a row's group runs at once (its processes take turns on the GPU); its figures come in as
+    # it ends
+    for r in $(seq 1 "$rounds"); do
+        grep "^$row [a-z0-9]* $r " "$tmp/jobs" | xargs -P "$n" -L 1 sh "$0" --one "$build"
+    done
+    nat=$(med "$tmp/$row.native."*.ms)
+    line=$(printf '%-8s %9s' "$row" "${nat:-ERR}")
     for m in $modes; do
-        t=$(med "$tmp/$row.$m."*.ms)
+        q=$(ratios "$m")
         lines=$(grep -c '' "$tmp/$row.$m.1.log" 2>/dev/null || echo 0)
-        if [ -z "$n" ] || [ -z "$t" ]; then
+        if [ -z "$nat" ] || [ -z "$q" ]; then
             cell="ERR ${lines}L"
             status=1
         else
-            x=$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.2f", t / n }')
+            set -- $q
+            x=$(awk -v t="$1" 'BEGIN { printf "%.2f", t }')
+            echo "$row $m: block ratios median $1, quartiles $2 .. $3" >>"$tmp/runs.txt"
             if awk -v x="$x" -v b="$(bar $m)" 'BEGIN { exit !(x <= b) }'; then v=PASS; else v=FAIL status=1; fi
             cell="${x}x ${lines}L $v"
         fi
@@ -162,7 +181,7 @@ for row in $rows; do
         done >>"$out/logs.txt" 2>/dev/null
     fi
 done
-echo "== gpu-matrix: step time against native (median of $rounds interleaved runs), lines atlastrace printed, the mode's bar; $(($(date +%s) - start)) s"
+echo "== gpu-matrix: step time against native (median over the blocks taken in turns of the ratio to native's block), lines atlastrace printed, the mode's bar; $(($(date +%s) - start)) s"
 cat "$table"
 [ -n "$out" ] && cp "$table" "$out/matrix.txt"
 [ $status -eq 0 ] && echo "gpu-matrix: PASS" || echo "gpu-matrix: FAIL"
