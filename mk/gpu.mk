@@ -45,6 +45,13 @@ $(GPU_DIR)/matrix_driver: tests/gpu/matrix/steps_driver.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
 
+# The runner itself, with stand-ins for its programs (no GPU): turns, ratios, bars, ERR
+.PHONY: matrix-check
+matrix-check:
+	sh tests/harness/test_matrix.sh $(BUILD)
+
+CHECK_TARGETS += matrix-check
+
 .PHONY: gpu-matrix
 gpu-matrix: $(BUILD)/libatlastrace.so $(BUILD)/atlas-trace $(GPU_DIR)/kern.cubin \
             $(GPU_DIR)/matrix_cudart $(GPU_DIR)/matrix_driver
