@@ -51,6 +51,10 @@ raced() {
     else
         fail "$name: $what:${why#;} (log: $log)"
         tail -3 "$out/$name.err"
+        # what the detector counted, and what it watched: the log stays on the machine, and
+        # a FAIL seen once (torch_allreduce_raced, bench/RESULTS.md section 19) said nothing
+        grep -E 'races: [0-9,]* found|suppressed:|summary:|races: ' "$log" | grep -v 'race: ' |
+            head -n 6 | cut -c1-400
     fi
     grep -m4 -E 'race: alloc#|race:   (1st|2nd|missing edge):' "$log" | cut -c1-400
 }
