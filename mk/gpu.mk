@@ -45,6 +45,12 @@ $(GPU_DIR)/matrix_driver: tests/gpu/matrix/steps_driver.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -I $(CUDA_INC) -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
 
+# One lent machine's call: the build, the suites in three lanes, the matrix in the time left
+# (tests/gpu/run_session.sh): make gpu-session GPU_OUT=DIR [GPU_SECONDS=570]
+.PHONY: gpu-session
+gpu-session:
+	sh tests/gpu/run_session.sh $(or $(GPU_OUT),$(BUILD)/gpu-session) $(or $(GPU_SECONDS),570)
+
 # The runner itself, with stand-ins for its programs (no GPU): turns, ratios, bars, ERR
 .PHONY: matrix-check
 matrix-check:
