@@ -646,6 +646,7 @@ int atl_redzone_alloc_post(struct atl_alloc *a, CUresult r)
                     (unsigned long long)a->seq, atl_error_name(pr, nm, sizeof nm));
         return 0;
     }
+    atl_rz_rel_birth(z.base, z.start, z.start + z.len);
     atl_rz_zone_add(&z);
     __atomic_add_fetch(&guarded_total, 1, __ATOMIC_RELAXED);
     atl_log(ATL_INFO, "redzone: alloc#%llu bytes=%zu ptr=0x%llx", (unsigned long long)z.seq,

@@ -232,6 +232,15 @@ void atl_rz_quar_flush_locked(void);
 /* The events kept for reuse destroyed (a context goes). With scan_lock held. */
 void atl_rz_quar_forget_events(void);
 
+/* Memory the quarantine released poisoned (issue #45's first measure, before any birth skips
+ * its poison): spans [lo, hi) of released allocations, whole, that no allocation has taken
+ * since. atl_rz_rel_add: a span released (its check queued before its free). atl_rz_rel_birth:
+ * a guarded allocation [base, end) is made, its zone [zone, end): 1 when the zone lay wholly in
+ * released memory; the allocation's span leaves the set either way. Counted for the exit's
+ * info line; an upper bound (the driver may have handed the pages back meanwhile). */
+void atl_rz_rel_add(uint64_t lo, uint64_t hi);
+int atl_rz_rel_birth(uint64_t base, uint64_t zone, uint64_t end);
+
 /* ---- reports (src/redzone_report.c) -------------------------------------------------- */
 
 /* One report per corrupted zone (called with scan_lock held); afterwards
@@ -247,6 +256,9 @@ struct atl_rz_counts {
     int torch_pool;             /* src/redzone.c: PyTorch's caching allocator serves the process */
     uint64_t checks, skipped;   /* src/redzone_check.c: checks made, skipped for a capture */
     uint64_t quarantined, held_frees, held_batches; /* src/redzone_quar.c */
+    /* src/redzone_quar.c: births asked, births whose zone lay in released poison, spans
+     * refused (the set was full) */
+    uint64_t births, births_in_poison, rel_full;
 };
 void atl_rz_zone_counts(struct atl_rz_counts *c);
 void atl_rz_check_counts(struct atl_rz_counts *c);

@@ -175,6 +175,8 @@ static int q_release_batch_locked(int all)
         memcpy(mine, p.qe, sizeof mine);
         int queued = atl_rz_free_check_locked(&p, NULL) == 0;
         for (unsigned i = 0; i < p.nz; i++) {
+            /* poisoned whole at its free, checked before this free in stream order */
+            atl_rz_rel_add(mine[i]->z.base, mine[i]->z.start + mine[i]->z.len);
             q_free_now(mine[i]);
             event_put(mine[i]->ev, mine[i]->ctx);
             mine[i]->ev = NULL;
@@ -650,8 +652,105 @@ void atl_redzone_free_post(struct atl_free *f, CUresult r)
     }
 }
 
+/* ---- memory released poisoned (redzone_internal.h) ---- */
+
+/* Disjoint spans, sorted, none touching another (touching ones are merged); at most
+ * REL_MAX, past which a released span is not kept (counted). */
+#define REL_MAX 65536
+static pthread_mutex_t rel_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct rspan {
+    uint64_t lo, hi;
+} *rel;
+static size_t rel_n, rel_cap;
+static uint64_t births, births_in_poison, rel_full;
+
+/* The first span that ends after v (rel_n when none). */
+static size_t rel_after(uint64_t v)
+{
+    size_t a = 0, b = rel_n;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (rel[m].hi <= v)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a;
+}
+
+/* Spans [i, j) replaced by the k spans of `with`. */
+static void rel_splice(size_t i, size_t j, const struct rspan *with, size_t k)
+{
+    memmove(&rel[i + k], &rel[j], (rel_n - j) * sizeof *rel);
+    memcpy(&rel[i], with, k * sizeof *rel);
+    rel_n = rel_n - (j - i) + k;
+}
+
+void atl_rz_rel_add(uint64_t lo, uint64_t hi)
+{
+    if (lo >= hi)
+        return;
+    pthread_mutex_lock(&rel_mu);
+    if (rel_n + 1 > rel_cap) {
+        size_t cap = rel_cap ? 2 * rel_cap : 256;
+        struct rspan *r = cap <= REL_MAX ? realloc(rel, cap * sizeof *r) : NULL;
+        if (!r) {
+            rel_full++;
+            pthread_mutex_unlock(&rel_mu);
+            return;
+        }
+        rel = r, rel_cap = cap;
+    }
+    /* every span that overlaps or touches [lo, hi) merges into one */
+    size_t i = lo ? rel_after(lo - 1) : 0, j = i;
+    struct rspan m = {lo, hi};
+    while (j < rel_n && rel[j].lo <= hi) {
+        if (rel[j].lo < m.lo)
+            m.lo = rel[j].lo;
+        if (rel[j].hi > m.hi)
+            m.hi = rel[j].hi;
+        j++;
+    }
+    rel_splice(i, j, &m, 1);
+    pthread_mutex_unlock(&rel_mu);
+}
+
+int atl_rz_rel_birth(uint64_t base, uint64_t zone, uint64_t end)
+{
+    pthread_mutex_lock(&rel_mu);
+    births++;
+    size_t i = rel_after(base), j = i;
+    int in = 0;
+    if (i < rel_n) {
+        size_t z = rel_after(zone);
+        in = z < rel_n && rel[z].lo <= zone && rel[z].hi >= end;
+    }
+    births_in_poison += (uint64_t)in;
+    /* the allocation's span leaves the set: what lies around it stays */
+    struct rspan keep[2];
+    size_t k = 0;
+    while (j < rel_n && rel[j].lo < end)
+        j++;
+    if (j > i) {
+        if (rel[i].lo < base)
+            keep[k++] = (struct rspan){rel[i].lo, base};
+        if (rel[j - 1].hi > end)
+            keep[k++] = (struct rspan){end, rel[j - 1].hi};
+        /* a split needs one more span: without room, the pieces around go too (the set then
+         * says less than it could, never more) */
+        rel_splice(i, j, keep, rel_n - (j - i) + k <= rel_cap ? k : 0);
+    }
+    pthread_mutex_unlock(&rel_mu);
+    return in;
+}
+
 void atl_rz_quar_counts(struct atl_rz_counts *c)
 {
+    pthread_mutex_lock(&rel_mu);
+    c->births = births;
+    c->births_in_poison = births_in_poison;
+    c->rel_full = rel_full;
+    pthread_mutex_unlock(&rel_mu);
     c->quarantined = __atomic_load_n(&quarantined_total, __ATOMIC_RELAXED);
     c->held_frees = __atomic_load_n(&held_frees, __ATOMIC_RELAXED);
     c->held_batches = __atomic_load_n(&held_batches, __ATOMIC_RELAXED);

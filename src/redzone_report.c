@@ -540,6 +540,14 @@ void atl_redzone_exit(void)
                     "device's memory only so): not guarded",
                     (unsigned long long)c.unpadded, c.unpadded == 1 ? "" : "s");
         char h1[32], h2[32];
+        if (c.births)
+            atl_log(ATL_INFO,
+                    "redzone: %s of %s guarded allocation%s had %s red zone in memory the "
+                    "quarantine had released poisoned (a birth's poison that a set of verified "
+                    "spans could skip, at most)%s",
+                    atl_summary_number(c.births_in_poison, h1), atl_summary_number(c.births, h2),
+                    c.births == 1 ? "" : "s", c.births == 1 ? "its" : "their",
+                    c.rel_full ? "; the set was full, some spans not kept" : "");
         if (c.held_frees)
             atl_log(ATL_INFO,
                     "redzone: %s free%s on the legacy stream %s held back and checked in %s "
