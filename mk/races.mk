@@ -64,7 +64,7 @@ $(BUILD)/bench/races_bench: bench/races/races_bench.c $(FAKE_DIR)/libcuda.so
 
 .PHONY: races-bench
 races-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/races_bench
-	CPU_BENCH_BIN=$(BUILD)/bench/races_bench CPU_BENCH_LOOPS="one two untyped" \
+	CPU_BENCH_BIN=$(BUILD)/bench/races_bench CPU_BENCH_LOOPS="one two untyped layers" \
 	  sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) \
 	  "trace:ATLAS_TRACE=1;races:ATLAS_RACES=1" ""
 

@@ -12,6 +12,10 @@
  *        every 8-byte word may write, the u64 scalar too, as in cuBLAS's and
  *        XLA's by-value structs): after its first launches nothing is left to
  *        watch, and the launch is as cheap as one's
+ *   layers  a framework's step: one kernel with a 512-byte by-value struct (64
+ *        words, three of them pointers, as a GEMM library's parameters) launched
+ *        for 8 layers in turn, each layer's pointers into buffers of its own, so
+ *        that consecutive launches of the kernel never pass the same words
  * Run natively and under the preload; the difference is ours.
  *   races_bench N            both loops, prints "one NS" and "two NS"
  *                            (nanoseconds per launch, after a warm-up)
@@ -34,12 +38,15 @@ static CUresult k_nop(const struct fake_launch *l, void **params)
 /* args8(float*, float const*, float*, float const*, unsigned, unsigned, float,
  * unsigned long long) */
 static const size_t sizes8[8] = {8, 8, 8, 8, 4, 4, 4, 8};
+static const size_t sizes_gemm[1] = {512};
 static const struct fake_kernel_def kernels[] = {
-    {"_Z5args8PfPKfS_S1_jjfy", k_nop, 8, sizes8, NULL}, {"args8_c", k_nop, 8, sizes8, NULL}};
-static const struct fake_image image = {FAKE_IMAGE_MAGIC, 2, kernels};
+    {"_Z5args8PfPKfS_S1_jjfy", k_nop, 8, sizes8, NULL},
+    {"args8_c", k_nop, 8, sizes8, NULL},
+    {"_Z4gemm10GemmParams", k_nop, 1, sizes_gemm, NULL}};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 3, kernels};
 
-static CUfunction args8, args8_c, kernel;
-static CUdeviceptr buf[8];
+static CUfunction args8, args8_c, gemm, kernel;
+static CUdeviceptr buf[8], lbuf[8][3];
 static CUstream s1, s2;
 static CUevent ev1, ev2;
 
@@ -73,6 +80,23 @@ static int loop_untyped(long n)
     return 0;
 }
 
+static int loop_layers(long n)
+{
+    unsigned long long p[64];
+    for (int w = 0; w < 64; w++)
+        p[w] = 16 + (unsigned long long)w; /* sizes, strides, leading dimensions */
+    for (long i = 0; i < n; i++) {
+        const CUdeviceptr *l = lbuf[i % 8];
+        p[0] = l[0], p[1] = l[1], p[2] = l[2];
+        void *params[1] = {p};
+        if (cuLaunchKernel(gemm, 1, 1, 1, 1, 1, 1, 0, s1, params, NULL) != CUDA_SUCCESS)
+            return 1;
+        if (i % 256 == 255 && cuCtxSynchronize() != CUDA_SUCCESS)
+            return 1;
+    }
+    return 0;
+}
+
 static int loop_two(long n)
 {
     kernel = args8;
@@ -102,22 +126,29 @@ int main(int argc, char **argv)
     CHECK(cuModuleLoadData(&mod, &image));
     CHECK(cuModuleGetFunction(&args8, mod, kernels[0].name));
     CHECK(cuModuleGetFunction(&args8_c, mod, kernels[1].name));
+    CHECK(cuModuleGetFunction(&gemm, mod, kernels[2].name));
     CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
     CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
     CHECK(cuEventCreate(&ev1, CU_EVENT_DISABLE_TIMING));
     CHECK(cuEventCreate(&ev2, CU_EVENT_DISABLE_TIMING));
     for (int i = 0; i < 8; i++)
         CHECK(cuMemAlloc(&buf[i], 4096));
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 3; j++)
+            CHECK(cuMemAlloc(&lbuf[i][j], 65536));
     static const struct {
         const char *name;
         int (*run)(long);
-    } loops[] = {{"one", loop_one}, {"two", loop_two}, {"untyped", loop_untyped}};
-    const int nloops = 3;
+    } loops[] = {{"one", loop_one},
+                 {"two", loop_two},
+                 {"untyped", loop_untyped},
+                 {"layers", loop_layers}};
+    const int nloops = 4;
     for (int i = 0; i < nloops; i++)
         if (only && strcmp(only, loops[i].name) == 0)
             return loops[i].run(n);
     if (only) {
-        fprintf(stderr, "races_bench: unknown loop '%s' (one, two, untyped)\n", only);
+        fprintf(stderr, "races_bench: unknown loop '%s' (one, two, untyped, layers)\n", only);
         return 2;
     }
     for (int i = 0; i < nloops; i++)
