@@ -26,16 +26,21 @@
 #define RC_WATCH_WAIT_US 2000      /* a launch's post waits this long for its watch */
 #define RC_WATCH_BUDGET_US 3000000 /* and all of them this long in all; then no more watches */
 
-/* A kernel's last launch on a stream: its words and the accesses they
- * resolved to, while no allocation came or went (gen == atl_rspan.gen): a
- * loop launches a kernel on the same buffers again and again. */
-#define RC_MEMO 4        /* ways per kernel, by stream slot */
+/* A launch of a kernel with these words and the accesses they resolved to, while no allocation
+ * came or went (gen == atl_rspan.gen): a loop launches a kernel on the same buffers again and
+ * again, and a framework's step launches one kernel for each of its layers, each on buffers of
+ * its own (a GEMM library's 64-word parameters resolved at every launch cost about 3,000
+ * instructions more than a memo's hit: make races-bench, `layers`). RC_MEMO per kernel, found by
+ * the words' hash; the least recently used one goes. */
+#define RC_MEMO 8        /* ways per kernel */
 #define RC_MEMO_WORDS 64 /* words of a launch a memo holds at most */
 struct rmemo {
     uint64_t *v;
     struct racc_op *acc;
-    unsigned n;
-    uint64_t gen; /* 0: none */
+    unsigned n, cap; /* accesses in acc, and room */
+    uint64_t gen;    /* 0: none */
+    uint64_t h;      /* the words' hash */
+    uint64_t used;   /* the kernel's launch count when last found */
     /* where the accesses were last checked: that stream at that epoch
      * (clock, ver); the same accesses there again check nothing new */
     int u;
@@ -53,7 +58,10 @@ struct rkern {
     unsigned char *cls;
     struct rword *words;
     unsigned nwords;
-    struct rmemo memo[RC_MEMO]; /* by stream slot */
+    struct rmemo memo[RC_MEMO]; /* by the words' hash */
+    uint64_t launches;          /* for the memos' recency */
+    unsigned char last[4];      /* by stream slot, the memo found or made last there: a loop's
+                                 * launch looks there first */
 };
 
 /* A launch being watched: the kernel (its handle, in its unload generation) and the words
@@ -190,16 +198,19 @@ static struct rkern *kern_of(const struct atl_launch *l)
     return k;
 }
 
-/* The allocations a launch's parameters point into: the memo of the
- * kernel's last launch on the stream when every word is the same and no
- * allocation came or went since, else resolved (and kept as the memo).
- * Returns the memo, or NULL. */
+/* The allocations a launch's parameters point into: the memo of an earlier
+ * launch of the kernel with the same words when no allocation came or went
+ * since, else resolved (and kept as a memo, in place of the least recently
+ * used one). Returns the memo, or NULL. */
 static struct rmemo *launch_words(struct rkern *k, const void *const *params, unsigned u,
                                   struct rop *op)
 {
-    struct rmemo *m = &k->memo[u % RC_MEMO];
     unsigned nv = k->nwords <= RC_MEMO_WORDS ? k->nwords : 0;
+    k->launches++;
+    unsigned char *last = &k->last[u % sizeof k->last];
+    struct rmemo *m = &k->memo[*last];
     if (nv && m->gen == atl_rspan.gen && m->gen) {
+        /* a loop: the words of the stream's last launch of the kernel, read in place */
         unsigned i = 0;
         for (; i < nv; i++) {
             const unsigned char *p = params[k->words[i].param];
@@ -210,44 +221,74 @@ static struct rmemo *launch_words(struct rkern *k, const void *const *params, un
                 break;
         }
         if (i == nv) {
+            m->used = k->launches;
             op->accp = m->acc;
             op->n = m->n;
             return m;
         }
     }
-    uint64_t v[RC_MEMO_WORDS];
+    m = NULL;
+    uint64_t v[RC_MEMO_WORDS], h = 0x9e3779b97f4a7c15ULL;
     for (unsigned i = 0; i < nv; i++) {
         const unsigned char *p = params[k->words[i].param];
         v[i] = 0;
         if (p)
             memcpy(&v[i], p + k->words[i].off, 8);
+        h = (h ^ v[i]) * 0x100000001b3ULL;
+    }
+    if (nv && atl_rspan.gen) {
+        struct rmemo *old = &k->memo[0];
+        for (unsigned j = 0, i = *last; j < RC_MEMO; j++, i = i + 1 == RC_MEMO ? 0 : i + 1) {
+            struct rmemo *x = &k->memo[i];
+            if (x->gen == atl_rspan.gen && x->h == h && !memcmp(x->v, v, nv * sizeof *v)) {
+                x->used = k->launches;
+                *last = (unsigned char)i;
+                op->accp = x->acc;
+                op->n = x->n;
+                return x;
+            }
+            /* the one to replace: one of another allocation set, else the least recently used */
+            if (x->gen != atl_rspan.gen ? old->gen == atl_rspan.gen || x->used < old->used
+                                        : old->gen == atl_rspan.gen && x->used < old->used)
+                old = x;
+        }
+        m = old;
     }
     for (unsigned i = 0; i < k->nwords; i++) {
         const struct rword *w = &k->words[i];
-        const unsigned char *p = params[w->param];
         uint64_t x;
-        if (!p)
-            continue;
-        memcpy(&x, p + w->off, 8);
+        if (i < nv) {
+            x = v[i];
+        } else {
+            const unsigned char *p = params[w->param];
+            if (!p)
+                continue;
+            memcpy(&x, p + w->off, 8);
+        }
         if (rspan_has(x)) /* most words are no address at all */
             atl_racc_word(op, x, w);
     }
-    if (!nv || atl_rc.dead)
+    if (!m || atl_rc.dead)
         return NULL;
-    if (!m->v) {
-        m->v = malloc(RC_MEMO_WORDS * sizeof *m->v);
-        m->acc = malloc(RC_OP_ACCESSES * sizeof *m->acc);
-        if (!m->v || !m->acc) {
-            free(m->v), free(m->acc);
-            m->v = NULL, m->acc = NULL;
-            return NULL; /* no memo: resolved every time */
+    if (!m->v && !(m->v = malloc(RC_MEMO_WORDS * sizeof *m->v)))
+        return NULL; /* no memo: resolved every time */
+    if (op->n > m->cap) {
+        struct racc_op *a = realloc(m->acc, op->n * sizeof *a);
+        if (!a) {
+            m->gen = 0;
+            return NULL;
         }
+        m->acc = a, m->cap = op->n;
     }
     memcpy(m->v, v, nv * sizeof *v);
-    memcpy(m->acc, op->acc, op->n * sizeof *op->acc);
+    if (op->n)
+        memcpy(m->acc, op->acc, op->n * sizeof *op->acc);
     m->n = op->n;
+    m->h = h;
     m->gen = atl_rspan.gen;
+    m->used = k->launches;
     m->u = -1;
+    *last = (unsigned char)(m - k->memo);
     return m;
 }
 
