@@ -480,53 +480,52 @@ static int seg_moved(const struct report *r, const struct atl_ann *xa, uint64_t 
            xa->seq != ATL_ANN_HOST && xb->seq != ATL_ANN_HOST && r->o->pooled(xa, va, xb, vb);
 }
 
+/* One collapsed line of a report: printed at `rank`, counted as noted (no host value a graph
+ * would freeze differently) when `noted`, and folded across steps as the text "FOLD: names". */
+static void collapsed_line(struct report *r, enum rank rank, const char *line, const char *fold,
+                           const struct collapsed *c, int noted)
+{
+    char what[300];
+    emit(r, rank, line);
+    r->noted += (size_t)noted;
+    snprintf(what, sizeof what, "%s: %s", fold, c->names);
+    chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
+}
+
 /* Prints the header and the kept lines, rank by rank, at most max_lines,
  * then a count of the rest. */
 static void report_close(struct report *r)
 {
-    char line[512], what[300];
-    if (r->moved.n) {
-        size_t n = r->moved.n;
+    char line[512];
+    size_t n;
+    if ((n = r->moved.n)) {
         snprintf(line, sizeof line,
                  "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s", n,
                  n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "" : "s", r->moved.names);
-        emit(r, RANK_PTR, line);
-        r->noted++; /* allocator reuse: no host value a graph would freeze differently */
-        snprintf(what, sizeof what, "pointers moved within their allocations: %s", r->moved.names);
-        chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
+        collapsed_line(r, RANK_PTR, line, "pointers moved within their allocations", &r->moved,
+                       1);
     }
-    if (r->segmoved.n) {
-        size_t n = r->segmoved.n;
+    if ((n = r->segmoved.n)) {
         snprintf(line, sizeof line,
                  "  %zu pointer argument%s moved to another segment of PyTorch's caching "
                  "allocator (allocator reuse): %s",
                  n, n == 1 ? "" : "s", r->segmoved.names);
-        emit(r, RANK_PTR, line);
-        r->noted++;
-        snprintf(what, sizeof what, "pointers moved between segments: %s",
-                 r->segmoved.names);
-        chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
+        collapsed_line(r, RANK_PTR, line, "pointers moved between segments", &r->segmoved, 1);
     }
-    if (r->hostmoved.n) {
-        size_t n = r->hostmoved.n;
+    if ((n = r->hostmoved.n)) {
         snprintf(line, sizeof line,
                  "  %zu host buffer%s of pageable copies moved (no stream capture takes a "
                  "pageable copy): %s",
                  n, n == 1 ? "" : "s", r->hostmoved.names);
-        emit(r, RANK_PTR, line);
-        r->noted++;
-        snprintf(what, sizeof what, "host buffers of pageable copies moved: %s",
-                 r->hostmoved.names);
-        chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
+        collapsed_line(r, RANK_PTR, line, "host buffers of pageable copies moved", &r->hostmoved,
+                       1);
     }
-    if (r->resid.n) {
+    if ((n = r->resid.n)) {
         snprintf(line, sizeof line,
                  "  %zu changed word%s of by-value parameters that hold host addresses "
                  "(uninitialised bytes, most likely): %s",
-                 r->resid.n, r->resid.n == 1 ? "" : "s", r->resid.names);
-        emit(r, RANK_RESIDUE, line);
-        snprintf(what, sizeof what, "uninitialised bytes: %s", r->resid.names);
-        chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
+                 n, n == 1 ? "" : "s", r->resid.names);
+        collapsed_line(r, RANK_RESIDUE, line, "uninitialised bytes", &r->resid, 0);
     }
 }
 
