@@ -570,6 +570,32 @@ START_TEST(capture_fork_and_join)
 }
 END_TEST
 
+/* Four threads, 2,048 live allocations, every launch on other words than its kernel's last
+ * eight (the memos of what a kernel's words point into churn); two threads of three buffers,
+ * every launch on words its kernel keeps: nothing false, and the one wait left out is the one
+ * race. */
+START_TEST(layers_at_scale)
+{
+    struct run_result r;
+    run_case(&r, "layers", "fixed", NULL);
+    assert_silent(&r);
+    HAS(r.log, "accesses checked on 9 streams");
+    run_free(&r);
+    run_case(&r, "layers", "raced", NULL);
+    assert_one_race(&r);
+    HAS(r.log, "race:   1st: launch#");
+    HAS(r.log, "race:   2nd: launch#");
+    run_free(&r);
+    /* the memos hit: the launch that races passes words its kernel keeps */
+    run_case(&r, "layers_few", "fixed", NULL);
+    assert_silent(&r);
+    run_free(&r);
+    run_case(&r, "layers_few", "raced", NULL);
+    assert_one_race(&r);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(threads_under_contention)
 {
     struct run_result r;
@@ -705,6 +731,7 @@ int main(void)
     tcase_add_test(tc, resolved_through_dlsym);
     tcase_add_test(tc, capture_fork_and_join);
     tcase_add_test(tc, threads_under_contention);
+    tcase_add_test(tc, layers_at_scale);
     tcase_add_test(tc, error_exitcode_counts_races);
     tcase_add_test(tc, off_by_default);
     suite_add_tcase(s, tc);

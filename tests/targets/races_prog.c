@@ -895,6 +895,57 @@ static void case_stress(void)
         pthread_join(t[i], NULL);
 }
 
+/* A framework's step: threads, each with two streams and buffers of its own, a kernel that
+ * writes and one that reads launched over its buffers in turn for four rounds, each buffer
+ * handed from one stream to the other by an event. `layers`: four threads of 512 buffers (2,048
+ * live allocations), every launch on other words than its kernel's last eight (the memos of
+ * what they point into churn); `layers_few`: two threads of three buffers, every launch after
+ * the first round on words its kernel keeps (the memos hit, in a new epoch each time). fixed:
+ * nothing to report; raced: thread 0's last reader skips its wait: one race. */
+static int layers_bufs = 512, layers_threads = 4;
+static void *layers_thread(void *arg)
+{
+    long t = (long)arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    CUstream a = stream(CU_STREAM_NON_BLOCKING), b = stream(CU_STREAM_NON_BLOCKING);
+    static __thread CUdeviceptr p[512];
+    const int nb = layers_bufs;
+    for (int i = 0; i < nb; i++)
+        CHECK(cuMemAlloc(&p[i], 1024));
+    CUevent e = event();
+    int n = 256;
+    for (int round = 0; round < 4; round++)
+        for (int i = 0; i < nb; i++) {
+            void *args[] = {&p[i], &n};
+            CHECK(cuLaunchKernel(produce, 1, 1, 1, 32, 1, 1, 0, a, args, NULL));
+            if (!(raced && t == 0 && round == 3 && i == nb - 1)) {
+                CHECK(cuEventRecord(e, a));
+                CHECK(cuStreamWaitEvent(b, e, 0));
+            }
+            CHECK(cuLaunchKernel(consume, 1, 1, 1, 32, 1, 1, 0, b, args, NULL));
+            CHECK(cuEventRecord(e, b));
+            CHECK(cuStreamWaitEvent(a, e, 0));
+        }
+    CHECK(cuStreamSynchronize(a));
+    CHECK(cuStreamSynchronize(b));
+    return NULL;
+}
+
+static void case_layers(void)
+{
+    pthread_t t[4];
+    for (long i = 0; i < layers_threads; i++)
+        pthread_create(&t[i], NULL, layers_thread, (void *)i);
+    for (int i = 0; i < layers_threads; i++)
+        pthread_join(t[i], NULL);
+}
+
+static void case_layers_few(void)
+{
+    layers_bufs = 3, layers_threads = 2;
+    case_layers();
+}
+
 /* The reader launched by a runtime library (tests/targets/races_cudart.c):
  * the report names this program's frame that called it. */
 CUresult rt_launch(CUfunction f, CUstream s, void **args);
@@ -1059,6 +1110,8 @@ static const struct {
     {"host_fn", case_host_fn},
     {"callback", case_callback},
     {"threads", case_threads},
+    {"layers", case_layers},
+    {"layers_few", case_layers_few},
     {"operands", case_operands},
     {"maywrite", case_maywrite},
     {"kernel_write", case_kernel_write},
