@@ -134,19 +134,12 @@ static unsigned fc_n;
 static unsigned long long fc_subs; /* the loader's unload count when they were named */
 static uint64_t fc_named, fc_reused;  /* under fc_mu: for the tests */
 
-static int first_subs(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
-        *(unsigned long long *)arg = info->dlpi_subs;
-    return 1; /* the first object says it */
-}
-
 /* How many objects the loader has unloaded, ever (glibc's dlpi_subs): an address named
  * before one was may lie in another object now. */
 static unsigned long long unloads(void)
 {
-    unsigned long long subs = 0;
-    dl_iterate_phdr(first_subs, &subs);
+    unsigned long long subs;
+    atl_stack_loads(NULL, &subs);
     return subs;
 }
 

@@ -413,6 +413,24 @@ static int module_find(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+static int first_counts(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    unsigned long long *c = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        c[0] = info->dlpi_adds, c[1] = info->dlpi_subs;
+    return 1; /* the first object says it */
+}
+
+void atl_stack_loads(unsigned long long *adds, unsigned long long *subs)
+{
+    unsigned long long c[2] = {0, 0};
+    dl_iterate_phdr(first_counts, c);
+    if (adds)
+        *adds = c[0];
+    if (subs)
+        *subs = c[1];
+}
+
 int atl_stack_module(void *pc, char *path, size_t len, uintptr_t *base)
 {
     struct module_q q = {.pc = (uintptr_t)pc, .path = path, .len = len};

@@ -39,6 +39,11 @@ int atl_stack_cuda_path(const char *path);
  * exported symbol of the object (2.6 M instructions in one of 100,000). */
 int atl_stack_module(void *pc, char *path, size_t len, uintptr_t *base);
 
+/* The loader's counts of objects loaded and unloaded, ever (glibc's dlpi_adds and dlpi_subs; 0
+ * where the loader gives none): what was looked up in its list before may have moved when
+ * either changed. Reads the list's first entry only. */
+void atl_stack_loads(unsigned long long *adds, unsigned long long *subs);
+
 /* Whether a report skips frame pc: one of ours, or one of the CUDA libraries'.
  * The race detector names a launch by its caller when that is neither,
  * without unwinding. */

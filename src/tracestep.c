@@ -883,13 +883,6 @@ struct c10_code {
 };
 static struct c10_code c10 = {.adds = ~0ULL};
 
-static int adds_of(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
-        *(unsigned long long *)arg = info->dlpi_adds;
-    return 1; /* the first object says it */
-}
-
 static int find_c10(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct c10_code *c = arg;
@@ -915,8 +908,8 @@ static int c10_loaded(void)
 {
     if (c10.lo != c10.hi)
         return 1; /* PyTorch's libraries stay */
-    unsigned long long adds = 0;
-    dl_iterate_phdr(adds_of, &adds);
+    unsigned long long adds;
+    atl_stack_loads(&adds, NULL);
     if (adds != c10.adds) {
         c10.adds = adds;
         dl_iterate_phdr(find_c10, &c10);
