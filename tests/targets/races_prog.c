@@ -933,6 +933,15 @@ static void *layers_thread(void *arg)
 
 static void case_layers(void)
 {
+    /* the writer's first launch alone, on the legacy stream: its watch sees the write with no
+     * other thread's op to taint it (under four threads at once every watch can be, and the
+     * race is then only possible: make check under load saw it so) */
+    CUdeviceptr w;
+    int n = 256;
+    CHECK(cuMemAlloc(&w, 1024));
+    void *args[] = {&w, &n};
+    CHECK(cuLaunchKernel(produce, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+    CHECK(cuCtxSynchronize());
     pthread_t t[4];
     for (long i = 0; i < layers_threads; i++)
         pthread_create(&t[i], NULL, layers_thread, (void *)i);
