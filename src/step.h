@@ -38,8 +38,8 @@ struct atl_kfn {
      * among its changing words: uninitialised bytes (learned by the diff,
      * never forgotten; written to the JSON lines as "residue") */
     uint64_t residue;
-    /* the kernel's part of an op's shape (its mangled name and parameter
-     * count, hashed): 0 until first asked (src/tracediff.c) */
+    /* the kernel's part of an op's shape (its mangled name, parameter count
+     * and bytes, hashed): 0 until first asked (src/tracediff.c) */
     uint64_t shapeh;
 };
 

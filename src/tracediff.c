@@ -67,16 +67,19 @@ uint64_t atl_hash_bytes(uint64_t h, const void *bytes, size_t n)
     return mix(h, t ^ ((uint64_t)n << 56));
 }
 
-/* A kernel's part of an op's shape: its mangled name and parameter count,
- * hashed once per kernel record (the diff of a step with 55 kernels in
- * turn hashed a name per op). */
+/* A kernel's part of an op's shape: its mangled name and parameter layout
+ * (count, and the block's bytes: an extern "C" name says nothing of its
+ * parameters, and XLA's autotuner compiles one fusion name in several
+ * modules, 16 bytes of parameters in one and 304 in another: another kernel,
+ * so a new shape, not a launch that changed), hashed once per kernel record
+ * (the diff of a step with 55 kernels in turn hashed a name per op). */
 static uint64_t kfn_shape(const struct atl_kfn *k)
 {
     if (!k)
         return 0;
     uint64_t h = __atomic_load_n(&k->shapeh, __ATOMIC_RELAXED);
     if (!h) {
-        h = mix(str_hash(k->mangled), k->nparams) | 1;
+        h = mix(mix(str_hash(k->mangled), k->nparams), k->total) | 1;
         /* the record is shared and this is a cache: const only to the diff */
         __atomic_store_n(&((struct atl_kfn *)k)->shapeh, h, __ATOMIC_RELAXED);
     }

@@ -329,6 +329,22 @@ START_TEST(caching_allocator_segments)
 }
 END_TEST
 
+/* XLA's autotuner: one extern "C" name in two modules, with 16 bytes of parameters in one and
+ * 304 in the other. The second is another kernel, so its first step is a new shape, not a step
+ * whose launch changed its parameter layout and shared memory. */
+START_TEST(same_name_other_layout_is_a_new_shape)
+{
+    struct run_result r;
+    trace_run(&r, "variants", "8", NULL);
+    ck_assert_msg(count_lines(r.log, "differs") == 0, "%s", r.log);
+    ck_assert_int_eq(count_lines(r.log, "parameter layout"), 0);
+    ck_assert_msg(count_lines(r.log, "trace summary: steps=8 compared=6 identical=6 differing=0 "
+                                     "shapes=2") == 1,
+                  "%s", r.log);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(grid_change)
 {
     struct run_result r;
@@ -1532,6 +1548,7 @@ int main(void)
     tcase_add_test(tc, layout_asked_once_per_kernel);
     tcase_add_test(tc, pointer_parameters);
     tcase_add_test(tc, caching_allocator_segments);
+    tcase_add_test(tc, same_name_other_layout_is_a_new_shape);
     tcase_add_test(tc, grid_change);
     tcase_add_test(tc, kernels_without_parameters);
     tcase_add_test(tc, inserted_op_only);

@@ -51,7 +51,15 @@ static const struct fake_kernel_def kernels[] = {
     {"_Z4nonev", k_noop, 0, NULL, NULL},
 };
 static const struct fake_image image = {FAKE_IMAGE_MAGIC, 6, kernels};
-static CUfunction f_add, f_pair, f_blob, f_eight, f_fill, f_none;
+/* "variants": one extern "C" name in two modules with other parameter layouts, as XLA's
+ * autotuner compiles a fusion in several modules (16 bytes of parameters, then 304) */
+static const size_t sz_va[] = {8, 8};
+static const size_t sz_vb[] = {8, 296};
+static const struct fake_kernel_def kern_va[] = {{"loop_fusion", k_noop, 2, sz_va, NULL}};
+static const struct fake_kernel_def kern_vb[] = {{"loop_fusion", k_noop, 2, sz_vb, NULL}};
+static const struct fake_image image_va = {FAKE_IMAGE_MAGIC, 1, kern_va};
+static const struct fake_image image_vb = {FAKE_IMAGE_MAGIC, 1, kern_vb};
+static CUfunction f_add, f_pair, f_blob, f_eight, f_fill, f_none, f_va, f_vb;
 static CUdeviceptr buf;
 static CUstream stream;
 
@@ -394,6 +402,14 @@ static void step(const char *sc, int i)
         fill();
         launch(f_pair, 1, kp);
         CHECK(cuMemsetD8Async(p, 0, 512, stream));
+    } else if (!strcmp(sc, "variants")) {
+        /* the first module's kernel for four steps, then the second's: another kernel of the
+         * same name, a new shape rather than a changed launch */
+        static unsigned char wide[296];
+        void *kp[] = {&buf, wide};
+        fill();
+        CHECK(cuLaunchKernel(i < 4 ? f_va : f_vb, 1, 1, 1, 32, 1, 1, i < 4 ? 0 : 64, stream, kp,
+                             NULL));
     } else if (!strcmp(sc, "period4")) {
         /* two buffers, each passed for four steps in turn: a change every fourth step */
         static CUdeviceptr two[2];
@@ -609,6 +625,13 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&f_eight, mod, "_Z5eightiiiiiiii"));
     CHECK(cuModuleGetFunction(&f_fill, mod, "_Z4fillPf"));
     CHECK(cuModuleGetFunction(&f_none, mod, "_Z4nonev"));
+    if (!strcmp(sc, "variants")) {
+        CUmodule ma, mb;
+        CHECK(cuModuleLoadData(&ma, &image_va));
+        CHECK(cuModuleLoadData(&mb, &image_vb));
+        CHECK(cuModuleGetFunction(&f_va, ma, "loop_fusion"));
+        CHECK(cuModuleGetFunction(&f_vb, mb, "loop_fusion"));
+    }
     CHECK(cuMemAlloc(&buf, 4096));
     CHECK(cuStreamCreate(&stream, 0));
     tctx = ctx;
