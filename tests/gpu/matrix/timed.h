@@ -192,7 +192,8 @@ static void matrix_timed(void (*step)(void), int warm, int per)
     int nb = getenv("MATRIX_BLOCKS") ? atoi(getenv("MATRIX_BLOCKS")) : 5;
     if (nb < 1 || nb > 1000)
         nb = 5;
-    double *blocks = calloc((size_t)nb, sizeof *blocks), *sorted = calloc((size_t)nb, sizeof *sorted);
+    double *blocks = (double *)calloc((size_t)nb, sizeof *blocks),
+           *sorted = (double *)calloc((size_t)nb, sizeof *sorted);
     if (!blocks || !sorted)
         exit(1);
     for (int k = 0; k < nb; k++) {
