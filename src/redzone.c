@@ -198,10 +198,131 @@ static void zones_mark_unchecked(const uint64_t *v, unsigned n, uint64_t seq)
         size_t i;
         if (atl_addrmap_get(&zone_at, v[k], &i) ||
             (atl_ledger_find_guarded(v[k], &base, &s) && atl_addrmap_get(&zone_at, base, &i) &&
-             zones[i].seq == s))
+             zones[i].seq == s)) {
             zones[i].unchecked = seq;
+            zones[i].why |= UNCHECKED_KERNEL;
+        }
     }
     pthread_mutex_unlock(&zones_lock);
+}
+
+/* Launch mode, the zones a launch reaches (r: reach_of's copies): with `why` (UNCHECKED_*),
+ * the launch has no check of its own and they are marked as zones_mark_unchecked does;
+ * without, the launch's check covers them: each copy keeps the unchecked launch only where
+ * one came after the zone's last launch check (else 0: the check's finding is this launch's),
+ * and the zone's last check is now this one. */
+static void zones_mark(struct reach *r, int n, uint64_t seq, unsigned why)
+{
+    pthread_mutex_lock(&zones_lock);
+    for (int k = 0; k < n; k++) {
+        size_t i;
+        if (!atl_addrmap_get(&zone_at, r[k].z.base, &i) || zones[i].seq != r[k].z.seq) {
+            r[k].z.unchecked = 0, r[k].z.why = 0; /* gone or replaced: not this zone's marks */
+            continue;
+        }
+        struct zone *z = &zones[i];
+        if (why) {
+            z->unchecked = seq;
+            z->why |= why;
+            continue;
+        }
+        int since = z->unchecked > z->checked;
+        r[k].z.unchecked = since ? z->unchecked : 0;
+        r[k].z.why = since ? z->why : 0;
+        z->checked = seq;
+        z->why = 0;
+    }
+    pthread_mutex_unlock(&zones_lock);
+}
+
+/* Launch mode: a launch identical to one checked before (the same kernel, grid, block, shared
+ * memory and parameter bytes, and the same allocations behind its pointers, none of them
+ * freed) writes where that one did, unless what it writes depends on device memory (indices,
+ * sizes read by the kernel). Its check is what makes launch mode cost about twice a tiny
+ * kernel's time (one more kernel on the stream per launch), so such a launch is checked again
+ * only at its 2nd, 4th, 8th, ... time (the first launch's check has been queued, not read:
+ * an overrun it finds is still reported as that launch's); the others mark the zones they
+ * reach, and a later check that finds them written lists those launches as suspects.
+ * ATLAS_REDZONE_RECHECK=1 checks every launch. A table of recent launches, one slot per
+ * key's hash, racy on purpose: two threads that miss each other's store check once more. */
+#define SAME_SLOTS 4096
+static struct {
+    uint64_t key, n;
+} same_memo[SAME_SLOTS];
+static uint64_t same_total; /* launches left unchecked so (atomic) */
+
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+    h ^= v;
+    h *= 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 29);
+}
+
+/* The launch's key, 0 when it must be checked anyway (a freed allocation, bytes not read). */
+static uint64_t launch_key(const struct atl_launch *l, const struct reach *r, int n)
+{
+    const struct atl_krec *rec = l->rec;
+    uint64_t h = mix64(0x5a3e, (uintptr_t)l->func);
+    for (int k = 0; k < 3; k++) {
+        h = mix64(h, (uint64_t)l->grid[k] << 32 | l->block[k]);
+        h = mix64(h, l->cluster[k]);
+    }
+    h = mix64(h, l->shmem);
+    if (l->params) {
+        for (unsigned i = 0; i < rec->nparams; i++) {
+            const unsigned char *p = l->params[i];
+            if (!p)
+                return 0;
+            uint32_t sz = rec->size[i], o = 0;
+            for (; o + 8 <= sz; o += 8) {
+                uint64_t w;
+                memcpy(&w, p + o, 8);
+                h = mix64(h, w);
+            }
+            uint64_t t = 0;
+            memcpy(&t, p + o, sz - o);
+            h = mix64(h, t ^ (uint64_t)sz << 56);
+        }
+    } else {
+        const unsigned char *p = l->packed;
+        size_t sz = l->packed_size, o = 0;
+        if (!p)
+            return 0;
+        for (; o + 8 <= sz; o += 8) {
+            uint64_t w;
+            memcpy(&w, p + o, 8);
+            h = mix64(h, w);
+        }
+        uint64_t t = 0;
+        memcpy(&t, p + o, sz - o);
+        h = mix64(h, t ^ (uint64_t)sz << 56);
+    }
+    for (int i = 0; i < n; i++) {
+        if (r[i].z.freed)
+            return 0; /* a write after free to look for: every time */
+        h = mix64(mix64(h, r[i].z.base), r[i].z.seq);
+    }
+    return h | 1;
+}
+
+/* 1: leave this launch unchecked (an identical one was checked, and this is not its 2nd,
+ * 4th, 8th, ... time). */
+static int same_launch(const struct atl_launch *l, const struct reach *r, int n)
+{
+    uint64_t key = opt.recheck ? 0 : launch_key(l, r, n);
+    if (!key)
+        return 0;
+    size_t i = (key >> 20) & (SAME_SLOTS - 1);
+    if (__atomic_load_n(&same_memo[i].key, __ATOMIC_RELAXED) != key) {
+        __atomic_store_n(&same_memo[i].n, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&same_memo[i].key, key, __ATOMIC_RELAXED);
+        return 0;
+    }
+    uint64_t k = __atomic_add_fetch(&same_memo[i].n, 1, __ATOMIC_RELAXED);
+    if ((k & (k - 1)) == 0)
+        return 0;
+    __atomic_add_fetch(&same_total, 1, __ATOMIC_RELAXED);
+    return 1;
 }
 
 int atl_rz_zones_copy(int same, int freed, size_t chunk, struct zone **buf, size_t *cap, size_t *n,
@@ -489,6 +610,7 @@ unsigned atl_redzone_init(void)
     opt.mode = (int)atl_cfg.redzone_check;
     opt.min_idx = atl_cfg.redzone_min_idx;
     opt.qmax = (size_t)atl_cfg.redzone_quarantine_mb << 20;
+    opt.recheck = (int)atl_cfg.redzone_recheck;
     /* A quarantine moves every allocation to a new address (the freed ones
      * are not handed out again for a while), and the step trace compares
      * the pointers each step passes: with the trace on it has to be asked
@@ -697,7 +819,10 @@ static void launch_checks(const struct atl_launch *l, const struct lword *w, uns
     } else {
         n = reach_of(w, nw, flags, reach, &why);
     }
-    if (n > 0) {
+    if (n > 0 && same_launch(l, reach, n)) {
+        zones_mark(reach, n, l->seq, UNCHECKED_SAME);
+    } else if (n > 0) {
+        zones_mark(reach, n, l->seq, 0);
         atl_rz_launch_check(l, reach, n);
     } else if (n < 0) {
         /* what it reaches cannot be told: check every zone, and wait */
@@ -800,4 +925,5 @@ void atl_rz_zone_counts(struct atl_rz_counts *c)
     c->guarded = __atomic_load_n(&guarded_total, __ATOMIC_RELAXED);
     c->unpadded = __atomic_load_n(&unpadded_total, __ATOMIC_RELAXED);
     c->torch_pool = __atomic_load_n(&torch_pool, __ATOMIC_RELAXED);
+    c->same = __atomic_load_n(&same_total, __ATOMIC_RELAXED);
 }

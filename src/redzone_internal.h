@@ -41,6 +41,7 @@ struct atl_rz_opts {
     int active; /* red zones on (the ledger's reports are src/leaks.c's) */
     uint64_t min_idx;
     size_t qmax; /* ATLAS_REDZONE_QUARANTINE_MB in bytes; 0: no quarantine */
+    int recheck; /* ATLAS_REDZONE_RECHECK: launch mode checks launches identical to one checked */
 };
 /* Written once, by atl_redzone_init, before any event; read-only to the
  * other files through this view (the checks read the fill at every launch
@@ -59,11 +60,15 @@ struct zone {
     uint64_t born; /* the newest launch when it was made: no older launch reaches it */
     int watched;   /* poisoned and not yet reported */
     int freed;     /* in the quarantine: start == base, len = bytes + red zone */
-    /* launch mode with ATLAS_KERNEL: the newest launch that reached it and
-     * had no check (its kernel left out), so a later check cannot tell
-     * which launch wrote it */
+    /* launch mode: the newest launch that reached it and had no check of its own (its kernel
+     * left out by ATLAS_KERNEL, or the launch identical to one checked before), so a later
+     * check cannot tell which launch wrote it; `why`: UNCHECKED_*. In the copy a launch's check
+     * takes (reach_of), 0 unless that launch came after the zone's last launch check. */
     uint64_t unchecked;
+    uint64_t checked; /* the newest launch whose own check covers it (launch mode) */
+    unsigned why;
 };
+enum { UNCHECKED_KERNEL = 1, UNCHECKED_SAME = 2 };
 
 void atl_rz_zone_add(const struct zone *z);
 /* Removes the zone of `base` (when `freed` matches); 1 and *out when found. */
@@ -255,6 +260,7 @@ struct atl_rz_counts {
     uint64_t guarded, unpadded; /* src/redzone.c */
     int torch_pool;             /* src/redzone.c: PyTorch's caching allocator serves the process */
     uint64_t checks, skipped;   /* src/redzone_check.c: checks made, skipped for a capture */
+    uint64_t same;              /* src/redzone.c: launches identical to one checked, not checked */
     uint64_t quarantined, held_frees, held_batches; /* src/redzone_quar.c */
     /* src/redzone_quar.c: births asked, births whose zone lay in released poison, spans
      * refused (the set was full) */

@@ -467,16 +467,25 @@ int atl_rz_report(const struct zone *z, const struct atl_stack *known_site, unsi
             /* counted by the sink: not printed */
         } else if (how->by == BY_LAUNCH && z->unchecked && !how->whole) {
             atl_log(ATL_ERROR, "%s", head);
-            /* launches of kernels ATLAS_KERNEL leaves out reached it too:
-             * the launches that reach it, not a culprit */
-            char lead[256], kvar[64];
+            /* launches without a check of their own reached it too (kernels ATLAS_KERNEL
+             * leaves out, or launches identical to one checked): the launches that reach
+             * it, not a culprit */
+            char lead[512], kvar[64], rvar[64], why[300] = "";
             struct finder h = *how;
             h.upto = how->seq;
+            if (z->why & UNCHECKED_KERNEL)
+                snprintf(why, sizeof why, "launches of kernels %s leaves out",
+                         atl_hint_name("ATLAS_KERNEL", kvar, sizeof kvar));
+            if (z->why & UNCHECKED_SAME)
+                snprintf(why + strlen(why), sizeof why - strlen(why),
+                         "%slaunches identical to one checked before (%s checks every launch)",
+                         *why ? ", and " : "",
+                         atl_hint_setting("ATLAS_REDZONE_RECHECK", "1", rvar, sizeof rvar));
             snprintf(lead, sizeof lead,
-                     "redzone: alloc#%llu found by the check after launch#%llu (launches of "
-                     "kernels %s leaves out reached it too, unchecked)",
+                     "redzone: alloc#%llu found by the check after launch#%llu (%s reached it "
+                     "too, unchecked)",
                      (unsigned long long)z->seq, (unsigned long long)how->seq,
-                     atl_hint_name("ATLAS_KERNEL", kvar, sizeof kvar));
+                     *why ? why : "launches without a check of their own");
             if (!t && (t = malloc(sizeof *t)) != NULL)
                 sus_count(t, z, q, from, h.upto, &lost);
             suspects(t, lost, lead, &h, from);
@@ -490,6 +499,15 @@ int atl_rz_report(const struct zone *z, const struct atl_stack *known_site, unsi
             snprintf(lead, sizeof lead, "redzone: alloc#%llu found %s %s",
                      (unsigned long long)z->seq, found_by[how->by], how->where);
             suspects(t, lost, lead, how, from);
+            if ((z->why & UNCHECKED_SAME) && z->unchecked > z->checked) {
+                char rvar[64];
+                atl_log(ATL_ERROR,
+                        "redzone: launches identical to one checked before reached alloc#%llu "
+                        "without a check of their own, so launch mode cannot name the one that "
+                        "wrote it; %s checks every launch",
+                        (unsigned long long)z->seq,
+                        atl_hint_setting("ATLAS_REDZONE_RECHECK", "1", rvar, sizeof rvar));
+            }
         }
         atl_find_close(&f);
     }
@@ -534,12 +552,21 @@ void atl_redzone_exit(void)
         if (c.skipped)
             atl_log(ATL_INFO, "redzone: %llu check%s skipped while a stream capture was active",
                     (unsigned long long)c.skipped, c.skipped == 1 ? " was" : "s were");
+        char h1[32], h2[32];
+        if (c.same) {
+            char rvar[64];
+            atl_log(ATL_INFO,
+                    "redzone: %s launch%s identical to one checked before %s not checked after "
+                    "(checked again at the 2nd, 4th, 8th, ... time; %s checks every launch)",
+                    atl_summary_number(c.same, h1), c.same == 1 ? "" : "es",
+                    c.same == 1 ? "was" : "were",
+                    atl_hint_setting("ATLAS_REDZONE_RECHECK", "1", rvar, sizeof rvar));
+        }
         if (c.unpadded)
             atl_log(ATL_WARN,
                     "redzone: %llu allocation%s made without a red zone (it fit in the "
                     "device's memory only so): not guarded",
                     (unsigned long long)c.unpadded, c.unpadded == 1 ? "" : "s");
-        char h1[32], h2[32];
         if (c.births)
             atl_log(ATL_INFO,
                     "redzone: %s of %s guarded allocation%s had %s red zone in memory the "

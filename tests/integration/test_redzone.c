@@ -412,10 +412,24 @@ END_TEST
  * thread's full check; and every launch got its check. */
 START_TEST(check_at_launch_threads)
 {
-    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    static const char *const every[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_REDZONE_RECHECK=1",
+                                        NULL};
+    static const char *const dflt[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_LOG_LEVEL=info",
+                                       NULL};
     struct run_result r;
-    rz_run(&r, "launch-threads", NULL, env);
-    HAS(r.out, "checks queued: 1200\n");
+    for (int pass = 0; pass < 2; pass++) {
+    rz_run(&r, "launch-threads", NULL, pass ? dflt : every);
+    if (!pass) {
+        HAS(r.out, "checks queued: 1200\n");
+    } else {
+        /* each thread's 300 launches are 9 launches of poke repeated: most are identical to
+         * one checked before and go without a check (about 200 checks; the table is racy on
+         * purpose, so not an exact count), the overruns are their own launches' */
+        const char *q = strstr(r.out, "checks queued: ");
+        unsigned long n = q ? strtoul(q + 15, NULL, 10) : 0;
+        ck_assert_msg(n >= 36 && n <= 400, "%s", r.out);
+        HAS(r.log, "launches identical to one checked before were not checked after");
+    }
     ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 4);
     for (int t = 0; t < 4; t++) {
         char want[32], line[200];
@@ -431,6 +445,46 @@ START_TEST(check_at_launch_threads)
     HAS(r.log, ": 1 byte corrupted at +4096..+4096\n");
     HAS(r.log, ": 4 bytes corrupted at +4096..+4099\n");
     ck_assert_int_eq(count_lines(r.log, "found by the check after launch#"), 4);
+    ck_assert_int_eq(count_lines(r.log, "culprit: launch#"), 4);
+    run_free(&r);
+    }
+}
+END_TEST
+
+/* Launch mode and a launch identical to one checked before (the same kernel, grid, block and
+ * parameter bytes on the same allocations): checked again only at its 2nd, 4th, 8th, ... time.
+ * Seven launches of dpoke, the seventh writing 4 bytes past its buffer because the length it
+ * reads from device memory changed: found at the next sync, with the launches that reach the
+ * buffer and why none is named; a new launch's overrun after it still has its culprit. With
+ * ATLAS_REDZONE_RECHECK=1 every launch is checked and the seventh is named. */
+START_TEST(check_at_launch_same_launch)
+{
+    static const char *const dflt[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_LOG_LEVEL=info",
+                                       NULL};
+    static const char *const every[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_REDZONE_RECHECK=1",
+                                        NULL};
+    struct run_result r;
+    rz_run(&r, "same", NULL, dflt);
+    HAS(r.out, "checks after dpoke: 3\n");
+    HAS(r.log, "redzone overrun: alloc#1 4096 bytes");
+    HAS(r.log, ": 4 bytes corrupted at +4096..+4099\n");
+    HAS(r.log, "redzone: alloc#1 found at cuCtxSynchronize: 7 of the 7 launches since the last "
+               "clean check reach it");
+    HAS(r.log, "redzone:   x7, newest launch#7 kernel=dpoke grid=(1,1,1) block=(32,1,1) through "
+               "arg0+0x0\n");
+    HAS(r.log, "redzone: launches identical to one checked before reached alloc#1 without a "
+               "check of their own, so launch mode cannot name the one that wrote it; "
+               "ATLAS_REDZONE_RECHECK=1 checks every launch\n");
+    HAS(r.log, "redzone: culprit: launch#8 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
+    ck_assert_int_eq(count_lines(r.log, "culprit:"), 1);
+    HAS(r.log, "redzone: 4 launches identical to one checked before were not checked after");
+    HAS(r.log, "redzone: 2 overruns found in 3 guarded allocations");
+    run_free(&r);
+    rz_run(&r, "same", NULL, every);
+    HAS(r.out, "checks after dpoke: 7\n");
+    HAS(r.log, "redzone: culprit: launch#7 kernel=dpoke grid=(1,1,1) block=(32,1,1)\n");
+    HAS(r.log, "redzone: culprit: launch#8 kernel=poke grid=(2,1,1) block=(32,1,1)\n");
+    HASNT(r.log, "identical");
     run_free(&r);
 }
 END_TEST
@@ -440,7 +494,9 @@ END_TEST
  * thousands of live allocations reports nothing, in every mode. */
 START_TEST(check_at_launch_flat_cost)
 {
-    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", NULL};
+    /* every launch checked: the scenario launches one kernel on one buffer again and again */
+    static const char *const env[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_REDZONE_RECHECK=1",
+                                      NULL};
     struct run_result r;
     rz_run(&r, "many", "10", env);
     HAS(r.out, "zones checked per launch: 1\n");
@@ -1276,6 +1332,7 @@ int main(void)
     tcase_add_test(tc, check_at_launch_indirect);
     tcase_add_test(tc, check_at_launch_two_streams);
     tcase_add_test(tc, check_at_launch_threads);
+    tcase_add_test(tc, check_at_launch_same_launch);
     tcase_add_test(tc, check_at_launch_flat_cost);
     tcase_add_test(tc, clean_with_many_live);
     tcase_add_test(tc, check_at_launch_with_capture);

@@ -103,7 +103,19 @@ static CUresult k_flush(const struct fake_launch *l, void **params)
     return CUDA_SUCCESS;
 }
 
+/* dpoke(unsigned char *p, const unsigned *n): p[0..*n) = 0x66, a length the kernel reads
+ * from device memory (the same parameters, another write) */
+static CUresult k_dpoke(const struct fake_launch *l, void **params)
+{
+    unsigned char *p = *(unsigned char **)params[0];
+    const unsigned *n = *(const unsigned **)params[1];
+    (void)l;
+    memset(p, 0x66, *n);
+    return CUDA_SUCCESS;
+}
+
 static const size_t poke_sizes[] = {8, 8, 4, 4};
+static const size_t dpoke_sizes[] = {8, 8};
 static const size_t lateset_sizes[] = {8, 8, 4};
 static const size_t fill_sizes[] = {8, 4};
 static const size_t spoke_sizes[] = {sizeof(struct sp)};
@@ -113,11 +125,11 @@ static const struct fake_kernel_def kernels[] = {
     {"poke", k_poke, 4, poke_sizes, NULL},    {"fill", k_fill, 2, fill_sizes, NULL},
     {"spoke", k_spoke, 1, spoke_sizes, NULL}, {"ipoke", k_ipoke, 3, ipoke_sizes, NULL},
     {"wpoke", k_wpoke, 2, wpoke_sizes, NULL}, {"lateset", k_lateset, 3, lateset_sizes, NULL},
-    {"flush", k_flush, 0, NULL, NULL},
+    {"flush", k_flush, 0, NULL, NULL},        {"dpoke", k_dpoke, 2, dpoke_sizes, NULL},
 };
-static const struct fake_image image = {FAKE_IMAGE_MAGIC, 7, kernels};
+static const struct fake_image image = {FAKE_IMAGE_MAGIC, 8, kernels};
 
-static CUfunction f_poke, f_fill, f_spoke, f_ipoke, f_wpoke, f_lateset, f_flush;
+static CUfunction f_poke, f_fill, f_spoke, f_ipoke, f_wpoke, f_lateset, f_flush, f_dpoke;
 
 #define CHECK(call)                                                                                \
     do {                                                                                           \
@@ -303,6 +315,7 @@ int main(int argc, char **argv)
     CHECK(cuModuleGetFunction(&f_wpoke, mod, "wpoke"));
     CHECK(cuModuleGetFunction(&f_lateset, mod, "lateset"));
     CHECK(cuModuleGetFunction(&f_flush, mod, "flush"));
+    CHECK(cuModuleGetFunction(&f_dpoke, mod, "dpoke"));
 
     if (strcmp(what, "over") == 0) {
         /* RZ_REFUSE_EX=1: the driver refuses the first cuLaunchKernelEx (the
@@ -330,6 +343,27 @@ int main(int argc, char **argv)
             }
             return status;
         }
+    } else if (strcmp(what, "same") == 0) {
+        /* seven launches of dpoke with the same parameters: the first six write 4096 bytes
+         * of a 4096-byte buffer, the seventh 4100 (the length it reads from device memory was
+         * changed between): an overrun by a launch identical to ones checked before, then a
+         * sync; then a launch of poke that overruns another buffer, checked (a new launch) */
+        CUdeviceptr buf = rz_alloc(4096), len = rz_alloc(sizeof(unsigned)), other = rz_alloc(64);
+        unsigned n = 4096;
+        unsigned long dep = fake_programmatic_launches();
+        CHECK(cuMemcpyHtoD(len, &n, sizeof n));
+        void *kp[] = {&buf, &len};
+        for (int i = 0; i < 7; i++) {
+            if (i == 6) {
+                n = 4100;
+                CHECK(cuMemcpyHtoD(len, &n, sizeof n));
+            }
+            CHECK(cuLaunchKernel(f_dpoke, 1, 1, 1, 32, 1, 1, 0, NULL, kp, NULL));
+        }
+        printf("checks after dpoke: %lu\n", fake_programmatic_launches() - dep);
+        CHECK(cuCtxSynchronize());
+        poke(other, 64, 2, NULL);
+        CHECK(cuCtxSynchronize());
     } else if (strcmp(what, "before") == 0) {
         /* a buffer carved from the second half of one allocation, written
          * 8 bytes before its start: inside the allocation, not caught */

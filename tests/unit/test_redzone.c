@@ -588,6 +588,7 @@ END_TEST
 START_TEST(launch_mode_ring_full)
 {
     async_on = 1;
+    atl_cfg.redzone_recheck = 1; /* every launch is checked, though all are the same */
     setup(2);
     atl_drv.cuFuncGetParamInfo = s_paraminfo;
     CUfunction k = (CUfunction)0x77;
@@ -604,6 +605,33 @@ START_TEST(launch_mode_ring_full)
     ck_assert_int_eq(i, 1025);
     ck_assert_int_eq(syncs, 1);
     ck_assert_int_eq(checks_queued, 1025);
+    ck_assert_msg(!strstr(read_log(), "redzone overrun"), "%s", read_log());
+}
+END_TEST
+
+/* Launch mode: 2,000 launches of one kernel with the same parameters on the same allocation:
+ * checked at the 1st, 2nd, 4th, ... 1024th (11 checks), and one that differs (another value of
+ * n) checked at once; with ATLAS_REDZONE_RECHECK=1, every one (launch_mode_ring_full). */
+START_TEST(launch_mode_same_launch_checked_again_at_powers_of_two)
+{
+    async_on = 1;
+    setup(2);
+    atl_drv.cuFuncGetParamInfo = s_paraminfo;
+    CUfunction k = (CUfunction)0x77;
+    CUdeviceptr a = alloc(512);
+    int n = 64;
+    void *params[] = {&a, &n};
+    struct atl_launch l = small_launch(k, params);
+    for (int i = 0; i < 2000; i++) {
+        l.seq = (uint64_t)i + 1;
+        launch_events(&l);
+    }
+    ck_assert_int_eq(syncs, 0);
+    ck_assert_int_eq(checks_queued, 11);
+    n = 65;
+    l.seq = 2001;
+    launch_events(&l);
+    ck_assert_int_eq(checks_queued, 12);
     ck_assert_msg(!strstr(read_log(), "redzone overrun"), "%s", read_log());
 }
 END_TEST
@@ -662,6 +690,7 @@ int main(void)
     tcase_add_test(tc, launch_mode_names_culprit);
     tcase_add_test(tc, launch_mode_queued);
     tcase_add_test(tc, launch_mode_ring_full);
+    tcase_add_test(tc, launch_mode_same_launch_checked_again_at_powers_of_two);
     tcase_add_test(tc, launch_mode_wide_layout);
     tcase_add_test(tc, launch_mode_record_words);
     tcase_add_test(tc, launch_mode_reach_after_frees);
