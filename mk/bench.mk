@@ -61,7 +61,8 @@ BENCH_TARGETS += redzone-torch-bench
 # then launch mode's own cost above that floor, in one process (rz_launch_bench
 # ab-floor: the driver's launches each followed by the check kernel queued by
 # hand, against the library's launch mode), at 10, 1,000 and 10,000 live
-# allocations. Bar (issue #29): at most 1.10x the floor, flat across them.
+# allocations. Bar (issue #29): at most 1.10x the floor, flat across them. With
+# ATLAS_REDZONE_RECHECK=1: the loop's launches repeat, and the floor is a check after each.
 #   make redzone-ops-bench [RZ_OPS_BLOCKS=7]
 RZ_OPS_BLOCKS ?= 7
 $(BUILD)/bench/rz_check_ops: bench/redzone/rz_check_ops.c bench/redzone/bench_common.h src/redzone_gpu.h
@@ -72,7 +73,8 @@ $(BUILD)/bench/rz_check_ops: bench/redzone/rz_check_ops.c bench/redzone/bench_co
 redzone-ops-bench: $(BUILD)/libatlastrace.so $(BUILD)/bench/kern_bench.cubin $(BUILD)/bench/rz_check_ops $(BUILD)/bench/rz_launch_bench $(BUILD)/gen/redzone_ptx.c
 	$(BUILD)/bench/rz_check_ops $(BUILD)/bench/kern_bench.cubin $(BUILD)/gen/redzone_ptx.c.pdl.ptx 3000 $(RZ_OPS_BLOCKS)
 	@for live in 10 1000 10000; do \
-	  ATLAS_LOG=/dev/null ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch $(BUILD)/bench/rz_launch_bench \
+	  ATLAS_LOG=/dev/null ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch ATLAS_REDZONE_RECHECK=1 \
+	    $(BUILD)/bench/rz_launch_bench \
 	    $(BUILD)/bench/kern_bench.cubin $$live 3000 $(RZ_OPS_BLOCKS) ab-floor $(realpath $(BUILD))/libatlastrace.so \
 	    $(BUILD)/gen/redzone_ptx.c.pdl.ptx || exit 1; \
 	done | awk '{ print } $$1 == "floor" { r[++n] = $$10 } END { if (!n) exit 1; lo = hi = r[1]; \

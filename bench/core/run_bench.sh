@@ -13,6 +13,8 @@ cubin=$build/bench/kern_bench.cubin
 here=$(dirname "$0")
 tmp=$(mktemp -d)
 
+# (redzone-launch with ATLAS_REDZONE_RECHECK=1: the loops repeat one launch, and the row is
+# the cost of a check after every launch, against memcheck's)
 # name|environment|command prefix ("-": the native program, no preload)
 configs="native|-|
 idle||
@@ -20,7 +22,7 @@ stats|ATLAS_STATS=1|
 trace|ATLAS_TRACE=1|
 redzone-free|ATLAS_REDZONE=256|
 redzone-sync|ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=sync|
-redzone-launch|ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch|
+redzone-launch|ATLAS_REDZONE=256 ATLAS_REDZONE_CHECK=launch ATLAS_REDZONE_RECHECK=1|
 d2h-trace|ATLAS_D2H_TRACE=100000000|
 debug-sync|ATLAS_DEBUG_SYNC_KERNELS=1|
 kernel-audit|ATLAS_KERNEL_AUDIT=1|"

@@ -32,9 +32,12 @@ blocks=${RZ_BENCH_BLOCKS:-7}
 tmp=$(mktemp -d /tmp/atlas-rzbench-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
+# Launch mode with ATLAS_REDZONE_RECHECK=1 throughout: the loop's launches repeat (at 10 live,
+# every tenth is identical to one checked), and these rows measure a check after every launch,
+# the floor their bars are set on; the real-program matrix measures launch mode's default.
 # name|environment ("-": no preload)|command prefix
 configs="native|-|
-launch|ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch|
+launch|ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch ATLAS_REDZONE_RECHECK=1|
 sync|ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=sync|
 free|ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=free|"
 if command -v compute-sanitizer >/dev/null 2>&1; then
@@ -93,7 +96,7 @@ fi
 r=0
 while [ $r -lt "$reps" ]; do
     for live in $live_sizes; do
-        env ATLAS_LOG=/dev/null ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch \
+        env ATLAS_LOG=/dev/null ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch ATLAS_REDZONE_RECHECK=1 \
             "$bin" "$module" "$live" "$launches" "$blocks" ab "$lib" 2>/dev/null |
             awk '/^ab / { print $8, $16 }' >>"$tmp/ab.$live"
     done
@@ -128,7 +131,7 @@ threads=${RZ_BENCH_THREADS:-1 2 4 8}
 r=0
 while [ $r -lt "$reps" ]; do
     for t in $threads; do
-        env ATLAS_LOG=/dev/null ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch \
+        env ATLAS_LOG=/dev/null ATLAS_REDZONE=64 ATLAS_REDZONE_CHECK=launch ATLAS_REDZONE_RECHECK=1 \
             "$bin" "$module" 1000 "$launches" "$blocks" ab-threads "$lib" "$t" 2>/dev/null |
             awk '/^ab-threads / { print $5, $7, $9 }' >>"$tmp/threads.$t"
     done
