@@ -108,6 +108,8 @@ static inline void atl_unwound_scope(int *live)
 #define ATL_SLOW_ATTRS __attribute__((noinline, noclone, cold, used, no_sanitize("address")))
 #define ATL_SLOW_RETURN(value)                                                                     \
     do {                                                                                           \
+        if (st0_)                                                                                  \
+            atl_selftime_add(id_, st0_, st1_, st2_);                                               \
         _pthread_cleanup_pop(&unwound_, 0);                                                        \
         live_ = 0;                                                                                 \
         atl_leave();                                                                               \
@@ -129,7 +131,13 @@ static inline void atl_unwound_scope(int *live)
         int live_ __attribute__((cleanup(atl_unwound_scope))) = 1;                                 \
         struct _pthread_cleanup_buffer unwound_;                                                   \
         _pthread_cleanup_push(&unwound_, atl_unwound_once, &live_);                                \
-        ATL_K_##KIND##_PRE CUresult r_ = real_(ATL_K_##KIND##_A);                                  \
+        /* ATLAS_SELF_TIME: the clock at the entry, around the real call (src/stats.h) */          \
+        uint64_t st0_ = __builtin_expect(atl_selftime_on, 0) ? atl_selftime_now() : 0, st1_ = 0,   \
+                 st2_ = 0;                                                                         \
+        ATL_K_##KIND##_PRE if (st0_) st1_ = atl_selftime_now();                                    \
+        CUresult r_ = real_(ATL_K_##KIND##_A);                                                     \
+        if (st0_)                                                                                  \
+            st2_ = atl_selftime_now();                                                             \
         ATL_K_##KIND##_POST ATL_SLOW_RETURN(r_);                                                   \
     }
 #define ATL_ENTRY(sym, KIND, fname, path, storage)                                                 \

@@ -8,6 +8,7 @@
 #include "blocking.h" /* the DTOH light path's count */
 #include "engine.h"
 #include "ring.h"
+#include "stats.h" /* ATLAS_SELF_TIME's clock, for the slow path */
 
 /* The real driver function of each hook (NULL until bound, or when the
  * driver lacks that symbol). */

@@ -126,6 +126,7 @@ static void init_body(void)
 
     atl_config_parse(&atl_cfg, envp, warn_line, NULL);
     atl_log_set_level((int)atl_cfg.log_level);
+    atl_selftime_on = (int)atl_cfg.self_time;
     atl_unused_settings(); /* a setting whose feature is off is said, not ignored */
     /* suppressions and the findings file, before any feature can report */
     atl_findings_init();
@@ -652,6 +653,8 @@ void atl_engine_exit(void)
     }
     if (atl_cfg.stats)
         atl_stats_report(atl_log_fd());
+    if (atl_cfg.self_time)
+        atl_selftime_report();
     if (!interrupted) {
         if (on(ATL_FEAT_FAULT))
             atl_faultrep_exit();

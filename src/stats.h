@@ -8,6 +8,7 @@
 #define ATL_STATS_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "hookid.h"
 
@@ -34,5 +35,19 @@ void atl_stats_report(int fd);
  * through ctypes) can bracket a region and compare it with another tool's
  * counts. */
 void atl_stats_snapshot(const char *label);
+
+/* ATLAS_SELF_TIME=1: the library's own time in each hooked call that goes through the engine
+ * (hooks/hooks.c's slow path), the real driver call's time apart, by function; a table at
+ * exit. atl_selftime_on is set once at start. The slow path reads the clock at its entry,
+ * around the real call and at its return: t0, t1 (0: it returned before the real call), t2. */
+extern int atl_selftime_on;
+static inline uint64_t atl_selftime_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+void atl_selftime_add(int hook, uint64_t t0, uint64_t t1, uint64_t t2);
+void atl_selftime_report(void);
 
 #endif

@@ -345,6 +345,37 @@ START_TEST(same_name_other_layout_is_a_new_shape)
 }
 END_TEST
 
+/* ATLAS_SELF_TIME=1: a table at exit of the library's own time in each hooked function that
+ * came through the engine, the driver's apart: 5 steps of 3 launches and a sync each. */
+static int selftime_row(const char *log, const char *fn, unsigned long long *calls, double *lib)
+{
+    char want[96];
+    snprintf(want, sizeof want, "self-time: %s ", fn);
+    const char *at = strstr(log, want);
+    double per, mx, drv;
+    return at && sscanf(at + strlen(want), "%llu %lf %lf %lf %lf", calls, lib, &per, &mx, &drv) == 5;
+}
+
+START_TEST(self_time_table)
+{
+    struct run_result r;
+    const char *env[] = {"ATLAS_SELF_TIME=1", NULL};
+    trace_run(&r, "scalar", "5", env);
+    unsigned long long calls = 0;
+    double lib = -1;
+    ck_assert_msg(selftime_row(r.log, "cuLaunchKernel", &calls, &lib), "%s", r.log);
+    ck_assert_int_eq(calls, 15);
+    ck_assert(lib >= 0);
+    ck_assert_msg(selftime_row(r.log, "cuStreamSynchronize", &calls, &lib), "%s", r.log);
+    ck_assert_int_eq(calls, 5);
+    ck_assert_int_eq(count_lines(r.log, "self-time: the library's own time in "), 1);
+    run_free(&r);
+    trace_run(&r, "scalar", "5", NULL);
+    ck_assert_int_eq(count_lines(r.log, "self-time"), 0);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(grid_change)
 {
     struct run_result r;
@@ -1549,6 +1580,7 @@ int main(void)
     tcase_add_test(tc, pointer_parameters);
     tcase_add_test(tc, caching_allocator_segments);
     tcase_add_test(tc, same_name_other_layout_is_a_new_shape);
+    tcase_add_test(tc, self_time_table);
     tcase_add_test(tc, grid_change);
     tcase_add_test(tc, kernels_without_parameters);
     tcase_add_test(tc, inserted_op_only);
