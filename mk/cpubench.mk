@@ -23,6 +23,9 @@ CPU_BENCH_CONFIGS ?= trace:ATLAS_TRACE=1
 CPU_BENCH_KERNELS ?= 256 10000
 CPU_BENCH_SYNCS   ?= 1 16 256
 CPU_BENCH_RELOADS ?= 30 100
+# more loops of cpu_bench by name: adamw, PyTorch's optimizer step (a 3.5 KiB by-value
+# struct whose scalars change every step) among elementwise launches (issue #43)
+CPU_BENCH_MORE    ?= adamw
 
 $(BUILD)/bench/cpu_bench: bench/cpu/cpu_bench.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
@@ -30,7 +33,7 @@ $(BUILD)/bench/cpu_bench: bench/cpu/cpu_bench.c $(FAKE_DIR)/libcuda.so
 
 .PHONY: cpu-bench
 cpu-bench: $(BUILD)/libatlastrace.so $(FAKE_LIB) $(BUILD)/bench/cpu_bench
-	sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) "$(CPU_BENCH_CONFIGS)" \
+	CPU_BENCH_MORE="$(CPU_BENCH_MORE)" sh bench/cpu/run_cpu_bench.sh $(BUILD) $(CPU_BENCH_REPS) $(CPU_BENCH_N) "$(CPU_BENCH_CONFIGS)" \
 	  "$(CPU_BENCH_KERNELS)" "$(CPU_BENCH_SYNCS)" "$(CPU_BENCH_RELOADS)"
 
 BENCH_TARGETS += cpu-bench

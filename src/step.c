@@ -251,16 +251,32 @@ int atl_step_note(const struct atl_step *s, uint32_t op, uint32_t at, struct atl
     }
     if (!s->nspans || op >= s->nops)
         return 0;
-    /* the words resolve_pointers looks at, up to `at` */
     const struct atl_op *o = &s->ops[op];
+    struct atl_span last = {.lo = 1, .hi = 0};
+    uint64_t v;
+    if (o->kind == ATL_OP_LAUNCH) {
+        /* a word atl_op_word_next yields: 8-aligned, inside a parameter of 8 bytes or more that
+         * starts 8-aligned, holding 65536 or more; found by the parameters, not by walking the
+         * words up to `at` (a diff asks for each changed word of a 3.5 KiB by-value struct,
+         * PyTorch's multi_tensor_apply_kernel: the walk made the GPT-2 step's diff quadratic) */
+        const struct atl_kfn *k = o->u.k.kfn;
+        if (!k || at % 8)
+            return 0;
+        for (unsigned j = 0; j < k->nparams; j++) {
+            uint32_t off = k->off[j], size = k->size[j];
+            if (size < 8 || off + size > k->total || off % 8 || at < off || at + 8 > off + size)
+                continue;
+            memcpy(&v, atl_op_bytes(s, o) + at, 8);
+            return v >= 65536 && span_note(s, &last, op, at, v, out);
+        }
+        return 0;
+    }
+    /* a memset's or copy's words, up to `at` */
     unsigned param = 0, wd = 0;
     uint32_t w;
-    uint64_t v;
     while (atl_op_word_next(s, o, &param, &wd, &w, &v))
-        if (w == at) {
-            struct atl_span last = {.lo = 1, .hi = 0};
+        if (w == at)
             return span_note(s, &last, op, at, v, out);
-        }
     return 0;
 }
 

@@ -14,6 +14,8 @@
  *   cpu_bench N gpt2       a GPT-2-like training step's op mix (below), N
  *                          launches in steps of 161; timed as "gpt2 NS" (per
  *                          launch, the step ends included) in every run
+ *   cpu_bench N adamw      PyTorch's AdamW step on top of a step's elementwise ops
+ *                          (below), N launches in steps of 308
  *   cpu_bench N sync       N cuCtxSynchronize (a sync's own cost)
  *   cpu_bench N sN:kK:pP   launches over K kernels of P parameters (0 or 8)
  *                          in turn, a cuCtxSynchronize after every N: a
@@ -162,6 +164,79 @@ static int loop_gpt2(long n)
     return 0;
 }
 
+/* ---- AdamW's step (issue #43): on the H100 the traced GPT-2 step of the real-program matrix
+ * cost 1.17-1.19x. Its optimizer launches PyTorch's multi_tensor_apply_kernel with a 3.5 KiB
+ * by-value struct (four lists of 110 tensor addresses, their sizes, a block map) whose
+ * learning-rate and bias-correction scalars change every step; around it, elementwise
+ * kernels whose pointers move across a caching allocator's blocks. Here: 300 launches of
+ * four parameters (pointers moving every step over four 2 MiB segments) and 8 of the struct,
+ * its scalars changed each step, then cuStreamSynchronize. ---- */
+#define ADAM_EW 300
+#define ADAM_MTA 8
+struct adam_meta {
+    unsigned long long addr[4][110];
+    long sizes[110];
+    unsigned char block_to_tensor[320];
+    int start;
+    float lr, bc1, bc2;
+};
+static const size_t adam_sz_mta[1] = {sizeof(struct adam_meta)};
+static const size_t adam_sz_ew[4] = {8, 8, 8, 4};
+static const struct fake_kernel_def adam_defs[2] = {
+    {"_Z24multi_tensor_apply_kernel10adam_meta", k_nop, 1, adam_sz_mta, NULL},
+    {"_Z11elementwisePfPKfS_i", k_nop, 4, adam_sz_ew, NULL}};
+static const struct fake_image adam_image = {FAKE_IMAGE_MAGIC, 2, adam_defs};
+static CUfunction adam_mta, adam_ew;
+static CUstream adam_stream;
+static CUdeviceptr adam_seg[8];
+static struct adam_meta adam_m;
+
+static int adam_load(void)
+{
+    CUmodule m;
+    if (cuModuleLoadData(&m, &adam_image) || cuModuleGetFunction(&adam_mta, m, adam_defs[0].name) ||
+        cuModuleGetFunction(&adam_ew, m, adam_defs[1].name) || cuStreamCreate(&adam_stream, 0))
+        return 1;
+    for (int i = 0; i < 8; i++)
+        if (cuMemAlloc(&adam_seg[i], 2 << 20))
+            return 1;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 110; j++)
+            adam_m.addr[i][j] = adam_seg[i] + 4096 * (CUdeviceptr)j;
+    return 0;
+}
+
+static int loop_adamw(long n)
+{
+    static long step;
+    for (long i = 0; i < n; i++) {
+        long k = i % (ADAM_EW + ADAM_MTA);
+        CUresult r;
+        if (k < ADAM_EW) {
+            CUdeviceptr a = adam_seg[4 + (k + step) % 4] + 512 * (CUdeviceptr)((k * 7 + step) % 100);
+            CUdeviceptr b = adam_seg[5] + 512 * (CUdeviceptr)(k % 50);
+            CUdeviceptr o = adam_seg[6] + 1024 * (CUdeviceptr)(k % 30);
+            int cnt = 1000 + (int)k;
+            void *kp[] = {&a, &b, &o, &cnt};
+            r = cuLaunchKernel(adam_ew, 1, 1, 1, 128, 1, 1, 0, adam_stream, kp, NULL);
+        } else {
+            adam_m.lr = 0.001f * (float)(step + 1);
+            adam_m.bc1 = 1.0f / (float)(step + 1);
+            adam_m.start = (int)(k - ADAM_EW);
+            void *kp[] = {&adam_m};
+            r = cuLaunchKernel(adam_mta, 1, 1, 1, 512, 1, 1, 0, adam_stream, kp, NULL);
+        }
+        if (r != CUDA_SUCCESS)
+            return 1;
+        if (k == ADAM_EW + ADAM_MTA - 1) {
+            if (cuStreamSynchronize(adam_stream) != CUDA_SUCCESS)
+                return 1;
+            step++;
+        }
+    }
+    return 0;
+}
+
 static CUdeviceptr dbuf;
 static char hbuf[16];
 
@@ -281,6 +356,10 @@ static int extra_setup(const char *name, int (**run)(long))
         *run = loop_sync;
         return 0;
     }
+    if (strcmp(name, "adamw") == 0) {
+        *run = loop_adamw;
+        return adam_load() || loop_adamw(ADAM_EW + ADAM_MTA);
+    }
     if (sscanf(name, "s%ld:k%ld:p%ld%c", &every, &k, &params, &tail) == 3) {
         *run = loop_synced;
         return synced_load(k, every, (int)params) || loop_synced(k); /* each kernel once first */
@@ -374,7 +453,7 @@ int main(int argc, char **argv)
         }
         fprintf(stderr,
                 "cpu_bench: unknown loop '%s' (launch, args8, dtoh, gpt2, launch:K, sync, "
-                "sN:kK:pP, reload:R)\n",
+                "sN:kK:pP, reload:R, adamw)\n",
                 only);
         return 2;
     }
