@@ -86,8 +86,8 @@ void atl_selftime_add(int hook, uint64_t t0, uint64_t t1, uint64_t t2)
     __atomic_fetch_add(&st_lib[hook], lib, __ATOMIC_RELAXED);
     __atomic_fetch_add(&st_drv[hook], drv, __ATOMIC_RELAXED);
     uint64_t m = __atomic_load_n(&st_max[hook], __ATOMIC_RELAXED);
-    while (lib > m &&
-           !__atomic_compare_exchange_n(&st_max[hook], &m, lib, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    while (lib > m && !__atomic_compare_exchange_n(&st_max[hook], &m, lib, 1, __ATOMIC_RELAXED,
+                                                   __ATOMIC_RELAXED))
         ;
     /* the first call's time stands for the start (no call before it was timed) */
     uint64_t zero = 0;

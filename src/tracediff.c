@@ -1292,8 +1292,8 @@ static int launch_named_equal(const struct atl_step *a, size_t i, const struct a
         }
         struct atl_ann na, nb;
         if (n < 8 || !atl_step_note(a, (uint32_t)i, w, &na) ||
-            !atl_step_note(b, (uint32_t)j, w, &nb) || na.seq == ATL_ANN_HOST ||
-            na.seq != nb.seq || na.off != nb.off)
+            !atl_step_note(b, (uint32_t)j, w, &nb) || na.seq == ATL_ANN_HOST || na.seq != nb.seq ||
+            na.off != nb.off)
             return 0;
     }
     return 1;

@@ -213,7 +213,8 @@ static int loop_adamw(long n)
         long k = i % (ADAM_EW + ADAM_MTA);
         CUresult r;
         if (k < ADAM_EW) {
-            CUdeviceptr a = adam_seg[4 + (k + step) % 4] + 512 * (CUdeviceptr)((k * 7 + step) % 100);
+            CUdeviceptr a =
+                adam_seg[4 + (k + step) % 4] + 512 * (CUdeviceptr)((k * 7 + step) % 100);
             CUdeviceptr b = adam_seg[5] + 512 * (CUdeviceptr)(k % 50);
             CUdeviceptr o = adam_seg[6] + 1024 * (CUdeviceptr)(k % 30);
             int cnt = 1000 + (int)k;

@@ -414,39 +414,38 @@ START_TEST(check_at_launch_threads)
 {
     static const char *const every[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_REDZONE_RECHECK=1",
                                         NULL};
-    static const char *const dflt[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_LOG_LEVEL=info",
-                                       NULL};
+    static const char *const dflt[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_LOG_LEVEL=info", NULL};
     struct run_result r;
     for (int pass = 0; pass < 2; pass++) {
-    rz_run(&r, "launch-threads", NULL, pass ? dflt : every);
-    if (!pass) {
-        HAS(r.out, "checks queued: 1200\n");
-    } else {
-        /* each thread's 300 launches are 9 launches of poke repeated: most are identical to
-         * one checked before and go without a check (about 200 checks; the table is racy on
-         * purpose, so not an exact count), the overruns are their own launches' */
-        const char *q = strstr(r.out, "checks queued: ");
-        unsigned long n = q ? strtoul(q + 15, NULL, 10) : 0;
-        ck_assert_msg(n >= 36 && n <= 400, "%s", r.out);
-        HAS(r.log, "launches identical to one checked before were not checked after");
-    }
-    ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 4);
-    for (int t = 0; t < 4; t++) {
-        char want[32], line[200];
-        void *s;
-        snprintf(want, sizeof want, "thread %d stream=", t);
-        const char *at = strstr(r.out, want);
-        ck_assert(at && sscanf(at + strlen(want), "%p", &s) == 1);
-        snprintf(line, sizeof line, "on stream %p, which reached alloc#%d", s, 9 * t + 9);
-        ck_assert_msg(strstr(r.log, line), "%s not in:\n%s", line, r.log);
-        snprintf(line, sizeof line, "alloc#%d 4096 bytes at 0x", 9 * t + 9);
-        HAS(r.log, line);
-    }
-    HAS(r.log, ": 1 byte corrupted at +4096..+4096\n");
-    HAS(r.log, ": 4 bytes corrupted at +4096..+4099\n");
-    ck_assert_int_eq(count_lines(r.log, "found by the check after launch#"), 4);
-    ck_assert_int_eq(count_lines(r.log, "culprit: launch#"), 4);
-    run_free(&r);
+        rz_run(&r, "launch-threads", NULL, pass ? dflt : every);
+        if (!pass) {
+            HAS(r.out, "checks queued: 1200\n");
+        } else {
+            /* each thread's 300 launches are 9 launches of poke repeated: most are identical to
+             * one checked before and go without a check (about 200 checks; the table is racy on
+             * purpose, so not an exact count), the overruns are their own launches' */
+            const char *q = strstr(r.out, "checks queued: ");
+            unsigned long n = q ? strtoul(q + 15, NULL, 10) : 0;
+            ck_assert_msg(n >= 36 && n <= 400, "%s", r.out);
+            HAS(r.log, "launches identical to one checked before were not checked after");
+        }
+        ck_assert_int_eq(count_lines(r.log, "redzone overrun:"), 4);
+        for (int t = 0; t < 4; t++) {
+            char want[32], line[200];
+            void *s;
+            snprintf(want, sizeof want, "thread %d stream=", t);
+            const char *at = strstr(r.out, want);
+            ck_assert(at && sscanf(at + strlen(want), "%p", &s) == 1);
+            snprintf(line, sizeof line, "on stream %p, which reached alloc#%d", s, 9 * t + 9);
+            ck_assert_msg(strstr(r.log, line), "%s not in:\n%s", line, r.log);
+            snprintf(line, sizeof line, "alloc#%d 4096 bytes at 0x", 9 * t + 9);
+            HAS(r.log, line);
+        }
+        HAS(r.log, ": 1 byte corrupted at +4096..+4096\n");
+        HAS(r.log, ": 4 bytes corrupted at +4096..+4099\n");
+        ck_assert_int_eq(count_lines(r.log, "found by the check after launch#"), 4);
+        ck_assert_int_eq(count_lines(r.log, "culprit: launch#"), 4);
+        run_free(&r);
     }
 }
 END_TEST
@@ -459,8 +458,7 @@ END_TEST
  * ATLAS_REDZONE_RECHECK=1 every launch is checked and the seventh is named. */
 START_TEST(check_at_launch_same_launch)
 {
-    static const char *const dflt[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_LOG_LEVEL=info",
-                                       NULL};
+    static const char *const dflt[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_LOG_LEVEL=info", NULL};
     static const char *const every[] = {"ATLAS_REDZONE_CHECK=launch", "ATLAS_REDZONE_RECHECK=1",
                                         NULL};
     struct run_result r;

@@ -353,7 +353,8 @@ static int selftime_row(const char *log, const char *fn, unsigned long long *cal
     snprintf(want, sizeof want, "self-time: %s ", fn);
     const char *at = strstr(log, want);
     double per, mx, drv;
-    return at && sscanf(at + strlen(want), "%llu %lf %lf %lf %lf", calls, lib, &per, &mx, &drv) == 5;
+    return at &&
+           sscanf(at + strlen(want), "%llu %lf %lf %lf %lf", calls, lib, &per, &mx, &drv) == 5;
 }
 
 START_TEST(self_time_table)
