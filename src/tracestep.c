@@ -605,46 +605,68 @@ static void resolver_init(struct resolver *rs)
     rs->oom = 0;
 }
 
+/* One word v: the allocation it falls in, added to s's spans once. -1: out of memory. */
+static inline __attribute__((always_inline)) int resolve_word(struct resolver *rs,
+                                                              struct atl_step *s, uint64_t v)
+{
+    if (v >= rs->lo && v < rs->hi)
+        return 0;
+    unsigned r = 0;
+    while (r < rs->nrecent && !(v >= rs->recent[r].lo && v < rs->recent[r].hi))
+        r++;
+    if (r < rs->nrecent) {
+        rs->lo = rs->recent[r].lo, rs->hi = rs->recent[r].hi;
+        return 0;
+    }
+    uint64_t *m = &rs->miss[atl_hash_mix(0, v) % RES_MISS];
+    if (*m == v)
+        return 0;
+    struct atl_alloc_rec rec;
+    if (!atl_ledger_find((CUdeviceptr)v, &rec)) {
+        *m = v;
+        return 0;
+    }
+    rs->lo = rec.ptr, rs->hi = rec.ptr + atl_alloc_span(&rec);
+    rs->recent[rs->rnext].lo = rs->lo, rs->recent[rs->rnext].hi = rs->hi;
+    rs->rnext = (rs->rnext + 1) % RES_RECENT;
+    rs->nrecent += rs->nrecent < RES_RECENT;
+    if (rs->seen[rec.seq % RES_SEEN] == rec.seq)
+        return 0;
+    rs->seen[rec.seq % RES_SEEN] = rec.seq;
+    if (atl_step_add_span(s, rs->lo, rs->hi, rec.seq)) {
+        if (!rs->oom++)
+            atl_log_once_oom("the step trace's pointer names");
+        return -1;
+    }
+    return 0;
+}
+
 /* resolve_op's work past the words of a launch that fall in the last allocation found (the
  * first `wd` of them). */
 static __attribute__((noinline)) void resolve_words(struct resolver *rs, struct atl_step *s,
                                                     const struct atl_step *from,
                                                     const struct atl_op *o, unsigned wd)
 {
+    const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
+    if (k && k->words) {
+        /* the record's word list read here, not a call per word (PyTorch's
+         * multi_tensor_apply_kernel passes 440 words a launch): the words
+         * atl_op_word_next yields, in its order */
+        const uint8_t *p = atl_op_bytes(from, o);
+        for (; wd < k->nwords; wd++) {
+            uint64_t v;
+            memcpy(&v, p + k->words[wd], 8);
+            if (v >= 65536 && resolve_word(rs, s, v))
+                return;
+        }
+        return;
+    }
     unsigned param = 0;
     uint32_t at;
     uint64_t v;
-    while (atl_op_word_next(from, o, &param, &wd, &at, &v)) {
-        if (v >= rs->lo && v < rs->hi)
-            continue;
-        unsigned r = 0;
-        while (r < rs->nrecent && !(v >= rs->recent[r].lo && v < rs->recent[r].hi))
-            r++;
-        if (r < rs->nrecent) {
-            rs->lo = rs->recent[r].lo, rs->hi = rs->recent[r].hi;
-            continue;
-        }
-        uint64_t *m = &rs->miss[atl_hash_mix(0, v) % RES_MISS];
-        if (*m == v)
-            continue;
-        struct atl_alloc_rec rec;
-        if (!atl_ledger_find((CUdeviceptr)v, &rec)) {
-            *m = v;
-            continue;
-        }
-        rs->lo = rec.ptr, rs->hi = rec.ptr + atl_alloc_span(&rec);
-        rs->recent[rs->rnext].lo = rs->lo, rs->recent[rs->rnext].hi = rs->hi;
-        rs->rnext = (rs->rnext + 1) % RES_RECENT;
-        rs->nrecent += rs->nrecent < RES_RECENT;
-        if (rs->seen[rec.seq % RES_SEEN] == rec.seq)
-            continue;
-        rs->seen[rec.seq % RES_SEEN] = rec.seq;
-        if (atl_step_add_span(s, rs->lo, rs->hi, rec.seq)) {
-            if (!rs->oom++)
-                atl_log_once_oom("the step trace's pointer names");
+    while (atl_op_word_next(from, o, &param, &wd, &at, &v))
+        if (resolve_word(rs, s, v))
             return;
-        }
-    }
 }
 
 /* The allocations op o's words (its bytes in step `from`) fall in, added to s's spans. */
