@@ -53,6 +53,7 @@
 #include "pools.h"
 #include "redzone_internal.h"
 #include "services.h"
+#include "tracediff.h" /* atl_hash_mix, atl_hash_bytes */
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -251,56 +252,31 @@ static struct {
 } same_memo[SAME_SLOTS];
 static uint64_t same_total; /* launches left unchecked so (atomic) */
 
-static uint64_t mix64(uint64_t h, uint64_t v)
-{
-    h ^= v;
-    h *= 0x9e3779b97f4a7c15ULL;
-    return h ^ (h >> 29);
-}
-
 /* The launch's key, 0 when it must be checked anyway (a freed allocation, bytes not read). */
 static uint64_t launch_key(const struct atl_launch *l, const struct reach *r, int n)
 {
     const struct atl_krec *rec = l->rec;
-    uint64_t h = mix64(0x5a3e, (uintptr_t)l->func);
+    uint64_t h = atl_hash_mix(0x5a3e, (uintptr_t)l->func);
     for (int k = 0; k < 3; k++) {
-        h = mix64(h, (uint64_t)l->grid[k] << 32 | l->block[k]);
-        h = mix64(h, l->cluster[k]);
+        h = atl_hash_mix(h, (uint64_t)l->grid[k] << 32 | l->block[k]);
+        h = atl_hash_mix(h, l->cluster[k]);
     }
-    h = mix64(h, l->shmem);
+    h = atl_hash_mix(h, l->shmem);
     if (l->params) {
         for (unsigned i = 0; i < rec->nparams; i++) {
-            const unsigned char *p = l->params[i];
-            if (!p)
+            if (!l->params[i])
                 return 0;
-            uint32_t sz = rec->size[i], o = 0;
-            for (; o + 8 <= sz; o += 8) {
-                uint64_t w;
-                memcpy(&w, p + o, 8);
-                h = mix64(h, w);
-            }
-            uint64_t t = 0;
-            memcpy(&t, p + o, sz - o);
-            h = mix64(h, t ^ (uint64_t)sz << 56);
+            h = atl_hash_bytes(h, l->params[i], rec->size[i]);
         }
+    } else if (l->packed) {
+        h = atl_hash_bytes(h, l->packed, l->packed_size);
     } else {
-        const unsigned char *p = l->packed;
-        size_t sz = l->packed_size, o = 0;
-        if (!p)
-            return 0;
-        for (; o + 8 <= sz; o += 8) {
-            uint64_t w;
-            memcpy(&w, p + o, 8);
-            h = mix64(h, w);
-        }
-        uint64_t t = 0;
-        memcpy(&t, p + o, sz - o);
-        h = mix64(h, t ^ (uint64_t)sz << 56);
+        return 0;
     }
     for (int i = 0; i < n; i++) {
         if (r[i].z.freed)
             return 0; /* a write after free to look for: every time */
-        h = mix64(mix64(h, r[i].z.base), r[i].z.seq);
+        h = atl_hash_mix(atl_hash_mix(h, r[i].z.base), r[i].z.seq);
     }
     return h | 1;
 }
