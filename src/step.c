@@ -112,6 +112,14 @@ static size_t ann_lower(const struct atl_step *s, uint32_t op, uint32_t at)
 
 /* ---- notes held as spans ------------------------------------------------------ */
 
+/* Parameter j of k holds words that may be pointers: 8 bytes or more, starting 8-aligned,
+ * inside the parameter block. Its words are those at off, off + 8, ... up to its end. */
+static inline int param_has_words(const struct atl_kfn *k, unsigned j)
+{
+    uint32_t off = k->off[j], size = k->size[j];
+    return size >= 8 && off + size <= k->total && off % 8 == 0;
+}
+
 int atl_op_word_next(const struct atl_step *s, const struct atl_op *o, unsigned *param,
                      unsigned *wd, uint32_t *at, uint64_t *v)
 {
@@ -159,7 +167,7 @@ int atl_op_word_next(const struct atl_step *s, const struct atl_op *o, unsigned 
     }
     for (; *param < k->nparams; (*param)++, *wd = 0) {
         uint32_t off = k->off[*param], size = k->size[*param];
-        if (size < 8 || off + size > k->total || off % 8)
+        if (!param_has_words(k, *param))
             continue;
         while (*wd + 8 <= size) {
             *at = off + *wd;
@@ -264,7 +272,7 @@ int atl_step_note(const struct atl_step *s, uint32_t op, uint32_t at, struct atl
             return 0;
         for (unsigned j = 0; j < k->nparams; j++) {
             uint32_t off = k->off[j], size = k->size[j];
-            if (size < 8 || off + size > k->total || off % 8 || at < off || at + 8 > off + size)
+            if (!param_has_words(k, j) || at < off || at + 8 > off + size)
                 continue;
             memcpy(&v, atl_op_bytes(s, o) + at, 8);
             return v >= 65536 && span_note(s, &last, op, at, v, out);
@@ -354,7 +362,7 @@ size_t atl_notes_get(struct atl_notes *it, struct atl_ann *out, size_t max)
     struct atl_span last = it->last;
     for (; param < k->nparams; param++, wd = 0) {
         uint32_t off = k->off[param], size = k->size[param];
-        if (size < 8 || off + size > k->total || off % 8)
+        if (!param_has_words(k, param))
             continue;
         for (; wd + 8 <= size && n < max; wd += 8) {
             memcpy(&v, p + off + wd, 8);
@@ -439,7 +447,7 @@ void atl_kfn_words(struct atl_kfn *k)
         n = 0;
         for (unsigned j = 0; j < k->nparams; j++) {
             uint32_t off = k->off[j], size = k->size[j];
-            if (size < 8 || off + size > k->total || off % 8)
+            if (!param_has_words(k, j))
                 continue;
             for (uint32_t wd = 0; wd + 8 <= size; wd += 8, n++)
                 if (w)

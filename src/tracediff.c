@@ -1198,18 +1198,25 @@ static int raw_comparable(const struct atl_step *a, const struct atl_step *b)
 
 /* Ops i of a and j of b are equal in every field full_hash reads (the
  * stream aside: see there), the parameter bytes included. */
+/* Launches x and y of one kernel record have the same kind, cluster, shared memory, grid and
+ * block (all of the record but the stream and the parameter bytes). */
+static int launch_head_equal(const struct atl_op *x, const struct atl_op *y)
+{
+    _Static_assert(offsetof(struct atl_op, stream) == 8 && offsetof(struct atl_op, u) == 16,
+                   "the record's layout, as compared below");
+    return memcmp(x, y, 8) == 0 && x->shmem == y->shmem &&
+           memcmp(x->u.k.grid, y->u.k.grid, sizeof x->u.k.grid) == 0 &&
+           memcmp(x->u.k.block, y->u.k.block, sizeof x->u.k.block) == 0;
+}
+
 static int raw_equal(const struct atl_step *a, size_t i, const struct atl_step *b, size_t j)
 {
     const struct atl_op *x = &a->ops[i], *y = &b->ops[j];
-    _Static_assert(offsetof(struct atl_op, stream) == 8 && offsetof(struct atl_op, u) == 16,
-                   "the record's layout, as compared below");
-    if (memcmp(x, y, 8) != 0 || x->shmem != y->shmem)
-        return 0;
     if (x->kind != ATL_OP_LAUNCH)
-        return memcmp(&x->u, &y->u, sizeof x->u) == 0;
+        return memcmp(x, y, 8) == 0 && x->shmem == y->shmem &&
+               memcmp(&x->u, &y->u, sizeof x->u) == 0;
     const struct atl_kfn *k = x->u.k.kfn;
-    return k == y->u.k.kfn && memcmp(x->u.k.grid, y->u.k.grid, sizeof x->u.k.grid) == 0 &&
-           memcmp(x->u.k.block, y->u.k.block, sizeof x->u.k.block) == 0 &&
+    return k == y->u.k.kfn && launch_head_equal(x, y) &&
            /* no parameter bytes: the step may hold none at all (NULL) */
            (!k || !k->total || memcmp(atl_op_bytes(a, x), atl_op_bytes(b, y), k->total) == 0);
 }
@@ -1274,9 +1281,7 @@ static int launch_named_equal(const struct atl_step *a, size_t i, const struct a
     const struct atl_kfn *k = x->u.k.kfn;
     if (x->kind != ATL_OP_LAUNCH || y->kind != ATL_OP_LAUNCH || !k || k != y->u.k.kfn)
         return -1;
-    if (memcmp(x, y, 8) != 0 || x->shmem != y->shmem ||
-        memcmp(x->u.k.grid, y->u.k.grid, sizeof x->u.k.grid) != 0 ||
-        memcmp(x->u.k.block, y->u.k.block, sizeof x->u.k.block) != 0)
+    if (!launch_head_equal(x, y))
         return 0;
     const uint8_t *pa = atl_op_bytes(a, x), *pb = atl_op_bytes(b, y);
     for (uint32_t w = 0; w < k->total; w += 8) {
