@@ -89,9 +89,11 @@ void atl_selftime_add(int hook, uint64_t t0, uint64_t t1, uint64_t t2)
     while (lib > m && !__atomic_compare_exchange_n(&st_max[hook], &m, lib, 1, __ATOMIC_RELAXED,
                                                    __ATOMIC_RELAXED))
         ;
-    /* the first call's time stands for the start (no call before it was timed) */
+    /* the first call's time stands for the start (no call before it was timed); a load first,
+     * so that later calls do not all write one line of memory */
     uint64_t zero = 0;
-    __atomic_compare_exchange_n(&st_start, &zero, t0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&st_start, __ATOMIC_RELAXED))
+        __atomic_compare_exchange_n(&st_start, &zero, t0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 static int by_lib(const void *a, const void *b)
