@@ -16,6 +16,7 @@
 #include "log.h"
 #include "races_watch.h"
 #include "thread.h"
+#include "tracediff.h" /* atl_hash_mix */
 
 #include <stdlib.h>
 #include <string.h>
@@ -228,13 +229,13 @@ static struct rmemo *launch_words(struct rkern *k, const void *const *params, un
         }
     }
     m = NULL;
-    uint64_t v[RC_MEMO_WORDS], h = 0x9e3779b97f4a7c15ULL;
+    uint64_t v[RC_MEMO_WORDS], h = 0;
     for (unsigned i = 0; i < nv; i++) {
         const unsigned char *p = params[k->words[i].param];
         v[i] = 0;
         if (p)
             memcpy(&v[i], p + k->words[i].off, 8);
-        h = (h ^ v[i]) * 0x100000001b3ULL;
+        h = atl_hash_mix(h, v[i]);
     }
     if (nv && atl_rspan.gen) {
         struct rmemo *old = &k->memo[0];
