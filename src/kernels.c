@@ -806,8 +806,9 @@ static size_t view_bytes(const struct atl_kfn *v)
         return 0;
     return malloc_usable_size((void *)v) + malloc_usable_size((void *)v->mangled) +
            (v->pretty != v->mangled ? malloc_usable_size((void *)v->pretty) : 0) +
-           malloc_usable_size((void *)v->off) + malloc_usable_size((void *)v->size) +
-           malloc_usable_size((void *)v->plan) + malloc_usable_size((void *)v->words);
+           malloc_usable_size((void *)v->base) + malloc_usable_size((void *)v->off) +
+           malloc_usable_size((void *)v->size) + malloc_usable_size((void *)v->plan) +
+           malloc_usable_size((void *)v->words);
 }
 
 static void view_free(struct atl_kfn *k)
@@ -816,7 +817,7 @@ static void view_free(struct atl_kfn *k)
         return;
     if (k->pretty != k->mangled)
         free((void *)k->pretty);
-    free((void *)k->mangled);
+    free((void *)k->base), free((void *)k->mangled);
     free((void *)k->off), free((void *)k->size), free((void *)k->plan);
     free((void *)k->words), free((struct kview *)k);
 }

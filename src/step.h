@@ -20,6 +20,8 @@ enum atl_op_kind { ATL_OP_LAUNCH = 1, ATL_OP_MEMSET, ATL_OP_COPY, ATL_OP_GRAPH }
 struct atl_kfn {
     const char *mangled; /* owned; never NULL ("kernel@0x..." when unknown) */
     const char *pretty;  /* demangled, owned; live, filled when first asked (atl_kfn_pretty) */
+    const char *base;    /* the short name ("scale"), owned; filled when first asked by the
+                          * diff (src/tracediff.c), or NULL */
     unsigned nparams;
     unsigned total;       /* bytes of the parameter block */
     int exact;            /* layout came from the driver (or the trace file) */

@@ -263,6 +263,25 @@ static void base_name(const char *pretty, char *out, size_t len)
     out[o] = '\0';
 }
 
+/* base_name of k's demangled name, made once per kernel (a step's diff names a kernel for
+ * every op whose parameters changed): published as atl_kfn_pretty publishes the name. */
+static const char *kfn_base(const struct atl_kfn *ck)
+{
+    struct atl_kfn *k = (struct atl_kfn *)ck; /* base is filled lazily */
+    const char *have = __atomic_load_n(&k->base, __ATOMIC_ACQUIRE);
+    if (have)
+        return have;
+    char b[120];
+    base_name(atl_kfn_pretty(k), b, sizeof b);
+    char *mine = strdup(b);
+    if (!mine)
+        return "?";
+    if (__atomic_compare_exchange_n(&k->base, &have, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return mine;
+    free(mine);
+    return have;
+}
+
 static int kernel_matches(const char *want, const struct atl_kfn *k)
 {
     char base[256];
@@ -335,6 +354,9 @@ struct report {
      * (opts->pooled): the allocator's reuse too, collapsed as `moved` is */
     struct collapsed segmoved;
     size_t noted; /* lines about residue: printed, but no difference in a host value */
+    /* lines are formatted and kept (else only counted): set for the pass whose report is
+     * printed (atl_step_compare walks a step twice when it prints it) */
+    int texts;
     /* two runs' headers name both files (three names of up to 120 bytes):
      * room for the longest, so a header is never cut */
     char header[1024];
@@ -409,7 +431,7 @@ static void change_text(const struct report *r, char *buf, size_t len, const cha
  * printed): a caller formats a line only then, and counts it with skip() otherwise. */
 static int keeps(const struct report *r, enum rank rank)
 {
-    return r->per_rank[rank] < r->o->max_lines;
+    return r->texts && r->per_rank[rank] < r->o->max_lines;
 }
 
 /* A difference found whose line is not kept: counted, never formatted. */
@@ -434,6 +456,8 @@ static void emit_why(struct report *r, enum rank rank, const char *text, const s
         return;
     }
     r->per_rank[rank]++;
+    if (r->st)
+        r->st->formatted++;
     struct kept_line *k = &r->kept[r->nkept++];
     *k = (struct kept_line){.text = t, .rank = rank};
     if (was && now) {
@@ -574,10 +598,8 @@ static void report_print(struct report *r)
 /* "add_pos arg1", "memset ptr": a field of op o as the summaries name it */
 static void what_of(const struct atl_op *o, const char *field, char *what, size_t len)
 {
-    char base[120];
     const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
-    base_name(k ? k->pretty : atl_op_kind_name(o->kind), base, sizeof base);
-    snprintf(what, len, "%s %s", base, field);
+    snprintf(what, len, "%s %s", k ? kfn_base(k) : atl_op_kind_name(o->kind), field);
 }
 
 /* Counts a differing field for the summary by its name ("add_pos arg1", "memset ptr",
@@ -670,19 +692,25 @@ static void op_summary(const struct atl_step *s, const struct atl_op *o, char *b
     (void)s;
 }
 
-/* A changed field of op idx: its line, its count for the summary and its
- * change for folding. `a` and `b` are the values as printed. */
+/* A changed field of op idx: its line (formatted only when it is kept: `a`, `b` and `delta` are
+ * the values as printed, made by the caller only then), its count for the summary and its
+ * change for folding. */
 static void field_line(struct report *r, size_t idx, const struct atl_op *o, const char *field,
                        const char *a, const char *b, const char *delta, enum rank rank, int cls,
                        uint64_t va, uint64_t vb)
 {
-    char lab[256], line[768], what[160], ch[320];
-    change_text(r, ch, sizeof ch, a, b, delta);
-    fmt(line, sizeof line, "  op %zu %s %s: %s", place(r, idx), op_label(o, lab, sizeof lab), field,
-        ch);
-    emit(r, rank, line);
-    count_top(r, o, field);
+    if (keeps(r, rank)) {
+        char lab[256], line[768], ch[320];
+        change_text(r, ch, sizeof ch, a, b, delta);
+        fmt(line, sizeof line, "  op %zu %s %s: %s", place(r, idx), op_label(o, lab, sizeof lab),
+            field, ch);
+        emit(r, rank, line);
+    } else {
+        skip(r, rank);
+    }
+    char what[160];
     what_of(o, field, what, sizeof what);
+    count_what(r, what);
     chg_add(r, place(r, idx), str_hash(field), cls, what, va, vb, (int64_t)(vb - va));
 }
 
@@ -691,10 +719,12 @@ static void field_u64(struct report *r, size_t idx, const struct atl_op *o, cons
 {
     if (a == b)
         return;
-    char ta[24], tb[24], d[40];
-    snprintf(ta, sizeof ta, "0x%" PRIx64, a);
-    snprintf(tb, sizeof tb, "0x%" PRIx64, b);
-    snprintf(d, sizeof d, " (delta %+" PRId64 ")", (int64_t)(b - a));
+    char ta[24] = "", tb[24] = "", d[40] = "";
+    if (keeps(r, rank)) {
+        snprintf(ta, sizeof ta, "0x%" PRIx64, a);
+        snprintf(tb, sizeof tb, "0x%" PRIx64, b);
+        snprintf(d, sizeof d, " (delta %+" PRId64 ")", (int64_t)(b - a));
+    }
     field_line(r, idx, o, field, ta, tb, d, rank, CHG_VALUE, a, b);
 }
 
@@ -704,10 +734,12 @@ static void field_num(struct report *r, size_t idx, const struct atl_op *o, cons
 {
     if (a == b)
         return;
-    char ta[40], tb[40], d[40];
-    snprintf(ta, sizeof ta, "%" PRIu64, a);
-    snprintf(tb, sizeof tb, "%" PRIu64 "%s", b, unit);
-    snprintf(d, sizeof d, " (delta %+" PRId64 ")", (int64_t)(b - a));
+    char ta[40] = "", tb[40] = "", d[40] = "";
+    if (keeps(r, rank)) {
+        snprintf(ta, sizeof ta, "%" PRIu64, a);
+        snprintf(tb, sizeof tb, "%" PRIu64 "%s", b, unit);
+        snprintf(d, sizeof d, " (delta %+" PRId64 ")", (int64_t)(b - a));
+    }
     field_line(r, idx, o, field, ta, tb, d, rank, CHG_VALUE, a, b);
 }
 
@@ -716,9 +748,11 @@ static void field_dim(struct report *r, size_t idx, const struct atl_op *o, cons
 {
     if (a[0] == b[0] && a[1] == b[1] && a[2] == b[2])
         return;
-    char ta[48], tb[48];
-    snprintf(ta, sizeof ta, "(%u,%u,%u)", a[0], a[1], a[2]);
-    snprintf(tb, sizeof tb, "(%u,%u,%u)", b[0], b[1], b[2]);
+    char ta[48] = "", tb[48] = "";
+    if (keeps(r, RANK_LAUNCH)) {
+        snprintf(ta, sizeof ta, "(%u,%u,%u)", a[0], a[1], a[2]);
+        snprintf(tb, sizeof tb, "(%u,%u,%u)", b[0], b[1], b[2]);
+    }
     /* one number for folding: the same dims are the same number */
     uint64_t va = mix(mix(a[0], a[1]), a[2]), vb = mix(mix(b[0], b[1]), b[2]);
     field_line(r, idx, o, field, ta, tb, "", RANK_LAUNCH, CHG_OPAQUE, va, vb);
@@ -814,6 +848,23 @@ static void arg_name(char *out, size_t len, const char *kbase, unsigned i)
     out[kb + 4 + tail] = '\0';
 }
 
+/* Appends "+0xW" (the word's offset in its parameter, as "%s+0x%x" would) to the name in out,
+ * without printf: an optimizer's by-value struct changes words in every step. */
+static void word_suffix(char *out, size_t len, uint32_t w)
+{
+    char hex[12];
+    size_t d = sizeof hex;
+    do
+        hex[--d] = "0123456789abcdef"[w & 15];
+    while ((w >>= 4) && d > 0);
+    size_t l = strlen(out), tail = sizeof hex - d;
+    if (l + 3 + tail >= len)
+        return; /* not with this file's sizes */
+    memcpy(out + l, "+0x", 3);
+    memcpy(out + l + 3, hex + d, tail);
+    out[l + 3 + tail] = '\0';
+}
+
 static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl_op *oa,
                         const struct atl_op *ob)
 {
@@ -831,16 +882,15 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
         return;
     }
     /* the kernel's short name ("scale"), once for all of the op's changed words */
-    char kbase[120] = "";
-    int based = 0;
+    const char *kbase = NULL;
     for (unsigned i = 0; i < kb->nparams; i++) {
         uint32_t off = kb->off[i], sz = kb->size[i];
         if (ka->off[i] != off || ka->size[i] != sz || off + sz > kb->total)
             continue;
         if (memcmp(pa + off, pb + off, sz) == 0 || ignored(r->o->ignore, kb, (int)i))
             continue;
-        if (!based++)
-            base_name(kb->pretty, kbase, sizeof kbase);
+        if (!kbase)
+            kbase = kfn_base(kb);
         /* Values up to 8 bytes read as one little-endian integer; larger
          * by-value parameters are compared in 8-byte words so the report
          * points at the word that changed. The same alloc#N+OFF in two
@@ -894,10 +944,9 @@ static void diff_params(struct report *r, size_t ia, size_t ib, const struct atl
             int64_t delta = n == 8 ? (int64_t)(vb - va)
                                    : ((int64_t)(vb << sh) >> sh) - ((int64_t)(va << sh) >> sh);
             char fz[160];
+            memcpy(fz, what, sizeof fz);
             if (sz > 8)
-                fmt(fz, sizeof fz, "%s+0x%x", what, w);
-            else
-                memcpy(fz, what, sizeof fz);
+                word_suffix(fz, sizeof fz, w);
             if (!junk)
                 note_frozen(r, fz, va, vb, delta);
             int another = xa && xb && xa->seq != xb->seq && xa->seq != ATL_ANN_HOST &&
@@ -1626,6 +1675,138 @@ void atl_fold_settle(struct atl_fold *f)
     f->settled = 1;
 }
 
+/* Walks steps a and b of r, pair by pair, into r's lines (formatted only where r->texts) and
+ * changes. */
+static void walk(struct report *r)
+{
+    const struct atl_step *a = r->a, *b = r->b;
+    const struct atl_diff_opts *opts = r->o;
+    size_t n = a->nops, m = b->nops;
+    struct edit *ed = NULL;
+    size_t ned = 0, cap = 0;
+    const int raw = raw_comparable(a, b);
+    size_t p = 0;
+    if (opts->shapes && atl_step_shape(a) != atl_step_shape(b)) {
+        /* steps that should run alike ran other ops: where, in one line */
+        char d[512], line[640];
+        atl_shape_delta(a, b, d, sizeof d);
+        snprintf(line, sizeof line, "  %s", d);
+        emit(r, RANK_OPS, line);
+        /* folded as where the shapes part, without the op's values */
+        char what[96];
+        fmt(what, sizeof what, "another shape, %.*s", (int)strcspn(d, ":"), d);
+        chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
+        goto done;
+    }
+    if (raw) {
+        /* The common prefix, its pairs reported as it is found: runs of
+         * identical records need neither a shape nor a hash, and when it
+         * covers both steps (the same ops, some values changed) no array
+         * of hashes is made at all. */
+        enum { RUN = 256 };
+        const size_t lim = n < m ? n : m;
+        while (p < lim) {
+            if (p % RUN == 0 && p + RUN <= lim && run_identical(a, b, p, RUN)) {
+                p += RUN;
+                continue;
+            }
+            if (!same_shape(&a->ops[p], &b->ops[p]))
+                break;
+            if (pair_differs(a, p, b, p, raw))
+                diff_pair(r, p, p);
+            p++;
+        }
+        if (p == n && p == m)
+            goto done;
+    }
+    if (step_hashes(a, !raw) || step_hashes(b, !raw)) {
+        opts->line(opts->ctx, "step diff: out of memory; this step was not compared");
+        goto done;
+    }
+    const uint64_t *sa = a->shape, *sb = b->shape;
+    /* the common case, identical steps: one pass over the hashes */
+    if (!raw && n == m && memcmp(a->full, b->full, n * sizeof *a->full) == 0)
+        goto done;
+    if (!raw) {
+        while (p < n && p < m && sa[p] == sb[p])
+            p++;
+        for (size_t i = 0; i < p; i++)
+            if (pair_differs(a, i, b, i, raw))
+                diff_pair(r, i, i);
+    }
+    size_t q = 0;
+    while (q < n - p && q < m - p && sa[n - 1 - q] == sb[m - 1 - q])
+        q++;
+    size_t mn = n - p - q, mm = m - p - q;
+
+    if (mn || mm) {
+        if (myers(sa + p, mn, sb + p, mm, &ed, &ned, &cap) != 0) {
+            /* Too many insertions to align exactly: pair the ops that line up
+             * by position and shape; everything else reads as one block
+             * removed and one block inserted (runs group into single lines). */
+            ned = 0;
+            size_t k = mn < mm ? mn : mm;
+            for (int pass = 0; pass < 3; pass++)
+                for (size_t i = 0; i < (pass == 2 ? mm : mn); i++) {
+                    int same = i < k && sa[p + i] == sb[p + i];
+                    struct edit e = pass == 0   ? (struct edit){ED_PAIR, i, i}
+                                    : pass == 1 ? (struct edit){ED_DEL, i, 0}
+                                                : (struct edit){ED_INS, 0, i};
+                    if ((pass == 0) != same || grow((void **)&ed, &cap, ned + 1, sizeof *ed))
+                        continue;
+                    ed[ned++] = e;
+                }
+        }
+        for (size_t e = 0; e < ned; e++) {
+            size_t i = ed[e].i + p, j = ed[e].j + p;
+            if (ed[e].t == ED_PAIR) {
+                if (pair_differs(a, i, b, j, raw))
+                    diff_pair(r, i, j);
+            } else {
+                int ins = ed[e].t == ED_INS;
+                const uint64_t *sh = ins ? sb : sa;
+                size_t at = ins ? j : i, run = 1;
+                while (e + 1 < ned && ed[e + 1].t == ed[e].t &&
+                       (ins ? ed[e + 1].j + p : ed[e + 1].i + p) == at + run &&
+                       sh[at + run] == sh[at])
+                    run++, e++;
+                insdel(r, ins ? b : a, at, run, ins);
+            }
+        }
+    }
+    for (size_t t = 0; t < q; t++)
+        if (pair_differs(a, n - q + t, b, m - q + t, raw))
+            diff_pair(r, n - q + t, m - q + t);
+
+done:
+    free(ed);
+    report_close(r);
+}
+
+/* Prints r. A report walked without its lines' texts (the first pass of a step whose report
+ * may yet be folded, held back or suppressed: most are) is walked again, formatting the lines
+ * it can print; lines no report prints are never formatted. */
+static void print_lines(struct report *r)
+{
+    if (r->texts || !r->lines) {
+        report_print(r);
+        return;
+    }
+    struct report *t = malloc(sizeof *t);
+    if (!t) {
+        report_print(r); /* the header and the count of lines, without them */
+        return;
+    }
+    *t = (struct report){.o = r->o, .a = r->a, .b = r->b, .na = r->na, .nb = r->nb, .texts = 1};
+    memcpy(t->header, r->header, sizeof t->header);
+    memcpy(t->header_noted, r->header_noted, sizeof t->header_noted);
+    walk(t);
+    if (r->st)
+        r->st->formatted += t->nkept;
+    report_print(t);
+    free(t);
+}
+
 size_t atl_step_diff(const struct atl_step *a, const struct atl_step *b,
                      const struct atl_diff_opts *opts, struct atl_diff_stats *st)
 {
@@ -1641,7 +1822,8 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
                        .a = a,
                        .b = b,
                        .na = opts->sparse ? opts->sparse_nops : a->nops,
-                       .nb = opts->sparse ? opts->sparse_nops : b->nops};
+                       .nb = opts->sparse ? opts->sparse_nops : b->nops,
+                       .texts = fold == NULL || fold->printed};
     const size_t na = r.na, nb = r.nb;
     char where[96] = "";
     if (opts->where && b->stream)
@@ -1680,105 +1862,7 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
     if (st)
         st->compared++;
 
-    size_t n = a->nops, m = b->nops;
-    struct edit *ed = NULL;
-    size_t ned = 0, cap = 0;
-    const int raw = raw_comparable(a, b);
-    size_t p = 0;
-    if (opts->shapes && atl_step_shape(a) != atl_step_shape(b)) {
-        /* steps that should run alike ran other ops: where, in one line */
-        char d[512], line[640];
-        atl_shape_delta(a, b, d, sizeof d);
-        snprintf(line, sizeof line, "  %s", d);
-        emit(&r, RANK_OPS, line);
-        /* folded as where the shapes part, without the op's values */
-        char what[96];
-        fmt(what, sizeof what, "another shape, %.*s", (int)strcspn(d, ":"), d);
-        chg_add(&r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
-        goto done;
-    }
-    if (raw) {
-        /* The common prefix, its pairs reported as it is found: runs of
-         * identical records need neither a shape nor a hash, and when it
-         * covers both steps (the same ops, some values changed) no array
-         * of hashes is made at all. */
-        enum { RUN = 256 };
-        const size_t lim = n < m ? n : m;
-        while (p < lim) {
-            if (p % RUN == 0 && p + RUN <= lim && run_identical(a, b, p, RUN)) {
-                p += RUN;
-                continue;
-            }
-            if (!same_shape(&a->ops[p], &b->ops[p]))
-                break;
-            if (pair_differs(a, p, b, p, raw))
-                diff_pair(&r, p, p);
-            p++;
-        }
-        if (p == n && p == m)
-            goto done;
-    }
-    if (step_hashes(a, !raw) || step_hashes(b, !raw)) {
-        opts->line(opts->ctx, "step diff: out of memory; this step was not compared");
-        goto done;
-    }
-    const uint64_t *sa = a->shape, *sb = b->shape;
-    /* the common case, identical steps: one pass over the hashes */
-    if (!raw && n == m && memcmp(a->full, b->full, n * sizeof *a->full) == 0)
-        goto done;
-    if (!raw) {
-        while (p < n && p < m && sa[p] == sb[p])
-            p++;
-        for (size_t i = 0; i < p; i++)
-            if (pair_differs(a, i, b, i, raw))
-                diff_pair(&r, i, i);
-    }
-    size_t q = 0;
-    while (q < n - p && q < m - p && sa[n - 1 - q] == sb[m - 1 - q])
-        q++;
-    size_t mn = n - p - q, mm = m - p - q;
-
-    if (mn || mm) {
-        if (myers(sa + p, mn, sb + p, mm, &ed, &ned, &cap) != 0) {
-            /* Too many insertions to align exactly: pair the ops that line up
-             * by position and shape; everything else reads as one block
-             * removed and one block inserted (runs group into single lines). */
-            ned = 0;
-            size_t k = mn < mm ? mn : mm;
-            for (int pass = 0; pass < 3; pass++)
-                for (size_t i = 0; i < (pass == 2 ? mm : mn); i++) {
-                    int same = i < k && sa[p + i] == sb[p + i];
-                    struct edit e = pass == 0   ? (struct edit){ED_PAIR, i, i}
-                                    : pass == 1 ? (struct edit){ED_DEL, i, 0}
-                                                : (struct edit){ED_INS, 0, i};
-                    if ((pass == 0) != same || grow((void **)&ed, &cap, ned + 1, sizeof *ed))
-                        continue;
-                    ed[ned++] = e;
-                }
-        }
-        for (size_t e = 0; e < ned; e++) {
-            size_t i = ed[e].i + p, j = ed[e].j + p;
-            if (ed[e].t == ED_PAIR) {
-                if (pair_differs(a, i, b, j, raw))
-                    diff_pair(&r, i, j);
-            } else {
-                int ins = ed[e].t == ED_INS;
-                const uint64_t *sh = ins ? sb : sa;
-                size_t at = ins ? j : i, run = 1;
-                while (e + 1 < ned && ed[e + 1].t == ed[e].t &&
-                       (ins ? ed[e + 1].j + p : ed[e + 1].i + p) == at + run &&
-                       sh[at + run] == sh[at])
-                    run++, e++;
-                insdel(&r, ins ? b : a, at, run, ins);
-            }
-        }
-    }
-    for (size_t t = 0; t < q; t++)
-        if (pair_differs(a, n - q + t, b, m - q + t, raw))
-            diff_pair(&r, n - q + t, m - q + t);
-
-done:
-    report_close(&r);
+    walk(&r);
     if (r.lines && r.lines == r.noted && opts->residue != ATL_PTRS_ALL) {
         /* only pointers that moved within their allocations (allocator reuse) and words of
          * uninitialised bytes changed, each collapsed: the reference's host values, said in
@@ -1789,6 +1873,8 @@ done:
             st->quiet++;
     }
     int begun = 0;
+    if (fold)
+        fold->printed = 0; /* until a report that cannot fold is */
     if (fold && r.lines && !r.chg_over) {
         uint64_t sig = report_sig(&r);
         if (fold_fits(fold, &r, sig)) {
@@ -1803,7 +1889,6 @@ done:
                 st->identical++;
             if (r.lines)
                 tell_found(&r, 1);
-            free(ed);
             return r.lines;
         }
         uint64_t was = fold->sig, gap = fold->gap;
@@ -1827,7 +1912,6 @@ done:
                 st->warmup++;
             report_discard(&r);
         }
-        free(ed);
         return r.lines - r.noted;
     }
     /* residue is printed, but the step holds no other host value */
@@ -1836,10 +1920,11 @@ done:
         if (begun)
             fold->quiet = 1;
         report_discard(&r);
-        free(ed);
         return r.lines - r.noted;
     }
-    report_print(&r);
+    print_lines(&r);
+    if (fold && r.lines && r.chg_over)
+        fold->printed = 1;
     r.lines -= r.noted;
     if (r.lines == 0) {
         if (st)
@@ -1858,7 +1943,6 @@ done:
                  opts->replay, b->nth, r.lines);
         opts->line(opts->ctx, line);
     }
-    free(ed);
     return r.lines;
 }
 

@@ -36,6 +36,9 @@ struct atl_diff_stats {
      * not printed; `quiet`: steps whose only changes were noted ones (pointers moved within
      * their allocations, uninitialised bytes), counted in `identical` too. */
     uint64_t warmup, quiet;
+    /* lines formatted for printing; a report folded, held back or suppressed formats none
+     * (its lines are counted) */
+    uint64_t formatted;
     const char *warmup_how, *quiet_how; /* the summary's hint for each (NULL: the settings) */
     /* Two runs (atlas-diff A B): their files' names, said in the summary, and the steps read
      * from each; NULL: the steps of one run against each other. */
@@ -182,6 +185,9 @@ struct atl_fold {
      * not known yet, 1 every step). Identical steps end a run only once more of them came
      * than its period (ATL_FOLD_GAP_MAX while it is not known). */
     uint64_t gap, period;
+    /* the last report was printed and had too many changes to fold: the next one's lines are
+     * formatted as it is walked (a kind whose reports all print is walked once a step) */
+    int printed;
 };
 #define ATL_FOLD_GAP_MAX 16
 /* atl_step_diff with folding (fold NULL: atl_step_diff). */

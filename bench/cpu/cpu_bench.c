@@ -15,7 +15,8 @@
  *                          launches in steps of 161; timed as "gpt2 NS" (per
  *                          launch, the step ends included) in every run
  *   cpu_bench N adamw      PyTorch's AdamW step on top of a step's elementwise ops
- *                          (below), N launches in steps of 308
+ *                          (below), N launches in steps of 308; adamw:pool with
+ *                          the elementwise pointers moving within one allocation
  *   cpu_bench N sync       N cuCtxSynchronize (a sync's own cost)
  *   cpu_bench N sN:kK:pP   launches over K kernels of P parameters (0 or 8)
  *                          in turn, a cuCtxSynchronize after every N: a
@@ -190,6 +191,11 @@ static CUfunction adam_mta, adam_ew;
 static CUstream adam_stream;
 static CUdeviceptr adam_seg[8];
 static struct adam_meta adam_m;
+/* adamw:pool: the elementwise ops' first pointers move within one segment instead (the
+ * caching allocator's blocks), so each step's report folds into the run before it, as the
+ * GPU's GPT-2 row's do; plain adamw's move to another segment every step, more changes than a
+ * report folds, and every step is printed until the print limit */
+static int adam_pool;
 
 static int adam_load(void)
 {
@@ -213,8 +219,8 @@ static int loop_adamw(long n)
         long k = i % (ADAM_EW + ADAM_MTA);
         CUresult r;
         if (k < ADAM_EW) {
-            CUdeviceptr a =
-                adam_seg[4 + (k + step) % 4] + 512 * (CUdeviceptr)((k * 7 + step) % 100);
+            CUdeviceptr a = adam_seg[4 + (adam_pool ? 0 : (k + step) % 4)] +
+                            512 * (CUdeviceptr)((k * 7 + step) % 100);
             CUdeviceptr b = adam_seg[5] + 512 * (CUdeviceptr)(k % 50);
             CUdeviceptr o = adam_seg[6] + 1024 * (CUdeviceptr)(k % 30);
             int cnt = 1000 + (int)k;
@@ -357,7 +363,8 @@ static int extra_setup(const char *name, int (**run)(long))
         *run = loop_sync;
         return 0;
     }
-    if (strcmp(name, "adamw") == 0) {
+    if (strcmp(name, "adamw") == 0 || strcmp(name, "adamw:pool") == 0) {
+        adam_pool = name[5] == ':';
         *run = loop_adamw;
         return adam_load() || loop_adamw(ADAM_EW + ADAM_MTA);
     }
@@ -454,7 +461,7 @@ int main(int argc, char **argv)
         }
         fprintf(stderr,
                 "cpu_bench: unknown loop '%s' (launch, args8, dtoh, gpt2, launch:K, sync, "
-                "sN:kK:pP, reload:R, adamw)\n",
+                "sN:kK:pP, reload:R, adamw, adamw:pool)\n",
                 only);
         return 2;
     }

@@ -1594,6 +1594,61 @@ START_TEST(sparse_diff_reads_as_whole)
 }
 END_TEST
 
+/* Lines are formatted only for a report that prints (#43): a run of steps that fold into the
+ * report before them counts its differences without formatting one line, and what the run
+ * prints at its end says them all. A kind whose every report prints (more changes than a
+ * report folds) formats each step's lines once. */
+/* Steps 1..n of `ops` launches, every op's int one more each step, compared in turn under one
+ * fold; st->formatted after each comparison in after[]. */
+static void fold_run(struct atl_diff_stats *st, int n, int ops, uint64_t *after)
+{
+    struct atl_fold fold;
+    memset(&fold, 0, sizeof fold);
+    struct atl_diff_opts o = {.max_lines = 20, .line = collect};
+    const struct atl_kfn *k = kfn_ptr_int();
+    struct atl_step s[12];
+    ck_assert_int_le(n, 12);
+    for (int i = 0; i < n; i++) {
+        atl_step_init(&s[i], "loop");
+        s[i].index = (uint64_t)i + 1;
+        for (int j = 0; j < ops; j++)
+            push_launch(&s[i], k, 0x7000, 10 * j + i, 1);
+        if (i)
+            atl_step_compare(&s[i - 1], &s[i], &o, st, &fold);
+        after[i] = st->formatted;
+    }
+    atl_fold_flush(&fold, &o);
+    atl_fold_free(&fold);
+    for (int i = 0; i < n; i++)
+        atl_step_free(&s[i]);
+}
+
+START_TEST(folded_steps_format_no_line)
+{
+    struct atl_diff_stats st;
+    memset(&st, 0, sizeof st);
+    uint64_t after[12];
+    out[0] = '\0';
+    nlines = 0;
+    /* 8 changes a step: the first report prints its 8 lines, the 9 steps after it fold */
+    fold_run(&st, 11, 8, after);
+    ck_assert_uint_eq(after[1], 8);
+    ck_assert_uint_eq(after[10], 8);
+    ck_assert_msg(strstr(out, "steps 3-11 (\"loop\"): step arg1 +1 per step"), "%.2000s", out);
+    ck_assert_msg(strstr(out, "op 7 step(float*, int) [launch] arg1 @0x8 (4 bytes): 0x46 -> 0x47"),
+                  "%.2000s", out);
+    /* 40 changes, more than a report folds: each step prints 20 lines, formatted once */
+    memset(&st, 0, sizeof st);
+    out[0] = '\0';
+    fold_run(&st, 6, 40, after);
+    ck_assert_uint_eq(after[1], 20);
+    ck_assert_uint_eq(after[5], 20 * 5);
+    ck_assert_msg(strstr(out, "op 19 step(float*, int) [launch] arg1 @0x8 (4 bytes): 0xbe -> 0xbf"),
+                  "%.2000s", out);
+    ck_assert_msg(strstr(out, "op 20 step(float*, int)") == NULL, "%.2000s", out);
+}
+END_TEST
+
 /* Far more insertions than the alignment explores: still bounded, still a report. */
 START_TEST(many_insertions_fall_back)
 {
@@ -1646,6 +1701,7 @@ int main(void)
     tcase_add_test(tc, reader_edge_cases);
     tcase_add_test(tc, million_ops_diff_fast);
     tcase_add_test(tc, many_insertions_fall_back);
+    tcase_add_test(tc, folded_steps_format_no_line);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
