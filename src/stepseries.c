@@ -63,7 +63,10 @@ static void count_slot(struct atl_series *ser, struct atl_shaped *sl)
     if (c) {
         c->steps += sl->steps;
         c->nops = sl->step.nops;
-        atl_fmt(c->name, sizeof c->name, "%s", sl->step.name);
+        /* a copy, cut to fit (a slot is counted at every step that takes it over) */
+        size_t l = strnlen(sl->step.name, sizeof c->name - 1);
+        memcpy(c->name, sl->step.name, l);
+        c->name[l] = '\0';
     }
     sl->steps = 0;
 }

@@ -75,6 +75,7 @@ struct tbuf {
      * exit). */
     int fast_slot;
     uint64_t fast_steps;
+    uint64_t fast_quiet; /* of them, those whose pageable copies' host ends moved */
     /* Under its lock: the stream of its first op, and whether a later op
      * named another (op_done). A step end then knows its ops share one
      * stream without reading every record: a million records are 64 MB. */

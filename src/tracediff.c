@@ -26,6 +26,18 @@
 
 #define fmt atl_fmt
 
+/* out = a sep b, cut to fit, as snprintf's "%s%s%s" would: without printf, for the names a
+ * step's diff makes for every change it folds. */
+static void cat3(char *out, size_t len, const char *a, const char *sep, const char *b)
+{
+    size_t o = 0;
+    for (const char *part[3] = {a, sep, b}, **p = part; p < part + 3; p++)
+        for (const char *c = *p; *c && o + 1 < len; c++)
+            out[o++] = *c;
+    if (len)
+        out[o] = '\0';
+}
+
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     return atl_grow(p, cap, need, elem, 64);
@@ -361,6 +373,8 @@ struct report {
      * room for the longest, so a header is never cut */
     char header[1024];
     char header_noted[1024]; /* when every line is about residue */
+    char where[96];          /* " (thread T, stream S)" with opts' where, else "" */
+    int headed;              /* header, header_noted and where made (report_heads) */
     /* what changed, field by field: folding compares two reports by these */
     struct atl_fold_chg chg[ATL_FOLD_MAX];
     unsigned nchg;
@@ -489,7 +503,7 @@ static int collapse(struct collapsed *c, int mode, const char *what)
     if (!strstr(c->names, what)) {
         size_t l = strlen(c->names);
         if (l + strlen(what) + 8 < sizeof c->names)
-            snprintf(c->names + l, sizeof c->names - l, "%s%s", l ? ", " : "", what);
+            cat3(c->names + l, sizeof c->names - l, l ? ", " : "", "", what);
         else if (!strstr(c->names, ", ..."))
             snprintf(c->names + l, sizeof c->names - l, ", ...");
     }
@@ -515,8 +529,56 @@ static void collapsed_line(struct report *r, enum rank rank, const char *line, c
     char what[300];
     emit(r, rank, line);
     r->noted += (size_t)noted;
-    snprintf(what, sizeof what, "%s: %s", fold, c->names);
+    cat3(what, sizeof what, fold, ": ", c->names);
     chg_add(r, 0, str_hash(what), CHG_TEXT, what, 0, 0, 0);
+}
+
+/* The report's headers, made when first needed: by a report that prints, is handed over as
+ * a finding, or begins a run (most steps' reports fold into the run before them and need
+ * none). */
+static void report_heads(struct report *r)
+{
+    if (r->headed)
+        return;
+    r->headed = 1;
+    const struct atl_diff_opts *opts = r->o;
+    const struct atl_step *a = r->a, *b = r->b;
+    const size_t na = r->na, nb = r->nb;
+    r->where[0] = '\0';
+    if (opts->where && b->stream)
+        snprintf(r->where, sizeof r->where, " (thread %s, stream 0x%" PRIx64 ")", b->thread,
+                 b->stream);
+    else if (opts->where)
+        snprintf(r->where, sizeof r->where, " (thread %s)", b->thread);
+    if (opts->run_a && opts->run_b) {
+        /* two runs: which file each step is from, and its place there (cut at the end when
+         * the names are long: atl_fmt, which the sanitizer builds' -O1 does not warn of) */
+        atl_fmt(r->header, sizeof r->header,
+                "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64 ") differs from #%" PRIu64
+                " of %.120s (step %" PRIu64 "): %zu op%s (%zu in %.120s, %+ld)",
+                b->name, r->where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index, nb,
+                nb == 1 ? "" : "s", na, opts->run_a, (long)nb - (long)na);
+        snprintf(r->header_noted, sizeof r->header_noted,
+                 "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64
+                 ") has the host values of #%" PRIu64 " of %.120s (step %" PRIu64
+                 "); only uninitialised bytes differ: %zu op%s",
+                 b->name, r->where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index,
+                 nb, nb == 1 ? "" : "s");
+    } else {
+        snprintf(r->header, sizeof r->header,
+                 "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
+                 ": %zu op%s (was %zu, %+ld)",
+                 b->name, r->where, b->nth, b->index, a->nth, nb, nb == 1 ? "" : "s", na,
+                 (long)nb - (long)na);
+        snprintf(r->header_noted, sizeof r->header_noted,
+                 "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") has the host values of #%" PRIu64
+                 "; only uninitialised bytes differ: %zu op%s",
+                 b->name, r->where, b->nth, b->index, a->nth, nb, nb == 1 ? "" : "s");
+    }
+    if (opts->header) {
+        snprintf(r->header, sizeof r->header, "%s", opts->header);
+        snprintf(r->header_noted, sizeof r->header_noted, "%s", opts->header);
+    }
 }
 
 /* Prints the header and the kept lines, rank by rank, at most max_lines,
@@ -526,32 +588,41 @@ static void report_close(struct report *r)
     char line[512];
     size_t n;
     if ((n = r->moved.n)) {
-        snprintf(line, sizeof line,
-                 "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s", n,
-                 n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "" : "s", r->moved.names);
+        line[0] = '\0'; /* formatted only where it is kept */
+        if (keeps(r, RANK_PTR))
+            snprintf(line, sizeof line,
+                     "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s",
+                     n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "" : "s",
+                     r->moved.names);
         collapsed_line(r, RANK_PTR, line, "pointers moved within their allocations", &r->moved,
                        1);
     }
     if ((n = r->segmoved.n)) {
-        snprintf(line, sizeof line,
-                 "  %zu pointer argument%s moved to another segment of PyTorch's caching "
-                 "allocator (allocator reuse): %s",
-                 n, n == 1 ? "" : "s", r->segmoved.names);
+        line[0] = '\0'; /* formatted only where it is kept */
+        if (keeps(r, RANK_PTR))
+            snprintf(line, sizeof line,
+                     "  %zu pointer argument%s moved to another segment of PyTorch's caching "
+                     "allocator (allocator reuse): %s",
+                     n, n == 1 ? "" : "s", r->segmoved.names);
         collapsed_line(r, RANK_PTR, line, "pointers moved between segments", &r->segmoved, 1);
     }
     if ((n = r->hostmoved.n)) {
-        snprintf(line, sizeof line,
-                 "  %zu host buffer%s of pageable copies moved (no stream capture takes a "
-                 "pageable copy): %s",
-                 n, n == 1 ? "" : "s", r->hostmoved.names);
+        line[0] = '\0'; /* formatted only where it is kept */
+        if (keeps(r, RANK_PTR))
+            snprintf(line, sizeof line,
+                     "  %zu host buffer%s of pageable copies moved (no stream capture takes a "
+                     "pageable copy): %s",
+                     n, n == 1 ? "" : "s", r->hostmoved.names);
         collapsed_line(r, RANK_PTR, line, "host buffers of pageable copies moved", &r->hostmoved,
                        1);
     }
     if ((n = r->resid.n)) {
-        snprintf(line, sizeof line,
-                 "  %zu changed word%s of by-value parameters that hold host addresses "
-                 "(uninitialised bytes, most likely): %s",
-                 n, n == 1 ? "" : "s", r->resid.names);
+        line[0] = '\0'; /* formatted only where it is kept */
+        if (keeps(r, RANK_RESIDUE))
+            snprintf(line, sizeof line,
+                     "  %zu changed word%s of by-value parameters that hold host addresses "
+                     "(uninitialised bytes, most likely): %s",
+                     n, n == 1 ? "" : "s", r->resid.names);
         collapsed_line(r, RANK_RESIDUE, line, "uninitialised bytes", &r->resid, 0);
     }
 }
@@ -566,8 +637,10 @@ static void report_discard(struct report *r)
 
 static void report_print(struct report *r)
 {
-    if (r->lines)
+    if (r->lines) {
+        report_heads(r);
         r->o->line(r->o->ctx, r->lines == r->noted ? r->header_noted : r->header);
+    }
     size_t printed = 0;
     for (int k = 0; k < NRANKS; k++)
         for (size_t i = 0; i < r->nkept; i++)
@@ -599,7 +672,7 @@ static void report_print(struct report *r)
 static void what_of(const struct atl_op *o, const char *field, char *what, size_t len)
 {
     const struct atl_kfn *k = o->kind == ATL_OP_LAUNCH ? o->u.k.kfn : NULL;
-    snprintf(what, len, "%s %s", k ? kfn_base(k) : atl_op_kind_name(o->kind), field);
+    cat3(what, len, k ? kfn_base(k) : atl_op_kind_name(o->kind), " ", field);
 }
 
 /* Counts a differing field for the summary by its name ("add_pos arg1", "memset ptr",
@@ -1014,7 +1087,7 @@ static void field_addr(struct report *r, size_t ia, size_t ib, const char *field
         return;
     const struct atl_op *o = &r->b->ops[ib];
     char lab[256], line[1024], aa[64], ab[64], what[160];
-    snprintf(what, sizeof what, "%s %s", atl_op_kind_name(o->kind), field);
+    cat3(what, sizeof what, atl_op_kind_name(o->kind), " ", field);
     if (xa && xb && xa->seq == xb->seq && collapse(&r->moved, r->o->pointers, what))
         return;
     if (host && pageable && collapse(&r->hostmoved, r->o->pointers, what))
@@ -1563,6 +1636,7 @@ void atl_shape_delta(const struct atl_step *a, const struct atl_step *b, char *b
  * one whose parameters or launch changed. */
 static struct atl_diff_found found_of(const struct report *r, int folded, char *kernel, size_t klen)
 {
+    report_heads((struct report *)r); /* made lazily: const to the rest */
     struct atl_diff_found f = {.a = r->a,
                                .b = r->b,
                                .header = r->lines == r->noted ? r->header_noted : r->header,
@@ -1798,8 +1872,6 @@ static void print_lines(struct report *r)
         return;
     }
     *t = (struct report){.o = r->o, .a = r->a, .b = r->b, .na = r->na, .nb = r->nb, .texts = 1};
-    memcpy(t->header, r->header, sizeof t->header);
-    memcpy(t->header_noted, r->header_noted, sizeof t->header_noted);
     walk(t);
     if (r->st)
         r->st->formatted += t->nkept;
@@ -1824,41 +1896,7 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
                        .na = opts->sparse ? opts->sparse_nops : a->nops,
                        .nb = opts->sparse ? opts->sparse_nops : b->nops,
                        .texts = fold == NULL || fold->printed};
-    const size_t na = r.na, nb = r.nb;
-    char where[96] = "";
-    if (opts->where && b->stream)
-        snprintf(where, sizeof where, " (thread %s, stream 0x%" PRIx64 ")", b->thread, b->stream);
-    else if (opts->where)
-        snprintf(where, sizeof where, " (thread %s)", b->thread);
-    if (opts->run_a && opts->run_b) {
-        /* two runs: which file each step is from, and its place there (cut at the end when
-         * the names are long: atl_fmt, which the sanitizer builds' -O1 does not warn of) */
-        atl_fmt(r.header, sizeof r.header,
-                "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64 ") differs from #%" PRIu64
-                " of %.120s (step %" PRIu64 "): %zu op%s (%zu in %.120s, %+ld)",
-                b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index, nb,
-                nb == 1 ? "" : "s", na, opts->run_a, (long)nb - (long)na);
-        snprintf(r.header_noted, sizeof r.header_noted,
-                 "step \"%s\"%s #%" PRIu64 " of %.120s (step %" PRIu64
-                 ") has the host values of #%" PRIu64 " of %.120s (step %" PRIu64
-                 "); only uninitialised bytes differ: %zu op%s",
-                 b->name, where, b->nth, opts->run_b, b->index, a->nth, opts->run_a, a->index, nb,
-                 nb == 1 ? "" : "s");
-    } else {
-        snprintf(r.header, sizeof r.header,
-                 "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") differs from #%" PRIu64
-                 ": %zu op%s (was %zu, %+ld)",
-                 b->name, where, b->nth, b->index, a->nth, nb, nb == 1 ? "" : "s", na,
-                 (long)nb - (long)na);
-        snprintf(r.header_noted, sizeof r.header_noted,
-                 "step \"%s\"%s #%" PRIu64 " (step %" PRIu64 ") has the host values of #%" PRIu64
-                 "; only uninitialised bytes differ: %zu op%s",
-                 b->name, where, b->nth, b->index, a->nth, nb, nb == 1 ? "" : "s");
-    }
-    if (opts->header) {
-        snprintf(r.header, sizeof r.header, "%s", opts->header);
-        snprintf(r.header_noted, sizeof r.header_noted, "%s", opts->header);
-    }
+    const size_t nb = r.nb;
     if (st)
         st->compared++;
 
@@ -1894,7 +1932,8 @@ size_t atl_step_compare(const struct atl_step *a, const struct atl_step *b,
         uint64_t was = fold->sig, gap = fold->gap;
         unsigned streak = fold->streak;
         atl_fold_flush(fold, opts);
-        fold_set(fold, &r, sig, was == sig ? streak + 1 : 1, where);
+        report_heads(&r);
+        fold_set(fold, &r, sig, was == sig ? streak + 1 : 1, r.where);
         /* the same fields again after `gap` identical steps: the run's period */
         fold->period = was == sig ? gap + 1 : 0;
         begun = 1;

@@ -593,15 +593,22 @@ struct resolver {
     } recent[RES_RECENT];
     unsigned nrecent, rnext;
     uint64_t miss[RES_MISS];
+    uint64_t mmask; /* the miss slots in use, less one: a step's ops times 8, a power of two */
     int oom;
 };
 
-static void resolver_init(struct resolver *rs)
+/* A resolver for a step of `nops` ops: a small step (CuPy's, a few ops a sync) clears a few
+ * miss slots, not 4 KiB of them at every step end. */
+static void resolver_init(struct resolver *rs, size_t nops)
 {
     rs->lo = rs->hi = 0;
     memset(rs->seen, 0xff, sizeof rs->seen);
     rs->nrecent = rs->rnext = 0;
-    memset(rs->miss, 0, sizeof rs->miss); /* 0 is below 64 KiB: never looked up */
+    size_t slots = 8;
+    while (slots < RES_MISS && slots < 8 * nops)
+        slots *= 2;
+    rs->mmask = slots - 1;
+    memset(rs->miss, 0, slots * sizeof *rs->miss); /* 0 is below 64 KiB: never looked up */
     rs->oom = 0;
 }
 
@@ -618,7 +625,7 @@ static inline __attribute__((always_inline)) int resolve_word(struct resolver *r
         rs->lo = rs->recent[r].lo, rs->hi = rs->recent[r].hi;
         return 0;
     }
-    uint64_t *m = &rs->miss[atl_hash_mix(0, v) % RES_MISS];
+    uint64_t *m = &rs->miss[atl_hash_mix(0, v) & rs->mmask];
     if (*m == v)
         return 0;
     struct atl_alloc_rec rec;
@@ -708,7 +715,7 @@ static inline void resolve_op(struct resolver *rs, struct atl_step *s, const str
 static void resolve_pointers(struct atl_step *s, const struct atl_step *like)
 {
     struct resolver rs;
-    resolver_init(&rs);
+    resolver_init(&rs, s->nops);
     s->nspans = 0;
     s->ledger_gen = atl_ledger_generation();
     if (like &&
@@ -738,7 +745,7 @@ static void resolve_pointers(struct atl_step *s, const struct atl_step *like)
 static void resolve_sparse(struct atl_step *d, const struct atl_step *ref, const uint32_t *idx)
 {
     struct resolver rs;
-    resolver_init(&rs);
+    resolver_init(&rs, ref->nops);
     d->nspans = 0;
     d->ledger_gen = atl_ledger_generation();
     if (ref->ledger_gen == d->ledger_gen &&
@@ -832,6 +839,35 @@ static void thread_label(const struct tbuf *me, char out[sizeof tt.label])
  * Then the thread's buffer is compared with the kind's previous step under
  * that kind's lock and, if identical, emptied in place. Returns 1 when the
  * step end is done. */
+/* Ops a and b (n of each) are one but for the host ends of pageable copies, and those are
+ * collapsed (ATLAS_DIFF_POINTERS, not `all`): a step the diff would count identical, as
+ * quiet, with no line. CuPy's float() of a sum copies into a new host buffer every step; its
+ * small steps (too few ops to be recorded against a reference) took the whole diff for it.
+ * fast_step then copies b's records over a's (they differ in those host ends only), so the
+ * next step is compared with this one, as the slow path's would be. */
+static int host_moved_only(const struct atl_op *a, const struct atl_op *b, size_t n)
+{
+    if (atl_cfg.diff_pointers == ATL_PTRS_ALL)
+        return 0;
+    int moved = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (memcmp(&a[i], &b[i], sizeof *a) == 0)
+            continue;
+        if (a[i].kind != ATL_OP_COPY || b[i].kind != ATL_OP_COPY || a[i].flags != b[i].flags ||
+            !(a[i].flags & (ATL_COPY_DST_PAGEABLE | ATL_COPY_SRC_PAGEABLE)))
+            return 0;
+        struct atl_op x = b[i];
+        if (x.flags & ATL_COPY_DST_PAGEABLE)
+            x.u.c.dst = a[i].u.c.dst;
+        if (x.flags & ATL_COPY_SRC_PAGEABLE)
+            x.u.c.src = a[i].u.c.src;
+        if (memcmp(&a[i], &x, sizeof x) != 0)
+            return 0;
+        moved = 1;
+    }
+    return moved;
+}
+
 static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint64_t stream)
 {
     if (!me || !me->fast_slot || __atomic_load_n(&json, __ATOMIC_RELAXED) || atl_chrome_on ||
@@ -848,7 +884,7 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
     char label[sizeof tt.label];
     thread_label(me, label);
     const int slot = me->fast_slot - 1;
-    int done = 0;
+    int done = 0, quiet = 0;
     atl_spin_lock(&names[slot].busy);
     /* the kind's latest step, unless a folded run of its shape waits to be
      * printed (the slow path ends it) */
@@ -873,9 +909,14 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
         size_t i = me->multi ? 0 : me->nops;
         while (i < me->nops && me->ops[i].stream == me->ops[0].stream)
             i++;
+        int q = 0;
         done = i == me->nops && names[slot].stream == st &&
-               memcmp(prev->ops, me->ops, me->nops * sizeof *me->ops) == 0 &&
+               (memcmp(prev->ops, me->ops, me->nops * sizeof *me->ops) == 0 ||
+                (q = host_moved_only(prev->ops, me->ops, me->nops))) &&
                (me->nbytes == 0 || memcmp(prev->bytes, me->bytes, me->nbytes) == 0);
+        quiet = done && q;
+        if (quiet) /* the reference takes the host ends: it is the kind's latest step */
+            memcpy(prev->ops, me->ops, me->nops * sizeof *me->ops);
     }
     if (done && me->nops) {
         atl_tbuf_empty(me);
@@ -886,6 +927,8 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
         recent->steps++;
         recent->fold.settled = 1; /* (nothing is held: no run waits, fold.sig is 0) */
         __atomic_store_n(&me->fast_steps, me->fast_steps + 1, __ATOMIC_RELAXED);
+        if (quiet)
+            __atomic_store_n(&me->fast_quiet, me->fast_quiet + 1, __ATOMIC_RELAXED);
     }
     atl_tbuf_unlock(me);
     atl_spin_unlock(&names[slot].busy);
@@ -1665,7 +1708,9 @@ void atl_tstep_exit(void (*hints)(void))
     for (struct tbuf *b = atl_tbuf_first(); b; b = atl_tbuf_next(b)) {
         uint64_t f = __atomic_load_n(&b->fast_steps, __ATOMIC_RELAXED);
         stats.steps += f, stats.compared += f, stats.identical += f;
+        stats.quiet += __atomic_load_n(&b->fast_quiet, __ATOMIC_RELAXED);
         __atomic_store_n(&b->fast_steps, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&b->fast_quiet, 0, __ATOMIC_RELAXED);
     }
     /* what was held back: folded runs, new shapes; then the shape counts */
     struct atl_diff_opts o = {.line = log_line_cb};

@@ -17,6 +17,7 @@
  *   cpu_bench N adamw      PyTorch's AdamW step on top of a step's elementwise ops
  *                          (below), N launches in steps of 308; adamw:pool with
  *                          the elementwise pointers moving within one allocation
+ *   cpu_bench N cupy       CuPy's step (below): 5 launches and a blocking 4-byte copy
  *   cpu_bench N sync       N cuCtxSynchronize (a sync's own cost)
  *   cpu_bench N sN:kK:pP   launches over K kernels of P parameters (0 or 8)
  *                          in turn, a cuCtxSynchronize after every N: a
@@ -244,6 +245,56 @@ static int loop_adamw(long n)
     return 0;
 }
 
+/* ---- CuPy's step (issue #43): on the H100 the matrix's CuPy row (an 82 us step: a RawKernel
+ * saxpy, three elementwise kernels on pool temporaries, a sum, then float() of it) cost
+ * 1.12-1.18x traced. Here: 5 launches, then a 4-byte cuMemcpyDtoH (blocking: the step's end)
+ * into a host buffer that moves from step to step, as a Python float's does. ---- */
+#define CUPY_OPS 6
+static const size_t cupy_sz[4] = {4, 8, 8, 4};
+static const struct fake_kernel_def cupy_defs[2] = {{"saxpy", k_nop, 4, cupy_sz, NULL},
+                                                    {"_Z4tanhPfS_i", k_nop, 3, cupy_sz + 1, NULL}};
+static const struct fake_image cupy_image = {FAKE_IMAGE_MAGIC, 2, cupy_defs};
+static CUfunction cupy_k[2];
+static CUdeviceptr cupy_x, cupy_y, cupy_t[4];
+
+static int cupy_load(void)
+{
+    CUmodule m;
+    if (cuModuleLoadData(&m, &cupy_image) || cuModuleGetFunction(&cupy_k[0], m, "saxpy") ||
+        cuModuleGetFunction(&cupy_k[1], m, cupy_defs[1].name) || cuMemAlloc(&cupy_x, 4 << 20) ||
+        cuMemAlloc(&cupy_y, 4 << 20))
+        return 1;
+    for (int i = 0; i < 4; i++)
+        if (cuMemAlloc(&cupy_t[i], 4 << 20))
+            return 1;
+    return 0;
+}
+
+static int loop_cupy(long n)
+{
+    static long step;
+    static char host[2][64];
+    for (long i = 0; i < n; i++) {
+        long k = i % CUPY_OPS;
+        float a = 0.5f;
+        int cnt = 1 << 20;
+        CUdeviceptr src = k == 1 ? cupy_y : cupy_t[(k + 1) % 4], dst = cupy_t[k % 4];
+        void *sp[] = {&a, &cupy_x, &cupy_y, &cnt}, *ep[] = {&src, &dst, &cnt};
+        CUresult r;
+        if (k == 0)
+            r = cuLaunchKernel(cupy_k[0], 4096, 1, 1, 256, 1, 1, 0, NULL, sp, NULL);
+        else if (k < CUPY_OPS - 1)
+            r = cuLaunchKernel(cupy_k[1], 4096, 1, 1, 256, 1, 1, 0, NULL, ep, NULL);
+        else {
+            r = cuMemcpyDtoH(host[step % 2] + 8 * (step % 5), cupy_t[0], 4);
+            step++;
+        }
+        if (r != CUDA_SUCCESS)
+            return 1;
+    }
+    return 0;
+}
+
 static CUdeviceptr dbuf;
 static char hbuf[16];
 
@@ -363,6 +414,10 @@ static int extra_setup(const char *name, int (**run)(long))
         *run = loop_sync;
         return 0;
     }
+    if (strcmp(name, "cupy") == 0) {
+        *run = loop_cupy;
+        return cupy_load() || loop_cupy(CUPY_OPS);
+    }
     if (strcmp(name, "adamw") == 0 || strcmp(name, "adamw:pool") == 0) {
         adam_pool = name[5] == ':';
         *run = loop_adamw;
@@ -461,7 +516,7 @@ int main(int argc, char **argv)
         }
         fprintf(stderr,
                 "cpu_bench: unknown loop '%s' (launch, args8, dtoh, gpt2, launch:K, sync, "
-                "sN:kK:pP, reload:R, adamw, adamw:pool)\n",
+                "sN:kK:pP, reload:R, adamw, adamw:pool, cupy)\n",
                 only);
         return 2;
     }
