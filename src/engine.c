@@ -518,6 +518,8 @@ void atl_sync_pre(struct atl_sync *s)
         atl_redzone_sync_pre(s);
     if (on(ATL_FEAT_HANG))
         atl_hang_enter(s->hook);
+    else if (on(ATL_FEAT_TRACE))
+        s->step_ended = atl_trace_sync_pre(s);
 }
 
 CUresult atl_sync_post(struct atl_sync *s, CUresult r)
@@ -532,7 +534,7 @@ CUresult atl_sync_post(struct atl_sync *s, CUresult r)
         atl_faultrep_sync_post(s, r);
     if (on(ATL_FEAT_REDZONE))
         atl_redzone_sync_post(s, r);
-    if (on(ATL_FEAT_TRACE))
+    if (on(ATL_FEAT_TRACE) && !s->step_ended)
         atl_trace_sync(s, r);
     if (on(ATL_FEAT_RACES))
         atl_races_sync(s, r);

@@ -264,6 +264,7 @@ struct atl_sync {
     CUevent event;
     uint64_t launches_before; /* the newest launch when it started (engine) */
     void *caller;             /* the hook's return address (struct atl_launch's caller) */
+    int step_ended;           /* the step trace ended its step before the wait (engine) */
 };
 
 struct atl_capture {

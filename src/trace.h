@@ -22,6 +22,10 @@ void atl_trace_graph_launch(const struct atl_graph_launch *g, CUresult r);
 void atl_trace_memset(const struct atl_memset *m, CUresult r);
 void atl_trace_copy(const struct atl_copy *c, CUresult r);
 void atl_trace_sync(const struct atl_sync *s, CUresult r);
+/* Before a host sync waits (the engine: not with the hang report, whose "ops since the last
+ * step end" are the wait's): ends the step there instead of after the wait, where it can.
+ * 1 when it did (atl_trace_sync is then not to be called for this sync). */
+int atl_trace_sync_pre(const struct atl_sync *s);
 void atl_trace_capture_pre(const struct atl_capture *c);
 void atl_trace_capture_post(const struct atl_capture *c, CUresult r);
 /* A module was unloaded (its kernels' records now wait for the ops that may name them):
