@@ -25,7 +25,7 @@ CPU_BENCH_SYNCS   ?= 1 16 256
 CPU_BENCH_RELOADS ?= 30 100
 # more loops of cpu_bench by name: adamw, PyTorch's optimizer step (a 3.5 KiB by-value
 # struct whose scalars change every step) among elementwise launches (issue #43)
-CPU_BENCH_MORE    ?= adamw adamw:pool
+CPU_BENCH_MORE    ?= adamw adamw:pool cupy
 
 $(BUILD)/bench/cpu_bench: bench/cpu/cpu_bench.c $(FAKE_DIR)/libcuda.so
 	@mkdir -p $(dir $@)

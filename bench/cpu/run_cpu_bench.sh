@@ -33,7 +33,7 @@ for s in $SYNCS; do
     done
 done
 for r in $RELOADS; do EXTRA_LOOPS="$EXTRA_LOOPS reload:$r"; done
-# CPU_BENCH_MORE: more of the program's own loops, by name (make cpu-bench: adamw adamw:pool)
+# CPU_BENCH_MORE: more of the program's own loops, by name (make cpu-bench: adamw adamw:pool cupy)
 EXTRA_LOOPS="$EXTRA_LOOPS ${CPU_BENCH_MORE:-}"
 export CPU_BENCH_EXTRA_LOOPS="$EXTRA_LOOPS"
 LOOPS="$LOOPS $EXTRA_LOOPS"
