@@ -828,17 +828,6 @@ static void thread_label(const struct tbuf *me, char out[sizeof tt.label])
     memcpy(out, tt.label, sizeof tt.label);
 }
 
-/* The step end of a thread whose step is byte-identical to the previous one
- * of its kind, without step_mu: a server's threads each syncing their own
- * stream, or a loop of synchronous copies (a step end each), must not queue
- * on one process-wide lock to learn that nothing changed. Taken only when
- * the slow path would do nothing else: the thread owns its ops and its last
- * step found its kind (fast_slot), no other thread has ops to lend or ops
- * left stale (harvest would move them), and
- * no JSON lines or Chrome trace are written (they keep the steps' order).
- * Then the thread's buffer is compared with the kind's previous step under
- * that kind's lock and, if identical, emptied in place. Returns 1 when the
- * step end is done. */
 /* Ops a and b (n of each) are one but for the host ends of pageable copies, and those are
  * collapsed (ATLAS_DIFF_POINTERS, not `all`): a step the diff would count identical, as
  * quiet, with no line. CuPy's float() of a sum copies into a new host buffer every step; its
@@ -866,6 +855,27 @@ static int host_moved_only(const struct atl_op *a, const struct atl_op *b, size_
         moved = 1;
     }
     return moved;
+}
+
+/* The step end of a thread whose step is byte-identical to the previous one
+ * of its kind, without step_mu: a server's threads each syncing their own
+ * stream, or a loop of synchronous copies (a step end each), must not queue
+ * on one process-wide lock to learn that nothing changed. Taken only when
+ * the slow path would do nothing else: the thread owns its ops and its last
+ * step found its kind (fast_slot), no other thread has ops to lend or ops
+ * left stale (harvest would move them), and
+ * no JSON lines or Chrome trace are written (they keep the steps' order).
+ * Then the thread's buffer is compared with the kind's previous step under
+ * that kind's lock and, if identical, emptied in place. Returns 1 when the
+ * step end is done. */
+/* Some thread's buffer records against step st (record_against, which sets a buffer's rops
+ * only under the kind's lock: the caller holds it), so st's records may not be written. */
+static int lent_out(const struct atl_step *st)
+{
+    for (struct tbuf *b = atl_tbuf_first(); b; b = atl_tbuf_next(b))
+        if (__atomic_load_n(&b->rops, __ATOMIC_RELAXED) == st->ops)
+            return 1;
+    return 0;
 }
 
 static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint64_t stream)
@@ -912,11 +922,14 @@ static int fast_step(const char *name, struct tbuf *me, enum atl_take take, uint
         int q = 0;
         done = i == me->nops && names[slot].stream == st &&
                (memcmp(prev->ops, me->ops, me->nops * sizeof *me->ops) == 0 ||
-                (q = host_moved_only(prev->ops, me->ops, me->nops))) &&
+                ((q = host_moved_only(prev->ops, me->ops, me->nops)) && !lent_out(prev))) &&
                (me->nbytes == 0 || memcmp(prev->bytes, me->bytes, me->nbytes) == 0);
         quiet = done && q;
-        if (quiet) /* the reference takes the host ends: it is the kind's latest step */
+        if (quiet) { /* the reference takes the host ends: it is the kind's latest step */
             memcpy(prev->ops, me->ops, me->nops * sizeof *me->ops);
+            free(prev->full); /* its ops' hashes held the old ends (the shapes stay) */
+            prev->full = NULL;
+        }
     }
     if (done && me->nops) {
         atl_tbuf_empty(me);
