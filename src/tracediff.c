@@ -527,12 +527,20 @@ static int seg_moved(const struct report *r, const struct atl_ann *xa, uint64_t 
            xa->seq != ATL_ANN_HOST && xb->seq != ATL_ANN_HOST && r->o->pooled(xa, va, xb, vb);
 }
 
-/* One collapsed line of a report: printed at `rank`, counted as noted (no host value a graph
- * would freeze differently) when `noted`, and folded across steps as the text "FOLD: names". */
-static void collapsed_line(struct report *r, enum rank rank, const char *line, const char *fold,
-                           const struct collapsed *c, int noted)
+/* One collapsed line of a report: printed at `rank` (formatted from `f` only where it is
+ * kept), counted as noted (no host value a graph would freeze differently) when `noted`, and
+ * folded across steps as the text "FOLD: names". */
+static void __attribute__((format(printf, 6, 7)))
+collapsed_line(struct report *r, enum rank rank, const char *fold, const struct collapsed *c,
+               int noted, const char *f, ...)
 {
-    char what[300];
+    char line[512] = "", what[300];
+    if (keeps(r, rank)) {
+        va_list ap;
+        va_start(ap, f);
+        vsnprintf(line, sizeof line, f, ap);
+        va_end(ap);
+    }
     emit(r, rank, line);
     r->noted += (size_t)noted;
     cat3(what, sizeof what, fold, ": ", c->names);
@@ -591,46 +599,27 @@ static void report_heads(struct report *r)
  * then a count of the rest. */
 static void report_close(struct report *r)
 {
-    char line[512];
     size_t n;
-    if ((n = r->moved.n)) {
-        line[0] = '\0'; /* formatted only where it is kept */
-        if (keeps(r, RANK_PTR))
-            snprintf(line, sizeof line,
-                     "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s",
-                     n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "" : "s",
-                     r->moved.names);
-        collapsed_line(r, RANK_PTR, line, "pointers moved within their allocations", &r->moved,
-                       1);
-    }
-    if ((n = r->segmoved.n)) {
-        line[0] = '\0'; /* formatted only where it is kept */
-        if (keeps(r, RANK_PTR))
-            snprintf(line, sizeof line,
-                     "  %zu pointer argument%s moved to another segment of PyTorch's caching "
-                     "allocator (allocator reuse): %s",
-                     n, n == 1 ? "" : "s", r->segmoved.names);
-        collapsed_line(r, RANK_PTR, line, "pointers moved between segments", &r->segmoved, 1);
-    }
-    if ((n = r->hostmoved.n)) {
-        line[0] = '\0'; /* formatted only where it is kept */
-        if (keeps(r, RANK_PTR))
-            snprintf(line, sizeof line,
-                     "  %zu host buffer%s of pageable copies moved (no stream capture takes a "
-                     "pageable copy): %s",
-                     n, n == 1 ? "" : "s", r->hostmoved.names);
-        collapsed_line(r, RANK_PTR, line, "host buffers of pageable copies moved", &r->hostmoved,
-                       1);
-    }
-    if ((n = r->resid.n)) {
-        line[0] = '\0'; /* formatted only where it is kept */
-        if (keeps(r, RANK_RESIDUE))
-            snprintf(line, sizeof line,
-                     "  %zu changed word%s of by-value parameters that hold host addresses "
-                     "(uninitialised bytes, most likely): %s",
-                     n, n == 1 ? "" : "s", r->resid.names);
-        collapsed_line(r, RANK_RESIDUE, line, "uninitialised bytes", &r->resid, 0);
-    }
+    if ((n = r->moved.n))
+        collapsed_line(
+            r, RANK_PTR, "pointers moved within their allocations", &r->moved, 1,
+            "  %zu pointer argument%s moved within %s allocation%s (allocator reuse): %s", n,
+            n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "" : "s", r->moved.names);
+    if ((n = r->segmoved.n))
+        collapsed_line(r, RANK_PTR, "pointers moved between segments", &r->segmoved, 1,
+                       "  %zu pointer argument%s moved to another segment of PyTorch's caching "
+                       "allocator (allocator reuse): %s",
+                       n, n == 1 ? "" : "s", r->segmoved.names);
+    if ((n = r->hostmoved.n))
+        collapsed_line(r, RANK_PTR, "host buffers of pageable copies moved", &r->hostmoved, 1,
+                       "  %zu host buffer%s of pageable copies moved (no stream capture takes a "
+                       "pageable copy): %s",
+                       n, n == 1 ? "" : "s", r->hostmoved.names);
+    if ((n = r->resid.n))
+        collapsed_line(r, RANK_RESIDUE, "uninitialised bytes", &r->resid, 0,
+                       "  %zu changed word%s of by-value parameters that hold host addresses "
+                       "(uninitialised bytes, most likely): %s",
+                       n, n == 1 ? "" : "s", r->resid.names);
 }
 
 static void report_discard(struct report *r)
